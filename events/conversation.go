@@ -1,0 +1,51 @@
+package events
+
+import (
+	"errors"
+	"fmt"
+)
+
+// MaxConversationIDLen bounds conversation IDs so that a subject, a KV key
+// and a log line built from one stay small.
+const MaxConversationIDLen = 128
+
+// ErrInvalidConversationID is returned for conversation IDs that could widen
+// or break a NATS subject (a '.', '*' or '>'), or are empty, too long or
+// contain characters outside [A-Za-z0-9_-].
+var ErrInvalidConversationID = errors.New("invalid conversation ID")
+
+// ValidateConversationID checks that id can be used as the last token of a
+// subject without widening it: only letters, digits, '-' and '_', 1 to
+// MaxConversationIDLen bytes. The error names the offending character and
+// says what is allowed.
+func ValidateConversationID(id string) error {
+	if id == "" {
+		return fmt.Errorf("%w: empty; use 1 to %d letters, digits, '-' or '_'", ErrInvalidConversationID, MaxConversationIDLen)
+	}
+	if len(id) > MaxConversationIDLen {
+		return fmt.Errorf("%w: %d bytes, the limit is %d", ErrInvalidConversationID, len(id), MaxConversationIDLen)
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' {
+			continue
+		}
+		what := fmt.Sprintf("%q", c)
+		switch c {
+		case '.', '*', '>':
+			what = fmt.Sprintf("'%c', which NATS subjects forbid", c)
+		}
+		if c < 0x20 || c == 0x7f {
+			what = fmt.Sprintf("control character 0x%02x", c)
+		}
+		return fmt.Errorf("%w: %q contains %s at byte %d; use letters, digits, '-' or '_'", ErrInvalidConversationID, truncate(id, 40), what, i)
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

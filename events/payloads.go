@@ -1,0 +1,207 @@
+package events
+
+import "time"
+
+// Payload is the typed body of an event. Each event type has exactly one
+// payload type; EventType ties the two together so an envelope can never
+// carry a payload of another type.
+type Payload interface {
+	EventType() Type
+	// Validate checks the payload's own fields, naming the first bad one.
+	Validate() error
+}
+
+// ConversationStarted opens a conversation. A fork carries the Turn it
+// starts from (Blocks and Data) and where it came from, so the new log is
+// complete on its own and still says which history it branched off.
+type ConversationStarted struct {
+	Profile    string            `msgpack:"profile,omitempty" json:"profile,omitempty"`
+	ForkedFrom string            `msgpack:"forked_from,omitempty" json:"forked_from,omitempty"`
+	ForkedAt   int               `msgpack:"forked_at,omitempty" json:"forked_at,omitempty"`
+	Blocks     []Block           `msgpack:"blocks,omitempty" json:"blocks,omitempty"`
+	Data       map[string]string `msgpack:"data,omitempty" json:"data,omitempty"`
+}
+
+// UserAppended adds a user message at the end of the Turn.
+type UserAppended struct {
+	BlockID string            `msgpack:"block_id" json:"block_id"`
+	Text    string            `msgpack:"text" json:"text"`
+	Trust   Trust             `msgpack:"trust,omitempty" json:"trust,omitempty"`
+	Meta    map[string]string `msgpack:"meta,omitempty" json:"meta,omitempty"`
+}
+
+// SystemPromptSet inserts a new system block at Index (0 is the front). A
+// prompt built from a template records the template's hash and the variable
+// values it was rendered with, so replay can say exactly where it came from.
+type SystemPromptSet struct {
+	BlockID      string            `msgpack:"block_id" json:"block_id"`
+	Text         string            `msgpack:"text" json:"text"`
+	Index        int               `msgpack:"index,omitempty" json:"index,omitempty"`
+	Trust        Trust             `msgpack:"trust,omitempty" json:"trust,omitempty"`
+	Meta         map[string]string `msgpack:"meta,omitempty" json:"meta,omitempty"`
+	TemplateHash string            `msgpack:"template_hash,omitempty" json:"template_hash,omitempty"`
+	Variables    map[string]string `msgpack:"vars,omitempty" json:"variables,omitempty"`
+}
+
+// SystemPromptReplaced changes the text of an existing system block. The
+// previous text is kept in the event, so the full history of every system
+// prompt is readable from the log alone. Meta is merged into the block's
+// metadata; an empty value deletes a key.
+type SystemPromptReplaced struct {
+	BlockID      string            `msgpack:"block_id" json:"block_id"`
+	Text         string            `msgpack:"text" json:"text"`
+	Previous     string            `msgpack:"previous" json:"previous"`
+	Meta         map[string]string `msgpack:"meta,omitempty" json:"meta,omitempty"`
+	TemplateHash string            `msgpack:"template_hash,omitempty" json:"template_hash,omitempty"`
+	Variables    map[string]string `msgpack:"vars,omitempty" json:"variables,omitempty"`
+	Reason       string            `msgpack:"reason,omitempty" json:"reason,omitempty"`
+}
+
+// ReasoningAppended adds a model's reasoning at the end of the Turn.
+// Encrypted is the provider's opaque form, kept to send back verbatim.
+type ReasoningAppended struct {
+	BlockID   string            `msgpack:"block_id" json:"block_id"`
+	Text      string            `msgpack:"text,omitempty" json:"text,omitempty"`
+	Encrypted string            `msgpack:"enc,omitempty" json:"encrypted,omitempty"`
+	Meta      map[string]string `msgpack:"meta,omitempty" json:"meta,omitempty"`
+}
+
+// LLMTextAppended adds the model's visible answer text.
+type LLMTextAppended struct {
+	BlockID string            `msgpack:"block_id" json:"block_id"`
+	Text    string            `msgpack:"text" json:"text"`
+	Meta    map[string]string `msgpack:"meta,omitempty" json:"meta,omitempty"`
+}
+
+// ToolCalled records a tool call the model asked for.
+type ToolCalled struct {
+	BlockID   string            `msgpack:"block_id" json:"block_id"`
+	CallID    string            `msgpack:"call_id" json:"call_id"`
+	Name      string            `msgpack:"name" json:"name"`
+	Arguments string            `msgpack:"args,omitempty" json:"arguments,omitempty"`
+	Meta      map[string]string `msgpack:"meta,omitempty" json:"meta,omitempty"`
+}
+
+// ToolResult records what a tool returned for a call; IsError marks a
+// failure that is reported back to the model rather than ending the request.
+type ToolResult struct {
+	BlockID string            `msgpack:"block_id" json:"block_id"`
+	CallID  string            `msgpack:"call_id" json:"call_id"`
+	Text    string            `msgpack:"text" json:"text"`
+	IsError bool              `msgpack:"is_error,omitempty" json:"is_error,omitempty"`
+	Meta    map[string]string `msgpack:"meta,omitempty" json:"meta,omitempty"`
+}
+
+// BlocksReordered sets a new order for the Turn's blocks. Order lists every
+// block ID exactly once: a reorder that dropped a block would lose history
+// silently, so the projector rejects it.
+type BlocksReordered struct {
+	Order  []string `msgpack:"order" json:"order"`
+	Reason string   `msgpack:"reason,omitempty" json:"reason,omitempty"`
+}
+
+// BlocksRemoved drops blocks from the Turn, for example a reasoning block
+// without its follower that a guard repaired. The reason is kept so replay
+// shows what was dropped and why.
+type BlocksRemoved struct {
+	BlockIDs []string `msgpack:"block_ids" json:"block_ids"`
+	Reason   string   `msgpack:"reason" json:"reason"`
+}
+
+// BlockAnnotated merges metadata into a block (an empty value deletes a
+// key), for flags such as a role marker found in untrusted text.
+type BlockAnnotated struct {
+	BlockID string            `msgpack:"block_id" json:"block_id"`
+	Meta    map[string]string `msgpack:"meta" json:"meta"`
+	Reason  string            `msgpack:"reason,omitempty" json:"reason,omitempty"`
+}
+
+// BlockSplit replaces one block by several, in place, for example trusted
+// text with role markers split into role blocks.
+type BlockSplit struct {
+	BlockID string  `msgpack:"block_id" json:"block_id"`
+	Into    []Block `msgpack:"into" json:"into"`
+	Reason  string  `msgpack:"reason,omitempty" json:"reason,omitempty"`
+}
+
+// TurnCompacted removes old blocks and, when Summary is set, inserts the
+// summary where the first removed block stood.
+type TurnCompacted struct {
+	Removed []string `msgpack:"removed" json:"removed"`
+	Summary *Block   `msgpack:"summary,omitempty" json:"summary,omitempty"`
+	Reason  string   `msgpack:"reason,omitempty" json:"reason,omitempty"`
+}
+
+// DataSet changes the Turn's request/context values (timezone, page
+// context, profile, ...). Unset keys are removed.
+type DataSet struct {
+	Values map[string]string `msgpack:"values,omitempty" json:"values,omitempty"`
+	Unset  []string          `msgpack:"unset,omitempty" json:"unset,omitempty"`
+}
+
+// InferenceStarted is recorded right before a model call. InputHash is the
+// hash of the exact Turn sent, so anyone can later prove what the model saw
+// by re-projecting the log up to this event.
+type InferenceStarted struct {
+	InferenceID      string `msgpack:"inference_id" json:"inference_id"`
+	Model            string `msgpack:"model" json:"model"`
+	InputHash        string `msgpack:"input_hash" json:"input_hash"`
+	SystemPromptID   string `msgpack:"sp_id,omitempty" json:"system_prompt_id,omitempty"`
+	SystemPromptHash string `msgpack:"sp_hash,omitempty" json:"system_prompt_hash,omitempty"`
+	Blocks           int    `msgpack:"blocks" json:"blocks"`
+	// Purpose says why the call was made when it is not the answer to the
+	// user, for example "compaction".
+	Purpose string `msgpack:"purpose,omitempty" json:"purpose,omitempty"`
+}
+
+// InferenceFinished closes a model call that succeeded.
+type InferenceFinished struct {
+	InferenceID      string        `msgpack:"inference_id" json:"inference_id"`
+	PromptTokens     int           `msgpack:"prompt_tokens,omitempty" json:"prompt_tokens,omitempty"`
+	CompletionTokens int           `msgpack:"completion_tokens,omitempty" json:"completion_tokens,omitempty"`
+	StopReason       string        `msgpack:"stop,omitempty" json:"stop_reason,omitempty"`
+	Duration         time.Duration `msgpack:"duration" json:"duration_ns"`
+}
+
+// InferenceFailed closes a model call that failed; Transient says whether a
+// retry may succeed.
+type InferenceFailed struct {
+	InferenceID string        `msgpack:"inference_id" json:"inference_id"`
+	Error       string        `msgpack:"error" json:"error"`
+	Transient   bool          `msgpack:"transient,omitempty" json:"transient,omitempty"`
+	Duration    time.Duration `msgpack:"duration" json:"duration_ns"`
+}
+
+// RequestCompleted marks the end of a chat request that succeeded; the
+// request ID is the event's Cause.
+type RequestCompleted struct {
+	Inferences int `msgpack:"inferences,omitempty" json:"inferences,omitempty"`
+}
+
+// RequestFailed marks the end of a chat request that cannot succeed, with a
+// reason a person can act on.
+type RequestFailed struct {
+	Reason string `msgpack:"reason" json:"reason"`
+}
+
+// EventType implementations tie each payload to its catalog entry.
+
+func (ConversationStarted) EventType() Type  { return TypeConversationStarted }
+func (UserAppended) EventType() Type         { return TypeUserAppended }
+func (SystemPromptSet) EventType() Type      { return TypeSystemPromptSet }
+func (SystemPromptReplaced) EventType() Type { return TypeSystemPromptReplaced }
+func (ReasoningAppended) EventType() Type    { return TypeReasoningAppended }
+func (LLMTextAppended) EventType() Type      { return TypeLLMTextAppended }
+func (ToolCalled) EventType() Type           { return TypeToolCalled }
+func (ToolResult) EventType() Type           { return TypeToolResult }
+func (BlocksReordered) EventType() Type      { return TypeBlocksReordered }
+func (BlocksRemoved) EventType() Type        { return TypeBlocksRemoved }
+func (BlockAnnotated) EventType() Type       { return TypeBlockAnnotated }
+func (BlockSplit) EventType() Type           { return TypeBlockSplit }
+func (TurnCompacted) EventType() Type        { return TypeTurnCompacted }
+func (DataSet) EventType() Type              { return TypeDataSet }
+func (InferenceStarted) EventType() Type     { return TypeInferenceStarted }
+func (InferenceFinished) EventType() Type    { return TypeInferenceFinished }
+func (InferenceFailed) EventType() Type      { return TypeInferenceFailed }
+func (RequestCompleted) EventType() Type     { return TypeRequestCompleted }
+func (RequestFailed) EventType() Type        { return TypeRequestFailed }

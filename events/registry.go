@@ -1,0 +1,155 @@
+package events
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// ErrUnknownEvent is returned for an event type the catalog does not know.
+// Readers never skip such an event: silently ignoring a mutation would make
+// the projection lie.
+var ErrUnknownEvent = errors.New("unknown event type")
+
+// ErrNewerVersion is returned for an event written by a newer turnlog whose
+// schema this build does not understand; upgrade the reader.
+var ErrNewerVersion = errors.New("event version newer than this build understands")
+
+// Upcaster turns the payload of one schema version into the next version's
+// shape. It works on the generic decoded form, so that the Go type of an
+// old version need not be kept around.
+type Upcaster func(old map[string]any) (map[string]any, error)
+
+// Registry knows, for every event type, its current schema version, how to
+// decode its payload and how to upcast older versions. The default catalog
+// is used by Encode and Decode; NewRegistry builds others (for tests of
+// schema evolution, or a program with its own event types).
+type Registry struct {
+	entries map[Type]*entry
+}
+
+type entry struct {
+	current   int
+	decode    func(raw []byte) (Payload, error)
+	upcasters map[int]Upcaster // from version v to v+1
+}
+
+// NewRegistry returns a registry that already holds turnlog's catalog.
+func NewRegistry() *Registry {
+	r := &Registry{entries: map[Type]*entry{}}
+	Register[ConversationStarted](r, 1)
+	Register[UserAppended](r, 1)
+	Register[SystemPromptSet](r, 1)
+	Register[SystemPromptReplaced](r, 1)
+	Register[ReasoningAppended](r, 1)
+	Register[LLMTextAppended](r, 1)
+	Register[ToolCalled](r, 1)
+	Register[ToolResult](r, 1)
+	Register[BlocksReordered](r, 1)
+	Register[BlocksRemoved](r, 1)
+	Register[BlockAnnotated](r, 1)
+	Register[BlockSplit](r, 1)
+	Register[TurnCompacted](r, 1)
+	Register[DataSet](r, 1)
+	Register[InferenceStarted](r, 1)
+	Register[InferenceFinished](r, 1)
+	Register[InferenceFailed](r, 1)
+	Register[RequestCompleted](r, 1)
+	Register[RequestFailed](r, 1)
+	return r
+}
+
+// catalog is the registry Encode, Decode and New use. It is never modified
+// after init.
+var catalog = NewRegistry()
+
+// Register adds (or replaces) payload type P at schema version current.
+func Register[P Payload](r *Registry, current int) {
+	var zero P
+	r.entries[zero.EventType()] = &entry{
+		current: current,
+		decode: func(raw []byte) (Payload, error) {
+			var p P
+			if err := msgpack.Unmarshal(raw, &p); err != nil {
+				return nil, err
+			}
+			return p, nil
+		},
+		upcasters: map[int]Upcaster{},
+	}
+}
+
+// RegisterUpcaster installs the step that lifts type t's payload from
+// version from to from+1.
+func (r *Registry) RegisterUpcaster(t Type, from int, up Upcaster) error {
+	e, ok := r.entries[t]
+	if !ok {
+		return fmt.Errorf("register upcaster: %w %q", ErrUnknownEvent, t)
+	}
+	if from < 1 || from >= e.current {
+		return fmt.Errorf("register upcaster: %s from version %d: the current version is %d", t, from, e.current)
+	}
+	e.upcasters[from] = up
+	return nil
+}
+
+// Types lists the event types the registry knows.
+func (r *Registry) Types() []Type {
+	out := make([]Type, 0, len(r.entries))
+	for t := range r.entries {
+		out = append(out, t)
+	}
+	return out
+}
+
+func (r *Registry) current(t Type) int {
+	if e, ok := r.entries[t]; ok {
+		return e.current
+	}
+	return 0
+}
+
+// payload decodes raw as type t at version v, upcasting it to the current
+// version. It returns the payload and the version it now has.
+func (r *Registry) payload(t Type, v int, raw []byte) (Payload, int, error) {
+	e, ok := r.entries[t]
+	if !ok {
+		return nil, 0, fmt.Errorf("%w %q", ErrUnknownEvent, t)
+	}
+	if v > e.current {
+		return nil, 0, fmt.Errorf("%s version %d: %w (it knows up to %d)", t, v, ErrNewerVersion, e.current)
+	}
+	if v < 1 {
+		return nil, 0, fieldErr("version", "is %d; versions start at 1", v)
+	}
+	if v < e.current {
+		var m map[string]any
+		if err := msgpack.Unmarshal(raw, &m); err != nil {
+			return nil, 0, fieldErr("payload", "is not a msgpack map: %v", err)
+		}
+		for ; v < e.current; v++ {
+			up, ok := e.upcasters[v]
+			if !ok {
+				return nil, 0, fmt.Errorf("%s version %d: no upcaster to version %d", t, v, v+1)
+			}
+			var err error
+			if m, err = up(m); err != nil {
+				return nil, 0, fmt.Errorf("upcast %s from version %d: %w", t, v, err)
+			}
+		}
+		var err error
+		if raw, err = msgpack.Marshal(m); err != nil {
+			return nil, 0, fmt.Errorf("upcast %s: %w", t, err)
+		}
+	}
+	p, err := e.decode(raw)
+	if err != nil {
+		return nil, 0, fieldErr("payload", "does not decode as %s: %v", t, err)
+	}
+	return p, v, nil
+}
+
+// CurrentVersion is the schema version writers use for type t today, or 0
+// when t is not in the catalog.
+func CurrentVersion(t Type) int { return catalog.current(t) }

@@ -1,0 +1,135 @@
+package events
+
+// Type names an event in the catalog. Type strings are part of the log's
+// format: once released they never change, so that old logs stay readable.
+type Type string
+
+// The catalog. Events are facts, named in the past tense.
+const (
+	TypeConversationStarted  Type = "conversation.started"
+	TypeUserAppended         Type = "user.appended"
+	TypeSystemPromptSet      Type = "systemprompt.set"
+	TypeSystemPromptReplaced Type = "systemprompt.replaced"
+	TypeReasoningAppended    Type = "reasoning.appended"
+	TypeLLMTextAppended      Type = "llm_text.appended"
+	TypeToolCalled           Type = "tool.called"
+	TypeToolResult           Type = "tool.result"
+	TypeBlocksReordered      Type = "blocks.reordered"
+	TypeBlocksRemoved        Type = "blocks.removed"
+	TypeBlockAnnotated       Type = "block.annotated"
+	TypeBlockSplit           Type = "block.split"
+	TypeTurnCompacted        Type = "turn.compacted"
+	TypeDataSet              Type = "data.set"
+	TypeInferenceStarted     Type = "inference.started"
+	TypeInferenceFinished    Type = "inference.finished"
+	TypeInferenceFailed      Type = "inference.failed"
+	TypeRequestCompleted     Type = "request.completed"
+	TypeRequestFailed        Type = "request.failed"
+)
+
+// Kind says what a block is, which decides how a provider renders it
+// (system message, user message, assistant text, tool call, ...).
+type Kind string
+
+// Block kinds.
+const (
+	KindSystem     Kind = "system"
+	KindUser       Kind = "user"
+	KindLLMText    Kind = "llm_text"
+	KindToolCall   Kind = "tool_call"
+	KindToolResult Kind = "tool_result"
+	KindReasoning  Kind = "reasoning"
+	KindOther      Kind = "other"
+)
+
+// Valid reports whether k is one of the block kinds above.
+func (k Kind) Valid() bool {
+	switch k {
+	case KindSystem, KindUser, KindLLMText, KindToolCall, KindToolResult, KindReasoning, KindOther:
+		return true
+	}
+	return false
+}
+
+// Trust records who wrote a block's text. Role markers and instructions are
+// only ever honoured in trusted text; untrusted text (from a user, a model
+// or a tool) is data, however it is phrased.
+type Trust string
+
+// Trust levels. The zero value is untrusted: forgetting to set trust must
+// never grant it.
+const (
+	Untrusted Trust = ""
+	Trusted   Trust = "trusted"
+)
+
+// Valid reports whether t is a known trust level.
+func (t Trust) Valid() bool { return t == Untrusted || t == Trusted }
+
+// Well-known block metadata keys.
+const (
+	// MetaSection is the prompt section a block belongs to (system,
+	// user_context, team_context, conversation, post_conversation).
+	MetaSection = "section"
+	// MetaSystemPromptSource says which middleware or template wrote a
+	// system block's text.
+	MetaSystemPromptSource = "systemprompt.source"
+	// MetaSystemPromptLock marks a system block that middlewares must not
+	// replace.
+	MetaSystemPromptLock = "systemprompt.lock"
+)
+
+// Block is one element of a Turn as events carry it: a fork copies whole
+// blocks, a compaction inserts a summary block, a split produces several.
+// The projector's Turn is an ordered list of these.
+type Block struct {
+	ID    string            `msgpack:"id" json:"id"`
+	Kind  Kind              `msgpack:"kind" json:"kind"`
+	Text  string            `msgpack:"text,omitempty" json:"text,omitempty"`
+	Trust Trust             `msgpack:"trust,omitempty" json:"trust,omitempty"`
+	Meta  map[string]string `msgpack:"meta,omitempty" json:"meta,omitempty"`
+	// CallID ties a tool_call block to its tool_result block.
+	CallID string `msgpack:"call_id,omitempty" json:"call_id,omitempty"`
+	// ToolName and Arguments (JSON text) describe a tool call.
+	ToolName  string `msgpack:"tool,omitempty" json:"tool,omitempty"`
+	Arguments string `msgpack:"args,omitempty" json:"arguments,omitempty"`
+	// IsError marks a tool result that reports a failure to the model.
+	IsError bool `msgpack:"is_error,omitempty" json:"is_error,omitempty"`
+	// Encrypted holds a provider's opaque reasoning payload, replayed to
+	// the provider verbatim.
+	Encrypted string `msgpack:"enc,omitempty" json:"encrypted,omitempty"`
+}
+
+// Validate checks the fields every block needs, naming the first one that
+// is wrong.
+func (b Block) Validate() error {
+	if b.ID == "" {
+		return fieldErr("id", "is empty")
+	}
+	if !b.Kind.Valid() {
+		return fieldErr("kind", "is %q, not a known block kind", b.Kind)
+	}
+	if !b.Trust.Valid() {
+		return fieldErr("trust", "is %q; use %q or leave it empty for untrusted", b.Trust, Trusted)
+	}
+	if (b.Kind == KindToolCall || b.Kind == KindToolResult) && b.CallID == "" {
+		return fieldErr("call_id", "is empty on a %s block", b.Kind)
+	}
+	if b.Kind == KindToolCall && b.ToolName == "" {
+		return fieldErr("tool", "is empty on a tool_call block")
+	}
+	return nil
+}
+
+// Clone returns a copy of b that shares no map with it, so a projection
+// handed to a caller cannot be changed behind the log's back.
+func (b Block) Clone() Block {
+	if b.Meta != nil {
+		m := make(map[string]string, len(b.Meta))
+		for k, v := range b.Meta {
+			m[k] = v
+		}
+		b.Meta = m
+	}
+	return b
+}

@@ -1,0 +1,200 @@
+package events
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrInvalid is wrapped by every error that rejects a malformed envelope or
+// payload, so callers can tell bad input from a failing server.
+var ErrInvalid = errors.New("invalid event")
+
+// FieldError names the field of an envelope or payload that is wrong.
+type FieldError struct {
+	Field string
+	Msg   string
+}
+
+func (e *FieldError) Error() string { return fmt.Sprintf("field %s %s", e.Field, e.Msg) }
+
+// Unwrap makes every FieldError match ErrInvalid.
+func (e *FieldError) Unwrap() error { return ErrInvalid }
+
+func fieldErr(field, format string, args ...any) error {
+	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// prefixed puts a path in front of a nested FieldError's field name, so an
+// error inside a payload reads "field payload.block_id is empty".
+func prefixed(prefix string, err error) error {
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		return &FieldError{Field: prefix + "." + fe.Field, Msg: fe.Msg}
+	}
+	return err
+}
+
+func needID(field, id string) error {
+	if id == "" {
+		return fieldErr(field, "is empty")
+	}
+	return nil
+}
+
+func needIDs(field string, ids []string) error {
+	for i, id := range ids {
+		if id == "" {
+			return fieldErr(fmt.Sprintf("%s[%d]", field, i), "is empty")
+		}
+	}
+	return nil
+}
+
+// Validate implements Payload.
+func (p ConversationStarted) Validate() error {
+	if p.ForkedFrom != "" {
+		if err := ValidateConversationID(p.ForkedFrom); err != nil {
+			return fieldErr("forked_from", "%v", err)
+		}
+		if p.ForkedAt < 1 {
+			return fieldErr("forked_at", "is %d; a fork starts after event 1 or later", p.ForkedAt)
+		}
+	}
+	for i, b := range p.Blocks {
+		if err := b.Validate(); err != nil {
+			return prefixed(fmt.Sprintf("blocks[%d]", i), err)
+		}
+	}
+	return nil
+}
+
+// Validate implements Payload.
+func (p UserAppended) Validate() error {
+	if !p.Trust.Valid() {
+		return fieldErr("trust", "is %q", p.Trust)
+	}
+	return needID("block_id", p.BlockID)
+}
+
+// Validate implements Payload.
+func (p SystemPromptSet) Validate() error {
+	if p.Index < 0 {
+		return fieldErr("index", "is %d; use 0 for the front", p.Index)
+	}
+	if !p.Trust.Valid() {
+		return fieldErr("trust", "is %q", p.Trust)
+	}
+	return needID("block_id", p.BlockID)
+}
+
+// Validate implements Payload.
+func (p SystemPromptReplaced) Validate() error { return needID("block_id", p.BlockID) }
+
+// Validate implements Payload.
+func (p ReasoningAppended) Validate() error { return needID("block_id", p.BlockID) }
+
+// Validate implements Payload.
+func (p LLMTextAppended) Validate() error { return needID("block_id", p.BlockID) }
+
+// Validate implements Payload.
+func (p ToolCalled) Validate() error {
+	if err := needID("block_id", p.BlockID); err != nil {
+		return err
+	}
+	if err := needID("call_id", p.CallID); err != nil {
+		return err
+	}
+	return needID("name", p.Name)
+}
+
+// Validate implements Payload.
+func (p ToolResult) Validate() error {
+	if err := needID("block_id", p.BlockID); err != nil {
+		return err
+	}
+	return needID("call_id", p.CallID)
+}
+
+// Validate implements Payload.
+func (p BlocksReordered) Validate() error { return needIDs("order", p.Order) }
+
+// Validate implements Payload.
+func (p BlocksRemoved) Validate() error {
+	if len(p.BlockIDs) == 0 {
+		return fieldErr("block_ids", "is empty")
+	}
+	return needIDs("block_ids", p.BlockIDs)
+}
+
+// Validate implements Payload.
+func (p BlockAnnotated) Validate() error {
+	if len(p.Meta) == 0 {
+		return fieldErr("meta", "is empty")
+	}
+	return needID("block_id", p.BlockID)
+}
+
+// Validate implements Payload.
+func (p BlockSplit) Validate() error {
+	if err := needID("block_id", p.BlockID); err != nil {
+		return err
+	}
+	if len(p.Into) == 0 {
+		return fieldErr("into", "is empty; use blocks.removed to drop a block")
+	}
+	for i, b := range p.Into {
+		if err := b.Validate(); err != nil {
+			return prefixed(fmt.Sprintf("into[%d]", i), err)
+		}
+	}
+	return nil
+}
+
+// Validate implements Payload.
+func (p TurnCompacted) Validate() error {
+	if len(p.Removed) == 0 {
+		return fieldErr("removed", "is empty")
+	}
+	if err := needIDs("removed", p.Removed); err != nil {
+		return err
+	}
+	if p.Summary != nil {
+		if err := p.Summary.Validate(); err != nil {
+			return prefixed("summary", err)
+		}
+	}
+	return nil
+}
+
+// Validate implements Payload.
+func (p DataSet) Validate() error {
+	if len(p.Values) == 0 && len(p.Unset) == 0 {
+		return fieldErr("values", "and unset are both empty")
+	}
+	for k := range p.Values {
+		if k == "" {
+			return fieldErr("values", "has an empty key")
+		}
+	}
+	return needIDs("unset", p.Unset)
+}
+
+// Validate implements Payload.
+func (p InferenceStarted) Validate() error {
+	if err := needID("inference_id", p.InferenceID); err != nil {
+		return err
+	}
+	return needID("input_hash", p.InputHash)
+}
+
+// Validate implements Payload.
+func (p InferenceFinished) Validate() error { return needID("inference_id", p.InferenceID) }
+
+// Validate implements Payload.
+func (p InferenceFailed) Validate() error { return needID("inference_id", p.InferenceID) }
+
+// Validate implements Payload.
+func (p RequestCompleted) Validate() error { return nil }
+
+// Validate implements Payload.
+func (p RequestFailed) Validate() error { return needID("reason", p.Reason) }

@@ -1,0 +1,305 @@
+package projector
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+
+	"github.com/turnlog/turnlog/events"
+)
+
+// Errors the fold returns for events it cannot apply. Each is wrapped with
+// the event's position and type; the Turn is left exactly as it was.
+var (
+	// ErrMissingBlock: the event refers to a block the Turn does not hold.
+	ErrMissingBlock = errors.New("refers to a block that is not in the turn")
+	// ErrDuplicateBlock: the event would add a block whose ID is taken.
+	ErrDuplicateBlock = errors.New("block ID already in the turn")
+	// ErrBadOrder: a reorder does not list every block exactly once.
+	ErrBadOrder = errors.New("reorder must list every block ID exactly once")
+	// ErrMismatch: the event contradicts the Turn (wrong conversation, a
+	// replaced text that is not the current one, a block of the wrong kind).
+	ErrMismatch = errors.New("event does not match the turn")
+)
+
+// Apply folds one event into t. It validates everything first and only then
+// changes t, so an event that is rejected leaves t as it was. Unknown types,
+// versions newer than this build and references to missing blocks are
+// errors: the fold never skips an event silently.
+func Apply(t *Turn, e events.Event) error {
+	if err := apply(t, e); err != nil {
+		return fmt.Errorf("apply event %d (%s): %w", t.Events+1, e.Type, err)
+	}
+	t.Conversation = e.Conversation
+	t.Events++
+	return nil
+}
+
+// ApplyAll folds events in order and stops at the first error.
+func ApplyAll(t *Turn, evs []events.Event) error {
+	for _, e := range evs {
+		if err := Apply(t, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func apply(t *Turn, e events.Event) error {
+	if cur := events.CurrentVersion(e.Type); cur == 0 {
+		return fmt.Errorf("%w %q", events.ErrUnknownEvent, e.Type)
+	} else if e.Version > cur {
+		return fmt.Errorf("version %d: %w (it knows up to %d)", e.Version, events.ErrNewerVersion, cur)
+	}
+	if err := e.Validate(); err != nil {
+		return err
+	}
+	if t.Conversation != "" && e.Conversation != t.Conversation {
+		return fmt.Errorf("%w: event of conversation %q applied to %q", ErrMismatch, e.Conversation, t.Conversation)
+	}
+
+	switch p := e.Payload.(type) {
+	case events.ConversationStarted:
+		return started(t, p)
+	case events.UserAppended:
+		return t.push(Block{ID: p.BlockID, Kind: events.KindUser, Text: p.Text, Trust: p.Trust, Meta: maps.Clone(p.Meta)})
+	case events.SystemPromptSet:
+		if p.Index > len(t.Blocks) {
+			return fmt.Errorf("%w: index %d, but the turn has %d blocks", ErrMismatch, p.Index, len(t.Blocks))
+		}
+		return t.insert(p.Index, Block{ID: p.BlockID, Kind: events.KindSystem, Text: p.Text, Trust: p.Trust, Meta: maps.Clone(p.Meta)})
+	case events.SystemPromptReplaced:
+		i, err := t.need(p.BlockID)
+		if err != nil {
+			return err
+		}
+		b := &t.Blocks[i]
+		if b.Kind != events.KindSystem {
+			return fmt.Errorf("%w: block %s is %s, not system", ErrMismatch, p.BlockID, b.Kind)
+		}
+		if b.Text != p.Previous {
+			return fmt.Errorf("%w: block %s's text is not the previous text the event records", ErrMismatch, p.BlockID)
+		}
+		b.Text = p.Text
+		b.Meta = merge(b.Meta, p.Meta)
+		return nil
+	case events.ReasoningAppended:
+		return t.push(Block{ID: p.BlockID, Kind: events.KindReasoning, Text: p.Text, Encrypted: p.Encrypted, Meta: maps.Clone(p.Meta)})
+	case events.LLMTextAppended:
+		return t.push(Block{ID: p.BlockID, Kind: events.KindLLMText, Text: p.Text, Meta: maps.Clone(p.Meta)})
+	case events.ToolCalled:
+		return t.push(Block{ID: p.BlockID, Kind: events.KindToolCall, CallID: p.CallID, ToolName: p.Name, Arguments: p.Arguments, Meta: maps.Clone(p.Meta)})
+	case events.ToolResult:
+		return t.push(Block{ID: p.BlockID, Kind: events.KindToolResult, CallID: p.CallID, Text: p.Text, IsError: p.IsError, Meta: maps.Clone(p.Meta)})
+	case events.BlocksReordered:
+		return reorder(t, p.Order)
+	case events.BlocksRemoved:
+		drop, err := t.set("block_ids", p.BlockIDs)
+		if err != nil {
+			return err
+		}
+		t.remove(drop, -1, nil)
+		return nil
+	case events.BlockAnnotated:
+		i, err := t.need(p.BlockID)
+		if err != nil {
+			return err
+		}
+		t.Blocks[i].Meta = merge(t.Blocks[i].Meta, p.Meta)
+		return nil
+	case events.BlockSplit:
+		return split(t, p)
+	case events.TurnCompacted:
+		return compact(t, p)
+	case events.DataSet:
+		if t.Data == nil && len(p.Values) > 0 {
+			t.Data = make(map[string]string, len(p.Values))
+		}
+		maps.Copy(t.Data, p.Values)
+		for _, k := range p.Unset {
+			delete(t.Data, k)
+		}
+		return nil
+	case events.InferenceStarted, events.InferenceFinished, events.InferenceFailed,
+		events.RequestCompleted, events.RequestFailed:
+		// Facts about the conversation, not changes to its Turn: they only
+		// advance the position.
+		return nil
+	default:
+		return fmt.Errorf("%w %q: the projector has no rule for it", events.ErrUnknownEvent, e.Type)
+	}
+}
+
+func started(t *Turn, p events.ConversationStarted) error {
+	if len(p.Blocks) == 0 && len(p.Data) == 0 {
+		return nil
+	}
+	if len(t.Blocks) > 0 || len(t.Data) > 0 {
+		return fmt.Errorf("%w: a conversation.started with blocks or data must come before any other content", ErrMismatch)
+	}
+	seen := make(map[string]bool, len(p.Blocks))
+	for _, b := range p.Blocks {
+		if seen[b.ID] {
+			return fmt.Errorf("%w: %s", ErrDuplicateBlock, b.ID)
+		}
+		seen[b.ID] = true
+	}
+	t.Blocks = make([]Block, len(p.Blocks))
+	for i, b := range p.Blocks {
+		t.Blocks[i] = b.Clone()
+	}
+	t.pos = nil
+	if len(p.Data) > 0 {
+		t.Data = maps.Clone(p.Data)
+	}
+	return nil
+}
+
+// push appends a block, keeping the ID index current: appends are the
+// common case and must stay O(1).
+func (t *Turn) push(b Block) error {
+	idx := t.index()
+	if _, dup := idx[b.ID]; dup {
+		return fmt.Errorf("%w: %s", ErrDuplicateBlock, b.ID)
+	}
+	t.Blocks = append(t.Blocks, b)
+	idx[b.ID] = len(t.Blocks) - 1
+	return nil
+}
+
+func (t *Turn) insert(i int, b Block) error {
+	if i == len(t.Blocks) {
+		return t.push(b)
+	}
+	if _, dup := t.index()[b.ID]; dup {
+		return fmt.Errorf("%w: %s", ErrDuplicateBlock, b.ID)
+	}
+	t.Blocks = append(t.Blocks, Block{})
+	copy(t.Blocks[i+1:], t.Blocks[i:])
+	t.Blocks[i] = b
+	t.pos = nil
+	return nil
+}
+
+func (t *Turn) need(id string) (int, error) {
+	i, ok := t.index()[id]
+	if !ok {
+		return 0, fmt.Errorf("%w: %s", ErrMissingBlock, id)
+	}
+	return i, nil
+}
+
+// set checks that ids name distinct existing blocks and returns them as a set.
+func (t *Turn) set(field string, ids []string) (map[string]bool, error) {
+	out := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if _, err := t.need(id); err != nil {
+			return nil, fmt.Errorf("%s: %w", field, err)
+		}
+		if out[id] {
+			return nil, fmt.Errorf("%w: %s: %s listed twice", ErrMismatch, field, id)
+		}
+		out[id] = true
+	}
+	return out, nil
+}
+
+// remove drops the blocks in drop and, when at >= 0, puts insert where the
+// block at index at stood.
+func (t *Turn) remove(drop map[string]bool, at int, insert []Block) {
+	kept := make([]Block, 0, len(t.Blocks)-len(drop)+len(insert))
+	for i, b := range t.Blocks {
+		if i == at {
+			kept = append(kept, insert...)
+		}
+		if !drop[b.ID] {
+			kept = append(kept, b)
+		}
+	}
+	t.Blocks = kept
+	t.pos = nil
+}
+
+func reorder(t *Turn, order []string) error {
+	if len(order) != len(t.Blocks) {
+		return fmt.Errorf("%w: it lists %d IDs, the turn has %d blocks", ErrBadOrder, len(order), len(t.Blocks))
+	}
+	idx := t.index()
+	seen := make([]bool, len(t.Blocks))
+	for _, id := range order {
+		i, ok := idx[id]
+		if !ok {
+			return fmt.Errorf("%w: %w: %s", ErrBadOrder, ErrMissingBlock, id)
+		}
+		if seen[i] {
+			return fmt.Errorf("%w: %s listed twice", ErrBadOrder, id)
+		}
+		seen[i] = true
+	}
+	next := make([]Block, len(order))
+	for j, id := range order {
+		next[j] = t.Blocks[idx[id]]
+	}
+	t.Blocks = next
+	t.pos = nil
+	return nil
+}
+
+func split(t *Turn, p events.BlockSplit) error {
+	i, err := t.need(p.BlockID)
+	if err != nil {
+		return err
+	}
+	idx := t.index()
+	seen := map[string]bool{}
+	for _, b := range p.Into {
+		if _, taken := idx[b.ID]; (taken && b.ID != p.BlockID) || seen[b.ID] {
+			return fmt.Errorf("%w: %s", ErrDuplicateBlock, b.ID)
+		}
+		seen[b.ID] = true
+	}
+	into := make([]Block, len(p.Into))
+	for j, b := range p.Into {
+		into[j] = b.Clone()
+	}
+	t.remove(map[string]bool{p.BlockID: true}, i, into)
+	return nil
+}
+
+func compact(t *Turn, p events.TurnCompacted) error {
+	drop, err := t.set("removed", p.Removed)
+	if err != nil {
+		return err
+	}
+	if p.Summary == nil {
+		t.remove(drop, -1, nil)
+		return nil
+	}
+	if _, taken := t.index()[p.Summary.ID]; taken && !drop[p.Summary.ID] {
+		return fmt.Errorf("summary: %w: %s", ErrDuplicateBlock, p.Summary.ID)
+	}
+	at := len(t.Blocks)
+	for _, id := range p.Removed {
+		at = min(at, t.index()[id])
+	}
+	t.remove(drop, at, []Block{p.Summary.Clone()})
+	return nil
+}
+
+// merge applies a metadata change without touching the original map, which
+// a snapshot or a clone may share: an empty value deletes a key.
+func merge(dst, change map[string]string) map[string]string {
+	out := make(map[string]string, len(dst)+len(change))
+	maps.Copy(out, dst)
+	for k, v := range change {
+		if v == "" {
+			delete(out, k)
+		} else {
+			out[k] = v
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
