@@ -1,0 +1,60 @@
+package template
+
+import (
+	"strings"
+	"testing"
+)
+
+// FuzzRender checks that any template parses and renders without panicking,
+// in bounded time, within the documented output bound, and that ok == false
+// exactly when the output is blank.
+func FuzzRender(f *testing.F) {
+	for _, seed := range []string{
+		"",
+		" \n",
+		"[system:os]",
+		"[if x:y]a[else]b[endif]",
+		"[if !x:y]a[endif]",
+		"[if x:y][if nope:x]a[else]b[endif][endif]",
+		"a [if x:y] b [x:y]",
+		"[endif][else]",
+		"[[x:y]]",
+		`["a", 1]`,
+		"[file:docs/a b.md]",
+		"[if x:y]\n[x:y]\n[endif]",
+		"[if  \t!git:status]clean[endif]",
+	} {
+		f.Add(seed)
+	}
+	maxValue := 0
+	for _, v := range testVars {
+		maxValue = max(maxValue, len(v))
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		tpl := Parse(src)
+		got, ok := tpl.Render(testVars)
+		// Every variable occurrence starts with '[', so this bound follows
+		// from the documented one without trusting the parser's own count.
+		if bound := len(src) + strings.Count(src, "[")*maxValue; len(got) > bound {
+			t.Fatalf("output length %d exceeds bound %d", len(got), bound)
+		}
+		if bound := occurrenceBound(src, testVars); len(got) > bound {
+			t.Fatalf("output length %d exceeds occurrence bound %d", len(got), bound)
+		}
+		if ok != (strings.TrimSpace(got) != "") {
+			t.Fatalf("ok = %v for output %q", ok, got)
+		}
+		if !ok && got != "" {
+			t.Fatalf("blank output not normalised to empty: %q", got)
+		}
+		// Text without any tag renders as itself.
+		if !strings.Contains(src, "[") && ok && got != src {
+			t.Fatalf("tag-free template changed: got %q", got)
+		}
+		for _, ref := range tpl.Variables() {
+			if ref.Type == "" || ref.Name == "" || strings.ContainsAny(ref.Name, "]\n") {
+				t.Fatalf("invalid ref %q", ref)
+			}
+		}
+	})
+}
