@@ -1,6 +1,7 @@
 package template
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"os"
@@ -222,7 +223,8 @@ var gitRepoEnv = []string{
 }
 
 // runGit runs git in env.Cwd with the git timeout and returns its standard
-// output without the trailing newline, capped at env.maxBytes(). Any failure
+// output without the trailing newline, capped at env.maxBytes() and then cut
+// back to the last whole line. Any failure
 // (no Cwd, git missing, not a repository, timeout) means "does not exist".
 //
 // The repository's own configuration is trusted, as when the user runs git
@@ -244,7 +246,15 @@ func runGit(ctx context.Context, env Env, args ...string) (string, bool) {
 	if err := cmd.Run(); err != nil {
 		return "", false
 	}
-	return strings.TrimRight(string(wholeRunes(out.buf, out.truncated)), "\r\n"), true
+	b := out.buf
+	if out.truncated {
+		// git output is line-oriented: keep whole lines only.
+		if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+			b = b[:i]
+		}
+		b = wholeRunes(b, true)
+	}
+	return strings.TrimRight(string(b), "\r\n"), true
 }
 
 func withoutEnv(environ, prefixes []string) []string {

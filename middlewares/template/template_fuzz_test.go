@@ -51,10 +51,31 @@ func FuzzRender(f *testing.F) {
 		if !strings.Contains(src, "[") && ok && got != src {
 			t.Fatalf("tag-free template changed: got %q", got)
 		}
+		declared := map[Ref]bool{}
 		for _, ref := range tpl.Variables() {
 			if ref.Type == "" || ref.Name == "" || strings.ContainsAny(ref.Name, "]\n") {
 				t.Fatalf("invalid ref %q", ref)
 			}
+			declared[ref] = true
+		}
+		// Rendering reads only declared variables, and the values it read
+		// reproduce the same output (what RenderWith promises its callers).
+		rec := &recorder{from: testVars, used: Values{}}
+		again, againOK := tpl.Render(lookupFunc(func(ref Ref) (string, bool) {
+			if !declared[ref] {
+				t.Fatalf("render read undeclared variable %q", ref)
+			}
+			return rec.Lookup(ref)
+		}))
+		if again != got || againOK != ok {
+			t.Fatalf("render is not deterministic: %q then %q", got, again)
+		}
+		if replay, _ := tpl.Render(rec.used); replay != got {
+			t.Fatalf("render with used values = %q, want %q", replay, got)
 		}
 	})
 }
+
+type lookupFunc func(Ref) (string, bool)
+
+func (f lookupFunc) Lookup(ref Ref) (string, bool) { return f(ref) }
