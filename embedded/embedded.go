@@ -1,0 +1,143 @@
+// Package embedded runs a NATS server with JetStream inside the turnlog
+// process, so that `turnlog serve` and the tests need no external server.
+// The same commands work unchanged against an external server or cluster.
+package embedded
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// Sync modes for Config.Sync.
+const (
+	// SyncInterval lets JetStream fsync on its interval (2 minutes by
+	// default): a process crash loses nothing (the OS has the writes), a
+	// power loss can lose the last interval.
+	SyncInterval = "interval"
+	// SyncAlways fsyncs every write before it is acknowledged: nothing
+	// acknowledged is lost even on power loss, at a large cost in
+	// throughput.
+	SyncAlways = "always"
+)
+
+// Config says where the embedded server keeps its data and listens.
+type Config struct {
+	// DataDir holds the JetStream store; it survives restarts.
+	DataDir string
+	// Listen is host:port for NATS clients; port 0 picks a free port, and
+	// "" listens nowhere (in-process connections only).
+	Listen string
+	// Sync is SyncInterval (default) or SyncAlways.
+	Sync string
+	// MaxPayload is the largest message the server accepts (default 8 MiB,
+	// so long tool results and snapshots fit).
+	MaxPayload int32
+}
+
+// Validate reports the first setting that cannot work.
+func (c Config) Validate() error {
+	if c.DataDir == "" {
+		return errors.New("data directory is empty; pass --data DIR")
+	}
+	switch c.Sync {
+	case "", SyncInterval, SyncAlways:
+	default:
+		return fmt.Errorf("sync mode %q: use %q or %q", c.Sync, SyncInterval, SyncAlways)
+	}
+	if c.Listen != "" {
+		if _, _, err := splitHostPort(c.Listen); err != nil {
+			return fmt.Errorf("listen address %q: %v; use HOST:PORT such as 127.0.0.1:4222", c.Listen, err)
+		}
+	}
+	return nil
+}
+
+// Server is a running embedded NATS server.
+type Server struct {
+	ns *server.Server
+}
+
+// Start runs a server and waits until it accepts connections.
+func Start(c Config) (*Server, error) {
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("start embedded NATS: %w", err)
+	}
+	opts := &server.Options{
+		ServerName: "turnlog-embedded",
+		JetStream:  true,
+		StoreDir:   c.DataDir,
+		NoSigs:     true,
+		NoLog:      true,
+		MaxPayload: 8 << 20,
+		SyncAlways: c.Sync == SyncAlways,
+	}
+	if c.MaxPayload > 0 {
+		opts.MaxPayload = c.MaxPayload
+	}
+	// The server wants pending capacity above the payload limit.
+	opts.MaxPending = int64(opts.MaxPayload) * 8
+	if c.Listen == "" {
+		opts.DontListen = true
+	} else {
+		host, port, _ := splitHostPort(c.Listen)
+		opts.Host, opts.Port = host, port
+		if port == 0 {
+			opts.Port = server.RANDOM_PORT
+		}
+	}
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("start embedded NATS: %w", err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		ns.Shutdown()
+		return nil, fmt.Errorf("start embedded NATS: not ready after 10s (is %s already in use, or %s locked by another server?)", c.Listen, c.DataDir)
+	}
+	return &Server{ns: ns}, nil
+}
+
+// ClientURL is the nats:// URL clients on other processes connect to, or ""
+// when the server does not listen.
+func (s *Server) ClientURL() string {
+	addr := s.ns.Addr()
+	if addr == nil {
+		return ""
+	}
+	return s.ns.ClientURL()
+}
+
+// Connect opens an in-process connection: no TCP, the fastest way for the
+// hosting process itself to talk to the server.
+func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
+	opts = append([]nats.Option{nats.InProcessServer(s.ns), nats.Name("turnlog")}, opts...)
+	return nats.Connect("", opts...)
+}
+
+// Shutdown stops the server and waits until it has flushed and closed its
+// store, so that a restart on the same directory finds everything.
+func (s *Server) Shutdown() {
+	s.ns.Shutdown()
+	s.ns.WaitForShutdown()
+}
+
+// NATS exposes the underlying server for tests and tools that need it.
+func (s *Server) NATS() *server.Server { return s.ns }
+
+func splitHostPort(hp string) (string, int, error) {
+	host, ps, err := net.SplitHostPort(hp)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.Atoi(ps)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("port %q is not a number from 0 to 65535", ps)
+	}
+	return host, port, nil
+}

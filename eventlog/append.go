@@ -1,0 +1,126 @@
+package eventlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/turnlog/turnlog/events"
+)
+
+// ErrConflict is returned by Append when another writer appended to the
+// conversation since expectedSeq: reload, re-decide, and append again.
+// Both JetStream codes for a stale expected sequence (10071 on a single
+// server, 10164 on replicated streams) map to it.
+var ErrConflict = errors.New("conversation changed since it was loaded")
+
+// ErrTooLarge is returned when a step's encoded events exceed the server's
+// maximum message size.
+var ErrTooLarge = errors.New("step too large")
+
+// ConflictError says which sequence the writer expected and which one the
+// log is at. It matches ErrConflict with errors.Is.
+type ConflictError struct {
+	Conversation string
+	Expected     uint64
+	Actual       uint64
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("append to %s: expected last sequence %d, but the log is at %d: %v; reload and retry",
+		e.Conversation, e.Expected, e.Actual, ErrConflict)
+}
+
+// Is makes errors.Is(err, ErrConflict) true.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// Header names turnlog sets on every events message.
+const (
+	// HeaderEvents counts the events in the message, so positions can be
+	// computed without decoding.
+	HeaderEvents = "Turnlog-Events"
+)
+
+// StepID is the message ID of a step, <cause>:<step>: the same step
+// appended twice is stored once.
+func StepID(cause string, step int) string { return cause + ":" + strconv.Itoa(step) }
+
+// Append stores evs, which must all be one step (same conversation, cause
+// and step), as one message: they land all or none. expectedSeq is the
+// stream sequence of the conversation's last message as the caller last
+// saw it (Turn.Seq, 0 for a new conversation); if the log has moved on,
+// Append returns an error matching ErrConflict and stores nothing.
+//
+// Retrying a step that was already stored returns its sequence and stores
+// nothing new, even after the duplicate window: the conflict path compares
+// the stored message's ID with this step's.
+//
+// It returns the sequence of the stored message, the next expectedSeq.
+func (l *Log) Append(ctx context.Context, conversation string, expectedSeq uint64, evs ...events.Event) (uint64, error) {
+	if err := events.ValidateConversationID(conversation); err != nil {
+		return 0, fmt.Errorf("append: %w", err)
+	}
+	if len(evs) == 0 {
+		return 0, fmt.Errorf("append to %s: %w: no events", conversation, events.ErrInvalid)
+	}
+	cause, step := evs[0].Cause, evs[0].Step
+	for i, e := range evs {
+		if e.Conversation != conversation {
+			return 0, fmt.Errorf("append to %s: %w: event %d belongs to conversation %q", conversation, events.ErrInvalid, i, e.Conversation)
+		}
+		if e.Cause != cause || e.Step != step {
+			return 0, fmt.Errorf("append to %s: %w: event %d is step %s, the message is step %s; append each step separately",
+				conversation, events.ErrInvalid, i, StepID(e.Cause, e.Step), StepID(cause, step))
+		}
+	}
+	data, err := events.Encode(evs...)
+	if err != nil {
+		return 0, fmt.Errorf("append to %s: %w", conversation, err)
+	}
+	if max := l.nc.MaxPayload(); int64(len(data)) > max-1024 {
+		return 0, fmt.Errorf("append to %s: %w: %d bytes encoded, the server accepts %d per message; shorten the text or split it over steps",
+			conversation, ErrTooLarge, len(data), max-1024)
+	}
+	msgID := StepID(cause, step)
+	msg := &nats.Msg{
+		Subject: l.names.EventsSubject(conversation),
+		Data:    data,
+		Header: nats.Header{
+			jetstream.MsgIDHeader:               []string{msgID},
+			jetstream.ExpectedLastSubjSeqHeader: []string{strconv.FormatUint(expectedSeq, 10)},
+			HeaderEvents:                        []string{strconv.Itoa(len(evs))},
+		},
+	}
+	ack, err := l.js.PublishMsg(ctx, msg)
+	if err == nil {
+		return ack.Sequence, nil
+	}
+	if !isWrongLastSequence(err) {
+		return 0, fmt.Errorf("append to %s: %w", conversation, err)
+	}
+	// The sequence check runs before deduplication, so a retry of a step
+	// that was stored comes back as a conflict. The last message tells.
+	last, lerr := l.events.GetLastMsgForSubject(ctx, msg.Subject)
+	if lerr != nil {
+		if errors.Is(lerr, jetstream.ErrMsgNotFound) {
+			return 0, &ConflictError{Conversation: conversation, Expected: expectedSeq, Actual: 0}
+		}
+		return 0, fmt.Errorf("append to %s: conflict, and reading the last message failed: %w", conversation, lerr)
+	}
+	if last.Header.Get(jetstream.MsgIDHeader) == msgID {
+		return last.Sequence, nil
+	}
+	return 0, &ConflictError{Conversation: conversation, Expected: expectedSeq, Actual: last.Sequence}
+}
+
+func isWrongLastSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	return apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
+}

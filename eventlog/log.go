@@ -1,0 +1,180 @@
+package eventlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Log is a conversation store on JetStream. It is safe for concurrent use.
+type Log struct {
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	names  Names
+	opts   options
+	events jetstream.Stream
+	snaps  jetstream.KeyValue
+}
+
+type options struct {
+	prefix        string
+	replicas      int
+	snapshotEvery int
+	logger        *slog.Logger
+	duplicates    time.Duration
+}
+
+// Option configures Open.
+type Option func(*options) error
+
+// WithPrefix sets the subject prefix and the stem of stream and bucket
+// names (default "turnlog").
+func WithPrefix(prefix string) Option {
+	return func(o *options) error {
+		if err := validPrefix(prefix); err != nil {
+			return err
+		}
+		o.prefix = prefix
+		return nil
+	}
+}
+
+// WithReplicas sets how many servers hold each stream and bucket: 1 on a
+// single server, 3 on a cluster so that losing a machine loses nothing.
+func WithReplicas(n int) Option {
+	return func(o *options) error {
+		if n < 1 || n > 5 {
+			return fmt.Errorf("replicas %d: use 1 to 5", n)
+		}
+		o.replicas = n
+		return nil
+	}
+}
+
+// WithSnapshotEvery sets after how many events past the last snapshot a
+// load writes a new one (default 100). Smaller means faster loads and more
+// snapshot writes.
+func WithSnapshotEvery(n int) Option {
+	return func(o *options) error {
+		if n < 1 {
+			return fmt.Errorf("snapshot interval %d: use 1 or more events", n)
+		}
+		o.snapshotEvery = n
+		return nil
+	}
+}
+
+// WithLogger sets where the log reports what it recovered from, such as a
+// corrupt snapshot it ignored (default slog.Default()).
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) error { o.logger = l; return nil }
+}
+
+// WithDuplicateWindow sets how long JetStream remembers message IDs to drop
+// a retried step (default 2 minutes). A retry after the window is still
+// caught by the expected-sequence check.
+func WithDuplicateWindow(d time.Duration) Option {
+	return func(o *options) error {
+		if d < time.Second {
+			return fmt.Errorf("duplicate window %s: use at least 1s", d)
+		}
+		o.duplicates = d
+		return nil
+	}
+}
+
+func validPrefix(p string) error {
+	if p == "" {
+		return errors.New("prefix is empty")
+	}
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return fmt.Errorf("prefix %q: use letters, digits, '-' or '_' only", p)
+		}
+	}
+	return nil
+}
+
+// Open connects the log to JetStream through nc and creates or upgrades its
+// streams and buckets. It is idempotent: every process may call it at
+// start, and a second call with the same options changes nothing.
+func Open(ctx context.Context, nc *nats.Conn, opts ...Option) (*Log, error) {
+	o := options{prefix: DefaultPrefix, replicas: 1, snapshotEvery: 100, logger: slog.Default(), duplicates: 2 * time.Minute}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, fmt.Errorf("open event log: %w", err)
+		}
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("open event log: %w", err)
+	}
+	l := &Log{nc: nc, js: js, names: NamesFor(o.prefix), opts: o}
+	if err := l.provision(ctx); err != nil {
+		return nil, fmt.Errorf("open event log: %w", err)
+	}
+	return l, nil
+}
+
+func (l *Log) provision(ctx context.Context) error {
+	var err error
+	l.events, err = l.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        l.names.EventsStream,
+		Description: "turnlog conversation events, one subject per conversation",
+		Subjects:    []string{l.names.EventsWildcard()},
+		Storage:     jetstream.FileStorage,
+		Retention:   jetstream.LimitsPolicy,
+		Replicas:    l.opts.replicas,
+		Duplicates:  l.opts.duplicates,
+		AllowDirect: true,
+		// Events are never edited; only a whole conversation is erased.
+		DenyDelete: true,
+	})
+	if err != nil {
+		return fmt.Errorf("stream %s: %w", l.names.EventsStream, err)
+	}
+	if _, err := l.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        l.names.RequestsStream,
+		Description: "turnlog chat requests, a work queue",
+		Subjects:    []string{l.names.ChatWildcard()},
+		Storage:     jetstream.FileStorage,
+		Retention:   jetstream.WorkQueuePolicy,
+		Replicas:    l.opts.replicas,
+		Duplicates:  l.opts.duplicates,
+	}); err != nil {
+		return fmt.Errorf("stream %s: %w", l.names.RequestsStream, err)
+	}
+	l.snaps, err = l.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      l.names.SnapshotsBucket,
+		Description: "turnlog projection snapshots (a cache, rebuildable from the events)",
+		History:     1,
+		Storage:     jetstream.FileStorage,
+		Replicas:    l.opts.replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("bucket %s: %w", l.names.SnapshotsBucket, err)
+	}
+	if _, err := l.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      l.names.TemplatesBucket,
+		Description: "turnlog system prompt templates",
+		History:     16,
+		Storage:     jetstream.FileStorage,
+		Replicas:    l.opts.replicas,
+	}); err != nil {
+		return fmt.Errorf("bucket %s: %w", l.names.TemplatesBucket, err)
+	}
+	return nil
+}
+
+// Names returns the subjects, streams and buckets this log uses.
+func (l *Log) Names() Names { return l.names }
+
+// JetStream returns the JetStream context the log uses, for components
+// (workers, templates) that share its connection.
+func (l *Log) JetStream() jetstream.JetStream { return l.js }

@@ -1,0 +1,62 @@
+package eventlog
+
+import "strings"
+
+// DefaultPrefix is the subject prefix and stream name stem used unless
+// WithPrefix says otherwise.
+const DefaultPrefix = "turnlog"
+
+// Names are the subjects, streams and buckets of one turnlog installation.
+// Several installations can share a NATS account with different prefixes.
+type Names struct {
+	Prefix string
+	// EventsStream holds every conversation's events, one subject each.
+	EventsStream string
+	// RequestsStream is the work queue of chat requests.
+	RequestsStream string
+	// SnapshotsBucket caches the latest projection of each conversation.
+	SnapshotsBucket string
+	// TemplatesBucket holds system prompt templates.
+	TemplatesBucket string
+}
+
+// NamesFor derives every name from a prefix: "turnlog" gives stream
+// TURNLOG_EVENTS and subjects turnlog.events.<conversation>.
+func NamesFor(prefix string) Names {
+	up := strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(prefix))
+	return Names{
+		Prefix:          prefix,
+		EventsStream:    up + "_EVENTS",
+		RequestsStream:  up + "_REQUESTS",
+		SnapshotsBucket: up + "_SNAPSHOTS",
+		TemplatesBucket: up + "_TEMPLATES",
+	}
+}
+
+// EventsSubject is the subject of one conversation's events. The ID must
+// have passed events.ValidateConversationID, or it could widen the subject.
+func (n Names) EventsSubject(conversation string) string {
+	return n.Prefix + ".events." + conversation
+}
+
+// EventsWildcard matches every conversation's events subject.
+func (n Names) EventsWildcard() string { return n.Prefix + ".events.>" }
+
+// ChatSubject is where chat requests for a conversation are published.
+func (n Names) ChatSubject(conversation string) string { return n.Prefix + ".chat." + conversation }
+
+// ChatWildcard matches every conversation's chat request subject.
+func (n Names) ChatWildcard() string { return n.Prefix + ".chat.>" }
+
+// DeltaSubject carries a conversation's ephemeral token deltas for live
+// clients; it is core NATS, never persisted.
+func (n Names) DeltaSubject(conversation string) string { return n.Prefix + ".delta." + conversation }
+
+// ConversationOf returns the conversation ID at the end of an events or chat
+// subject.
+func (n Names) ConversationOf(subject string) string {
+	if i := strings.LastIndexByte(subject, '.'); i >= 0 {
+		return subject[i+1:]
+	}
+	return subject
+}

@@ -1,0 +1,214 @@
+package eventlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"strconv"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/synadia-io/orbit.go/jetstreamext"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projector"
+)
+
+// ErrNotFound is returned when a conversation has no events, or fewer than
+// the position asked for.
+var ErrNotFound = errors.New("not found")
+
+// Record is one event as stored: the message that carried it and its
+// position in the conversation.
+type Record struct {
+	// Seq is the stream sequence of the message that carried the event.
+	Seq uint64
+	// Pos is the event's position in the conversation, counting from 1:
+	// the n of <conversation>@<n>.
+	Pos int
+	// MsgID is the message's ID, <cause>:<step>.
+	MsgID string
+	events.Event
+}
+
+// readBatch is how many messages one direct batch get asks for.
+const readBatch = 512
+
+// message is a stored step: its sequence, ID and decoded events.
+type message struct {
+	seq    uint64
+	msgID  string
+	events []events.Event
+}
+
+// messages yields a conversation's messages from stream sequence from
+// (inclusive) to the end, decoded, using batched direct gets: one round
+// trip per readBatch messages, not one per message.
+func (l *Log) messages(ctx context.Context, conversation string, from uint64) iter.Seq2[message, error] {
+	subject := l.names.EventsSubject(conversation)
+	return func(yield func(message, error) bool) {
+		next := max(from, 1)
+		for {
+			batch, err := jetstreamext.GetBatch(ctx, l.js, l.names.EventsStream, readBatch,
+				jetstreamext.GetBatchSeq(next), jetstreamext.GetBatchSubject(subject))
+			if err != nil {
+				yield(message{}, fmt.Errorf("read %s: %w", conversation, err))
+				return
+			}
+			got, pending := 0, uint64(0)
+			for raw, err := range batch {
+				if errors.Is(err, jetstreamext.ErrNoMessages) {
+					return
+				}
+				if err != nil {
+					yield(message{}, fmt.Errorf("read %s: %w", conversation, err))
+					return
+				}
+				got++
+				next = raw.Sequence + 1
+				pending, _ = strconv.ParseUint(raw.Header.Get("Nats-Num-Pending"), 10, 64)
+				evs, err := events.Decode(raw.Data)
+				if err != nil {
+					yield(message{}, fmt.Errorf("read %s: message %d: %w", conversation, raw.Sequence, err))
+					return
+				}
+				if !yield(message{seq: raw.Sequence, msgID: raw.Header.Get(jetstream.MsgIDHeader), events: evs}, nil) {
+					return
+				}
+			}
+			if got == 0 || pending == 0 {
+				return
+			}
+		}
+	}
+}
+
+// Events yields every event of a conversation in log order, with its
+// position. Iteration stops at the first error, which is yielded.
+func (l *Log) Events(ctx context.Context, conversation string) iter.Seq2[Record, error] {
+	return func(yield func(Record, error) bool) {
+		if err := events.ValidateConversationID(conversation); err != nil {
+			yield(Record{}, err)
+			return
+		}
+		pos := 0
+		for m, err := range l.messages(ctx, conversation, 1) {
+			if err != nil {
+				yield(Record{}, err)
+				return
+			}
+			for _, e := range m.events {
+				pos++
+				if !yield(Record{Seq: m.seq, Pos: pos, MsgID: m.msgID, Event: e}, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// Load returns the conversation's current Turn: the latest snapshot plus
+// the events after it. A conversation without events gives an empty Turn
+// (Seq 0), ready for its first append. When the tail was long, Load writes
+// a fresh snapshot so the next load is short again.
+func (l *Log) Load(ctx context.Context, conversation string) (*projector.Turn, error) {
+	return l.load(ctx, conversation, -1, true)
+}
+
+// LoadAt returns the Turn as it stood after the conversation's n-th event
+// (counting from 1; 0 is the empty Turn): what <conversation>@<n> names.
+// Its Seq is the message that holds event n, so it is for reading, not for
+// appending after.
+func (l *Log) LoadAt(ctx context.Context, conversation string, n int) (*projector.Turn, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("load %s@%d: positions count from 1", conversation, n)
+	}
+	return l.load(ctx, conversation, n, true)
+}
+
+// load folds a conversation up to event n, or to the end when n < 0,
+// starting from the snapshot when useSnapshot is set and one is usable.
+func (l *Log) load(ctx context.Context, conversation string, n int, useSnapshot bool) (*projector.Turn, error) {
+	if err := events.ValidateConversationID(conversation); err != nil {
+		return nil, fmt.Errorf("load: %w", err)
+	}
+	var turn *projector.Turn
+	var lastID string
+	if useSnapshot {
+		turn, lastID = l.snapshot(ctx, conversation)
+	}
+	if turn != nil && n >= 0 && turn.Events > n {
+		turn = nil // the snapshot is past the point asked for
+	}
+	if turn == nil {
+		turn = projector.New(conversation)
+	}
+	from := turn.Seq
+	verify := turn.Seq > 0
+	tail := 0
+	for m, err := range l.messages(ctx, conversation, from) {
+		if err != nil {
+			return nil, fmt.Errorf("load %s: %w", conversation, err)
+		}
+		if verify {
+			verify = false
+			// The snapshot's own last message must still be there, unchanged:
+			// otherwise the conversation was erased and written anew.
+			if m.seq == turn.Seq && m.msgID == lastID {
+				continue
+			}
+			l.opts.logger.Warn("ignoring stale snapshot", "conversation", conversation, "snapshot_seq", turn.Seq)
+			return l.loadFromScratch(ctx, conversation, n)
+		}
+		for _, e := range m.events {
+			if n >= 0 && turn.Events >= n {
+				break
+			}
+			if err := projector.Apply(turn, e); err != nil {
+				return nil, fmt.Errorf("load %s: message %d: %w", conversation, m.seq, err)
+			}
+			tail++
+		}
+		turn.Seq = m.seq
+		lastID = m.msgID
+		if n >= 0 && turn.Events >= n {
+			break
+		}
+	}
+	if verify {
+		l.opts.logger.Warn("ignoring snapshot of a conversation with no such message", "conversation", conversation, "snapshot_seq", turn.Seq)
+		return l.loadFromScratch(ctx, conversation, n)
+	}
+	if n >= 0 && turn.Events < n {
+		return nil, fmt.Errorf("load %s@%d: %w: the conversation has %d events", conversation, n, ErrNotFound, turn.Events)
+	}
+	if n < 0 && tail >= l.opts.snapshotEvery {
+		if err := l.SaveSnapshot(ctx, turn, lastID); err != nil {
+			l.opts.logger.Warn("snapshot not saved", "conversation", conversation, "err", err)
+		}
+	}
+	return turn, nil
+}
+
+func (l *Log) loadFromScratch(ctx context.Context, conversation string, n int) (*projector.Turn, error) {
+	if err := l.snaps.Delete(ctx, conversation); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		l.opts.logger.Warn("stale snapshot not deleted", "conversation", conversation, "err", err)
+	}
+	return l.load(ctx, conversation, n, false)
+}
+
+// LastSeq returns the stream sequence of the conversation's last message (0
+// when it has none) with one direct get, whatever the stream's size: the
+// cheap check that a cached Turn is still current.
+func (l *Log) LastSeq(ctx context.Context, conversation string) (uint64, error) {
+	if err := events.ValidateConversationID(conversation); err != nil {
+		return 0, err
+	}
+	m, err := l.events.GetLastMsgForSubject(ctx, l.names.EventsSubject(conversation))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("last sequence of %s: %w", conversation, err)
+	}
+	return m.Sequence, nil
+}

@@ -1,0 +1,89 @@
+package eventlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"sort"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/turnlog/turnlog/events"
+)
+
+// Watch yields the conversation's events appended after the message at
+// afterSeq, as they arrive, until ctx ends. afterPos is the position of the
+// last event already seen (Turn.Events), so positions continue from it.
+// Pass a loaded Turn's Seq and Events to follow it live without a gap.
+func (l *Log) Watch(ctx context.Context, conversation string, afterSeq uint64, afterPos int) iter.Seq2[Record, error] {
+	return func(yield func(Record, error) bool) {
+		if err := events.ValidateConversationID(conversation); err != nil {
+			yield(Record{}, err)
+			return
+		}
+		cons, err := l.js.OrderedConsumer(ctx, l.names.EventsStream, jetstream.OrderedConsumerConfig{
+			FilterSubjects: []string{l.names.EventsSubject(conversation)},
+			DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+			OptStartSeq:    afterSeq + 1,
+		})
+		if err != nil {
+			yield(Record{}, fmt.Errorf("watch %s: %w", conversation, err))
+			return
+		}
+		msgs, err := cons.Messages()
+		if err != nil {
+			yield(Record{}, fmt.Errorf("watch %s: %w", conversation, err))
+			return
+		}
+		defer msgs.Stop()
+		go func() { <-ctx.Done(); msgs.Stop() }()
+		pos := afterPos
+		for {
+			m, err := msgs.Next()
+			if err != nil {
+				if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+					return
+				}
+				yield(Record{}, fmt.Errorf("watch %s: %w", conversation, err))
+				return
+			}
+			meta, err := m.Metadata()
+			if err != nil {
+				yield(Record{}, fmt.Errorf("watch %s: %w", conversation, err))
+				return
+			}
+			evs, err := events.Decode(m.Data())
+			if err != nil {
+				yield(Record{}, fmt.Errorf("watch %s: message %d: %w", conversation, meta.Sequence.Stream, err))
+				return
+			}
+			for _, e := range evs {
+				pos++
+				if !yield(Record{Seq: meta.Sequence.Stream, Pos: pos, MsgID: m.Headers().Get(jetstream.MsgIDHeader), Event: e}, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// Conversation describes one stored conversation.
+type Conversation struct {
+	ID string `json:"id"`
+	// Messages is how many steps (messages) it holds.
+	Messages uint64 `json:"messages"`
+}
+
+// Conversations lists every conversation that has events, sorted by ID.
+func (l *Log) Conversations(ctx context.Context) ([]Conversation, error) {
+	info, err := l.events.Info(ctx, jetstream.WithSubjectFilter(l.names.EventsWildcard()))
+	if err != nil {
+		return nil, fmt.Errorf("list conversations: %w", err)
+	}
+	out := make([]Conversation, 0, len(info.State.Subjects))
+	for subj, n := range info.State.Subjects {
+		out = append(out, Conversation{ID: l.names.ConversationOf(subj), Messages: n})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
