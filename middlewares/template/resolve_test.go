@@ -91,6 +91,7 @@ func fileTree(t *testing.T) (cwd, secret string) {
 		require.NoError(t, os.Symlink("../secret.txt", filepath.Join(cwd, "link-out")))
 		require.NoError(t, os.Symlink(secret, filepath.Join(cwd, "abs-link-out")))
 		require.NoError(t, os.Symlink("a.txt", filepath.Join(cwd, "link-in")))
+		require.NoError(t, os.Symlink(filepath.Join(cwd, "a.txt"), filepath.Join(cwd, "abs-link-in")))
 		require.NoError(t, os.Symlink("..", filepath.Join(cwd, "docs", "up")))
 	}
 	return cwd, secret
@@ -121,6 +122,7 @@ func TestResolveFile(t *testing.T) {
 		{name: "absolute symlink to a file outside", path: "abs-link-out", symlinks: true},
 		{name: "symlink directory leading outside", path: "docs/up/secret.txt", symlinks: true},
 		{name: "symlink inside cwd", path: "link-in", want: "hello\n", present: true, symlinks: true},
+		{name: "absolute symlink is refused even inside cwd", path: "abs-link-in", symlinks: true},
 		{name: "big file truncated", path: "big.txt", env: Env{MaxFileBytes: 10}, want: strings.Repeat("x", 10), present: true},
 		{name: "file at the limit is whole", path: "big.txt", env: Env{MaxFileBytes: 100}, want: strings.Repeat("x", 100), present: true},
 		{name: "truncation keeps whole characters", path: "utf8.txt", env: Env{MaxFileBytes: 2}, want: "a", present: true},
