@@ -17,6 +17,11 @@ import (
 // server, 10164 on replicated streams) map to it.
 var ErrConflict = errors.New("conversation changed since it was loaded")
 
+// ErrCauseReused is returned when a step's <cause>:<step> was already stored
+// in another conversation: request IDs must be unique across conversations,
+// because the message ID that makes retries idempotent is.
+var ErrCauseReused = errors.New("request ID already used by another conversation")
+
 // ErrTooLarge is returned when a step's encoded events exceed the server's
 // maximum message size.
 var ErrTooLarge = errors.New("step too large")
@@ -96,6 +101,19 @@ func (l *Log) Append(ctx context.Context, conversation string, expectedSeq uint6
 	}
 	ack, err := l.js.PublishMsg(ctx, msg)
 	if err == nil {
+		if ack.Duplicate {
+			// Message IDs are deduplicated across the whole stream, so a
+			// cause reused in another conversation would drop this step
+			// silently. Make sure the stored step is ours.
+			stored, err := l.events.GetMsg(ctx, ack.Sequence)
+			if err != nil {
+				return 0, fmt.Errorf("append to %s: checking duplicate step %s: %w", conversation, msgID, err)
+			}
+			if stored.Subject != msg.Subject {
+				return 0, fmt.Errorf("append to %s: %w: step %s was already stored in conversation %s; use a fresh request ID per request",
+					conversation, ErrCauseReused, msgID, l.names.ConversationOf(stored.Subject))
+			}
+		}
 		return ack.Sequence, nil
 	}
 	if !isWrongLastSequence(err) {

@@ -192,3 +192,17 @@ func TestOpenIsIdempotent(t *testing.T) {
 	openLog(t, srv)
 	openLog(t, srv)
 }
+
+func TestCauseReusedAcrossConversationsIsRefused(t *testing.T) {
+	ctx := context.Background()
+	l := openLog(t, natstest.Start(t))
+	_, err := l.Append(ctx, "a", 0, user("a", "same-request", 0, "in a"))
+	require.NoError(t, err)
+
+	_, err = l.Append(ctx, "b", 0, user("b", "same-request", 0, "in b"))
+	assert.ErrorIs(t, err, eventlog.ErrCauseReused, "a silent duplicate drop would lose b's step")
+
+	a, err := l.Load(ctx, "a")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"in a"}, texts(a))
+}
