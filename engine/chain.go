@@ -1,0 +1,130 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projector"
+)
+
+// Handler runs one model call on a Tx: middlewares wrap it, the engine is
+// at its end.
+type Handler func(ctx context.Context, tx *Tx) error
+
+// Middleware wraps a Handler to act before and after the model call. Every
+// change it makes to the Turn goes through the Tx.
+type Middleware func(Handler) Handler
+
+// ActorEngine is the actor of the events the chain records around a model
+// call.
+const ActorEngine = "engine"
+
+// Chain composes middlewares around the engine: the first one given is the
+// outermost, so it sees the request first and the result last.
+//
+// The innermost handler records inference.started (model, hash of the
+// exact input Turn, ID and hash of the active system prompt) and commits it
+// together with the middlewares' changes as one step, before the model is
+// called; then the model's output blocks and inference.finished (or
+// inference.failed) as the next step.
+func Chain(e Engine, mws ...Middleware) Handler {
+	h := Infer(e)
+	for i := len(mws) - 1; i >= 0; i-- {
+		h = mws[i](h)
+	}
+	return h
+}
+
+// Infer is the handler at the end of every chain: one recorded model call.
+func Infer(e Engine) Handler {
+	return func(ctx context.Context, tx *Tx) error {
+		turn := tx.Turn()
+		started := events.InferenceStarted{
+			InferenceID: NewID(),
+			Model:       tx.Model(),
+			InputHash:   projector.Hash(turn),
+			Blocks:      len(turn.Blocks),
+			Purpose:     PurposeFrom(ctx),
+		}
+		if sp, _, ok := turn.SystemPrompt(); ok {
+			started.SystemPromptID = sp.ID
+			started.SystemPromptHash = projector.HashText(sp.Text)
+		}
+		if err := tx.Emit(ActorEngine, started); err != nil {
+			return err
+		}
+		if err := tx.Commit(ctx); err != nil {
+			return err
+		}
+
+		begin := time.Now()
+		out, err := e.Infer(ctx, Input{Turn: turn, Model: tx.Model(), Tools: tx.Tools()}, tx.Delta)
+		took := time.Since(begin)
+		if err != nil {
+			failed := events.InferenceFailed{InferenceID: started.InferenceID, Error: err.Error(), Transient: IsTransient(err), Duration: took}
+			if eerr := tx.Emit(ActorEngine, failed); eerr != nil {
+				return fmt.Errorf("inference failed: %w (and recording it failed: %v)", err, eerr)
+			}
+			if cerr := tx.Commit(ctx); cerr != nil {
+				return fmt.Errorf("inference failed: %w (and recording it failed: %v)", err, cerr)
+			}
+			return fmt.Errorf("inference: %w", err)
+		}
+		if len(out.Blocks) == 0 {
+			// An empty answer is still an answer: record it, or the loop
+			// would ask the model again and again.
+			out.Blocks = []events.Block{{Kind: events.KindLLMText}}
+		}
+		for _, b := range out.Blocks {
+			if err := tx.Emit(ActorEngine, outputPayload(b)); err != nil {
+				return fmt.Errorf("model output: %w", err)
+			}
+		}
+		if err := tx.Emit(ActorEngine, events.InferenceFinished{
+			InferenceID:      started.InferenceID,
+			PromptTokens:     out.Usage.PromptTokens,
+			CompletionTokens: out.Usage.CompletionTokens,
+			StopReason:       out.StopReason,
+			Duration:         took,
+		}); err != nil {
+			return err
+		}
+		return tx.Commit(ctx)
+	}
+}
+
+// outputPayload turns a block the model produced into the event that
+// appends it; kinds a model cannot produce are recorded as text.
+func outputPayload(b events.Block) events.Payload {
+	if b.ID == "" {
+		b.ID = NewID()
+	}
+	switch b.Kind {
+	case events.KindReasoning:
+		return events.ReasoningAppended{BlockID: b.ID, Text: b.Text, Encrypted: b.Encrypted, Meta: b.Meta}
+	case events.KindToolCall:
+		return events.ToolCalled{BlockID: b.ID, CallID: b.CallID, Name: b.ToolName, Arguments: b.Arguments, Meta: b.Meta}
+	default:
+		return events.LLMTextAppended{BlockID: b.ID, Text: b.Text, Meta: b.Meta}
+	}
+}
+
+// IsTransient reports whether a retry may cure err.
+func IsTransient(err error) bool { return err != nil && errors.Is(err, ErrTransient) }
+
+type purposeKey struct{}
+
+// WithPurpose marks model calls made under ctx as being for something other
+// than answering the user (e.g. "compaction"); inference.started records it.
+func WithPurpose(ctx context.Context, purpose string) context.Context {
+	return context.WithValue(ctx, purposeKey{}, purpose)
+}
+
+// PurposeFrom returns the purpose set by WithPurpose, or "".
+func PurposeFrom(ctx context.Context) string {
+	p, _ := ctx.Value(purposeKey{}).(string)
+	return p
+}

@@ -1,0 +1,137 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projector"
+)
+
+// Appender stores one step's events; *eventlog.Log implements it. It is
+// defined here, where it is used, so the engine can run against any log
+// (or none, in memory, for re-runs and tests).
+type Appender interface {
+	Append(ctx context.Context, conversation string, expectedSeq uint64, evs ...events.Event) (uint64, error)
+}
+
+// Tx is what middlewares receive: read access to the Turn and the only way
+// to change it. Every mutation becomes an event that is applied with the
+// projector's Apply (the same fold replay uses) and buffered; Commit
+// appends the buffer as one step. What the model sees and what the log
+// says therefore cannot differ.
+//
+// A Tx is used by one request at a time and is not safe for concurrent use.
+// After a Commit error its Turn is ahead of the log: reload and start over.
+type Tx struct {
+	turn      *projector.Turn
+	cause     string
+	step      int
+	log       Appender
+	delta     func(Delta)
+	model     string
+	tools     []ToolSpec
+	pending   []events.Event
+	committed []events.Event
+}
+
+// TxOption configures NewTx.
+type TxOption func(*Tx)
+
+// WithLog makes Commit append to log; without it a Tx keeps its events in
+// memory only (Committed returns them).
+func WithLog(log Appender) TxOption { return func(tx *Tx) { tx.log = log } }
+
+// WithStep sets the number of the first step this Tx commits. A request
+// resumed after a crash continues after the last step the log holds, so
+// every step keeps its <cause>:<step> identity.
+func WithStep(step int) TxOption { return func(tx *Tx) { tx.step = step } }
+
+// WithDelta sets where streamed model output goes (e.g. the delta subject).
+func WithDelta(fn func(Delta)) TxOption { return func(tx *Tx) { tx.delta = fn } }
+
+// WithModel sets the model the request asks for.
+func WithModel(model string) TxOption { return func(tx *Tx) { tx.model = model } }
+
+// WithTools sets the tools offered to the model.
+func WithTools(tools ...ToolSpec) TxOption { return func(tx *Tx) { tx.tools = tools } }
+
+// NewTx starts a transaction on turn for the request cause. The Tx takes
+// ownership of turn: it changes it as events are emitted.
+func NewTx(turn *projector.Turn, cause string, opts ...TxOption) *Tx {
+	tx := &Tx{turn: turn, cause: cause}
+	for _, o := range opts {
+		o(tx)
+	}
+	return tx
+}
+
+// Turn returns the current Turn, including emitted but uncommitted events.
+// It is read-only: change it only through Emit (or the helpers built on
+// it). A change made behind the Tx's back would not be in the log, and
+// `turnlog replay --verify` would report the model's input as unprovable.
+func (tx *Tx) Turn() *projector.Turn { return tx.turn }
+
+// Cause is the ID of the request this Tx serves.
+func (tx *Tx) Cause() string { return tx.cause }
+
+// Step is the number the next Commit will carry.
+func (tx *Tx) Step() int { return tx.step }
+
+// Model is the model the request asked for ("" for the provider default).
+func (tx *Tx) Model() string { return tx.model }
+
+// SetModel changes the model for the following calls (e.g. a profile's).
+func (tx *Tx) SetModel(m string) { tx.model = m }
+
+// Tools are the tools offered to the model.
+func (tx *Tx) Tools() []ToolSpec { return tx.tools }
+
+// Delta forwards streamed output to live clients, if any listen.
+func (tx *Tx) Delta(d Delta) {
+	if tx.delta != nil {
+		tx.delta(d)
+	}
+}
+
+// Emit records a change: it builds the event, applies it to the Turn and
+// buffers it for the next Commit. If the fold rejects it, nothing changes
+// and the error says why. actor names who made the change.
+func (tx *Tx) Emit(actor string, p events.Payload) error {
+	e := events.New(tx.turn.Conversation, tx.cause, tx.step, actor, p)
+	if err := projector.Apply(tx.turn, e); err != nil {
+		return fmt.Errorf("%s: %w", actor, err)
+	}
+	tx.pending = append(tx.pending, e)
+	return nil
+}
+
+// Pending returns the events emitted since the last Commit.
+func (tx *Tx) Pending() []events.Event { return tx.pending }
+
+// Committed returns every event this Tx has committed, in order.
+func (tx *Tx) Committed() []events.Event { return tx.committed }
+
+// Commit appends the pending events as one step, atomically, expecting the
+// log to be where the Turn says (optimistic concurrency). With nothing
+// pending it does nothing and does not use up a step number.
+func (tx *Tx) Commit(ctx context.Context) error {
+	if len(tx.pending) == 0 {
+		return nil
+	}
+	if tx.log != nil {
+		seq, err := tx.log.Append(ctx, tx.turn.Conversation, tx.turn.Seq, tx.pending...)
+		if err != nil {
+			return fmt.Errorf("commit step %d: %w", tx.step, err)
+		}
+		tx.turn.Seq = seq
+	}
+	tx.committed = append(tx.committed, tx.pending...)
+	tx.pending = nil
+	tx.step++
+	return nil
+}
+
+// NewID returns a fresh block ID.
+func NewID() string { return ulid.Make().String() }
