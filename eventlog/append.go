@@ -42,13 +42,6 @@ func (e *ConflictError) Error() string {
 // Is makes errors.Is(err, ErrConflict) true.
 func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
 
-// Header names turnlog sets on every events message.
-const (
-	// HeaderEvents counts the events in the message, so positions can be
-	// computed without decoding.
-	HeaderEvents = "Turnlog-Events"
-)
-
 // StepID is the message ID of a step, <cause>:<step>: the same step
 // appended twice is stored once.
 func StepID(cause string, step int) string { return cause + ":" + strconv.Itoa(step) }
@@ -96,7 +89,6 @@ func (l *Log) Append(ctx context.Context, conversation string, expectedSeq uint6
 		Header: nats.Header{
 			jetstream.MsgIDHeader:               []string{msgID},
 			jetstream.ExpectedLastSubjSeqHeader: []string{strconv.FormatUint(expectedSeq, 10)},
-			HeaderEvents:                        []string{strconv.Itoa(len(evs))},
 		},
 	}
 	ack, err := l.js.PublishMsg(ctx, msg)

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"github.com/turnlog/turnlog/benchmark"
+)
+
+func newBenchCmd() *cobra.Command {
+	var (
+		asJSON bool
+		quick  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure turnlog against raw JetStream on an embedded server in a temp dir",
+		Long: `bench starts an embedded NATS server in a temporary directory and measures,
+side by side in one run: raw JetStream sync publish of same-sized messages,
+turnlog Append (one event per call, with the concurrency check), Append in
+batches of 4 events, fold throughput, Load latency for conversations of
+1,000 and 100,000 events (with snapshots), and the bytes stored for a
+200-exchange conversation as events versus a whole-Turn snapshot per
+exchange. Compare ratios, not absolute figures: they vary with the machine.
+
+--json prints one object with the keys raw_publish_per_s, append_per_s,
+append_batch4_events_per_s, fold_events_per_s, load_ms_1k, load_ms_100k,
+bytes_events_200, bytes_snapshots_200 (plus load_ms_100k_uncompacted and
+event_bytes).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg := benchmark.Config{Progress: os.Stderr}
+			if quick {
+				cfg.Publishes, cfg.Fold, cfg.LongConversation = 2000, 100_000, 10_000
+			}
+			res, err := benchmark.Run(cmd.Context(), cfg)
+			if err != nil {
+				return fmt.Errorf("bench: %w", err)
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(res)
+			}
+			w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintf(w, "raw JetStream sync publish (%d B)\t%.0f msgs/s\t\n", res.EventBytes, res.RawPublishPerS)
+			fmt.Fprintf(w, "turnlog Append, 1 event/step\t%.0f events/s\t%.2f x raw\n", res.AppendPerS, res.AppendPerS/res.RawPublishPerS)
+			fmt.Fprintf(w, "turnlog Append, 4 events/step\t%.0f events/s\t%.2f x raw\n", res.AppendBatch4EventsPerS, res.AppendBatch4EventsPerS/res.RawPublishPerS)
+			fmt.Fprintf(w, "fold (projector.Apply)\t%.0f events/s\t\n", res.FoldEventsPerS)
+			fmt.Fprintf(w, "Load, 1,000 events\t%.2f ms\t\n", res.LoadMs1k)
+			fmt.Fprintf(w, "Load, 100,000 events (compacted)\t%.2f ms\t%.2f x 1k\n", res.LoadMs100k, res.LoadMs100k/res.LoadMs1k)
+			fmt.Fprintf(w, "Load, 100,000 events (never compacted)\t%.2f ms\t%.2f x 1k\n", res.LoadMs100kUncompacted, res.LoadMs100kUncompacted/res.LoadMs1k)
+			fmt.Fprintf(w, "bytes, 200 exchanges as events\t%d\t\n", res.BytesEvents200)
+			fmt.Fprintf(w, "bytes, 200 exchanges as Turn snapshots\t%d\t%.1f x events\n", res.BytesSnapshots200, float64(res.BytesSnapshots200)/float64(res.BytesEvents200))
+			return w.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the figures as one JSON object")
+	cmd.Flags().BoolVar(&quick, "quick", false, "a smaller run (10,000-event long conversation) for a fast check")
+	return cmd
+}

@@ -1,0 +1,27 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+)
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "turnlog",
+		Short: "An event-sourced conversation engine for LLM chat on NATS JetStream",
+		Long: `turnlog records every change to a conversation's Turn (system prompts, user
+messages, model output, reasoning, tool calls and results, reorders,
+compactions) as an event in NATS JetStream, so any conversation can be
+replayed exactly, verified, diffed and audited.
+
+Start everything on this machine with an embedded NATS server:
+
+  turnlog serve
+
+Every client command takes --nats-url (and credentials) so it works the same
+against serve or an external NATS server or cluster.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newServeCmd(), newBenchCmd())
+	return root
+}
