@@ -71,4 +71,3 @@ func syncName(s string) string {
 	}
 	return s
 }
-
