@@ -1,0 +1,150 @@
+package middlewares
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/turnlog/turnlog/engine"
+	"github.com/turnlog/turnlog/events"
+)
+
+// ActorOrdering is the actor of Ordering's events.
+const ActorOrdering = "ordering"
+
+// Prompt sections, the values of the events.MetaSection metadata, in their
+// default order.
+const (
+	SectionSystem           = "system"
+	SectionUserContext      = "user_context"
+	SectionTeamContext      = "team_context"
+	SectionConversation     = "conversation"
+	SectionPostConversation = "post_conversation"
+)
+
+// DefaultSections is the order Ordering uses unless told otherwise.
+var DefaultSections = []string{SectionSystem, SectionUserContext, SectionTeamContext, SectionConversation, SectionPostConversation}
+
+// OrderingConfig configures Ordering.
+type OrderingConfig struct {
+	// Sections lists the sections in the order the model must see them
+	// (default DefaultSections). It must contain "system" and
+	// "conversation", where blocks without a section go.
+	Sections []string
+}
+
+func (c *OrderingConfig) setDefaults() {
+	if len(c.Sections) == 0 {
+		c.Sections = DefaultSections
+	}
+}
+
+// Validate reports the first setting that cannot work.
+func (c OrderingConfig) Validate() error {
+	seen := map[string]bool{}
+	for i, s := range c.Sections {
+		if s == "" {
+			return fmt.Errorf("ordering: Sections[%d] is empty", i)
+		}
+		if seen[s] {
+			return fmt.Errorf("ordering: section %q is listed twice in Sections", s)
+		}
+		seen[s] = true
+	}
+	for _, s := range []string{SectionSystem, SectionConversation} {
+		if !seen[s] {
+			return fmt.Errorf("ordering: Sections %v lacks %q, where blocks without a section go; add it", c.Sections, s)
+		}
+	}
+	return nil
+}
+
+// Ordering sorts the Turn's blocks by prompt section (events.MetaSection):
+// by default system, user_context, team_context, conversation,
+// post_conversation. Use it when middlewares or templates add context
+// blocks (a user profile, team documents, a reminder after the
+// conversation) in whatever order they run, and the model must receive
+// them in one fixed layout.
+//
+// A block without a section (or with one not in Sections) belongs to
+// "system" if it is a system block and to "conversation" otherwise. The
+// sort is stable, so blocks of one section keep their order, and it moves
+// units, never single blocks: a reasoning block stays right before the
+// block that follows it, and a tool call stays with its result (see
+// units). A unit goes where its first non-reasoning block goes.
+//
+// It emits one blocks.reordered when the order changes, and nothing when
+// the Turn is already in order.
+func Ordering(cfg OrderingConfig) (engine.Middleware, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	rank := make(map[string]int, len(cfg.Sections))
+	for i, s := range cfg.Sections {
+		rank[s] = i
+	}
+	o := orderer{rank: rank, system: rank[SectionSystem], conversation: rank[SectionConversation],
+		reason: "order by section: " + strings.Join(cfg.Sections, ", ")}
+	return func(next engine.Handler) engine.Handler {
+		return func(ctx context.Context, tx *engine.Tx) error {
+			if order := o.order(tx.Turn().Blocks); order != nil {
+				if err := tx.Emit(ActorOrdering, events.BlocksReordered{Order: order, Reason: o.reason}); err != nil {
+					return err
+				}
+			}
+			return next(ctx, tx)
+		}
+	}, nil
+}
+
+type orderer struct {
+	rank                 map[string]int
+	system, conversation int
+	reason               string
+}
+
+func (o orderer) blockRank(b events.Block) int {
+	if s := b.Meta[events.MetaSection]; s != "" {
+		if r, ok := o.rank[s]; ok {
+			return r
+		}
+	}
+	if b.Kind == events.KindSystem {
+		return o.system
+	}
+	return o.conversation
+}
+
+// order returns the sorted block IDs, or nil when blocks are in order.
+func (o orderer) order(blocks []events.Block) []string {
+	type unit struct {
+		span
+		rank int
+	}
+	us := units(blocks)
+	ranked := make([]unit, len(us))
+	sorted := true
+	for i, u := range us {
+		lead := u.start
+		for lead < u.end-1 && blocks[lead].Kind == events.KindReasoning {
+			lead++
+		}
+		ranked[i] = unit{u, o.blockRank(blocks[lead])}
+		if i > 0 && ranked[i].rank < ranked[i-1].rank {
+			sorted = false
+		}
+	}
+	if sorted {
+		return nil
+	}
+	slices.SortStableFunc(ranked, func(a, b unit) int { return a.rank - b.rank })
+	order := make([]string, 0, len(blocks))
+	for _, u := range ranked {
+		for _, b := range blocks[u.start:u.end] {
+			order = append(order, b.ID)
+		}
+	}
+	return order
+}
