@@ -22,6 +22,10 @@ var ErrConflict = errors.New("conversation changed since it was loaded")
 // because the message ID that makes retries idempotent is.
 var ErrCauseReused = errors.New("request ID already used by another conversation")
 
+// ErrStepExists is returned when a step's <cause>:<step> is already stored
+// in the conversation, followed by later steps: the step was done before.
+var ErrStepExists = errors.New("step already stored earlier in the conversation")
+
 // ErrTooLarge is returned when a step's encoded events exceed the server's
 // maximum message size.
 var ErrTooLarge = errors.New("step too large")
@@ -104,6 +108,12 @@ func (l *Log) Append(ctx context.Context, conversation string, expectedSeq uint6
 			if stored.Subject != msg.Subject {
 				return 0, fmt.Errorf("append to %s: %w: step %s was already stored in conversation %s; use a fresh request ID per request",
 					conversation, ErrCauseReused, msgID, l.names.ConversationOf(stored.Subject))
+			}
+			if ack.Sequence != expectedSeq {
+				// Stored earlier, with other steps after it: its sequence
+				// is not where the conversation is now.
+				return 0, fmt.Errorf("append to %s: %w: step %s is message %d, and the conversation has moved on since",
+					conversation, ErrStepExists, msgID, ack.Sequence)
 			}
 		}
 		return ack.Sequence, nil

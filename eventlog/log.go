@@ -19,11 +19,14 @@ type Log struct {
 	opts   options
 	events jetstream.Stream
 	snaps  jetstream.KeyValue
+
+	partitions int
 }
 
 type options struct {
 	prefix        string
-	replicas      int
+	replicas      int // 0: as the existing streams have it, 1 when creating
+	partitions    int // 0: as the existing requests stream has it, DefaultPartitions when creating
 	snapshotEvery int
 	logger        *slog.Logger
 	duplicates    time.Duration
@@ -46,12 +49,32 @@ func WithPrefix(prefix string) Option {
 
 // WithReplicas sets how many servers hold each stream and bucket: 1 on a
 // single server, 3 on a cluster so that losing a machine loses nothing.
+// Without it, existing streams keep their setting and new ones get 1, so a
+// client that opens the log never reconfigures a cluster by accident.
 func WithReplicas(n int) Option {
 	return func(o *options) error {
 		if n < 1 || n > 5 {
 			return fmt.Errorf("replicas %d: use 1 to 5", n)
 		}
 		o.replicas = n
+		return nil
+	}
+}
+
+// DefaultPartitions is how many partitions chat requests are spread over
+// when the requests stream is created.
+const DefaultPartitions = 16
+
+// WithPartitions sets how many partitions chat requests are hashed into by
+// conversation. Requests of one partition are processed one at a time, in
+// order, so it bounds parallelism across conversations. Without it, an
+// existing stream keeps its count. Change it only with no requests pending.
+func WithPartitions(n int) Option {
+	return func(o *options) error {
+		if n < 1 || n > 1024 {
+			return fmt.Errorf("partitions %d: use 1 to 1024", n)
+		}
+		o.partitions = n
 		return nil
 	}
 }
@@ -105,7 +128,7 @@ func validPrefix(p string) error {
 // streams and buckets. It is idempotent: every process may call it at
 // start, and a second call with the same options changes nothing.
 func Open(ctx context.Context, nc *nats.Conn, opts ...Option) (*Log, error) {
-	o := options{prefix: DefaultPrefix, replicas: 1, snapshotEvery: 100, logger: slog.Default(), duplicates: 2 * time.Minute}
+	o := options{prefix: DefaultPrefix, snapshotEvery: 100, logger: slog.Default(), duplicates: 2 * time.Minute}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, fmt.Errorf("open event log: %w", err)
@@ -124,53 +147,122 @@ func Open(ctx context.Context, nc *nats.Conn, opts ...Option) (*Log, error) {
 
 func (l *Log) provision(ctx context.Context) error {
 	var err error
-	l.events, err = l.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	l.events, err = l.ensureStream(ctx, jetstream.StreamConfig{
 		Name:        l.names.EventsStream,
 		Description: "turnlog conversation events, one subject per conversation",
 		Subjects:    []string{l.names.EventsWildcard()},
 		Storage:     jetstream.FileStorage,
 		Retention:   jetstream.LimitsPolicy,
-		Replicas:    l.opts.replicas,
 		Duplicates:  l.opts.duplicates,
 		AllowDirect: true,
 		// Events are never edited; only a whole conversation is erased.
 		DenyDelete: true,
 	})
 	if err != nil {
-		return fmt.Errorf("stream %s: %w", l.names.EventsStream, err)
+		return err
 	}
-	if _, err := l.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	reqs, err := l.ensureStream(ctx, jetstream.StreamConfig{
 		Name:        l.names.RequestsStream,
-		Description: "turnlog chat requests, a work queue",
+		Description: "turnlog chat requests, a work queue partitioned by conversation",
 		Subjects:    []string{l.names.ChatWildcard()},
 		Storage:     jetstream.FileStorage,
 		Retention:   jetstream.WorkQueuePolicy,
-		Replicas:    l.opts.replicas,
 		Duplicates:  l.opts.duplicates,
-	}); err != nil {
-		return fmt.Errorf("stream %s: %w", l.names.RequestsStream, err)
+	})
+	if err != nil {
+		return err
 	}
-	l.snaps, err = l.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	l.partitions = partitionsOf(reqs.CachedInfo().Config.SubjectTransform)
+	if l.snaps, err = l.ensureBucket(ctx, jetstream.KeyValueConfig{
 		Bucket:      l.names.SnapshotsBucket,
 		Description: "turnlog projection snapshots (a cache, rebuildable from the events)",
 		History:     1,
 		Storage:     jetstream.FileStorage,
-		Replicas:    l.opts.replicas,
-	})
-	if err != nil {
-		return fmt.Errorf("bucket %s: %w", l.names.SnapshotsBucket, err)
+	}); err != nil {
+		return err
 	}
-	if _, err := l.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	_, err = l.ensureBucket(ctx, jetstream.KeyValueConfig{
 		Bucket:      l.names.TemplatesBucket,
 		Description: "turnlog system prompt templates",
 		History:     16,
 		Storage:     jetstream.FileStorage,
-		Replicas:    l.opts.replicas,
-	}); err != nil {
-		return fmt.Errorf("bucket %s: %w", l.names.TemplatesBucket, err)
-	}
-	return nil
+	})
+	return err
 }
+
+// ensureStream creates a stream, or updates it only where this Open asked
+// for something else: replicas and partitions stay as they are unless an
+// option set them.
+func (l *Log) ensureStream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	s, err := l.js.Stream(ctx, cfg.Name)
+	var existing *jetstream.StreamConfig
+	switch {
+	case err == nil:
+		existing = &s.CachedInfo().Config
+	case !errors.Is(err, jetstream.ErrStreamNotFound):
+		return nil, fmt.Errorf("stream %s: %w", cfg.Name, err)
+	}
+	cfg.Replicas = l.opts.replicas
+	if cfg.Replicas == 0 {
+		cfg.Replicas = 1
+		if existing != nil {
+			cfg.Replicas = existing.Replicas
+		}
+	}
+	if cfg.Name == l.names.RequestsStream {
+		n := l.opts.partitions
+		if n == 0 {
+			n = DefaultPartitions
+			if existing != nil && existing.SubjectTransform != nil {
+				n = partitionsOf(existing.SubjectTransform)
+			}
+		}
+		cfg.SubjectTransform = l.names.chatTransform(n)
+	}
+	if existing == nil {
+		s, err = l.js.CreateStream(ctx, cfg)
+	} else if needsUpdate(*existing, cfg) {
+		s, err = l.js.UpdateStream(ctx, cfg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", cfg.Name, err)
+	}
+	return s, nil
+}
+
+func needsUpdate(have, want jetstream.StreamConfig) bool {
+	return have.Replicas != want.Replicas || have.Description != want.Description ||
+		have.AllowDirect != want.AllowDirect || have.Duplicates != want.Duplicates ||
+		have.DenyDelete != want.DenyDelete ||
+		(want.SubjectTransform != nil && (have.SubjectTransform == nil || *have.SubjectTransform != *want.SubjectTransform))
+}
+
+func (l *Log) ensureBucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	kv, err := l.js.KeyValue(ctx, cfg.Bucket)
+	if err == nil {
+		if l.opts.replicas == 0 {
+			return kv, nil
+		}
+		st, err := kv.Status(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("bucket %s: %w", cfg.Bucket, err)
+		}
+		if st.(*jetstream.KeyValueBucketStatus).StreamInfo().Config.Replicas == l.opts.replicas {
+			return kv, nil
+		}
+	} else if !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, fmt.Errorf("bucket %s: %w", cfg.Bucket, err)
+	}
+	cfg.Replicas = max(l.opts.replicas, 1)
+	kv, err = l.js.CreateOrUpdateKeyValue(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("bucket %s: %w", cfg.Bucket, err)
+	}
+	return kv, nil
+}
+
+// Partitions is how many partitions chat requests are spread over.
+func (l *Log) Partitions() int { return l.partitions }
 
 // Names returns the subjects, streams and buckets this log uses.
 func (l *Log) Names() Names { return l.names }

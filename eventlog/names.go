@@ -1,6 +1,12 @@
 package eventlog
 
-import "strings"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
 
 // DefaultPrefix is the subject prefix and stream name stem used unless
 // WithPrefix says otherwise.
@@ -45,8 +51,37 @@ func (n Names) EventsWildcard() string { return n.Prefix + ".events.>" }
 // ChatSubject is where chat requests for a conversation are published.
 func (n Names) ChatSubject(conversation string) string { return n.Prefix + ".chat." + conversation }
 
-// ChatWildcard matches every conversation's chat request subject.
-func (n Names) ChatWildcard() string { return n.Prefix + ".chat.>" }
+// ChatWildcard matches every conversation's chat request subject. It has
+// one token after "chat", so a subject with a '.' in the conversation is
+// not captured by the stream at all.
+func (n Names) ChatWildcard() string { return n.Prefix + ".chat.*" }
+
+// ChatPartition is the filter of one partition's stored requests: the
+// requests stream rewrites turnlog.chat.<conversation> to
+// turnlog.chat.<partition>.<conversation> as it stores them, hashing the
+// conversation ID, so a conversation always lands in the same partition.
+func (n Names) ChatPartition(p int) string { return n.Prefix + ".chat." + strconv.Itoa(p) + ".*" }
+
+func (n Names) chatTransform(partitions int) *jetstream.SubjectTransformConfig {
+	return &jetstream.SubjectTransformConfig{
+		Source:      n.ChatWildcard(),
+		Destination: fmt.Sprintf("%s.chat.{{partition(%d,1)}}.{{wildcard(1)}}", n.Prefix, partitions),
+	}
+}
+
+func partitionsOf(t *jetstream.SubjectTransformConfig) int {
+	if t == nil {
+		return DefaultPartitions
+	}
+	var n int
+	if i := strings.Index(t.Destination, "{{partition("); i >= 0 {
+		fmt.Sscanf(t.Destination[i+len("{{partition("):], "%d", &n)
+	}
+	if n < 1 {
+		return DefaultPartitions
+	}
+	return n
+}
 
 // DeltaSubject carries a conversation's ephemeral token deltas for live
 // clients; it is core NATS, never persisted.

@@ -212,3 +212,48 @@ func (l *Log) LastSeq(ctx context.Context, conversation string) (uint64, error) 
 	}
 	return m.Sequence, nil
 }
+
+// Tail describes a conversation's last message: where it is and which step
+// of which request it was. A worker uses it to resume a redelivered request
+// (or to see that it already finished) with one direct get, whatever the
+// conversation's length.
+type Tail struct {
+	// Seq is the stream sequence of the last message, 0 for a new
+	// conversation.
+	Seq uint64
+	// Cause and Step identify the step the message carried.
+	Cause string
+	Step  int
+	// Events are the step's events.
+	Events []events.Event
+}
+
+// Closed reports whether the step ended its request (request.completed or
+// request.failed).
+func (t Tail) Closed() bool {
+	for _, e := range t.Events {
+		if e.Type == events.TypeRequestCompleted || e.Type == events.TypeRequestFailed {
+			return true
+		}
+	}
+	return false
+}
+
+// Last returns the conversation's last message, decoded.
+func (l *Log) Last(ctx context.Context, conversation string) (Tail, error) {
+	if err := events.ValidateConversationID(conversation); err != nil {
+		return Tail{}, err
+	}
+	m, err := l.events.GetLastMsgForSubject(ctx, l.names.EventsSubject(conversation))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return Tail{}, nil
+	}
+	if err != nil {
+		return Tail{}, fmt.Errorf("last message of %s: %w", conversation, err)
+	}
+	evs, err := events.Decode(m.Data)
+	if err != nil {
+		return Tail{}, fmt.Errorf("last message of %s (%d): %w", conversation, m.Sequence, err)
+	}
+	return Tail{Seq: m.Sequence, Cause: evs[0].Cause, Step: evs[0].Step, Events: evs}, nil
+}
