@@ -27,12 +27,17 @@ type wireOut struct {
 	Payload      Payload   `msgpack:"payload"`
 }
 
+// wireIn's ID and Time are pointers because msgpack v5.4.1 panics when it
+// decodes a msgpack nil into a non-pointer value of a type with its own
+// decoder (reflect.Value.IsNil on an array or struct); FuzzDecode found it
+// with "time": nil. A pointer takes the nil, and Decode reports the field
+// as missing.
 type wireIn struct {
-	ID           ulid.ULID          `msgpack:"id"`
+	ID           *ulid.ULID         `msgpack:"id"`
 	Conversation string             `msgpack:"conv"`
 	Type         Type               `msgpack:"type"`
 	Version      int                `msgpack:"v"`
-	Time         time.Time          `msgpack:"time"`
+	Time         *time.Time         `msgpack:"time"`
 	Cause        string             `msgpack:"cause"`
 	Step         int                `msgpack:"step"`
 	Actor        string             `msgpack:"actor"`
@@ -84,37 +89,266 @@ func (r *Registry) Encode(evs ...Event) ([]byte, error) {
 
 // Decode is Decode with this registry's catalog.
 func (r *Registry) Decode(data []byte) ([]Event, error) {
+	if err := checkStructure(data); err != nil {
+		return nil, err
+	}
 	dec := msgpack.GetDecoder()
-	defer msgpack.PutDecoder(dec)
+	evs, panicked, err := r.decodeWith(dec, data)
+	if !panicked {
+		// A decoder that panicked may hold state Reset does not clear.
+		msgpack.PutDecoder(dec)
+	}
+	return evs, err
+}
+
+// decodeWith decodes data with dec. The msgpack decoder has panicked on
+// malformed input before (see wireIn); should it find another way to,
+// the panic becomes an ErrInvalid error here rather than a crash of
+// whoever reads the log. FuzzDecode fails on such errors, so each new case
+// still gets found and fixed properly.
+func (r *Registry) decodeWith(dec *msgpack.Decoder, data []byte) (evs []Event, panicked bool, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			evs, panicked, err = nil, true, fmt.Errorf("decode: %w: the msgpack decoder panicked: %v", ErrInvalid, p)
+		}
+	}()
 	rd := bytes.NewReader(data)
 	dec.Reset(rd)
 	n, err := dec.DecodeArrayLen()
 	if err != nil {
-		return nil, fmt.Errorf("decode: %w: not a msgpack array of events: %v", ErrInvalid, err)
+		return nil, false, fmt.Errorf("decode: %w: not a msgpack array of events: %v", ErrInvalid, err)
 	}
 	// Every event takes well over one byte, so a length beyond the input's
 	// size is a lie that must not turn into a huge allocation.
 	if n <= 0 || n > len(data) {
-		return nil, fmt.Errorf("decode: %w: array of %d events in %d bytes", ErrInvalid, n, len(data))
+		return nil, false, fmt.Errorf("decode: %w: array of %d events in %d bytes", ErrInvalid, n, len(data))
 	}
-	out := make([]Event, 0, n)
+	// Even a length within the input's size may lie: an Event is ~150
+	// bytes in memory, so trusting it would turn a 1 MB message of junk
+	// into a 150 MB allocation. Messages hold a step's few events; let
+	// append grow the rare long one.
+	out := make([]Event, 0, min(n, 8))
 	for i := 0; i < n; i++ {
 		var w wireIn
 		if err := dec.Decode(&w); err != nil {
-			return nil, fmt.Errorf("decode event %d: %w: %v", i, ErrInvalid, err)
+			return nil, false, fmt.Errorf("decode event %d: %w: %v", i, ErrInvalid, err)
+		}
+		if w.ID == nil {
+			return nil, false, fmt.Errorf("decode event %d: %w", i, fieldErr("id", "is missing"))
+		}
+		if w.Time == nil {
+			return nil, false, fmt.Errorf("decode event %d: %w", i, fieldErr("time", "is missing"))
 		}
 		p, v, err := r.payload(w.Type, w.Version, w.Payload)
 		if err != nil {
-			return nil, fmt.Errorf("decode event %d: %w", i, err)
+			return nil, false, fmt.Errorf("decode event %d: %w", i, err)
 		}
-		e := Event{w.ID, w.Conversation, w.Type, v, w.Time.UTC(), w.Cause, w.Step, w.Actor, p}
+		e := Event{*w.ID, w.Conversation, w.Type, v, w.Time.UTC(), w.Cause, w.Step, w.Actor, p}
 		if err := e.Validate(); err != nil {
-			return nil, fmt.Errorf("decode event %d (%s): %w", i, w.Type, err)
+			return nil, false, fmt.Errorf("decode event %d (%s): %w", i, w.Type, err)
 		}
 		out = append(out, e)
 	}
 	if _, err := rd.ReadByte(); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("decode: %w: trailing bytes after %d events", ErrInvalid, n)
+		return nil, false, fmt.Errorf("decode: %w: trailing bytes after %d events", ErrInvalid, n)
 	}
-	return out, nil
+	return out, false, nil
+}
+
+// maxNesting bounds how deeply maps and arrays may nest in a message. The
+// catalog needs 6 levels (message, envelope, payload, blocks, block, meta).
+const maxNesting = 32
+
+// checkStructure walks the msgpack value at the start of data, without
+// recursion, and rejects it unless it is complete and its maps and arrays
+// nest at most maxNesting deep. The msgpack decoder trusts the lengths it
+// reads and recurses once per level, so without this walk
+//   - a 5-byte header claiming a 4 GiB byte string in the "id" field makes
+//     it allocate 4 GiB (found by FuzzDecode), and
+//   - a few megabytes of nested one-element arrays grow its stack past Go's
+//     1 GB limit, a fatal error that recover cannot catch.
+//
+// Once every length is known to fit in data, no allocation the decoder
+// makes can exceed a small multiple of len(data). The walk reads headers
+// only; everything else is left to the decoder.
+func checkStructure(data []byte) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("decode: %w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+	}
+	var open []uint64 // for each open container, the items it still holds
+	left := uint64(1)
+	for i := 0; ; {
+		for left == 0 {
+			if len(open) == 0 {
+				return nil
+			}
+			left, open = open[len(open)-1], open[:len(open)-1]
+		}
+		if i >= len(data) {
+			return bad("truncated: the message ends inside a value")
+		}
+		c := data[i]
+		i++
+		left--
+		var items, skip uint64 // items of a container; bytes of a scalar's body
+		lenField := 0          // size of a big-endian length that follows c
+		switch {
+		case c <= 0x7f || c >= 0xe0: // fixint
+		case c <= 0x8f: // fixmap
+			items = 2 * uint64(c&0x0f)
+		case c <= 0x9f: // fixarray
+			items = uint64(c & 0x0f)
+		case c <= 0xbf: // fixstr
+			skip = uint64(c & 0x1f)
+		default:
+			switch c {
+			case 0xc1:
+				return bad("byte 0x%02x at offset %d is not msgpack", c, i-1)
+			case 0xc4, 0xd9, 0xc7, 0xcc, 0xd0: // bin8, str8, ext8, uint8, int8
+				lenField = 1
+			case 0xc5, 0xda, 0xc8, 0xcd, 0xd1, 0xdc, 0xde: // 16-bit lengths, uint16, int16
+				lenField = 2
+			case 0xc6, 0xdb, 0xc9, 0xce, 0xd2, 0xca, 0xdd, 0xdf: // 32-bit lengths, uint32, int32, float32
+				lenField = 4
+			case 0xcb, 0xcf, 0xd3: // float64, uint64, int64
+				skip = 8
+			case 0xd4, 0xd5, 0xd6, 0xd7, 0xd8: // fixext 1, 2, 4, 8, 16 (plus the type byte)
+				skip = 1 + 1<<(c-0xd4)
+			}
+		}
+		if lenField > 0 {
+			if len(data)-i < lenField {
+				return bad("truncated: the message ends inside a header")
+			}
+			var n uint64
+			for _, b := range data[i : i+lenField] {
+				n = n<<8 | uint64(b)
+			}
+			i += lenField
+			switch c {
+			case 0xc4, 0xc5, 0xc6, 0xd9, 0xda, 0xdb: // bin, str
+				skip = n
+			case 0xc7, 0xc8, 0xc9: // ext: the type byte, then the body
+				skip = n + 1
+			case 0xdc, 0xdd: // array
+				items = n
+			case 0xde, 0xdf: // map
+				items = 2 * n
+			}
+			// Numbers were read whole as their "length".
+		}
+		// Every item takes at least one byte, so a container claiming more
+		// items than bytes remain is a lie, like a string that long.
+		if rest := uint64(len(data) - i); skip > rest || items > rest {
+			return bad("a length at offset %d claims more than the %d bytes left", i-1-lenField, rest)
+		}
+		i += int(skip)
+		if items > 0 {
+			if len(open) == maxNesting {
+				return bad("maps and arrays nest deeper than %d levels", maxNesting)
+			}
+			open = append(open, left)
+			left = items
+		}
+	}
+}
+
+// canonical returns p with its optional maps and slices set to nil when
+// they are empty. The wire form omits empty ones (omitempty), so an empty
+// map and a missing one are the same message; decoding both to nil makes
+// Decode a fixed point of the codec: Decode(Encode(Decode(m))) equals
+// Decode(m), which replay and fuzzing rely on. A payload without empty
+// ones, the usual case, is returned as it is, without a copy.
+func canonical(p Payload) Payload {
+	switch v := p.(type) {
+	case ConversationStarted:
+		if hollow(v.Data) || v.Blocks != nil && len(v.Blocks) == 0 || hollowBlocks(v.Blocks) {
+			v.Blocks = canonicalBlocks(v.Blocks)
+			v.Data = nilIfEmpty(v.Data)
+			return v
+		}
+	case UserAppended:
+		if hollow(v.Meta) {
+			v.Meta = nil
+			return v
+		}
+	case SystemPromptSet:
+		if hollow(v.Meta) || hollow(v.Variables) {
+			v.Meta = nilIfEmpty(v.Meta)
+			v.Variables = nilIfEmpty(v.Variables)
+			return v
+		}
+	case SystemPromptReplaced:
+		if hollow(v.Meta) || hollow(v.Variables) {
+			v.Meta = nilIfEmpty(v.Meta)
+			v.Variables = nilIfEmpty(v.Variables)
+			return v
+		}
+	case ReasoningAppended:
+		if hollow(v.Meta) {
+			v.Meta = nil
+			return v
+		}
+	case LLMTextAppended:
+		if hollow(v.Meta) {
+			v.Meta = nil
+			return v
+		}
+	case ToolCalled:
+		if hollow(v.Meta) {
+			v.Meta = nil
+			return v
+		}
+	case ToolResult:
+		if hollow(v.Meta) {
+			v.Meta = nil
+			return v
+		}
+	case BlockSplit:
+		canonicalBlocks(v.Into) // validation rejects an empty Into anyway
+	case TurnCompacted:
+		if v.Summary != nil {
+			v.Summary.Meta = nilIfEmpty(v.Summary.Meta) // a fresh pointer: changing it changes p
+		}
+	case DataSet:
+		if hollow(v.Values) || v.Unset != nil && len(v.Unset) == 0 {
+			v.Values = nilIfEmpty(v.Values)
+			if len(v.Unset) == 0 {
+				v.Unset = nil
+			}
+			return v
+		}
+	}
+	return p
+}
+
+// hollow reports whether m is empty but not nil.
+func hollow(m map[string]string) bool { return m != nil && len(m) == 0 }
+
+func hollowBlocks(bs []Block) bool {
+	for _, b := range bs {
+		if hollow(b.Meta) {
+			return true
+		}
+	}
+	return false
+}
+
+// canonicalBlocks applies canonical's rule to blocks the decoder just
+// made, in place.
+func canonicalBlocks(bs []Block) []Block {
+	if len(bs) == 0 {
+		return nil
+	}
+	for i := range bs {
+		bs[i].Meta = nilIfEmpty(bs[i].Meta)
+	}
+	return bs
+}
+
+func nilIfEmpty(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
 }

@@ -55,7 +55,7 @@ func (e Event) Validate() error {
 		return fieldErr("id", "is the zero ULID")
 	}
 	if err := ValidateConversationID(e.Conversation); err != nil {
-		return fieldErr("conversation", "%v", err)
+		return fieldCause("conversation", err)
 	}
 	if e.Type == "" {
 		return fieldErr("type", "is empty")

@@ -113,6 +113,9 @@ func (r *Registry) current(t Type) int {
 // payload decodes raw as type t at version v, upcasting it to the current
 // version. It returns the payload and the version it now has.
 func (r *Registry) payload(t Type, v int, raw []byte) (Payload, int, error) {
+	if t == "" {
+		return nil, 0, fieldErr("type", "is missing")
+	}
 	e, ok := r.entries[t]
 	if !ok {
 		return nil, 0, fmt.Errorf("%w %q", ErrUnknownEvent, t)
@@ -131,11 +134,14 @@ func (r *Registry) payload(t Type, v int, raw []byte) (Payload, int, error) {
 		for ; v < e.current; v++ {
 			up, ok := e.upcasters[v]
 			if !ok {
-				return nil, 0, fmt.Errorf("%s version %d: no upcaster to version %d", t, v, v+1)
+				// Decode promises an error wrapping ErrInvalid, ErrUnknownEvent
+				// or ErrNewerVersion; an old event this build cannot lift is
+				// unreadable input to it.
+				return nil, 0, fmt.Errorf("%s version %d: %w: no upcaster to version %d; register one with RegisterUpcaster", t, v, ErrInvalid, v+1)
 			}
 			var err error
 			if m, err = up(m); err != nil {
-				return nil, 0, fmt.Errorf("upcast %s from version %d: %w", t, v, err)
+				return nil, 0, fmt.Errorf("upcast %s from version %d: %w: %w", t, v, ErrInvalid, err)
 			}
 		}
 		var err error
@@ -147,7 +153,7 @@ func (r *Registry) payload(t Type, v int, raw []byte) (Payload, int, error) {
 	if err != nil {
 		return nil, 0, fieldErr("payload", "does not decode as %s: %v", t, err)
 	}
-	return p, v, nil
+	return canonical(p), v, nil
 }
 
 // CurrentVersion is the schema version writers use for type t today, or 0

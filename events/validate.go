@@ -13,15 +13,31 @@ var ErrInvalid = errors.New("invalid event")
 type FieldError struct {
 	Field string
 	Msg   string
+
+	// cause is the error of the check the field failed, when that check
+	// has its own sentinel (ErrInvalidConversationID), so that callers can
+	// still branch on it.
+	cause error
 }
 
 func (e *FieldError) Error() string { return fmt.Sprintf("field %s %s", e.Field, e.Msg) }
 
-// Unwrap makes every FieldError match ErrInvalid.
-func (e *FieldError) Unwrap() error { return ErrInvalid }
+// Unwrap makes every FieldError match ErrInvalid, and also the error of the
+// check the field failed, such as ErrInvalidConversationID.
+func (e *FieldError) Unwrap() error {
+	if e.cause == nil {
+		return ErrInvalid
+	}
+	return errors.Join(ErrInvalid, e.cause)
+}
 
 func fieldErr(field, format string, args ...any) error {
 	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// fieldCause is a FieldError whose message is cause's and which wraps it.
+func fieldCause(field string, cause error) error {
+	return &FieldError{Field: field, Msg: cause.Error(), cause: cause}
 }
 
 // prefixed puts a path in front of a nested FieldError's field name, so an
@@ -29,7 +45,7 @@ func fieldErr(field, format string, args ...any) error {
 func prefixed(prefix string, err error) error {
 	var fe *FieldError
 	if errors.As(err, &fe) {
-		return &FieldError{Field: prefix + "." + fe.Field, Msg: fe.Msg}
+		return &FieldError{Field: prefix + "." + fe.Field, Msg: fe.Msg, cause: fe.cause}
 	}
 	return err
 }
@@ -54,7 +70,7 @@ func needIDs(field string, ids []string) error {
 func (p ConversationStarted) Validate() error {
 	if p.ForkedFrom != "" {
 		if err := ValidateConversationID(p.ForkedFrom); err != nil {
-			return fieldErr("forked_from", "%v", err)
+			return fieldCause("forked_from", err)
 		}
 		if p.ForkedAt < 1 {
 			return fieldErr("forked_at", "is %d; a fork starts after event 1 or later", p.ForkedAt)

@@ -62,12 +62,12 @@ func apply(t *Turn, e events.Event) error {
 	case events.ConversationStarted:
 		return started(t, p)
 	case events.UserAppended:
-		return t.push(Block{ID: p.BlockID, Kind: events.KindUser, Text: p.Text, Trust: p.Trust, Meta: maps.Clone(p.Meta)})
+		return t.push(Block{ID: p.BlockID, Kind: events.KindUser, Text: p.Text, Trust: p.Trust, Meta: cloneMeta(p.Meta)})
 	case events.SystemPromptSet:
 		if p.Index > len(t.Blocks) {
 			return fmt.Errorf("%w: index %d, but the turn has %d blocks", ErrMismatch, p.Index, len(t.Blocks))
 		}
-		return t.insert(p.Index, Block{ID: p.BlockID, Kind: events.KindSystem, Text: p.Text, Trust: p.Trust, Meta: maps.Clone(p.Meta)})
+		return t.insert(p.Index, Block{ID: p.BlockID, Kind: events.KindSystem, Text: p.Text, Trust: p.Trust, Meta: cloneMeta(p.Meta)})
 	case events.SystemPromptReplaced:
 		i, err := t.need(p.BlockID)
 		if err != nil {
@@ -84,13 +84,13 @@ func apply(t *Turn, e events.Event) error {
 		b.Meta = merge(b.Meta, p.Meta)
 		return nil
 	case events.ReasoningAppended:
-		return t.push(Block{ID: p.BlockID, Kind: events.KindReasoning, Text: p.Text, Encrypted: p.Encrypted, Meta: maps.Clone(p.Meta)})
+		return t.push(Block{ID: p.BlockID, Kind: events.KindReasoning, Text: p.Text, Encrypted: p.Encrypted, Meta: cloneMeta(p.Meta)})
 	case events.LLMTextAppended:
-		return t.push(Block{ID: p.BlockID, Kind: events.KindLLMText, Text: p.Text, Meta: maps.Clone(p.Meta)})
+		return t.push(Block{ID: p.BlockID, Kind: events.KindLLMText, Text: p.Text, Meta: cloneMeta(p.Meta)})
 	case events.ToolCalled:
-		return t.push(Block{ID: p.BlockID, Kind: events.KindToolCall, CallID: p.CallID, ToolName: p.Name, Arguments: p.Arguments, Meta: maps.Clone(p.Meta)})
+		return t.push(Block{ID: p.BlockID, Kind: events.KindToolCall, CallID: p.CallID, ToolName: p.Name, Arguments: p.Arguments, Meta: cloneMeta(p.Meta)})
 	case events.ToolResult:
-		return t.push(Block{ID: p.BlockID, Kind: events.KindToolResult, CallID: p.CallID, Text: p.Text, IsError: p.IsError, Meta: maps.Clone(p.Meta)})
+		return t.push(Block{ID: p.BlockID, Kind: events.KindToolResult, CallID: p.CallID, Text: p.Text, IsError: p.IsError, Meta: cloneMeta(p.Meta)})
 	case events.BlocksReordered:
 		return reorder(t, p.Order)
 	case events.BlocksRemoved:
@@ -119,6 +119,11 @@ func apply(t *Turn, e events.Event) error {
 		for _, k := range p.Unset {
 			delete(t.Data, k)
 		}
+		if len(t.Data) == 0 {
+			// No data is nil, however it was reached: a snapshot drops an
+			// empty map, and a Turn must not differ from its snapshot.
+			t.Data = nil
+		}
 		return nil
 	case events.InferenceStarted, events.InferenceFinished, events.InferenceFailed,
 		events.RequestCompleted, events.RequestFailed:
@@ -144,9 +149,11 @@ func started(t *Turn, p events.ConversationStarted) error {
 		}
 		seen[b.ID] = true
 	}
-	t.Blocks = make([]Block, len(p.Blocks))
-	for i, b := range p.Blocks {
-		t.Blocks[i] = b.Clone()
+	if len(p.Blocks) > 0 {
+		t.Blocks = make([]Block, len(p.Blocks))
+		for i, b := range p.Blocks {
+			t.Blocks[i] = own(b)
+		}
 	}
 	t.pos = nil
 	if len(p.Data) > 0 {
@@ -260,7 +267,7 @@ func split(t *Turn, p events.BlockSplit) error {
 	}
 	into := make([]Block, len(p.Into))
 	for j, b := range p.Into {
-		into[j] = b.Clone()
+		into[j] = own(b)
 	}
 	t.remove(map[string]bool{p.BlockID: true}, i, into)
 	return nil
@@ -282,8 +289,26 @@ func compact(t *Turn, p events.TurnCompacted) error {
 	for _, id := range p.Removed {
 		at = min(at, t.index()[id])
 	}
-	t.remove(drop, at, []Block{p.Summary.Clone()})
+	t.remove(drop, at, []Block{own(*p.Summary)})
 	return nil
+}
+
+// cloneMeta copies an event's metadata for a block, so that the caller's
+// map and the Turn's never alias. An empty map becomes nil: the wire form
+// cannot tell the two apart, and the Turn a Tx builds from in-memory events
+// must equal the one replay builds from decoded ones.
+func cloneMeta(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return maps.Clone(m)
+}
+
+// own is a block from an event (fork, split, summary) as the Turn keeps
+// it: a deep copy, with empty metadata as nil (see cloneMeta).
+func own(b Block) Block {
+	b.Meta = cloneMeta(b.Meta)
+	return b
 }
 
 // merge applies a metadata change without touching the original map, which

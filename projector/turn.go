@@ -38,9 +38,11 @@ func New(conversation string) *Turn {
 // changed without touching the cache.
 func (t *Turn) Clone() *Turn {
 	c := &Turn{Conversation: t.Conversation, Events: t.Events, Seq: t.Seq}
-	c.Blocks = make([]Block, len(t.Blocks), len(t.Blocks)+8)
-	for i, b := range t.Blocks {
-		c.Blocks[i] = b.Clone()
+	if t.Blocks != nil {
+		c.Blocks = make([]Block, len(t.Blocks), len(t.Blocks)+8)
+		for i, b := range t.Blocks {
+			c.Blocks[i] = b.Clone()
+		}
 	}
 	if t.Data != nil {
 		c.Data = maps.Clone(t.Data)
@@ -93,9 +95,20 @@ func Hash(t *Turn) string {
 	h := sha256.New()
 	enc := msgpack.NewEncoder(h)
 	enc.SetSortMapKeys(true)
-	// Encoding into a hash cannot fail for these plain types.
-	_ = enc.Encode(t.Blocks)
-	_ = enc.Encode(t.Data)
+	// Encoding into a hash cannot fail for these plain types. No blocks
+	// and no data hash alike whether the slice or map is nil or empty: a
+	// snapshot or a removal may turn one into the other, and the hash
+	// replay recomputes must not change with it.
+	if len(t.Blocks) == 0 {
+		_ = enc.EncodeNil()
+	} else {
+		_ = enc.Encode(t.Blocks)
+	}
+	if len(t.Data) == 0 {
+		_ = enc.EncodeNil()
+	} else {
+		_ = enc.Encode(t.Data)
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
