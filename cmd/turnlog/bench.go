@@ -10,6 +10,8 @@ import (
 	"github.com/turnlog/turnlog/benchmark"
 )
 
+func init() { commands = append(commands, newBenchCmd) }
+
 func newBenchCmd() *cobra.Command {
 	var (
 		asJSON bool

@@ -10,6 +10,8 @@ import (
 	"github.com/turnlog/turnlog/eventlog"
 )
 
+func init() { commands = append(commands, newServeCmd) }
+
 func newServeCmd() *cobra.Command {
 	var (
 		data   string

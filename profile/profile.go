@@ -1,0 +1,234 @@
+// Package profile turns a YAML description of how to answer (system prompt,
+// provider, model, middlewares in order) into a runnable chain. Workers pick
+// a profile per chat request; replay --rerun builds today's chain from the
+// same description.
+package profile
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/turnlog/turnlog/engine"
+	"github.com/turnlog/turnlog/engine/openai"
+	"github.com/turnlog/turnlog/engine/scripted"
+	"github.com/turnlog/turnlog/middlewares"
+	"go.yaml.in/yaml/v3"
+)
+
+// DefaultName is the profile a request without one uses.
+const DefaultName = "default"
+
+// Profile is one way of answering chat requests.
+type Profile struct {
+	// SystemPrompt is the prompt the systemprompt middleware keeps in
+	// place ("" and no template: none).
+	SystemPrompt string `yaml:"system_prompt,omitempty" json:"system_prompt,omitempty"`
+	// Provider is "scripted" (default; deterministic, no network) or
+	// "openai" (any OpenAI-compatible endpoint; see OPENAI_BASE_URL,
+	// OPENAI_API_KEY, OPENAI_MODEL).
+	Provider string `yaml:"provider,omitempty" json:"provider,omitempty"`
+	// Model is passed to the provider ("" for its default).
+	Model string `yaml:"model,omitempty" json:"model,omitempty"`
+	// BaseURL and APIKeyEnv configure the openai provider; the key itself
+	// never goes in the file, only the name of the variable holding it.
+	BaseURL   string `yaml:"base_url,omitempty" json:"base_url,omitempty"`
+	APIKeyEnv string `yaml:"api_key_env,omitempty" json:"api_key_env,omitempty"`
+	// Script is a scripted-engine script file ("" for the built-in one).
+	Script string `yaml:"script,omitempty" json:"script,omitempty"`
+	// Middlewares in order, outermost first. Known names: logging, retry,
+	// trust, roles, globalprompt, systemprompt, systemprompt_append,
+	// ordering, compaction, reasoningguard, reasoningguard_repair.
+	Middlewares []string `yaml:"middlewares" json:"middlewares"`
+	// GlobalPrompt is the operator prompt of the globalprompt middleware.
+	GlobalPrompt string `yaml:"global_prompt,omitempty" json:"global_prompt,omitempty"`
+	// CompactAfterBlocks is the compaction middleware's budget (default 200).
+	CompactAfterBlocks int `yaml:"compact_after_blocks,omitempty" json:"compact_after_blocks,omitempty"`
+	// MaxIterations bounds model calls per request (default 8).
+	MaxIterations int `yaml:"max_iterations,omitempty" json:"max_iterations,omitempty"`
+}
+
+// Set is the profiles of a config file by name.
+type Set map[string]Profile
+
+// DefaultYAML is the configuration used without a config file; it is also
+// the documented example of the format.
+const DefaultYAML = `# turnlog profiles: how chat requests are answered.
+profiles:
+  default:
+    provider: scripted          # deterministic, no network; or "openai"
+    model: ""                   # provider default
+    system_prompt: "You are a helpful assistant."
+    middlewares: [logging, retry, trust, systemprompt, ordering, reasoningguard, compaction]
+    compact_after_blocks: 200
+    max_iterations: 8
+`
+
+// Known middleware names, in the order the docs list them.
+var known = []string{"logging", "retry", "trust", "roles", "globalprompt", "systemprompt", "systemprompt_append",
+	"ordering", "compaction", "reasoningguard", "reasoningguard_repair"}
+
+// Parse reads a profiles file and validates every profile in it.
+func Parse(data []byte) (Set, error) {
+	var f struct {
+		Profiles Set `yaml:"profiles"`
+	}
+	dec := yaml.NewDecoder(strings.NewReader(string(data)))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("parse profiles: %w", err)
+	}
+	if len(f.Profiles) == 0 {
+		return nil, fmt.Errorf("parse profiles: no profiles; see the format in `turnlog worker --help`")
+	}
+	for name, p := range f.Profiles {
+		if err := p.Validate(); err != nil {
+			return nil, fmt.Errorf("profile %q: %w", name, err)
+		}
+	}
+	return f.Profiles, nil
+}
+
+// Load reads a profiles file; path "" gives the default set.
+func Load(path string) (Set, error) {
+	if path == "" {
+		return Parse([]byte(DefaultYAML))
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load profiles: %w", err)
+	}
+	s, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Names lists the profiles, sorted.
+func (s Set) Names() []string {
+	out := make([]string, 0, len(s))
+	for n := range s {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Validate reports the first setting that cannot work.
+func (p Profile) Validate() error {
+	switch p.Provider {
+	case "", "scripted", "openai":
+	default:
+		return fmt.Errorf("provider %q: use scripted or openai", p.Provider)
+	}
+	for _, m := range p.Middlewares {
+		if !slices.Contains(known, m) {
+			return fmt.Errorf("middleware %q: known ones are %s", m, strings.Join(known, ", "))
+		}
+	}
+	if p.CompactAfterBlocks < 0 || p.MaxIterations < 0 {
+		return fmt.Errorf("compact_after_blocks and max_iterations must not be negative")
+	}
+	return nil
+}
+
+// Built is a profile ready to run.
+type Built struct {
+	Engine engine.Engine
+	Loop   engine.Loop
+	Tools  *engine.Tools
+	Model  string
+}
+
+// Build makes the engine, the tools and the middleware chain of p.
+// tools are offered to the model; nil gives the demo tools of the scripted
+// engine.
+func (p Profile) Build(logger *slog.Logger, tools *engine.Tools) (*Built, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	var eng engine.Engine
+	switch p.Provider {
+	case "", "scripted":
+		var script *scripted.Script
+		if p.Script != "" {
+			var err error
+			if script, err = scripted.Load(p.Script); err != nil {
+				return nil, err
+			}
+		}
+		eng = scripted.New(script)
+	case "openai":
+		cfg := openai.ConfigFromEnv()
+		if p.BaseURL != "" {
+			cfg.BaseURL = p.BaseURL
+		}
+		if p.APIKeyEnv != "" {
+			cfg.APIKey = os.Getenv(p.APIKeyEnv)
+		}
+		if p.Model != "" {
+			cfg.Model = p.Model
+		}
+		e, err := openai.New(cfg)
+		if err != nil {
+			return nil, err
+		}
+		eng = e
+	}
+	if tools == nil {
+		var err error
+		if tools, err = engine.NewTools(scripted.WordCount()); err != nil {
+			return nil, err
+		}
+	}
+	mws := make([]engine.Middleware, 0, len(p.Middlewares))
+	for _, name := range p.Middlewares {
+		mw, err := p.middleware(name, eng, logger)
+		if err != nil {
+			return nil, fmt.Errorf("middleware %s: %w", name, err)
+		}
+		mws = append(mws, mw)
+	}
+	return &Built{
+		Engine: eng,
+		Loop:   engine.Loop{Handler: engine.Chain(eng, mws...), Tools: tools, MaxIterations: p.MaxIterations},
+		Tools:  tools,
+		Model:  p.Model,
+	}, nil
+}
+
+func (p Profile) middleware(name string, eng engine.Engine, logger *slog.Logger) (engine.Middleware, error) {
+	switch name {
+	case "logging":
+		return middlewares.Logging(middlewares.LoggingConfig{Logger: logger})
+	case "retry":
+		return middlewares.Retry(middlewares.RetryConfig{})
+	case "trust":
+		return middlewares.Trust(middlewares.TrustConfig{})
+	case "roles":
+		return middlewares.Roles(middlewares.RolesConfig{})
+	case "globalprompt":
+		return middlewares.GlobalPrompt(middlewares.GlobalPromptConfig{Prompt: middlewares.StaticPrompt(p.GlobalPrompt), ID: "global"})
+	case "systemprompt":
+		return middlewares.SystemPromptReplace(middlewares.SystemPromptReplaceConfig{Prompt: middlewares.StaticPrompt(p.SystemPrompt), Source: "profile"})
+	case "systemprompt_append":
+		return middlewares.SystemPromptAppend(middlewares.SystemPromptAppendConfig{Prompt: middlewares.StaticPrompt(p.SystemPrompt), Tag: "profile"})
+	case "ordering":
+		return middlewares.Ordering(middlewares.OrderingConfig{})
+	case "compaction":
+		n := p.CompactAfterBlocks
+		if n == 0 {
+			n = 200
+		}
+		return middlewares.Compaction(middlewares.CompactionConfig{MaxBlocks: n, Summarizer: &middlewares.EngineSummarizer{Engine: eng, Model: p.Model}})
+	case "reasoningguard":
+		return middlewares.ReasoningGuard(middlewares.ReasoningGuardConfig{})
+	case "reasoningguard_repair":
+		return middlewares.ReasoningGuard(middlewares.ReasoningGuardConfig{Repair: true})
+	}
+	return nil, fmt.Errorf("unknown middleware %q", name)
+}

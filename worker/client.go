@@ -1,0 +1,85 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
+	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/events"
+)
+
+// Send publishes a chat request on turnlog.chat.<conversation>, giving it a
+// fresh request ID when it has none (the ID is also the message's
+// Nats-Msg-Id, so a re-send within the duplicate window is dropped). It
+// returns the request as sent.
+func Send(ctx context.Context, l *eventlog.Log, r Request) (Request, error) {
+	if err := events.ValidateConversationID(r.Conversation); err != nil {
+		return r, fmt.Errorf("send: %w", err)
+	}
+	if r.RequestID == "" {
+		r.RequestID = ulid.Make().String()
+	}
+	data, err := json.Marshal(r)
+	if err != nil {
+		return r, fmt.Errorf("send: %w", err)
+	}
+	msg := &nats.Msg{Subject: l.Names().ChatSubject(r.Conversation), Data: data, Header: nats.Header{jetstream.MsgIDHeader: []string{r.RequestID}}}
+	if _, err := l.JetStream().PublishMsg(ctx, msg); err != nil {
+		return r, fmt.Errorf("send to %s: %w", msg.Subject, err)
+	}
+	return r, nil
+}
+
+// Result is how a request ended, as the log records it.
+type Result struct {
+	// Answer is the model's final text (the llm_text blocks after the last
+	// model call of the request).
+	Answer string
+	// Failed is the reason from request.failed, "" when it completed.
+	Failed string
+	// Events are the request's events, in order.
+	Events []eventlog.Record
+}
+
+// ErrFailed is returned by Await for a request that ended in
+// request.failed; the Result holds the reason.
+var ErrFailed = errors.New("request failed")
+
+// Await follows the conversation from afterSeq (read the conversation's
+// last sequence before sending, so nothing is missed) until the request
+// ends, and returns its answer.
+func Await(ctx context.Context, l *eventlog.Log, conversation, requestID string, afterSeq uint64, afterPos int) (Result, error) {
+	var res Result
+	var text []string
+	for rec, err := range l.Watch(ctx, conversation, afterSeq, afterPos) {
+		if err != nil {
+			return res, err
+		}
+		if rec.Cause != requestID {
+			continue
+		}
+		res.Events = append(res.Events, rec)
+		switch p := rec.Payload.(type) {
+		case events.InferenceStarted:
+			text = text[:0]
+		case events.LLMTextAppended:
+			text = append(text, p.Text)
+		case events.RequestCompleted:
+			res.Answer = strings.Join(text, "\n")
+			return res, nil
+		case events.RequestFailed:
+			res.Failed = p.Reason
+			return res, fmt.Errorf("%w: %s", ErrFailed, p.Reason)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return res, fmt.Errorf("waiting for request %s: %w", requestID, err)
+	}
+	return res, fmt.Errorf("waiting for request %s: the watch ended", requestID)
+}

@@ -1,0 +1,54 @@
+package worker
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics are a worker's Prometheus series. Each worker has its own
+// registry, so several workers can run in one process (serve, tests).
+type Metrics struct {
+	registry     *prometheus.Registry
+	requests     *prometheus.CounterVec
+	redeliveries prometheus.Counter
+	conflicts    prometheus.Counter
+	stepSeconds  prometheus.Histogram
+	inFlight     prometheus.Gauge
+}
+
+func newMetrics() *Metrics {
+	m := &Metrics{
+		registry: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "turnlog_requests_total",
+			Help: "Chat requests handled, by outcome (completed, failed, rejected, retried, handed_back).",
+		}, []string{"outcome"}),
+		redeliveries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "turnlog_redeliveries_total",
+			Help: "Requests received more than once (after a crash, a timeout or a hand-back).",
+		}),
+		conflicts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "turnlog_conflicts_total",
+			Help: "Appends refused because the conversation moved on (optimistic concurrency).",
+		}),
+		stepSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "turnlog_step_seconds",
+			Help:    "Time to append one step to the log.",
+			Buckets: prometheus.ExponentialBuckets(0.00002, 2, 16),
+		}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "turnlog_requests_in_flight",
+			Help: "Requests being processed now.",
+		}),
+	}
+	m.registry.MustRegister(m.requests, m.redeliveries, m.conflicts, m.stepSeconds, m.inFlight,
+		prometheus.NewGoCollector())
+	return m
+}
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
+}

@@ -1,0 +1,483 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/turnlog/turnlog/engine"
+	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/profile"
+	"github.com/turnlog/turnlog/projector"
+)
+
+// ActorWorker is the actor of the events the worker itself records.
+const ActorWorker = "worker"
+
+// Config configures a worker. Log, Conn and Profiles are required.
+type Config struct {
+	Log      *eventlog.Log
+	Conn     *nats.Conn
+	Profiles profile.Set
+	// Tools offered to the model (nil: the scripted engine's demo tools).
+	Tools *engine.Tools
+	// Name identifies the worker in logs and `turnlog status`.
+	Name string
+	// AckWait is how long a request may go without a sign of life before
+	// JetStream gives it to another worker (default 60s; the worker
+	// reports progress every AckWait/3 while it works).
+	AckWait time.Duration
+	// MaxDeliver bounds deliveries of one request (default 5): a request
+	// that keeps failing transiently ends as request.failed, never retried
+	// forever.
+	MaxDeliver int
+	// MaxTextBytes bounds a request's text (default 64 KiB).
+	MaxTextBytes int
+	// ShutdownGrace is how long Run waits for requests in hand after its
+	// context ends before handing them back (default 30s).
+	ShutdownGrace time.Duration
+	Logger        *slog.Logger
+	// Fault, for tests, is called at named points of a request ("user",
+	// "step", "completed"); an error there makes the worker drop the
+	// request on the floor as if it had crashed: no ack, no more events.
+	Fault func(point string) error
+}
+
+// Validate fills defaults and reports what is missing.
+func (c *Config) Validate() error {
+	if c.Log == nil || c.Conn == nil {
+		return errors.New("worker: a log and a NATS connection are required")
+	}
+	if len(c.Profiles) == 0 {
+		return errors.New("worker: no profiles")
+	}
+	if _, ok := c.Profiles[profile.DefaultName]; !ok {
+		return fmt.Errorf("worker: no %q profile; requests without a profile need one", profile.DefaultName)
+	}
+	if c.Name == "" {
+		host, _ := os.Hostname()
+		c.Name = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if c.AckWait == 0 {
+		c.AckWait = 60 * time.Second
+	}
+	if c.MaxDeliver == 0 {
+		c.MaxDeliver = 5
+	}
+	if c.MaxTextBytes == 0 {
+		c.MaxTextBytes = DefaultMaxTextBytes
+	}
+	if c.ShutdownGrace == 0 {
+		c.ShutdownGrace = 30 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Worker serves chat requests. Create it with New and start it with Run.
+type Worker struct {
+	cfg      Config
+	names    eventlog.Names
+	profiles map[string]*profile.Built
+	metrics  *Metrics
+	cache    *turnCache
+	log      *slog.Logger
+
+	handled  atomic.Int64
+	started  time.Time
+	inflight sync.WaitGroup
+}
+
+// New builds the profiles' chains and the worker.
+func New(cfg Config) (*Worker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	w := &Worker{
+		cfg:      cfg,
+		names:    cfg.Log.Names(),
+		profiles: map[string]*profile.Built{},
+		metrics:  newMetrics(),
+		cache:    newTurnCache(1024),
+		log:      cfg.Logger.With("worker", cfg.Name),
+		started:  time.Now(),
+	}
+	for name, p := range cfg.Profiles {
+		b, err := p.Build(w.log, cfg.Tools)
+		if err != nil {
+			return nil, fmt.Errorf("worker: profile %q: %w", name, err)
+		}
+		w.profiles[name] = b
+	}
+	return w, nil
+}
+
+// Metrics returns the worker's Prometheus series.
+func (w *Worker) Metrics() *Metrics { return w.metrics }
+
+// ConsumerName is the durable consumer of partition p, shared by all
+// workers of an installation.
+func ConsumerName(names eventlog.Names, p int) string {
+	return fmt.Sprintf("%s_worker_p%d", strings.ToLower(names.RequestsStream), p)
+}
+
+// Run consumes requests until ctx ends, then stops taking new ones, lets
+// the requests in hand finish for up to ShutdownGrace and hands back the
+// rest (they are redelivered to another worker, which resumes them).
+func (w *Worker) Run(ctx context.Context) error {
+	js := w.cfg.Log.JetStream()
+	// Requests get their own context: ending ctx stops intake, ending work
+	// hands back what is still running after the grace period.
+	work, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWork()
+
+	ping, err := w.cfg.Conn.Subscribe(w.names.Prefix+".workers.ping", w.pong)
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	defer ping.Unsubscribe()
+
+	var consumers []jetstream.ConsumeContext
+	defer func() {
+		for _, c := range consumers {
+			c.Stop()
+		}
+	}()
+	for p := 0; p < w.cfg.Log.Partitions(); p++ {
+		cons, err := js.CreateOrUpdateConsumer(ctx, w.names.RequestsStream, jetstream.ConsumerConfig{
+			Durable:       ConsumerName(w.names, p),
+			Description:   "turnlog workers: chat requests of one partition, one at a time",
+			FilterSubject: w.names.ChatPartition(p),
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			AckWait:       w.cfg.AckWait,
+			MaxDeliver:    w.cfg.MaxDeliver,
+			MaxAckPending: 1,
+		})
+		if err != nil {
+			return fmt.Errorf("worker: consumer for partition %d: %w", p, err)
+		}
+		cc, err := cons.Consume(func(m jetstream.Msg) { w.handle(work, m) },
+			jetstream.PullMaxMessages(1),
+			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+				if ctx.Err() == nil && !errors.Is(err, jetstream.ErrNoHeartbeat) {
+					w.log.Debug("consume", "partition", p, "err", err)
+				}
+			}))
+		if err != nil {
+			return fmt.Errorf("worker: consume partition %d: %w", p, err)
+		}
+		consumers = append(consumers, cc)
+	}
+	w.log.Info("worker started", "partitions", len(consumers))
+	<-ctx.Done()
+
+	for _, c := range consumers {
+		c.Stop()
+	}
+	done := make(chan struct{})
+	go func() { w.inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(w.cfg.ShutdownGrace):
+		w.log.Warn("handing back requests still in hand")
+		stopWork()
+		<-done
+	}
+	w.log.Info("worker stopped", "handled", w.handled.Load())
+	return nil
+}
+
+// outcome is what happens to a request message after handling.
+type outcome int
+
+const (
+	ack outcome = iota
+	retryLater
+	handBack
+	drop // a simulated crash: neither ack nor nak
+)
+
+// errCrash is returned when a fault point fired.
+var errCrash = errors.New("simulated crash")
+
+func (w *Worker) fault(point string) error {
+	if w.cfg.Fault == nil {
+		return nil
+	}
+	if err := w.cfg.Fault(point); err != nil {
+		return fmt.Errorf("%w at %s: %v", errCrash, point, err)
+	}
+	return nil
+}
+
+func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
+	w.inflight.Add(1)
+	defer w.inflight.Done()
+	w.metrics.inFlight.Inc()
+	defer w.metrics.inFlight.Dec()
+
+	meta, err := m.Metadata()
+	if err != nil {
+		w.log.Error("request without metadata", "err", err)
+		_ = m.Term()
+		return
+	}
+	if meta.NumDelivered > 1 {
+		w.metrics.redeliveries.Inc()
+	}
+	conv := w.names.ConversationOf(m.Subject())
+	if err := events.ValidateConversationID(conv); err != nil {
+		// No valid conversation to record a failure in: reject it.
+		w.log.Warn("rejected request", "subject", m.Subject(), "err", err)
+		w.metrics.requests.WithLabelValues("rejected").Inc()
+		_ = m.Term()
+		return
+	}
+	req, problem := parseRequest(m.Data(), conv, meta.Sequence.Stream, meta.Timestamp, w.cfg.MaxTextBytes)
+	lastTry := meta.NumDelivered >= uint64(w.cfg.MaxDeliver)
+
+	// Keep the request ours while it runs.
+	alive, stopAlive := context.WithCancel(ctx)
+	go func() {
+		t := time.NewTicker(w.cfg.AckWait / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-alive.Done():
+				return
+			case <-t.C:
+				_ = m.InProgress()
+			}
+		}
+	}()
+	out, err := w.serve(ctx, req, problem, lastTry)
+	stopAlive()
+
+	log := w.log.With("conversation", conv, "request", req.RequestID, "delivery", meta.NumDelivered)
+	switch out {
+	case ack:
+		w.handled.Add(1)
+		if err := m.DoubleAck(context.WithoutCancel(ctx)); err != nil {
+			// The request is complete in the log; a redelivery will see
+			// that and just acknowledge.
+			log.Warn("ack failed", "err", err)
+		}
+	case retryLater:
+		w.metrics.requests.WithLabelValues("retried").Inc()
+		log.Warn("request will be retried", "err", err)
+		_ = m.NakWithDelay(time.Duration(meta.NumDelivered) * time.Second)
+	case handBack:
+		w.metrics.requests.WithLabelValues("handed_back").Inc()
+		log.Info("request handed back", "err", err)
+		_ = m.Nak()
+	case drop:
+		log.Warn("request dropped", "err", err)
+	}
+}
+
+// serve runs a request to its end, retrying on conflicts: another writer
+// moved the conversation, so reload and resume from the log.
+func (w *Worker) serve(ctx context.Context, req Request, problem string, lastTry bool) (outcome, error) {
+	for attempt := 0; ; attempt++ {
+		out, err := w.serveOnce(ctx, req, problem, lastTry)
+		if errors.Is(err, eventlog.ErrConflict) && attempt < 10 {
+			w.metrics.conflicts.Inc()
+			w.cache.drop(req.Conversation)
+			continue
+		}
+		return out, err
+	}
+}
+
+func (w *Worker) serveOnce(ctx context.Context, req Request, problem string, lastTry bool) (outcome, error) {
+	conv := req.Conversation
+	tail, err := w.cfg.Log.Last(ctx, conv)
+	if err != nil {
+		return retryLater, err
+	}
+	resume := tail.Seq > 0 && tail.Cause == req.RequestID
+	if resume && tail.Closed() {
+		return ack, nil // finished before; only the ack was lost
+	}
+	turn, err := w.load(ctx, conv, tail.Seq)
+	if err != nil {
+		if errors.Is(err, events.ErrInvalid) || errors.Is(err, projector.ErrMismatch) {
+			// The log itself cannot be folded: no retry will help.
+			w.metrics.requests.WithLabelValues("failed").Inc()
+			return ack, fmt.Errorf("load %s: %w", conv, err)
+		}
+		return retryLater, err
+	}
+	name := req.Profile
+	if name == "" {
+		name = profile.DefaultName
+	}
+	p, ok := w.profiles[name]
+	if problem == "" && !ok {
+		problem = fmt.Sprintf("unknown profile %q; this worker has %s", truncate(name, 40), strings.Join(w.cfg.Profiles.Names(), ", "))
+	}
+	if p == nil {
+		p = w.profiles[profile.DefaultName]
+	}
+	model := req.Model
+	if model == "" {
+		model = p.Model
+	}
+	step := 0
+	if resume {
+		step = tail.Step + 1
+	}
+	tx := engine.NewTx(turn, req.RequestID,
+		engine.WithLog(appender{w}),
+		engine.WithStep(step),
+		engine.WithModel(model),
+		engine.WithTools(p.Tools.Specs()...),
+		engine.WithDelta(w.deltas(conv, req.RequestID)))
+	if problem != "" {
+		return w.fail(ctx, tx, problem)
+	}
+	if !resume {
+		if err := w.fault("user"); err != nil {
+			return drop, err
+		}
+		if err := tx.Emit(ActorWorker, events.UserAppended{BlockID: engine.NewID(), Text: req.Text}); err != nil {
+			return w.fail(ctx, tx, err.Error())
+		}
+		if len(req.Data) > 0 {
+			if err := tx.Emit(ActorWorker, events.DataSet{Values: req.Data}); err != nil {
+				return w.fail(ctx, tx, err.Error())
+			}
+		}
+		if err := tx.Commit(ctx); err != nil {
+			return w.afterError(ctx, tx, err, lastTry)
+		}
+	}
+	if err := p.Loop.Run(ctx, tx); err != nil {
+		return w.afterError(ctx, tx, err, lastTry)
+	}
+	inferences := 0
+	for _, e := range tx.Committed() {
+		if e.Type == events.TypeInferenceStarted {
+			inferences++
+		}
+	}
+	if err := tx.Emit(ActorWorker, events.RequestCompleted{Inferences: inferences}); err != nil {
+		return retryLater, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return w.afterError(ctx, tx, err, lastTry)
+	}
+	w.cache.put(tx.Turn())
+	if err := w.fault("completed"); err != nil {
+		return drop, err
+	}
+	w.metrics.requests.WithLabelValues("completed").Inc()
+	return ack, nil
+}
+
+// afterError decides what an error in the middle of a request means.
+func (w *Worker) afterError(ctx context.Context, tx *engine.Tx, err error, lastTry bool) (outcome, error) {
+	switch {
+	case errors.Is(err, errCrash):
+		return drop, err
+	case ctx.Err() != nil:
+		return handBack, err
+	case errors.Is(err, eventlog.ErrConflict):
+		return retryLater, err
+	case engine.IsTransient(err) && !lastTry:
+		return retryLater, err
+	}
+	return w.fail(ctx, tx, err.Error())
+}
+
+// fail ends the request with request.failed and a reason a person can act
+// on. The request is acknowledged: it will not be retried.
+func (w *Worker) fail(ctx context.Context, tx *engine.Tx, reason string) (outcome, error) {
+	// Whatever was pending belongs to the failed attempt and is dropped:
+	// the failure is recorded on the Turn as the log has it.
+	conv := tx.Turn().Conversation
+	w.cache.drop(conv)
+	turn, err := w.cfg.Log.Load(ctx, conv)
+	if err != nil {
+		if ctx.Err() != nil {
+			return handBack, err
+		}
+		return retryLater, err
+	}
+	fresh := engine.NewTx(turn, tx.Cause(), engine.WithLog(appender{w}), engine.WithStep(tx.Step()))
+	if err := fresh.Emit(ActorWorker, events.RequestFailed{Reason: reason}); err != nil {
+		return retryLater, err
+	}
+	if err := fresh.Commit(ctx); err != nil {
+		if ctx.Err() != nil {
+			return handBack, err
+		}
+		return retryLater, err
+	}
+	w.metrics.requests.WithLabelValues("failed").Inc()
+	w.cache.put(fresh.Turn())
+	w.log.Info("request failed", "conversation", conv, "request", tx.Cause(), "reason", reason)
+	return ack, nil
+}
+
+// load returns the conversation's Turn, from the cache when its sequence
+// is still the log's last one.
+func (w *Worker) load(ctx context.Context, conv string, lastSeq uint64) (*projector.Turn, error) {
+	if t := w.cache.get(conv, lastSeq); t != nil {
+		return t, nil
+	}
+	return w.cfg.Log.Load(ctx, conv)
+}
+
+// appender measures steps and runs the "step" fault point before each.
+type appender struct{ w *Worker }
+
+func (a appender) Append(ctx context.Context, conv string, expected uint64, evs ...events.Event) (uint64, error) {
+	if err := a.w.fault("step"); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	seq, err := a.w.cfg.Log.Append(ctx, conv, expected, evs...)
+	a.w.metrics.stepSeconds.Observe(time.Since(start).Seconds())
+	return seq, err
+}
+
+// Delta is what live clients receive on turnlog.delta.<conversation>.
+type Delta struct {
+	RequestID string      `json:"request_id"`
+	Kind      events.Kind `json:"kind"`
+	Text      string      `json:"text"`
+}
+
+func (w *Worker) deltas(conv, requestID string) func(engine.Delta) {
+	subject := w.names.DeltaSubject(conv)
+	return func(d engine.Delta) {
+		data, _ := json.Marshal(Delta{RequestID: requestID, Kind: d.Kind, Text: d.Text})
+		_ = w.cfg.Conn.Publish(subject, data)
+	}
+}
+
+// Status is what a worker answers on <prefix>.workers.ping.
+type Status struct {
+	Name     string    `json:"name"`
+	Started  time.Time `json:"started"`
+	Handled  int64     `json:"handled"`
+	Profiles []string  `json:"profiles"`
+}
+
+func (w *Worker) pong(m *nats.Msg) {
+	data, _ := json.Marshal(Status{Name: w.cfg.Name, Started: w.started, Handled: w.handled.Load(), Profiles: w.cfg.Profiles.Names()})
+	_ = m.Respond(data)
+}

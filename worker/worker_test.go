@@ -1,0 +1,63 @@
+package worker_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/internal/natstest"
+	"github.com/turnlog/turnlog/profile"
+	"github.com/turnlog/turnlog/worker"
+)
+
+// startWorker runs a worker with the default profiles until the test ends.
+func startWorker(t *testing.T, srv *natstest.Server, tweak func(*worker.Config)) *eventlog.Log {
+	t.Helper()
+	l, err := eventlog.Open(context.Background(), srv.Conn)
+	require.NoError(t, err)
+	profiles, err := profile.Load("")
+	require.NoError(t, err)
+	cfg := worker.Config{Log: l, Conn: srv.Conn, Profiles: profiles, AckWait: 2 * time.Second, ShutdownGrace: time.Second}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	w, err := worker.New(cfg)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = w.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return l
+}
+
+// ask sends one request and waits for its end.
+func ask(t *testing.T, l *eventlog.Log, conv, text string) (worker.Result, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	turn, err := l.Load(ctx, conv)
+	require.NoError(t, err)
+	req, err := worker.Send(ctx, l, worker.Request{Conversation: conv, Text: text})
+	require.NoError(t, err)
+	return worker.Await(ctx, l, conv, req.RequestID, turn.Seq, turn.Events)
+}
+
+func TestWorkerAnswers(t *testing.T) {
+	l := startWorker(t, natstest.Start(t), nil)
+	res, err := ask(t, l, "c1", "hello there")
+	require.NoError(t, err)
+	assert.Equal(t, "You said: hello there", res.Answer)
+
+	res, err = ask(t, l, "c1", "count the words in a b c d")
+	require.NoError(t, err)
+	assert.Equal(t, `There are 4 words in "a b c d".`, res.Answer)
+
+	turn, err := l.Load(context.Background(), "c1")
+	require.NoError(t, err)
+	sp, _, ok := turn.SystemPrompt()
+	require.True(t, ok)
+	assert.Equal(t, "You are a helpful assistant.", sp.Text)
+}
