@@ -185,6 +185,10 @@ func (p Profile) Build(logger *slog.Logger, tools *engine.Tools) (*Built, error)
 			return nil, err
 		}
 	}
+	model := p.Model
+	if model == "" && (p.Provider == "" || p.Provider == "scripted") {
+		model = "scripted"
+	}
 	mws := make([]engine.Middleware, 0, len(p.Middlewares))
 	for _, name := range p.Middlewares {
 		mw, err := p.middleware(name, eng, logger)
@@ -197,7 +201,7 @@ func (p Profile) Build(logger *slog.Logger, tools *engine.Tools) (*Built, error)
 		Engine: eng,
 		Loop:   engine.Loop{Handler: engine.Chain(eng, mws...), Tools: tools, MaxIterations: p.MaxIterations},
 		Tools:  tools,
-		Model:  p.Model,
+		Model:  model,
 	}, nil
 }
 

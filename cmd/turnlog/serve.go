@@ -1,7 +1,11 @@
 package main
 
 import (
+	"context"
+	"errors"
+
 	"fmt"
+	"github.com/nats-io/nats.go"
 	"os/signal"
 	"syscall"
 
@@ -14,17 +18,23 @@ func init() { commands = append(commands, newServeCmd) }
 
 func newServeCmd() *cobra.Command {
 	var (
-		data   string
-		listen string
-		sync   string
-		prefix string
+		data    string
+		listen  string
+		sync    string
+		prefix  string
+		workers int
+		wf      workerFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run turnlog on this machine with an embedded NATS server",
-		Long: `serve starts an embedded NATS server with JetStream on a data directory,
-creates turnlog's streams and buckets, and listens for NATS clients, so that
-every other turnlog command (and any NATS client) can use it.
+		Long: `serve runs the whole system on one machine: an embedded NATS server with
+JetStream on a data directory, turnlog's streams and buckets, and --workers
+workers (default 2) answering chat requests with the scripted engine unless
+a profile configures a provider. It listens for NATS clients, so every other
+turnlog command (and any NATS client) can use it:
+
+  turnlog chat -m "hello"
 
 Durability: by default JetStream fsyncs on an interval: a crash of the
 process loses nothing, a power loss can lose the writes of the last interval.
@@ -48,14 +58,26 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 				return err
 			}
 			defer nc.Close()
-			if _, err := eventlog.Open(ctx, nc, eventlog.WithPrefix(prefix)); err != nil {
+			logOpts := append(wf.logOptions(), eventlog.WithPrefix(prefix))
+			if _, err := eventlog.Open(ctx, nc, logOpts...); err != nil {
+				return err
+			}
+			logger, err := wf.logger()
+			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "turnlog: NATS with JetStream listening on %s (data in %s, sync %s)\n", srv.ClientURL(), data, syncName(sync))
-			fmt.Fprintln(out, "turnlog: streams ready; press Ctrl-C to stop")
-			<-ctx.Done()
-			fmt.Fprintln(out, "turnlog: shutting down")
+			done := make(chan error, 1)
+			go func() {
+				done <- runWorkers(ctx, &wf, workers, func() (*nats.Conn, error) { return srv.Connect() }, logOpts, logger)
+			}()
+			fmt.Fprintf(out, "turnlog: %d workers ready; try: turnlog chat -m hello (Ctrl-C to stop)\n", workers)
+			err = <-done
+			fmt.Fprintln(out, "turnlog: stopped")
+			if err != nil && !errors.Is(err, context.Canceled) {
+				return err
+			}
 			return nil
 		},
 	}
@@ -63,6 +85,8 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 	fs.StringVar(&data, "data", envOr("TURNLOG_DATA", "./.turnlog"), "data directory for the JetStream store (env TURNLOG_DATA)")
 	fs.StringVar(&listen, "listen", envOr("TURNLOG_LISTEN", "127.0.0.1:4222"), "HOST:PORT for NATS clients (env TURNLOG_LISTEN)")
 	fs.StringVar(&sync, "sync", envOr("TURNLOG_SYNC", embedded.SyncInterval), "fsync policy: interval or always (env TURNLOG_SYNC)")
+	fs.IntVar(&workers, "workers", 2, "workers to run in this process (0: none, NATS only)")
+	wf.register(fs, "")
 	fs.StringVar(&prefix, "prefix", envOr("TURNLOG_PREFIX", eventlog.DefaultPrefix), "subject prefix and stream name stem (env TURNLOG_PREFIX)")
 	return cmd
 }

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/spf13/cobra"
+	"github.com/turnlog/turnlog/worker"
+)
+
+func init() { commands = append(commands, newStatusCmd) }
+
+func newStatusCmd() *cobra.Command {
+	var (
+		nf     natsFlags
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show streams, pending requests and running workers",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			nc, l, err := nf.connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			js, names := l.JetStream(), l.Names()
+			type streamStatus struct {
+				Name     string `json:"name"`
+				Messages uint64 `json:"messages"`
+				Bytes    uint64 `json:"bytes"`
+				Subjects uint64 `json:"subjects"`
+				Replicas int    `json:"replicas"`
+			}
+			st := struct {
+				Streams    []streamStatus  `json:"streams"`
+				Pending    uint64          `json:"pending_requests"`
+				InProgress int             `json:"requests_in_progress"`
+				Partitions int             `json:"partitions"`
+				Workers    []worker.Status `json:"workers"`
+			}{Partitions: l.Partitions(), Workers: []worker.Status{}}
+			for _, name := range []string{names.EventsStream, names.RequestsStream} {
+				s, err := js.Stream(ctx, name)
+				if err != nil {
+					return fmt.Errorf("stream %s: %w", name, err)
+				}
+				info := s.CachedInfo()
+				st.Streams = append(st.Streams, streamStatus{name, info.State.Msgs, info.State.Bytes, info.State.NumSubjects, info.Config.Replicas})
+				if name == names.RequestsStream {
+					st.Pending = info.State.Msgs
+				}
+			}
+			for p := 0; p < l.Partitions(); p++ {
+				c, err := js.Consumer(ctx, names.RequestsStream, worker.ConsumerName(names, p))
+				if err != nil {
+					continue // no worker has started on this installation yet
+				}
+				st.InProgress += c.CachedInfo().NumAckPending
+			}
+			inbox := nats.NewInbox()
+			sub, err := nc.SubscribeSync(inbox)
+			if err != nil {
+				return err
+			}
+			defer sub.Unsubscribe()
+			if err := nc.PublishRequest(names.Prefix+".workers.ping", inbox, nil); err != nil {
+				return err
+			}
+			for {
+				m, err := sub.NextMsg(500 * time.Millisecond)
+				if err != nil {
+					break
+				}
+				var ws worker.Status
+				if json.Unmarshal(m.Data, &ws) == nil {
+					st.Workers = append(st.Workers, ws)
+				}
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(st)
+			}
+			w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "STREAM\tMESSAGES\tBYTES\tSUBJECTS\tREPLICAS")
+			for _, s := range st.Streams {
+				fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\n", s.Name, s.Messages, s.Bytes, s.Subjects, s.Replicas)
+			}
+			fmt.Fprintf(w, "\nrequests pending: %d (in progress: %d, partitions: %d)\n\n", st.Pending, st.InProgress, st.Partitions)
+			fmt.Fprintln(w, "WORKER\tSTARTED\tHANDLED\tPROFILES")
+			for _, ws := range st.Workers {
+				fmt.Fprintf(w, "%s\t%s\t%d\t%v\n", ws.Name, ws.Started.Format(time.RFC3339), ws.Handled, ws.Profiles)
+			}
+			if len(st.Workers) == 0 {
+				fmt.Fprintln(w, "(no worker answered within 500ms)")
+			}
+			return w.Flush()
+		},
+	}
+	nf.register(cmd.Flags())
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
+	return cmd
+}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/profile"
+	"github.com/turnlog/turnlog/worker"
+)
+
+func init() { commands = append(commands, newWorkerCmd) }
+
+// workerFlags are the settings `worker` and `serve` share.
+type workerFlags struct {
+	profiles   string
+	metrics    string
+	logLevel   string
+	replicas   int
+	partitions int
+}
+
+func (f *workerFlags) register(fs *pflag.FlagSet, metricsDefault string) {
+	fs.StringVar(&f.profiles, "profiles", os.Getenv("TURNLOG_PROFILES"), "profiles YAML file (env TURNLOG_PROFILES); without it the built-in default profile (see --help)")
+	fs.StringVar(&f.metrics, "metrics", envOr("TURNLOG_METRICS", metricsDefault), "HOST:PORT for Prometheus /metrics ('' turns it off; env TURNLOG_METRICS)")
+	fs.StringVar(&f.logLevel, "log-level", envOr("TURNLOG_LOG_LEVEL", "info"), "debug, info, warn or error")
+	fs.IntVar(&f.replicas, "replicas", 0, "stream replicas when creating streams (3 on a cluster; default: keep existing, 1 when new)")
+	fs.IntVar(&f.partitions, "partitions", 0, "request partitions when creating the requests stream (default: keep existing, 16 when new)")
+}
+
+func (f *workerFlags) logger() (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", f.logLevel)
+	}
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})), nil
+}
+
+func (f *workerFlags) logOptions() []eventlog.Option {
+	var opts []eventlog.Option
+	if f.replicas > 0 {
+		opts = append(opts, eventlog.WithReplicas(f.replicas))
+	}
+	if f.partitions > 0 {
+		opts = append(opts, eventlog.WithPartitions(f.partitions))
+	}
+	return opts
+}
+
+// runWorkers runs n workers on their own connections from dial, serves
+// their metrics, and stops them when ctx ends.
+func runWorkers(ctx context.Context, f *workerFlags, n int, dial func() (*nats.Conn, error), logOpts []eventlog.Option, logger *slog.Logger) error {
+	profiles, err := profile.Load(f.profiles)
+	if err != nil {
+		return err
+	}
+	if n <= 0 {
+		<-ctx.Done()
+		return nil
+	}
+	mux := http.NewServeMux()
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		nc, err := dial()
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		l, err := eventlog.Open(ctx, nc, logOpts...)
+		if err != nil {
+			return err
+		}
+		host, _ := os.Hostname()
+		w, err := worker.New(worker.Config{Log: l, Conn: nc, Profiles: profiles, Logger: logger,
+			Name: fmt.Sprintf("%s-%d-w%d", host, os.Getpid(), i+1)})
+		if err != nil {
+			return err
+		}
+		path := "/metrics"
+		if i > 0 {
+			path = fmt.Sprintf("/metrics/w%d", i+1)
+		}
+		mux.Handle(path, w.Metrics().Handler())
+		go func() { errs <- w.Run(ctx) }()
+	}
+	if f.metrics != "" {
+		ln, err := net.Listen("tcp", f.metrics)
+		if err != nil {
+			return fmt.Errorf("--metrics %s: %w", f.metrics, err)
+		}
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		defer srv.Close()
+		logger.Info("metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+	}
+	var first error
+	for i := 0; i < n; i++ {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func newWorkerCmd() *cobra.Command {
+	var (
+		nf natsFlags
+		wf workerFlags
+		n  int
+	)
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Serve chat requests from NATS: run them through the middleware chain and record every step",
+		Long: `worker pulls chat requests from turnlog.chat.<conversation>, runs each
+through its profile's middleware chain and engine (tool loop included) and
+appends every step to the conversation's events. Run as many workers, on as
+many machines, as you like: requests of one conversation never interleave,
+different conversations run in parallel, and a worker killed at any point
+loses and duplicates nothing (the request is redelivered and resumes from the
+log). SIGTERM or Ctrl-C: finish the requests in hand (up to 30 s), hand back
+the rest, exit.
+
+Profiles (--profiles FILE) say how to answer; without a file:
+
+` + profile.DefaultYAML,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			logger, err := wf.logger()
+			if err != nil {
+				return err
+			}
+			dial := func() (*nats.Conn, error) {
+				nc, err := nats.Connect(nf.url, append(nf.options(), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))...)
+				if err != nil {
+					return nil, fmt.Errorf("connect to NATS at %s: %w; start one with `turnlog serve` or pass --nats-url", nf.url, err)
+				}
+				return nc, nil
+			}
+			err = runWorkers(ctx, &wf, n, dial, append(wf.logOptions(), eventlog.WithPrefix(nf.prefix)), logger)
+			if errors.Is(err, context.Canceled) {
+				return nil
+			}
+			return err
+		},
+	}
+	nf.register(cmd.Flags())
+	wf.register(cmd.Flags(), "127.0.0.1:9090")
+	cmd.Flags().IntVar(&n, "workers", 1, "workers in this process")
+	return cmd
+}
