@@ -197,8 +197,8 @@ func lastIndexOf(blocks []events.Block, k events.Kind) int {
 // compact without a tokenizer.
 func estimateTokens(blocks []events.Block) int {
 	n := 0
-	for _, b := range blocks {
-		n += len(b.Text) + len(b.Arguments)
+	for i := range blocks {
+		n += len(blocks[i].Text) + len(blocks[i].Arguments)
 	}
 	return n / 4
 }

@@ -20,18 +20,20 @@
 //
 //	h := engine.Chain(eng,
 //		middlewares.Must(middlewares.Logging(middlewares.LoggingConfig{})),
-//		middlewares.Must(middlewares.Retry(middlewares.RetryConfig{})),
 //		middlewares.Must(middlewares.Trust(middlewares.TrustConfig{})),
 //		middlewares.Must(middlewares.Roles(middlewares.RolesConfig{})),
-//		middlewares.Must(middlewares.SystemPromptReplace(middlewares.SystemPromptReplaceConfig{Text: prompt})),
-//		middlewares.Must(middlewares.GlobalPrompt(middlewares.GlobalPromptConfig{Text: operatorPrompt})),
+//		middlewares.Must(middlewares.SystemPromptReplace(middlewares.SystemPromptReplaceConfig{Prompt: middlewares.StaticPrompt(prompt)})),
+//		middlewares.Must(middlewares.GlobalPrompt(middlewares.GlobalPromptConfig{Prompt: middlewares.StaticPrompt(policy)})),
 //		middlewares.Must(middlewares.Ordering(middlewares.OrderingConfig{})),
 //		middlewares.Must(middlewares.Compaction(middlewares.CompactionConfig{MaxTokens: 100_000, Summarizer: s})),
 //		middlewares.Must(middlewares.ReasoningGuard(middlewares.ReasoningGuardConfig{Repair: true})),
+//		middlewares.Must(middlewares.Retry(middlewares.RetryConfig{})),
 //	)
 //
-// Put the reasoning guard innermost, after everything that removes or moves
-// blocks, so that it checks the Turn exactly as the model will receive it.
+// Put the reasoning guard after everything that removes or moves blocks, so
+// that it checks the Turn exactly as the model will receive it, and Retry
+// last, right before the engine, so that each attempt is one recorded
+// model call.
 package middlewares
 
 import "github.com/turnlog/turnlog/engine"

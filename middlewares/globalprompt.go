@@ -109,9 +109,9 @@ func globalPrompt(ctx context.Context, tx *engine.Tx, cfg GlobalPromptConfig) er
 }
 
 func globalBlock(t *projector.Turn, id string) (events.Block, bool) {
-	for _, b := range t.Blocks {
-		if b.Kind == events.KindSystem && b.Meta[MetaGlobalPromptID] == id {
-			return b, true
+	for i := range t.Blocks {
+		if b := &t.Blocks[i]; b.Kind == events.KindSystem && b.Meta[MetaGlobalPromptID] == id {
+			return *b, true
 		}
 	}
 	return events.Block{}, false

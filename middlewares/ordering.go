@@ -105,7 +105,7 @@ type orderer struct {
 	reason               string
 }
 
-func (o orderer) blockRank(b events.Block) int {
+func (o orderer) blockRank(b *events.Block) int {
 	if s := b.Meta[events.MetaSection]; s != "" {
 		if r, ok := o.rank[s]; ok {
 			return r
@@ -117,33 +117,63 @@ func (o orderer) blockRank(b events.Block) int {
 	return o.conversation
 }
 
-// order returns the sorted block IDs, or nil when blocks are in order.
-func (o orderer) order(blocks []events.Block) []string {
-	type unit struct {
-		span
-		rank int
+// unitRank is where a unit goes: where its first non-reasoning block goes.
+func (o orderer) unitRank(blocks []events.Block, start, end int) int {
+	lead := start
+	for lead < end-1 && blocks[lead].Kind == events.KindReasoning {
+		lead++
 	}
-	us := units(blocks)
-	ranked := make([]unit, len(us))
-	sorted := true
-	for i, u := range us {
-		lead := u.start
-		for lead < u.end-1 && blocks[lead].Kind == events.KindReasoning {
-			lead++
-		}
-		ranked[i] = unit{u, o.blockRank(blocks[lead])}
-		if i > 0 && ranked[i].rank < ranked[i-1].rank {
-			sorted = false
+	return o.blockRank(&blocks[lead])
+}
+
+// order returns the sorted block IDs, or nil when blocks are in order. The
+// check allocates nothing; only a Turn that needs sorting pays for it.
+func (o orderer) order(blocks []events.Block) []string {
+	// Fast path: when the non-reasoning blocks are in order, so are the
+	// units, whose ranks are those of some of these blocks, in the same
+	// order.
+	sorted, prev := true, -1
+	for i := range blocks {
+		if b := &blocks[i]; b.Kind != events.KindReasoning || i == len(blocks)-1 {
+			r := o.blockRank(b)
+			if r < prev {
+				sorted = false
+				break
+			}
+			prev = r
 		}
 	}
 	if sorted {
 		return nil
 	}
+	// A block out of order may still sit inside a unit that is in order
+	// (a context block between a tool call and its result): check units.
+	sorted, prev = true, -1
+	for start := 0; start < len(blocks); {
+		end := unitEnd(blocks, start)
+		r := o.unitRank(blocks, start, end)
+		if r < prev {
+			sorted = false
+			break
+		}
+		prev, start = r, end
+	}
+	if sorted {
+		return nil
+	}
+	type unit struct {
+		span
+		rank int
+	}
+	var ranked []unit
+	for _, u := range units(blocks) {
+		ranked = append(ranked, unit{u, o.unitRank(blocks, u.start, u.end)})
+	}
 	slices.SortStableFunc(ranked, func(a, b unit) int { return a.rank - b.rank })
 	order := make([]string, 0, len(blocks))
 	for _, u := range ranked {
-		for _, b := range blocks[u.start:u.end] {
-			order = append(order, b.ID)
+		for i := u.start; i < u.end; i++ {
+			order = append(order, blocks[i].ID)
 		}
 	}
 	return order

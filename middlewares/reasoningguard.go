@@ -65,7 +65,8 @@ func guardReasoning(tx *engine.Tx, repair bool) error {
 	}
 	var orphans []orphan
 	blocks := tx.Turn().Blocks
-	for i, b := range blocks {
+	for i := range blocks {
+		b := &blocks[i]
 		if b.Kind != events.KindReasoning {
 			continue
 		}

@@ -67,15 +67,20 @@ func sleep(ctx context.Context, d time.Duration) error {
 // Retry runs the rest of the chain again when it fails with an error that
 // matches engine.ErrTransient (rate limits, timeouts, 5xx: providers mark
 // them), waiting Base, 2×Base, 4×Base... (at most Max) in between, up to
-// Attempts runs in all. Use it outside the model-facing middlewares of
-// every chain that talks to a remote provider. Permanent errors return at
-// once, and so does a cancelled ctx, with the last error.
+// Attempts runs in all. Use it in every chain that talks to a remote
+// provider. Permanent errors return at once, and so does a cancelled ctx,
+// with the last error.
 //
 // Every attempt is in the log: the chain records inference.started and
-// inference.failed for each, so replay shows the retries. The middlewares
-// inside Retry run again on each attempt, which is safe because they are
-// idempotent. It does not retry a failure that left events uncommitted
-// (a failed append): the Tx is then ahead of the log and must be reloaded.
+// inference.failed for each, so replay shows the retries.
+//
+// It does not retry a failure that left events uncommitted: after a failed
+// append the Tx is ahead of the log and must be reloaded, and appending
+// again under the same step number could be dropped as a duplicate.
+// Middlewares inside Retry run again on each attempt (safe: they are
+// idempotent), but for that reason a transient failure of one of them
+// after another emitted an event is not retried. So put Retry innermost,
+// right before the engine: each attempt is then exactly one model call.
 func Retry(cfg RetryConfig) (engine.Middleware, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {

@@ -61,13 +61,10 @@ func roles(tx *engine.Tx) error {
 	// Index-based: a split changes the slice; the parts it inserts hold
 	// no markers, so skipping over them is safe.
 	for i := 0; i < len(tx.Turn().Blocks); i++ {
-		b := tx.Turn().Blocks[i]
-		trusted := IsTrusted(b)
-		if !trusted && b.Meta[MetaTrustFlag] == FlagRoleMarker {
-			continue
-		}
+		b := &tx.Turn().Blocks[i]
+		trusted := b.Trust == events.Trusted && IsTrusted(*b)
 		marks := roleMarkers(b.Text, trusted)
-		if len(marks) == 0 {
+		if len(marks) == 0 || !trusted && b.Meta[MetaTrustFlag] == FlagRoleMarker {
 			continue
 		}
 		if !trusted {
@@ -82,7 +79,7 @@ func roles(tx *engine.Tx) error {
 			}
 			continue
 		}
-		into := splitRoles(b, marks)
+		into := splitRoles(*b, marks)
 		if len(into) == 0 {
 			continue
 		}
@@ -116,37 +113,35 @@ var markerKinds = [...]struct {
 }
 
 // roleMarkers finds the markers in s: all of them when all is set, else the
-// first one. It scans bytes, not a regular expression: it runs over every
-// block's text before every model call.
+// first one. It scans bytes, not a regular expression, and looks only at
+// line starts: it runs over every block's text before every model call.
 func roleMarkers(s string, all bool) []roleMarker {
-	if strings.IndexByte(s, ':') < 0 {
-		return nil
-	}
 	var out []roleMarker
-	line := 1
-	for pos := 0; pos < len(s); line++ {
-		end := strings.IndexByte(s[pos:], '\n')
-		if end < 0 {
-			end = len(s)
-		} else {
-			end += pos
-		}
+	for pos, line := 0, 1; ; line++ {
 		at := pos
-		for at < end && (s[at] == ' ' || s[at] == '\t') {
+		for at < len(s) && (s[at] == ' ' || s[at] == '\t') {
 			at++
 		}
-		for _, m := range markerKinds {
-			if end-at >= len(m.word) && strings.EqualFold(s[at:at+len(m.word)], m.word) {
-				out = append(out, roleMarker{kind: m.kind, start: at, body: at + len(m.word), line: line})
-				if !all {
-					return out
+		if at < len(s) {
+			switch s[at] | 0x20 { // ASCII lower case
+			case 's', 'u', 'a':
+				for _, m := range markerKinds {
+					if len(s)-at >= len(m.word) && strings.EqualFold(s[at:at+len(m.word)], m.word) {
+						out = append(out, roleMarker{kind: m.kind, start: at, body: at + len(m.word), line: line})
+						if !all {
+							return out
+						}
+						break
+					}
 				}
-				break
 			}
 		}
-		pos = end + 1
+		nl := strings.IndexByte(s[at:], '\n')
+		if nl < 0 {
+			return out
+		}
+		pos = at + nl + 1
 	}
-	return out
 }
 
 // splitRoles cuts a trusted block's text at its markers.

@@ -250,9 +250,9 @@ func cutAppended(s, hash string) (head string, found bool) {
 // prompt blocks keeps the two from fighting over one block, whichever runs
 // first.
 func systemPromptBlock(t *projector.Turn) (events.Block, int, bool) {
-	for i, b := range t.Blocks {
-		if b.Kind == events.KindSystem && b.Meta[MetaGlobalPromptID] == "" {
-			return b, i, true
+	for i := range t.Blocks {
+		if b := &t.Blocks[i]; b.Kind == events.KindSystem && b.Meta[MetaGlobalPromptID] == "" {
+			return *b, i, true
 		}
 	}
 	return events.Block{}, -1, false

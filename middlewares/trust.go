@@ -80,8 +80,10 @@ func Trust(cfg TrustConfig) (engine.Middleware, error) {
 }
 
 func flagUnvouched(tx *engine.Tx) error {
-	for _, b := range tx.Turn().Blocks {
-		if b.Trust != events.Trusted || IsTrusted(b) || b.Meta[MetaTrustUnvouched] != "" {
+	blocks := tx.Turn().Blocks
+	for i := range blocks {
+		b := &blocks[i]
+		if b.Trust != events.Trusted || IsTrusted(*b) || b.Meta[MetaTrustUnvouched] != "" {
 			continue
 		}
 		if err := tx.Emit(ActorTrust, events.BlockAnnotated{

@@ -1,0 +1,208 @@
+package middlewares_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/engine"
+	"github.com/turnlog/turnlog/engine/scripted"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/middlewares"
+)
+
+func TestCompaction(t *testing.T) {
+	long := strings.Repeat("word ", 100) // 500 bytes, ~125 tokens
+	tests := []struct {
+		name   string
+		cfg    middlewares.CompactionConfig
+		blocks []events.Block
+		// want lists the IDs after the run, "SUM" for the summary; nil
+		// means no event.
+		want []string
+	}{
+		{
+			name:   "under budget: nothing",
+			cfg:    middlewares.CompactionConfig{MaxBlocks: 10, KeepLast: 2},
+			blocks: []events.Block{sys("s", "p"), user("u1", "a"), llm("a1", "b"), user("u2", "c")},
+		},
+		{
+			name: "over MaxBlocks: the oldest part becomes a summary, system blocks stay",
+			cfg:  middlewares.CompactionConfig{MaxBlocks: 6, KeepLast: 3},
+			blocks: []events.Block{
+				sys("s", "p"), user("u1", "one"), llm("a1", "two"), user("u2", "three"), llm("a2", "four"),
+				user("u3", "five"), reasoning("r3"), llm("a3", "six"),
+			},
+			want: []string{"s", "SUM", "u3", "r3", "a3"},
+		},
+		{
+			name: "over MaxTokens",
+			cfg:  middlewares.CompactionConfig{MaxTokens: 300, KeepLast: 2},
+			blocks: []events.Block{
+				sys("s", "p"), user("u1", long), llm("a1", long), user("u2", "short"), llm("a2", long),
+			},
+			want: []string{"s", "SUM", "u2", "a2"},
+		},
+		{
+			name: "a cut between reasoning and its follower moves back",
+			cfg:  middlewares.CompactionConfig{MaxBlocks: 7, KeepLast: 3},
+			blocks: []events.Block{
+				sys("s", "p"), user("x", "x"), llm("y", "y"),
+				user("u0", "q"), reasoning("r0"), llm("a0", "a"), // cut would fall between r0 and a0
+				user("u1", "q"), llm("a1", "a"),
+			},
+			want: []string{"s", "SUM", "r0", "a0", "u1", "a1"},
+		},
+		{
+			name: "a cut between a tool call and its result moves back",
+			cfg:  middlewares.CompactionConfig{MaxBlocks: 7, KeepLast: 4},
+			blocks: []events.Block{
+				sys("s", "p"), user("u0", "q"), llm("a0", "a"),
+				user("u1", "count"), reasoning("r1"), call("c1", "k1"), result("t1", "k1"), llm("a1", "2"), // cut would fall between c1 and t1
+				user("u2", "q"), llm("a2", "a"),
+			},
+			want: []string{"s", "SUM", "r1", "c1", "t1", "a1", "u2", "a2"},
+		},
+		{
+			name: "the last user block and what follows it are kept, whatever KeepLast says",
+			cfg:  middlewares.CompactionConfig{MaxBlocks: 5, KeepLast: 2},
+			blocks: []events.Block{
+				sys("s", "p"), user("u0", "q"), llm("a0", "a"),
+				user("u1", "count"), reasoning("r1"), call("c1", "k1"), result("t1", "k1"),
+			},
+			want: []string{"s", "SUM", "u1", "r1", "c1", "t1"},
+		},
+		{
+			name: "context sections are not compacted",
+			cfg:  middlewares.CompactionConfig{MaxBlocks: 5, KeepLast: 2},
+			blocks: []events.Block{
+				sys("s", "p"), user("ctx", "profile", events.MetaSection, "user_context"),
+				user("u0", "q"), llm("a0", "a"), user("u1", "q"), llm("a1", "a"),
+			},
+			want: []string{"s", "ctx", "SUM", "u1", "a1"},
+		},
+		{
+			name: "one removable block is not worth a summary",
+			cfg:  middlewares.CompactionConfig{MaxBlocks: 3, KeepLast: 1},
+			blocks: []events.Block{
+				sys("s", "p"), sys("g", "policy"), user("u0", "q"), user("u1", "q"),
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.cfg.Summarizer = middlewares.FirstWords{Words: 3}
+			mw := middlewares.Must(middlewares.Compaction(tc.cfg))
+			tx := txOf(t, tc.blocks...)
+			first, second := runTwice(t, mw, tx)
+			assert.Empty(t, second, "a compacted turn is not compacted again at once")
+			if tc.want == nil {
+				assert.Empty(t, first)
+				assert.Equal(t, idsOf(tc.blocks), idsOf(tx.Turn().Blocks))
+				return
+			}
+			require.Len(t, first, 1)
+			assert.Equal(t, events.TypeTurnCompacted, first[0].Type)
+			assert.Equal(t, middlewares.ActorCompaction, first[0].Actor)
+			p := first[0].Payload.(events.TurnCompacted)
+			require.NotNil(t, p.Summary)
+			assert.Equal(t, events.KindOther, p.Summary.Kind)
+			assert.Equal(t, "conversation", p.Summary.Meta[events.MetaSection])
+			assert.Equal(t, "true", p.Summary.Meta[middlewares.MetaCompactionSummary])
+			assert.Equal(t, events.Untrusted, p.Summary.Trust)
+			assert.Contains(t, p.Summary.Text, "Summary of ")
+			assert.NotEmpty(t, p.Reason)
+
+			var got []string
+			for _, b := range tx.Turn().Blocks {
+				if b.ID == p.Summary.ID {
+					got = append(got, "SUM")
+				} else {
+					got = append(got, b.ID)
+				}
+			}
+			assert.Equal(t, tc.want, got)
+			assertUnitsIntact(t, tx.Turn().Blocks)
+			for i, b := range tx.Turn().Blocks {
+				if b.Kind == events.KindReasoning && i+1 < len(tx.Turn().Blocks) {
+					k := tx.Turn().Blocks[i+1].Kind
+					assert.Contains(t, []events.Kind{events.KindLLMText, events.KindToolCall}, k, "reasoning %s lost its follower", b.ID)
+				}
+			}
+		})
+	}
+}
+
+func TestCompactionSummarizerError(t *testing.T) {
+	boom := errors.New("model down")
+	mw := middlewares.Must(middlewares.Compaction(middlewares.CompactionConfig{
+		MaxBlocks: 3, KeepLast: 1,
+		Summarizer: middlewares.SummarizerFunc(func(context.Context, []events.Block) (string, error) { return "", boom }),
+	}))
+	called, evs, err := run(t, mw, txOf(t, user("u0", "a"), llm("a0", "b"), user("u1", "c"), llm("a1", "d"), user("u2", "e")))
+	assert.ErrorIs(t, err, boom)
+	assert.False(t, called)
+	assert.Empty(t, evs)
+}
+
+func TestFirstWords(t *testing.T) {
+	got, err := middlewares.FirstWords{Words: 4}.Summarize(context.Background(), []events.Block{user("u", "count the words"), llm("a", "in this text please")})
+	require.NoError(t, err)
+	assert.Equal(t, "Summary of 2 blocks: count the words in...", got)
+}
+
+func TestEngineSummarizer(t *testing.T) {
+	var purpose string
+	var input []events.Block
+	spy := engine.EngineFunc(func(ctx context.Context, in engine.Input, delta func(engine.Delta)) (engine.Output, error) {
+		purpose = engine.PurposeFrom(ctx)
+		input = in.Turn.Blocks
+		return scripted.New(nil).Infer(ctx, in, delta)
+	})
+	s := middlewares.EngineSummarizer{Engine: spy}
+	got, err := s.Summarize(context.Background(), []events.Block{
+		user("u", "hello"), reasoning("r"), call("c", "k"), result("t", "k"), llm("a", "there"),
+	})
+	require.NoError(t, err)
+	assert.Equal(t, middlewares.PurposeCompaction, purpose)
+	require.Len(t, input, 2)
+	assert.Equal(t, events.KindSystem, input[0].Kind)
+	assert.Equal(t, middlewares.DefaultSummaryInstruction, input[0].Text)
+	assert.Equal(t, "[user] hello\n[tool call] word_count({\"text\":\"a b\"})\n[tool result] 2\n[assistant] there\n", input[1].Text)
+	assert.Equal(t, "You said: "+strings.TrimSpace(input[1].Text), got, "the scripted engine echoes the transcript")
+
+	_, err = middlewares.EngineSummarizer{Engine: engine.EngineFunc(func(context.Context, engine.Input, func(engine.Delta)) (engine.Output, error) {
+		return engine.Output{}, nil
+	})}.Summarize(context.Background(), []events.Block{user("u", "x")})
+	assert.ErrorContains(t, err, "no text")
+}
+
+func TestCompactionConfigValidate(t *testing.T) {
+	s := middlewares.FirstWords{}
+	tests := []struct {
+		name    string
+		cfg     middlewares.CompactionConfig
+		wantErr string
+	}{
+		{"blocks", middlewares.CompactionConfig{MaxBlocks: 20, Summarizer: s}, ""},
+		{"tokens", middlewares.CompactionConfig{MaxTokens: 1000, Summarizer: s}, ""},
+		{"no budget", middlewares.CompactionConfig{Summarizer: s}, "neither MaxBlocks nor MaxTokens"},
+		{"negative", middlewares.CompactionConfig{MaxBlocks: -1, Summarizer: s}, "must not be negative"},
+		{"no summarizer", middlewares.CompactionConfig{MaxBlocks: 20}, "Summarizer is nil"},
+		{"no room for the summary", middlewares.CompactionConfig{MaxBlocks: 9, KeepLast: 8, Summarizer: s}, "leaves no room"},
+		{"keep nothing", middlewares.CompactionConfig{MaxBlocks: 9, KeepLast: -1, Summarizer: s}, "keep at least"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := middlewares.Compaction(tc.cfg)
+			if tc.wantErr == "" {
+				assert.NoError(t, err)
+			} else {
+				assert.ErrorContains(t, err, tc.wantErr)
+			}
+		})
+	}
+}
