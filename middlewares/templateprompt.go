@@ -1,0 +1,365 @@
+package middlewares
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/turnlog/turnlog/engine"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/middlewares/template"
+	"github.com/turnlog/turnlog/projector"
+)
+
+// ActorTemplatePrompt is the actor of TemplatePrompt's events (and of
+// those TemplateSummarizer records on compaction).
+const ActorTemplatePrompt = "systemprompt.template"
+
+// Names TemplatePrompt records in the Turn.
+const (
+	// SourceTemplate is the systemprompt.source metadata of the system
+	// block TemplatePrompt writes; it is how the block is found again.
+	SourceTemplate = "template"
+	// MetaTemplateHash is the block metadata holding the hash of the
+	// template the prompt was rendered from (the TemplateHash of its
+	// systemprompt.set), so a compaction renders that same template again.
+	MetaTemplateHash = "systemprompt.template_hash"
+	// DataNoSystemPrompt is the Turn data key set (to the template's hash)
+	// when the conversation's template rendered to no system prompt at all;
+	// it records that decision, so a later edit of the global template does
+	// not give the conversation a prompt on a later turn.
+	DataNoSystemPrompt = "systemprompt.none"
+	// DataCwd is the Turn data key (set by a chat request's data) holding
+	// the conversation's working directory, used by the prompt:cwd, git:
+	// and file: variables.
+	DataCwd = "cwd"
+	// ReasonCompaction is the Reason of the systemprompt.replaced recorded
+	// when a compaction rebuilt the prompt.
+	ReasonCompaction = "compaction"
+)
+
+// TemplateSource gives the templates TemplatePrompt renders. The templates
+// package's Store implements it on the TURNLOG_TEMPLATES bucket;
+// StaticTemplate is a fixed one.
+type TemplateSource interface {
+	// Template returns the template new conversations are prompted with
+	// ("" means no system prompt).
+	Template(ctx context.Context) (string, error)
+	// TemplateByHash returns the template with the given
+	// projector.HashText; ok is false when it is not known.
+	TemplateByHash(ctx context.Context, hash string) (text string, ok bool, err error)
+}
+
+// StaticTemplate is a TemplateSource of one fixed template, for tests and
+// for chains built without a store.
+type StaticTemplate string
+
+// Template implements TemplateSource.
+func (s StaticTemplate) Template(context.Context) (string, error) { return string(s), nil }
+
+// TemplateByHash implements TemplateSource.
+func (s StaticTemplate) TemplateByHash(_ context.Context, hash string) (string, bool, error) {
+	if projector.HashText(string(s)) == hash {
+		return string(s), true, nil
+	}
+	return "", false, nil
+}
+
+// TemplatePromptConfig configures TemplatePrompt.
+type TemplatePromptConfig struct {
+	// Templates gives the template (required).
+	Templates TemplateSource
+	// Cwd is the working directory used when the Turn's data has no
+	// absolute "cwd" ("" and no data: the prompt:cwd, git: and file:
+	// variables do not exist).
+	Cwd string
+	// Now, MaxFileBytes and GitTimeout are passed to the resolvers (see
+	// template.Env); zero values mean the resolvers' defaults.
+	Now          func() time.Time
+	MaxFileBytes int64
+	GitTimeout   time.Duration
+	// ResolveTimeout bounds the resolution of all the template's variables
+	// together (default template.DefaultResolveTimeout): a slow git or
+	// file system makes variables missing, never the request slow.
+	ResolveTimeout time.Duration
+}
+
+func (c *TemplatePromptConfig) setDefaults() {
+	if c.ResolveTimeout <= 0 {
+		c.ResolveTimeout = template.DefaultResolveTimeout
+	}
+}
+
+// Validate reports the first setting that cannot work.
+func (c TemplatePromptConfig) Validate() error {
+	if c.Templates == nil {
+		return errors.New("systemprompt.template: Templates is nil; use a templates.Store or middlewares.StaticTemplate(text)")
+	}
+	if c.Cwd != "" && !filepath.IsAbs(c.Cwd) {
+		return fmt.Errorf("systemprompt.template: Cwd %q is relative; use an absolute directory", c.Cwd)
+	}
+	return nil
+}
+
+// TemplatePrompt gives every conversation a system prompt rendered from the
+// operator's template, built once and then reused byte for byte, so that a
+// provider's prompt cache keeps working for the whole conversation.
+//
+// On the first model call of a conversation (the Turn has no system block
+// with systemprompt.source "template" yet) it reads the template from
+// Templates, resolves its variables (template.RenderWith: the working
+// directory from the Turn's "cwd" data or Cwd, the Tx's model, the
+// conversation ID) and records systemprompt.set: a trusted block at index
+// 0, with the template's hash and the values of the variables the prompt
+// used, so replay shows where the prompt came from. On later calls it
+// emits nothing: editing the template changes only new conversations. A
+// template that renders to nothing means no system prompt at all; that is
+// recorded once as data.set of "systemprompt.none", so the conversation
+// stays without one. A locked system block (systemprompt.lock) is left
+// alone and no prompt is added in front of it.
+//
+// The prompt is built again only on compaction, by TemplateSummarizer:
+// put TemplatePrompt before Compaction in the chain.
+func TemplatePrompt(cfg TemplatePromptConfig) (engine.Middleware, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return func(next engine.Handler) engine.Handler {
+		return func(ctx context.Context, tx *engine.Tx) error {
+			p := &templatePrompt{cfg: &cfg, tx: tx}
+			if err := p.ensure(ctx); err != nil {
+				return err
+			}
+			return next(context.WithValue(ctx, templatePromptKey{}, p), tx)
+		}
+	}, nil
+}
+
+// templatePromptKey carries the running TemplatePrompt to
+// TemplateSummarizer, which Compaction calls deeper in the chain with the
+// same context but without the Tx.
+type templatePromptKey struct{}
+
+// templatePrompt is TemplatePrompt at work on one Tx.
+type templatePrompt struct {
+	cfg *TemplatePromptConfig
+	tx  *engine.Tx
+}
+
+// rendered is a template rendered for the Turn.
+type rendered struct {
+	prompt string
+	vars   map[string]string
+	hash   string // of the template
+	ok     bool   // false: no system prompt
+}
+
+// ensure gives the conversation its prompt unless it has one (or has
+// recorded that it has none).
+func (p *templatePrompt) ensure(ctx context.Context) error {
+	turn := p.tx.Turn()
+	if _, _, ok := templateBlock(turn); ok {
+		return nil
+	}
+	if _, none := turn.Data[DataNoSystemPrompt]; none || lockedPrompt(turn) {
+		return nil
+	}
+	src, err := p.cfg.Templates.Template(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: read the template: %w", ActorTemplatePrompt, engine.Transient(err))
+	}
+	r := p.render(ctx, src)
+	if !r.ok {
+		return p.tx.Emit(ActorTemplatePrompt, events.DataSet{Values: map[string]string{DataNoSystemPrompt: r.hash}})
+	}
+	return p.tx.Emit(ActorTemplatePrompt, p.set(r))
+}
+
+func (p *templatePrompt) render(ctx context.Context, src string) rendered {
+	turn := p.tx.Turn()
+	env := template.Env{
+		Cwd:            p.cfg.Cwd,
+		Model:          p.tx.Model(),
+		ConversationID: turn.Conversation,
+		Now:            p.cfg.Now,
+		MaxFileBytes:   p.cfg.MaxFileBytes,
+		GitTimeout:     p.cfg.GitTimeout,
+	}
+	// A relative directory would be relative to wherever the worker runs.
+	if cwd := turn.Data[DataCwd]; filepath.IsAbs(cwd) {
+		env.Cwd = cwd
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.ResolveTimeout)
+	defer cancel()
+	prompt, used, ok := template.RenderWith(ctx, src, env)
+	r := rendered{prompt: prompt, hash: projector.HashText(src), ok: ok}
+	if len(used) > 0 {
+		r.vars = map[string]string(used)
+	}
+	return r
+}
+
+func (p *templatePrompt) set(r rendered) events.SystemPromptSet {
+	return events.SystemPromptSet{
+		BlockID:      engine.NewID(),
+		Text:         r.prompt,
+		Index:        0,
+		Trust:        events.Trusted,
+		Meta:         map[string]string{events.MetaSystemPromptSource: SourceTemplate, MetaTemplateHash: r.hash},
+		TemplateHash: r.hash,
+		Variables:    r.vars,
+	}
+}
+
+// rebuild renders the conversation's template again, with fresh values:
+// the template it was prompted from (found by hash), or the current global
+// template when that one is no longer known or the conversation has
+// neither prompt nor record of one. ok is false for a locked prompt, which
+// is not rebuilt.
+func (p *templatePrompt) rebuild(ctx context.Context) (rendered, bool, error) {
+	turn := p.tx.Turn()
+	hash := turn.Data[DataNoSystemPrompt]
+	if b, _, ok := templateBlock(turn); ok {
+		hash = b.Meta[MetaTemplateHash]
+	} else if lockedPrompt(turn) {
+		return rendered{}, false, nil
+	}
+	var (
+		src   string
+		found bool
+		err   error
+	)
+	if hash != "" {
+		if src, found, err = p.cfg.Templates.TemplateByHash(ctx, hash); err != nil {
+			return rendered{}, false, fmt.Errorf("%s: read the conversation's template: %w", ActorTemplatePrompt, engine.Transient(err))
+		}
+	}
+	if !found {
+		if src, err = p.cfg.Templates.Template(ctx); err != nil {
+			return rendered{}, false, fmt.Errorf("%s: read the template: %w", ActorTemplatePrompt, engine.Transient(err))
+		}
+	}
+	return p.render(ctx, src), true, nil
+}
+
+// record makes r the conversation's prompt, with the compaction as reason.
+func (p *templatePrompt) record(r rendered) error {
+	turn := p.tx.Turn()
+	b, _, have := templateBlock(turn)
+	_, none := turn.Data[DataNoSystemPrompt]
+	switch {
+	case have && r.ok:
+		meta := map[string]string{MetaTemplateHash: r.hash}
+		// The prompt is new: appends made to the old one must be made
+		// again, so their records go (an empty value deletes a key).
+		for k := range b.Meta {
+			if strings.HasPrefix(k, MetaSystemPromptAppendPrefix) {
+				meta[k] = ""
+			}
+		}
+		return p.tx.Emit(ActorTemplatePrompt, events.SystemPromptReplaced{
+			BlockID:      b.ID,
+			Text:         r.prompt,
+			Previous:     b.Text,
+			Meta:         meta,
+			TemplateHash: r.hash,
+			Variables:    r.vars,
+			Reason:       ReasonCompaction,
+		})
+	case have:
+		if err := p.tx.Emit(ActorTemplatePrompt, events.BlocksRemoved{
+			BlockIDs: []string{b.ID},
+			Reason:   ReasonCompaction + ": the template now renders to no system prompt",
+		}); err != nil {
+			return err
+		}
+		return p.tx.Emit(ActorTemplatePrompt, events.DataSet{Values: map[string]string{DataNoSystemPrompt: r.hash}})
+	case r.ok:
+		if err := p.tx.Emit(ActorTemplatePrompt, p.set(r)); err != nil {
+			return err
+		}
+		if none {
+			return p.tx.Emit(ActorTemplatePrompt, events.DataSet{Unset: []string{DataNoSystemPrompt}})
+		}
+		return nil
+	case turn.Data[DataNoSystemPrompt] != r.hash:
+		return p.tx.Emit(ActorTemplatePrompt, events.DataSet{Values: map[string]string{DataNoSystemPrompt: r.hash}})
+	}
+	return nil
+}
+
+// templateBlock returns the system block TemplatePrompt wrote.
+func templateBlock(t *projector.Turn) (events.Block, int, bool) {
+	for i := range t.Blocks {
+		if b := &t.Blocks[i]; b.Kind == events.KindSystem && b.Meta[events.MetaSystemPromptSource] == SourceTemplate {
+			return *b, i, true
+		}
+	}
+	return events.Block{}, -1, false
+}
+
+// lockedPrompt reports whether the system prompt the prompt middlewares
+// manage is locked against them.
+func lockedPrompt(t *projector.Turn) bool {
+	b, _, ok := systemPromptBlock(t)
+	return ok && b.Meta[events.MetaSystemPromptLock] != ""
+}
+
+// TemplateSummarizer is the Summarizer of a Compaction that runs inside
+// TemplatePrompt. A compaction is the one moment a conversation's prompt is
+// built again: the cached prompt prefix is lost anyway, since the history
+// after it changes. So before each summary it renders the conversation's
+// template again with fresh values, asks Engine for the summary with that
+// prompt followed by Instructions as the summarizing call's system prompt
+// (the model summarizing knows what the conversation is for), and once the
+// summary is written records the new prompt: systemprompt.replaced with
+// the template's hash, the fresh values and Reason "compaction", in the
+// same step as the turn.compacted that follows. The stored prompt never
+// contains the instructions: they are for the summarizing call only.
+//
+// Like EngineSummarizer, the summarizing call is made with
+// engine.WithPurpose(ctx, "compaction") and is not an inference of the
+// conversation.
+type TemplateSummarizer struct {
+	// Engine writes the summary (required).
+	Engine engine.Engine
+	// Model to ask ("" for the engine's default).
+	Model string
+	// Instructions say how to summarize (default
+	// DefaultSummaryInstruction); they follow the prompt, after a blank
+	// line.
+	Instructions string
+}
+
+// Summarize implements Summarizer.
+func (s TemplateSummarizer) Summarize(ctx context.Context, blocks []events.Block) (string, error) {
+	p, ok := ctx.Value(templatePromptKey{}).(*templatePrompt)
+	if !ok {
+		return "", errors.New("template summarizer: the template middleware did not run before compaction; put TemplatePrompt (profile middleware \"template\") before Compaction in the chain")
+	}
+	instructions := s.Instructions
+	if instructions == "" {
+		instructions = DefaultSummaryInstruction
+	}
+	r, rebuilt, err := p.rebuild(ctx)
+	if err != nil {
+		return "", err
+	}
+	if r.ok {
+		instructions = r.prompt + "\n\n" + instructions
+	}
+	summary, err := EngineSummarizer{Engine: s.Engine, Model: s.Model, Instruction: instructions}.Summarize(ctx, blocks)
+	if err != nil {
+		return "", err
+	}
+	if rebuilt {
+		if err := p.record(r); err != nil {
+			return "", err
+		}
+	}
+	return summary, nil
+}
