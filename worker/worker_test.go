@@ -2,6 +2,8 @@ package worker_test
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -20,7 +22,8 @@ func startWorker(t *testing.T, srv *natstest.Server, tweak func(*worker.Config))
 	require.NoError(t, err)
 	profiles, err := profile.Load("")
 	require.NoError(t, err)
-	cfg := worker.Config{Log: l, Conn: srv.Conn, Profiles: profiles, AckWait: 2 * time.Second, ShutdownGrace: time.Second}
+	cfg := worker.Config{Log: l, Conn: srv.Conn, Profiles: profiles, AckWait: 2 * time.Second, ShutdownGrace: time.Second,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if tweak != nil {
 		tweak(&cfg)
 	}

@@ -1,0 +1,81 @@
+package worker_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/internal/natstest"
+	"github.com/turnlog/turnlog/worker"
+)
+
+// crashOnce fires at the n-th time the named point is reached, once.
+type crashOnce struct {
+	mu    sync.Mutex
+	point string
+	n     int
+	seen  int
+	fired bool
+}
+
+func (c *crashOnce) fault(point string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if point != c.point || c.fired {
+		return nil
+	}
+	c.seen++
+	if c.seen == c.n {
+		c.fired = true
+		return errors.New("killed")
+	}
+	return nil
+}
+
+// TestCrashAtEveryPointLosesAndDuplicatesNothing kills the request in hand
+// (no ack, no further events) before its user block lands, between its tool
+// call and the tool's result, and after its last event but before the ack.
+// The redelivered request resumes from what the log holds.
+func TestCrashAtEveryPointLosesAndDuplicatesNothing(t *testing.T) {
+	tests := []struct {
+		name  string
+		point string
+		n     int
+	}{
+		{"before the user block lands", "user", 1},
+		{"after the user block, before the model call is recorded", "step", 2},
+		{"during the model call, before its output lands", "step", 3},
+		{"between the tool call and its result", "step", 4},
+		{"between the tool result and the answer", "step", 6},
+		{"after the last event, before the ack", "completed", 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			crash := &crashOnce{point: tc.point, n: tc.n}
+			l := startWorker(t, natstest.Start(t), func(c *worker.Config) {
+				c.Fault = crash.fault
+				c.AckWait = time.Second
+			})
+			res, err := ask(t, l, "c", "count the words in one two three four")
+			require.NoError(t, err)
+			assert.True(t, crash.fired, "the fault point was reached")
+			assert.Equal(t, `There are 4 words in "one two three four".`, res.Answer)
+
+			counts := map[events.Type]int{}
+			for rec, err := range l.Events(context.Background(), "c") {
+				require.NoError(t, err)
+				counts[rec.Type]++
+			}
+			assert.Equal(t, 1, counts[events.TypeUserAppended], "one user block")
+			assert.Equal(t, 1, counts[events.TypeToolCalled], "one tool call")
+			assert.Equal(t, 1, counts[events.TypeToolResult], "one tool result")
+			assert.Equal(t, 1, counts[events.TypeRequestCompleted], "completed once")
+			assert.Equal(t, 1, counts[events.TypeSystemPromptSet], "one system prompt")
+		})
+	}
+}
