@@ -2,11 +2,14 @@ package projector
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
+	"hash"
 	"maps"
+	"slices"
+	"sync"
 
 	"github.com/turnlog/turnlog/events"
-	"github.com/vmihailenco/msgpack/v5"
 )
 
 // Block is one element of a Turn. It is the events package's Block, so that
@@ -91,25 +94,92 @@ func (t *Turn) index() map[string]int {
 // (blocks in order and data), independent of the conversation name and the
 // log positions. inference.started records it so anyone can later prove,
 // by re-projecting the log, which exact input a model call had.
+//
+// The hashed form is a fixed, versioned layout (every field length-prefixed,
+// map keys sorted), written without reflection: it runs before every model
+// call, so it must cost microseconds, not the hundreds a generic encoder
+// takes on a long Turn. A nil and an empty map or block list hash alike: a
+// snapshot or a removal may turn one into the other.
 func Hash(t *Turn) string {
-	h := sha256.New()
-	enc := msgpack.NewEncoder(h)
-	enc.SetSortMapKeys(true)
-	// Encoding into a hash cannot fail for these plain types. No blocks
-	// and no data hash alike whether the slice or map is nil or empty: a
-	// snapshot or a removal may turn one into the other, and the hash
-	// replay recomputes must not change with it.
-	if len(t.Blocks) == 0 {
-		_ = enc.EncodeNil()
-	} else {
-		_ = enc.Encode(t.Blocks)
+	h := hashers.Get().(*hasher)
+	defer hashers.Put(h)
+	h.reset()
+	h.str("turnlog.turn.v1")
+	h.num(uint64(len(t.Blocks)))
+	for i := range t.Blocks {
+		b := &t.Blocks[i]
+		h.str(b.ID)
+		h.str(string(b.Kind))
+		h.str(b.Text)
+		h.str(string(b.Trust))
+		h.strMap(b.Meta)
+		h.str(b.CallID)
+		h.str(b.ToolName)
+		h.str(b.Arguments)
+		if b.IsError {
+			h.num(1)
+		} else {
+			h.num(0)
+		}
+		h.str(b.Encrypted)
 	}
-	if len(t.Data) == 0 {
-		_ = enc.EncodeNil()
-	} else {
-		_ = enc.Encode(t.Data)
+	h.strMap(t.Data)
+	return h.sum()
+}
+
+// hasher feeds SHA-256 through a buffer, so that many small fields cost one
+// large write.
+type hasher struct {
+	h    hash.Hash
+	buf  []byte
+	keys []string
+}
+
+var hashers = sync.Pool{New: func() any { return &hasher{h: sha256.New(), buf: make([]byte, 0, 32<<10)} }}
+
+func (h *hasher) reset() { h.h.Reset(); h.buf = h.buf[:0] }
+
+func (h *hasher) flush() {
+	h.h.Write(h.buf)
+	h.buf = h.buf[:0]
+}
+
+func (h *hasher) num(n uint64) {
+	h.buf = binary.AppendUvarint(h.buf, n)
+}
+
+func (h *hasher) str(s string) {
+	h.num(uint64(len(s)))
+	if len(h.buf)+len(s) > cap(h.buf) {
+		h.flush()
+		if len(s) > cap(h.buf) {
+			h.h.Write([]byte(s))
+			return
+		}
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	h.buf = append(h.buf, s...)
+}
+
+func (h *hasher) strMap(m map[string]string) {
+	h.num(uint64(len(m)))
+	if len(m) == 0 {
+		return
+	}
+	h.keys = h.keys[:0]
+	for k := range m {
+		h.keys = append(h.keys, k)
+	}
+	slices.Sort(h.keys)
+	for _, k := range h.keys {
+		h.str(k)
+		h.str(m[k])
+	}
+}
+
+func (h *hasher) sum() string {
+	h.flush()
+	var out [sha256.Size]byte
+	return hex.EncodeToString(h.h.Sum(out[:0]))
 }
 
 // HashText is the hex SHA-256 of a text, used for system prompts and
