@@ -25,7 +25,8 @@ const DefaultName = "default"
 // Profile is one way of answering chat requests.
 type Profile struct {
 	// SystemPrompt is the prompt the systemprompt middleware keeps in
-	// place ("" and no template: none).
+	// place ("" and no template: none). The template middleware uses the
+	// global template instead (turnlog template get|set).
 	SystemPrompt string `yaml:"system_prompt,omitempty" json:"system_prompt,omitempty"`
 	// Provider is "scripted" (default; deterministic, no network) or
 	// "openai" (any OpenAI-compatible endpoint; see OPENAI_BASE_URL,
@@ -41,10 +42,18 @@ type Profile struct {
 	Script string `yaml:"script,omitempty" json:"script,omitempty"`
 	// Middlewares in order, outermost first. Known names: logging, retry,
 	// trust, roles, globalprompt, systemprompt, systemprompt_append,
-	// ordering, compaction, reasoningguard, reasoningguard_repair.
+	// template, ordering, compaction, reasoningguard, reasoningguard_repair.
 	Middlewares []string `yaml:"middlewares" json:"middlewares"`
 	// GlobalPrompt is the operator prompt of the globalprompt middleware.
 	GlobalPrompt string `yaml:"global_prompt,omitempty" json:"global_prompt,omitempty"`
+	// Cwd is the working directory of the template middleware's variables
+	// (prompt:cwd, git:, file:) for conversations whose requests send no
+	// "cwd" data; "" means none.
+	Cwd string `yaml:"cwd,omitempty" json:"cwd,omitempty"`
+	// Templates is where the template middleware reads the global template;
+	// the worker sets it to its installation's templates.Store. nil means
+	// the built-in templates.Default.
+	Templates middlewares.TemplateSource `yaml:"-" json:"-"`
 	// CompactAfterBlocks is the compaction middleware's budget (default 200).
 	CompactAfterBlocks int `yaml:"compact_after_blocks,omitempty" json:"compact_after_blocks,omitempty"`
 	// MaxIterations bounds model calls per request (default 8).
@@ -61,15 +70,16 @@ profiles:
   default:
     provider: scripted          # deterministic, no network; or "openai"
     model: ""                   # provider default
-    system_prompt: "You are a helpful assistant."
-    middlewares: [logging, retry, trust, systemprompt, ordering, reasoningguard, compaction]
+    # template: the global system prompt template (turnlog template get|set),
+    # rendered once per conversation and again on compaction.
+    middlewares: [logging, retry, trust, template, ordering, reasoningguard, compaction]
     compact_after_blocks: 200
     max_iterations: 8
 `
 
 // Known middleware names, in the order the docs list them.
 var known = []string{"logging", "retry", "trust", "roles", "globalprompt", "systemprompt", "systemprompt_append",
-	"ordering", "compaction", "reasoningguard", "reasoningguard_repair"}
+	"template", "ordering", "compaction", "reasoningguard", "reasoningguard_repair"}
 
 // Parse reads a profiles file and validates every profile in it.
 func Parse(data []byte) (Set, error) {
@@ -129,6 +139,9 @@ func (p Profile) Validate() error {
 		if !slices.Contains(known, m) {
 			return fmt.Errorf("middleware %q: known ones are %s", m, strings.Join(known, ", "))
 		}
+	}
+	if err := p.validateTemplate(); err != nil {
+		return err
 	}
 	if p.CompactAfterBlocks < 0 || p.MaxIterations < 0 {
 		return fmt.Errorf("compact_after_blocks and max_iterations must not be negative")
@@ -228,7 +241,13 @@ func (p Profile) middleware(name string, eng engine.Engine, logger *slog.Logger)
 		if n == 0 {
 			n = 200
 		}
-		return middlewares.Compaction(middlewares.CompactionConfig{MaxBlocks: n, Summarizer: &middlewares.EngineSummarizer{Engine: eng, Model: p.Model}})
+		var s middlewares.Summarizer = &middlewares.EngineSummarizer{Engine: eng, Model: p.Model}
+		if slices.Contains(p.Middlewares, "template") {
+			s = middlewares.TemplateSummarizer{Engine: eng, Model: p.Model}
+		}
+		return middlewares.Compaction(middlewares.CompactionConfig{MaxBlocks: n, Summarizer: s})
+	case "template":
+		return p.templatePrompt()
 	case "reasoningguard":
 		return middlewares.ReasoningGuard(middlewares.ReasoningGuardConfig{})
 	case "reasoningguard_repair":

@@ -19,6 +19,7 @@ import (
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/profile"
 	"github.com/turnlog/turnlog/projector"
+	"github.com/turnlog/turnlog/templates"
 )
 
 // ActorWorker is the actor of the events the worker itself records.
@@ -114,7 +115,11 @@ func New(cfg Config) (*Worker, error) {
 		log:      cfg.Logger.With("worker", cfg.Name),
 		started:  time.Now(),
 	}
+	store := templates.New(cfg.Log)
 	for name, p := range cfg.Profiles {
+		if p.Templates == nil {
+			p.Templates = store // the "template" middleware's global template
+		}
 		b, err := p.Build(w.log, cfg.Tools)
 		if err != nil {
 			return nil, fmt.Errorf("worker: profile %q: %w", name, err)
