@@ -1,0 +1,83 @@
+package eventlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/turnlog/turnlog/events"
+)
+
+// Erased says what Erase removed.
+type Erased struct {
+	// Messages is how many event messages (steps) were purged.
+	Messages uint64 `json:"messages"`
+	// Snapshot is true when a snapshot was deleted.
+	Snapshot bool `json:"snapshot"`
+	// Requests is how many pending chat requests were purged.
+	Requests uint64 `json:"requests"`
+}
+
+// Erase removes everything stored about a conversation: its events (a
+// subject-filtered purge of the events stream; events are never deleted one
+// by one), its snapshot (purged, so no old value stays in the bucket's
+// history) and its pending chat requests (the requests stream stores them
+// as <prefix>.chat.<partition>.<conversation>, so the purge filters on
+// <prefix>.chat.*.<conversation>). It exists for privacy requests; the
+// conversation ID can be used again afterwards and starts empty.
+//
+// Erasing a conversation that has nothing stored is not an error: Erased
+// is then all zero. A worker in the middle of one of the conversation's
+// requests may still append after the purge; erase when no request is in
+// flight, or erase again.
+func (l *Log) Erase(ctx context.Context, conversation string) (Erased, error) {
+	var out Erased
+	if err := events.ValidateConversationID(conversation); err != nil {
+		return out, fmt.Errorf("erase: %w", err)
+	}
+	// Requests first: a pending request processed between the two purges
+	// would write new events after the events purge.
+	reqs, err := l.js.Stream(ctx, l.names.RequestsStream)
+	if err != nil {
+		return out, fmt.Errorf("erase %s: requests stream: %w", conversation, err)
+	}
+	reqSubject := l.names.Prefix + ".chat.*." + conversation
+	if out.Requests, err = purge(ctx, reqs, reqSubject); err != nil {
+		return out, fmt.Errorf("erase %s: pending requests: %w", conversation, err)
+	}
+	if out.Messages, err = purge(ctx, l.events, l.names.EventsSubject(conversation)); err != nil {
+		return out, fmt.Errorf("erase %s: events: %w", conversation, err)
+	}
+	if _, err := l.snaps.Get(ctx, conversation); err == nil {
+		out.Snapshot = true
+	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return out, fmt.Errorf("erase %s: snapshot: %w", conversation, err)
+	}
+	if out.Snapshot {
+		if err := l.snaps.Purge(ctx, conversation); err != nil {
+			return out, fmt.Errorf("erase %s: snapshot: %w", conversation, err)
+		}
+	}
+	return out, nil
+}
+
+// purge removes every message of s on subject (which may hold wildcards)
+// and returns how many there were.
+func purge(ctx context.Context, s jetstream.Stream, subject string) (uint64, error) {
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(subject))
+	if err != nil {
+		return 0, err
+	}
+	var n uint64
+	for _, c := range info.State.Subjects {
+		n += c
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if err := s.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
+		return 0, err
+	}
+	return n, nil
+}

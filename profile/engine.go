@@ -1,0 +1,41 @@
+package profile
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/turnlog/turnlog/engine"
+)
+
+// BuildWithEngine is Build with eng as the model instead of the profile's
+// provider. `turnlog replay --rerun` passes an engine that answers with the
+// outputs a log recorded, so that today's middlewares run exactly as a
+// worker would run them (same names, order and settings) without calling
+// a model; the compaction middleware's summarizer asks eng too. tools nil
+// gives no tools (unlike Build: a replay must not run real tools).
+func (p Profile) BuildWithEngine(eng engine.Engine, logger *slog.Logger, tools *engine.Tools) (*Built, error) {
+	if eng == nil {
+		return nil, errors.New("profile: BuildWithEngine needs an engine")
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	mws := make([]engine.Middleware, 0, len(p.Middlewares))
+	for _, name := range p.Middlewares {
+		mw, err := p.middleware(name, eng, logger)
+		if err != nil {
+			return nil, fmt.Errorf("middleware %s: %w", name, err)
+		}
+		mws = append(mws, mw)
+	}
+	return &Built{
+		Engine: eng,
+		Loop:   engine.Loop{Handler: engine.Chain(eng, mws...), Tools: tools, MaxIterations: p.MaxIterations},
+		Tools:  tools,
+		Model:  p.Model,
+	}, nil
+}

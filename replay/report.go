@@ -1,0 +1,199 @@
+package replay
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projector"
+)
+
+// timeLayout shows event times to the millisecond, in UTC.
+const timeLayout = "2006-01-02T15:04:05.000Z"
+
+// WriteText writes the timeline for a person: a header, then one line per
+// event (n, seq, time, type, actor, cause:step, summary) and under each
+// inference.started the model call: its active system prompt with its
+// history and full text, and its input Turn block by block (index, kind,
+// ID, trust, section, other metadata, a preview of the text). Every text
+// from the log is escaped, so it cannot drive the terminal. The only
+// errors are w's.
+func (h *History) WriteText(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "conversation %s: %d events, %d model calls\n", safe(h.Conversation), len(h.Events), h.Inferences)
+	fmt.Fprintf(bw, "%5s %6s  %-24s  %-21s  %-20s  %s\n", "n", "seq", "time", "type", "actor", "cause:step  summary")
+	for i := range h.Events {
+		e := &h.Events[i]
+		writeEntry(bw, e)
+		if e.Inference != nil {
+			writeInference(bw, e.Inference, "        ")
+		}
+	}
+	return bw.Flush()
+}
+
+func writeEntry(w io.Writer, e *Entry) {
+	fmt.Fprintf(w, "%5d %6d  %-24s  %-21s  %-20s  %s:%d  %s\n", e.N, e.Seq, e.Time.UTC().Format(timeLayout), e.Type,
+		safe(e.Actor), safe(e.Cause), e.Step, e.Summary)
+}
+
+// WriteText writes one model call as History.WriteText shows it, after its
+// event's line.
+func (e *Entry) WriteText(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	writeEntry(bw, e)
+	if e.Inference != nil {
+		writeInference(bw, e.Inference, "  ")
+	}
+	return bw.Flush()
+}
+
+func writeInference(w io.Writer, in *Inference, indent string) {
+	proof := "verified: the log re-projects to this input"
+	if !in.Verified {
+		proof = "NOT VERIFIED: the log re-projects to another input (see replay --verify)"
+	}
+	s := fmt.Sprintf("model call #%d (event %d): model %s, input %s, %s", in.Index, in.N, quote(in.Model), short(in.InputHash), proof)
+	if in.Purpose != "" {
+		s += ", purpose " + quote(in.Purpose)
+	}
+	fmt.Fprintln(w, indent+s)
+	writePrompt(w, in.SystemPrompt, indent)
+	if in.Turn != nil {
+		writeTurn(w, in.Turn, indent)
+	}
+}
+
+func writePrompt(w io.Writer, p *ActivePrompt, indent string) {
+	if p == nil {
+		fmt.Fprintln(w, indent+"system prompt: none")
+		return
+	}
+	var parts []string
+	if p.Source != "" {
+		parts = append(parts, "source "+quote(p.Source))
+	}
+	if p.Trust != "" {
+		parts = append(parts, string(p.Trust))
+	}
+	if p.SetAt > 0 {
+		parts = append(parts, fmt.Sprintf("set at event %d by %s", p.SetAt, p.SetBy))
+	} else {
+		parts = append(parts, "origin not in the log")
+	}
+	if p.ReplacedAt > 0 {
+		parts = append(parts, fmt.Sprintf("last replaced at event %d (%d replacements)", p.ReplacedAt, p.Replacements))
+	}
+	if p.Locked {
+		if p.LockedAt > 0 {
+			parts = append(parts, fmt.Sprintf("locked at event %d", p.LockedAt))
+		} else {
+			parts = append(parts, "locked")
+		}
+	}
+	if p.TemplateHash != "" {
+		parts = append(parts, "template "+short(p.TemplateHash))
+		if len(p.Variables) > 0 {
+			parts = append(parts, "variables "+kvList(p.Variables))
+		}
+	}
+	fmt.Fprintf(w, "%ssystem prompt %s at index %d, hash %s: %s\n", indent, safe(p.ID), p.Index, short(p.Hash), strings.Join(parts, ", "))
+	for l := range strings.Lines(p.Text) {
+		fmt.Fprintf(w, "%s  | %s\n", indent, safe(strings.TrimSuffix(l, "\n")))
+	}
+}
+
+func writeTurn(w io.Writer, t *projector.Turn, indent string) {
+	fmt.Fprintf(w, "%sturn: %d blocks", indent, len(t.Blocks))
+	if len(t.Data) > 0 {
+		fmt.Fprintf(w, ", data %s", kvList(t.Data))
+	}
+	fmt.Fprintln(w)
+	for i := range t.Blocks {
+		b := &t.Blocks[i]
+		var attrs []string
+		if b.Trust != "" {
+			attrs = append(attrs, string(b.Trust))
+		}
+		if s := b.Meta[events.MetaSection]; s != "" {
+			attrs = append(attrs, "section="+quote(s))
+		}
+		if b.CallID != "" {
+			attrs = append(attrs, "call_id="+quote(b.CallID))
+		}
+		if b.IsError {
+			attrs = append(attrs, "error")
+		}
+		if len(b.Meta) > 0 {
+			other := make(map[string]string, len(b.Meta))
+			for k, v := range b.Meta {
+				if k != events.MetaSection {
+					other[k] = v
+				}
+			}
+			if len(other) > 0 {
+				attrs = append(attrs, kvList(other))
+			}
+		}
+		a := ""
+		if len(attrs) > 0 {
+			a = "  " + strings.Join(attrs, " ")
+		}
+		fmt.Fprintf(w, "%s  [%d] %-11s %s%s  %s\n", indent, i, b.Kind, safe(b.ID), a, preview(*b))
+	}
+}
+
+// WriteText writes the point: the Turn after event At, block by block, and
+// its active system prompt.
+func (p *Point) WriteText(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "%s@%d (of %d events)\n", safe(p.Conversation), p.At, p.Events)
+	writePrompt(bw, p.SystemPrompt, "")
+	writeTurn(bw, p.Turn, "")
+	return bw.Flush()
+}
+
+// WriteText writes the verification: one line per mismatch, naming the
+// event and its sequence, then a summary line.
+func (v *Verification) WriteText(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	for _, m := range v.Mismatches {
+		fmt.Fprintf(bw, "MISMATCH event %d (seq %d) %s: %s\n", m.N, m.Seq, m.Field, safe(m.Message))
+	}
+	if v.OK() {
+		fmt.Fprintf(bw, "verified %s: all %d model inputs match the log (%d events)\n", safe(v.Conversation), v.Inferences, v.Events)
+	} else {
+		fmt.Fprintf(bw, "verification of %s FAILED: %d mismatches (%d model calls, %d events)\n", safe(v.Conversation), len(v.Mismatches), v.Inferences, v.Events)
+	}
+	return bw.Flush()
+}
+
+// WriteText writes the re-run's outcome: a summary line and, at a
+// difference, where it is and both sides' events.
+func (r *RerunResult) WriteText(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	head := fmt.Sprintf("re-ran %d requests of %s (%d groups of events taken as recorded), compared %d events",
+		r.Requests, safe(r.Conversation), r.Skipped, r.Events)
+	d := r.Difference
+	if d == nil {
+		fmt.Fprintln(bw, head+": no difference")
+		return bw.Flush()
+	}
+	fmt.Fprintln(bw, head)
+	fmt.Fprintf(bw, "DIFFERENCE at event %d (seq %d), request %s: %s\n", d.N, d.Seq, safe(d.Request), safe(d.Reason))
+	side := func(name string, v *EventView) {
+		if v == nil {
+			fmt.Fprintf(bw, "  %-6s (no event)\n", name)
+			return
+		}
+		fmt.Fprintf(bw, "  %-6s %s by %s: %s\n", name, v.Type, safe(v.Actor), safe(string(v.Payload)))
+	}
+	side("log:", d.Log)
+	side("rerun:", d.Rerun)
+	if d.RerunError != "" {
+		fmt.Fprintf(bw, "  the re-run's chain returned: %s\n", safe(d.RerunError))
+	}
+	return bw.Flush()
+}

@@ -1,0 +1,367 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projector"
+)
+
+// ErrNoEvents is returned for a conversation without events: there is
+// nothing to replay (check the ID, or whether it was erased).
+var ErrNoEvents = errors.New("conversation has no events")
+
+// Option configures Timeline, Verify, Rerun and At.
+type Option func(*options)
+
+type options struct {
+	progress func(events int)
+	turns    func(inference int) bool
+}
+
+// WithProgress calls fn with the number of events read so far, every 256
+// events and once at the end, so a command can show progress on long
+// conversations. fn runs on the caller's goroutine.
+func WithProgress(fn func(events int)) Option { return func(o *options) { o.progress = fn } }
+
+// WithTurns selects which inferences (numbered from 1) of a History carry
+// their whole input Turn; the default is all. A Turn is a deep copy, so a
+// long conversation without compaction costs memory in proportion to
+// inferences times blocks; `replay --inference N` keeps one.
+func WithTurns(keep func(inference int) bool) Option { return func(o *options) { o.turns = keep } }
+
+func collect(opts []Option) options {
+	o := options{progress: func(int) {}, turns: func(int) bool { return true }}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+// History is a conversation event by event, as `turnlog replay` shows
+// it. Its JSON form is the stable output of `turnlog replay -o json`.
+type History struct {
+	Conversation string `json:"conversation"`
+	// Events lists every event in log order.
+	Events []Entry `json:"events"`
+	// Inferences counts the model calls (inference.started events).
+	Inferences int `json:"inferences"`
+}
+
+// Entry is one event of a History.
+type Entry struct {
+	// N is the event's position in the conversation, counting from 1: the
+	// n of <conversation>@<n>.
+	N int `json:"n"`
+	// Seq is the stream sequence of the message (step) that holds it.
+	Seq   uint64      `json:"seq"`
+	Time  time.Time   `json:"time"`
+	Type  events.Type `json:"type"`
+	Actor string      `json:"actor"`
+	// Cause is the request the event belongs to and Step its step in it.
+	Cause string `json:"cause"`
+	Step  int    `json:"step"`
+	// Summary says in one line what the event did.
+	Summary string `json:"summary"`
+	// Payload is the event's payload as the catalog defines it.
+	Payload events.Payload `json:"payload"`
+	// Inference is set on inference.started events: what the model
+	// received.
+	Inference *Inference `json:"inference,omitempty"`
+}
+
+// Inference is one model call as the log proves it: the Turn re-projected
+// from the events before it, and the system prompt that was active.
+type Inference struct {
+	// Index numbers the conversation's model calls from 1 (replay
+	// --inference N); N is the position of its inference.started event.
+	Index       int    `json:"index"`
+	N           int    `json:"n"`
+	InferenceID string `json:"inference_id"`
+	Model       string `json:"model"`
+	Purpose     string `json:"purpose,omitempty"`
+	// InputHash is the hash inference.started recorded; Verified is true
+	// when the re-projected Turn hashes to it (see Verify).
+	InputHash string `json:"input_hash"`
+	Verified  bool   `json:"verified"`
+	// SystemPrompt is the active system prompt, null when there was none.
+	SystemPrompt *ActivePrompt `json:"system_prompt"`
+	// Turn is the exact input, block by block; omitted for inferences
+	// WithTurns did not select.
+	Turn *projector.Turn `json:"turn,omitempty"`
+}
+
+// read folds a conversation's events, calling visit before each event is
+// applied (with the walker as it stood after the previous event) and
+// after (applied true). It returns the walker and the number of events.
+// A fold error stops it.
+func read(ctx context.Context, src Source, conversation string, o options, visit func(w *walker, r *eventlog.Record) error) (*walker, int, error) {
+	if err := events.ValidateConversationID(conversation); err != nil {
+		return nil, 0, err
+	}
+	w := newWalker(conversation)
+	n := 0
+	for r, err := range src.Events(ctx, conversation) {
+		if err != nil {
+			return w, n, err
+		}
+		if err := visit(w, &r); err != nil {
+			return w, n, err
+		}
+		n++
+		if n%256 == 0 {
+			o.progress(n)
+		}
+	}
+	o.progress(n)
+	if n == 0 {
+		return w, 0, fmt.Errorf("%s: %w", conversation, ErrNoEvents)
+	}
+	return w, n, nil
+}
+
+// Timeline replays a conversation: every event with a one-line summary,
+// and at each inference.started the Turn the model received (re-projected
+// from the log up to that event) with its active system prompt. It never
+// reads snapshots.
+func Timeline(ctx context.Context, src Source, conversation string, opts ...Option) (*History, error) {
+	o := collect(opts)
+	tl := &History{Conversation: conversation, Events: []Entry{}}
+	_, _, err := read(ctx, src, conversation, o, func(w *walker, r *eventlog.Record) error {
+		e := Entry{N: r.Pos, Seq: r.Seq, Time: r.Time, Type: r.Type, Actor: r.Actor, Cause: r.Cause, Step: r.Step,
+			Summary: summarize(r.Event), Payload: r.Payload}
+		if p, ok := r.Payload.(events.InferenceStarted); ok {
+			tl.Inferences++
+			inf := &Inference{Index: tl.Inferences, N: r.Pos, InferenceID: p.InferenceID, Model: p.Model, Purpose: p.Purpose,
+				InputHash: p.InputHash, Verified: projector.Hash(w.turn) == p.InputHash, SystemPrompt: w.active()}
+			if o.turns(tl.Inferences) {
+				inf.Turn = w.turn.Clone()
+			}
+			e.Inference = inf
+		}
+		if err := w.apply(r); err != nil {
+			return err
+		}
+		tl.Events = append(tl.Events, e)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("replay %s: %w", conversation, err)
+	}
+	return tl, nil
+}
+
+// Point is a conversation as it stood after its n-th event: what
+// <conversation>@<n> names, with the system prompt active there.
+type Point struct {
+	Conversation string `json:"conversation"`
+	// At is n; Events is how many events the conversation has in all.
+	At     int `json:"at"`
+	Events int `json:"events"`
+	// Turn is the Turn after event n, re-projected from the log.
+	Turn *projector.Turn `json:"turn"`
+	// SystemPrompt is the active system prompt, null when there is none.
+	SystemPrompt *ActivePrompt `json:"system_prompt"`
+}
+
+// At re-projects a conversation up to its n-th event (counting from 1; 0
+// is the empty Turn before the first event) without reading snapshots.
+func At(ctx context.Context, src Source, conversation string, n int, opts ...Option) (*Point, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("replay %s@%d: positions count from 1 (0 is the empty Turn)", conversation, n)
+	}
+	o := collect(opts)
+	var pt *Point
+	w, total, err := read(ctx, src, conversation, o, func(w *walker, r *eventlog.Record) error {
+		if r.Pos > n {
+			if pt == nil {
+				pt = &Point{Conversation: conversation, At: n, Turn: w.turn.Clone(), SystemPrompt: w.active()}
+			}
+			return nil // keep counting
+		}
+		return w.apply(r)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("replay %s@%d: %w", conversation, n, err)
+	}
+	if n > total {
+		return nil, fmt.Errorf("replay %s@%d: %w: the conversation has %d events; use an n from 0 to %d",
+			conversation, n, eventlog.ErrNotFound, total, total)
+	}
+	if pt == nil {
+		pt = &Point{Conversation: conversation, At: n, Turn: w.turn, SystemPrompt: w.active()}
+	}
+	pt.Events = total
+	return pt, nil
+}
+
+// summarize says in one line what an event did. Texts are quoted previews
+// with control characters escaped.
+func summarize(e events.Event) string {
+	switch p := e.Payload.(type) {
+	case events.ConversationStarted:
+		var parts []string
+		if p.ForkedFrom != "" {
+			parts = append(parts, fmt.Sprintf("forked from %s@%d", safe(p.ForkedFrom), p.ForkedAt))
+		}
+		if p.Profile != "" {
+			parts = append(parts, "profile "+quote(p.Profile))
+		}
+		if len(p.Blocks) > 0 {
+			parts = append(parts, fmt.Sprintf("%d blocks", len(p.Blocks)))
+		}
+		if len(p.Data) > 0 {
+			parts = append(parts, "data "+keyList(p.Data))
+		}
+		if len(parts) == 0 {
+			return "started"
+		}
+		return "started: " + strings.Join(parts, ", ")
+	case events.UserAppended:
+		return fmt.Sprintf("user %s%s %s", safe(p.BlockID), trustNote(p.Trust), quote(p.Text))
+	case events.SystemPromptSet:
+		s := fmt.Sprintf("system %s at index %d%s", safe(p.BlockID), p.Index, trustNote(p.Trust))
+		if src := p.Meta[events.MetaSystemPromptSource]; src != "" {
+			s += " source " + quote(src)
+		}
+		if p.TemplateHash != "" {
+			s += " template " + short(p.TemplateHash)
+		}
+		return s + " " + quote(p.Text)
+	case events.SystemPromptReplaced:
+		s := fmt.Sprintf("system %s replaced", safe(p.BlockID))
+		if p.Reason != "" {
+			s += " (" + safe(p.Reason) + ")"
+		}
+		return s + ": " + quote(p.Previous) + " -> " + quote(p.Text)
+	case events.ReasoningAppended:
+		if p.Text == "" && p.Encrypted != "" {
+			return fmt.Sprintf("reasoning %s (encrypted)", safe(p.BlockID))
+		}
+		return fmt.Sprintf("reasoning %s %s", safe(p.BlockID), quote(p.Text))
+	case events.LLMTextAppended:
+		return fmt.Sprintf("llm_text %s %s", safe(p.BlockID), quote(p.Text))
+	case events.ToolCalled:
+		return fmt.Sprintf("tool_call %s %s call_id %s", safe(p.BlockID), quote(p.Name+"("+p.Arguments+")"), safe(p.CallID))
+	case events.ToolResult:
+		s := fmt.Sprintf("tool_result %s call_id %s", safe(p.BlockID), safe(p.CallID))
+		if p.IsError {
+			s += " error"
+		}
+		return s + " " + quote(p.Text)
+	case events.BlocksReordered:
+		return fmt.Sprintf("%d blocks reordered%s", len(p.Order), reason(p.Reason))
+	case events.BlocksRemoved:
+		return fmt.Sprintf("removed %s%s", idList(p.BlockIDs), reason(p.Reason))
+	case events.BlockAnnotated:
+		return fmt.Sprintf("annotated %s %s%s", safe(p.BlockID), kvList(p.Meta), reason(p.Reason))
+	case events.BlockSplit:
+		return fmt.Sprintf("split %s into %d blocks%s", safe(p.BlockID), len(p.Into), reason(p.Reason))
+	case events.TurnCompacted:
+		s := fmt.Sprintf("compacted %d blocks", len(p.Removed))
+		if p.Summary != nil {
+			s += " into " + safe(p.Summary.ID) + " " + quote(p.Summary.Text)
+		}
+		return s + reason(p.Reason)
+	case events.DataSet:
+		var parts []string
+		if len(p.Values) > 0 {
+			parts = append(parts, kvList(p.Values))
+		}
+		if len(p.Unset) > 0 {
+			parts = append(parts, "unset "+idList(p.Unset))
+		}
+		return "data " + strings.Join(parts, ", ")
+	case events.InferenceStarted:
+		s := fmt.Sprintf("model %s, %d blocks, input %s", quote(p.Model), p.Blocks, short(p.InputHash))
+		if p.Purpose != "" {
+			s += ", purpose " + quote(p.Purpose)
+		}
+		return s
+	case events.InferenceFinished:
+		s := fmt.Sprintf("finished in %s, tokens %d in / %d out", p.Duration.Round(time.Microsecond), p.PromptTokens, p.CompletionTokens)
+		if p.StopReason != "" {
+			s += ", stop " + quote(p.StopReason)
+		}
+		return s
+	case events.InferenceFailed:
+		s := fmt.Sprintf("failed after %s: %s", p.Duration.Round(time.Microsecond), quote(p.Error))
+		if p.Transient {
+			s += " (transient)"
+		}
+		return s
+	case events.RequestCompleted:
+		return fmt.Sprintf("completed after %d model calls", p.Inferences)
+	case events.RequestFailed:
+		return "failed: " + quote(p.Reason)
+	}
+	return string(e.Type)
+}
+
+func trustNote(t events.Trust) string {
+	if t == events.Trusted {
+		return " trusted"
+	}
+	return ""
+}
+
+func reason(r string) string {
+	if r == "" {
+		return ""
+	}
+	return ": " + quote(r)
+}
+
+// short is the first 12 characters of a hash, enough to compare by eye.
+func short(h string) string {
+	if len(h) > 12 {
+		return safe(h[:12]) + "…"
+	}
+	return safe(h)
+}
+
+// idList shows up to 5 IDs and how many more.
+func idList(ids []string) string {
+	const max = 5
+	var b strings.Builder
+	for i, id := range ids {
+		if i == max {
+			fmt.Fprintf(&b, " (+%d)", len(ids)-max)
+			break
+		}
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		b.WriteString(safe(id))
+	}
+	return b.String()
+}
+
+func keyList(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return idList(keys)
+}
+
+// kvList shows a string map as k="v" pairs in key order.
+func kvList(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = safe(k) + "=" + quote(m[k])
+	}
+	return strings.Join(parts, " ")
+}
