@@ -1,0 +1,135 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"path/filepath"
+	"strconv"
+
+	"github.com/turnlog/turnlog/middlewares/template"
+	"github.com/turnlog/turnlog/projector"
+	"github.com/turnlog/turnlog/templates"
+)
+
+// TemplateBody is the body of GET and PUT /system-prompt. Template is the
+// global template's source ("" means new conversations get no system
+// prompt). Default, in answers only, says that no template was set and
+// Template is the built-in default.
+type TemplateBody struct {
+	Template *string `json:"template"`
+	Default  bool    `json:"default,omitempty"`
+}
+
+// VariablesBody is the answer of GET /system-prompt/variables.
+type VariablesBody struct {
+	Variables []template.Variable `json:"variables"`
+}
+
+// RenderRequest is the body of POST /system-prompt/render: a template
+// (the stored global one when absent) and what a conversation would
+// provide. Cwd must be absolute when set.
+type RenderRequest struct {
+	Template       *string `json:"template,omitempty"`
+	Cwd            string  `json:"cwd,omitempty"`
+	Model          string  `json:"model,omitempty"`
+	ConversationID string  `json:"conversation_id,omitempty"`
+}
+
+// RenderResponse is the answer of POST /system-prompt/render: the prompt a
+// conversation would get ("" for none) and the variables it used, as
+// systemprompt.set would record them.
+type RenderResponse struct {
+	Prompt    string            `json:"prompt"`
+	Variables map[string]string `json:"variables"`
+}
+
+const (
+	templateExample = `{"template": "You are a helpful assistant."}`
+	renderExample   = `{"template": "Branch: [git:branch]", "cwd": "/path/to/project"}`
+)
+
+func (s *Server) systemPromptRoutes() {
+	s.mux.HandleFunc("GET /system-prompt", s.getTemplate)
+	s.mux.HandleFunc("PUT /system-prompt", s.putTemplate)
+	s.mux.HandleFunc("GET /system-prompt/variables", s.getVariables)
+	s.mux.HandleFunc("POST /system-prompt/render", s.render)
+}
+
+func (s *Server) getTemplate(w http.ResponseWriter, r *http.Request) {
+	g, err := s.cfg.Templates.Global(r.Context())
+	if err != nil {
+		s.serverError(w, "read the global template", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, TemplateBody{Template: &g.Text, Default: g.Default})
+}
+
+func (s *Server) putTemplate(w http.ResponseWriter, r *http.Request) {
+	var body TemplateBody
+	if !decodeBody(w, r, &body, templateExample) {
+		return
+	}
+	if body.Template == nil {
+		writeError(w, http.StatusBadRequest, `the body has no "template" key; send `+templateExample+` ("" for no system prompt)`)
+		return
+	}
+	g, err := s.cfg.Templates.SetGlobal(r.Context(), *body.Template)
+	if errors.Is(err, templates.ErrInvalid) {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if err != nil {
+		s.serverError(w, "store the global template", err)
+		return
+	}
+	s.cfg.Logger.Info("global template set", "bytes", len(g.Text), "hash", projector.HashText(g.Text), "revision", g.Revision, "remote", r.RemoteAddr)
+	writeJSON(w, http.StatusOK, TemplateBody{Template: &g.Text})
+}
+
+func (s *Server) getVariables(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, VariablesBody{Variables: template.Catalog()})
+}
+
+// render resolves a template as a conversation would, for a live preview.
+// It is a POST, so it needs the token: it reads files and runs git in the
+// directory the caller names.
+func (s *Server) render(w http.ResponseWriter, r *http.Request) {
+	var req RenderRequest
+	if !decodeBody(w, r, &req, renderExample) {
+		return
+	}
+	if req.Cwd != "" && !filepath.IsAbs(req.Cwd) {
+		writeError(w, http.StatusBadRequest, `"cwd" `+strconv.Quote(req.Cwd)+` is relative; send an absolute directory`)
+		return
+	}
+	var src string
+	if req.Template != nil {
+		src = *req.Template
+		if err := templates.Validate(src); err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+	} else {
+		g, err := s.cfg.Templates.Global(r.Context())
+		if err != nil {
+			s.serverError(w, "read the global template", err)
+			return
+		}
+		src = g.Text
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), template.DefaultResolveTimeout)
+	defer cancel()
+	prompt, used, _ := template.RenderWith(ctx, src, template.Env{Cwd: req.Cwd, Model: req.Model, ConversationID: req.ConversationID})
+	if used == nil {
+		used = template.Values{}
+	}
+	writeJSON(w, http.StatusOK, RenderResponse{Prompt: prompt, Variables: used})
+}
+
+// serverError answers 500 for a failure that is not the caller's, and logs
+// it.
+func (s *Server) serverError(w http.ResponseWriter, what string, err error) {
+	s.cfg.Logger.Error("http api: "+what, "err", err)
+	writeError(w, http.StatusInternalServerError, what+": "+err.Error()+"; check that NATS is reachable and try again")
+}
