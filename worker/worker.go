@@ -169,7 +169,22 @@ func (w *Worker) Run(ctx context.Context) error {
 			AckWait:       w.cfg.AckWait,
 			MaxDeliver:    w.cfg.MaxDeliver,
 			MaxAckPending: 1,
+			// The consumer's state lives in memory: acknowledged requests
+			// are deleted from the work queue anyway, so after a server
+			// restart the consumer simply delivers what is left, and
+			// every ack no longer rewrites a state file.
+			MemoryStorage: true,
 		})
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeConsumerCreate {
+			// An existing consumer whose settings cannot be changed in
+			// place (made by an older turnlog, e.g. with file-backed
+			// state): use it as it is rather than refuse to start.
+			if existing, cerr := js.Consumer(ctx, w.names.RequestsStream, ConsumerName(w.names, p)); cerr == nil {
+				w.log.Warn("using the existing consumer as it is", "partition", p, "err", err)
+				cons, err = existing, nil
+			}
+		}
 		if err != nil {
 			return fmt.Errorf("worker: consumer for partition %d: %w", p, err)
 		}

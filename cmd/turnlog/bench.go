@@ -14,8 +14,9 @@ func init() { commands = append(commands, newBenchCmd) }
 
 func newBenchCmd() *cobra.Command {
 	var (
-		asJSON bool
-		quick  bool
+		asJSON  bool
+		quick   bool
+		workers int
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -34,6 +35,24 @@ bytes_events_200, bytes_snapshots_200 (plus load_ms_100k_uncompacted and
 event_bytes).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			out := cmd.OutOrStdout()
+			if workers > 0 {
+				res, err := benchmark.RunWorkers(cmd.Context(), benchmark.WorkersConfig{Workers: workers, Progress: os.Stderr})
+				if err != nil {
+					return fmt.Errorf("bench: %w", err)
+				}
+				if asJSON {
+					enc := json.NewEncoder(out)
+					enc.SetIndent("", "  ")
+					return enc.Encode(res)
+				}
+				w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+				fmt.Fprintf(w, "requests, %d conversations x %d, %d workers\t%.0f requests/s\t\n", res.Conversations, res.Requests/res.Conversations, res.Workers, res.RequestsPerS)
+				fmt.Fprintf(w, "raw JetStream bound (%.1f messages/request)\t%.0f requests/s\t%.2f of the bound\n", res.MessagesPerRequest, res.RawBoundRequestsPerS, res.RatioToBound)
+				fmt.Fprintf(w, "latency, idle, send to completed\tp50 %.2f ms\tp99 %.2f ms\n", res.LatencyP50Ms, res.LatencyP99Ms)
+				fmt.Fprintf(w, "added over raw publishes\tp50 %.2f ms\tp99 %.2f ms\n", res.AddedP50Ms, res.AddedP99Ms)
+				return w.Flush()
+			}
 			cfg := benchmark.Config{Progress: os.Stderr}
 			if quick {
 				cfg.Publishes, cfg.Fold, cfg.LongConversation = 2000, 100_000, 10_000
@@ -42,7 +61,6 @@ event_bytes).`,
 			if err != nil {
 				return fmt.Errorf("bench: %w", err)
 			}
-			out := cmd.OutOrStdout()
 			if asJSON {
 				enc := json.NewEncoder(out)
 				enc.SetIndent("", "  ")
@@ -62,6 +80,7 @@ event_bytes).`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the figures as one JSON object")
+	cmd.Flags().IntVar(&workers, "workers", 0, "measure requests end to end with N workers (100 conversations, scripted engine) instead")
 	cmd.Flags().BoolVar(&quick, "quick", false, "a smaller run (10,000-event long conversation) for a fast check")
 	return cmd
 }

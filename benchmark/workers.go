@@ -1,0 +1,229 @@
+package benchmark
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/turnlog/turnlog/embedded"
+	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/profile"
+	"github.com/turnlog/turnlog/worker"
+)
+
+// WorkerResults are the end-to-end figures of `turnlog bench --workers`.
+type WorkerResults struct {
+	Workers       int `json:"workers"`
+	Conversations int `json:"conversations"`
+	Requests      int `json:"requests"`
+	// MessagesPerRequest is how many log messages (steps) a request wrote,
+	// plus the request message itself.
+	MessagesPerRequest float64 `json:"messages_per_request"`
+	RequestsPerS       float64 `json:"requests_per_s"`
+	// RawBoundRequestsPerS is what raw JetStream sync publishing of the
+	// same number of messages per request allows, with as many concurrent
+	// publishers as there are workers.
+	RawBoundRequestsPerS float64 `json:"raw_bound_requests_per_s"`
+	RatioToBound         float64 `json:"ratio_to_bound"`
+	// Latency of one request on an idle system, send to request.completed.
+	LatencyP50Ms float64 `json:"latency_p50_ms"`
+	LatencyP99Ms float64 `json:"latency_p99_ms"`
+	// AddedP99Ms is the p99 latency minus the time raw sync publishes of
+	// the request's messages take (their p50 each): turnlog's own cost.
+	AddedP50Ms float64 `json:"added_latency_p50_ms"`
+	AddedP99Ms float64 `json:"added_latency_p99_ms"`
+}
+
+// WorkersConfig sizes a workers run.
+type WorkersConfig struct {
+	Workers       int
+	Conversations int
+	PerConv       int
+	Progress      io.Writer
+}
+
+// RunWorkers measures requests per second end to end with the scripted
+// engine and the default profile, against the raw-publish bound.
+func RunWorkers(ctx context.Context, cfg WorkersConfig) (WorkerResults, error) {
+	if cfg.Workers == 0 {
+		cfg.Workers = 2
+	}
+	if cfg.Conversations == 0 {
+		cfg.Conversations = 100
+	}
+	if cfg.PerConv == 0 {
+		cfg.PerConv = 10
+	}
+	say := func(format string, args ...any) {
+		if cfg.Progress != nil {
+			fmt.Fprintf(cfg.Progress, format+"\n", args...)
+		}
+	}
+	res := WorkerResults{Workers: cfg.Workers, Conversations: cfg.Conversations, Requests: cfg.Conversations * cfg.PerConv}
+	dir, err := os.MkdirTemp("", "turnlog-bench-workers-")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(dir)
+	srv, err := embedded.Start(embedded.Config{DataDir: dir})
+	if err != nil {
+		return res, err
+	}
+	defer srv.Shutdown()
+	nc, err := srv.Connect()
+	if err != nil {
+		return res, err
+	}
+	defer nc.Close()
+	l, err := eventlog.Open(ctx, nc)
+	if err != nil {
+		return res, err
+	}
+	profiles, err := profile.Load("")
+	if err != nil {
+		return res, err
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	wctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { stop(); wg.Wait() }()
+	for i := 0; i < cfg.Workers; i++ {
+		wc, err := srv.Connect()
+		if err != nil {
+			return res, err
+		}
+		defer wc.Close()
+		wl, err := eventlog.Open(ctx, wc)
+		if err != nil {
+			return res, err
+		}
+		w, err := worker.New(worker.Config{Log: wl, Conn: wc, Profiles: profiles, Logger: quiet, Name: fmt.Sprintf("bench-%d", i)})
+		if err != nil {
+			return res, err
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = w.Run(wctx) }()
+	}
+
+	// Latency on an idle system, one request at a time.
+	say("latency: 200 sequential requests")
+	var lat []float64
+	for i := 0; i < 200; i++ {
+		conv := fmt.Sprintf("lat-%d", i%10)
+		last, err := l.LastSeq(ctx, conv)
+		if err != nil {
+			return res, err
+		}
+		start := time.Now()
+		req, err := worker.Send(ctx, l, worker.Request{Conversation: conv, Text: fmt.Sprintf("hello %d", i)})
+		if err != nil {
+			return res, err
+		}
+		if _, err := worker.Await(ctx, l, conv, req.RequestID, last, 0); err != nil {
+			return res, err
+		}
+		lat = append(lat, float64(time.Since(start).Microseconds())/1000)
+	}
+
+	// Throughput: every request sent at once, conversations in parallel.
+	say("throughput: %d conversations x %d requests, %d workers", cfg.Conversations, cfg.PerConv, cfg.Workers)
+	before, err := streamMsgs(ctx, l)
+	if err != nil {
+		return res, err
+	}
+	last := make([]string, cfg.Conversations)
+	start := time.Now()
+	for r := 0; r < cfg.PerConv; r++ {
+		for c := 0; c < cfg.Conversations; c++ {
+			req := worker.Request{Conversation: fmt.Sprintf("tp-%d", c), RequestID: ulid.Make().String(), Text: fmt.Sprintf("message %d", r)}
+			if _, err := worker.Send(ctx, l, req); err != nil {
+				return res, err
+			}
+			last[c] = req.RequestID
+		}
+	}
+	for c := 0; c < cfg.Conversations; c++ {
+		conv := fmt.Sprintf("tp-%d", c)
+		for {
+			tail, err := l.Last(ctx, conv)
+			if err != nil {
+				return res, err
+			}
+			if tail.Cause == last[c] && tail.Closed() {
+				break
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	took := time.Since(start)
+	after, err := streamMsgs(ctx, l)
+	if err != nil {
+		return res, err
+	}
+	res.RequestsPerS = float64(res.Requests) / took.Seconds()
+	res.MessagesPerRequest = float64(after-before)/float64(res.Requests) + 1
+
+	// The bound: raw sync publishes with as many publishers as workers.
+	say("bound: raw sync publishes from %d publishers", cfg.Workers)
+	sample := make([]byte, 300)
+	n := 4000
+	var pubLat []float64
+	var mu sync.Mutex
+	var pw sync.WaitGroup
+	js := l.JetStream()
+	pstart := time.Now()
+	for p := 0; p < cfg.Workers; p++ {
+		pw.Add(1)
+		go func(p int) {
+			defer pw.Done()
+			var mine []float64
+			for i := 0; i < n; i++ {
+				t := time.Now()
+				if _, err := js.Publish(ctx, l.Names().EventsSubject(fmt.Sprintf("raw-%d", p)), sample); err != nil {
+					return
+				}
+				mine = append(mine, float64(time.Since(t).Microseconds())/1000)
+			}
+			mu.Lock()
+			pubLat = append(pubLat, mine...)
+			mu.Unlock()
+		}(p)
+	}
+	pw.Wait()
+	rawPerS := float64(n*cfg.Workers) / time.Since(pstart).Seconds()
+	res.RawBoundRequestsPerS = rawPerS / res.MessagesPerRequest
+	res.RatioToBound = res.RequestsPerS / res.RawBoundRequestsPerS
+
+	res.LatencyP50Ms, res.LatencyP99Ms = percentile(lat, 50), percentile(lat, 99)
+	rawReq := percentile(pubLat, 50) * res.MessagesPerRequest
+	res.AddedP50Ms, res.AddedP99Ms = res.LatencyP50Ms-rawReq, res.LatencyP99Ms-rawReq
+	return res, nil
+}
+
+func streamMsgs(ctx context.Context, l *eventlog.Log) (uint64, error) {
+	s, err := l.JetStream().Stream(ctx, l.Names().EventsStream)
+	if err != nil {
+		return 0, err
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return info.State.Msgs, nil
+}
+
+func percentile(xs []float64, p int) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	slices.Sort(s)
+	i := (len(s) - 1) * p / 100
+	return s[i]
+}
