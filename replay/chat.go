@@ -248,6 +248,9 @@ func ParseChat(data []byte) (*Chat, error) {
 		if k == "" {
 			return nil, errors.New("metadata has an empty key")
 		}
+		if string(bytes.TrimSpace(v)) == "null" {
+			continue
+		}
 		var s string
 		if err := json.Unmarshal(v, &s); err == nil {
 			c.Metadata[k] = s
@@ -257,9 +260,6 @@ func ParseChat(data []byte) (*Chat, error) {
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, v); err != nil {
 			return nil, fmt.Errorf("metadata %q: %v", k, err)
-		}
-		if buf.String() == "null" {
-			continue
 		}
 		c.Metadata[k] = buf.String()
 	}

@@ -120,7 +120,7 @@ func copyConversation(tb testing.TB, l *eventlog.Log, from, to string, alter fun
 			cur = r.Seq
 		}
 		r.Conversation = to
-		r.Cause = "copy-" + r.Cause // causes are unique across conversations
+		r.Cause = to + "-" + r.Cause // causes are unique across conversations
 		alter(&r)
 		msg = append(msg, r.Event)
 	}
