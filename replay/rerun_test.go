@@ -109,8 +109,10 @@ func TestRerunReportsTheFirstDifference(t *testing.T) {
 			},
 		},
 		{
-			name:       "the system prompt middleware removed",
-			profile:    with(func(q *profile.Profile) { q.Middlewares = slices.DeleteFunc(q.Middlewares, func(m string) bool { return m == "template" }) }),
+			name: "the system prompt middleware removed",
+			profile: with(func(q *profile.Profile) {
+				q.Middlewares = slices.DeleteFunc(q.Middlewares, func(m string) bool { return m == "template" })
+			}),
 			wantN:      func() int { return firstPrompt.Pos },
 			wantReason: "the log has systemprompt.set, the re-run",
 		},
