@@ -37,8 +37,10 @@ const DefaultMaxTextBytes = 64 << 10
 // a derived ID when it had none) and, separately, why it cannot be served:
 // such a request still ends as request.failed in its conversation, under
 // its ID, so the sender learns why.
-func parseRequest(data []byte, conversation string, seq uint64, at time.Time, maxText int) (Request, string) {
-	var r Request
+func parseRequest(data []byte, conversation string, seq uint64, at time.Time, maxText int) (r Request, problem string) {
+	// Whatever the body says, the request belongs to the subject's
+	// conversation: that is where its failure is recorded.
+	defer func() { r.Conversation = conversation }()
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(&r)
@@ -68,7 +70,6 @@ func parseRequest(data []byte, conversation string, seq uint64, at time.Time, ma
 			return r, fmt.Sprintf("data key %q: keys must be 1 to 256 bytes and values at most %d bytes", truncate(k, 40), maxText)
 		}
 	}
-	r.Conversation = conversation
 	return r, ""
 }
 
