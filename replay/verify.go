@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"runtime"
+	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
@@ -70,28 +74,57 @@ type Mismatch struct {
 // Verify re-projects every recorded model input of a conversation and
 // compares it with what inference.started recorded: projector.Hash of the
 // Turn (input_hash), the active system prompt's ID and text hash, and the
-// number of blocks. It folds the log once, hashing at each inference, so
-// its cost is one fold plus one hash per model call. An event that cannot
-// be folded, or a message that cannot be decoded, is reported as a
-// mismatch and ends the check; other errors (the log cannot be read) are
-// returned.
+// number of blocks. It folds the log once; at each inference it hands a
+// shallow copy of the Turn to a pool of hashers (one per CPU), so hashing
+// overlaps with reading and folding. An event that cannot be folded, or a
+// message that cannot be decoded, is reported as a mismatch and ends the
+// check; other errors (the log cannot be read) are returned. Mismatches
+// come in log order.
 func Verify(ctx context.Context, src Source, conversation string, opts ...Option) (*Verification, error) {
 	o := collect(opts)
 	v := &Verification{Conversation: conversation, Mismatches: []Mismatch{}}
+	jobs := make(chan checkJob, 64)
+	found := make(chan []Mismatch, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var out []Mismatch
+			for j := range jobs {
+				out = append(out, j.check()...)
+			}
+			found <- out
+		}()
+	}
 	last := 0
+	var stop []Mismatch
 	_, n, err := read(ctx, src, conversation, o, func(w *walker, r *eventlog.Record) error {
 		last = r.Pos
 		if p, ok := r.Payload.(events.InferenceStarted); ok {
 			v.Inferences++
-			v.check(w.turn, r, p)
+			jobs <- checkJob{turn: shallow(w.turn), pos: r.Pos, seq: r.Seq, index: v.Inferences, p: p}
 		}
 		if err := w.apply(r); err != nil {
-			v.Mismatches = append(v.Mismatches, Mismatch{N: r.Pos, Seq: r.Seq, Field: FieldEvent,
-				Recorded: string(r.Type), Message: err.Error()})
+			stop = append(stop, Mismatch{N: r.Pos, Seq: r.Seq, Field: FieldEvent, Recorded: string(r.Type), Message: err.Error()})
 			return errStop
 		}
 		return nil
 	})
+	close(jobs)
+	wg.Wait()
+	close(found)
+	for ms := range found {
+		v.Mismatches = append(v.Mismatches, ms...)
+	}
+	// Log order; within an event, the order check lists fields in.
+	slices.SortStableFunc(v.Mismatches, func(a, b Mismatch) int {
+		if a.N != b.N {
+			return a.N - b.N
+		}
+		return slices.Index(fieldOrder, a.Field) - slices.Index(fieldOrder, b.Field)
+	})
+	v.Mismatches = append(v.Mismatches, stop...)
 	v.Events = max(n, last)
 	switch {
 	case errors.Is(err, errStop):
@@ -103,16 +136,39 @@ func Verify(ctx context.Context, src Source, conversation string, opts ...Option
 	return v, nil
 }
 
+// fieldOrder is the order check reports the fields of one inference in.
+var fieldOrder = []string{FieldInputHash, FieldBlocks, FieldSystemPromptID, FieldSystemPromptHash}
+
+// shallow copies what a hasher reads of a Turn while the fold goes on:
+// the block list (blocks are values; their strings are immutable and the
+// fold replaces a block's Meta map rather than changing it) and the data
+// (which the fold changes in place).
+func shallow(t *projector.Turn) *projector.Turn {
+	return &projector.Turn{Blocks: slices.Clone(t.Blocks), Data: maps.Clone(t.Data)}
+}
+
+// checkJob is one inference.started to check against the Turn it was
+// recorded on.
+type checkJob struct {
+	turn  *projector.Turn
+	pos   int
+	seq   uint64
+	index int
+	p     events.InferenceStarted
+}
+
 // errStop ends a read early without being an error of the read.
 var errStop = errors.New("stop")
 
-// check compares one inference.started with the Turn it was recorded on.
-func (v *Verification) check(t *projector.Turn, r *eventlog.Record, p events.InferenceStarted) {
+// check compares the inference.started with the Turn it was recorded on.
+func (j checkJob) check() []Mismatch {
+	var out []Mismatch
+	t, p := j.turn, j.p
 	add := func(field, recorded, computed, msg string) {
-		v.Mismatches = append(v.Mismatches, Mismatch{N: r.Pos, Seq: r.Seq, Inference: v.Inferences, InferenceID: p.InferenceID,
+		out = append(out, Mismatch{N: j.pos, Seq: j.seq, Inference: j.index, InferenceID: p.InferenceID,
 			Field: field, Recorded: recorded, Computed: computed, Message: msg})
 	}
-	where := fmt.Sprintf("model call #%d (event %d, seq %d)", v.Inferences, r.Pos, r.Seq)
+	where := fmt.Sprintf("model call #%d (event %d, seq %d)", j.index, j.pos, j.seq)
 	if h := projector.Hash(t); h != p.InputHash {
 		add(FieldInputHash, p.InputHash, h, where+": recorded input hash "+short(p.InputHash)+
 			", but the log re-projects to "+short(h)+": the model's input is not what the log says")
@@ -133,4 +189,5 @@ func (v *Verification) check(t *projector.Turn, r *eventlog.Record, p events.Inf
 		add(FieldSystemPromptHash, p.SystemPromptHash, hash, where+": recorded system prompt hash "+short(p.SystemPromptHash)+
 			", the log re-projects to "+short(hash))
 	}
+	return out
 }
