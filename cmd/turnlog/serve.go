@@ -6,12 +6,14 @@ import (
 
 	"fmt"
 	"github.com/nats-io/nats.go"
+	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/turnlog/turnlog/embedded"
 	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/httpapi"
 )
 
 func init() { commands = append(commands, newServeCmd) }
@@ -24,6 +26,8 @@ func newServeCmd() *cobra.Command {
 		prefix  string
 		workers int
 		wf      workerFlags
+		httpAt  string
+		token   string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -68,6 +72,22 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "turnlog: NATS with JetStream listening on %s (data in %s, sync %s)\n", srv.ClientURL(), data, syncName(sync))
+			if httpAt != "" {
+				l, err := eventlog.Open(ctx, nc, eventlog.WithPrefix(prefix))
+				if err != nil {
+					return err
+				}
+				api, err := httpapi.New(httpapi.Config{Log: l, Token: token, Logger: logger})
+				if err != nil {
+					return err
+				}
+				running, err := httpapi.Start(ctx, httpAt, api, logger)
+				if err != nil {
+					return err
+				}
+				defer running.Close()
+				fmt.Fprintf(out, "turnlog: HTTP API and web console on %s\n", running.URL())
+			}
 			done := make(chan error, 1)
 			go func() {
 				done <- runWorkers(ctx, &wf, workers, func() (*nats.Conn, error) { return srv.Connect() }, logOpts, logger)
@@ -85,6 +105,8 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 	fs.StringVar(&data, "data", envOr("TURNLOG_DATA", "./.turnlog"), "data directory for the JetStream store (env TURNLOG_DATA)")
 	fs.StringVar(&listen, "listen", envOr("TURNLOG_LISTEN", "127.0.0.1:4222"), "HOST:PORT for NATS clients (env TURNLOG_LISTEN)")
 	fs.StringVar(&sync, "sync", envOr("TURNLOG_SYNC", embedded.SyncInterval), "fsync policy: interval or always (env TURNLOG_SYNC)")
+	fs.StringVar(&httpAt, "http", envOr("TURNLOG_HTTP", "127.0.0.1:8080"), "HOST:PORT of the HTTP API and web console ('' turns it off; env TURNLOG_HTTP)")
+	fs.StringVar(&token, "token", os.Getenv("TURNLOG_TOKEN"), "bearer token required for writes to the HTTP API (env TURNLOG_TOKEN; keep a token-less server on localhost)")
 	fs.IntVar(&workers, "workers", 2, "workers to run in this process (0: none, NATS only)")
 	wf.register(fs, "")
 	fs.StringVar(&prefix, "prefix", envOr("TURNLOG_PREFIX", eventlog.DefaultPrefix), "subject prefix and stream name stem (env TURNLOG_PREFIX)")
