@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/projector"
@@ -357,13 +358,18 @@ func parseContent(raw json.RawMessage) (text string, isNull bool, err error) {
 	return b.String(), false, nil
 }
 
-// Blocks returns the Turn blocks the chat's messages become, with IDs
-// derived from the message positions ("m3", "m3-reasoning", "m3-call-0"),
-// so the same file always gives the same blocks.
-func (c *Chat) Blocks() []events.Block {
+// Blocks returns the Turn blocks an import makes of the chat's messages,
+// with IDs derived from the message positions ("m3", "m3-reasoning",
+// "m3-call-0"), so the same file always gives the same blocks, and the
+// file's model as MetaModel on the blocks of assistant messages.
+func (c *Chat) Blocks() []events.Block { return c.blocks(true) }
+
+// blocks is Blocks, with the model recorded on assistant blocks (MetaModel)
+// when withModel is set.
+func (c *Chat) blocks(withModel bool) []events.Block {
 	var out []events.Block
 	var modelMeta map[string]string
-	if c.Model != "" {
+	if withModel && c.Model != "" {
 		modelMeta = map[string]string{MetaModel: c.Model}
 	}
 	for i, m := range c.Messages {
@@ -395,11 +401,11 @@ func (c *Chat) Blocks() []events.Block {
 	return out
 }
 
-// Turn returns the Turn the chat's messages make (for diff-turns on a chat
-// file).
+// Turn returns the Turn the chat's messages make, for diff-turns on a chat
+// file: Blocks without the model metadata, and the metadata as data.
 func (c *Chat) Turn() *projector.Turn {
 	t := projector.New(c.ID)
-	t.Blocks = c.Blocks()
+	t.Blocks = c.blocks(false)
 	if len(c.Metadata) > 0 {
 		t.Data = cloneMeta(c.Metadata)
 	}
@@ -569,8 +575,14 @@ func Import(ctx context.Context, store ImportStore, plans []*ImportPlan) ([]Impo
 			continue
 		}
 		if _, err := store.Append(ctx, p.Conversation, 0, p.Events...); err != nil {
-			if errors.Is(err, eventlog.ErrConflict) {
+			switch {
+			case errors.Is(err, eventlog.ErrConflict):
 				err = fmt.Errorf("%w: another writer created %s meanwhile", ErrExists, p.Conversation)
+			case errors.Is(err, jetstream.ErrMsgNotFound):
+				// JetStream still remembers the step's message ID from an
+				// import that was erased since, and drops the new message
+				// as a duplicate of one that is gone.
+				return results[:i], fmt.Errorf("import %s: this content was imported into %s and erased less than the stream's duplicate window ago (2 minutes by default); nothing was stored: run the import again after the window", p.Path, p.Conversation)
 			}
 			return results[:i], fmt.Errorf("import %s: %w (the files before it are imported; run the import again to finish: they are left unchanged)", p.Path, err)
 		}
