@@ -34,6 +34,7 @@ import (
 
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/templates"
+	"github.com/turnlog/turnlog/webconsole"
 )
 
 // DefaultMaxBodyBytes bounds a request body unless Config says otherwise.
@@ -98,6 +99,9 @@ func New(cfg Config) (*Server, error) {
 // and one line here.
 func (s *Server) routes() {
 	s.systemPromptRoutes()
+	s.conversationRoutes()
+	s.chatRoutes()
+	webconsole.Register(s.mux, webconsole.Options{TokenRequired: s.cfg.Token != ""})
 }
 
 // Handle registers h for pattern (http.ServeMux syntax, e.g. "GET

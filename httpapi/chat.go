@@ -1,0 +1,223 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/oklog/ulid/v2"
+	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/worker"
+)
+
+// MessageRequest is the body of POST /conversations/{id}/messages: a chat
+// request, as worker.Request without the conversation (the path names it).
+type MessageRequest struct {
+	Text string `json:"text"`
+	// RequestID, when set, must be a ULID; a re-send with the same ID
+	// within the duplicate window is stored once. Empty: a fresh one.
+	RequestID string            `json:"request_id,omitempty"`
+	Profile   string            `json:"profile,omitempty"`
+	Model     string            `json:"model,omitempty"`
+	Data      map[string]string `json:"data,omitempty"`
+}
+
+// MessageResponse is the answer of POST /conversations/{id}/messages. The
+// request is queued, not answered: follow GET /conversations/{id}/stream
+// until the event request.completed (or request.failed) whose cause is
+// RequestID.
+type MessageResponse struct {
+	RequestID    string `json:"request_id"`
+	Conversation string `json:"conversation"`
+}
+
+// StreamReady is the data of a stream's first event ("ready"): from here
+// on nothing is missed. Seq and Events locate the conversation's last
+// message and event when the stream started (0 for a new conversation);
+// the first "event" has n = Events + 1.
+type StreamReady struct {
+	Conversation string `json:"conversation"`
+	Seq          uint64 `json:"seq"`
+	Events       int    `json:"events"`
+}
+
+// StreamEvent is the data of a stream's "event" events: one event the log
+// stored, with its position.
+type StreamEvent struct {
+	// N is the event's position in the conversation (the n of
+	// <conversation>@<n>) and Seq the stream sequence of its message.
+	N       int            `json:"n"`
+	Seq     uint64         `json:"seq"`
+	Time    time.Time      `json:"time"`
+	Type    events.Type    `json:"type"`
+	Actor   string         `json:"actor"`
+	Cause   string         `json:"cause"`
+	Step    int            `json:"step"`
+	Payload events.Payload `json:"payload"`
+}
+
+const (
+	messageExample = `{"text": "hello"}`
+	// streamKeepAlive is how often an idle stream sends a comment, so
+	// proxies keep it open and a gone client is noticed.
+	streamKeepAlive = 15 * time.Second
+	// deltaBuffer is how many deltas may wait for a slow client before
+	// NATS drops some (a delta is a preview; the log has the text).
+	deltaBuffer = 4096
+)
+
+func (s *Server) chatRoutes() {
+	s.mux.HandleFunc("POST /conversations/{id}/messages", s.postMessage)
+	s.mux.HandleFunc("GET /conversations/{id}/stream", s.stream)
+}
+
+// postMessage queues a chat request for the workers (worker.Send) and
+// answers 202 with its ID.
+func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
+	id, ok := conversationID(w, r)
+	if !ok {
+		return
+	}
+	var body MessageRequest
+	if !decodeBody(w, r, &body, messageExample) {
+		return
+	}
+	switch {
+	case body.Text == "":
+		writeError(w, http.StatusBadRequest, `"text" is empty; send the message, like `+messageExample)
+		return
+	case len(body.Text) > worker.DefaultMaxTextBytes:
+		writeError(w, http.StatusBadRequest, fmt.Sprintf(`"text" is %d bytes; the limit is %d: send less`, len(body.Text), worker.DefaultMaxTextBytes))
+		return
+	}
+	if body.RequestID != "" {
+		if _, err := ulid.ParseStrict(body.RequestID); err != nil {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf(`"request_id" %q is not a ULID (26 characters of Crockford base32); omit it to have one generated`, body.RequestID))
+			return
+		}
+	}
+	req, err := worker.Send(r.Context(), s.cfg.Log, worker.Request{Conversation: id, RequestID: body.RequestID,
+		Text: body.Text, Profile: body.Profile, Model: body.Model, Data: body.Data})
+	if err != nil {
+		s.serverError(w, "send the chat request", err)
+		return
+	}
+	s.cfg.Logger.Info("chat request sent", "conversation", id, "request", req.RequestID, "bytes", len(body.Text), "remote", r.RemoteAddr)
+	writeJSON(w, http.StatusAccepted, MessageResponse{RequestID: req.RequestID, Conversation: id})
+}
+
+// stream answers GET /conversations/{id}/stream with Server-Sent Events:
+// "ready" once it listens, then "delta" (worker.Delta JSON, from the
+// conversation's delta subject: the answer as the model writes it) and
+// "event" (StreamEvent, every event the log stores from then on, in
+// order) until the client goes away. A failure ends the stream with an
+// "error" event ({"error": "..."}).
+func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
+	id, ok := conversationID(w, r)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	// Subscribe to deltas first, then fix the point to follow the log
+	// from: a request sent after "ready" is seen whole.
+	deltas := make(chan *nats.Msg, deltaBuffer)
+	nc := s.cfg.Log.JetStream().Conn()
+	sub, err := nc.ChanSubscribe(s.cfg.Log.Names().DeltaSubject(id), deltas)
+	if err != nil {
+		s.serverError(w, "subscribe to the deltas of "+id, err)
+		return
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := nc.FlushWithContext(ctx); err != nil {
+		s.serverError(w, "subscribe to the deltas of "+id, err)
+		return
+	}
+	turn, err := s.cfg.Log.Load(ctx, id)
+	if err != nil {
+		s.readError(w, id, "load "+id, err)
+		return
+	}
+	type watched struct {
+		rec eventlog.Record
+		err error
+	}
+	recs := make(chan watched)
+	go func() {
+		for rec, err := range s.cfg.Log.Watch(ctx, id, turn.Seq, turn.Events) {
+			select {
+			case recs <- watched{rec, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("X-Accel-Buffering", "no") // proxies must not hold events back
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	send := func(event string, v any) bool {
+		data, err := json.Marshal(v)
+		if err != nil {
+			data, _ = json.Marshal(errorBody{Error: err.Error()})
+			event = "error"
+		}
+		return writeEvent(w, rc, event, data) == nil
+	}
+	if !send("ready", StreamReady{Conversation: id, Seq: turn.Seq, Events: turn.Events}) {
+		return
+	}
+	keepAlive := time.NewTicker(streamKeepAlive)
+	defer keepAlive.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m := <-deltas:
+			// Compacted, valid JSON has no line break, which would end
+			// the event early; anything else is not a worker.Delta.
+			var data bytes.Buffer
+			if json.Compact(&data, m.Data) != nil {
+				continue
+			}
+			if writeEvent(w, rc, "delta", data.Bytes()) != nil {
+				return
+			}
+		case wr := <-recs:
+			if wr.err != nil {
+				s.cfg.Logger.Warn("http api: stream ended", "conversation", id, "err", wr.err)
+				send("error", errorBody{Error: wr.err.Error() + "; reconnect to follow the conversation again"})
+				return
+			}
+			rec := wr.rec
+			if !send("event", StreamEvent{N: rec.Pos, Seq: rec.Seq, Time: rec.Time, Type: rec.Type, Actor: rec.Actor,
+				Cause: rec.Cause, Step: rec.Step, Payload: rec.Payload}) {
+				return
+			}
+		case <-keepAlive.C:
+			if _, err := w.Write([]byte(": keep-alive\n\n")); err != nil || rc.Flush() != nil {
+				return
+			}
+		}
+	}
+}
+
+// writeEvent writes one Server-Sent Event and flushes it. data must be
+// compact JSON: it has no line break, so it is one data line.
+func writeEvent(w http.ResponseWriter, rc *http.ResponseController, event string, data []byte) error {
+	if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, data); err != nil {
+		return err
+	}
+	return rc.Flush()
+}
+

@@ -1,0 +1,249 @@
+package httpapi
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projector"
+	"github.com/turnlog/turnlog/replay"
+)
+
+// ConversationInfo is one conversation in GET /conversations.
+type ConversationInfo struct {
+	ID string `json:"id"`
+	// Messages counts the conversation's stored steps (messages, not
+	// events: one step may carry several events).
+	Messages uint64 `json:"messages"`
+	// UpdatedAt is when its last event was created.
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// ConversationsBody is the answer of GET /conversations: the conversations
+// whose ID contains the query, newest first.
+type ConversationsBody struct {
+	Conversations []ConversationInfo `json:"conversations"`
+	// Total counts every match; Conversations holds at most limit of them.
+	Total int `json:"total"`
+}
+
+const (
+	// defaultListLimit and maxListLimit bound GET /conversations: the
+	// list costs one direct get per matching conversation (for its last
+	// message's time), and a page cannot show a million rows anyway.
+	defaultListLimit = 500
+	maxListLimit     = 10000
+	// lastGets is how many of those direct gets run at once.
+	lastGets = 16
+)
+
+func (s *Server) conversationRoutes() {
+	s.mux.HandleFunc("GET /conversations", s.listConversations)
+	s.mux.HandleFunc("GET /conversations/{id}/timeline", s.timeline)
+	s.mux.HandleFunc("GET /conversations/{id}/turn", s.turn)
+	s.mux.HandleFunc("GET /diff", s.diff)
+}
+
+// listConversations answers GET /conversations?q=<substring>&limit=<n>.
+// The query matches IDs as a case-insensitive substring.
+func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) {
+	q := strings.ToLower(r.URL.Query().Get("q"))
+	limit := defaultListLimit
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxListLimit {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("limit %q: use a number from 1 to %d", v, maxListLimit))
+			return
+		}
+		limit = n
+	}
+	all, err := s.cfg.Log.Conversations(r.Context())
+	if err != nil {
+		s.serverError(w, "list conversations", err)
+		return
+	}
+	matches := make([]ConversationInfo, 0, len(all))
+	for _, c := range all {
+		if strings.Contains(strings.ToLower(c.ID), q) {
+			matches = append(matches, ConversationInfo{ID: c.ID, Messages: c.Messages})
+		}
+	}
+	if err := s.lastTimes(r.Context(), matches); err != nil {
+		s.serverError(w, "read the conversations' last messages", err)
+		return
+	}
+	// A conversation erased since the listing has no last message: drop it.
+	matches = slices.DeleteFunc(matches, func(c ConversationInfo) bool { return c.UpdatedAt.IsZero() })
+	slices.SortFunc(matches, func(a, b ConversationInfo) int {
+		return cmp.Or(b.UpdatedAt.Compare(a.UpdatedAt), strings.Compare(a.ID, b.ID))
+	})
+	body := ConversationsBody{Conversations: matches, Total: len(matches)}
+	if len(matches) > limit {
+		body.Conversations = matches[:limit]
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+// lastTimes sets each conversation's UpdatedAt from its last message (one
+// direct get each, lastGets at a time); a conversation with no message
+// left keeps the zero time.
+func (s *Server) lastTimes(ctx context.Context, cs []ConversationInfo) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	sem := make(chan struct{}, lastGets)
+	for i := range cs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			tail, err := s.cfg.Log.Last(ctx, cs[i].ID)
+			if err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+					cancel()
+				}
+				mu.Unlock()
+				return
+			}
+			if n := len(tail.Events); n > 0 {
+				cs[i].UpdatedAt = tail.Events[n-1].Time
+			}
+		})
+	}
+	wg.Wait()
+	return first
+}
+
+// conversationID reads and checks the {id} of the route; on failure it has
+// answered 400.
+func conversationID(w http.ResponseWriter, r *http.Request) (string, bool) {
+	id := r.PathValue("id")
+	if err := events.ValidateConversationID(id); err != nil {
+		writeError(w, http.StatusBadRequest, "conversation ID: "+err.Error())
+		return "", false
+	}
+	return id, true
+}
+
+// timeline answers GET /conversations/{id}/timeline with replay.Timeline:
+// one entry per event, and at every model call the input Turn and the
+// active system prompt, all re-projected from the log.
+func (s *Server) timeline(w http.ResponseWriter, r *http.Request) {
+	id, ok := conversationID(w, r)
+	if !ok {
+		return
+	}
+	h, err := replay.Timeline(r.Context(), s.cfg.Log, id)
+	if err != nil {
+		s.readError(w, id, "replay "+id, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, h)
+}
+
+// turn answers GET /conversations/{id}/turn[?at=<n>] with the Turn after
+// the n-th event (the latest without at), in the JSON form diff-turns
+// reads as a file.
+func (s *Server) turn(w http.ResponseWriter, r *http.Request) {
+	id, ok := conversationID(w, r)
+	if !ok {
+		return
+	}
+	n := -1
+	if v := r.URL.Query().Get("at"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 0 {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("at %q: use an event position, 0, 1, 2, ... (0 is the empty Turn; the timeline's n)", v))
+			return
+		}
+	}
+	t, err := s.loadTurn(r.Context(), id, n)
+	if err != nil {
+		s.readError(w, id, "load "+id, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, t)
+}
+
+// loadTurn loads <id>@<n>, or the latest Turn when n < 0, which must have
+// events.
+func (s *Server) loadTurn(ctx context.Context, id string, n int) (*projector.Turn, error) {
+	if n >= 0 {
+		return s.cfg.Log.LoadAt(ctx, id, n)
+	}
+	t, err := s.cfg.Log.Load(ctx, id)
+	if err == nil && t.Events == 0 {
+		err = fmt.Errorf("load %s: %w", id, replay.ErrNoEvents)
+	}
+	return t, err
+}
+
+// diff answers GET /diff?a=<conversation>[@<n>]&b=<conversation>[@<n>] with
+// the replay.Result that `turnlog diff-turns A B -o json` prints.
+func (s *Server) diff(w http.ResponseWriter, r *http.Request) {
+	var turns [2]*projector.Turn
+	for i, key := range []string{"a", "b"} {
+		v := r.URL.Query().Get(key)
+		id, n, err := parsePoint(v)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("%s: %v", key, err))
+			return
+		}
+		if turns[i], err = s.loadTurn(r.Context(), id, n); err != nil {
+			s.readError(w, id, key+": load "+v, err)
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, replay.Diff(turns[0], turns[1]))
+}
+
+const pointExample = "/diff?a=conv-1@4&b=conv-1@9"
+
+// parsePoint reads <conversation>@<n> (n < 0 when there is no @n: the
+// latest Turn), as diff-turns names points.
+func parsePoint(v string) (string, int, error) {
+	if v == "" {
+		return "", 0, errors.New("missing; name two points like " + pointExample + " (@n is the Turn after event n; without it, the latest Turn)")
+	}
+	id, n := v, -1
+	if i := strings.LastIndexByte(v, '@'); i >= 0 {
+		id = v[:i]
+		var err error
+		if n, err = strconv.Atoi(v[i+1:]); err != nil || n < 0 {
+			return "", 0, fmt.Errorf("%q: after '@' comes an event position (0, 1, 2, ...), as in %s", v, pointExample)
+		}
+	}
+	if err := events.ValidateConversationID(id); err != nil {
+		return "", 0, fmt.Errorf("conversation ID: %w", err)
+	}
+	return id, n, nil
+}
+
+// readError answers a failed read of conversation id: 404 when it has no
+// events or fewer than asked for, else 500.
+func (s *Server) readError(w http.ResponseWriter, id, what string, err error) {
+	switch {
+	case errors.Is(err, replay.ErrNoEvents):
+		writeError(w, http.StatusNotFound, fmt.Sprintf("conversation %q has no events; check the ID (GET /conversations lists them)", id))
+	case errors.Is(err, eventlog.ErrNotFound):
+		writeError(w, http.StatusNotFound, err.Error()+"; pick a position from the timeline (GET /conversations/"+id+"/timeline)")
+	case errors.Is(err, events.ErrInvalidConversationID):
+		writeError(w, http.StatusBadRequest, err.Error())
+	default:
+		s.serverError(w, what, err)
+	}
+}

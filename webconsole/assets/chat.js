@@ -1,0 +1,197 @@
+// Chat: POST /conversations/{id}/messages sends, GET .../stream (Server-Sent
+// Events) shows the answer as the model writes it ("delta") and the log's
+// events ("event") until request.completed or request.failed.
+
+import { get, write, enc, ApiError } from './api.js';
+import { h, showError, blockText } from './dom.js';
+
+const $ = (id) => document.getElementById(id);
+
+let conv = '';
+const requests = new Map(); // request ID -> bubble state
+const early = new Map(); // request ID -> [[what, data]] seen before the POST answered
+
+export function initChat() {
+  conv = document.body.dataset.conversation;
+  if (!conv) {
+    const input = $('pick-chat-id');
+    input.value = 'chat-' + Date.now().toString(36);
+    $('pick-chat-form').addEventListener('submit', (e) => {
+      e.preventDefault();
+      location.href = '/ui/chat/' + enc(input.value.trim());
+    });
+    return;
+  }
+  loadTranscript();
+  connect();
+  $('chat-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    send();
+  });
+  $('chat-input').addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
+      e.preventDefault();
+      send();
+    }
+  });
+}
+
+async function loadTranscript() {
+  const tr = $('transcript');
+  try {
+    const turn = await get(`/conversations/${enc(conv)}/turn`);
+    const old = (turn.blocks || []).map(blockBubble).filter(Boolean);
+    tr.prepend(...old);
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 404) {
+      tr.prepend(h('p', { class: 'muted' }, 'A new conversation: its first message creates it.'));
+    } else {
+      showError($('chat-error'), 'Could not load the conversation: ' + e.message);
+    }
+  }
+}
+
+function blockBubble(b) {
+  switch (b.kind) {
+    case 'system':
+      return h('details', { class: 'bubble system' }, h('summary', null, 'System prompt'), h('pre', null, b.text));
+    case 'user':
+      return h('div', { class: 'bubble user' }, h('pre', null, b.text));
+    case 'llm_text':
+      return h('div', { class: 'bubble assistant done' }, h('pre', { class: 'answer' }, b.text));
+    case 'reasoning':
+      return h('details', { class: 'bubble reasoning' }, h('summary', null, 'Reasoning'), h('pre', null, blockText(b)));
+    case 'tool_call':
+    case 'tool_result':
+      return h('div', { class: `bubble tool` }, h('code', null, (b.kind === 'tool_call' ? 'tool call ' : 'tool result ') + blockText(b)));
+    default:
+      return null;
+  }
+}
+
+function connect() {
+  const state = $('stream-state');
+  const es = new EventSource(`/conversations/${enc(conv)}/stream`);
+  es.addEventListener('ready', () => {
+    // From here on nothing is missed: sending is safe.
+    state.textContent = 'live';
+    state.dataset.state = 'ready';
+    $('chat-send').disabled = false;
+  });
+  es.addEventListener('delta', (m) => route(JSON.parse(m.data), 'delta'));
+  es.addEventListener('event', (m) => route(JSON.parse(m.data), 'event'));
+  es.addEventListener('end', (m) => {
+    state.textContent = 'stream ended: ' + JSON.parse(m.data).error;
+    state.dataset.state = 'ended';
+  });
+  es.onerror = () => {
+    state.textContent = 'reconnecting…';
+    state.dataset.state = 'connecting';
+    $('chat-send').disabled = true;
+  };
+}
+
+/** Sends a delta or event to its request's bubble, or keeps it for later. */
+function route(data, what) {
+  const id = what === 'delta' ? data.request_id : data.cause;
+  const r = requests.get(id);
+  if (r) {
+    apply(r, what, data);
+    return;
+  }
+  if (!early.has(id)) early.set(id, []);
+  early.get(id).push([what, data]);
+}
+
+async function send() {
+  const input = $('chat-input');
+  const text = input.value.trim();
+  if (!text || $('chat-send').disabled) return;
+  showError($('chat-error'), '');
+  const body = { text };
+  const cwd = $('chat-cwd').value.trim();
+  const profile = $('chat-profile').value.trim();
+  const model = $('chat-model').value.trim();
+  if (cwd) body.data = { cwd };
+  if (profile) body.profile = profile;
+  if (model) body.model = model;
+  $('chat-send').disabled = true;
+  try {
+    const res = await write('POST', `/conversations/${enc(conv)}/messages`, body);
+    input.value = '';
+    const r = newBubble(res.request_id, text);
+    requests.set(res.request_id, r);
+    for (const [what, data] of early.get(res.request_id) || []) apply(r, what, data);
+    early.delete(res.request_id);
+  } catch (e) {
+    showError($('chat-error'), 'Not sent: ' + e.message);
+  } finally {
+    $('chat-send').disabled = $('stream-state').dataset.state !== 'ready';
+  }
+}
+
+function newBubble(id, text) {
+  const tr = $('transcript');
+  const r = {
+    id,
+    deltas: 0,
+    streamed: '',
+    logText: [], // llm_text of the request's last model call, from the log
+    reasoning: h('pre', { class: 'reasoning-text' }),
+    answer: h('pre', { class: 'answer' }),
+    tools: h('div', { class: 'tools' }),
+    status: h('div', { class: 'status muted', role: 'status' }, 'queued; waiting for a worker…'),
+  };
+  r.el = h('div', { class: 'bubble assistant streaming', dataset: { request: id, deltas: 0 } }, h('details', { class: 'reasoning' }, h('summary', null, 'Reasoning'), r.reasoning), r.tools, r.answer, r.status);
+  tr.append(h('div', { class: 'bubble user', dataset: { request: id } }, h('pre', null, text)), r.el);
+  r.el.scrollIntoView({ block: 'end' });
+  return r;
+}
+
+function apply(r, what, d) {
+  if (what === 'delta') {
+    r.deltas++;
+    r.el.dataset.deltas = r.deltas;
+    if (d.kind === 'reasoning') r.reasoning.textContent += d.text;
+    else if (d.kind === 'llm_text') {
+      r.streamed += d.text;
+      r.answer.textContent += d.text;
+    }
+    r.status.textContent = 'writing…';
+    return;
+  }
+  switch (d.type) {
+    case 'user.appended':
+      r.status.textContent = 'a worker took it';
+      break;
+    case 'inference.started':
+      r.logText = [];
+      r.status.textContent = `model call (${d.payload.model || 'model'})…`;
+      break;
+    case 'tool.called':
+      r.tools.append(h('div', { class: 'tool' }, h('code', null, `tool call ${d.payload.name}(${d.payload.arguments || ''})`)));
+      break;
+    case 'tool.result':
+      r.tools.append(h('div', { class: 'tool' }, h('code', null, `tool result ${d.payload.text || ''}`)));
+      // The answer after the tools comes from the next model call.
+      r.answer.textContent = '';
+      break;
+    case 'llm_text.appended':
+      r.logText.push(d.payload.text);
+      break;
+    case 'request.completed': {
+      // The log is the truth: if a delta was lost, show the stored text.
+      const stored = r.logText.join('\n');
+      if (stored && r.answer.textContent !== stored) r.answer.textContent = stored;
+      const n = d.payload.inferences || 0;
+      r.status.textContent = `completed (${n} model call${n === 1 ? '' : 's'})`;
+      r.el.classList.replace('streaming', 'done');
+      break;
+    }
+    case 'request.failed':
+      r.status.textContent = 'failed: ' + d.payload.reason;
+      r.status.classList.add('error');
+      r.el.classList.replace('streaming', 'failed');
+      break;
+  }
+}

@@ -1,0 +1,178 @@
+// One conversation: its timeline (GET /conversations/{id}/timeline), a row
+// per event coloured by kind, the active system prompt at every model call,
+// the input Turn of a model call on click, and the diff of two picked
+// points. It reloads when a request of the conversation ends (stream).
+
+import { get, enc } from './api.js';
+import { h, when, short, blockText, eventKind, debounce } from './dom.js';
+import { showDiff } from './diffview.js';
+
+const $ = (id) => document.getElementById(id);
+
+let conv = '';
+let picked = []; // positions, in the order picked; at most two
+
+export function initConversation() {
+  conv = document.body.dataset.conversation;
+  $('diff-button').addEventListener('click', () => {
+    const [x, y] = [...picked].sort((p, q) => p - q);
+    showDiff($('diff-view'), `${conv}@${x}`, `${conv}@${y}`);
+  });
+  $('diff-clear').addEventListener('click', () => {
+    picked = [];
+    for (const box of document.querySelectorAll('#timeline input.pick')) box.checked = false;
+    showPicked();
+    $('diff-view').hidden = true;
+  });
+  $('turn-close').addEventListener('click', () => $('turn-dialog').close());
+  load();
+  follow();
+}
+
+async function load() {
+  const status = $('timeline-status');
+  try {
+    const tl = await get(`/conversations/${enc(conv)}/timeline`);
+    render(tl);
+    status.textContent = `${tl.events.length} events, ${tl.inferences} model calls.`;
+    $('timeline').dataset.ready = 'true';
+  } catch (e) {
+    status.textContent = '';
+    status.append(h('span', { class: 'error' }, e.message));
+  }
+}
+
+/** Reloads the timeline as new events arrive on the stream. */
+function follow() {
+  const live = $('live-state');
+  const reload = debounce(load, 300);
+  const es = new EventSource(`/conversations/${enc(conv)}/stream`);
+  let reconnect = false;
+  es.addEventListener('ready', () => {
+    live.textContent = 'live';
+    if (reconnect) reload(); // events may have landed while disconnected
+    reconnect = true;
+  });
+  es.addEventListener('event', reload);
+  es.addEventListener('end', () => (live.textContent = 'not live'));
+  es.onerror = () => (live.textContent = 'reconnecting…');
+}
+
+function render(tl) {
+  const rows = tl.events.map((e) => {
+    const kind = eventKind(e.type);
+    const failed = e.type.endsWith('.failed');
+    const inf = e.inference;
+    const box = h('input', {
+      type: 'checkbox',
+      class: 'pick',
+      'aria-label': `Pick ${conv}@${e.n} for the diff`,
+      dataset: { n: e.n },
+      onclick: (ev) => {
+        ev.stopPropagation();
+        pick(e.n, ev.target.checked);
+      },
+    });
+    if (picked.includes(e.n)) box.checked = true;
+    const row = h(
+      'tr',
+      {
+        class: ['ev', `kind-${kind}`, failed ? 'failed' : '', inf ? 'model-call' : ''].join(' ').trim(),
+        dataset: { n: e.n, type: e.type },
+        title: inf ? 'Click to see the exact input Turn of this model call' : null,
+        tabindex: inf ? 0 : null,
+      },
+      h('td', null, box),
+      h('td', { class: 'num' }, e.n),
+      h('td', { class: 'time' }, when(e.time)),
+      h('td', { class: 'type' }, e.type),
+      h('td', { class: 'actor' }, e.actor),
+      h('td', { class: 'summary' }, e.summary, inf ? activePrompt(inf) : null),
+    );
+    if (inf) {
+      row.addEventListener('click', () => showTurn(inf));
+      row.addEventListener('keydown', (ev) => {
+        if (ev.key === 'Enter') showTurn(inf);
+      });
+    }
+    return row;
+  });
+  $('timeline').tBodies[0].replaceChildren(...rows);
+}
+
+/** The active system prompt of a model call, as the timeline proves it. */
+function activePrompt(inf) {
+  const sp = inf.system_prompt;
+  const verified = h(
+    'span',
+    { class: `badge ${inf.verified ? 'verified' : 'unverified'}`, title: `input hash ${inf.input_hash}` },
+    inf.verified ? 'input verified' : 'input hash does not match the log',
+  );
+  if (!sp) {
+    return h('div', { class: 'active-prompt none' }, h('span', { class: 'badge prompt' }, `model call #${inf.index}`), ' no system prompt ', verified);
+  }
+  const origin = [];
+  if (sp.source) origin.push(`source ${sp.source}`);
+  if (sp.template_hash) origin.push(`template ${short(sp.template_hash)}`);
+  if (sp.set_at) origin.push(`set at n=${sp.set_at}${sp.set_by ? ` by ${sp.set_by}` : ''}`);
+  if (sp.replaced_at) origin.push(`replaced at n=${sp.replaced_at}`);
+  if (sp.locked) origin.push('locked');
+  return h(
+    'div',
+    { class: 'active-prompt', dataset: { promptId: sp.id, promptHash: sp.hash } },
+    h('span', { class: 'badge prompt' }, `model call #${inf.index}: system prompt`),
+    ' ',
+    h('code', null, sp.id),
+    ` at index ${sp.index}, hash ${short(sp.hash)}`,
+    origin.length ? ` (${origin.join(', ')})` : '',
+    ' ',
+    verified,
+    h('pre', { class: 'prompt-text' }, sp.text),
+  );
+}
+
+function pick(n, on) {
+  picked = picked.filter((p) => p !== n);
+  if (on) picked.push(n);
+  while (picked.length > 2) {
+    const old = picked.shift();
+    const box = document.querySelector(`#timeline input.pick[data-n="${old}"]`);
+    if (box) box.checked = false;
+  }
+  showPicked();
+}
+
+function showPicked() {
+  const sorted = [...picked].sort((p, q) => p - q);
+  $('diff-picked').textContent = sorted.length ? sorted.map((n) => `${conv}@${n}`).join(' and ') : 'none picked';
+  $('diff-button').disabled = sorted.length !== 2;
+}
+
+function showTurn(inf) {
+  const view = $('turn-view');
+  $('turn-title').textContent = `Input of model call #${inf.index} (event ${inf.n}, model ${inf.model})`;
+  if (!inf.turn) {
+    view.replaceChildren(h('p', { class: 'muted' }, 'The timeline did not include this Turn.'));
+  } else {
+    const t = inf.turn;
+    view.replaceChildren(
+      h('p', { class: 'muted' }, `${conv}@${inf.n - 1}: ${t.blocks ? t.blocks.length : 0} blocks; input hash ${short(inf.input_hash)} `, inf.verified ? '(verified against the log)' : '(does NOT match the log)'),
+      h(
+        'ol',
+        { class: 'turn-blocks', start: 0 },
+        (t.blocks || []).map((b) =>
+          h(
+            'li',
+            { class: `block kind-${b.kind}`, dataset: { id: b.id } },
+            h('div', { class: 'block-head' }, h('span', { class: 'kind' }, b.kind), h('code', { class: 'id' }, b.id), b.trust ? h('span', { class: 'badge' }, b.trust) : null, b.call_id ? h('span', { class: 'muted' }, ` call ${b.call_id}`) : null),
+            h('pre', { class: 'block-text' }, blockText(b)),
+          ),
+        ),
+      ),
+      t.data && Object.keys(t.data).length
+        ? h('table', { class: 'kv' }, h('caption', null, 'Data'), h('tbody', null, Object.keys(t.data).sort().map((k) => h('tr', null, h('th', null, k), h('td', null, t.data[k])))))
+        : null,
+    );
+  }
+  $('turn-dialog').showModal();
+}
