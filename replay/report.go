@@ -2,8 +2,10 @@ package replay
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
+	"iter"
 	"strings"
 
 	"github.com/turnlog/turnlog/events"
@@ -13,29 +15,82 @@ import (
 // timeLayout shows event times to the millisecond, in UTC.
 const timeLayout = "2006-01-02T15:04:05.000Z"
 
-// WriteText writes the timeline for a person: a header, then one line per
-// event (n, seq, time, type, actor, cause:step, summary) and under each
-// inference.started the model call: its active system prompt with its
-// history and full text, and its input Turn block by block (index, kind,
-// ID, trust, section, other metadata, a preview of the text). Every text
-// from the log is escaped, so it cannot drive the terminal. The only
-// errors are w's.
+// WriteText writes the timeline for a person, as WriteTimeline does.
 func (h *History) WriteText(w io.Writer) error {
+	return WriteTimeline(w, h.Conversation, func(yield func(*Entry, error) bool) {
+		for i := range h.Events {
+			if !yield(&h.Events[i], nil) {
+				return
+			}
+		}
+	})
+}
+
+// WriteTimeline writes a timeline for a person as it comes (see Entries):
+// a header, one line per event (n, seq, time, type, actor, cause:step,
+// summary) and under each inference.started the model call: its active
+// system prompt with its history and full text, and its input Turn block
+// by block (index, kind, ID, trust, section, other metadata, a preview of
+// the text); then a line with the totals. Every text from the log is
+// escaped, so it cannot drive the terminal. It returns the first error of
+// entries or w.
+func WriteTimeline(w io.Writer, conversation string, entries iter.Seq2[*Entry, error]) error {
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "conversation %s: %d events, %d model calls\n", safe(h.Conversation), len(h.Events), h.Inferences)
-	fmt.Fprintf(bw, "%5s %6s  %-24s  %-21s  %-20s  %s\n", "n", "seq", "time", "type", "actor", "cause:step  summary")
-	for i := range h.Events {
-		e := &h.Events[i]
+	fmt.Fprintf(bw, "conversation %s\n", safe(conversation))
+	fmt.Fprintf(bw, "%5s %6s  %-24s  %-21s  %-21s  %s\n", "n", "seq", "time", "type", "actor", "cause:step  summary")
+	n, calls := 0, 0
+	for e, err := range entries {
+		if err != nil {
+			bw.Flush()
+			return err
+		}
+		n++
 		writeEntry(bw, e)
 		if e.Inference != nil {
+			calls++
 			writeInference(bw, e.Inference, "        ")
 		}
 	}
+	fmt.Fprintf(bw, "%d events, %d model calls\n", n, calls)
+	return bw.Flush()
+}
+
+// WriteTimelineJSON writes a timeline as it comes (see Entries), as the
+// JSON document of a History: {"conversation", "events": [...],
+// "inferences"}, indented by two spaces.
+func WriteTimelineJSON(w io.Writer, conversation string, entries iter.Seq2[*Entry, error]) error {
+	bw := bufio.NewWriter(w)
+	name, _ := json.Marshal(conversation)
+	fmt.Fprintf(bw, "{\n  \"conversation\": %s,\n  \"events\": [", name)
+	n, calls := 0, 0
+	for e, err := range entries {
+		if err != nil {
+			bw.Flush()
+			return err
+		}
+		if e.Inference != nil {
+			calls++
+		}
+		data, err := json.MarshalIndent(e, "    ", "  ")
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			bw.WriteString(",")
+		}
+		bw.WriteString("\n    ")
+		bw.Write(data)
+		n++
+	}
+	if n > 0 {
+		bw.WriteString("\n  ")
+	}
+	fmt.Fprintf(bw, "],\n  \"inferences\": %d\n}\n", calls)
 	return bw.Flush()
 }
 
 func writeEntry(w io.Writer, e *Entry) {
-	fmt.Fprintf(w, "%5d %6d  %-24s  %-21s  %-20s  %s:%d  %s\n", e.N, e.Seq, e.Time.UTC().Format(timeLayout), e.Type,
+	fmt.Fprintf(w, "%5d %6d  %-24s  %-21s  %-21s  %s:%d  %s\n", e.N, e.Seq, e.Time.UTC().Format(timeLayout), e.Type,
 		safe(e.Actor), safe(e.Cause), e.Step, e.Summary)
 }
 

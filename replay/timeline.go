@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"sort"
 	"strings"
 	"time"
@@ -129,32 +130,57 @@ func read(ctx context.Context, src Source, conversation string, o options, visit
 // Timeline replays a conversation: every event with a one-line summary,
 // and at each inference.started the Turn the model received (re-projected
 // from the log up to that event) with its active system prompt. It never
-// reads snapshots.
+// reads snapshots. It keeps a copy of every selected Turn (see WithTurns);
+// Entries shows a long conversation in constant memory.
 func Timeline(ctx context.Context, src Source, conversation string, opts ...Option) (*History, error) {
-	o := collect(opts)
 	tl := &History{Conversation: conversation, Events: []Entry{}}
-	_, _, err := read(ctx, src, conversation, o, func(w *walker, r *eventlog.Record) error {
-		e := Entry{N: r.Pos, Seq: r.Seq, Time: r.Time, Type: r.Type, Actor: r.Actor, Cause: r.Cause, Step: r.Step,
-			Summary: summarize(r.Event), Payload: r.Payload}
-		if p, ok := r.Payload.(events.InferenceStarted); ok {
+	for e, err := range Entries(ctx, src, conversation, opts...) {
+		if err != nil {
+			return nil, err
+		}
+		if e.Inference != nil {
 			tl.Inferences++
-			inf := &Inference{Index: tl.Inferences, N: r.Pos, InferenceID: p.InferenceID, Model: p.Model, Purpose: p.Purpose,
-				InputHash: p.InputHash, Verified: projector.Hash(w.turn) == p.InputHash, SystemPrompt: w.active()}
-			if o.turns(tl.Inferences) {
-				inf.Turn = w.turn.Clone()
+			if e.Inference.Turn != nil {
+				e.Inference.Turn = e.Inference.Turn.Clone()
 			}
-			e.Inference = inf
 		}
-		if err := w.apply(r); err != nil {
-			return err
-		}
-		tl.Events = append(tl.Events, e)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("replay %s: %w", conversation, err)
+		tl.Events = append(tl.Events, *e)
 	}
 	return tl, nil
+}
+
+// Entries yields a conversation's timeline entry by entry while it reads
+// the log, keeping nothing: what `turnlog replay` streams. An entry's
+// Inference.Turn is the live re-projection, valid until the loop goes on
+// and not to be changed (Clone it to keep it). Iteration stops at the
+// first error, which is yielded.
+func Entries(ctx context.Context, src Source, conversation string, opts ...Option) iter.Seq2[*Entry, error] {
+	return func(yield func(*Entry, error) bool) {
+		o := collect(opts)
+		inferences := 0
+		stopped := false
+		_, _, err := read(ctx, src, conversation, o, func(w *walker, r *eventlog.Record) error {
+			e := &Entry{N: r.Pos, Seq: r.Seq, Time: r.Time, Type: r.Type, Actor: r.Actor, Cause: r.Cause, Step: r.Step,
+				Summary: summarize(r.Event), Payload: r.Payload}
+			if p, ok := r.Payload.(events.InferenceStarted); ok {
+				inferences++
+				inf := &Inference{Index: inferences, N: r.Pos, InferenceID: p.InferenceID, Model: p.Model, Purpose: p.Purpose,
+					InputHash: p.InputHash, Verified: projector.Hash(w.turn) == p.InputHash, SystemPrompt: w.active()}
+				if o.turns(inferences) {
+					inf.Turn = w.turn
+				}
+				e.Inference = inf
+			}
+			if !yield(e, nil) {
+				stopped = true
+				return errStop
+			}
+			return w.apply(r)
+		})
+		if err != nil && !stopped {
+			yield(nil, fmt.Errorf("replay %s: %w", conversation, err))
+		}
+	}
 }
 
 // Point is a conversation as it stood after its n-th event: what

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -148,7 +150,8 @@ func TestTimelineShowsTheActivePromptAtEveryInference(t *testing.T) {
 		var out bytes.Buffer
 		require.NoError(t, tl.WriteText(&out))
 		s := out.String()
-		assert.Contains(t, s, "conversation prompts: ")
+		assert.True(t, strings.HasPrefix(s, "conversation prompts\n"))
+		assert.True(t, strings.HasSuffix(s, fmt.Sprintf("%d events, 7 model calls\n", len(tl.Events))))
 		assert.Contains(t, s, "model call #1 (event 3)")
 		assert.Contains(t, s, "set at event 2 by systemprompt.set")
 		assert.Contains(t, s, "locked at event")
@@ -187,6 +190,26 @@ func TestTimelineShowsTheActivePromptAtEveryInference(t *testing.T) {
 		assert.Equal(t, first, doc.Events[2].Inference.SystemPrompt.ID)
 		assert.Equal(t, 2, doc.Events[2].Inference.SystemPrompt.SetAt)
 		assert.Len(t, doc.Events[2].Inference.Turn.Blocks, 2)
+	})
+	t.Run("streamed JSON is the History's JSON", func(t *testing.T) {
+		var streamed bytes.Buffer
+		require.NoError(t, replay.WriteTimelineJSON(&streamed, "prompts", replay.Entries(ctx, l, "prompts")))
+		whole, err := json.Marshal(tl)
+		require.NoError(t, err)
+		var a, b any
+		require.NoError(t, json.Unmarshal(streamed.Bytes(), &a))
+		require.NoError(t, json.Unmarshal(whole, &b))
+		assert.Equal(t, b, a)
+	})
+	t.Run("streaming stops when asked", func(t *testing.T) {
+		n := 0
+		for _, err := range replay.Entries(ctx, l, "prompts") {
+			require.NoError(t, err)
+			if n++; n == 3 {
+				break
+			}
+		}
+		assert.Equal(t, 3, n)
 	})
 	t.Run("only some turns", func(t *testing.T) {
 		tl, err := replay.Timeline(ctx, l, "prompts", replay.WithTurns(func(i int) bool { return i == 3 }))

@@ -135,12 +135,16 @@ Exit codes: 0 ok, 1 --verify mismatch or --rerun difference, 2 error.`,
 				}
 				return fmt.Errorf("--inference %d: %s has %d model calls", inference, conv, tl.Inferences)
 			default:
-				tl, err := replay.Timeline(ctx, l, conv, opts...)
-				if err != nil {
-					return err
+				// Streamed: a long conversation's Turns are never all in
+				// memory. Its output shows the progress on a terminal.
+				if isTerminal(out) {
+					prog = nil
 				}
-				prog.done()
-				return write(out, asJSON, tl, tl.WriteText)
+				entries := replay.Entries(ctx, l, conv, replay.WithProgress(prog.update))
+				if asJSON {
+					return replay.WriteTimelineJSON(out, conv, entries)
+				}
+				return replay.WriteTimeline(out, conv, entries)
 			}
 		},
 	}

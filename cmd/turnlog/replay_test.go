@@ -115,7 +115,8 @@ func TestReplayCommand(t *testing.T) {
 	t.Run("timeline", func(t *testing.T) {
 		out, errOut, code := e.run("", "replay", "c1")
 		require.Equal(t, 0, code, errOut)
-		assert.Contains(t, out, "conversation c1: ")
+		assert.True(t, strings.HasPrefix(out, "conversation c1\n"))
+		assert.Contains(t, out, " events, 4 model calls\n")
 		assert.Contains(t, out, "model call #1 (event ")
 		assert.Contains(t, out, "model call #4 (event ")
 		assert.Contains(t, out, "system prompt ")
