@@ -2,8 +2,8 @@
 // Today it manages the system prompt template (GET/PUT /system-prompt, GET
 // /system-prompt/variables, POST /system-prompt/render); it is built so that
 // more routes (conversations, events, live streams, the web console) are
-// added as more files of this package, each registering its handlers in
-// [Server.routes]' style on the same mux and sharing the same rules:
+// added as more files of this package, each registering its handlers on
+// the same mux (one line in Server.routes) and sharing the same rules:
 //
 //   - Every response body is JSON; an error is {"error": "..."} with a
 //     message that says what was wrong and what to do.
