@@ -69,6 +69,9 @@ const (
 	// deltaBuffer is how many deltas may wait for a slow client before
 	// NATS drops some (a delta is a preview; the log has the text).
 	deltaBuffer = 4096
+	// flushTimeout bounds the round trip that makes sure the delta
+	// subscription is in place before "ready".
+	flushTimeout = 5 * time.Second
 )
 
 func (s *Server) chatRoutes() {
@@ -134,7 +137,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	if err := nc.FlushWithContext(ctx); err != nil {
+	flushCtx, flushed := context.WithTimeout(ctx, flushTimeout)
+	err = nc.FlushWithContext(flushCtx) // the server has the subscription
+	flushed()
+	if err != nil {
 		s.serverError(w, "subscribe to the deltas of "+id, err)
 		return
 	}
@@ -220,4 +226,3 @@ func writeEvent(w http.ResponseWriter, rc *http.ResponseController, event string
 	}
 	return rc.Flush()
 }
-

@@ -173,15 +173,16 @@ function apply(r, what, d) {
       break;
     case 'tool.result':
       r.tools.append(h('div', { class: 'tool' }, h('code', null, `tool result ${d.payload.text || ''}`)));
-      // The answer after the tools comes from the next model call.
-      r.answer.textContent = '';
       break;
     case 'llm_text.appended':
       r.logText.push(d.payload.text);
       break;
     case 'request.completed': {
       // The log is the truth: if a delta was lost, show the stored text.
+      // Deltas and events travel apart (core NATS and JetStream), so the
+      // streamed text is compared once the request is over.
       const stored = r.logText.join('\n');
+      r.el.dataset.streamedMatches = String(r.streamed === stored);
       if (stored && r.answer.textContent !== stored) r.answer.textContent = stored;
       const n = d.payload.inferences || 0;
       r.status.textContent = `completed (${n} model call${n === 1 ? '' : 's'})`;
