@@ -63,7 +63,8 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 			}
 			defer nc.Close()
 			logOpts := append(wf.logOptions(), eventlog.WithPrefix(prefix))
-			if _, err := eventlog.Open(ctx, nc, logOpts...); err != nil {
+			l, err := eventlog.Open(ctx, nc, logOpts...)
+			if err != nil {
 				return err
 			}
 			logger, err := wf.logger()
@@ -73,10 +74,6 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "turnlog: NATS with JetStream listening on %s (data in %s, sync %s)\n", srv.ClientURL(), data, syncName(sync))
 			if httpAt != "" {
-				l, err := eventlog.Open(ctx, nc, eventlog.WithPrefix(prefix))
-				if err != nil {
-					return err
-				}
 				api, err := httpapi.New(httpapi.Config{Log: l, Token: token, Logger: logger})
 				if err != nil {
 					return err
