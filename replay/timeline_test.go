@@ -146,6 +146,14 @@ func TestTimelineShowsTheActivePromptAtEveryInference(t *testing.T) {
 		assert.True(t, seen[typ], "the conversation went through %s", typ)
 	}
 
+	t.Run("verify agrees, through replacements, locks, reorders and compactions", func(t *testing.T) {
+		// Under -race this also proves the hashers never read blocks the
+		// fold changes in place.
+		v, err := replay.Verify(ctx, l, "prompts")
+		require.NoError(t, err)
+		assert.True(t, v.OK(), "%+v", v.Mismatches)
+		assert.Equal(t, tl.Inferences, v.Inferences)
+	})
 	t.Run("text", func(t *testing.T) {
 		var out bytes.Buffer
 		require.NoError(t, tl.WriteText(&out))

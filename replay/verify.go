@@ -74,8 +74,9 @@ type Mismatch struct {
 // Verify re-projects every recorded model input of a conversation and
 // compares it with what inference.started recorded: projector.Hash of the
 // Turn (input_hash), the active system prompt's ID and text hash, and the
-// number of blocks. It folds the log once; at each inference it hands a
-// shallow copy of the Turn to a pool of hashers (one per CPU), so hashing
+// number of blocks. It folds the log once; at each inference it hands the
+// Turn's blocks to a pool of hashers (one per CPU), copying them only
+// before events that change blocks in place (see appends), so hashing
 // overlaps with reading and folding. An event that cannot be folded, or a
 // message that cannot be decoded, is reported as a mismatch and ends the
 // check; other errors (the log cannot be read) are returned. Mismatches
@@ -103,7 +104,13 @@ func Verify(ctx context.Context, src Source, conversation string, opts ...Option
 		last = r.Pos
 		if p, ok := r.Payload.(events.InferenceStarted); ok {
 			v.Inferences++
-			jobs <- checkJob{turn: shallow(w.turn), pos: r.Pos, seq: r.Seq, index: v.Inferences, p: p}
+			jobs <- checkJob{turn: &projector.Turn{Blocks: w.turn.Blocks[:len(w.turn.Blocks):len(w.turn.Blocks)], Data: w.turn.Data},
+				pos: r.Pos, seq: r.Seq, index: v.Inferences, p: p}
+		}
+		if !appends(r.Type) {
+			// Copy on write: the hashers may still read the blocks and
+			// data the fold is about to change in place.
+			w.turn.Blocks, w.turn.Data = slices.Clone(w.turn.Blocks), maps.Clone(w.turn.Data)
 		}
 		if err := w.apply(r); err != nil {
 			stop = append(stop, Mismatch{N: r.Pos, Seq: r.Seq, Field: FieldEvent, Recorded: string(r.Type), Message: err.Error()})
@@ -139,12 +146,20 @@ func Verify(ctx context.Context, src Source, conversation string, opts ...Option
 // fieldOrder is the order check reports the fields of one inference in.
 var fieldOrder = []string{FieldInputHash, FieldBlocks, FieldSystemPromptID, FieldSystemPromptHash}
 
-// shallow copies what a hasher reads of a Turn while the fold goes on:
-// the block list (blocks are values; their strings are immutable and the
-// fold replaces a block's Meta map rather than changing it) and the data
-// (which the fold changes in place).
-func shallow(t *projector.Turn) *projector.Turn {
-	return &projector.Turn{Blocks: slices.Clone(t.Blocks), Data: maps.Clone(t.Data)}
+// appends reports whether events of type t only add blocks after the
+// existing ones (or do not touch the Turn at all). A hasher reads the
+// first n blocks of the Turn's block array while the fold goes on: such
+// events write past them (or into a new array), so the hashers need no
+// copy. Before any other event the fold copies the blocks and the data,
+// since it may change them in place; those events are few.
+func appends(t events.Type) bool {
+	switch t {
+	case events.TypeUserAppended, events.TypeReasoningAppended, events.TypeLLMTextAppended, events.TypeToolCalled,
+		events.TypeToolResult, events.TypeInferenceStarted, events.TypeInferenceFinished, events.TypeInferenceFailed,
+		events.TypeRequestCompleted, events.TypeRequestFailed:
+		return true
+	}
+	return false
 }
 
 // checkJob is one inference.started to check against the Turn it was
