@@ -204,7 +204,7 @@ func (s *Server) diff(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if turns[i], err = s.loadTurn(r.Context(), id, n); err != nil {
-			s.readError(w, id, key+": load "+v, err)
+			s.readError(w, id, "load "+v, fmt.Errorf("%s: %w", key, err))
 			return
 		}
 	}
