@@ -83,7 +83,9 @@ type EventView struct {
 // for the request's next call of that tool with those arguments.
 //
 // Each request starts from the Turn the log had before it, and its inputs
-// (the worker's user.appended and data.set) are taken from the log; the
+// (the worker's user.appended and data.set, and the model its first
+// recorded model call asked for, since a request may override the
+// profile's) are taken from the log; the
 // events of actor "worker" are not compared, the request's outcome
 // (request.completed or request.failed) is. Groups of events that do not
 // start with a worker's user.appended (imports, forks, operator events)

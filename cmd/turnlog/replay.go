@@ -123,17 +123,20 @@ Exit codes: 0 ok, 1 --verify mismatch or --rerun difference, 2 error.`,
 				if inference < 1 {
 					return fmt.Errorf("--inference %d: model calls count from 1", inference)
 				}
-				tl, err := replay.Timeline(ctx, l, conv, append(opts, replay.WithTurns(func(i int) bool { return i == inference }))...)
-				if err != nil {
-					return err
-				}
-				prog.done()
-				for i := range tl.Events {
-					if e := &tl.Events[i]; e.Inference != nil && e.Inference.Index == inference {
+				calls := 0
+				for e, err := range replay.Entries(ctx, l, conv, append(opts, replay.WithTurns(func(i int) bool { return i == inference }))...) {
+					if err != nil {
+						return err
+					}
+					if e.Inference == nil {
+						continue
+					}
+					if calls = e.Inference.Index; calls == inference {
+						prog.done()
 						return write(out, asJSON, inferenceDoc{Conversation: conv, Entry: e}, e.WriteText)
 					}
 				}
-				return fmt.Errorf("--inference %d: %s has %d model calls", inference, conv, tl.Inferences)
+				return fmt.Errorf("--inference %d: %s has %d model calls", inference, conv, calls)
 			default:
 				// Streamed: a long conversation's Turns are never all in
 				// memory. Its output shows the progress on a terminal.
