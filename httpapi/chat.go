@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -185,9 +186,13 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	}
 	keepAlive := time.NewTicker(streamKeepAlive)
 	defer keepAlive.Stop()
+	shutdown := shutdownOf(r)
 	for {
 		select {
 		case <-ctx.Done():
+			return
+		case <-shutdown:
+			send("end", errorBody{Error: "the server is shutting down; reconnect when it is back"})
 			return
 		case m := <-deltas:
 			// Compacted, valid JSON has no line break, which would end
@@ -216,6 +221,28 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+}
+
+// shutdowns maps each *http.Server that serves a stream to a channel
+// closed when it shuts down. Shutdown does not cancel the requests in
+// flight, and a stream never ends by itself: without this, every open
+// stream would hold `turnlog serve` for the whole shutdown grace period.
+var shutdowns sync.Map
+
+// shutdownOf returns the channel closed when the server of r shuts down
+// (nil, which never fires, outside an http.Server). The entry is kept after
+// the shutdown, so a stream that starts late ends at once.
+func shutdownOf(r *http.Request) <-chan struct{} {
+	srv, _ := r.Context().Value(http.ServerContextKey).(*http.Server)
+	if srv == nil {
+		return nil
+	}
+	ch := make(chan struct{})
+	if v, loaded := shutdowns.LoadOrStore(srv, ch); loaded {
+		return v.(chan struct{})
+	}
+	srv.RegisterOnShutdown(sync.OnceFunc(func() { close(ch) })) // Shutdown may run twice
+	return ch
 }
 
 // writeEvent writes one Server-Sent Event and flushes it. data must be

@@ -201,3 +201,31 @@ func TestStreamRefusesABadID(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, status)
 	assert.Contains(t, out["error"], "conversation ID")
 }
+
+func TestStreamEndsWhenTheServerShutsDown(t *testing.T) {
+	_, l := startChatAPI(t)
+	api, err := httpapi.New(httpapi.Config{Log: l})
+	require.NoError(t, err)
+	running, err := httpapi.Start(context.Background(), "127.0.0.1:0", api, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = running.Close() })
+
+	res, err := http.Get(running.URL() + "/conversations/bye/stream")
+	require.NoError(t, err)
+	defer res.Body.Close()
+	events := make(chan string, 16)
+	go func() {
+		defer close(events)
+		sc := bufio.NewScanner(res.Body)
+		for sc.Scan() {
+			if line := sc.Text(); strings.HasPrefix(line, "event: ") {
+				events <- strings.TrimPrefix(line, "event: ")
+			}
+		}
+	}()
+	require.Equal(t, "ready", <-events)
+	require.NoError(t, running.Close())
+	assert.Equal(t, "end", <-events, "Shutdown ends open streams instead of waiting out its grace period")
+	_, open := <-events
+	assert.False(t, open, "and the response is over")
+}
