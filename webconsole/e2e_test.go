@@ -360,6 +360,7 @@ func TestE2ETimelineShowsTheActivePrompt(t *testing.T) {
 	assert.Equal(t, []string{"system", "user"}, eval[[]string](c, `[...document.querySelectorAll("#turn-view .block .kind")].map(e => e.textContent)`))
 	assert.Equal(t, []string{"You are the e2e assistant of e2e-timeline.", "count the words in one two three"},
 		eval[[]string](c, `[...document.querySelectorAll("#turn-view .block .block-text")].map(e => e.textContent)`))
+	assert.NotContains(t, eval[string](c, `document.getElementById("turn-view").innerText`), "null")
 	c.screenshot("timeline-input-turn")
 	c.checkClean()
 }

@@ -49,7 +49,7 @@ async function load() {
     $('conversation-list').tBodies[0].replaceChildren(...rows);
     const shown = body.conversations.length;
     status.textContent =
-      body.total === 0 ? (q ? `No conversation ID contains “${q}”.` : 'No conversations yet: start a chat.') : shown < body.total ? `${shown} of ${body.total}, newest first.` : `${body.total}, newest first.`;
+      body.total === 0 ? (q ? `No conversation ID contains “${q}”.` : 'No conversations yet: start a chat.') : shown < body.total ? `${shown} of ${body.total} conversations, newest first.` : `${body.total} conversation${body.total === 1 ? '' : 's'}, newest first.`;
     $('conversation-list').dataset.ready = 'true';
   } catch (e) {
     if (mine !== seq) return;

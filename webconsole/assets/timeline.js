@@ -155,7 +155,7 @@ function showTurn(inf) {
     view.replaceChildren(h('p', { class: 'muted' }, 'The timeline did not include this Turn.'));
   } else {
     const t = inf.turn;
-    view.replaceChildren(
+    const parts = [
       h('p', { class: 'muted' }, `${conv}@${inf.n - 1}: ${t.blocks ? t.blocks.length : 0} blocks; input hash ${short(inf.input_hash)} `, inf.verified ? '(verified against the log)' : '(does NOT match the log)'),
       h(
         'ol',
@@ -172,7 +172,8 @@ function showTurn(inf) {
       t.data && Object.keys(t.data).length
         ? h('table', { class: 'kv' }, h('caption', null, 'Data'), h('tbody', null, Object.keys(t.data).sort().map((k) => h('tr', null, h('th', null, k), h('td', null, t.data[k])))))
         : null,
-    );
+    ];
+    view.replaceChildren(...parts.filter(Boolean));
   }
   $('turn-dialog').showModal();
 }
