@@ -80,7 +80,8 @@ func messages(blocks []events.Block) ([]oai.ChatCompletionMessageParamUnion, err
 			}
 			flush()
 			content := b.Text
-			if b.IsError {
+			if b.IsError && !strings.HasPrefix(content, errorPrefix) {
+				// Tools.Call already words its errors "error: ..."; say it once.
 				content = errorPrefix + content
 			}
 			out = append(out, oai.ToolMessage(content, b.CallID))

@@ -59,7 +59,7 @@ type ToolCall struct {
 // calls the word_count tool (see WordCount) and answers with its result.
 const DefaultScript = `
 rules:
-  - match: '(?i)count (?:the )?words (?:in|of) (.+)'
+  - match: '(?i)^\s*count (?:the )?words (?:in|of) (.+)'
     reasoning: 'The user wants a word count; the word_count tool does that.'
     tool_calls:
       - name: word_count
