@@ -18,6 +18,7 @@ import (
 
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/oklog/ulid/v2"
@@ -183,6 +184,24 @@ func (c *console) open(path string) {
 	c.waitFor("the page", `document.readyState === "complete"`)
 }
 
+// follow runs an action that navigates (a click on a link) and waits for
+// the new page to load.
+func (c *console) follow(action chromedp.Action[chromedp.Void]) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(c.tab, time.Minute)
+	defer cancel()
+	_, err := chromedp.Run(ctx, chromedp.WaitEvent(page.LoadEventFired, nil, action))
+	require.NoError(c.t, err)
+}
+
+// clear empties the field with the given id as a user would (chromedp's
+// SetValue cannot set "": it reads the empty result back as missing).
+func (c *console) clear(id string) {
+	c.t.Helper()
+	eval[chromedp.Void](c, fmt.Sprintf(`(() => { const el = document.getElementById(%q);
+		el.value = ""; el.dispatchEvent(new Event("input", {bubbles: true})); })()`, id))
+}
+
 // seedToken stores the API token in the tab, as the token dialog does.
 func (c *console) seedToken() {
 	c.t.Helper()
@@ -266,7 +285,7 @@ func TestE2ETemplateEditor(t *testing.T) {
 	assert.Equal(t, e2eToken, eval[string](c, `sessionStorage.getItem("turnlog.token")`))
 
 	// Type, insert a variable at the cursor, type on, insert a file.
-	eval[chromedp.Void](c, `document.getElementById("template-source").value = ""`)
+	c.clear("template-source")
 	c.do(
 		chromedp.SendKeys(chromedp.ID("template-source"), "You help on "),
 		chromedp.Click(chromedp.CSS(`#variable-buttons button[data-ref="system:date"]`)),
@@ -335,10 +354,23 @@ func TestE2EChatStreamsTheAnswer(t *testing.T) {
 func TestE2ETimelineShowsTheActivePrompt(t *testing.T) {
 	c := startConsole(t)
 	c.api("PUT", "/system-prompt", map[string]string{"template": "You are the e2e assistant of [prompt:conversation_id]."})
+	c.ask("e2e-older", "hello")
 	c.ask("e2e-timeline", "count the words in one two three") // two model calls
 	c.ask("e2e-timeline", "hello again")                      // one more
 
-	c.open("/ui/conversations/e2e-timeline")
+	// The list, newest first, searched by ID; a row leads to the timeline.
+	c.open("/ui/")
+	c.waitFor("the list", `document.getElementById("conversation-list").dataset.ready === "true"`)
+	rows := `[...document.querySelectorAll("#conversation-list tbody tr")].map(r => r.dataset.id)`
+	assert.Equal(t, []string{"e2e-timeline", "e2e-older"}, eval[[]string](c, rows))
+	c.do(chromedp.SendKeys(chromedp.ID("search"), "OLD"))
+	c.waitFor("the search", `document.querySelectorAll("#conversation-list tbody tr").length === 1`)
+	assert.Equal(t, []string{"e2e-older"}, eval[[]string](c, rows))
+	c.clear("search")
+	c.do(chromedp.SendKeys(chromedp.ID("search"), "timeline"))
+	c.waitFor("the other search", `document.querySelector("#conversation-list tbody tr")?.dataset.id === "e2e-timeline"`)
+	c.follow(chromedp.Click(chromedp.CSS(`#conversation-list a[href="/ui/conversations/e2e-timeline"]`)))
+	assert.Equal(t, "/ui/conversations/e2e-timeline", eval[string](c, `location.pathname`))
 	c.waitFor("the timeline", `document.getElementById("timeline").dataset.ready === "true"`)
 	tl := c.api("GET", "/conversations/e2e-timeline/timeline", nil)
 	assert.Equal(t, len(tl["events"].([]any)), eval[int](c, `document.querySelectorAll("#timeline tbody tr").length`), "one row per event")
