@@ -363,6 +363,7 @@ func TestE2ETimelineShowsTheActivePrompt(t *testing.T) {
 	c.waitFor("the list", `document.getElementById("conversation-list").dataset.ready === "true"`)
 	rows := `[...document.querySelectorAll("#conversation-list tbody tr")].map(r => r.dataset.id)`
 	assert.Equal(t, []string{"e2e-timeline", "e2e-older"}, eval[[]string](c, rows))
+	c.screenshot("conversations")
 	c.do(chromedp.SendKeys(chromedp.ID("search"), "OLD"))
 	c.waitFor("the search", `document.querySelectorAll("#conversation-list tbody tr").length === 1`)
 	assert.Equal(t, []string{"e2e-older"}, eval[[]string](c, rows))
@@ -442,5 +443,12 @@ func TestE2EDiffShowsAMove(t *testing.T) {
 	assert.Contains(t, eval[string](c, `document.querySelector("#diff-view .system-prompt-change").textContent`), "index",
 		"the active system prompt's move is called out")
 	c.screenshot("diff")
+
+	// The diff page shows the same for any two points named in its URL.
+	c.open(fmt.Sprintf("/ui/diff?a=%s@%d&b=%s@%d", conv, before, conv, after))
+	c.waitFor("the diff page", `document.getElementById("diff-view").dataset.ready === "true"`)
+	assert.Equal(t, []string{"moved"}, eval[[]string](c, `[...document.querySelectorAll("#diff-view li.change .op")].map(e => e.textContent)`))
+	assert.Equal(t, fmt.Sprintf("%s@%d", conv, before), eval[string](c, `document.getElementById("diff-a").value`))
+	c.screenshot("diff-page")
 	c.checkClean()
 }
