@@ -171,7 +171,7 @@ func (c *console) waitFor(what, js string) {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(c.tab, time.Minute)
 	defer cancel()
-	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](js)); err != nil {
+	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(0))); err != nil {
 		text, _ := chromedp.Run(c.tab, chromedp.Evaluate[string](`document.body.innerText`))
 		c.t.Fatalf("waiting for %s (%s): %v\npage text:\n%s", what, js, err, text)
 	}
