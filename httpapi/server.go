@@ -1,9 +1,10 @@
-// Package httpapi is turnlog's HTTP API, served by `turnlog serve --http`.
-// Today it manages the system prompt template (GET/PUT /system-prompt, GET
-// /system-prompt/variables, POST /system-prompt/render); it is built so that
-// more routes (conversations, events, live streams, the web console) are
-// added as more files of this package, each registering its handlers on
-// the same mux (one line in Server.routes) and sharing the same rules:
+// Package httpapi is turnlog's HTTP API, served by `turnlog serve --http`:
+// the system prompt template (GET/PUT /system-prompt, GET
+// /system-prompt/variables, POST /system-prompt/render), conversations
+// (list, timeline, the Turn at a position, diff, sending a message, a live
+// Server-Sent Events stream) and the web console, which uses exactly these
+// routes. Each group of routes is one file registering its handlers on the
+// same mux (one line in Server.routes), and all share the same rules:
 //
 //   - Every response body is JSON; an error is {"error": "..."} with a
 //     message that says what was wrong and what to do.
