@@ -190,6 +190,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		cc, err := cons.Consume(func(m jetstream.Msg) { w.handle(work, m) },
 			jetstream.PullMaxMessages(1),
+			// A pull waiting at a consumer leader that dies is lost; the
+			// client notices by missed heartbeats (half the expiry) and
+			// pulls again. The 30s default would stall the partition for
+			// 30s after every failover on a cluster.
+			jetstream.PullExpiry(5*time.Second),
 			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 				if ctx.Err() == nil && !errors.Is(err, jetstream.ErrNoHeartbeat) {
 					w.log.Debug("consume", "partition", p, "err", err)
@@ -416,7 +421,7 @@ func (w *Worker) afterError(ctx context.Context, tx *engine.Tx, err error, lastT
 		return handBack, err
 	case errors.Is(err, eventlog.ErrConflict):
 		return retryLater, err
-	case engine.IsTransient(err) && !lastTry:
+	case (errors.Is(err, errLogUnavailable) || engine.IsTransient(err)) && !lastTry:
 		return retryLater, err
 	}
 	return w.fail(ctx, tx, err.Error())
@@ -436,7 +441,14 @@ func (w *Worker) fail(ctx context.Context, tx *engine.Tx, reason string) (outcom
 		}
 		return retryLater, err
 	}
-	fresh := engine.NewTx(turn, tx.Cause(), engine.WithLog(appender{w}), engine.WithStep(tx.Step()))
+	// The failure takes the step after the request's last stored one: a
+	// step whose append timed out may have been stored all the same, and
+	// request.failed under its ID would be dropped as a duplicate.
+	step := tx.Step()
+	if tail, err := w.cfg.Log.Last(ctx, conv); err == nil && tail.Cause == tx.Cause() && tail.Step >= step {
+		step = tail.Step + 1
+	}
+	fresh := engine.NewTx(turn, tx.Cause(), engine.WithLog(appender{w}), engine.WithStep(step))
 	if err := fresh.Emit(ActorWorker, events.RequestFailed{Reason: reason}); err != nil {
 		return retryLater, err
 	}
@@ -471,7 +483,24 @@ func (a appender) Append(ctx context.Context, conv string, expected uint64, evs 
 	start := time.Now()
 	seq, err := a.w.cfg.Log.Append(ctx, conv, expected, evs...)
 	a.w.metrics.stepSeconds.Observe(time.Since(start).Seconds())
+	if err != nil && ctx.Err() == nil && !refused(err) {
+		err = fmt.Errorf("%w: %w", errLogUnavailable, err)
+	}
 	return seq, err
+}
+
+// errLogUnavailable marks an append that failed for want of a log, not
+// because the log refused it: a timeout or no responder while a cluster
+// elects a leader, a lost connection. The step may even have been stored.
+// The request is retried later and resumes from what the log holds; ending
+// it as request.failed would fail a request that can still succeed.
+var errLogUnavailable = errors.New("event log unavailable")
+
+// refused reports whether the log answered an append with a definite no.
+func refused(err error) bool {
+	return errors.Is(err, eventlog.ErrConflict) || errors.Is(err, eventlog.ErrCauseReused) ||
+		errors.Is(err, eventlog.ErrStepExists) || errors.Is(err, eventlog.ErrTooLarge) ||
+		errors.Is(err, events.ErrInvalid)
 }
 
 // Delta is what live clients receive on turnlog.delta.<conversation>.

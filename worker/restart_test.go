@@ -1,0 +1,82 @@
+package worker_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/embedded"
+)
+
+// TestNATSRestartMidRun stops the server while requests are in flight and
+// starts it again on the same data and port: workers reconnect, and every
+// request completes exactly once.
+func TestNATSRestartMidRun(t *testing.T) {
+	dir := t.TempDir()
+	srv, err := embedded.Start(embedded.Config{DataDir: dir, Listen: "127.0.0.1:0"})
+	require.NoError(t, err)
+	url := srv.ClientURL()
+	addr := url[len("nats://"):]
+	tcpWorker(t, url)
+	tcpWorker(t, url)
+	l := clientLog(t, url)
+
+	sent := sendAll(t, l, "restart", 20, 5, chatText)
+	time.Sleep(150 * time.Millisecond) // let some requests get under way
+	srv.Shutdown()
+	srv, err = embedded.Start(embedded.Config{DataDir: dir, Listen: addr})
+	require.NoError(t, err)
+	t.Cleanup(srv.Shutdown)
+
+	waitDone(t, l, sent, 2*time.Minute)
+	checkLog(t, l, sent)
+}
+
+// TestSIGKILLedWorkerProcess runs a real `turnlog worker` child process,
+// kills it with SIGKILL while it works, and lets an in-process worker take
+// over: nothing is lost or duplicated.
+func TestSIGKILLedWorkerProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the turnlog binary")
+	}
+	bin := filepath.Join(t.TempDir(), "turnlog")
+	build := exec.Command("go", "build", "-o", bin, "github.com/turnlog/turnlog/cmd/turnlog")
+	build.Stderr = os.Stderr
+	require.NoError(t, build.Run())
+
+	srv, err := embedded.Start(embedded.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0"})
+	require.NoError(t, err)
+	t.Cleanup(srv.Shutdown)
+	l := clientLog(t, srv.ClientURL())
+
+	child := exec.Command(bin, "worker", "--nats-url", srv.ClientURL(), "--metrics", "", "--log-level", "error")
+	require.NoError(t, child.Start())
+	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+
+	sent := sendAll(t, l, "kill", 20, 5, chatText)
+	// Kill it once it has done some of the work, not all.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		done := 0
+		for conv := range sent {
+			if tail, err := l.Last(context.Background(), conv); err == nil && tail.Seq > 0 {
+				done++
+			}
+		}
+		if done >= 5 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.NoError(t, child.Process.Signal(syscall.SIGKILL))
+	_ = child.Wait()
+
+	tcpWorker(t, srv.ClientURL())
+	waitDone(t, l, sent, 2*time.Minute)
+	checkLog(t, l, sent)
+}
