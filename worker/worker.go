@@ -169,11 +169,10 @@ func (w *Worker) Run(ctx context.Context) error {
 			AckWait:       w.cfg.AckWait,
 			MaxDeliver:    w.cfg.MaxDeliver,
 			MaxAckPending: 1,
-			// The consumer's state lives in memory: acknowledged requests
-			// are deleted from the work queue anyway, so after a server
-			// restart the consumer simply delivers what is left, and
-			// every ack no longer rewrites a state file.
-			MemoryStorage: true,
+			// The consumer's state stays on disk (the default). In memory
+			// it would save a state-file write per ack, but a restarted
+			// server forgets memory consumers altogether and the
+			// partition would stall.
 		})
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeConsumerCreate {
