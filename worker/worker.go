@@ -142,7 +142,6 @@ func ConsumerName(names eventlog.Names, p int) string {
 // the requests in hand finish for up to ShutdownGrace and hands back the
 // rest (they are redelivered to another worker, which resumes them).
 func (w *Worker) Run(ctx context.Context) error {
-	js := w.cfg.Log.JetStream()
 	// Requests get their own context: ending ctx stops intake, ending work
 	// hands back what is still running after the grace period.
 	work, stopWork := context.WithCancel(context.WithoutCancel(ctx))
@@ -154,62 +153,22 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	defer ping.Unsubscribe()
 
-	var consumers []jetstream.ConsumeContext
-	defer func() {
-		for _, c := range consumers {
-			c.Stop()
-		}
-	}()
+	// One supervisor per partition keeps a consumption running: a consumer
+	// lost to a server restart or a failover (its pulls end, or the server
+	// answers "consumer not found" while JetStream recovers) is created
+	// and consumed again, so no partition stalls.
+	var partitions sync.WaitGroup
 	for p := 0; p < w.cfg.Log.Partitions(); p++ {
-		cons, err := js.CreateOrUpdateConsumer(ctx, w.names.RequestsStream, jetstream.ConsumerConfig{
-			Durable:       ConsumerName(w.names, p),
-			Description:   "turnlog workers: chat requests of one partition, one at a time",
-			FilterSubject: w.names.ChatPartition(p),
-			AckPolicy:     jetstream.AckExplicitPolicy,
-			AckWait:       w.cfg.AckWait,
-			MaxDeliver:    w.cfg.MaxDeliver,
-			MaxAckPending: 1,
-			// The consumer's state stays on disk (the default). In memory
-			// it would save a state-file write per ack, but a restarted
-			// server forgets memory consumers altogether and the
-			// partition would stall.
-		})
-		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeConsumerCreate {
-			// An existing consumer whose settings cannot be changed in
-			// place (made by an older turnlog, e.g. with file-backed
-			// state): use it as it is rather than refuse to start.
-			if existing, cerr := js.Consumer(ctx, w.names.RequestsStream, ConsumerName(w.names, p)); cerr == nil {
-				w.log.Warn("using the existing consumer as it is", "partition", p, "err", err)
-				cons, err = existing, nil
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("worker: consumer for partition %d: %w", p, err)
-		}
-		cc, err := cons.Consume(func(m jetstream.Msg) { w.handle(work, m) },
-			jetstream.PullMaxMessages(1),
-			// A pull waiting at a consumer leader that dies is lost; the
-			// client notices by missed heartbeats (half the expiry) and
-			// pulls again. The 30s default would stall the partition for
-			// 30s after every failover on a cluster.
-			jetstream.PullExpiry(5*time.Second),
-			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-				if ctx.Err() == nil && !errors.Is(err, jetstream.ErrNoHeartbeat) {
-					w.log.Debug("consume", "partition", p, "err", err)
-				}
-			}))
-		if err != nil {
-			return fmt.Errorf("worker: consume partition %d: %w", p, err)
-		}
-		consumers = append(consumers, cc)
+		partitions.Add(1)
+		go func() {
+			defer partitions.Done()
+			w.consume(ctx, work, p)
+		}()
 	}
-	w.log.Info("worker started", "partitions", len(consumers))
+	w.log.Info("worker started", "partitions", w.cfg.Log.Partitions())
 	<-ctx.Done()
+	partitions.Wait()
 
-	for _, c := range consumers {
-		c.Stop()
-	}
 	done := make(chan struct{})
 	go func() { w.inflight.Wait(); close(done) }()
 	select {
@@ -221,6 +180,79 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.log.Info("worker stopped", "handled", w.handled.Load())
 	return nil
+}
+
+// consume runs partition p's consumption until ctx ends, starting it again
+// whenever it stops on its own. Requests run under work.
+func (w *Worker) consume(ctx, work context.Context, p int) {
+	js := w.cfg.Log.JetStream()
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		cc, err := w.startConsumer(ctx, js, work, p)
+		if err != nil {
+			w.log.Warn("partition not consumed yet; retrying", "partition", p, "err", err, "in", backoff)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 5*time.Second)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		select {
+		case <-ctx.Done():
+			cc.Stop()
+			<-cc.Closed()
+			return
+		case <-cc.Closed():
+			w.log.Info("partition consumption ended; starting it again", "partition", p)
+		}
+	}
+}
+
+func (w *Worker) startConsumer(ctx context.Context, js jetstream.JetStream, work context.Context, p int) (jetstream.ConsumeContext, error) {
+	cons, err := js.CreateOrUpdateConsumer(ctx, w.names.RequestsStream, jetstream.ConsumerConfig{
+		Durable:       ConsumerName(w.names, p),
+		Description:   "turnlog workers: chat requests of one partition, one at a time",
+		FilterSubject: w.names.ChatPartition(p),
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       w.cfg.AckWait,
+		MaxDeliver:    w.cfg.MaxDeliver,
+		MaxAckPending: 1,
+		// The consumer's state stays on disk (the default). In memory it
+		// would save a state-file write per ack, but a restarted server
+		// forgets memory consumers altogether.
+	})
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeConsumerCreate {
+		// An existing consumer whose settings cannot be changed in place
+		// (made by an older turnlog): use it as it is rather than refuse
+		// to start.
+		if existing, cerr := js.Consumer(ctx, w.names.RequestsStream, ConsumerName(w.names, p)); cerr == nil {
+			w.log.Warn("using the existing consumer as it is", "partition", p, "err", err)
+			cons, err = existing, nil
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("consumer for partition %d: %w", p, err)
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) { w.handle(work, m) },
+		jetstream.PullMaxMessages(1),
+		// A pull waiting at a consumer leader that dies is lost; the client
+		// notices by missed heartbeats (half the expiry) and pulls again.
+		// The 30s default would stall the partition for 30s after every
+		// failover on a cluster.
+		jetstream.PullExpiry(5*time.Second),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			if ctx.Err() == nil && !errors.Is(err, jetstream.ErrNoHeartbeat) {
+				w.log.Debug("consume", "partition", p, "err", err)
+			}
+		}))
+	if err != nil {
+		return nil, fmt.Errorf("consume partition %d: %w", p, err)
+	}
+	return cc, nil
 }
 
 // outcome is what happens to a request message after handling.
