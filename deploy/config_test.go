@@ -1,0 +1,141 @@
+package deploy_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+)
+
+// nodes are the cluster's servers: compose service name = server_name =
+// the host name the other nodes' routes dial.
+var nodes = []string{"n1", "n2", "n3"}
+
+// clusterPort is where every node listens for routes inside its container.
+const clusterPort = 6222
+
+func TestNATSConfigs(t *testing.T) {
+	opts := map[string]*server.Options{}
+	for _, n := range nodes {
+		o, err := server.ProcessConfigFile("nats-" + n + ".conf")
+		require.NoError(t, err, "nats-%s.conf must parse as nats-server parses it", n)
+		opts[n] = o
+	}
+	seen := map[string]string{}
+	for _, n := range nodes {
+		t.Run(n, func(t *testing.T) {
+			o := opts[n]
+			assert.Equal(t, n, o.ServerName, "server_name must be the compose service name")
+			if other, dup := seen[o.ServerName]; dup {
+				t.Errorf("server_name %q is used by %s too; JetStream needs distinct names", o.ServerName, other)
+			}
+			seen[o.ServerName] = n
+
+			assert.True(t, o.JetStream, "jetstream must be enabled")
+			assert.Equal(t, "/data/jetstream", o.StoreDir, "store_dir must be on the node's volume (mounted at /data)")
+			assert.Equal(t, 4222, o.Port, "clients port inside the container")
+			assert.Equal(t, 8222, o.HTTPPort, "monitoring port of the compose health check")
+			assert.Empty(t, o.JetStreamDomain, "one cluster, no JetStream domain")
+			assert.GreaterOrEqual(t, o.MaxPayload, int32(8<<20), "steps up to 8 MiB, as the embedded server")
+
+			assert.Equal(t, "turnlog", o.Cluster.Name, "every node must name the same cluster")
+			assert.Equal(t, clusterPort, o.Cluster.Port)
+			var routes []string
+			for _, u := range o.Routes {
+				routes = append(routes, u.Host)
+			}
+			var want []string
+			for _, other := range nodes {
+				if other != n {
+					want = append(want, fmt.Sprintf("%s:%d", other, clusterPort))
+				}
+			}
+			slices.Sort(routes)
+			assert.Equal(t, want, routes, "routes must reach the two other nodes")
+		})
+	}
+}
+
+// compose is the part of docker-compose.yml the checks read.
+type compose struct {
+	Services map[string]struct {
+		Image   string   `yaml:"image"`
+		Build   any      `yaml:"build"`
+		Command []string `yaml:"command"`
+		Volumes []string `yaml:"volumes"`
+		Ports   []string `yaml:"ports"`
+	} `yaml:"services"`
+	Volumes map[string]any `yaml:"volumes"`
+}
+
+func TestCompose(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "docker-compose.yml"))
+	require.NoError(t, err)
+	var c compose
+	require.NoError(t, yaml.Unmarshal(data, &c), "docker-compose.yml must be valid YAML")
+
+	var natsServices, workers []string
+	for name, s := range c.Services {
+		switch {
+		case strings.HasPrefix(s.Image, "nats:"):
+			natsServices = append(natsServices, name)
+		case slices.Contains(s.Command, "worker"):
+			workers = append(workers, name)
+		}
+	}
+	slices.Sort(natsServices)
+	assert.Equal(t, nodes, natsServices, "3 NATS services named as the configs' server_name")
+	assert.Len(t, workers, 2, "2 turnlog workers")
+
+	hostPorts := map[string]string{}
+	for _, n := range nodes {
+		s := c.Services[n]
+		conf := "./deploy/nats-" + n + ".conf"
+		var mountsConf, mountsData bool
+		for _, v := range s.Volumes {
+			src, dst, _ := strings.Cut(v, ":")
+			switch {
+			case src == conf:
+				mountsConf = true
+				assert.True(t, slices.Contains(s.Command, strings.TrimSuffix(dst, ":ro")), "%s: the command must load the mounted %s", n, conf)
+				_, err := os.Stat(filepath.Join("..", conf))
+				assert.NoError(t, err, "%s mounts a config file that does not exist", n)
+			case strings.HasPrefix(dst, "/data"):
+				mountsData = true
+				assert.Contains(t, c.Volumes, src, "%s: the store must be a named volume, declared under volumes:", n)
+			}
+		}
+		assert.True(t, mountsConf, "%s must mount %s", n, conf)
+		assert.True(t, mountsData, "%s must keep its store on its own volume at /data", n)
+		require.Len(t, s.Ports, 1, "%s publishes its client port", n)
+		// [IP:]HOST_PORT:CONTAINER_PORT
+		parts := strings.Split(s.Ports[0], ":")
+		require.GreaterOrEqual(t, len(parts), 2, "%s: port mapping %q", n, s.Ports[0])
+		host, container := parts[len(parts)-2], parts[len(parts)-1]
+		assert.Equal(t, "4222", container, "%s: host port maps to the client port", n)
+		if len(parts) == 3 {
+			assert.Equal(t, "127.0.0.1", parts[0], "%s: no authentication, so loopback only", n)
+		}
+		if other, dup := hostPorts[host]; dup {
+			t.Errorf("%s and %s both publish host port %s", n, other, host)
+		}
+		hostPorts[host] = n
+	}
+	assert.Equal(t, map[string]string{"4222": "n1", "4223": "n2", "4224": "n3"}, hostPorts, "client ports on the host")
+	assert.Len(t, c.Volumes, len(nodes), "one named volume per node")
+
+	for _, w := range workers {
+		s := c.Services[w]
+		assert.NotNil(t, s.Build, "%s is built from the Dockerfile", w)
+		args := strings.Join(s.Command, " ")
+		assert.Contains(t, args, "--nats-url nats://n1:4222,nats://n2:4222,nats://n3:4222", "%s must know every node, to fail over", w)
+		assert.Contains(t, args, "--replicas 3", "%s must create R3 streams", w)
+	}
+}

@@ -1,0 +1,385 @@
+package natstest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// ClusterName is the name the servers of StartCluster share.
+const ClusterName = "turnlog-test"
+
+// clusterWait bounds how long StartCluster and Restart wait for the cluster
+// to elect a JetStream meta leader: elections take seconds on a busy
+// machine, and a test that gives up early reports a fault that is not there.
+const clusterWait = 60 * time.Second
+
+// Cluster is n real JetStream servers in this process, routed to each other
+// on 127.0.0.1, so that tests exercise replicated (R3) streams, leader
+// elections and a node dying without Docker. Each server keeps its store in
+// its own tb.TempDir() and its ports for the whole test, so Restart brings
+// back the same node with the same data and the routes reconnect.
+// It is safe for concurrent use.
+type Cluster struct {
+	tb     testing.TB
+	mu     sync.Mutex
+	nodes  []*clusterNode
+	logDir string // "" unless LogsEnv is set
+}
+
+// LogsEnv names the environment variable that, set to a directory, makes
+// the servers of StartCluster write their logs (with debug lines) to a new
+// subdirectory of it that outlives the test: what a failed election leaves
+// to be read.
+const LogsEnv = "TURNLOG_NATSTEST_LOGS"
+
+type clusterNode struct {
+	name        string
+	dir         string
+	port        int // clients
+	clusterPort int // routes
+	srv         *server.Server
+}
+
+// StartCluster starts n servers (n >= 1; 3 for R3 streams), waits until
+// JetStream has a meta leader that knows every server, and registers their
+// shutdown with tb.Cleanup.
+func StartCluster(tb testing.TB, n int) *Cluster {
+	tb.Helper()
+	if n < 1 {
+		tb.Fatalf("start cluster: %d servers; use 1 or more", n)
+	}
+	c := &Cluster{tb: tb}
+	if dir := os.Getenv(LogsEnv); dir != "" {
+		logDir, err := os.MkdirTemp(dir, "cluster-")
+		if err != nil {
+			tb.Fatalf("start cluster: %s: %v", LogsEnv, err)
+		}
+		c.logDir = logDir
+		tb.Logf("cluster logs in %s", logDir)
+	}
+	ports := freePorts(tb, 2*n)
+	for i := range n {
+		c.nodes = append(c.nodes, &clusterNode{
+			name:        fmt.Sprintf("n%d", i+1),
+			dir:         filepath.Join(tb.TempDir(), fmt.Sprintf("n%d", i+1)),
+			port:        ports[2*i],
+			clusterPort: ports[2*i+1],
+		})
+	}
+	tb.Cleanup(c.shutdown)
+	// Start every server before waiting for any: a lone server of a
+	// cluster waits for its peers before JetStream is usable.
+	for i := range c.nodes {
+		if err := c.start(i); err != nil {
+			tb.Fatalf("start cluster: %v", err)
+		}
+	}
+	for i := range c.nodes {
+		if !c.nodes[i].srv.ReadyForConnections(clusterWait) {
+			tb.Fatalf("start cluster: server %s not ready after %s", c.nodes[i].name, clusterWait)
+		}
+	}
+	c.waitForMetaLeader(n)
+	return c
+}
+
+// freePorts asks the kernel for count distinct free TCP ports on 127.0.0.1.
+// The routes of every server must name its peers' ports before any of them
+// starts, so port 0 (let the server pick) cannot be used.
+func freePorts(tb testing.TB, count int) []int {
+	tb.Helper()
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	ports := make([]int, 0, count)
+	for range count {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatalf("start cluster: find a free port: %v", err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports
+}
+
+// options builds server i's configuration: its own name, store and ports,
+// and routes to every other server of the cluster.
+func (c *Cluster) options(i int) *server.Options {
+	nd := c.nodes[i]
+	var routes []string
+	for j, other := range c.nodes {
+		if j != i {
+			routes = append(routes, "nats://127.0.0.1:"+strconv.Itoa(other.clusterPort))
+		}
+	}
+	opts := &server.Options{
+		ServerName: nd.name,
+		Host:       "127.0.0.1",
+		Port:       nd.port,
+		JetStream:  true,
+		StoreDir:   nd.dir,
+		NoSigs:     true,
+		NoLog:      true,
+		// As the embedded server: long tool results and snapshots fit.
+		MaxPayload: 8 << 20,
+		Cluster: server.ClusterOpts{
+			Name: ClusterName,
+			Host: "127.0.0.1",
+			Port: nd.clusterPort,
+		},
+		Routes: server.RoutesFromStr(strings.Join(routes, ",")),
+	}
+	opts.MaxPending = int64(opts.MaxPayload) * 8
+	if c.logDir != "" {
+		opts.NoLog, opts.Debug, opts.Logtime = false, true, true
+		opts.LogFile = filepath.Join(c.logDir, nd.name+".log")
+	}
+	return opts
+}
+
+// start runs server i without waiting for it.
+func (c *Cluster) start(i int) error {
+	ns, err := server.NewServer(c.options(i))
+	if err != nil {
+		return fmt.Errorf("server %s: %w", c.nodes[i].name, err)
+	}
+	if c.logDir != "" {
+		ns.ConfigureLogger()
+	}
+	go ns.Start()
+	c.nodes[i].srv = ns
+	return nil
+}
+
+// waitForMetaLeader waits until a running server is the JetStream meta
+// leader, it counts want peers, and every running server follows it: only
+// then can an R3 stream be placed and a stopped node be told apart from a
+// cluster that is still forming.
+func (c *Cluster) waitForMetaLeader(want int) {
+	c.tb.Helper()
+	deadline := time.Now().Add(clusterWait)
+	for time.Now().Before(deadline) {
+		if c.settled(want) {
+			return
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	c.tb.Fatalf("cluster: no JetStream meta leader with %d peers after %s", want, clusterWait)
+}
+
+func (c *Cluster) settled(want int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	leader := false
+	for _, nd := range c.nodes {
+		if nd.srv == nil {
+			continue
+		}
+		if !nd.srv.JetStreamIsCurrent() {
+			return false
+		}
+		if nd.srv.JetStreamIsLeader() {
+			leader = len(nd.srv.JetStreamClusterPeers()) >= want
+		}
+	}
+	return leader
+}
+
+// N is the number of servers, running or stopped.
+func (c *Cluster) N() int { return len(c.nodes) }
+
+// URL is server i's client URL (valid even while it is stopped: Restart
+// brings it back on the same port).
+func (c *Cluster) URL(i int) string {
+	return "nats://127.0.0.1:" + strconv.Itoa(c.nodes[i].port)
+}
+
+// URLs lists every server's client URL, comma-separated, as nats.Connect
+// and `turnlog --nats-url` take them: a client connected through it fails
+// over to another server when its own dies.
+func (c *Cluster) URLs() string {
+	urls := make([]string, len(c.nodes))
+	for i := range c.nodes {
+		urls[i] = c.URL(i)
+	}
+	return strings.Join(urls, ",")
+}
+
+// Server is server i, or nil while it is stopped; for tests that inspect
+// leadership or step a leader down.
+func (c *Cluster) Server(i int) *server.Server {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nodes[i].srv
+}
+
+// MetaLeader is the index of the server that is JetStream meta leader now,
+// or -1 during an election.
+func (c *Cluster) MetaLeader() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, nd := range c.nodes {
+		if nd.srv != nil && nd.srv.JetStreamIsLeader() {
+			return i
+		}
+	}
+	return -1
+}
+
+// StreamLeader is the index of the server leading stream (in the default
+// account) now, or -1 when none does: stopping it is the fault that forces
+// an election on the write path.
+func (c *Cluster) StreamLeader(stream string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, nd := range c.nodes {
+		if nd.srv != nil && nd.srv.JetStreamIsStreamLeader(server.DEFAULT_GLOBAL_ACCOUNT, stream) {
+			return i
+		}
+	}
+	return -1
+}
+
+// LeadStream makes server i the leader of stream (in the default account):
+// what a client connected to i reads is then answered from i's own store,
+// which proves that a restarted server caught up. Once i is current (has
+// caught up), it asks the leader to hand over to i, until i leads.
+//
+// Handing over to a server that is still catching up would only cost an
+// election it cannot win, and asking again at every new leader would keep
+// the stream leaderless, so both are avoided.
+func (c *Cluster) LeadStream(i int, stream string) {
+	c.tb.Helper()
+	deadline := time.Now().Add(clusterWait)
+	var last string
+	for time.Now().Before(deadline) {
+		leader := c.StreamLeader(stream)
+		if leader == i {
+			return
+		}
+		ns := c.Server(i)
+		if ns == nil {
+			c.tb.Fatalf("lead stream %s: server %s is stopped", stream, c.nodes[i].name)
+		}
+		if leader < 0 || !ns.JetStreamIsStreamCurrent(server.DEFAULT_GLOBAL_ACCOUNT, stream) {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		if err := c.stepDown(ns, stream, c.nodes[i].name); err != nil {
+			last = err.Error()
+			time.Sleep(250 * time.Millisecond)
+			continue
+		}
+		// Let the hand-over (or the election after it) finish before
+		// looking again.
+		for wait := time.Now().Add(10 * time.Second); time.Now().Before(wait); {
+			if l := c.StreamLeader(stream); l >= 0 && l != leader {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	c.tb.Fatalf("lead stream %s: server %s not leader after %s (last error: %s; %s)", stream, c.nodes[i].name, clusterWait, last, c.Describe(stream))
+}
+
+// Describe says, server by server, who leads and who is current for the
+// meta group and stream: what a failure message needs to tell a stuck
+// election from a bug.
+func (c *Cluster) Describe(stream string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var parts []string
+	for _, nd := range c.nodes {
+		if nd.srv == nil {
+			parts = append(parts, nd.name+": stopped")
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s: meta leader %t, meta current %t, %s leader %t, %s current %t",
+			nd.name, nd.srv.JetStreamIsLeader(), nd.srv.JetStreamIsCurrent(),
+			stream, nd.srv.JetStreamIsStreamLeader(server.DEFAULT_GLOBAL_ACCOUNT, stream),
+			stream, nd.srv.JetStreamIsStreamCurrent(server.DEFAULT_GLOBAL_ACCOUNT, stream)))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// stepDown asks, through ns, the leader of stream to hand over to the
+// server named preferred.
+func (c *Cluster) stepDown(ns *server.Server, stream, preferred string) error {
+	nc, err := nats.Connect("", nats.InProcessServer(ns))
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	req, _ := json.Marshal(server.JSApiLeaderStepdownRequest{Placement: &server.Placement{Preferred: preferred}})
+	msg, err := nc.Request(fmt.Sprintf(server.JSApiStreamLeaderStepDownT, stream), req, 5*time.Second)
+	if err != nil {
+		return err
+	}
+	var resp server.JSApiStreamLeaderStepDownResponse
+	if err := json.Unmarshal(msg.Data, &resp); err != nil {
+		return err
+	}
+	if resp.Error != nil {
+		return resp.Error
+	}
+	return nil
+}
+
+// Stop shuts server i down and waits until its store is closed: a node
+// that is stopped, or whose machine dies, from its peers' point of view.
+// It is a clean shutdown, so the server first hands over what it leads; a
+// node killed outright leaves its peers to notice and hold an election,
+// which takes a few seconds more. Stopping a stopped server does nothing.
+func (c *Cluster) Stop(i int) {
+	c.mu.Lock()
+	ns := c.nodes[i].srv
+	c.nodes[i].srv = nil
+	c.mu.Unlock()
+	if ns != nil {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+	}
+}
+
+// Restart brings stopped server i back with its store and ports, so its
+// peers' routes reconnect and it catches up on what it missed, and waits
+// until it follows the meta leader again. Restarting a running server
+// stops it first.
+func (c *Cluster) Restart(i int) {
+	c.tb.Helper()
+	c.Stop(i)
+	c.mu.Lock()
+	err := c.start(i)
+	ns := c.nodes[i].srv
+	c.mu.Unlock()
+	if err != nil {
+		c.tb.Fatalf("restart: %v", err)
+	}
+	if !ns.ReadyForConnections(clusterWait) {
+		c.tb.Fatalf("restart: server %s not ready after %s (is port %d or %d taken?)",
+			c.nodes[i].name, clusterWait, c.nodes[i].port, c.nodes[i].clusterPort)
+	}
+	c.waitForMetaLeader(len(c.nodes))
+}
+
+// shutdown stops every server that still runs.
+func (c *Cluster) shutdown() {
+	for i := range c.nodes {
+		c.Stop(i)
+	}
+}

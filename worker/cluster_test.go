@@ -1,0 +1,448 @@
+package worker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/oklog/ulid/v2"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/internal/natstest"
+	"github.com/turnlog/turnlog/profile"
+	"github.com/turnlog/turnlog/worker"
+)
+
+// dialCluster connects to every server of c, as `turnlog worker --nats-url
+// a,b,c` does: when the server it uses dies, the client reconnects to
+// another and keeps going.
+func dialCluster(t *testing.T, c *natstest.Cluster, name string) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(c.URLs(), nats.Name(name),
+		nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// openClusterLog opens the log over a cluster connection. A request can be
+// lost while the routes of a cluster that just formed settle (at most once
+// delivery), so each attempt is bounded and Open, idempotent, is retried.
+func openClusterLog(t *testing.T, nc *nats.Conn, opts ...eventlog.Option) *eventlog.Log {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	var l *eventlog.Log
+	err := withRetry(ctx, 10*time.Second, func(ctx context.Context) error {
+		var err error
+		l, err = eventlog.Open(ctx, nc, opts...)
+		return err
+	})
+	require.NoError(t, err)
+	return l
+}
+
+// startClusterWorker runs a worker on its own connection to the cluster
+// until the test ends.
+func startClusterWorker(t *testing.T, c *natstest.Cluster, name string) {
+	t.Helper()
+	nc := dialCluster(t, c, name)
+	l := openClusterLog(t, nc, eventlog.WithReplicas(3))
+	profiles, err := profile.Load("")
+	require.NoError(t, err)
+	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	w, err := worker.New(worker.Config{Log: l, Conn: nc, Profiles: profiles, Name: name, Logger: logger,
+		AckWait: 10 * time.Second, ShutdownGrace: time.Second})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// Run gives up when it cannot create its consumers (e.g. two
+		// workers creating the same durable consumer at once on a new
+		// cluster may leave one request unanswered); like the compose
+		// file's restart policy, start it again.
+		for ctx.Err() == nil {
+			if err := w.Run(ctx); err != nil && ctx.Err() == nil {
+				t.Logf("worker %s stopped, restarting it: %v", name, err)
+				time.Sleep(500 * time.Millisecond)
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// waitForClusterWorkers waits until n workers pull from every partition: a
+// worker creates its consumers one by one, and a fault before it has them
+// all would test its start-up, not its failover.
+func waitForClusterWorkers(t *testing.T, l *eventlog.Log, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	for p := range l.Partitions() {
+		name := worker.ConsumerName(l.Names(), p)
+		err := withRetry(ctx, 5*time.Second, func(ctx context.Context) error {
+			cons, err := l.JetStream().Consumer(ctx, l.Names().RequestsStream, name)
+			if err != nil {
+				return err
+			}
+			if w := cons.CachedInfo().NumWaiting; w < n {
+				return fmt.Errorf("%s: %d of %d workers pulling", name, w, n)
+			}
+			return nil
+		})
+		require.NoError(t, err)
+	}
+}
+
+// withRetry calls fn with a bounded context until it succeeds or ctx ends.
+// Around a leader election requests time out or find no responder, and a
+// request in flight when its server dies is never answered: only a bound
+// per attempt (not a sleep in an assertion) gets past that.
+func withRetry(ctx context.Context, per time.Duration, fn func(context.Context) error) error {
+	for {
+		attempt, cancel := context.WithTimeout(ctx, per)
+		err := fn(attempt)
+		cancel()
+		if err == nil || errors.Is(err, worker.ErrFailed) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestClusterSurvivesNodeLoss runs two workers on a 3-node cluster with R3
+// streams, stops the server leading the events stream while conversations
+// are being answered, and checks that every request still completes
+// exactly once, in one piece, and that the restarted server holds the same
+// log.
+func TestClusterSurvivesNodeLoss(t *testing.T) {
+	const conversations, perConversation = 20, 5
+	c := natstest.StartCluster(t, 3)
+	// The run gets 45s, a multiple of what it needs even with an election
+	// in the middle; the checks after it get their own time.
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	client := openClusterLog(t, dialCluster(t, c, "client"), eventlog.WithReplicas(3))
+	startClusterWorker(t, c, "w1")
+	startClusterWorker(t, c, "w2")
+	waitForClusterWorkers(t, client, 2)
+
+	var (
+		mu       sync.Mutex
+		sent     = map[string][]string{} // conversation -> request IDs
+		ended    = map[string]uint64{}   // conversation -> sequence of its last request's end
+		finished atomic.Int64
+		wg       sync.WaitGroup
+	)
+	// The fault: once a quarter of the requests are done, the server
+	// leading the events stream (where every step is appended) dies.
+	stopped := make(chan int, 1)
+	go func() {
+		for finished.Load() < conversations*perConversation/4 && ctx.Err() == nil {
+			time.Sleep(5 * time.Millisecond)
+		}
+		victim := c.StreamLeader(client.Names().EventsStream)
+		if victim < 0 {
+			victim = c.MetaLeader()
+		}
+		if victim < 0 {
+			victim = 0
+		}
+		c.Stop(victim)
+		stopped <- victim
+	}()
+
+	for i := range conversations {
+		conv := fmt.Sprintf("conv-%02d", i)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range perConversation {
+				text := fmt.Sprintf("hello %d from %s", k, conv)
+				if k%2 == 1 {
+					text = fmt.Sprintf("count the words in %s says %d", conv, k) // a tool call: more steps
+				}
+				// The ID is chosen before the first attempt, so a retried
+				// send is the same request (deduplicated by JetStream).
+				req := worker.Request{Conversation: conv, RequestID: ulid.Make().String(), Text: text}
+				mu.Lock()
+				sent[conv] = append(sent[conv], req.RequestID)
+				mu.Unlock()
+				if err := withRetry(ctx, 3*time.Second, func(ctx context.Context) error {
+					_, err := worker.Send(ctx, client, req)
+					return err
+				}); err != nil {
+					t.Errorf("send %s to %s: %v", req.RequestID, conv, err)
+					return
+				}
+				var res worker.Result
+				if err := withRetry(ctx, 10*time.Second, func(ctx context.Context) error {
+					var err error
+					res, err = worker.Await(ctx, client, conv, req.RequestID, 0, 0)
+					return err
+				}); err != nil {
+					t.Errorf("request %s of %s: %v", req.RequestID, conv, err)
+				}
+				if n := len(res.Events); n > 0 {
+					mu.Lock()
+					ended[conv] = max(ended[conv], res.Events[n-1].Seq)
+					mu.Unlock()
+				}
+				finished.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	victim := <-stopped // sent even when ctx ended first
+	if t.Failed() {
+		dumpClusterState(t, c, client)
+		t.FailNow()
+	}
+	t.Logf("stopped server %d mid-run; %d requests answered", victim, finished.Load())
+
+	// Read the log through the cluster, then from the restarted server.
+	ctx, cancelCheck := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancelCheck()
+	logs := map[string][]eventlog.Record{}
+	for conv, ids := range sent {
+		recs := readClusterLogUpTo(t, ctx, client, conv, ended[conv])
+		checkClusterConversation(t, conv, ids, recs)
+		logs[conv] = recs
+	}
+
+	c.Restart(victim)
+	c.LeadStream(victim, client.Names().EventsStream)
+	nc, err := nats.Connect(c.URL(victim))
+	require.NoError(t, err)
+	defer nc.Close()
+	restarted := openClusterLog(t, nc)
+	for conv, want := range logs {
+		got := readClusterLog(t, ctx, restarted, conv)
+		require.Equal(t, len(want), len(got), "%s: events on the restarted server", conv)
+		for i := range want {
+			assert.Equal(t, want[i].Seq, got[i].Seq, "%s event %d", conv, i+1)
+			assert.Equal(t, want[i].ID, got[i].ID, "%s event %d", conv, i+1)
+			assert.Equal(t, want[i].MsgID, got[i].MsgID, "%s event %d", conv, i+1)
+		}
+		turn, err := restarted.Load(ctx, conv)
+		require.NoError(t, err, "%s folds on the restarted server", conv)
+		assert.Equal(t, len(want), turn.Events)
+	}
+}
+
+// readClusterLog reads a conversation's events, retrying transient errors.
+func readClusterLog(t *testing.T, ctx context.Context, l *eventlog.Log, conv string) []eventlog.Record {
+	t.Helper()
+	var recs []eventlog.Record
+	err := withRetry(ctx, 10*time.Second, func(ctx context.Context) error {
+		recs = recs[:0]
+		for rec, err := range l.Events(ctx, conv) {
+			if err != nil {
+				return err
+			}
+			recs = append(recs, rec)
+		}
+		return nil
+	})
+	require.NoError(t, err, "read %s", conv)
+	return recs
+}
+
+// readClusterLogUpTo reads a conversation until its log reaches sequence
+// seq. Reads are direct gets, which a follower may answer before it holds
+// the last acknowledged message (a majority has it, not necessarily every
+// replica).
+func readClusterLogUpTo(t *testing.T, ctx context.Context, l *eventlog.Log, conv string, seq uint64) []eventlog.Record {
+	t.Helper()
+	var recs []eventlog.Record
+	err := withRetry(ctx, 10*time.Second, func(ctx context.Context) error {
+		recs = readClusterLog(t, ctx, l, conv)
+		if n := len(recs); n == 0 || recs[n-1].Seq < seq {
+			return fmt.Errorf("read %d events of %s, not yet up to sequence %d", n, conv, seq)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	return recs
+}
+
+// checkClusterConversation proves that nothing was lost, duplicated or
+// interleaved in one conversation's log.
+func checkClusterConversation(t *testing.T, conv string, ids []string, recs []eventlog.Record) {
+	t.Helper()
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	users, completed := map[string]int{}, map[string]int{}
+	blocks := map[string]string{}
+	done := map[string]bool{} // causes whose run of events has ended
+	prev := ""
+	for _, r := range recs {
+		if !want[r.Cause] {
+			t.Errorf("%s@%d: event %s of unknown request %q", conv, r.Pos, r.Type, r.Cause)
+		}
+		// The events of one request form one contiguous run: a cause that
+		// shows up again after another request's events interleaved.
+		if r.Cause != prev {
+			if done[r.Cause] {
+				t.Errorf("%s@%d: request %s resumes after request %s: requests interleaved", conv, r.Pos, r.Cause, prev)
+			}
+			done[prev] = true
+			prev = r.Cause
+		}
+		var block string
+		switch p := r.Payload.(type) {
+		case events.UserAppended:
+			users[r.Cause]++
+			block = p.BlockID
+		case events.RequestCompleted:
+			completed[r.Cause]++
+		case events.RequestFailed:
+			t.Errorf("%s@%d: request %s failed: %s", conv, r.Pos, r.Cause, p.Reason)
+		case events.LLMTextAppended:
+			block = p.BlockID
+		case events.ReasoningAppended:
+			block = p.BlockID
+		case events.ToolCalled:
+			block = p.BlockID
+		case events.ToolResult:
+			block = p.BlockID
+		case events.SystemPromptSet:
+			block = p.BlockID
+		}
+		if block != "" {
+			if at, dup := blocks[block]; dup {
+				t.Errorf("%s@%d: block %s created again (first by %s)", conv, r.Pos, block, at)
+			}
+			blocks[block] = fmt.Sprintf("%s@%d", conv, r.Pos)
+		}
+	}
+	for _, id := range ids {
+		assert.Equal(t, 1, users[id], "%s: user.appended of request %s", conv, id)
+		assert.Equal(t, 1, completed[id], "%s: request.completed of request %s", conv, id)
+	}
+}
+
+// TestClusterConcurrentAppends is the log's concurrency check on R3
+// streams, where a stale expected sequence comes back as err_code 10164,
+// not 10071: it must still be ErrConflict, so writers that retry on it
+// store everything exactly once.
+func TestClusterConcurrentAppends(t *testing.T) {
+	const writers, each = 4, 100
+	c := natstest.StartCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+	defer cancel()
+	l := openClusterLog(t, dialCluster(t, c, "writers"), eventlog.WithReplicas(3))
+
+	var (
+		wg        sync.WaitGroup
+		conflicts atomic.Int64
+		last      atomic.Uint64 // the highest sequence acknowledged
+	)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var expected uint64
+			for i := range each {
+				cause := fmt.Sprintf("w%d-%d", w, i)
+				ev := events.New("shared", cause, 0, "test", events.UserAppended{BlockID: cause, Text: cause})
+				for {
+					// Appends are idempotent (the step ID), so one whose
+					// answer was lost is simply made again.
+					var seq uint64
+					err := withRetry(ctx, 10*time.Second, func(ctx context.Context) error {
+						var err error
+						seq, err = l.Append(ctx, "shared", expected, ev)
+						if errors.Is(err, eventlog.ErrConflict) {
+							return nil
+						}
+						return err
+					})
+					if err != nil {
+						t.Errorf("writer %d, append %d: %v", w, i, err)
+						return
+					}
+					if seq != 0 {
+						expected = seq
+						for {
+							top := last.Load()
+							if seq <= top || last.CompareAndSwap(top, seq) {
+								break
+							}
+						}
+						break
+					}
+					conflicts.Add(1)
+					err = withRetry(ctx, 10*time.Second, func(ctx context.Context) error {
+						var err error
+						expected, err = l.LastSeq(ctx, "shared")
+						return err
+					})
+					if err != nil {
+						t.Errorf("writer %d: %v", w, err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	require.False(t, t.Failed())
+
+	recs := readClusterLogUpTo(t, ctx, l, "shared", last.Load())
+	seen := map[string]bool{}
+	next := make([]int, writers)
+	for _, rec := range recs {
+		text := rec.Payload.(events.UserAppended).Text
+		assert.False(t, seen[text], "%s stored twice", text)
+		seen[text] = true
+		var w, i int
+		_, err := fmt.Sscanf(text, "w%d-%d", &w, &i)
+		require.NoError(t, err)
+		assert.Equal(t, next[w], i, "writer %d's events out of order", w)
+		next[w] = i + 1
+	}
+	assert.Equal(t, writers*each, len(recs), "every acknowledged append stored once")
+	assert.Positive(t, conflicts.Load(), "the writers must have raced (else the check proves nothing)")
+	t.Logf("%d conflicts retried", conflicts.Load())
+}
+
+// dumpClusterState logs where the cluster and the request consumers stand, so a
+// failure tells an election that never ended from a worker that stalled.
+func dumpClusterState(t *testing.T, c *natstest.Cluster, l *eventlog.Log) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	t.Logf("events: %s", c.Describe(l.Names().EventsStream))
+	t.Logf("requests: %s", c.Describe(l.Names().RequestsStream))
+	for p := range l.Partitions() {
+		name := worker.ConsumerName(l.Names(), p)
+		cons, err := l.JetStream().Consumer(ctx, l.Names().RequestsStream, name)
+		if err != nil {
+			t.Logf("%s: %v", name, err)
+			continue
+		}
+		info := cons.CachedInfo()
+		leader := ""
+		if info.Cluster != nil {
+			leader = info.Cluster.Leader
+		}
+		t.Logf("%s: leader %s, pending %d, ack pending %d, redelivered %d, waiting %d, delivered %d, ack floor %d",
+			name, leader, info.NumPending, info.NumAckPending, info.NumRedelivered, info.NumWaiting,
+			info.Delivered.Stream, info.AckFloor.Stream)
+	}
+}
