@@ -2,7 +2,6 @@ package profile
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 
 	"github.com/turnlog/turnlog/engine"
@@ -24,18 +23,5 @@ func (p Profile) BuildWithEngine(eng engine.Engine, logger *slog.Logger, tools *
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	mws := make([]engine.Middleware, 0, len(p.Middlewares))
-	for _, name := range p.Middlewares {
-		mw, err := p.middleware(name, eng, logger)
-		if err != nil {
-			return nil, fmt.Errorf("middleware %s: %w", name, err)
-		}
-		mws = append(mws, mw)
-	}
-	return &Built{
-		Engine: eng,
-		Loop:   engine.Loop{Handler: engine.Chain(eng, mws...), Tools: tools, MaxIterations: p.MaxIterations},
-		Tools:  tools,
-		Model:  p.Model,
-	}, nil
+	return p.assemble(eng, logger, tools, p.Model)
 }

@@ -202,6 +202,12 @@ func (p Profile) Build(logger *slog.Logger, tools *engine.Tools) (*Built, error)
 	if model == "" && (p.Provider == "" || p.Provider == "scripted") {
 		model = "scripted"
 	}
+	return p.assemble(eng, logger, tools, model)
+}
+
+// assemble builds the middleware chain around eng; Build and
+// BuildWithEngine differ only in where the engine comes from.
+func (p Profile) assemble(eng engine.Engine, logger *slog.Logger, tools *engine.Tools, model string) (*Built, error) {
 	mws := make([]engine.Middleware, 0, len(p.Middlewares))
 	for _, name := range p.Middlewares {
 		mw, err := p.middleware(name, eng, logger)
