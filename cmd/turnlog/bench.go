@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"text/tabwriter"
@@ -42,9 +41,7 @@ event_bytes).`,
 					return fmt.Errorf("bench: %w", err)
 				}
 				if asJSON {
-					enc := json.NewEncoder(out)
-					enc.SetIndent("", "  ")
-					return enc.Encode(res)
+					return printJSON(out, res)
 				}
 				w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 				fmt.Fprintf(w, "requests, %d conversations x %d, %d workers\t%.0f requests/s\t\n", res.Conversations, res.Requests/res.Conversations, res.Workers, res.RequestsPerS)
@@ -62,9 +59,7 @@ event_bytes).`,
 				return fmt.Errorf("bench: %w", err)
 			}
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(res)
+				return printJSON(out, res)
 			}
 			w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintf(w, "raw JetStream sync publish (%d B)\t%.0f msgs/s\t\n", res.EventBytes, res.RawPublishPerS)

@@ -4,8 +4,10 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 )
 
@@ -37,4 +39,13 @@ func main() {
 	}
 	fmt.Fprintln(os.Stderr, "turnlog:", err)
 	os.Exit(2)
+}
+
+// printJSON is how every command prints JSON: indented, with <, > and &
+// left as they are (a prompt or a tool argument must read as written).
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -186,9 +185,7 @@ func write(w io.Writer, asJSON bool, v any, writeText func(io.Writer) error) err
 	if !asJSON {
 		return writeText(w)
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	return printJSON(w, v)
 }
 
 // isTerminal reports whether w is a terminal; a variable so tests can

@@ -83,9 +83,7 @@ func newStatusCmd() *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(st)
+				return printJSON(out, st)
 			}
 			w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "STREAM\tMESSAGES\tBYTES\tSUBJECTS\tREPLICAS")

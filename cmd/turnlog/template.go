@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -140,7 +139,7 @@ func newTemplateVariablesCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			vars := template.Catalog()
 			if asJSON {
-				return printTemplateJSON(cmd.OutOrStdout(), map[string]any{"variables": vars})
+				return printJSON(cmd.OutOrStdout(), map[string]any{"variables": vars})
 			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "VARIABLE\tDESCRIPTION")
@@ -204,7 +203,7 @@ Nothing is printed when the template means "no system prompt".`,
 				if used == nil {
 					used = template.Values{}
 				}
-				return printTemplateJSON(cmd.OutOrStdout(), map[string]any{"prompt": prompt, "variables": used})
+				return printJSON(cmd.OutOrStdout(), map[string]any{"prompt": prompt, "variables": used})
 			}
 			if !ok {
 				fmt.Fprintln(cmd.ErrOrStderr(), "turnlog: the template renders to nothing: no system prompt")
@@ -238,11 +237,4 @@ func readTemplateInput(cmd *cobra.Command, name string) ([]byte, error) {
 		return nil, fmt.Errorf("read the template: %w", err)
 	}
 	return b, nil
-}
-
-func printTemplateJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
 }
