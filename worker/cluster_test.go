@@ -66,10 +66,8 @@ func startClusterWorker(t *testing.T, c *natstest.Cluster, name string) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		// Run gives up when it cannot create its consumers (e.g. two
-		// workers creating the same durable consumer at once on a new
-		// cluster may leave one request unanswered); like the compose
-		// file's restart policy, start it again.
+		// Should Run give up with an error, start it again, as the
+		// compose file's restart policy does with a worker that exits.
 		for ctx.Err() == nil {
 			if err := w.Run(ctx); err != nil && ctx.Err() == nil {
 				t.Logf("worker %s stopped, restarting it: %v", name, err)
