@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -58,7 +59,9 @@ func StepID(cause string, step int) string { return cause + ":" + strconv.Itoa(s
 //
 // Retrying a step that was already stored returns its sequence and stores
 // nothing new, even after the duplicate window: the conflict path compares
-// the stored message's ID with this step's.
+// the stored message's ID and bytes with this step's. The same step ID with
+// other events (a step redone after a crash) is a conflict: the log's
+// version wins.
 //
 // It returns the sequence of the stored message, the next expectedSeq.
 func (l *Log) Append(ctx context.Context, conversation string, expectedSeq uint64, evs ...events.Event) (uint64, error) {
@@ -109,6 +112,11 @@ func (l *Log) Append(ctx context.Context, conversation string, expectedSeq uint6
 				return 0, fmt.Errorf("append to %s: %w: step %s was already stored in conversation %s; use a fresh request ID per request",
 					conversation, ErrCauseReused, msgID, l.names.ConversationOf(stored.Subject))
 			}
+			if !bytes.Equal(stored.Data, data) {
+				// Another attempt at this step stored other events (a
+				// model answered differently): the log has the truth.
+				return 0, &ConflictError{Conversation: conversation, Expected: expectedSeq, Actual: ack.Sequence}
+			}
 			if ack.Sequence != expectedSeq {
 				// Stored earlier, with other steps after it: its sequence
 				// is not where the conversation is now.
@@ -130,7 +138,12 @@ func (l *Log) Append(ctx context.Context, conversation string, expectedSeq uint6
 		}
 		return 0, fmt.Errorf("append to %s: conflict, and reading the last message failed: %w", conversation, lerr)
 	}
-	if last.Header.Get(jetstream.MsgIDHeader) == msgID {
+	// Only the very same step counts as stored: an earlier attempt at
+	// this step that stored other events (a redone model call, or a read
+	// from a lagging replica that made the caller redo a step) is a
+	// conflict, so the caller reloads the log's version instead of going
+	// on from its own.
+	if last.Header.Get(jetstream.MsgIDHeader) == msgID && bytes.Equal(last.Data, data) {
 		return last.Sequence, nil
 	}
 	return 0, &ConflictError{Conversation: conversation, Expected: expectedSeq, Actual: last.Sequence}

@@ -367,3 +367,20 @@ func TestWatchFollowsNewEvents(t *testing.T) {
 	assert.Equal(t, 3, second.Pos)
 	assert.Equal(t, first.Seq, second.Seq, "one message, one step")
 }
+
+// TestARedoneStepWithOtherContentIsAConflict: the same step ID with other
+// events (a step redone after a crash, or after a stale read) must not be
+// taken for the stored one, or the caller would go on from a Turn the log
+// does not hold.
+func TestARedoneStepWithOtherContentIsAConflict(t *testing.T) {
+	ctx := context.Background()
+	l := openLog(t, natstest.Start(t))
+	_, err := l.Append(ctx, "c", 0, reply("c", "r1", 0, "first answer"))
+	require.NoError(t, err)
+	_, err = l.Append(ctx, "c", 0, reply("c", "r1", 0, "another answer"))
+	assert.ErrorIs(t, err, eventlog.ErrConflict)
+
+	turn, err := l.Load(ctx, "c")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"first answer"}, texts(turn))
+}
