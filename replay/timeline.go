@@ -161,7 +161,7 @@ func Entries(ctx context.Context, src Source, conversation string, opts ...Optio
 		stopped := false
 		_, _, err := read(ctx, src, conversation, o, func(w *walker, r *eventlog.Record) error {
 			e := &Entry{N: r.Pos, Seq: r.Seq, Time: r.Time, Type: r.Type, Actor: r.Actor, Cause: r.Cause, Step: r.Step,
-				Summary: summarize(r.Event), Payload: r.Payload}
+				Summary: Summary(r.Event), Payload: r.Payload}
 			if p, ok := r.Payload.(events.InferenceStarted); ok {
 				inferences++
 				inf := &Inference{Index: inferences, N: r.Pos, InferenceID: p.InferenceID, Model: p.Model, Purpose: p.Purpose,
@@ -227,9 +227,10 @@ func At(ctx context.Context, src Source, conversation string, n int, opts ...Opt
 	return pt, nil
 }
 
-// summarize says in one line what an event did. Texts are quoted previews
-// with control characters escaped.
-func summarize(e events.Event) string {
+// Summary says in one line what an event did, for timelines in any
+// front end. Texts are quoted previews with control characters escaped, so
+// untrusted text cannot drive a terminal.
+func Summary(e events.Event) string {
 	switch p := e.Payload.(type) {
 	case events.ConversationStarted:
 		var parts []string

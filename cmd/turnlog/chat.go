@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/replay"
 	"github.com/turnlog/turnlog/worker"
 	"golang.org/x/term"
 )
@@ -152,7 +153,7 @@ func (c *chatClient) interactive(ctx context.Context, conv string, in io.Reader)
 					fmt.Fprintln(write, "error:", err)
 					break
 				}
-				fmt.Fprintf(write, "%4d  %s  %-22s %-20s %s\n", rec.Pos, rec.Time.Format("15:04:05"), rec.Type, rec.Actor, summary(rec.Event))
+				fmt.Fprintf(write, "%4d  %s  %-22s %-20s %s\n", rec.Pos, rec.Time.Format("15:04:05"), rec.Type, rec.Actor, replay.Summary(rec.Event))
 			}
 			continue
 		case strings.HasPrefix(line, "/"):
@@ -205,36 +206,4 @@ func lineReader(in io.Reader, out io.Writer) (read func() (string, error), w io.
 		}
 		return sc.Text(), nil
 	}, out, func() {}, nil
-}
-
-// summary is a one-line description of an event for timelines.
-func summary(e events.Event) string {
-	short := func(s string) string {
-		s = strings.ReplaceAll(s, "\n", "⏎")
-		if r := []rune(s); len(r) > 60 {
-			return string(r[:60]) + "…"
-		}
-		return s
-	}
-	switch p := e.Payload.(type) {
-	case events.UserAppended:
-		return short(p.Text)
-	case events.LLMTextAppended:
-		return short(p.Text)
-	case events.ReasoningAppended:
-		return short(p.Text)
-	case events.SystemPromptSet:
-		return short(p.Text)
-	case events.SystemPromptReplaced:
-		return short(p.Text)
-	case events.ToolCalled:
-		return p.Name + " " + short(p.Arguments)
-	case events.ToolResult:
-		return short(p.Text)
-	case events.InferenceStarted:
-		return fmt.Sprintf("model %q, %d blocks", p.Model, p.Blocks)
-	case events.RequestFailed:
-		return short(p.Reason)
-	}
-	return ""
 }
