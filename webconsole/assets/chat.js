@@ -150,6 +150,9 @@ function newBubble(id, text) {
 
 function apply(r, what, d) {
   if (what === 'delta') {
+    // Deltas travel apart from the log's events and can trail behind the
+    // request's end; once the stored text is shown, they change nothing.
+    if (r.done) return;
     r.deltas++;
     r.el.dataset.deltas = r.deltas;
     if (d.kind === 'reasoning') r.reasoning.textContent += d.text;
@@ -181,6 +184,7 @@ function apply(r, what, d) {
       // The log is the truth: if a delta was lost, show the stored text.
       // Deltas and events travel apart (core NATS and JetStream), so the
       // streamed text is compared once the request is over.
+      r.done = true;
       const stored = r.logText.join('\n');
       r.el.dataset.streamedMatches = String(r.streamed === stored);
       if (stored && r.answer.textContent !== stored) r.answer.textContent = stored;
@@ -190,6 +194,7 @@ function apply(r, what, d) {
       break;
     }
     case 'request.failed':
+      r.done = true;
       r.status.textContent = 'failed: ' + d.payload.reason;
       r.status.classList.add('error');
       r.el.classList.replace('streaming', 'failed');
