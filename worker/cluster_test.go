@@ -301,27 +301,15 @@ func checkClusterConversation(t *testing.T, conv string, ids []string, recs []ev
 			done[prev] = true
 			prev = r.Cause
 		}
-		var block string
 		switch p := r.Payload.(type) {
 		case events.UserAppended:
 			users[r.Cause]++
-			block = p.BlockID
 		case events.RequestCompleted:
 			completed[r.Cause]++
 		case events.RequestFailed:
 			t.Errorf("%s@%d: request %s failed: %s", conv, r.Pos, r.Cause, p.Reason)
-		case events.LLMTextAppended:
-			block = p.BlockID
-		case events.ReasoningAppended:
-			block = p.BlockID
-		case events.ToolCalled:
-			block = p.BlockID
-		case events.ToolResult:
-			block = p.BlockID
-		case events.SystemPromptSet:
-			block = p.BlockID
 		}
-		if block != "" {
+		if block := blockID(r.Event); block != "" {
 			if at, dup := blocks[block]; dup {
 				t.Errorf("%s@%d: block %s created again (first by %s)", conv, r.Pos, block, at)
 			}
