@@ -281,7 +281,11 @@ func TestE2ETemplateEditor(t *testing.T) {
 	// preview (a write) and saving.
 	c.waitFor("the token dialog", `document.getElementById("token-dialog").open`)
 	c.do(chromedp.SendKeys(chromedp.ID("token-input"), e2eToken), chromedp.Click(chromedp.ID("token-ok")))
+	// The dialog's close event (which stores the token) is dispatched as a
+	// task after the dialog stops being open, so wait for what the user
+	// sees: the header saying the token is set.
 	c.waitFor("the variable buttons", `document.querySelectorAll("#variable-buttons button").length >= 10 && !document.getElementById("token-dialog").open`)
+	c.waitFor("the token to be stored", `document.getElementById("token-state").textContent === "set"`)
 	assert.Equal(t, e2eToken, eval[string](c, `sessionStorage.getItem("turnlog.token")`))
 
 	// Type, insert a variable at the cursor, type on, insert a file.
