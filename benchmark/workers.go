@@ -141,16 +141,31 @@ func RunWorkers(ctx context.Context, cfg WorkersConfig) (WorkerResults, error) {
 	if err != nil {
 		return res, err
 	}
+	// One client per conversation sends its requests in order without
+	// waiting for answers, as a fleet of chat frontends would: a single
+	// sender doing sync publishes would measure the sender.
 	last := make([]string, cfg.Conversations)
+	sendErr := make(chan error, cfg.Conversations)
+	var senders sync.WaitGroup
 	start := time.Now()
-	for r := 0; r < cfg.PerConv; r++ {
-		for c := 0; c < cfg.Conversations; c++ {
-			req := worker.Request{Conversation: fmt.Sprintf("tp-%d", c), RequestID: ulid.Make().String(), Text: fmt.Sprintf("message %d", r)}
-			if _, err := worker.Send(ctx, l, req); err != nil {
-				return res, err
+	for c := 0; c < cfg.Conversations; c++ {
+		senders.Add(1)
+		go func() {
+			defer senders.Done()
+			for r := 0; r < cfg.PerConv; r++ {
+				req := worker.Request{Conversation: fmt.Sprintf("tp-%d", c), RequestID: ulid.Make().String(), Text: fmt.Sprintf("message %d", r)}
+				if _, err := worker.Send(ctx, l, req); err != nil {
+					sendErr <- err
+					return
+				}
+				last[c] = req.RequestID
 			}
-			last[c] = req.RequestID
-		}
+		}()
+	}
+	senders.Wait()
+	close(sendErr)
+	if err := <-sendErr; err != nil {
+		return res, err
 	}
 	for c := 0; c < cfg.Conversations; c++ {
 		conv := fmt.Sprintf("tp-%d", c)

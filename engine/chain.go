@@ -29,7 +29,8 @@ const ActorEngine = "engine"
 // exact input Turn, ID and hash of the active system prompt) and commits it
 // together with the middlewares' changes as one step, before the model is
 // called; then the model's output blocks and inference.finished (or
-// inference.failed) as the next step.
+// inference.failed) as the next step (left pending for the caller to
+// commit when the Tx has WithAnswerOpen and the model called no tool).
 func Chain(e Engine, mws ...Middleware) Handler {
 	h := Infer(e)
 	for i := len(mws) - 1; i >= 0; i-- {
@@ -92,8 +93,20 @@ func Infer(e Engine) Handler {
 		}); err != nil {
 			return err
 		}
+		if tx.answerOpen && !callsTools(out.Blocks) {
+			return nil // the caller commits the answer with the request's end
+		}
 		return tx.Commit(ctx)
 	}
+}
+
+func callsTools(blocks []events.Block) bool {
+	for _, b := range blocks {
+		if b.Kind == events.KindToolCall {
+			return true
+		}
+	}
+	return false
 }
 
 // outputPayload turns a block the model produced into the event that

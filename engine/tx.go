@@ -34,6 +34,8 @@ type Tx struct {
 	tools     []ToolSpec
 	pending   []events.Event
 	committed []events.Event
+	// answerOpen: see WithAnswerOpen.
+	answerOpen bool
 }
 
 // TxOption configures NewTx.
@@ -56,6 +58,15 @@ func WithModel(model string) TxOption { return func(tx *Tx) { tx.model = model }
 
 // WithTools sets the tools offered to the model.
 func WithTools(tools ...ToolSpec) TxOption { return func(tx *Tx) { tx.tools = tools } }
+
+// WithAnswerOpen leaves the model's final answer (an output without tool
+// calls, with its inference.finished) pending instead of committing it as
+// its own step, so that the caller commits it together with what ends the
+// request (the worker's request.completed): one append fewer per request.
+// Output with tool calls is still committed before any tool runs. A crash
+// between the answer and the caller's commit loses the answer, and the
+// redelivered request asks the model again; nothing half-done is stored.
+func WithAnswerOpen() TxOption { return func(tx *Tx) { tx.answerOpen = true } }
 
 // NewTx starts a transaction on turn for the request cause. The Tx takes
 // ownership of turn: it changes it as events are emitted.

@@ -95,3 +95,33 @@ func TestBadRequestsEndAsRequestFailed(t *testing.T) {
 		assert.ErrorIs(t, err, jetstream.ErrNoStreamResponse, "no stream captures it")
 	})
 }
+
+// TestFailureBeforeTheFirstStepKeepsTheUserText: the user block lands in one
+// step with the first model call, so a request that fails before that step
+// (here the reasoning guard refuses the Turn) must still record what the
+// user asked, next to the reason.
+func TestFailureBeforeTheFirstStepKeepsTheUserText(t *testing.T) {
+	srv := natstest.Start(t)
+	l := startWorker(t, srv, nil)
+	ctx := context.Background()
+	// An orphan reasoning block: the default profile's guard refuses it.
+	orphan := events.New("orphan", "seed", 0, "test", events.ReasoningAppended{BlockID: "r1", Text: "thinking"})
+	_, err := l.Append(ctx, "orphan", 0, orphan)
+	require.NoError(t, err)
+
+	_, err = worker.Send(ctx, l, worker.Request{Conversation: "orphan", Text: "are you there?"})
+	require.NoError(t, err)
+	assert.Contains(t, failedReason(t, l, "orphan"), "reasoning block without its follower")
+
+	tail, err := l.Last(ctx, "orphan")
+	require.NoError(t, err)
+	var types []events.Type
+	for _, e := range tail.Events {
+		types = append(types, e.Type)
+	}
+	require.Equal(t, []events.Type{events.TypeUserAppended, events.TypeRequestFailed}, types, "the failure step holds the user's text")
+	assert.Equal(t, "are you there?", tail.Events[0].Payload.(events.UserAppended).Text)
+	turn, err := l.Load(ctx, "orphan")
+	require.NoError(t, err)
+	assert.Len(t, turn.Blocks, 2, "the orphan and the user block, nothing else")
+}

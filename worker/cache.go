@@ -7,15 +7,21 @@ import (
 	"github.com/turnlog/turnlog/projector"
 )
 
-// turnCache keeps the latest Turn of recently served conversations. An
-// entry is used only when its sequence is the log's last one (checked with
-// one direct get), so a stale entry is never served: it is a cache in the
-// strict sense.
+// turnCache keeps the latest Turn of recently served conversations, with
+// the request that last wrote it. An entry is never trusted blindly: either
+// its sequence is checked against the log's last one (one direct get), or
+// it is used optimistically and the append's expected-sequence check
+// refuses it if the log has moved on.
 type turnCache struct {
 	mu    sync.Mutex
 	max   int
-	order *list.List // of *projector.Turn, most recent first
+	order *list.List // of *cached, most recent first
 	byID  map[string]*list.Element
+}
+
+type cached struct {
+	turn  *projector.Turn
+	cause string // the request whose events end the Turn
 }
 
 func newTurnCache(max int) *turnCache {
@@ -30,7 +36,7 @@ func (c *turnCache) get(conv string, seq uint64) *projector.Turn {
 	if !ok {
 		return nil
 	}
-	t := el.Value.(*projector.Turn)
+	t := el.Value.(*cached).turn
 	if t.Seq != seq || seq == 0 {
 		return nil
 	}
@@ -38,22 +44,38 @@ func (c *turnCache) get(conv string, seq uint64) *projector.Turn {
 	return t.Clone()
 }
 
-func (c *turnCache) put(t *projector.Turn) {
+// latest returns a copy of the cached Turn, whatever the log's sequence,
+// and the request that last wrote it; nil when none is cached.
+func (c *turnCache) latest(conv string) (*projector.Turn, string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.byID[conv]
+	if !ok {
+		return nil, ""
+	}
+	c.order.MoveToFront(el)
+	e := el.Value.(*cached)
+	return e.turn.Clone(), e.cause
+}
+
+// put keeps t, written last by request cause.
+func (c *turnCache) put(t *projector.Turn, cause string) {
 	if t == nil || t.Seq == 0 {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	e := &cached{turn: t, cause: cause}
 	if el, ok := c.byID[t.Conversation]; ok {
-		el.Value = t
+		el.Value = e
 		c.order.MoveToFront(el)
 		return
 	}
-	c.byID[t.Conversation] = c.order.PushFront(t)
+	c.byID[t.Conversation] = c.order.PushFront(e)
 	for c.order.Len() > c.max {
 		last := c.order.Back()
 		c.order.Remove(last)
-		delete(c.byID, last.Value.(*projector.Turn).Conversation)
+		delete(c.byID, last.Value.(*cached).turn.Conversation)
 	}
 }
 

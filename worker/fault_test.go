@@ -63,11 +63,16 @@ func TestCrashAtEveryPointLosesAndDuplicatesNothing(t *testing.T) {
 		point string
 		n     int
 	}{
-		{"before the user block lands", "user", 1},
-		{"after the user block, before the model call is recorded", "step", 2},
-		{"during the model call, before its output lands", "step", 3},
-		{"between the tool call and its result", "step", 4},
-		{"between the tool result and the answer", "step", 6},
+		// Steps of this request: 1 user block, system prompt and the first
+		// inference.started; 2 the tool call and inference.finished; 3 the
+		// tool's result; 4 the second inference.started; 5 the answer,
+		// inference.finished and request.completed.
+		{"before the user block is built", "user", 1},
+		{"before the user block and the model call land", "step", 1},
+		{"during the model call, before its output lands", "step", 2},
+		{"between the tool call and its result", "step", 3},
+		{"between the tool result and the second model call", "step", 4},
+		{"before the answer and request.completed land", "step", 5},
 		{"after the last event, before the ack", "completed", 1},
 	}
 	for _, tc := range tests {

@@ -16,6 +16,7 @@ type Metrics struct {
 	conflicts    prometheus.Counter
 	stepSeconds  prometheus.Histogram
 	inFlight     prometheus.Gauge
+	loads        *prometheus.CounterVec
 }
 
 func newMetrics() *Metrics {
@@ -42,8 +43,12 @@ func newMetrics() *Metrics {
 			Name: "turnlog_requests_in_flight",
 			Help: "Requests being processed now.",
 		}),
+		loads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "turnlog_turn_loads_total",
+			Help: "Where a request's starting Turn came from: the worker's cache, or the log (snapshot and tail). Many log loads mean requests of a conversation keep moving between workers.",
+		}, []string{"source"}),
 	}
-	m.registry.MustRegister(m.requests, m.redeliveries, m.conflicts, m.stepSeconds, m.inFlight,
+	m.registry.MustRegister(m.requests, m.redeliveries, m.conflicts, m.stepSeconds, m.inFlight, m.loads,
 		prometheus.NewGoCollector())
 	return m
 }

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -223,6 +225,13 @@ func (w *Worker) startConsumer(ctx context.Context, js jetstream.JetStream, work
 		// The consumer's state stays on disk (the default). In memory it
 		// would save a state-file write per ack, but a restarted server
 		// forgets memory consumers altogether.
+		//
+		// Prioritized pulls give each partition a preferred worker (see
+		// priority), so a conversation's requests keep landing where its
+		// Turn is cached, while any other worker takes over at once when
+		// the preferred one stops pulling.
+		PriorityPolicy: jetstream.PriorityPolicyPrioritized,
+		PriorityGroups: []string{priorityGroup},
 	})
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeConsumerCreate {
@@ -237,22 +246,47 @@ func (w *Worker) startConsumer(ctx context.Context, js jetstream.JetStream, work
 	if err != nil {
 		return nil, fmt.Errorf("consumer for partition %d: %w", p, err)
 	}
-	cc, err := cons.Consume(func(m jetstream.Msg) { w.handle(work, m) },
-		jetstream.PullMaxMessages(1),
+	opts := []jetstream.PullConsumeOpt{
+		// MaxAckPending 1 means one request at a time whatever the batch;
+		// a batch of 4 keeps a pull of this worker waiting at the server
+		// while it handles a request, so the next request of the partition
+		// can go to the preferred worker as soon as this one is acked.
+		jetstream.PullMaxMessages(4),
 		// A pull waiting at a consumer leader that dies is lost; the client
 		// notices by missed heartbeats (half the expiry) and pulls again.
 		// The 30s default would stall the partition for 30s after every
 		// failover on a cluster.
-		jetstream.PullExpiry(5*time.Second),
+		jetstream.PullExpiry(5 * time.Second),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			if ctx.Err() == nil && !errors.Is(err, jetstream.ErrNoHeartbeat) {
 				w.log.Debug("consume", "partition", p, "err", err)
 			}
-		}))
+		}),
+	}
+	if info := cons.CachedInfo(); info != nil && info.Config.PriorityPolicy == jetstream.PriorityPolicyPrioritized {
+		opts = append(opts, jetstream.PullPriorityGroup(priorityGroup), jetstream.PullPrioritized(w.priority(p)))
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) { w.handle(work, m) }, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("consume partition %d: %w", p, err)
 	}
 	return cc, nil
+}
+
+// priorityGroup is the priority group of the partition consumers.
+const priorityGroup = "workers"
+
+// priority is this worker's pull priority on partition p (0 is served
+// first, 9 last). Each worker ranks partitions by a hash of its name, so
+// every partition has a preferred worker without any coordination
+// (rendezvous hashing over JetStream's ten levels): its requests go to the
+// worker that has the conversations' Turns cached, and when that worker
+// stops pulling, the next one in rank takes the partition.
+func (w *Worker) priority(p int) uint8 {
+	h := fnv.New32a()
+	h.Write([]byte(w.cfg.Name))
+	h.Write([]byte{byte(p), byte(p >> 8)})
+	return uint8(h.Sum32() % 10)
 }
 
 // outcome is what happens to a request message after handling.
@@ -318,7 +352,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 			}
 		}
 	}()
-	out, err := w.serve(ctx, req, problem, lastTry)
+	out, err := w.serve(ctx, req, problem, lastTry, meta.NumDelivered == 1)
 	stopAlive()
 
 	log := w.log.With("conversation", conv, "request", req.RequestID, "delivery", meta.NumDelivered)
@@ -344,10 +378,11 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 }
 
 // serve runs a request to its end, retrying on conflicts: another writer
-// moved the conversation, so reload and resume from the log.
-func (w *Worker) serve(ctx context.Context, req Request, problem string, lastTry bool) (outcome, error) {
+// moved the conversation, so reload and resume from the log. A first
+// delivery starts optimistically from the cached Turn (see start).
+func (w *Worker) serve(ctx context.Context, req Request, problem string, lastTry, firstDelivery bool) (outcome, error) {
 	for attempt := 0; ; attempt++ {
-		out, err := w.serveOnce(ctx, req, problem, lastTry)
+		out, err := w.serveOnce(ctx, req, problem, lastTry, firstDelivery && attempt == 0)
 		if errors.Is(err, eventlog.ErrConflict) && attempt < 10 {
 			w.metrics.conflicts.Inc()
 			w.cache.drop(req.Conversation)
@@ -357,17 +392,46 @@ func (w *Worker) serve(ctx context.Context, req Request, problem string, lastTry
 	}
 }
 
-func (w *Worker) serveOnce(ctx context.Context, req Request, problem string, lastTry bool) (outcome, error) {
+// start returns the Turn a request starts from and the step of its next
+// event.
+//
+// On a first delivery with the conversation cached, and the cache not
+// ending with this very request, nobody can have started the request, so
+// the cached Turn is used as it is: if the log moved on meanwhile, the
+// first append's expected-sequence check refuses it with ErrConflict and
+// serve starts again from the log. Otherwise (a redelivery, nothing
+// cached) the log's last message says whether the request is done, half
+// done (resume after its last step) or new.
+func (w *Worker) start(ctx context.Context, req Request, optimistic bool) (turn *projector.Turn, step int, done bool, err error) {
 	conv := req.Conversation
+	if optimistic {
+		if t, cause := w.cache.latest(conv); t != nil && cause != req.RequestID {
+			w.metrics.loads.WithLabelValues("cache").Inc()
+			return t, 0, false, nil
+		}
+	}
 	tail, err := w.cfg.Log.Last(ctx, conv)
 	if err != nil {
-		return retryLater, err
+		return nil, 0, false, err
 	}
 	resume := tail.Seq > 0 && tail.Cause == req.RequestID
 	if resume && tail.Closed() {
-		return ack, nil // finished before; only the ack was lost
+		return nil, 0, true, nil // finished before; only the ack was lost
 	}
-	turn, err := w.load(ctx, conv, tail.Seq)
+	if resume {
+		step = tail.Step + 1
+	}
+	turn, err = w.load(ctx, conv, tail.Seq)
+	return turn, step, false, err
+}
+
+func (w *Worker) serveOnce(ctx context.Context, req Request, problem string, lastTry, optimistic bool) (outcome, error) {
+	conv := req.Conversation
+	turn, step, done, err := w.start(ctx, req, optimistic)
+	if done {
+		return ack, nil
+	}
+	resume := step > 0
 	if err != nil {
 		if errors.Is(err, events.ErrInvalid) || errors.Is(err, projector.ErrMismatch) {
 			// The log itself cannot be folded: no retry will help.
@@ -391,16 +455,13 @@ func (w *Worker) serveOnce(ctx context.Context, req Request, problem string, las
 	if model == "" {
 		model = p.Model
 	}
-	step := 0
-	if resume {
-		step = tail.Step + 1
-	}
 	tx := engine.NewTx(turn, req.RequestID,
 		engine.WithLog(appender{w}),
 		engine.WithStep(step),
 		engine.WithModel(model),
 		engine.WithTools(p.Tools.Specs()...),
-		engine.WithDelta(w.deltas(conv, req.RequestID)))
+		engine.WithDelta(w.deltas(conv, req.RequestID)),
+		engine.WithAnswerOpen())
 	if problem != "" {
 		return w.fail(ctx, tx, problem)
 	}
@@ -416,9 +477,10 @@ func (w *Worker) serveOnce(ctx context.Context, req Request, problem string, las
 				return w.fail(ctx, tx, err.Error())
 			}
 		}
-		if err := tx.Commit(ctx); err != nil {
-			return w.afterError(ctx, tx, err, lastTry)
-		}
+		// Not committed on its own: the request's input lands in one step
+		// with the middlewares' changes and inference.started, and its
+		// answer in one step with request.completed. A crash before the
+		// first append leaves nothing; the redelivery starts afresh.
 	}
 	if err := p.Loop.Run(ctx, tx); err != nil {
 		return w.afterError(ctx, tx, err, lastTry)
@@ -435,7 +497,7 @@ func (w *Worker) serveOnce(ctx context.Context, req Request, problem string, las
 	if err := tx.Commit(ctx); err != nil {
 		return w.afterError(ctx, tx, err, lastTry)
 	}
-	w.cache.put(tx.Turn())
+	w.cache.put(tx.Turn(), req.RequestID)
 	if err := w.fault("completed"); err != nil {
 		return drop, err
 	}
@@ -479,28 +541,65 @@ func (w *Worker) fail(ctx context.Context, tx *engine.Tx, reason string) (outcom
 	if tail, err := w.cfg.Log.Last(ctx, conv); err == nil && tail.Cause == tx.Cause() && tail.Step >= step {
 		step = tail.Step + 1
 	}
-	fresh := engine.NewTx(turn, tx.Cause(), engine.WithLog(appender{w}), engine.WithStep(step))
-	if err := fresh.Emit(ActorWorker, events.RequestFailed{Reason: reason}); err != nil {
-		return retryLater, err
+	// A request that failed before its first step landed still records
+	// what the user asked, so the failure has its context in the log.
+	var inputs []events.Event
+	if step == 0 {
+		inputs = requestInputs(tx)
 	}
-	if err := fresh.Commit(ctx); err != nil {
+	fresh, err := w.recordFailure(ctx, turn.Clone(), tx.Cause(), step, inputs, reason)
+	if len(inputs) > 0 && err != nil && (refused(err) || errors.Is(err, events.ErrInvalid)) && !errors.Is(err, eventlog.ErrConflict) {
+		// The inputs themselves cannot be stored (too large, say): the
+		// failure alone can.
+		fresh, err = w.recordFailure(ctx, turn, tx.Cause(), step, nil, reason)
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			return handBack, err
 		}
 		return retryLater, err
 	}
 	w.metrics.requests.WithLabelValues("failed").Inc()
-	w.cache.put(fresh.Turn())
+	w.cache.put(fresh.Turn(), tx.Cause())
 	w.log.Info("request failed", "conversation", conv, "request", tx.Cause(), "reason", reason)
 	return ack, nil
+}
+
+// recordFailure appends inputs (if any) and request.failed as one step on
+// turn.
+func (w *Worker) recordFailure(ctx context.Context, turn *projector.Turn, cause string, step int, inputs []events.Event, reason string) (*engine.Tx, error) {
+	fresh := engine.NewTx(turn, cause, engine.WithLog(appender{w}), engine.WithStep(step))
+	for _, e := range inputs {
+		if err := fresh.Emit(e.Actor, e.Payload); err != nil {
+			return nil, err
+		}
+	}
+	if err := fresh.Emit(ActorWorker, events.RequestFailed{Reason: reason}); err != nil {
+		return nil, err
+	}
+	return fresh, fresh.Commit(ctx)
+}
+
+// requestInputs are the events the worker recorded from the request itself
+// (its user block, its data), committed or not.
+func requestInputs(tx *engine.Tx) []events.Event {
+	var in []events.Event
+	for _, e := range append(slices.Clone(tx.Committed()), tx.Pending()...) {
+		if e.Actor == ActorWorker && (e.Type == events.TypeUserAppended || e.Type == events.TypeDataSet) {
+			in = append(in, e)
+		}
+	}
+	return in
 }
 
 // load returns the conversation's Turn, from the cache when its sequence
 // is still the log's last one.
 func (w *Worker) load(ctx context.Context, conv string, lastSeq uint64) (*projector.Turn, error) {
 	if t := w.cache.get(conv, lastSeq); t != nil {
+		w.metrics.loads.WithLabelValues("cache").Inc()
 		return t, nil
 	}
+	w.metrics.loads.WithLabelValues("log").Inc()
 	return w.cfg.Log.Load(ctx, conv)
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -13,9 +14,10 @@ func init() { commands = append(commands, newBenchCmd) }
 
 func newBenchCmd() *cobra.Command {
 	var (
-		asJSON  bool
-		quick   bool
-		workers int
+		asJSON     bool
+		quick      bool
+		workers    int
+		cpuProfile string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -35,6 +37,17 @@ event_bytes).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return fmt.Errorf("bench: %w", err)
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return fmt.Errorf("bench: %w", err)
+				}
+				defer pprof.StopCPUProfile()
+			}
 			if workers > 0 {
 				res, err := benchmark.RunWorkers(cmd.Context(), benchmark.WorkersConfig{Workers: workers, Progress: os.Stderr})
 				if err != nil {
@@ -76,6 +89,7 @@ event_bytes).`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the figures as one JSON object")
 	cmd.Flags().IntVar(&workers, "workers", 0, "measure requests end to end with N workers (100 conversations, scripted engine) instead")
+	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run (server, workers and client: all in this process) to `file`, for go tool pprof")
 	cmd.Flags().BoolVar(&quick, "quick", false, "a smaller run (10,000-event long conversation) for a fast check")
 	return cmd
 }
