@@ -12,7 +12,15 @@ func TestRunWorkersSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.RequestsPerS <= 0 || res.RawBoundRequestsPerS <= 0 || res.MessagesPerRequest < 2 {
+	if res.RequestsPerS <= 0 || res.RawBoundRequestsPerS <= 0 || res.RawMessageBoundRequestsPerS <= 0 {
 		t.Fatalf("figures missing: %+v", res)
+	}
+	// A request without tool calls is the request message and two steps:
+	// its input with the model call, its answer with request.completed.
+	if res.MessagesPerRequest != 3 {
+		t.Errorf("messages per request = %v, want 3 (request, input step, answer step)", res.MessagesPerRequest)
+	}
+	if res.EventsPerRequest <= res.MessagesPerRequest {
+		t.Errorf("events per request = %v, not more than the %v messages that hold them", res.EventsPerRequest, res.MessagesPerRequest)
 	}
 }

@@ -142,41 +142,13 @@ func (l *Log) load(ctx context.Context, conversation string, n int, useSnapshot 
 	if turn == nil {
 		turn = projector.New(conversation)
 	}
-	from := turn.Seq
-	verify := turn.Seq > 0
-	tail := 0
-	for m, err := range l.messages(ctx, conversation, from) {
-		if err != nil {
-			return nil, fmt.Errorf("load %s: %w", conversation, err)
-		}
-		if verify {
-			verify = false
-			// The snapshot's own last message must still be there, unchanged:
-			// otherwise the conversation was erased and written anew.
-			if m.seq == turn.Seq && m.msgID == lastID {
-				continue
-			}
-			l.opts.logger.Warn("ignoring stale snapshot", "conversation", conversation, "snapshot_seq", turn.Seq)
-			return l.loadFromScratch(ctx, conversation, n)
-		}
-		for _, e := range m.events {
-			if n >= 0 && turn.Events >= n {
-				break
-			}
-			if err := projector.Apply(turn, e); err != nil {
-				return nil, fmt.Errorf("load %s: message %d: %w", conversation, m.seq, err)
-			}
-			tail++
-		}
-		turn.Seq = m.seq
-		lastID = m.msgID
-		if n >= 0 && turn.Events >= n {
-			break
-		}
-	}
-	if verify {
-		l.opts.logger.Warn("ignoring snapshot of a conversation with no such message", "conversation", conversation, "snapshot_seq", turn.Seq)
+	turn, tail, lastID, err := l.fold(ctx, turn, lastID, n)
+	if errors.Is(err, errStaleBase) {
+		l.opts.logger.Warn("ignoring stale snapshot", "conversation", conversation, "err", err)
 		return l.loadFromScratch(ctx, conversation, n)
+	}
+	if err != nil {
+		return nil, err
 	}
 	if n >= 0 && turn.Events < n {
 		return nil, fmt.Errorf("load %s@%d: %w: the conversation has %d events", conversation, n, ErrNotFound, turn.Events)
@@ -187,6 +159,68 @@ func (l *Log) load(ctx context.Context, conversation string, n int, useSnapshot 
 		}
 	}
 	return turn, nil
+}
+
+// errStaleBase: the Turn a fold started from (a snapshot, a cached Turn)
+// no longer matches the log: its last message is gone or is another one.
+var errStaleBase = errors.New("the log no longer holds the message the Turn ends with")
+
+// fold applies to turn the conversation's events after turn.Seq, up to
+// event n (to the end when n < 0). When turn.Seq > 0, the message at
+// turn.Seq must still be there (with ID lastID, when given): otherwise the
+// conversation was erased and written anew, and fold returns errStaleBase.
+// It returns the Turn, how many events it applied and the last message's
+// ID.
+func (l *Log) fold(ctx context.Context, turn *projector.Turn, lastID string, n int) (*projector.Turn, int, string, error) {
+	conversation := turn.Conversation
+	verify := turn.Seq > 0
+	tail := 0
+	for m, err := range l.messages(ctx, conversation, turn.Seq) {
+		if err != nil {
+			return nil, 0, "", fmt.Errorf("load %s: %w", conversation, err)
+		}
+		if verify {
+			verify = false
+			if m.seq == turn.Seq && (lastID == "" || m.msgID == lastID) {
+				continue
+			}
+			return nil, 0, "", fmt.Errorf("%w: message %d", errStaleBase, turn.Seq)
+		}
+		for _, e := range m.events {
+			if n >= 0 && turn.Events >= n {
+				break
+			}
+			if err := projector.Apply(turn, e); err != nil {
+				return nil, 0, "", fmt.Errorf("load %s: message %d: %w", conversation, m.seq, err)
+			}
+			tail++
+		}
+		turn.Seq = m.seq
+		lastID = m.msgID
+		if n >= 0 && turn.Events >= n {
+			break
+		}
+	}
+	if verify {
+		return nil, 0, "", fmt.Errorf("%w: message %d", errStaleBase, turn.Seq)
+	}
+	return turn, tail, lastID, nil
+}
+
+// CatchUp brings turn, a Turn of the conversation loaded or cached
+// earlier, up to date by folding only the messages appended after it: far
+// cheaper than Load when a few steps were written elsewhere. turn is
+// changed in place. When the log no longer holds turn's last message (the
+// conversation was erased), it loads the conversation anew.
+func (l *Log) CatchUp(ctx context.Context, turn *projector.Turn) (*projector.Turn, error) {
+	if err := events.ValidateConversationID(turn.Conversation); err != nil {
+		return nil, fmt.Errorf("catch up: %w", err)
+	}
+	caught, _, _, err := l.fold(ctx, turn, "", -1)
+	if errors.Is(err, errStaleBase) {
+		return l.Load(ctx, turn.Conversation)
+	}
+	return caught, err
 }
 
 func (l *Log) loadFromScratch(ctx context.Context, conversation string, n int) (*projector.Turn, error) {

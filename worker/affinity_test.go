@@ -66,6 +66,7 @@ func TestConversationsStayWithTheirWorker(t *testing.T) {
 	var fromLog, fromCache float64
 	for _, w := range workers {
 		fromLog += counterValue(t, w.metrics.loads.WithLabelValues("log"))
+		fromLog += counterValue(t, w.metrics.loads.WithLabelValues("cache_and_tail"))
 		fromCache += counterValue(t, w.metrics.loads.WithLabelValues("cache"))
 	}
 	assert.Equal(t, float64(convs*perConv), fromLog+fromCache, "every request counted once")

@@ -28,22 +28,6 @@ func newTurnCache(max int) *turnCache {
 	return &turnCache{max: max, order: list.New(), byID: map[string]*list.Element{}}
 }
 
-// get returns a copy of the cached Turn if it is at seq.
-func (c *turnCache) get(conv string, seq uint64) *projector.Turn {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	el, ok := c.byID[conv]
-	if !ok {
-		return nil
-	}
-	t := el.Value.(*cached).turn
-	if t.Seq != seq || seq == 0 {
-		return nil
-	}
-	c.order.MoveToFront(el)
-	return t.Clone()
-}
-
 // latest returns a copy of the cached Turn, whatever the log's sequence,
 // and the request that last wrote it; nil when none is cached.
 func (c *turnCache) latest(conv string) (*projector.Turn, string) {

@@ -45,7 +45,7 @@ func newMetrics() *Metrics {
 		}),
 		loads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "turnlog_turn_loads_total",
-			Help: "Where a request's starting Turn came from: the worker's cache, or the log (snapshot and tail). Many log loads mean requests of a conversation keep moving between workers.",
+			Help: "Where a request's starting Turn came from: the worker's cache (cache), the cache plus the steps other workers wrote since (cache_and_tail), or the log (log: snapshot and tail). Many log and cache_and_tail loads mean requests of a conversation keep moving between workers.",
 		}, []string{"source"}),
 	}
 	m.registry.MustRegister(m.requests, m.redeliveries, m.conflicts, m.stepSeconds, m.inFlight, m.loads,

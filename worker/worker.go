@@ -384,8 +384,9 @@ func (w *Worker) serve(ctx context.Context, req Request, problem string, lastTry
 	for attempt := 0; ; attempt++ {
 		out, err := w.serveOnce(ctx, req, problem, lastTry, firstDelivery && attempt == 0)
 		if errors.Is(err, eventlog.ErrConflict) && attempt < 10 {
+			// The cached Turn is still a state the log went through: the
+			// next attempt brings it up to date from the log (see load).
 			w.metrics.conflicts.Inc()
-			w.cache.drop(req.Conversation)
 			continue
 		}
 		return out, err
@@ -592,12 +593,24 @@ func requestInputs(tx *engine.Tx) []events.Event {
 	return in
 }
 
-// load returns the conversation's Turn, from the cache when its sequence
-// is still the log's last one.
+// load returns the conversation's Turn at lastSeq: the cached one when it
+// is still the log's last, the cached one brought up to date with the
+// messages written after it (by another worker) when it is behind, or a
+// load from the log.
 func (w *Worker) load(ctx context.Context, conv string, lastSeq uint64) (*projector.Turn, error) {
-	if t := w.cache.get(conv, lastSeq); t != nil {
-		w.metrics.loads.WithLabelValues("cache").Inc()
-		return t, nil
+	if t, _ := w.cache.latest(conv); t != nil && lastSeq > 0 {
+		switch {
+		case t.Seq == lastSeq:
+			w.metrics.loads.WithLabelValues("cache").Inc()
+			return t, nil
+		case t.Seq < lastSeq:
+			caught, err := w.cfg.Log.CatchUp(ctx, t)
+			if err == nil {
+				w.metrics.loads.WithLabelValues("cache_and_tail").Inc()
+				return caught, nil
+			}
+			w.cache.drop(conv)
+		}
 	}
 	w.metrics.loads.WithLabelValues("log").Inc()
 	return w.cfg.Log.Load(ctx, conv)

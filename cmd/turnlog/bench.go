@@ -58,7 +58,8 @@ event_bytes).`,
 				}
 				w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 				fmt.Fprintf(w, "requests, %d conversations x %d, %d workers\t%.0f requests/s\t\n", res.Conversations, res.Requests/res.Conversations, res.Workers, res.RequestsPerS)
-				fmt.Fprintf(w, "raw JetStream bound (%.1f messages/request)\t%.0f requests/s\t%.2f of the bound\n", res.MessagesPerRequest, res.RawBoundRequestsPerS, res.RatioToBound)
+				fmt.Fprintf(w, "raw JetStream bound (%.1f events/request, one message each)\t%.0f requests/s\t%.2f of the bound\n", res.EventsPerRequest, res.RawBoundRequestsPerS, res.RatioToBound)
+				fmt.Fprintf(w, "raw JetStream bound (%.1f messages/request, as turnlog stores them)\t%.0f requests/s\t%.2f of the bound\n", res.MessagesPerRequest, res.RawMessageBoundRequestsPerS, res.RatioToMessageBound)
 				fmt.Fprintf(w, "latency, idle, send to completed\tp50 %.2f ms\tp99 %.2f ms\n", res.LatencyP50Ms, res.LatencyP99Ms)
 				fmt.Fprintf(w, "added over raw publishes\tp50 %.2f ms\tp99 %.2f ms\n", res.AddedP50Ms, res.AddedP99Ms)
 				return w.Flush()
