@@ -98,7 +98,7 @@ func (l *Log) Append(ctx context.Context, conversation string, expectedSeq uint6
 			jetstream.ExpectedLastSubjSeqHeader: []string{strconv.FormatUint(expectedSeq, 10)},
 		},
 	}
-	ack, err := l.js.PublishMsg(ctx, msg)
+	ack, err := l.publish(ctx, msg)
 	if err == nil {
 		if ack.Duplicate {
 			// Message IDs are deduplicated across the whole stream, so a
