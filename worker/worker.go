@@ -214,7 +214,7 @@ func (w *Worker) consume(ctx, work context.Context, p int) {
 }
 
 func (w *Worker) startConsumer(ctx context.Context, js jetstream.JetStream, work context.Context, p int) (jetstream.ConsumeContext, error) {
-	cons, err := js.CreateOrUpdateConsumer(ctx, w.names.RequestsStream, jetstream.ConsumerConfig{
+	cfg := jetstream.ConsumerConfig{
 		Durable:       ConsumerName(w.names, p),
 		Description:   "turnlog workers: chat requests of one partition, one at a time",
 		FilterSubject: w.names.ChatPartition(p),
@@ -232,8 +232,19 @@ func (w *Worker) startConsumer(ctx context.Context, js jetstream.JetStream, work
 		// the preferred one stops pulling.
 		PriorityPolicy: jetstream.PriorityPolicyPrioritized,
 		PriorityGroups: []string{priorityGroup},
-	})
+	}
+	cons, err := js.CreateOrUpdateConsumer(ctx, w.names.RequestsStream, cfg)
 	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && apiErr.Code == 400 && apiErr.ErrorCode != jetstream.JSErrCodeConsumerCreate {
+		// A server older than 2.12 knows no prioritized pulls: work
+		// without a preferred worker rather than not at all.
+		plain := cfg
+		plain.PriorityPolicy, plain.PriorityGroups = jetstream.PriorityPolicyNone, nil
+		if c, perr := js.CreateOrUpdateConsumer(ctx, w.names.RequestsStream, plain); perr == nil {
+			w.log.Warn("consumer without prioritized pulls (nats-server 2.12 or newer has them); conversations may move between workers", "partition", p, "err", err)
+			cons, err = c, nil
+		}
+	}
 	if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeConsumerCreate {
 		// An existing consumer whose settings cannot be changed in place
 		// (made by an older turnlog): use it as it is rather than refuse
