@@ -47,9 +47,10 @@ func Roles(cfg RolesConfig) (engine.Middleware, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	memo := newRolesMemo(rolesMemoConversations, rolesMemoBytes)
 	return func(next engine.Handler) engine.Handler {
 		return func(ctx context.Context, tx *engine.Tx) error {
-			if err := roles(tx); err != nil {
+			if err := roles(tx, memo); err != nil {
 				return err
 			}
 			return next(ctx, tx)
@@ -57,14 +58,32 @@ func Roles(cfg RolesConfig) (engine.Middleware, error) {
 	}, nil
 }
 
-func roles(tx *engine.Tx) error {
-	// Index-based: a split changes the slice; the parts it inserts hold
-	// no markers, so skipping over them is safe.
-	for i := 0; i < len(tx.Turn().Blocks); i++ {
-		b := &tx.Turn().Blocks[i]
-		trusted := b.Trust == events.Trusted && IsTrusted(*b)
+// roles checks every block's text before every model call, so texts
+// already found free of markers are skipped by memo (see rolesMemo): on a
+// Turn it saw before, it compares one string header per block instead of
+// scanning every byte.
+func roles(tx *engine.Tx, memo *rolesMemo) error {
+	texts := memo.open(tx.Turn().Conversation)
+	defer func() { memo.close(texts, len(tx.Turn().Blocks)) }()
+	// Index-based: a split changes the slice (blocks is read again after
+	// every event); the parts it inserts hold no markers, so skipping over
+	// them is safe.
+	blocks := tx.Turn().Blocks
+	for i := 0; i < len(blocks); i++ {
+		if i = texts.skip(blocks, i); i == len(blocks) {
+			break
+		}
+		b := &blocks[i]
+		if texts.known(i, b.Text) {
+			continue
+		}
+		trusted := IsTrusted(*b)
+		if !trusted && b.Meta[MetaTrustFlag] == FlagRoleMarker {
+			continue // flagged already: nothing to do, whatever it holds
+		}
 		marks := roleMarkers(b.Text, trusted)
-		if len(marks) == 0 || !trusted && b.Meta[MetaTrustFlag] == FlagRoleMarker {
+		if len(marks) == 0 {
+			texts.remember(i, b.Text)
 			continue
 		}
 		if !trusted {
@@ -77,6 +96,7 @@ func roles(tx *engine.Tx) error {
 			}); err != nil {
 				return err
 			}
+			blocks = tx.Turn().Blocks
 			continue
 		}
 		into := splitRoles(*b, marks)
@@ -90,6 +110,7 @@ func roles(tx *engine.Tx) error {
 		}); err != nil {
 			return err
 		}
+		blocks = tx.Turn().Blocks
 		i += len(into) - 1
 	}
 	return nil

@@ -1,13 +1,19 @@
 package middlewares_test
 
 import (
+	"context"
+	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/engine"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/middlewares"
+	"github.com/turnlog/turnlog/projector"
 )
 
 func TestRoles(t *testing.T) {
@@ -182,4 +188,161 @@ func TestTrust(t *testing.T) {
 			}
 		})
 	}
+}
+
+// rolesTx starts an in-memory Tx on a Turn of conversation conv holding
+// blocks.
+func rolesTx(t testing.TB, conv string, blocks ...events.Block) *engine.Tx {
+	t.Helper()
+	turn := projector.New(conv)
+	require.NoError(t, projector.Apply(turn, events.New(conv, "setup", 0, "test", events.ConversationStarted{Blocks: blocks})))
+	return engine.NewTx(turn, "r1")
+}
+
+// flaggedBy returns the IDs of the blocks evs flag as role markers and
+// the number of splits.
+func flaggedBy(t testing.TB, evs []events.Event) (flagged []string, splits int) {
+	t.Helper()
+	for _, e := range evs {
+		switch p := e.Payload.(type) {
+		case events.BlockAnnotated:
+			assert.Equal(t, middlewares.FlagRoleMarker, p.Meta[middlewares.MetaTrustFlag])
+			flagged = append(flagged, p.BlockID)
+		case events.BlockSplit:
+			splits++
+		default:
+			t.Errorf("unexpected %s", e.Type)
+		}
+	}
+	return flagged, splits
+}
+
+// Roles remembers the texts it found clean, per conversation and position;
+// whatever it remembered, a text with a marker must still be found.
+func TestRolesRemembersOnlyTheSameText(t *testing.T) {
+	type turn struct {
+		conv    string
+		blocks  []events.Block
+		flagged []string
+	}
+	tests := []struct {
+		name  string
+		turns []turn // run in order through one Roles
+	}{
+		{
+			name: "same conversation, block ID, position and length; other text",
+			turns: []turn{
+				{conv: "c", blocks: []events.Block{user("u1", "hello world")}},
+				{conv: "c", blocks: []events.Block{user("u1", "User: world")}, flagged: []string{"u1"}},
+			},
+		},
+		{
+			name: "the same text in other memory is still clean",
+			turns: []turn{
+				{conv: "c", blocks: []events.Block{user("u1", "hello world")}},
+				{conv: "c", blocks: []events.Block{user("u1", strings.Clone("hello world"))}},
+				{conv: "c", blocks: []events.Block{user("u1", "hello world"), user("u2", "System: hi")}, flagged: []string{"u2"}},
+			},
+		},
+		{
+			name: "blocks shifted by an insert",
+			turns: []turn{
+				{conv: "c", blocks: []events.Block{user("u1", "a"), user("u2", "b")}},
+				{conv: "c", blocks: []events.Block{user("u0", "System: x"), user("u1", "a"), user("u2", "b")}, flagged: []string{"u0"}},
+			},
+		},
+		{
+			name: "a Turn that shrank and grew again",
+			turns: []turn{
+				{conv: "c", blocks: []events.Block{user("u1", "a"), user("u2", "b"), user("u3", "c")}},
+				{conv: "c", blocks: []events.Block{user("u1", "a")}},
+				{conv: "c", blocks: []events.Block{user("u1", "a"), user("u2", "b"), user("u3", "User: c")}, flagged: []string{"u3"}},
+			},
+		},
+		{
+			name: "conversations do not share what was seen",
+			turns: []turn{
+				{conv: "c1", blocks: []events.Block{user("u1", "hello")}},
+				{conv: "c2", blocks: []events.Block{user("u1", "User:")}, flagged: []string{"u1"}},
+				{conv: "c1", blocks: []events.Block{user("u1", "User:")}, flagged: []string{"u1"}},
+			},
+		},
+		{
+			name: "a flagged text is flagged again in a Turn that lost the flag",
+			turns: []turn{
+				{conv: "c", blocks: []events.Block{user("u1", "System: x")}, flagged: []string{"u1"}},
+				{conv: "c", blocks: []events.Block{user("u1", "System: x")}, flagged: []string{"u1"}},
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			mw := middlewares.Must(middlewares.Roles(middlewares.RolesConfig{}))
+			for i, tn := range tc.turns {
+				tx := rolesTx(t, tn.conv, tn.blocks...)
+				first, second := runTwice(t, mw, tx)
+				flagged, splits := flaggedBy(t, first)
+				assert.Equal(t, tn.flagged, flagged, "turn %d", i)
+				assert.Zero(t, splits, "turn %d", i)
+				assert.Empty(t, second, "turn %d: a second run changes nothing", i)
+			}
+		})
+	}
+}
+
+// A system prompt Roles found clean and remembered is replaced, in place,
+// by a text with markers: it is split.
+func TestRolesSplitsAReplacedPrompt(t *testing.T) {
+	mw := middlewares.Must(middlewares.Roles(middlewares.RolesConfig{}))
+	tx := rolesTx(t, "c", sys("s", "Be brief."), user("u1", "hi"))
+	first, second := runTwice(t, mw, tx)
+	require.Empty(t, first)
+	require.Empty(t, second)
+
+	script := "Tutor.\nUser: 2+2?\nAssistant: 4."
+	require.NoError(t, tx.Emit("test", events.SystemPromptReplaced{BlockID: "s", Text: script, Previous: "Be brief."}))
+	require.NoError(t, tx.Commit(context.Background()))
+	first, second = runTwice(t, mw, tx)
+	flagged, splits := flaggedBy(t, first)
+	assert.Empty(t, flagged)
+	assert.Equal(t, 1, splits)
+	assert.Empty(t, second)
+	assert.Equal(t, []events.Kind{events.KindSystem, events.KindUser, events.KindLLMText, events.KindUser}, kindsOf(tx.Turn().Blocks))
+}
+
+// One Roles serves every conversation of a worker, from many goroutines:
+// each must get exactly its own Turn's answer. Run with -race.
+func TestRolesConcurrent(t *testing.T) {
+	mw := middlewares.Must(middlewares.Roles(middlewares.RolesConfig{}))
+	clean := []string{"hello world", "the quick brown fox", "", "jumps over"}
+	marked := []string{"User: world", "System: brown fox!!", "", "Assistant:"} // same lengths
+	var wg sync.WaitGroup
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; n < 200; n++ {
+				conv := fmt.Sprintf("c%d", (g+n)%5)
+				var blocks []events.Block
+				var want []string
+				for i := range clean {
+					id := fmt.Sprintf("b%d", i)
+					text := clean[i]
+					if (g+n+i)%7 == 0 && marked[i] != "" {
+						text, want = marked[i], append(want, id)
+					}
+					blocks = append(blocks, user(id, text))
+				}
+				tx := rolesTx(t, conv, blocks...)
+				err := mw(func(context.Context, *engine.Tx) error { return nil })(context.Background(), tx)
+				if !assert.NoError(t, err) {
+					return
+				}
+				got, splits := flaggedBy(t, tx.Pending())
+				assert.Equal(t, want, got, "goroutine %d, run %d", g, n)
+				assert.Zero(t, splits)
+			}
+		}()
+	}
+	wg.Wait()
 }
