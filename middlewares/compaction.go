@@ -112,13 +112,10 @@ func Compaction(cfg CompactionConfig) (engine.Middleware, error) {
 
 func compact(ctx context.Context, tx *engine.Tx, cfg CompactionConfig) error {
 	blocks := tx.Turn().Blocks
-	tokens := 0
-	if cfg.MaxTokens > 0 {
-		tokens = estimateTokens(blocks)
-	}
-	overBlocks := cfg.MaxBlocks > 0 && len(blocks) > cfg.MaxBlocks
-	overTokens := cfg.MaxTokens > 0 && tokens > cfg.MaxTokens
-	if !overBlocks && !overTokens {
+	// Count tokens only when the block count does not decide already.
+	over := cfg.MaxBlocks > 0 && len(blocks) > cfg.MaxBlocks ||
+		cfg.MaxTokens > 0 && estimateTokens(blocks) > cfg.MaxTokens
+	if !over {
 		return nil
 	}
 	cut := len(blocks) - cfg.KeepLast

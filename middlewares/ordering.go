@@ -81,12 +81,13 @@ func Ordering(cfg OrderingConfig) (engine.Middleware, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	rank := make(map[string]int, len(cfg.Sections))
-	for i, s := range cfg.Sections {
-		rank[s] = i
+	sections := slices.Clone(cfg.Sections)
+	o := orderer{
+		sections:     sections,
+		system:       slices.Index(sections, SectionSystem),
+		conversation: slices.Index(sections, SectionConversation),
+		reason:       "order by section: " + strings.Join(sections, ", "),
 	}
-	o := orderer{rank: rank, system: rank[SectionSystem], conversation: rank[SectionConversation],
-		reason: "order by section: " + strings.Join(cfg.Sections, ", ")}
 	return func(next engine.Handler) engine.Handler {
 		return func(ctx context.Context, tx *engine.Tx) error {
 			if order := o.order(tx.Turn().Blocks); order != nil {
@@ -100,15 +101,22 @@ func Ordering(cfg OrderingConfig) (engine.Middleware, error) {
 }
 
 type orderer struct {
-	rank                 map[string]int
+	// sections in order: a block's rank is its section's index. A few
+	// string comparisons beat a map lookup for the handful of sections a
+	// prompt has, and blockRank runs for every block before every call.
+	sections             []string
 	system, conversation int
 	reason               string
 }
 
-func (o orderer) blockRank(b *events.Block) int {
-	if s := b.Meta[events.MetaSection]; s != "" {
-		if r, ok := o.rank[s]; ok {
-			return r
+// blockRank is where b goes. Most blocks have no metadata: len, which is
+// inlined, spares them the map lookup.
+func (o *orderer) blockRank(b *events.Block) int {
+	if len(b.Meta) > 0 {
+		if s := b.Meta[events.MetaSection]; s != "" {
+			if r := slices.Index(o.sections, s); r >= 0 {
+				return r
+			}
 		}
 	}
 	if b.Kind == events.KindSystem {
@@ -118,7 +126,7 @@ func (o orderer) blockRank(b *events.Block) int {
 }
 
 // unitRank is where a unit goes: where its first non-reasoning block goes.
-func (o orderer) unitRank(blocks []events.Block, start, end int) int {
+func (o *orderer) unitRank(blocks []events.Block, start, end int) int {
 	lead := start
 	for lead < end-1 && blocks[lead].Kind == events.KindReasoning {
 		lead++
@@ -128,7 +136,7 @@ func (o orderer) unitRank(blocks []events.Block, start, end int) int {
 
 // order returns the sorted block IDs, or nil when blocks are in order. The
 // check allocates nothing; only a Turn that needs sorting pays for it.
-func (o orderer) order(blocks []events.Block) []string {
+func (o *orderer) order(blocks []events.Block) []string {
 	// Fast path: when the non-reasoning blocks are in order, so are the
 	// units, whose ranks are those of some of these blocks, in the same
 	// order.

@@ -57,7 +57,28 @@ func ReasoningGuard(cfg ReasoningGuardConfig) (engine.Middleware, error) {
 	}, nil
 }
 
+// guardReasoning runs over every block before every model call: the loop
+// that finds no orphan in a valid Turn only compares kinds, and what
+// happens with an orphan is out of line.
 func guardReasoning(tx *engine.Tx, repair bool) error {
+	blocks := tx.Turn().Blocks
+	for i := range blocks {
+		if blocks[i].Kind != events.KindReasoning {
+			continue
+		}
+		if i+1 < len(blocks) {
+			if k := blocks[i+1].Kind; k == events.KindLLMText || k == events.KindToolCall {
+				continue
+			}
+		}
+		return orphanedReasoning(tx, repair, i)
+	}
+	return nil
+}
+
+// orphanedReasoning fails the step over the orphan at index first or, with
+// repair, removes it and every later orphan.
+func orphanedReasoning(tx *engine.Tx, repair bool, first int) error {
 	type orphan struct {
 		id       string
 		index    int
@@ -65,7 +86,7 @@ func guardReasoning(tx *engine.Tx, repair bool) error {
 	}
 	var orphans []orphan
 	blocks := tx.Turn().Blocks
-	for i := range blocks {
+	for i := first; i < len(blocks); i++ {
 		b := &blocks[i]
 		if b.Kind != events.KindReasoning {
 			continue
