@@ -144,8 +144,53 @@ func RunWorkers(ctx context.Context, cfg WorkersConfig) (WorkerResults, error) {
 		lat = append(lat, float64(end.Sub(start).Microseconds())/1000)
 	}
 
-	// Throughput: every request sent at once, conversations in parallel.
-	say("throughput: %d conversations x %d requests, %d workers", cfg.Conversations, cfg.PerConv, cfg.Workers)
+	// Throughput against the bound, in interleaved rounds so that both see
+	// the same machine: the medians of the rounds are reported.
+	var tps, raws, ratios, msgRatios []float64
+	var pubLat []float64
+	for round := 0; round < workerRounds; round++ {
+		say("round %d of %d: %d conversations x %d requests, %d workers; then raw sync publishes from %d publishers",
+			round+1, workerRounds, cfg.Conversations, cfg.PerConv, cfg.Workers, cfg.Workers)
+		tp, err := throughput(ctx, l, cfg, round)
+		if err != nil {
+			return res, err
+		}
+		rawPerS, lats, err := rawPublishes(ctx, l, cfg.Workers, 4000)
+		if err != nil {
+			return res, err
+		}
+		pubLat = append(pubLat, lats...)
+		tps, raws = append(tps, tp.requestsPerS), append(raws, rawPerS)
+		ratios = append(ratios, tp.requestsPerS/(rawPerS/tp.eventsPerRequest))
+		msgRatios = append(msgRatios, tp.requestsPerS/(rawPerS/tp.messagesPerRequest))
+		res.EventsPerRequest, res.MessagesPerRequest = tp.eventsPerRequest, tp.messagesPerRequest
+	}
+	rawPerS := median(raws)
+	res.RequestsPerS = median(tps)
+	res.RawBoundRequestsPerS = rawPerS / res.EventsPerRequest
+	res.RatioToBound = median(ratios)
+	res.RawMessageBoundRequestsPerS = rawPerS / res.MessagesPerRequest
+	res.RatioToMessageBound = median(msgRatios)
+
+	res.LatencyP50Ms, res.LatencyP99Ms = percentile(lat, 50), percentile(lat, 99)
+	rawReq := percentile(pubLat, 50) * res.MessagesPerRequest
+	res.AddedP50Ms, res.AddedP99Ms = res.LatencyP50Ms-rawReq, res.LatencyP99Ms-rawReq
+	return res, nil
+}
+
+// workerRounds is how many throughput and bound measurements alternate.
+const workerRounds = 3
+
+type throughputResult struct {
+	requestsPerS, eventsPerRequest, messagesPerRequest float64
+}
+
+// throughput sends every request of a round at once, conversations in
+// parallel, and times until the last one completed.
+func throughput(ctx context.Context, l *eventlog.Log, cfg WorkersConfig, round int) (throughputResult, error) {
+	var res throughputResult
+	requests := cfg.Conversations * cfg.PerConv
+	conv := func(c int) string { return fmt.Sprintf("tp%d-%d", round, c) }
 	before, err := streamMsgs(ctx, l)
 	if err != nil {
 		return res, err
@@ -162,7 +207,7 @@ func RunWorkers(ctx context.Context, cfg WorkersConfig) (WorkerResults, error) {
 		go func() {
 			defer senders.Done()
 			for r := 0; r < cfg.PerConv; r++ {
-				req := worker.Request{Conversation: fmt.Sprintf("tp-%d", c), RequestID: ulid.Make().String(), Text: fmt.Sprintf("message %d", r)}
+				req := worker.Request{Conversation: conv(c), RequestID: ulid.Make().String(), Text: fmt.Sprintf("message %d", r)}
 				if _, err := worker.Send(ctx, l, req); err != nil {
 					sendErr <- err
 					return
@@ -177,9 +222,8 @@ func RunWorkers(ctx context.Context, cfg WorkersConfig) (WorkerResults, error) {
 		return res, err
 	}
 	for c := 0; c < cfg.Conversations; c++ {
-		conv := fmt.Sprintf("tp-%d", c)
 		for {
-			tail, err := l.Last(ctx, conv)
+			tail, err := l.Last(ctx, conv(c))
 			if err != nil {
 				return res, err
 			}
@@ -194,55 +238,55 @@ func RunWorkers(ctx context.Context, cfg WorkersConfig) (WorkerResults, error) {
 	if err != nil {
 		return res, err
 	}
-	res.RequestsPerS = float64(res.Requests) / took.Seconds()
-	res.MessagesPerRequest = float64(after-before)/float64(res.Requests) + 1
+	res.requestsPerS = float64(requests) / took.Seconds()
+	res.messagesPerRequest = float64(after-before)/float64(requests) + 1
 	evs := 0
 	for c := 0; c < cfg.Conversations; c++ {
-		turn, err := l.Load(ctx, fmt.Sprintf("tp-%d", c))
+		turn, err := l.Load(ctx, conv(c))
 		if err != nil {
 			return res, err
 		}
 		evs += turn.Events
 	}
-	res.EventsPerRequest = float64(evs)/float64(res.Requests) + 1
+	res.eventsPerRequest = float64(evs)/float64(requests) + 1
+	return res, nil
+}
 
-	// The bound: raw sync publishes with as many publishers as workers.
-	say("bound: raw sync publishes from %d publishers", cfg.Workers)
+// rawPublishes is the bound: n raw sync publishes (300 bytes, about an
+// event's size) from each of publishers goroutines. It returns publishes
+// per second and each publish's latency in ms.
+func rawPublishes(ctx context.Context, l *eventlog.Log, publishers, n int) (float64, []float64, error) {
 	sample := make([]byte, 300)
-	n := 4000
-	var pubLat []float64
+	var lat []float64
 	var mu sync.Mutex
 	var pw sync.WaitGroup
+	errs := make(chan error, publishers)
 	js := l.JetStream()
-	pstart := time.Now()
-	for p := 0; p < cfg.Workers; p++ {
+	start := time.Now()
+	for p := 0; p < publishers; p++ {
 		pw.Add(1)
 		go func(p int) {
 			defer pw.Done()
-			var mine []float64
+			mine := make([]float64, 0, n)
 			for i := 0; i < n; i++ {
 				t := time.Now()
 				if _, err := js.Publish(ctx, l.Names().EventsSubject(fmt.Sprintf("raw-%d", p)), sample); err != nil {
+					errs <- fmt.Errorf("raw publish: %w", err)
 					return
 				}
 				mine = append(mine, float64(time.Since(t).Microseconds())/1000)
 			}
 			mu.Lock()
-			pubLat = append(pubLat, mine...)
+			lat = append(lat, mine...)
 			mu.Unlock()
 		}(p)
 	}
 	pw.Wait()
-	rawPerS := float64(n*cfg.Workers) / time.Since(pstart).Seconds()
-	res.RawBoundRequestsPerS = rawPerS / res.EventsPerRequest
-	res.RatioToBound = res.RequestsPerS / res.RawBoundRequestsPerS
-	res.RawMessageBoundRequestsPerS = rawPerS / res.MessagesPerRequest
-	res.RatioToMessageBound = res.RequestsPerS / res.RawMessageBoundRequestsPerS
-
-	res.LatencyP50Ms, res.LatencyP99Ms = percentile(lat, 50), percentile(lat, 99)
-	rawReq := percentile(pubLat, 50) * res.MessagesPerRequest
-	res.AddedP50Ms, res.AddedP99Ms = res.LatencyP50Ms-rawReq, res.LatencyP99Ms-rawReq
-	return res, nil
+	close(errs)
+	if err := <-errs; err != nil {
+		return 0, nil, err
+	}
+	return float64(n*publishers) / time.Since(start).Seconds(), lat, nil
 }
 
 func streamMsgs(ctx context.Context, l *eventlog.Log) (uint64, error) {
