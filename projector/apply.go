@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/turnlog/turnlog/events"
 )
@@ -82,6 +83,7 @@ func apply(t *Turn, e events.Event) error {
 		}
 		b.Text = p.Text
 		b.Meta = merge(b.Meta, p.Meta)
+		t.forget(i)
 		return nil
 	case events.ReasoningAppended:
 		return t.push(Block{ID: p.BlockID, Kind: events.KindReasoning, Text: p.Text, Encrypted: p.Encrypted, Meta: cloneMeta(p.Meta)})
@@ -106,6 +108,7 @@ func apply(t *Turn, e events.Event) error {
 			return err
 		}
 		t.Blocks[i].Meta = merge(t.Blocks[i].Meta, p.Meta)
+		t.forget(i)
 		return nil
 	case events.BlockSplit:
 		return split(t, p)
@@ -155,7 +158,7 @@ func started(t *Turn, p events.ConversationStarted) error {
 			t.Blocks[i] = own(b)
 		}
 	}
-	t.pos = nil
+	t.pos, t.sums = nil, nil
 	if len(p.Data) > 0 {
 		t.Data = maps.Clone(p.Data)
 	}
@@ -171,6 +174,9 @@ func (t *Turn) push(b Block) error {
 	}
 	t.Blocks = append(t.Blocks, b)
 	idx[b.ID] = len(t.Blocks) - 1
+	// Normally past the cached digests already; not after blocks were
+	// dropped outside Apply, and a new block may reuse a dropped one's ID.
+	t.forget(len(t.Blocks) - 1)
 	return nil
 }
 
@@ -185,6 +191,9 @@ func (t *Turn) insert(i int, b Block) error {
 	copy(t.Blocks[i+1:], t.Blocks[i:])
 	t.Blocks[i] = b
 	t.pos = nil
+	if i < len(t.sums) {
+		t.sums = slices.Insert(t.sums, i, blockSum{})
+	}
 	return nil
 }
 
@@ -212,19 +221,40 @@ func (t *Turn) set(field string, ids []string) (map[string]bool, error) {
 }
 
 // remove drops the blocks in drop and, when at >= 0, puts insert where the
-// block at index at stood.
+// block at index at stood. Kept blocks keep their cached digests; inserted
+// ones have none, even when they take a dropped block's ID (a split that
+// keeps its ID, a summary in place of what it summarises).
 func (t *Turn) remove(drop map[string]bool, at int, insert []Block) {
 	kept := make([]Block, 0, len(t.Blocks)-len(drop)+len(insert))
+	var sums []blockSum
+	if len(t.sums) > 0 {
+		sums = make([]blockSum, 0, cap(kept))
+	}
 	for i, b := range t.Blocks {
 		if i == at {
 			kept = append(kept, insert...)
+			if sums != nil {
+				sums = append(sums, make([]blockSum, len(insert))...)
+			}
 		}
 		if !drop[b.ID] {
 			kept = append(kept, b)
+			if sums != nil {
+				sums = append(sums, t.sumAt(i))
+			}
 		}
 	}
 	t.Blocks = kept
 	t.pos = nil
+	t.sums = sums
+}
+
+// sumAt is the cached digest entry of the block at index i, if any.
+func (t *Turn) sumAt(i int) blockSum {
+	if i < len(t.sums) {
+		return t.sums[i]
+	}
+	return blockSum{}
 }
 
 func reorder(t *Turn, order []string) error {
@@ -246,6 +276,15 @@ func reorder(t *Turn, order []string) error {
 	next := make([]Block, len(order))
 	for j, id := range order {
 		next[j] = t.Blocks[idx[id]]
+	}
+	// A move changes no block: the digests move with their blocks, and the
+	// order is in the Turn's hash.
+	if len(t.sums) > 0 {
+		sums := make([]blockSum, len(order))
+		for j, id := range order {
+			sums[j] = t.sumAt(idx[id])
+		}
+		t.sums = sums
 	}
 	t.Blocks = next
 	t.pos = nil

@@ -1,13 +1,7 @@
 package projector
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
-	"hash"
 	"maps"
-	"slices"
-	"sync"
 
 	"github.com/turnlog/turnlog/events"
 )
@@ -18,6 +12,20 @@ import (
 type Block = events.Block
 
 // Turn is a conversation as the next model call would receive it.
+//
+// Apply is the only sanctioned way to change a Turn: outside it, Blocks
+// and their Meta are read-only. Besides the position index, a Turn caches
+// the digest of each block for Hash, and Apply keeps that cache true by
+// dropping the entry of every block an event adds, changes or removes. A
+// block changed in place behind Apply's back keeps its old digest, and
+// Hash would then prove an input the model never received.
+//
+// A Turn belongs to one goroutine at a time: Apply changes it, and Hash and
+// Index fill its caches, so neither may run while another goroutine uses
+// the same Turn. Any number of goroutines may read or Clone a Turn that no
+// one changes or hashes meanwhile (the worker's cache only ever clones the
+// Turns it holds). The caches are unexported and never encoded: a Turn
+// decoded from a snapshot or an export starts without them.
 type Turn struct {
 	Conversation string            `msgpack:"conv" json:"conversation"`
 	Blocks       []Block           `msgpack:"blocks" json:"blocks"`
@@ -30,6 +38,12 @@ type Turn struct {
 	Seq uint64 `msgpack:"seq" json:"seq,omitempty"`
 
 	pos map[string]int // block ID -> index; nil when it must be rebuilt
+	// sums[i] caches the digest of Blocks[i] (see Hash). It is positional,
+	// so blocks with equal IDs (a Turn built by hand) never share an entry;
+	// Apply moves entries with their blocks and zeroes the entry of every
+	// block it adds or changes. It may be shorter than Blocks; an entry
+	// counts only while its ID is the block's (see blockSum).
+	sums []blockSum
 }
 
 // New returns the empty Turn of a conversation, before its first event.
@@ -41,6 +55,12 @@ func New(conversation string) *Turn {
 // changed without touching the cache.
 func (t *Turn) Clone() *Turn {
 	c := &Turn{Conversation: t.Conversation, Events: t.Events, Seq: t.Seq}
+	if len(t.sums) > 0 {
+		// The digests hold no references to mutable state: a copy of the
+		// entries is as independent as the copy of the blocks.
+		c.sums = make([]blockSum, len(t.sums), max(len(t.sums), len(t.Blocks)+8))
+		copy(c.sums, t.sums)
+	}
 	if t.Blocks != nil {
 		c.Blocks = make([]Block, len(t.Blocks), len(t.Blocks)+8)
 		for i, b := range t.Blocks {
@@ -88,103 +108,4 @@ func (t *Turn) index() map[string]int {
 		}
 	}
 	return t.pos
-}
-
-// Hash is the hex SHA-256 of the Turn's content as a model receives it
-// (blocks in order and data), independent of the conversation name and the
-// log positions. inference.started records it so anyone can later prove,
-// by re-projecting the log, which exact input a model call had.
-//
-// The hashed form is a fixed, versioned layout (every field length-prefixed,
-// map keys sorted), written without reflection: it runs before every model
-// call, so it must cost microseconds, not the hundreds a generic encoder
-// takes on a long Turn. A nil and an empty map or block list hash alike: a
-// snapshot or a removal may turn one into the other.
-func Hash(t *Turn) string {
-	h := hashers.Get().(*hasher)
-	defer hashers.Put(h)
-	h.reset()
-	h.str("turnlog.turn.v1")
-	h.num(uint64(len(t.Blocks)))
-	for i := range t.Blocks {
-		b := &t.Blocks[i]
-		h.str(b.ID)
-		h.str(string(b.Kind))
-		h.str(b.Text)
-		h.str(string(b.Trust))
-		h.strMap(b.Meta)
-		h.str(b.CallID)
-		h.str(b.ToolName)
-		h.str(b.Arguments)
-		if b.IsError {
-			h.num(1)
-		} else {
-			h.num(0)
-		}
-		h.str(b.Encrypted)
-	}
-	h.strMap(t.Data)
-	return h.sum()
-}
-
-// hasher feeds SHA-256 through a buffer, so that many small fields cost one
-// large write.
-type hasher struct {
-	h    hash.Hash
-	buf  []byte
-	keys []string
-}
-
-var hashers = sync.Pool{New: func() any { return &hasher{h: sha256.New(), buf: make([]byte, 0, 32<<10)} }}
-
-func (h *hasher) reset() { h.h.Reset(); h.buf = h.buf[:0] }
-
-func (h *hasher) flush() {
-	h.h.Write(h.buf)
-	h.buf = h.buf[:0]
-}
-
-func (h *hasher) num(n uint64) {
-	h.buf = binary.AppendUvarint(h.buf, n)
-}
-
-func (h *hasher) str(s string) {
-	h.num(uint64(len(s)))
-	if len(h.buf)+len(s) > cap(h.buf) {
-		h.flush()
-		if len(s) > cap(h.buf) {
-			h.h.Write([]byte(s))
-			return
-		}
-	}
-	h.buf = append(h.buf, s...)
-}
-
-func (h *hasher) strMap(m map[string]string) {
-	h.num(uint64(len(m)))
-	if len(m) == 0 {
-		return
-	}
-	h.keys = h.keys[:0]
-	for k := range m {
-		h.keys = append(h.keys, k)
-	}
-	slices.Sort(h.keys)
-	for _, k := range h.keys {
-		h.str(k)
-		h.str(m[k])
-	}
-}
-
-func (h *hasher) sum() string {
-	h.flush()
-	var out [sha256.Size]byte
-	return hex.EncodeToString(h.h.Sum(out[:0]))
-}
-
-// HashText is the hex SHA-256 of a text, used for system prompts and
-// templates so that equal prompts have equal hashes across conversations.
-func HashText(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:])
 }

@@ -3,6 +3,7 @@ package projector_test
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -115,7 +116,9 @@ func TestClone(t *testing.T) {
 func TestHash(t *testing.T) {
 	ref := base(t)
 	refHash := projector.Hash(ref)
-	require.Len(t, refHash, 64)
+	require.True(t, strings.HasPrefix(refHash, "v2:"), "the hash names its format")
+	require.Len(t, refHash, len("v2:")+64)
+	refV1 := projector.HashV1(ref)
 
 	changed := []struct {
 		name   string
@@ -162,6 +165,8 @@ func TestHash(t *testing.T) {
 			tc.change(t, turn)
 			h := projector.Hash(turn)
 			assert.NotEqual(t, refHash, h)
+			assert.False(t, projector.HashMatches(turn, refHash), "v2")
+			assert.False(t, projector.HashMatches(turn, refV1), "v1")
 			if other, dup := seen[h]; dup {
 				t.Errorf("same hash as %q", other)
 			}
@@ -201,7 +206,9 @@ func TestHash(t *testing.T) {
 	}
 	for _, tc := range same {
 		t.Run("equal for "+tc.name, func(t *testing.T) {
-			assert.Equal(t, refHash, projector.Hash(tc.turn(t)))
+			turn := tc.turn(t)
+			assert.Equal(t, refHash, projector.Hash(turn))
+			assert.True(t, projector.HashMatches(turn, refV1), "v1")
 		})
 	}
 
