@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/turnlog/turnlog/events"
 )
@@ -90,14 +89,9 @@ func (l *Log) Append(ctx context.Context, conversation string, expectedSeq uint6
 			conversation, ErrTooLarge, len(data), max-1024)
 	}
 	msgID := StepID(cause, step)
-	msg := &nats.Msg{
-		Subject: l.names.EventsSubject(conversation),
-		Data:    data,
-		Header: nats.Header{
-			jetstream.MsgIDHeader:               []string{msgID},
-			jetstream.ExpectedLastSubjSeqHeader: []string{strconv.FormatUint(expectedSeq, 10)},
-		},
-	}
+	sm := getStepMsg(l.names.EventsSubject(conversation), data, msgID, strconv.FormatUint(expectedSeq, 10))
+	defer putStepMsg(sm)
+	msg := &sm.msg
 	ack, err := l.publish(ctx, msg)
 	if err == nil {
 		if ack.Duplicate {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -85,6 +86,42 @@ func TestAppendErrors(t *testing.T) {
 			_, err := l.Append(ctx, "c", 0, user("c", "r1", 0, "a message longer than the 64 bytes the refusing stream accepts"))
 			require.Error(t, err)
 			tc.check(t, err)
+		})
+	}
+}
+
+// TestAppendTimeout checks that an append nobody acknowledges gives up
+// after the JetStream default timeout with an error matching
+// context.DeadlineExceeded, whether ctx can be cancelled or not (Append
+// counts the timeout differently in the two cases). It takes 5 seconds.
+func TestAppendTimeout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the 5 s JetStream default timeout")
+	}
+	tests := []struct {
+		name string
+		ctx  func(t *testing.T) context.Context
+	}{
+		{name: "background", ctx: func(t *testing.T) context.Context { return context.Background() }},
+		{name: "cancellable", ctx: func(t *testing.T) context.Context {
+			ctx, cancel := context.WithCancel(context.Background())
+			t.Cleanup(cancel)
+			return ctx
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := natstest.Start(t)
+			l := openLog(t, srv)
+			require.NoError(t, l.JetStream().DeleteStream(context.Background(), l.Names().EventsStream))
+			// A subscriber that never answers: the request has a responder,
+			// so only the timeout ends it.
+			sub, err := srv.Conn.Subscribe(l.Names().EventsSubject("c"), func(*nats.Msg) {})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = sub.Unsubscribe() })
+			_, err = l.Append(tc.ctx(t), "c", 0, user("c", "r1", 0, "nobody stores this"))
+			assert.ErrorIs(t, err, context.DeadlineExceeded)
 		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -26,17 +27,19 @@ type pubAck struct {
 // builds it from a template, see stream.go's mset.pubAck), and decoded as
 // JSON otherwise, so an error, a domain or a future field still comes out
 // right. Everything else is what jetstream.PublishMsg does, so that callers
-// see the same errors: the same default timeout when ctx has no deadline,
+// see the same errors: the same default timeout when ctx has no deadline
+// (counted by the connection's timer when ctx can never be done),
 // the same retries while no stream answers (a cluster electing a leader),
 // jetstream.ErrNoStreamResponse after them, and a *jetstream.APIError
 // wrapped as "nats: ..." when the stream refuses the message.
 func (l *Log) publish(ctx context.Context, msg *nats.Msg) (pubAck, error) {
-	if _, ok := ctx.Deadline(); !ok {
+	timeout := l.js.Options().DefaultTimeout
+	if _, ok := ctx.Deadline(); !ok && ctx.Done() != nil {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, l.js.Options().DefaultTimeout)
+		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	resp, err := l.nc.RequestMsgWithContext(ctx, msg)
+	resp, err := request(ctx, l.nc, msg, timeout)
 	for r := 0; errors.Is(err, nats.ErrNoResponders) && r < jetstream.DefaultPubRetryAttempts; r++ {
 		t := time.NewTimer(jetstream.DefaultPubRetryWait)
 		select {
@@ -44,7 +47,7 @@ func (l *Log) publish(ctx context.Context, msg *nats.Msg) (pubAck, error) {
 		case <-t.C:
 		}
 		t.Stop()
-		resp, err = l.nc.RequestMsgWithContext(ctx, msg)
+		resp, err = request(ctx, l.nc, msg, timeout)
 	}
 	if err != nil {
 		if errors.Is(err, nats.ErrNoResponders) {
@@ -69,6 +72,23 @@ func (l *Log) publish(ctx context.Context, msg *nats.Msg) (pubAck, error) {
 		return pubAck{}, jetstream.ErrInvalidJSAck
 	}
 	return full.pubAck, nil
+}
+
+// request sends msg and waits for the reply until ctx is done, or for
+// timeout if ctx can never be done (context.Background, as in a benchmark
+// or a command line tool): such a context needs no watching, and the
+// connection's pooled timer costs less than a context.WithTimeout per call.
+// Either way a timeout matches context.DeadlineExceeded, as it does from
+// jetstream.PublishMsg.
+func request(ctx context.Context, nc *nats.Conn, msg *nats.Msg, timeout time.Duration) (*nats.Msg, error) {
+	if ctx.Done() != nil {
+		return nc.RequestMsgWithContext(ctx, msg)
+	}
+	resp, err := nc.RequestMsg(msg, timeout)
+	if errors.Is(err, nats.ErrTimeout) {
+		err = fmt.Errorf("%w: %w", err, context.DeadlineExceeded)
+	}
+	return resp, err
 }
 
 // parseAck reads an acknowledgement of the exact form
@@ -105,4 +125,29 @@ func parseAck(data []byte, stream string) (pubAck, bool) {
 		return pubAck{}, false
 	}
 	return ack, true
+}
+
+// stepMsg is the message Append sends, kept for reuse: nats.Conn encodes
+// the header map per request and keeps no reference to the message, so
+// one map serves every append instead of a new one with two slices each.
+type stepMsg struct {
+	msg     nats.Msg
+	id, seq []string
+}
+
+var stepMsgs = sync.Pool{New: func() any {
+	sm := &stepMsg{id: make([]string, 1), seq: make([]string, 1)}
+	sm.msg.Header = nats.Header{jetstream.MsgIDHeader: sm.id, jetstream.ExpectedLastSubjSeqHeader: sm.seq}
+	return sm
+}}
+
+func getStepMsg(subject string, data []byte, id, seq string) *stepMsg {
+	sm := stepMsgs.Get().(*stepMsg)
+	sm.msg.Subject, sm.msg.Data, sm.id[0], sm.seq[0] = subject, data, id, seq
+	return sm
+}
+
+func putStepMsg(sm *stepMsg) {
+	sm.msg.Subject, sm.msg.Data, sm.id[0], sm.seq[0] = "", nil, "", ""
+	stepMsgs.Put(sm)
 }
