@@ -88,7 +88,8 @@ type Inference struct {
 	Model       string `json:"model"`
 	Purpose     string `json:"purpose,omitempty"`
 	// InputHash is the hash inference.started recorded; Verified is true
-	// when the re-projected Turn hashes to it (see Verify).
+	// when the re-projected Turn hashes to it (projector.HashMatches, see
+	// Verify), false also for a hash format this build does not know.
 	InputHash string `json:"input_hash"`
 	Verified  bool   `json:"verified"`
 	// SystemPrompt is the active system prompt, null when there was none.
@@ -165,7 +166,7 @@ func Entries(ctx context.Context, src Source, conversation string, opts ...Optio
 			if p, ok := r.Payload.(events.InferenceStarted); ok {
 				inferences++
 				inf := &Inference{Index: inferences, N: r.Pos, InferenceID: p.InferenceID, Model: p.Model, Purpose: p.Purpose,
-					InputHash: p.InputHash, Verified: projector.Hash(w.turn) == p.InputHash, SystemPrompt: w.active()}
+					InputHash: p.InputHash, Verified: projector.HashMatches(w.turn, p.InputHash), SystemPrompt: w.active()}
 				if o.turns(inferences) {
 					inf.Turn = w.turn
 				}
@@ -345,10 +346,15 @@ func reason(r string) string {
 	return ": " + quote(r)
 }
 
-// short is the first 12 characters of a hash, enough to compare by eye.
+// short is the first 12 digits of a hash, enough to compare by eye, after
+// the format prefix of a Turn hash ("v2:"), which says how it was made.
 func short(h string) string {
-	if len(h) > 12 {
-		return safe(h[:12]) + "…"
+	n := 12
+	if i := strings.IndexByte(h, ':'); i >= 0 && i < 8 {
+		n += i + 1 // a Turn hash's format ("v2:") and then 12 digits
+	}
+	if len(h) > n {
+		return safe(h[:n]) + "…"
 	}
 	return safe(h)
 }

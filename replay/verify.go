@@ -32,9 +32,11 @@ func (v *Verification) OK() bool { return len(v.Mismatches) == 0 }
 
 // Mismatch fields, the values of Mismatch.Field.
 const (
-	// FieldInputHash: projector.Hash of the re-projected Turn differs from
-	// inference.started's input_hash: the model received something the
-	// log does not reproduce.
+	// FieldInputHash: the re-projected Turn's hash, in the format
+	// inference.started's input_hash was recorded in (projector.HashAs),
+	// differs from it: the model received something the log does not
+	// reproduce. A hash in a format this build does not know cannot be
+	// checked and is a mismatch too; its Message says so.
 	FieldInputHash = "input_hash"
 	// FieldSystemPromptHash: the active prompt's text hashes differently.
 	FieldSystemPromptHash = "system_prompt_hash"
@@ -72,12 +74,13 @@ type Mismatch struct {
 }
 
 // Verify re-projects every recorded model input of a conversation and
-// compares it with what inference.started recorded: projector.Hash of the
-// Turn (input_hash), the active system prompt's ID and text hash, and the
-// number of blocks. It folds the log once; at each inference it hands the
-// Turn's blocks to a pool of hashers (one per CPU), copying them only
-// before events that change blocks in place (see appends), so hashing
-// overlaps with reading and folding. An event that cannot be folded, or a
+// compares it with what inference.started recorded: the Turn's hash
+// (input_hash, recomputed in the format it was recorded in, so that logs
+// written before a format change still verify), the active system prompt's
+// ID and text hash, and the number of blocks. It folds the log once; at
+// each inference it hands the Turn's blocks to a pool of hashers (one per
+// CPU), copying them only before events that change blocks in place (see
+// appends), so hashing overlaps with reading and folding. An event that cannot be folded, or a
 // message that cannot be decoded, is reported as a mismatch and ends the
 // check; other errors (the log cannot be read) are returned. Mismatches
 // come in log order.
@@ -184,7 +187,10 @@ func (j checkJob) check() []Mismatch {
 			Field: field, Recorded: recorded, Computed: computed, Message: msg})
 	}
 	where := fmt.Sprintf("model call #%d (event %d, seq %d)", j.index, j.pos, j.seq)
-	if h := projector.Hash(t); h != p.InputHash {
+	if h, err := projector.HashAs(t, p.InputHash); err != nil {
+		add(FieldInputHash, p.InputHash, projector.Hash(t), where+": recorded input hash "+short(p.InputHash)+
+			" cannot be checked: "+err.Error())
+	} else if h != p.InputHash {
 		add(FieldInputHash, p.InputHash, h, where+": recorded input hash "+short(p.InputHash)+
 			", but the log re-projects to "+short(h)+": the model's input is not what the log says")
 	}
