@@ -134,29 +134,41 @@ func (o *orderer) unitRank(blocks []events.Block, start, end int) int {
 	return o.blockRank(&blocks[lead])
 }
 
+// inOrder is order's fast path: when all blocks are in order, so are the
+// units, whose ranks are those of some of these blocks, in the same order.
+// It runs before every model call, on every block, so it is written for
+// the common block (no metadata, not a system block) and kept out of
+// order, whose registers it would otherwise share.
+//
+//go:noinline
+func (o *orderer) inOrder(blocks []events.Block) bool {
+	conversation, system := o.conversation, o.system
+	prev := -1
+	for i := range blocks {
+		b := &blocks[i]
+		r := conversation
+		if b.Meta != nil {
+			r = o.blockRank(b)
+		} else if b.Kind == events.KindSystem {
+			r = system
+		}
+		if r < prev {
+			return false
+		}
+		prev = r
+	}
+	return true
+}
+
 // order returns the sorted block IDs, or nil when blocks are in order. The
 // check allocates nothing; only a Turn that needs sorting pays for it.
 func (o *orderer) order(blocks []events.Block) []string {
-	// Fast path: when the non-reasoning blocks are in order, so are the
-	// units, whose ranks are those of some of these blocks, in the same
-	// order.
-	sorted, prev := true, -1
-	for i := range blocks {
-		if b := &blocks[i]; b.Kind != events.KindReasoning || i == len(blocks)-1 {
-			r := o.blockRank(b)
-			if r < prev {
-				sorted = false
-				break
-			}
-			prev = r
-		}
-	}
-	if sorted {
+	if o.inOrder(blocks) {
 		return nil
 	}
 	// A block out of order may still sit inside a unit that is in order
 	// (a context block between a tool call and its result): check units.
-	sorted, prev = true, -1
+	sorted, prev := true, -1
 	for start := 0; start < len(blocks); {
 		end := unitEnd(blocks, start)
 		r := o.unitRank(blocks, start, end)

@@ -43,6 +43,12 @@ func (c RolesConfig) Validate() error { return nil }
 // the block stays exactly as it is and is flagged once with block.annotated
 // trust.flag="role_marker", so the attempt is visible in the log and to
 // later middlewares. A flagged block is not flagged again.
+//
+// It checks every block before every model call, but scans a text only
+// once: the Roles a worker builds remembers, for each conversation, the
+// texts it found free of markers (see rolesMemo; at most 1024
+// conversations and 32 MiB of text), so an unchanged block costs one
+// comparison. It is safe for concurrent use by any number of requests.
 func Roles(cfg RolesConfig) (engine.Middleware, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -112,16 +112,23 @@ func (m *rolesMemo) close(c *convTexts, blocks int) {
 // skip returns the index of the first block from i on whose text is not
 // the very string remembered for its position, or len(blocks): the loop
 // that makes a Turn the memo has seen cost one pointer comparison per
-// block.
+// block. (Two empty strings may differ in pointer: known then finds them
+// equal.) It is not inlined: inside roles, the loop would share registers
+// with the rest of it and reload them on every block.
+//
+//go:noinline
 func (c *convTexts) skip(blocks []events.Block, i int) int {
-	clean := c.clean
-	for ; i < len(blocks) && i < len(clean); i++ {
-		t, s := blocks[i].Text, clean[i]
-		if len(t) != len(s) || len(t) > 0 && unsafe.StringData(t) != unsafe.StringData(s) {
-			return i
+	n := min(len(blocks), len(c.clean))
+	if i >= n {
+		return i
+	}
+	clean, blocks := c.clean[i:n], blocks[i:n]
+	for j := range clean {
+		if t, s := blocks[j].Text, clean[j]; unsafe.StringData(t) != unsafe.StringData(s) || len(t) != len(s) {
+			return i + j
 		}
 	}
-	return i
+	return n
 }
 
 // known reports whether text, the text of block i, is known to hold no
