@@ -57,10 +57,9 @@ func Hash(t *Turn) string {
 	for i := range t.Blocks {
 		b, s := &t.Blocks[i], &t.sums[i]
 		if !s.ok || s.id != b.ID {
-			*s = blockSum{id: b.ID, ok: true}
 			h.block.reset()
 			h.block.block(b, &h.keys)
-			h.block.sum(s.sum[:0])
+			*s = blockSum{id: b.ID, sum: h.block.sum(), ok: true}
 		}
 		h.turn.raw(s.sum[:])
 	}
@@ -154,16 +153,22 @@ var hashers = sync.Pool{New: func() any {
 }}
 
 // layout feeds SHA-256 through a buffer, so that many small fields cost one
-// large write.
+// large write, and a layout that fits in the buffer (most blocks) costs
+// one sha256.Sum256.
 type layout struct {
-	h   hash.Hash
-	buf []byte
-	out []byte // scratch for Sum, so that a digest costs no allocation
+	h       hash.Hash
+	buf     []byte
+	out     []byte // scratch for Sum, so that a digest costs no allocation
+	flushed bool   // h holds a part of the layout
 }
 
-func (l *layout) reset() { l.h.Reset(); l.buf = l.buf[:0] }
+func (l *layout) reset() { l.buf, l.flushed = l.buf[:0], false }
 
 func (l *layout) flush() {
+	if !l.flushed {
+		l.h.Reset()
+		l.flushed = true
+	}
 	l.h.Write(l.buf)
 	l.buf = l.buf[:0]
 }
@@ -231,15 +236,17 @@ func (l *layout) block(b *Block, keys *[]string) {
 	l.str(b.Encrypted)
 }
 
-// sum appends the SHA-256 of what was written to dst.
-func (l *layout) sum(dst []byte) []byte {
+// sum is the SHA-256 of what was written.
+func (l *layout) sum() (out [sha256.Size]byte) {
+	if !l.flushed {
+		return sha256.Sum256(l.buf)
+	}
 	l.flush()
 	l.out = l.h.Sum(l.out[:0])
-	return append(dst, l.out...)
+	return [sha256.Size]byte(l.out)
 }
 
 func (l *layout) hex() string {
-	l.flush()
-	l.out = l.h.Sum(l.out[:0])
-	return hex.EncodeToString(l.out)
+	s := l.sum()
+	return hex.EncodeToString(s[:])
 }
