@@ -78,9 +78,13 @@ type Mismatch struct {
 // (input_hash, recomputed in the format it was recorded in, so that logs
 // written before a format change still verify), the active system prompt's
 // ID and text hash, and the number of blocks. It folds the log once; at
-// each inference it hands the Turn's blocks to a pool of hashers (one per
-// CPU), copying them only before events that change blocks in place (see
-// appends), so hashing overlaps with reading and folding. An event that cannot be folded, or a
+// each inference it hashes the folded Turn in the current format (which
+// costs the blocks changed since the previous model call, see
+// projector.Hash) and hands it, with the Turn's blocks, to a pool of
+// checkers (one per CPU), copying the blocks only before events that change
+// them in place (see appends). A checker recomputes the hash in the
+// recorded format only when the two differ: logs recorded in an older
+// format, and mismatches. An event that cannot be folded, or a
 // message that cannot be decoded, is reported as a mismatch and ends the
 // check; other errors (the log cannot be read) are returned. Mismatches
 // come in log order.
@@ -108,11 +112,13 @@ func Verify(ctx context.Context, src Source, conversation string, opts ...Option
 		if p, ok := r.Payload.(events.InferenceStarted); ok {
 			v.Inferences++
 			jobs <- checkJob{turn: &projector.Turn{Blocks: w.turn.Blocks[:len(w.turn.Blocks):len(w.turn.Blocks)], Data: w.turn.Data},
-				pos: r.Pos, seq: r.Seq, index: v.Inferences, p: p}
+				hash: projector.Hash(w.turn), pos: r.Pos, seq: r.Seq, index: v.Inferences, p: p}
 		}
 		if !appends(r.Type) {
-			// Copy on write: the hashers may still read the blocks and
-			// data the fold is about to change in place.
+			// Copy on write: the checkers may still read the blocks and
+			// data the fold is about to change in place. The copy has the
+			// same blocks in the same places, so the digests the Turn
+			// caches stay true.
 			w.turn.Blocks, w.turn.Data = slices.Clone(w.turn.Blocks), maps.Clone(w.turn.Data)
 		}
 		if err := w.apply(r); err != nil {
@@ -166,9 +172,11 @@ func appends(t events.Type) bool {
 }
 
 // checkJob is one inference.started to check against the Turn it was
-// recorded on.
+// recorded on (turn has the blocks and data, without the fold's caches),
+// whose hash in the current format is hash.
 type checkJob struct {
 	turn  *projector.Turn
+	hash  string
 	pos   int
 	seq   uint64
 	index int
@@ -187,12 +195,16 @@ func (j checkJob) check() []Mismatch {
 			Field: field, Recorded: recorded, Computed: computed, Message: msg})
 	}
 	where := fmt.Sprintf("model call #%d (event %d, seq %d)", j.index, j.pos, j.seq)
-	if h, err := projector.HashAs(t, p.InputHash); err != nil {
-		add(FieldInputHash, p.InputHash, projector.Hash(t), where+": recorded input hash "+short(p.InputHash)+
-			" cannot be checked: "+err.Error())
-	} else if h != p.InputHash {
-		add(FieldInputHash, p.InputHash, h, where+": recorded input hash "+short(p.InputHash)+
-			", but the log re-projects to "+short(h)+": the model's input is not what the log says")
+	// A hash recorded in the current format that matches needs nothing
+	// more; any other is recomputed in the format it names.
+	if p.InputHash != j.hash {
+		if h, err := projector.HashAs(t, p.InputHash); err != nil {
+			add(FieldInputHash, p.InputHash, j.hash, where+": recorded input hash "+short(p.InputHash)+
+				" cannot be checked: "+err.Error())
+		} else if h != p.InputHash {
+			add(FieldInputHash, p.InputHash, h, where+": recorded input hash "+short(p.InputHash)+
+				", but the log re-projects to "+short(h)+": the model's input is not what the log says")
+		}
 	}
 	if len(t.Blocks) != p.Blocks {
 		add(FieldBlocks, strconv.Itoa(p.Blocks), strconv.Itoa(len(t.Blocks)),
