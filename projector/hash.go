@@ -57,9 +57,10 @@ func Hash(t *Turn) string {
 	for i := range t.Blocks {
 		b, s := &t.Blocks[i], &t.sums[i]
 		if !s.ok || s.id != b.ID {
+			*s = blockSum{id: b.ID, ok: true}
 			h.block.reset()
 			h.block.block(b, &h.keys)
-			*s = blockSum{id: b.ID, sum: h.block.sum(), ok: true}
+			h.block.sum(s.sum[:0])
 		}
 		h.turn.raw(s.sum[:])
 	}
@@ -153,22 +154,16 @@ var hashers = sync.Pool{New: func() any {
 }}
 
 // layout feeds SHA-256 through a buffer, so that many small fields cost one
-// large write, and a layout that fits in the buffer (most blocks) costs
-// one sha256.Sum256.
+// large write.
 type layout struct {
-	h       hash.Hash
-	buf     []byte
-	out     []byte // scratch for Sum, so that a digest costs no allocation
-	flushed bool   // h holds a part of the layout
+	h   hash.Hash
+	buf []byte
+	out []byte // scratch for Sum, so that a digest costs no allocation
 }
 
-func (l *layout) reset() { l.buf, l.flushed = l.buf[:0], false }
+func (l *layout) reset() { l.h.Reset(); l.buf = l.buf[:0] }
 
 func (l *layout) flush() {
-	if !l.flushed {
-		l.h.Reset()
-		l.flushed = true
-	}
 	l.h.Write(l.buf)
 	l.buf = l.buf[:0]
 }
@@ -236,17 +231,15 @@ func (l *layout) block(b *Block, keys *[]string) {
 	l.str(b.Encrypted)
 }
 
-// sum is the SHA-256 of what was written.
-func (l *layout) sum() (out [sha256.Size]byte) {
-	if !l.flushed {
-		return sha256.Sum256(l.buf)
-	}
+// sum appends the SHA-256 of what was written to dst.
+func (l *layout) sum(dst []byte) []byte {
 	l.flush()
 	l.out = l.h.Sum(l.out[:0])
-	return [sha256.Size]byte(l.out)
+	return append(dst, l.out...)
 }
 
 func (l *layout) hex() string {
-	s := l.sum()
-	return hex.EncodeToString(s[:])
+	l.flush()
+	l.out = l.h.Sum(l.out[:0])
+	return hex.EncodeToString(l.out)
 }
