@@ -12,26 +12,16 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 )
 
-// wireOut and wireIn are the msgpack form of an envelope: short keys, the
-// payload as a nested map. wireIn keeps the payload raw until the registry
-// has chosen its type and version.
-type wireOut struct {
-	ID           ulid.ULID `msgpack:"id"`
-	Conversation string    `msgpack:"conv"`
-	Type         Type      `msgpack:"type"`
-	Version      int       `msgpack:"v"`
-	Time         time.Time `msgpack:"time"`
-	Cause        string    `msgpack:"cause"`
-	Step         int       `msgpack:"step"`
-	Actor        string    `msgpack:"actor"`
-	Payload      Payload   `msgpack:"payload"`
-}
-
-// wireIn's ID and Time are pointers because msgpack v5.4.1 panics when it
-// decodes a msgpack nil into a non-pointer value of a type with its own
-// decoder (reflect.Value.IsNil on an array or struct); FuzzDecode found it
-// with "time": nil. A pointer takes the nil, and Decode reports the field
-// as missing.
+// wireIn is the msgpack form of an envelope: short keys, the payload as
+// a nested map, kept raw until the registry has chosen its type and
+// version. Encode writes the same map by hand (appendEnvelope), in the
+// key order of wireIn's fields.
+//
+// ID and Time are pointers because msgpack v5.4.1 panics when it decodes a
+// msgpack nil into a non-pointer value of a type with its own decoder
+// (reflect.Value.IsNil on an array or struct); FuzzDecode found it with
+// "time": nil. A pointer takes the nil, and Decode reports the field as
+// missing.
 type wireIn struct {
 	ID           *ulid.ULID         `msgpack:"id"`
 	Conversation string             `msgpack:"conv"`
@@ -67,10 +57,9 @@ func (r *Registry) Encode(evs ...Event) ([]byte, error) {
 	enc := msgpack.GetEncoder()
 	defer msgpack.PutEncoder(enc)
 	enc.Reset(buf)
-	if err := enc.EncodeArrayLen(len(evs)); err != nil {
-		return nil, err
-	}
-	for i, e := range evs {
+	buf.Write(appendArrayLen(buf.AvailableBuffer(), len(evs)))
+	for i := range evs {
+		e := &evs[i]
 		if err := e.Validate(); err != nil {
 			return nil, fmt.Errorf("encode event %d (%s): %w", i, e.Type, err)
 		}
@@ -79,8 +68,11 @@ func (r *Registry) Encode(evs ...Event) ([]byte, error) {
 		} else if e.Version != cur {
 			return nil, fmt.Errorf("encode event %d (%s): version %d, but writers must use the current version %d", i, e.Type, e.Version, cur)
 		}
-		w := wireOut{e.ID, e.Conversation, e.Type, e.Version, e.Time.UTC(), e.Cause, e.Step, e.Actor, e.Payload}
-		if err := enc.Encode(&w); err != nil {
+		// The envelope by hand (see appendEnvelope), the payload by
+		// reflection, as msgpack encoded the Payload field of wireOut (see
+		// encodeReflect).
+		buf.Write(appendEnvelope(buf.AvailableBuffer(), e))
+		if err := enc.Encode(e.Payload); err != nil {
 			return nil, fmt.Errorf("encode event %d (%s): %w", i, e.Type, err)
 		}
 	}

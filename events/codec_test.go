@@ -359,7 +359,7 @@ func TestDecodeSecondEventErrorNamesIt(t *testing.T) {
 
 func TestDecodeHandWrittenMessage(t *testing.T) {
 	// The wire form is a contract with every reader ever written: this
-	// message is built from wireOut's keys by hand, not by Encode.
+	// message is built from the envelope's keys by hand, not by Encode.
 	id := ulid.Make()
 	at := time.Date(2025, 11, 23, 4, 5, 6, 7, time.UTC)
 	data := message(t, wire(t, map[string]any{

@@ -86,7 +86,7 @@ func typicalStep(tb testing.TB) events.Event {
 	return e
 }
 
-// wire hand-encodes one envelope the way codec.go's wireOut lays it out (a
+// wire hand-encodes one envelope the way Encode lays it out (a
 // map with short keys and the payload as a nested map), with override
 // replacing or adding keys and a nil value removing one. It lets tests
 // write messages Encode refuses to produce: old versions, unknown types.

@@ -1,0 +1,294 @@
+package events_test
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/internal/eventgen"
+	"github.com/turnlog/turnlog/projector"
+	"pgregory.net/rapid"
+)
+
+// Encode writes the envelope by hand; these tests hold its output to the
+// bytes of the msgpack reflection it replaced (events.EncodeReflect), since
+// eventlog.Append compares a retried step's bytes with the stored ones.
+
+// requireOldBytes fails unless got is what the reflection encoder writes
+// for evs. msgpack writes a map's entries in Go's random iteration order,
+// so for a payload with a map of two or more keys the old encoder itself
+// writes one of several byte strings; got must then be one of them, which
+// the loop finds by encoding again (4 orders at most among the samples).
+func requireOldBytes(tb helperT, got []byte, evs ...events.Event) {
+	tb.Helper()
+	var want []byte
+	for try := 0; try < 500; try++ {
+		var err error
+		want, err = events.EncodeReflect(evs...)
+		require.NoError(tb, err)
+		if bytes.Equal(got, want) {
+			return
+		}
+	}
+	require.Equal(tb, want, got, "Encode's bytes differ from the reflection encoder's")
+}
+
+// helperT is what both *testing.T and *rapid.T offer.
+type helperT interface {
+	require.TestingT
+	Helper()
+}
+
+func encodeMatches(tb helperT, evs ...events.Event) {
+	tb.Helper()
+	got, err := events.Encode(evs...)
+	require.NoError(tb, err)
+	requireOldBytes(tb, got, evs...)
+}
+
+func TestEncodeMatchesReflection(t *testing.T) {
+	at := time.Date(2025, 11, 23, 4, 5, 6, 7, time.UTC)
+	with := func(p events.Payload, change func(*events.Event)) []events.Event {
+		e := newEvent(p)
+		e.Time = at
+		change(&e)
+		return []events.Event{e}
+	}
+	same := func(*events.Event) {}
+	user := events.UserAppended{BlockID: "u1", Text: "hi"}
+	var all []events.Event
+	for _, p := range samplePayloads() {
+		all = append(all, newEvent(oneKeyMaps(p)))
+	}
+	many := func(n int) []events.Event {
+		out := make([]events.Event, n)
+		for i := range out {
+			out[i] = all[i%len(all)]
+			out[i].Step = i
+		}
+		return out
+	}
+
+	tests := []struct {
+		name string
+		evs  []events.Event
+	}{
+		{name: "every type in one message", evs: all},
+		{name: "15 events (fixarray)", evs: many(15)},
+		{name: "16 events (array 16)", evs: many(16)},
+		{name: "300 events", evs: many(300)},
+		{name: "nil meta", evs: with(events.UserAppended{BlockID: "u1", Meta: nil}, same)},
+		{name: "empty meta", evs: with(events.UserAppended{BlockID: "u1", Meta: map[string]string{}}, same)},
+		{name: "empty text and untrusted", evs: with(events.UserAppended{BlockID: "u1"}, same)},
+		{name: "nil order", evs: with(events.BlocksReordered{}, same)},
+		{name: "empty order", evs: with(events.BlocksReordered{Order: []string{}}, same)},
+		{name: "empty blocks and data", evs: with(events.ConversationStarted{Blocks: []events.Block{}, Data: map[string]string{}}, same)},
+		{name: "zero conversation.started", evs: with(events.ConversationStarted{}, same)},
+		{name: "compaction without summary", evs: with(events.TurnCompacted{Removed: []string{"a"}}, same)},
+		{name: "data unset only, empty values", evs: with(events.DataSet{Values: map[string]string{}, Unset: []string{"x"}}, same)},
+		{name: "request completed with zero inferences", evs: with(events.RequestCompleted{}, same)},
+		{name: "negative and huge durations", evs: []events.Event{
+			with(events.InferenceFinished{InferenceID: "i", Duration: -1}, same)[0],
+			with(events.InferenceFailed{InferenceID: "i", Duration: math.MaxInt64}, same)[0],
+			with(events.InferenceStarted{InferenceID: "i", InputHash: "h", Blocks: -5}, same)[0],
+		}},
+		{name: "non-ASCII everywhere", evs: with(events.UserAppended{BlockID: "ü", Text: "héllo 世界 🎉\x00", Meta: map[string]string{"ключ": "значение"}}, func(e *events.Event) {
+			e.Cause, e.Actor = "запрос-1", "работник 🎉"
+		})},
+		{name: "max ULID", evs: with(user, func(e *events.Event) {
+			e.ID = ulid.ULID{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+		})},
+		{name: "ULID with leading zero bytes", evs: with(user, func(e *events.Event) { e.ID = ulid.ULID{15: 1} })},
+	}
+	for _, step := range []int{0, 1, 127, 128, 255, 256, 65535, 65536, math.MaxUint32, math.MaxUint32 + 1, math.MaxInt64} {
+		tests = append(tests, struct {
+			name string
+			evs  []events.Event
+		}{fmt.Sprintf("step %d", step), with(user, func(e *events.Event) { e.Step = step })})
+	}
+	for _, n := range []int{0, 1, 31, 32, 255, 256, 65535, 65536, 70000} {
+		tests = append(tests, struct {
+			name string
+			evs  []events.Event
+		}{fmt.Sprintf("%d-byte strings", n), with(events.UserAppended{BlockID: "u1", Text: strings.Repeat("t", n)}, func(e *events.Event) {
+			e.Cause = strings.Repeat("c", max(n, 1))
+			e.Actor = strings.Repeat("é", max(n, 2)/2)
+			e.Conversation = strings.Repeat("x", min(max(n, 1), 128))
+		})})
+	}
+	paris := time.FixedZone("CET", 3600)
+	for _, tm := range []time.Time{
+		time.Unix(0, 1), time.Unix(1, 0), // 32-bit form needs zero nanoseconds
+		time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC),
+		time.Date(2025, 1, 2, 3, 4, 5, 999_999_999, time.UTC),
+		time.Date(2025, 7, 1, 12, 0, 0, 1, paris),
+		time.Date(2106, 2, 7, 6, 28, 15, 0, time.UTC), // 2^32-1 s: the last 32-bit time
+		time.Date(2106, 2, 7, 6, 28, 16, 0, time.UTC), // 2^32 s: 64-bit form
+		time.Unix(1<<34-1, 999_999_999),               // the last 64-bit time
+		time.Unix(1<<34, 0),                           // 96-bit form
+		time.Date(1969, 12, 31, 23, 59, 59, 5, time.UTC),
+		time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, paris),
+	} {
+		tests = append(tests, struct {
+			name string
+			evs  []events.Event
+		}{"time " + tm.Format(time.RFC3339Nano), with(user, func(e *events.Event) { e.Time = tm })})
+	}
+	for _, p := range samplePayloads() {
+		tests = append(tests, struct {
+			name string
+			evs  []events.Event
+		}{"sample " + string(p.EventType()), []events.Event{newEvent(p)}})
+	}
+
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			encodeMatches(t, tc.evs...)
+		})
+	}
+}
+
+// TestEncodeMatchesReflectionErrors checks that Encode refuses what the old
+// encoder refused, with the same message.
+func TestEncodeMatchesReflectionErrors(t *testing.T) {
+	good := newEvent(events.UserAppended{BlockID: "u1"})
+	tests := []struct {
+		name   string
+		change func(*events.Event)
+	}{
+		{name: "zero time", change: func(e *events.Event) { e.Time = time.Time{} }},
+		{name: "negative step", change: func(e *events.Event) { e.Step = -1 }},
+		{name: "zero ID", change: func(e *events.Event) { e.ID = ulid.ULID{} }},
+		{name: "unknown type", change: func(e *events.Event) { e.Type = "nope.happened" }},
+		{name: "old version", change: func(e *events.Event) { e.Version = 2 }},
+		{name: "no payload", change: func(e *events.Event) { e.Payload = nil }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := good
+			tc.change(&bad)
+			_, wantErr := events.EncodeReflect(good, bad)
+			require.Error(t, wantErr)
+			_, err := events.Encode(good, bad)
+			require.Error(t, err)
+			assert.Equal(t, wantErr.Error(), err.Error())
+		})
+	}
+	_, err := events.Encode()
+	assert.ErrorIs(t, err, events.ErrInvalid)
+}
+
+// TestEncodeMatchesReflectionOnHistories encodes random, realistic
+// histories step by step, as eventlog.Append does, and with arbitrary
+// envelope values.
+func TestEncodeMatchesReflectionOnHistories(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		conv := rapid.StringMatching(`[A-Za-z0-9_-]{1,40}`).Draw(rt, "conv")
+		turn := projector.New(conv)
+		steps := rapid.IntRange(1, 20).Draw(rt, "steps")
+		for s := 0; s < steps; s++ {
+			evs := eventgen.Step(rt, turn, conv+"-req", s)
+			if rapid.Bool().Draw(rt, "odd envelope") {
+				for i := range evs {
+					evs[i].Cause = rapid.StringN(1, 300, -1).Draw(rt, "cause")
+					evs[i].Actor = rapid.StringN(1, 40, -1).Draw(rt, "actor")
+					evs[i].Step = rapid.IntRange(0, math.MaxInt).Draw(rt, "step")
+					evs[i].Time = time.Unix(rapid.Int64Range(-1<<40, 1<<40).Draw(rt, "sec"), rapid.Int64Range(0, 999_999_999).Draw(rt, "nsec"))
+					evs[i].ID = ulid.ULID(rapid.SliceOfN(rapid.Byte(), 16, 16).Draw(rt, "id"))
+					evs[i].ID[15] |= 1 // never the zero ULID, which Validate rejects
+				}
+			}
+			got, err := events.Encode(evs...)
+			require.NoError(rt, err)
+			requireOldBytes(rt, got, evs...)
+		}
+	})
+}
+
+// oneKeyMaps returns p with each of its maps cut down to its smallest key,
+// so that its encoding is one byte string (see requireOldBytes) even when
+// many such payloads share a message.
+func oneKeyMaps(p events.Payload) events.Payload {
+	one := func(m map[string]string) map[string]string {
+		if len(m) < 2 {
+			return m
+		}
+		k := slices.Min(slices.Collect(maps.Keys(m)))
+		return map[string]string{k: m[k]}
+	}
+	blocks := func(bs []events.Block) []events.Block {
+		out := slices.Clone(bs)
+		for i := range out {
+			out[i].Meta = one(out[i].Meta)
+		}
+		return out
+	}
+	switch v := p.(type) {
+	case events.ConversationStarted:
+		v.Blocks, v.Data = blocks(v.Blocks), one(v.Data)
+		return v
+	case events.UserAppended:
+		v.Meta = one(v.Meta)
+		return v
+	case events.SystemPromptSet:
+		v.Meta, v.Variables = one(v.Meta), one(v.Variables)
+		return v
+	case events.SystemPromptReplaced:
+		v.Meta, v.Variables = one(v.Meta), one(v.Variables)
+		return v
+	case events.ReasoningAppended:
+		v.Meta = one(v.Meta)
+		return v
+	case events.LLMTextAppended:
+		v.Meta = one(v.Meta)
+		return v
+	case events.ToolCalled:
+		v.Meta = one(v.Meta)
+		return v
+	case events.ToolResult:
+		v.Meta = one(v.Meta)
+		return v
+	case events.BlockAnnotated:
+		v.Meta = one(v.Meta)
+		return v
+	case events.BlockSplit:
+		v.Into = blocks(v.Into)
+		return v
+	case events.TurnCompacted:
+		if v.Summary != nil {
+			s := *v.Summary
+			s.Meta = one(s.Meta)
+			v.Summary = &s
+		}
+		return v
+	case events.DataSet:
+		v.Values = one(v.Values)
+		return v
+	}
+	return p
+}
+
+// BenchmarkEncodeReflect is BenchmarkEncode with the reflection encoder
+// Encode replaced, to compare the two in one binary.
+func BenchmarkEncodeReflect(b *testing.B) {
+	e := typicalStep(b)
+	data, err := events.EncodeReflect(e)
+	require.NoError(b, err)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := events.EncodeReflect(e); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
