@@ -54,9 +54,12 @@ func (r *Registry) Encode(evs ...Event) ([]byte, error) {
 	buf := bufPool.Get().(*bytes.Buffer)
 	defer bufPool.Put(buf)
 	buf.Reset()
-	enc := msgpack.GetEncoder()
-	defer msgpack.PutEncoder(enc)
-	enc.Reset(buf)
+	var enc *msgpack.Encoder // for payloads appendPayload does not know
+	defer func() {
+		if enc != nil {
+			msgpack.PutEncoder(enc)
+		}
+	}()
 	buf.Write(appendArrayLen(buf.AvailableBuffer(), len(evs)))
 	for i := range evs {
 		e := &evs[i]
@@ -68,12 +71,20 @@ func (r *Registry) Encode(evs ...Event) ([]byte, error) {
 		} else if e.Version != cur {
 			return nil, fmt.Errorf("encode event %d (%s): version %d, but writers must use the current version %d", i, e.Type, e.Version, cur)
 		}
-		// The envelope by hand (see appendEnvelope), the payload by
-		// reflection, as msgpack encoded the Payload field of wireOut (see
-		// encodeReflect).
-		buf.Write(appendEnvelope(buf.AvailableBuffer(), e))
-		if err := enc.Encode(e.Payload); err != nil {
-			return nil, fmt.Errorf("encode event %d (%s): %w", i, e.Type, err)
+		// By hand, byte for byte as msgpack's reflection encoded the
+		// wireOut struct Encode once used (see appendEnvelope); a payload
+		// type of another registry still goes through reflection, as the
+		// Payload field did.
+		b, ok := appendPayload(appendEnvelope(buf.AvailableBuffer(), e), e.Payload)
+		buf.Write(b)
+		if !ok {
+			if enc == nil {
+				enc = msgpack.GetEncoder()
+				enc.Reset(buf)
+			}
+			if err := enc.Encode(e.Payload); err != nil {
+				return nil, fmt.Errorf("encode event %d (%s): %w", i, e.Type, err)
+			}
 		}
 	}
 	return bytes.Clone(buf.Bytes()), nil

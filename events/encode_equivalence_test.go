@@ -292,3 +292,143 @@ func BenchmarkEncodeReflect(b *testing.B) {
 		}
 	}
 }
+
+// TestEncodeMatchesReflectionOnPayloads draws payloads of every type with
+// each field independently set or not: empty and long strings, non-ASCII
+// text, ints of every width, nil, empty and one-key maps, nil and empty
+// slices. An invalid one must be refused as before.
+func TestEncodeMatchesReflectionOnPayloads(t *testing.T) {
+	str := rapid.OneOf(rapid.Just(""), rapid.String(), rapid.StringN(25, 300, -1), rapid.StringMatching(`[a-z]{1,8}`))
+	id := rapid.OneOf(rapid.StringN(1, 40, -1), rapid.StringMatching(`[a-z0-9]{1,8}`))
+	num := rapid.OneOf(rapid.Just(0), rapid.Int(), rapid.IntRange(-40_000, 70_000))
+	dur := rapid.Custom(func(t *rapid.T) time.Duration { return time.Duration(rapid.Int64().Draw(t, "duration")) })
+	trust := rapid.SampledFrom([]events.Trust{events.Untrusted, events.Trusted})
+	meta := rapid.OneOf(
+		rapid.Just[map[string]string](nil),
+		rapid.Just(map[string]string{}),
+		rapid.Custom(func(t *rapid.T) map[string]string {
+			return map[string]string{id.Draw(t, "key"): str.Draw(t, "value")}
+		}),
+	)
+	strs := rapid.OneOf(rapid.Just[[]string](nil), rapid.Just([]string{}), rapid.SliceOfN(id, 1, 20))
+	block := rapid.Custom(func(t *rapid.T) events.Block {
+		return events.Block{
+			ID: id.Draw(t, "id"), Kind: rapid.SampledFrom([]events.Kind{events.KindSystem, events.KindUser, events.KindToolCall, events.KindToolResult, events.KindOther}).Draw(t, "kind"),
+			Text: str.Draw(t, "text"), Trust: trust.Draw(t, "trust"), Meta: meta.Draw(t, "meta"),
+			CallID: id.Draw(t, "call_id"), ToolName: str.Draw(t, "tool"), Arguments: str.Draw(t, "args"),
+			IsError: rapid.Bool().Draw(t, "is_error"), Encrypted: str.Draw(t, "enc"),
+		}
+	})
+	blocks := rapid.OneOf(rapid.Just[[]events.Block](nil), rapid.Just([]events.Block{}), rapid.SliceOfN(block, 1, 17))
+	payloads := []*rapid.Generator[events.Payload]{
+		rapid.Custom(func(t *rapid.T) events.Payload {
+			return events.ConversationStarted{Profile: str.Draw(t, "profile"), ForkedFrom: rapid.SampledFrom([]string{"", "origin-1"}).Draw(t, "from"),
+				ForkedAt: num.Draw(t, "at"), Blocks: blocks.Draw(t, "blocks"), Data: meta.Draw(t, "data")}
+		}),
+		rapid.Custom(func(t *rapid.T) events.Payload {
+			return events.UserAppended{BlockID: id.Draw(t, "id"), Text: str.Draw(t, "text"), Trust: trust.Draw(t, "trust"), Meta: meta.Draw(t, "meta")}
+		}),
+		rapid.Custom(func(t *rapid.T) events.Payload {
+			return events.SystemPromptSet{BlockID: id.Draw(t, "id"), Text: str.Draw(t, "text"), Index: rapid.IntRange(0, math.MaxInt).Draw(t, "index"),
+				Trust: trust.Draw(t, "trust"), Meta: meta.Draw(t, "meta"), TemplateHash: str.Draw(t, "hash"), Variables: meta.Draw(t, "vars")}
+		}),
+		rapid.Custom(func(t *rapid.T) events.Payload {
+			return events.SystemPromptReplaced{BlockID: id.Draw(t, "id"), Text: str.Draw(t, "text"), Previous: str.Draw(t, "previous"),
+				Meta: meta.Draw(t, "meta"), TemplateHash: str.Draw(t, "hash"), Variables: meta.Draw(t, "vars"), Reason: str.Draw(t, "reason")}
+		}),
+		rapid.Custom(func(t *rapid.T) events.Payload {
+			return events.ReasoningAppended{BlockID: id.Draw(t, "id"), Text: str.Draw(t, "text"), Encrypted: str.Draw(t, "enc"), Meta: meta.Draw(t, "meta")}
+		}),
+		rapid.Custom(func(t *rapid.T) events.Payload {
+			return events.LLMTextAppended{BlockID: id.Draw(t, "id"), Text: str.Draw(t, "text"), Meta: meta.Draw(t, "meta")}
+		}),
+		rapid.Custom(func(t *rapid.T) events.Payload {
+			return events.ToolCalled{BlockID: id.Draw(t, "id"), CallID: id.Draw(t, "call"), Name: id.Draw(t, "name"), Arguments: str.Draw(t, "args"), Meta: meta.Draw(t, "meta")}
+		}),
+		rapid.Custom(func(t *rapid.T) events.Payload {
+			return events.ToolResult{BlockID: id.Draw(t, "id"), CallID: id.Draw(t, "call"), Text: str.Draw(t, "text"), IsError: rapid.Bool().Draw(t, "err"), Meta: meta.Draw(t, "meta")}
+		}),
+		rapid.Custom(func(t *rapid.T) events.Payload {
+			return events.BlocksReordered{Order: strs.Draw(t, "order"), Reason: str.Draw(t, "reason")}
+		}),
+		rapid.Custom(func(t *rapid.T) events.Payload {
+			return events.BlocksRemoved{BlockIDs: strs.Draw(t, "ids"), Reason: str.Draw(t, "reason")}
+		}),
+		rapid.Custom(func(t *rapid.T) events.Payload {
+			return events.BlockAnnotated{BlockID: id.Draw(t, "id"), Meta: meta.Draw(t, "meta"), Reason: str.Draw(t, "reason")}
+		}),
+		rapid.Custom(func(t *rapid.T) events.Payload {
+			return events.BlockSplit{BlockID: id.Draw(t, "id"), Into: blocks.Draw(t, "into"), Reason: str.Draw(t, "reason")}
+		}),
+		rapid.Custom(func(t *rapid.T) events.Payload {
+			var summary *events.Block
+			if rapid.Bool().Draw(t, "summary") {
+				b := block.Draw(t, "block")
+				summary = &b
+			}
+			return events.TurnCompacted{Removed: strs.Draw(t, "removed"), Summary: summary, Reason: str.Draw(t, "reason")}
+		}),
+		rapid.Custom(func(t *rapid.T) events.Payload {
+			return events.DataSet{Values: meta.Draw(t, "values"), Unset: strs.Draw(t, "unset")}
+		}),
+		rapid.Custom(func(t *rapid.T) events.Payload {
+			return events.InferenceStarted{InferenceID: id.Draw(t, "id"), Model: str.Draw(t, "model"), InputHash: id.Draw(t, "hash"),
+				SystemPromptID: str.Draw(t, "sp"), SystemPromptHash: str.Draw(t, "sph"), Blocks: num.Draw(t, "blocks"), Purpose: str.Draw(t, "purpose")}
+		}),
+		rapid.Custom(func(t *rapid.T) events.Payload {
+			return events.InferenceFinished{InferenceID: id.Draw(t, "id"), PromptTokens: num.Draw(t, "prompt"), CompletionTokens: num.Draw(t, "completion"),
+				StopReason: str.Draw(t, "stop"), Duration: dur.Draw(t, "duration")}
+		}),
+		rapid.Custom(func(t *rapid.T) events.Payload {
+			return events.InferenceFailed{InferenceID: id.Draw(t, "id"), Error: str.Draw(t, "error"), Transient: rapid.Bool().Draw(t, "transient"), Duration: dur.Draw(t, "duration")}
+		}),
+		rapid.Custom(func(t *rapid.T) events.Payload {
+			return events.RequestCompleted{Inferences: num.Draw(t, "inferences")}
+		}),
+		rapid.Custom(func(t *rapid.T) events.Payload {
+			return events.RequestFailed{Reason: str.Draw(t, "reason")}
+		}),
+	}
+	require.Len(t, payloads, len(samplePayloads()), "one generator per catalog type")
+	payload := rapid.OneOf(payloads...)
+
+	var valid, invalid int
+	rapid.Check(t, func(rt *rapid.T) {
+		evs := make([]events.Event, rapid.IntRange(1, 3).Draw(rt, "events"))
+		for i := range evs {
+			p := payload.Draw(rt, "payload")
+			if rapid.Bool().Draw(rt, "by pointer") {
+				p = pointerTo(p) // a pointer is left to reflection
+			}
+			evs[i] = newEvent(p)
+		}
+		want, wantErr := events.EncodeReflect(evs...)
+		got, err := events.Encode(evs...)
+		if wantErr != nil {
+			invalid++
+			require.Error(rt, err)
+			require.Equal(rt, wantErr.Error(), err.Error())
+			return
+		}
+		valid++
+		require.NoError(rt, err)
+		require.Equal(rt, want, got)
+	})
+	t.Logf("%d valid messages, %d invalid", valid, invalid)
+	assert.Greater(t, valid, 0)
+}
+
+// pointerTo returns a pointer to a copy of p.
+func pointerTo(p events.Payload) events.Payload {
+	switch v := p.(type) {
+	case events.UserAppended:
+		return &v
+	case events.BlockSplit:
+		return &v
+	case events.InferenceFinished:
+		return &v
+	case events.RequestCompleted:
+		return &v
+	}
+	return p
+}

@@ -2,4 +2,4 @@ package events
 
 // EncodeReflect is encodeReflect for the external tests, which can use
 // internal/eventgen (it imports this package).
-var EncodeReflect = encodeReflect
+func EncodeReflect(evs ...Event) ([]byte, error) { return encodeReflect(evs...) }

@@ -1,0 +1,362 @@
+package events
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// appendPayload appends the catalog's payloads the way msgpack v5.4.1's
+// reflection encodes them, and reports false for any other payload (a
+// type registered by a program of its own, or a pointer), which Encode
+// leaves to reflection. As for the envelope (see envelope.go), the bytes
+// must not change: TestEncodeMatchesReflection holds them to reflection's.
+//
+// What reflection writes for a payload struct, and so what these write:
+//   - a map of the fields that are not omitted, in field order, keyed by
+//     their msgpack tag; omitempty omits "", 0, false, a nil pointer and a
+//     map or slice of length 0;
+//   - strings and string types (Kind, Trust): the shortest str header;
+//   - ints: the shortest integer form (EncodeInt);
+//   - time.Duration, an int64 type: always int 64, 9 bytes (msgpack only
+//     shortens int64s with UseCompactInts, which Encode does not set);
+//   - bools: true or false;
+//   - a nil map or slice: nil; a map[string]string: its entries in Go's
+//     map order, which is random, as reflection's is;
+//   - a Block, in a slice or behind a pointer: as a struct, the same way.
+func appendPayload(b []byte, p Payload) ([]byte, bool) {
+	switch p := p.(type) {
+	case ConversationStarted:
+		b = appendMapLen(b, 0+
+			present(p.Profile != "")+
+			present(p.ForkedFrom != "")+
+			present(p.ForkedAt != 0)+
+			present(len(p.Blocks) != 0)+
+			present(len(p.Data) != 0))
+		if p.Profile != "" {
+			b = appendField(b, "profile", p.Profile)
+		}
+		if p.ForkedFrom != "" {
+			b = appendField(b, "forked_from", p.ForkedFrom)
+		}
+		if p.ForkedAt != 0 {
+			b = appendInt(appendString(b, "forked_at"), int64(p.ForkedAt))
+		}
+		if len(p.Blocks) != 0 {
+			b = appendBlocks(appendString(b, "blocks"), p.Blocks)
+		}
+		if len(p.Data) != 0 {
+			b = appendStringMap(appendString(b, "data"), p.Data)
+		}
+	case UserAppended:
+		b = appendMapLen(b, 2+
+			present(p.Trust != "")+
+			present(len(p.Meta) != 0))
+		b = appendField(b, "block_id", p.BlockID)
+		b = appendField(b, "text", p.Text)
+		if p.Trust != "" {
+			b = appendField(b, "trust", string(p.Trust))
+		}
+		if len(p.Meta) != 0 {
+			b = appendStringMap(appendString(b, "meta"), p.Meta)
+		}
+	case SystemPromptSet:
+		b = appendMapLen(b, 2+
+			present(p.Index != 0)+
+			present(p.Trust != "")+
+			present(len(p.Meta) != 0)+
+			present(p.TemplateHash != "")+
+			present(len(p.Variables) != 0))
+		b = appendField(b, "block_id", p.BlockID)
+		b = appendField(b, "text", p.Text)
+		if p.Index != 0 {
+			b = appendInt(appendString(b, "index"), int64(p.Index))
+		}
+		if p.Trust != "" {
+			b = appendField(b, "trust", string(p.Trust))
+		}
+		if len(p.Meta) != 0 {
+			b = appendStringMap(appendString(b, "meta"), p.Meta)
+		}
+		if p.TemplateHash != "" {
+			b = appendField(b, "template_hash", p.TemplateHash)
+		}
+		if len(p.Variables) != 0 {
+			b = appendStringMap(appendString(b, "vars"), p.Variables)
+		}
+	case SystemPromptReplaced:
+		b = appendMapLen(b, 3+
+			present(len(p.Meta) != 0)+
+			present(p.TemplateHash != "")+
+			present(len(p.Variables) != 0)+
+			present(p.Reason != ""))
+		b = appendField(b, "block_id", p.BlockID)
+		b = appendField(b, "text", p.Text)
+		b = appendField(b, "previous", p.Previous)
+		if len(p.Meta) != 0 {
+			b = appendStringMap(appendString(b, "meta"), p.Meta)
+		}
+		if p.TemplateHash != "" {
+			b = appendField(b, "template_hash", p.TemplateHash)
+		}
+		if len(p.Variables) != 0 {
+			b = appendStringMap(appendString(b, "vars"), p.Variables)
+		}
+		if p.Reason != "" {
+			b = appendField(b, "reason", p.Reason)
+		}
+	case ReasoningAppended:
+		b = appendMapLen(b, 1+
+			present(p.Text != "")+
+			present(p.Encrypted != "")+
+			present(len(p.Meta) != 0))
+		b = appendField(b, "block_id", p.BlockID)
+		if p.Text != "" {
+			b = appendField(b, "text", p.Text)
+		}
+		if p.Encrypted != "" {
+			b = appendField(b, "enc", p.Encrypted)
+		}
+		if len(p.Meta) != 0 {
+			b = appendStringMap(appendString(b, "meta"), p.Meta)
+		}
+	case LLMTextAppended:
+		b = appendMapLen(b, 2+present(len(p.Meta) != 0))
+		b = appendField(b, "block_id", p.BlockID)
+		b = appendField(b, "text", p.Text)
+		if len(p.Meta) != 0 {
+			b = appendStringMap(appendString(b, "meta"), p.Meta)
+		}
+	case ToolCalled:
+		b = appendMapLen(b, 3+
+			present(p.Arguments != "")+
+			present(len(p.Meta) != 0))
+		b = appendField(b, "block_id", p.BlockID)
+		b = appendField(b, "call_id", p.CallID)
+		b = appendField(b, "name", p.Name)
+		if p.Arguments != "" {
+			b = appendField(b, "args", p.Arguments)
+		}
+		if len(p.Meta) != 0 {
+			b = appendStringMap(appendString(b, "meta"), p.Meta)
+		}
+	case ToolResult:
+		b = appendMapLen(b, 3+
+			present(p.IsError)+
+			present(len(p.Meta) != 0))
+		b = appendField(b, "block_id", p.BlockID)
+		b = appendField(b, "call_id", p.CallID)
+		b = appendField(b, "text", p.Text)
+		if p.IsError {
+			b = append(appendString(b, "is_error"), 0xc3)
+		}
+		if len(p.Meta) != 0 {
+			b = appendStringMap(appendString(b, "meta"), p.Meta)
+		}
+	case BlocksReordered:
+		b = appendMapLen(b, 1+present(p.Reason != ""))
+		b = appendStrings(appendString(b, "order"), p.Order)
+		if p.Reason != "" {
+			b = appendField(b, "reason", p.Reason)
+		}
+	case BlocksRemoved:
+		b = appendMapLen(b, 2)
+		b = appendStrings(appendString(b, "block_ids"), p.BlockIDs)
+		b = appendField(b, "reason", p.Reason)
+	case BlockAnnotated:
+		b = appendMapLen(b, 2+present(p.Reason != ""))
+		b = appendField(b, "block_id", p.BlockID)
+		b = appendStringMap(appendString(b, "meta"), p.Meta)
+		if p.Reason != "" {
+			b = appendField(b, "reason", p.Reason)
+		}
+	case BlockSplit:
+		b = appendMapLen(b, 2+present(p.Reason != ""))
+		b = appendField(b, "block_id", p.BlockID)
+		b = appendBlocks(appendString(b, "into"), p.Into)
+		if p.Reason != "" {
+			b = appendField(b, "reason", p.Reason)
+		}
+	case TurnCompacted:
+		b = appendMapLen(b, 1+
+			present(p.Summary != nil)+
+			present(p.Reason != ""))
+		b = appendStrings(appendString(b, "removed"), p.Removed)
+		if p.Summary != nil {
+			b = appendBlock(appendString(b, "summary"), p.Summary)
+		}
+		if p.Reason != "" {
+			b = appendField(b, "reason", p.Reason)
+		}
+	case DataSet:
+		b = appendMapLen(b, 0+
+			present(len(p.Values) != 0)+
+			present(len(p.Unset) != 0))
+		if len(p.Values) != 0 {
+			b = appendStringMap(appendString(b, "values"), p.Values)
+		}
+		if len(p.Unset) != 0 {
+			b = appendStrings(appendString(b, "unset"), p.Unset)
+		}
+	case InferenceStarted:
+		b = appendMapLen(b, 4+
+			present(p.SystemPromptID != "")+
+			present(p.SystemPromptHash != "")+
+			present(p.Purpose != ""))
+		b = appendField(b, "inference_id", p.InferenceID)
+		b = appendField(b, "model", p.Model)
+		b = appendField(b, "input_hash", p.InputHash)
+		if p.SystemPromptID != "" {
+			b = appendField(b, "sp_id", p.SystemPromptID)
+		}
+		if p.SystemPromptHash != "" {
+			b = appendField(b, "sp_hash", p.SystemPromptHash)
+		}
+		b = appendInt(appendString(b, "blocks"), int64(p.Blocks))
+		if p.Purpose != "" {
+			b = appendField(b, "purpose", p.Purpose)
+		}
+	case InferenceFinished:
+		b = appendMapLen(b, 2+
+			present(p.PromptTokens != 0)+
+			present(p.CompletionTokens != 0)+
+			present(p.StopReason != ""))
+		b = appendField(b, "inference_id", p.InferenceID)
+		if p.PromptTokens != 0 {
+			b = appendInt(appendString(b, "prompt_tokens"), int64(p.PromptTokens))
+		}
+		if p.CompletionTokens != 0 {
+			b = appendInt(appendString(b, "completion_tokens"), int64(p.CompletionTokens))
+		}
+		if p.StopReason != "" {
+			b = appendField(b, "stop", p.StopReason)
+		}
+		b = appendInt64(appendString(b, "duration"), int64(p.Duration))
+	case InferenceFailed:
+		b = appendMapLen(b, 3+present(p.Transient))
+		b = appendField(b, "inference_id", p.InferenceID)
+		b = appendField(b, "error", p.Error)
+		if p.Transient {
+			b = append(appendString(b, "transient"), 0xc3)
+		}
+		b = appendInt64(appendString(b, "duration"), int64(p.Duration))
+	case RequestCompleted:
+		b = appendMapLen(b, present(p.Inferences != 0))
+		if p.Inferences != 0 {
+			b = appendInt(appendString(b, "inferences"), int64(p.Inferences))
+		}
+	case RequestFailed:
+		b = appendMapLen(b, 1)
+		b = appendField(b, "reason", p.Reason)
+	default:
+		return b, false
+	}
+	return b, true
+}
+
+// appendBlock appends a Block as reflection encodes the struct.
+func appendBlock(b []byte, k *Block) []byte {
+	b = appendMapLen(b, 2+
+		present(k.Text != "")+
+		present(k.Trust != "")+
+		present(len(k.Meta) != 0)+
+		present(k.CallID != "")+
+		present(k.ToolName != "")+
+		present(k.Arguments != "")+
+		present(k.IsError)+
+		present(k.Encrypted != ""))
+	b = appendField(b, "id", k.ID)
+	b = appendField(b, "kind", string(k.Kind))
+	if k.Text != "" {
+		b = appendField(b, "text", k.Text)
+	}
+	if k.Trust != "" {
+		b = appendField(b, "trust", string(k.Trust))
+	}
+	if len(k.Meta) != 0 {
+		b = appendStringMap(appendString(b, "meta"), k.Meta)
+	}
+	if k.CallID != "" {
+		b = appendField(b, "call_id", k.CallID)
+	}
+	if k.ToolName != "" {
+		b = appendField(b, "tool", k.ToolName)
+	}
+	if k.Arguments != "" {
+		b = appendField(b, "args", k.Arguments)
+	}
+	if k.IsError {
+		b = append(appendString(b, "is_error"), 0xc3)
+	}
+	if k.Encrypted != "" {
+		b = appendField(b, "enc", k.Encrypted)
+	}
+	return b
+}
+
+// appendBlocks appends a []Block: nil for a nil slice, else an array.
+func appendBlocks(b []byte, bs []Block) []byte {
+	if bs == nil {
+		return append(b, 0xc0)
+	}
+	b = appendArrayLen(b, len(bs))
+	for i := range bs {
+		b = appendBlock(b, &bs[i])
+	}
+	return b
+}
+
+// appendField appends a key and a string value.
+func appendField(b []byte, key, value string) []byte {
+	return appendString(appendString(b, key), value)
+}
+
+// appendStrings appends a []string as msgpack's encodeStringSlice: nil for
+// a nil slice, else an array of strings.
+func appendStrings(b []byte, ss []string) []byte {
+	if ss == nil {
+		return append(b, 0xc0)
+	}
+	b = appendArrayLen(b, len(ss))
+	for _, s := range ss {
+		b = appendString(b, s)
+	}
+	return b
+}
+
+// appendStringMap appends a map[string]string as msgpack's
+// encodeMapStringStringValue without sorted keys: nil for a nil map, else
+// its entries in map order.
+func appendStringMap(b []byte, m map[string]string) []byte {
+	if m == nil {
+		return append(b, 0xc0)
+	}
+	b = appendMapLen(b, len(m))
+	for k, v := range m {
+		b = appendString(appendString(b, k), v)
+	}
+	return b
+}
+
+// appendMapLen writes a map header as msgpack's EncodeMapLen.
+func appendMapLen(b []byte, n int) []byte {
+	switch {
+	case n < 16:
+		return append(b, 0x80|byte(n))
+	case n <= math.MaxUint16:
+		return binary.BigEndian.AppendUint16(append(b, 0xde), uint16(n))
+	}
+	return binary.BigEndian.AppendUint32(append(b, 0xdf), uint32(n))
+}
+
+// appendInt64 writes n as msgpack's EncodeInt64: always int 64.
+func appendInt64(b []byte, n int64) []byte {
+	return binary.BigEndian.AppendUint64(append(b, 0xd3), uint64(n))
+}
+
+// present is 1 for a field that is written, 0 for one omitempty omits.
+func present(written bool) int {
+	if written {
+		return 1
+	}
+	return 0
+}
