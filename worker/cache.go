@@ -11,7 +11,8 @@ import (
 // the request that last wrote it. An entry is never trusted blindly: either
 // its sequence is checked against the log's last one (one direct get), or
 // it is used optimistically and the append's expected-sequence check
-// refuses it if the log has moved on.
+// refuses it if the log has moved on. A request takes its conversation's
+// Turn out and puts the Turn back when done, so it is never copied.
 type turnCache struct {
 	mu    sync.Mutex
 	max   int
@@ -28,18 +29,24 @@ func newTurnCache(max int) *turnCache {
 	return &turnCache{max: max, order: list.New(), byID: map[string]*list.Element{}}
 }
 
-// latest returns a copy of the cached Turn, whatever the log's sequence,
-// and the request that last wrote it; nil when none is cached.
-func (c *turnCache) latest(conv string) (*projector.Turn, string) {
+// take removes conv's Turn from the cache and hands it over, with the
+// request that last wrote it; nil when none is cached. The caller changes
+// it in place (no copy: a copy of a long Turn costs more than the rest of
+// a request) and puts it back once its request is stored. A conversation's
+// requests run one at a time, so nothing else wants it meanwhile; a request
+// that fails half-way leaves the Turn ahead of the log and must not put it
+// back.
+func (c *turnCache) take(conv string) (*projector.Turn, string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.byID[conv]
 	if !ok {
 		return nil, ""
 	}
-	c.order.MoveToFront(el)
+	c.order.Remove(el)
+	delete(c.byID, conv)
 	e := el.Value.(*cached)
-	return e.turn.Clone(), e.cause
+	return e.turn, e.cause
 }
 
 // put keeps t, written last by request cause.

@@ -417,9 +417,12 @@ func (w *Worker) serve(ctx context.Context, req Request, problem string, lastTry
 func (w *Worker) start(ctx context.Context, req Request, optimistic bool) (turn *projector.Turn, step int, done bool, err error) {
 	conv := req.Conversation
 	if optimistic {
-		if t, cause := w.cache.latest(conv); t != nil && cause != req.RequestID {
-			w.metrics.loads.WithLabelValues("cache").Inc()
-			return t, 0, false, nil
+		if t, cause := w.cache.take(conv); t != nil {
+			if cause != req.RequestID {
+				w.metrics.loads.WithLabelValues("cache").Inc()
+				return t, 0, false, nil
+			}
+			w.cache.put(t, cause) // this very request wrote it: see below
 		}
 	}
 	tail, err := w.cfg.Log.Last(ctx, conv)
@@ -609,7 +612,7 @@ func requestInputs(tx *engine.Tx) []events.Event {
 // messages written after it (by another worker) when it is behind, or a
 // load from the log.
 func (w *Worker) load(ctx context.Context, conv string, lastSeq uint64) (*projector.Turn, error) {
-	if t, _ := w.cache.latest(conv); t != nil && lastSeq > 0 {
+	if t, _ := w.cache.take(conv); t != nil && lastSeq > 0 {
 		switch {
 		case t.Seq == lastSeq:
 			w.metrics.loads.WithLabelValues("cache").Inc()
@@ -620,8 +623,9 @@ func (w *Worker) load(ctx context.Context, conv string, lastSeq uint64) (*projec
 				w.metrics.loads.WithLabelValues("cache_and_tail").Inc()
 				return caught, nil
 			}
-			w.cache.drop(conv)
 		}
+		// Ahead of what the log says (a lagging replica answered) or not
+		// caught up: load afresh.
 	}
 	w.metrics.loads.WithLabelValues("log").Inc()
 	return w.cfg.Log.Load(ctx, conv)
