@@ -99,13 +99,16 @@ func benchTurn(b *testing.B, n int) *projector.Turn {
 // alternately in the same loop. Each call gets a fresh copy of the Turn
 // (not timed), since a call appends the model's output to it.
 //
-// Both calls include projector.Hash of the Turn (for inference.started),
-// which costs far more than the middlewares on a shared machine, so the
-// metrics are medians, robust to the pauses of other processes:
-// chain-ns/op and bare-ns/op, overhead-ns/op (the median of the per
-// iteration differences), and hash-ns/op (projector.Hash alone).
-// BenchmarkMiddlewares/all10 measures the overhead directly, without the
-// engine and the hash.
+// Both calls include projector.Hash of the Turn (for inference.started).
+// The copy carries the Turn's cached block digests, as a worker's Turn
+// does from one model call to the next, so the hash costs what the
+// model's previous output added (hash-ns/op: projector.Hash of the cached
+// Turn alone). The metrics are medians, robust to the pauses of other
+// processes: chain-ns/op and bare-ns/op, and overhead-ns/op (the median of
+// the per-iteration differences, which sinks into the noise once the
+// middlewares cost a few microseconds). BenchmarkMiddlewares/all10
+// measures the middlewares' cost directly, without the engine and the
+// hash.
 func BenchmarkChainOverhead(b *testing.B) {
 	ctx := context.Background()
 	base := benchTurn(b, 200)
