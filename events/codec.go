@@ -81,6 +81,7 @@ func (r *Registry) Encode(evs ...Event) ([]byte, error) {
 			if enc == nil {
 				enc = msgpack.GetEncoder()
 				enc.Reset(buf)
+				enc.SetSortMapKeys(true) // equal events, equal bytes
 			}
 			if err := enc.Encode(e.Payload); err != nil {
 				return nil, fmt.Errorf("encode event %d (%s): %w", i, e.Type, err)

@@ -3,6 +3,7 @@ package events_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"maps"
 	"runtime"
 	"slices"
@@ -396,6 +397,33 @@ func BenchmarkDecode(b *testing.B) {
 	for b.Loop() {
 		if _, err := events.Decode(data); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestEncodeIsDeterministic: the same events always encode to the same
+// bytes, maps with many keys included, so that eventlog.Append recognizes a
+// retried step as already stored instead of reporting a conflict.
+func TestEncodeIsDeterministic(t *testing.T) {
+	meta := map[string]string{}
+	for i := 0; i < 12; i++ {
+		meta[fmt.Sprintf("key-%02d", i)] = fmt.Sprintf("value %d", i)
+	}
+	evs := []events.Event{
+		events.New("c", "r", 0, "test", events.UserAppended{BlockID: "b1", Text: "hi", Meta: meta}),
+		events.New("c", "r", 0, "test", events.DataSet{Values: meta}),
+	}
+	first, err := events.Encode(evs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 50; i++ {
+		again, err := events.Encode(evs...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(first, again) {
+			t.Fatalf("encoding %d differs from the first: a retried step would be taken for a conflict", i+1)
 		}
 	}
 }

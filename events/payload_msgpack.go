@@ -3,6 +3,7 @@ package events
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 )
 
 // appendPayload appends the catalog's payloads the way msgpack v5.4.1's
@@ -20,8 +21,9 @@ import (
 //   - time.Duration, an int64 type: always int 64, 9 bytes (msgpack only
 //     shortens int64s with UseCompactInts, which Encode does not set);
 //   - bools: true or false;
-//   - a nil map or slice: nil; a map[string]string: its entries in Go's
-//     map order, which is random, as reflection's is;
+//   - a nil map or slice: nil; a map[string]string: its entries sorted
+//     by key (reflection's order is Go's random map order; sorted is one
+//     of its orders, chosen so that equal events give equal bytes);
 //   - a Block, in a slice or behind a pointer: as a struct, the same way.
 func appendPayload(b []byte, p Payload) ([]byte, bool) {
 	switch p := p.(type) {
@@ -324,15 +326,25 @@ func appendStrings(b []byte, ss []string) []byte {
 }
 
 // appendStringMap appends a map[string]string as msgpack's
-// encodeMapStringStringValue without sorted keys: nil for a nil map, else
-// its entries in map order.
+// encodeMapStringStringValue with sorted keys: nil for a nil map, else its
+// entries by key. Sorted, the same events always give the same bytes,
+// which Append relies on to recognize a retried step as already stored
+// (in Go's random map order, a step with a two-key map could come back as
+// a conflict). It is one of the orders the unsorted encoder could write,
+// so every reader, old or new, decodes it alike.
 func appendStringMap(b []byte, m map[string]string) []byte {
 	if m == nil {
 		return append(b, 0xc0)
 	}
 	b = appendMapLen(b, len(m))
-	for k, v := range m {
-		b = appendString(appendString(b, k), v)
+	var small [8]string
+	keys := small[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		b = appendString(appendString(b, k), m[k])
 	}
 	return b
 }
