@@ -39,23 +39,27 @@ func BenchmarkPublish(b *testing.B) {
 		b.Fatal(err)
 	}
 	run := 0
-	pub := func(b *testing.B, subj string, hdr func(i int, last uint64) nats.Header) {
-		run++
-		subj = fmt.Sprintf("%s-%d", subj, run)
-		var last uint64
-		for i := 0; i < b.N; i++ {
-			m := &nats.Msg{Subject: subj, Data: sample}
-			if hdr != nil {
-				m.Header = hdr(i, last)
-			}
+	// publish sends m and returns its sequence: through jetstream.PublishMsg
+	// (viaJS) or straight through the connection, parsing the ack.
+	publish := func(b *testing.B, m *nats.Msg, viaJS bool) uint64 {
+		if viaJS {
 			ack, err := js.PublishMsg(ctx, m)
 			if err != nil {
 				b.Fatal(err)
 			}
-			last = ack.Sequence
+			return ack.Sequence
 		}
+		resp, err := srv.Conn.RequestMsg(m, 5*time.Second)
+		if err != nil {
+			b.Fatal(err)
+		}
+		seq, err := ackSeq(resp.Data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return seq
 	}
-	conn := func(b *testing.B, subj string, hdr func(i int, last uint64) nats.Header) {
+	loop := func(b *testing.B, subj string, hdr func(i int, last uint64) nats.Header, viaJS bool) {
 		run++
 		subj = fmt.Sprintf("%s-%d", subj, run)
 		var last uint64
@@ -64,15 +68,11 @@ func BenchmarkPublish(b *testing.B) {
 			if hdr != nil {
 				m.Header = hdr(i, last)
 			}
-			resp, err := srv.Conn.RequestMsg(m, 5*time.Second)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if last, err = ackSeq(resp.Data); err != nil {
-				b.Fatal(err)
-			}
+			last = publish(b, m, viaJS)
 		}
 	}
+	pub := func(b *testing.B, subj string, hdr func(i int, last uint64) nats.Header) { loop(b, subj, hdr, true) }
+	conn := func(b *testing.B, subj string, hdr func(i int, last uint64) nats.Header) { loop(b, subj, hdr, false) }
 	both := func(i int, last uint64) nats.Header {
 		return nats.Header{jetstream.ExpectedLastSubjSeqHeader: []string{strconv.FormatUint(last, 10)},
 			jetstream.MsgIDHeader: []string{fmt.Sprintf("r%d:%d", run, i)}}
