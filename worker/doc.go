@@ -12,6 +12,13 @@
 // second worker while the first still runs cannot interleave its events:
 // the slower one gets a conflict and resumes from the log.
 //
+// Affinity: the partition consumers use prioritized pulls, and each worker
+// pulls each partition at a priority hashed from its name, so a partition's
+// requests go to one preferred worker while it pulls, and to the next one
+// the moment it stops. That worker keeps the conversations' Turns cached
+// and starts a first delivery from its cache; the first append's
+// expected-sequence check refuses a stale one.
+//
 // Crash safety: every step is committed with its <cause>:<step> ID before
 // the next begins, and the request is acknowledged only after its
 // request.completed or request.failed is stored. A redelivered request
