@@ -112,10 +112,28 @@ func (l *Log) Append(ctx context.Context, conversation string, expectedSeq uint6
 				return 0, &ConflictError{Conversation: conversation, Expected: expectedSeq, Actual: ack.Sequence}
 			}
 			if ack.Sequence != expectedSeq {
-				// Stored earlier, with other steps after it: its sequence
-				// is not where the conversation is now.
-				return 0, fmt.Errorf("append to %s: %w: step %s is message %d, and the conversation has moved on since",
-					conversation, ErrStepExists, msgID, ack.Sequence)
+				// A retry of the conversation's last step, acknowledged as
+				// a duplicate: a replicated stream checks the message ID
+				// before the expected sequence (a single server answers
+				// the same retry with a sequence conflict, handled below).
+				// Stored once: go on from it. A replica that does not show
+				// the step yet shows nothing after it either.
+				last, lerr := l.events.GetLastMsgForSubject(ctx, msg.Subject)
+				if lerr != nil && !errors.Is(lerr, jetstream.ErrMsgNotFound) {
+					return 0, fmt.Errorf("append to %s: checking duplicate step %s: %w", conversation, msgID, lerr)
+				}
+				switch {
+				case lerr != nil || last.Sequence <= ack.Sequence:
+				case last.Sequence != expectedSeq:
+					// The writer is behind as well: what a single server
+					// reports as a sequence conflict.
+					return 0, &ConflictError{Conversation: conversation, Expected: expectedSeq, Actual: last.Sequence}
+				default:
+					// Stored earlier, with other steps after it: its
+					// sequence is not where the conversation is now.
+					return 0, fmt.Errorf("append to %s: %w: step %s is message %d, and the conversation has moved on since",
+						conversation, ErrStepExists, msgID, ack.Sequence)
+				}
 			}
 		}
 		return ack.Sequence, nil

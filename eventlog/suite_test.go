@@ -128,15 +128,34 @@ var suiteCases = []struct {
 			n++
 		}
 		assert.Equal(t, 1, n)
-	}, map[string]string{
-		// A replicated stream's leader checks the message ID before the
-		// expected sequence (nats-server 2.15 checkMsgHeadersPreClusteredProposal),
-		// so within the duplicate window the retry is acked as a duplicate
-		// of message seq1, not refused with 10164, and Append, seeing
-		// seq1 != expected 0, returns ErrStepExists. The step is stored
-		// once, but the retry fails: a bug in Append, not in the test.
-		"r3": "a retried step gets ErrStepExists on R3 (duplicate ack before the sequence check)",
-	}},
+		// On R3 the leader checks the message ID before the expected
+		// sequence (nats-server 2.15 checkMsgHeadersPreClusteredProposal):
+		// the retry comes back as a duplicate of seq1, not as 10164, and
+		// must still count as stored.
+	}, nil},
+	{"an old step redone after later steps is refused", func(t *testing.T, s *suiteLog) {
+		ctx := context.Background()
+		c := s.id("c")
+		old := user(c, s.id("req-a"), 0, "first")
+		seq1, err := s.log.Append(ctx, c, 0, old)
+		require.NoError(t, err)
+		seq2, err := s.log.Append(ctx, c, seq1, user(c, s.id("req-b"), 0, "second"))
+		require.NoError(t, err)
+		s.visible(t, c, seq2)
+
+		// A writer still at the state before the old step: a conflict, so
+		// it reloads and sees that the step and another after it landed.
+		_, err = s.log.Append(ctx, c, 0, old)
+		assert.ErrorIs(t, err, eventlog.ErrConflict)
+		// A writer at the latest state re-sending the old step: refused
+		// as a step that exists, not stored again.
+		_, err = s.log.Append(ctx, c, seq2, old)
+		assert.ErrorIs(t, err, eventlog.ErrStepExists)
+
+		turn, err := s.log.Load(ctx, c)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"first", "second"}, texts(turn), "nothing stored twice")
+	}, nil},
 	{"concurrent writers lose nothing", func(t *testing.T, s *suiteLog) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
