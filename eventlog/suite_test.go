@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/eventlog"
@@ -329,10 +328,7 @@ func openSingleStore(t *testing.T) *logStore {
 // a connection to every server, as `turnlog --nats-url a,b,c` makes.
 func openClusterStore(t *testing.T) *logStore {
 	c := natstest.StartCluster(t, 3)
-	nc, err := nats.Connect(c.URLs(), nats.Name("suite"),
-		nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
+	nc := c.Dial(t, "suite")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -340,7 +336,7 @@ func openClusterStore(t *testing.T) *logStore {
 	// formed settle, so each attempt is bounded and Open, idempotent, is
 	// retried.
 	var l *eventlog.Log
-	err = retryFor(ctx, 10*time.Second, func(ctx context.Context) error {
+	err := natstest.Retry(ctx, 10*time.Second, func(ctx context.Context) (err error) {
 		l, err = eventlog.Open(ctx, nc, eventlog.WithReplicas(3))
 		return err
 	})
@@ -349,7 +345,7 @@ func openClusterStore(t *testing.T) *logStore {
 	// them check), so the events stream must have a leader and every
 	// replica caught up before they start.
 	stream := l.Names().EventsStream
-	err = retryFor(ctx, time.Second, func(context.Context) error {
+	err = natstest.Retry(ctx, time.Second, func(context.Context) error {
 		if c.StreamLeader(stream) < 0 {
 			return fmt.Errorf("no leader: %s", c.Describe(stream))
 		}
@@ -366,7 +362,7 @@ func openClusterStore(t *testing.T) *logStore {
 		log:     l,
 		writers: 4, each: 100,
 		retry: func(ctx context.Context, fn func(context.Context) error) error {
-			return retryFor(ctx, 10*time.Second, fn)
+			return natstest.Retry(ctx, 10*time.Second, fn)
 		},
 		visible: func(t *testing.T, conv string, seq uint64) {
 			t.Helper()
@@ -375,7 +371,7 @@ func openClusterStore(t *testing.T) *logStore {
 			// Direct gets go to the replica on the server the client is
 			// connected to (NATS prefers a local queue subscriber), so
 			// once it shows seq, the reads after it do too.
-			err := retryFor(ctx, 5*time.Second, func(ctx context.Context) error {
+			err := natstest.Retry(ctx, 5*time.Second, func(ctx context.Context) error {
 				last, err := l.LastSeq(ctx, conv)
 				if err != nil {
 					return err
@@ -387,23 +383,5 @@ func openClusterStore(t *testing.T) *logStore {
 			})
 			require.NoError(t, err)
 		},
-	}
-}
-
-// retryFor calls fn with a context bounded by per until it succeeds or ctx
-// ends: around a cluster forming or an election, requests time out or
-// find no responder, and only a bound per attempt gets past that.
-func retryFor(ctx context.Context, per time.Duration, fn func(context.Context) error) error {
-	for {
-		attempt, cancel := context.WithTimeout(ctx, per)
-		err := fn(attempt)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -21,18 +21,6 @@ import (
 	"github.com/turnlog/turnlog/worker"
 )
 
-// dialCluster connects to every server of c, as `turnlog worker --nats-url
-// a,b,c` does: when the server it uses dies, the client reconnects to
-// another and keeps going.
-func dialCluster(t *testing.T, c *natstest.Cluster, name string) *nats.Conn {
-	t.Helper()
-	nc, err := nats.Connect(c.URLs(), nats.Name(name),
-		nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
-	return nc
-}
-
 // openClusterLog opens the log over a cluster connection. A request can be
 // lost while the routes of a cluster that just formed settle (at most once
 // delivery), so each attempt is bounded and Open, idempotent, is retried.
@@ -54,7 +42,7 @@ func openClusterLog(t *testing.T, nc *nats.Conn, opts ...eventlog.Option) *event
 // until the test ends.
 func startClusterWorker(t *testing.T, c *natstest.Cluster, name string) {
 	t.Helper()
-	nc := dialCluster(t, c, name)
+	nc := c.Dial(t, name)
 	l := openClusterLog(t, nc, eventlog.WithReplicas(3))
 	profiles, err := profile.Load("")
 	require.NoError(t, err)
@@ -101,23 +89,16 @@ func waitForClusterWorkers(t *testing.T, l *eventlog.Log, n int) {
 	}
 }
 
-// withRetry calls fn with a bounded context until it succeeds or ctx ends.
-// Around a leader election requests time out or find no responder, and a
-// request in flight when its server dies is never answered: only a bound
-// per attempt (not a sleep in an assertion) gets past that.
+// withRetry is natstest.Retry, where a request that ended in
+// request.failed is an answer, not a cluster in flux.
 func withRetry(ctx context.Context, per time.Duration, fn func(context.Context) error) error {
-	for {
-		attempt, cancel := context.WithTimeout(ctx, per)
-		err := fn(attempt)
-		cancel()
-		if err == nil || errors.Is(err, worker.ErrFailed) {
-			return err
+	return natstest.Retry(ctx, per, func(ctx context.Context) error {
+		err := fn(ctx)
+		if errors.Is(err, worker.ErrFailed) {
+			return natstest.Permanent(err)
 		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err
+	})
 }
 
 // TestClusterSurvivesNodeLoss runs two workers on a 3-node cluster with R3
@@ -132,7 +113,7 @@ func TestClusterSurvivesNodeLoss(t *testing.T) {
 	// in the middle; the checks after it get their own time.
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
-	client := openClusterLog(t, dialCluster(t, c, "client"), eventlog.WithReplicas(3))
+	client := openClusterLog(t, c.Dial(t, "client"), eventlog.WithReplicas(3))
 	startClusterWorker(t, c, "w1")
 	startClusterWorker(t, c, "w2")
 	waitForClusterWorkers(t, client, 2)
