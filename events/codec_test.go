@@ -377,13 +377,18 @@ func TestDecodeHandWrittenMessage(t *testing.T) {
 }
 
 func BenchmarkEncode(b *testing.B) {
+	benchEncode(b, func(e events.Event) ([]byte, error) { return events.Encode(e) })
+}
+
+// benchEncode times encode on a typical one-event step.
+func benchEncode(b *testing.B, encode func(events.Event) ([]byte, error)) {
 	e := typicalStep(b)
-	data, err := events.Encode(e)
+	data, err := encode(e)
 	require.NoError(b, err)
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := events.Encode(e); err != nil {
+		if _, err := encode(e); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -281,16 +281,7 @@ func oneKeyMaps(p events.Payload) events.Payload {
 // BenchmarkEncodeReflect is BenchmarkEncode with the reflection encoder
 // Encode replaced, to compare the two in one binary.
 func BenchmarkEncodeReflect(b *testing.B) {
-	e := typicalStep(b)
-	data, err := events.EncodeReflect(e)
-	require.NoError(b, err)
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := events.EncodeReflect(e); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchEncode(b, func(e events.Event) ([]byte, error) { return events.EncodeReflect(e) })
 }
 
 // TestEncodeMatchesReflectionOnPayloads draws payloads of every type with

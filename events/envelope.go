@@ -59,14 +59,18 @@ func appendEnvelope(b []byte, e *Event) []byte {
 }
 
 // appendArrayLen writes an array header as msgpack's EncodeArrayLen.
-func appendArrayLen(b []byte, n int) []byte {
+func appendArrayLen(b []byte, n int) []byte { return appendLen(b, n, 0x90, 0xdc, 0xdd) }
+
+// appendLen writes a container header: the fix form (fix|n) below 16
+// entries, else the 16- or 32-bit form.
+func appendLen(b []byte, n int, fix, c16, c32 byte) []byte {
 	switch {
 	case n < 16:
-		return append(b, 0x90|byte(n))
+		return append(b, fix|byte(n))
 	case n <= math.MaxUint16:
-		return binary.BigEndian.AppendUint16(append(b, 0xdc), uint16(n))
+		return binary.BigEndian.AppendUint16(append(b, c16), uint16(n))
 	}
-	return binary.BigEndian.AppendUint32(append(b, 0xdd), uint32(n))
+	return binary.BigEndian.AppendUint32(append(b, c32), uint32(n))
 }
 
 // appendString writes s as msgpack's EncodeString without interning.

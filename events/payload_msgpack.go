@@ -2,7 +2,6 @@ package events
 
 import (
 	"encoding/binary"
-	"math"
 	"slices"
 )
 
@@ -350,15 +349,7 @@ func appendStringMap(b []byte, m map[string]string) []byte {
 }
 
 // appendMapLen writes a map header as msgpack's EncodeMapLen.
-func appendMapLen(b []byte, n int) []byte {
-	switch {
-	case n < 16:
-		return append(b, 0x80|byte(n))
-	case n <= math.MaxUint16:
-		return binary.BigEndian.AppendUint16(append(b, 0xde), uint16(n))
-	}
-	return binary.BigEndian.AppendUint32(append(b, 0xdf), uint32(n))
-}
+func appendMapLen(b []byte, n int) []byte { return appendLen(b, n, 0x80, 0xde, 0xdf) }
 
 // appendInt64 writes n as msgpack's EncodeInt64: always int 64.
 func appendInt64(b []byte, n int64) []byte {
