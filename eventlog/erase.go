@@ -22,7 +22,7 @@ type Erased struct {
 // Erase removes everything stored about a conversation: its events (a
 // subject-filtered purge of the events stream; events are never deleted one
 // by one), its snapshot (purged, so no old value stays in the bucket's
-// history) and its pending chat requests (the requests stream stores them
+// history, and a large snapshot's object deleted with its chunks) and its pending chat requests (the requests stream stores them
 // as <prefix>.chat.<partition>.<conversation>, so the purge filters on
 // <prefix>.chat.*.<conversation>). It exists for privacy requests; the
 // conversation ID can be used again afterwards and starts empty.
@@ -59,6 +59,13 @@ func (l *Log) Erase(ctx context.Context, conversation string) (Erased, error) {
 			return out, fmt.Errorf("erase %s: snapshot: %w", conversation, err)
 		}
 	}
+	// A large snapshot's object, after the value that refers to it; also
+	// one a failed save left without a reference.
+	deleted, err := l.deleteSnapshotObject(ctx, conversation)
+	if err != nil {
+		return out, fmt.Errorf("erase %s: snapshot object: %w", conversation, err)
+	}
+	out.Snapshot = out.Snapshot || deleted
 	return out, nil
 }
 

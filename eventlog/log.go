@@ -19,6 +19,8 @@ type Log struct {
 	opts   options
 	events jetstream.Stream
 	snaps  jetstream.KeyValue
+	// bigSnaps holds the snapshots too large for a value of snaps.
+	bigSnaps jetstream.ObjectStore
 
 	partitions int
 }
@@ -181,6 +183,13 @@ func (l *Log) provision(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	if l.bigSnaps, err = l.ensureObjectStore(ctx, jetstream.ObjectStoreConfig{
+		Bucket:      l.names.SnapshotObjectsBucket,
+		Description: "turnlog projection snapshots too large for one message (a cache, rebuildable from the events)",
+		Storage:     jetstream.FileStorage,
+	}); err != nil {
+		return err
+	}
 	_, err = l.ensureBucket(ctx, jetstream.KeyValueConfig{
 		Bucket:      l.names.TemplatesBucket,
 		Description: "turnlog system prompt templates",
@@ -259,6 +268,32 @@ func (l *Log) ensureBucket(ctx context.Context, cfg jetstream.KeyValueConfig) (j
 		return nil, fmt.Errorf("bucket %s: %w", cfg.Bucket, err)
 	}
 	return kv, nil
+}
+
+// ensureObjectStore is ensureBucket for an object store: created when
+// missing, its replicas changed only when an option asked for it.
+func (l *Log) ensureObjectStore(ctx context.Context, cfg jetstream.ObjectStoreConfig) (jetstream.ObjectStore, error) {
+	obs, err := l.js.ObjectStore(ctx, cfg.Bucket)
+	if err == nil {
+		if l.opts.replicas == 0 {
+			return obs, nil
+		}
+		st, err := obs.Status(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("object store %s: %w", cfg.Bucket, err)
+		}
+		if st.Replicas() == l.opts.replicas {
+			return obs, nil
+		}
+	} else if !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, fmt.Errorf("object store %s: %w", cfg.Bucket, err)
+	}
+	cfg.Replicas = max(l.opts.replicas, 1)
+	obs, err = l.js.CreateOrUpdateObjectStore(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("object store %s: %w", cfg.Bucket, err)
+	}
+	return obs, nil
 }
 
 // Partitions is how many partitions chat requests are spread over.

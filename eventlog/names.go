@@ -22,6 +22,9 @@ type Names struct {
 	RequestsStream string
 	// SnapshotsBucket caches the latest projection of each conversation.
 	SnapshotsBucket string
+	// SnapshotObjectsBucket is the object store holding snapshots too
+	// large for one message; the snapshots bucket then holds a reference.
+	SnapshotObjectsBucket string
 	// TemplatesBucket holds system prompt templates.
 	TemplatesBucket string
 }
@@ -31,11 +34,12 @@ type Names struct {
 func NamesFor(prefix string) Names {
 	up := strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(prefix))
 	return Names{
-		Prefix:          prefix,
-		EventsStream:    up + "_EVENTS",
-		RequestsStream:  up + "_REQUESTS",
-		SnapshotsBucket: up + "_SNAPSHOTS",
-		TemplatesBucket: up + "_TEMPLATES",
+		Prefix:                prefix,
+		EventsStream:          up + "_EVENTS",
+		RequestsStream:        up + "_REQUESTS",
+		SnapshotsBucket:       up + "_SNAPSHOTS",
+		SnapshotObjectsBucket: up + "_SNAPSHOT_OBJECTS",
+		TemplatesBucket:       up + "_TEMPLATES",
 	}
 }
 

@@ -6,51 +6,123 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/turnlog/turnlog/projector"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
-// snapshotFormat is bumped when the snapshot layout changes; snapshots of
-// another format are ignored and rebuilt, never migrated: they are a cache.
-const snapshotFormat = 1
+// Snapshot formats. Snapshots of an unknown format are ignored and rebuilt,
+// never migrated: they are a cache.
+const (
+	// snapshotFormat: the record holds the Turn itself.
+	snapshotFormat = 1
+	// snapshotRefFormat: the Turn was too large for one message; the
+	// record names an object of the snapshot objects bucket that holds
+	// the encoded snapshotFormat record, with its size and SHA-256.
+	snapshotRefFormat = 2
+)
+
+// snapshotObjectReadTimeout bounds the read of a large snapshot: a read
+// whose object is replaced by a concurrent save midway would otherwise
+// wait for chunks that were purged.
+const snapshotObjectReadTimeout = 30 * time.Second
 
 // snapshotRecord is what the snapshots bucket holds per conversation,
 // behind a SHA-256 of the encoded record.
 type snapshotRecord struct {
 	Format int             `msgpack:"format"`
 	LastID string          `msgpack:"last_id"` // message ID at Turn.Seq
-	Turn   *projector.Turn `msgpack:"turn"`
+	Turn   *projector.Turn `msgpack:"turn,omitempty"`
+	// Object, Size and SHA256 describe the object of a snapshotRefFormat
+	// record.
+	Object string `msgpack:"object,omitempty"`
+	Size   int64  `msgpack:"size,omitempty"`
+	SHA256 []byte `msgpack:"sha256,omitempty"`
 }
 
 // SaveSnapshot stores turn as the conversation's latest snapshot. lastMsgID
 // is the ID of the message at turn.Seq, which Load checks to detect a
-// snapshot that outlived its log. A turn too large for one message is not
-// snapshotted; loads then read the whole log.
+// snapshot that outlived its log. A snapshot that fits in one message is
+// the bucket's value; a larger one is stored as an object of the snapshot
+// objects bucket (which the client chunks) and the value only refers to it.
 func (l *Log) SaveSnapshot(ctx context.Context, turn *projector.Turn, lastMsgID string) error {
 	if turn.Seq == 0 || lastMsgID == "" {
 		return errors.New("save snapshot: the turn has no log position")
 	}
+	conv := turn.Conversation
 	body, err := msgpack.Marshal(&snapshotRecord{Format: snapshotFormat, LastID: lastMsgID, Turn: turn})
 	if err != nil {
-		return fmt.Errorf("save snapshot of %s: %w", turn.Conversation, err)
+		return fmt.Errorf("save snapshot of %s: %w", conv, err)
 	}
 	sum := sha256.Sum256(body)
-	value := append(sum[:], body...)
-	if int64(len(value)) > l.nc.MaxPayload()-1024 {
-		return fmt.Errorf("save snapshot of %s: %w: %d bytes", turn.Conversation, ErrTooLarge, len(value))
+	if int64(sha256.Size+len(body)) > l.maxSnapshotValue() {
+		return l.saveSnapshotObject(ctx, conv, lastMsgID, body, sum)
 	}
-	if _, err := l.snaps.Put(ctx, turn.Conversation, value); err != nil {
-		return fmt.Errorf("save snapshot of %s: %w", turn.Conversation, err)
+	if _, err := l.snaps.Put(ctx, conv, append(sum[:], body...)); err != nil {
+		return fmt.Errorf("save snapshot of %s: %w", conv, err)
+	}
+	// After the put, so that no reference to the object is left behind.
+	if _, err := l.deleteSnapshotObject(ctx, conv); err != nil {
+		return fmt.Errorf("save snapshot of %s: previous large snapshot: %w", conv, err)
 	}
 	return nil
 }
 
+// maxSnapshotValue is the largest value the snapshots bucket takes: the
+// server's max payload less room for the headers.
+func (l *Log) maxSnapshotValue() int64 { return l.nc.MaxPayload() - 1024 }
+
+// saveSnapshotObject stores body, an encoded snapshotFormat record with
+// SHA-256 sum, as the conversation's object, then points the
+// conversation's value at it. The object comes first: a value never refers
+// to an object not yet written.
+func (l *Log) saveSnapshotObject(ctx context.Context, conv, lastMsgID string, body []byte, sum [sha256.Size]byte) error {
+	chunk := min(1<<20, l.nc.MaxPayload()/2)
+	meta := jetstream.ObjectMeta{
+		Name:        conv,
+		Description: "turnlog snapshot of " + conv,
+		Opts:        &jetstream.ObjectMetaOptions{ChunkSize: uint32(chunk)},
+	}
+	if _, err := l.bigSnaps.Put(ctx, meta, bytes.NewReader(body)); err != nil {
+		return fmt.Errorf("save snapshot of %s: object: %w", conv, err)
+	}
+	ref, err := msgpack.Marshal(&snapshotRecord{
+		Format: snapshotRefFormat, LastID: lastMsgID,
+		Object: conv, Size: int64(len(body)), SHA256: sum[:],
+	})
+	if err != nil {
+		return fmt.Errorf("save snapshot of %s: %w", conv, err)
+	}
+	refSum := sha256.Sum256(ref)
+	if _, err := l.snaps.Put(ctx, conv, append(refSum[:], ref...)); err != nil {
+		return fmt.Errorf("save snapshot of %s: %w", conv, err)
+	}
+	return nil
+}
+
+// deleteSnapshotObject deletes the conversation's large snapshot, if it has
+// one, and says whether it had.
+func (l *Log) deleteSnapshotObject(ctx context.Context, conv string) (bool, error) {
+	// GetInfo first: Delete on an object deleted earlier would write a new
+	// delete marker every time.
+	if _, err := l.bigSnaps.GetInfo(ctx, conv); errors.Is(err, jetstream.ErrObjectNotFound) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	if err := l.bigSnaps.Delete(ctx, conv); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+		return false, err
+	}
+	return true, nil
+}
+
 // snapshot returns the conversation's snapshot and the ID of its last
 // message, or nil when there is none or it cannot be trusted (bad checksum,
-// undecodable, another format or conversation). Either way the log is
-// still complete, so problems are logged, not returned.
+// undecodable, another format or conversation, a missing or altered
+// object). Either way the log is still complete, so problems are logged,
+// not returned.
 func (l *Log) snapshot(ctx context.Context, conversation string) (*projector.Turn, string) {
 	entry, err := l.snaps.Get(ctx, conversation)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -75,9 +147,77 @@ func (l *Log) snapshot(ctx context.Context, conversation string) (*projector.Tur
 		l.opts.logger.Warn("ignoring corrupt snapshot", "conversation", conversation, "err", err)
 		return nil, ""
 	}
+	if rec.Format == snapshotRefFormat {
+		ref := rec
+		if rec = l.snapshotObject(ctx, conversation, ref); rec.Turn == nil {
+			return nil, "" // reported by snapshotObject
+		}
+		if rec.LastID != ref.LastID {
+			l.opts.logger.Warn("ignoring large snapshot: its object ends at another message", "conversation", conversation, "object", ref.Object)
+			return nil, ""
+		}
+	}
 	if rec.Format != snapshotFormat || rec.Turn == nil || rec.Turn.Conversation != conversation || rec.Turn.Seq == 0 {
 		l.opts.logger.Warn("ignoring snapshot of another format or conversation", "conversation", conversation)
 		return nil, ""
 	}
 	return rec.Turn, rec.LastID
+}
+
+// snapshotObject reads and decodes the object a snapshotRefFormat record
+// names. It returns a zero record when the object is missing or is not
+// the one the reference describes.
+//
+// The object's size and digest are checked against the reference before
+// its chunks are read; the client checks the bytes it reads against that
+// digest (a SHA-256) and fails the read otherwise, so the bytes decoded
+// are the ones the reference was written for, hashed once.
+func (l *Log) snapshotObject(ctx context.Context, conversation string, ref snapshotRecord) snapshotRecord {
+	warn := func(msg string, args ...any) snapshotRecord {
+		l.opts.logger.Warn("ignoring large snapshot: "+msg, append([]any{"conversation", conversation, "object", ref.Object}, args...)...)
+		return snapshotRecord{}
+	}
+	if ref.Object == "" || ref.Size <= 0 || len(ref.SHA256) != sha256.Size {
+		return warn("malformed reference")
+	}
+	ctx, cancel := context.WithTimeout(ctx, snapshotObjectReadTimeout)
+	defer cancel()
+	// The description first, so that no chunk of an object that cannot
+	// be the one referred to is sent.
+	info, err := l.bigSnaps.GetInfo(ctx, ref.Object)
+	if err != nil {
+		return warn("object not read", "err", err)
+	}
+	if info.Size != uint64(ref.Size) {
+		return warn("size mismatch", "size", info.Size, "want", ref.Size)
+	}
+	digest, err := jetstream.DecodeObjectDigest(info.Digest)
+	if err != nil || !bytes.Equal(digest, ref.SHA256) {
+		return warn("checksum mismatch")
+	}
+	res, err := l.bigSnaps.Get(ctx, ref.Object)
+	if err != nil {
+		return warn("object not read", "err", err)
+	}
+	defer res.Close()
+	// Get read the description again: it must still be the one checked.
+	if again, err := res.Info(); err != nil || again.Digest != info.Digest || again.Size != info.Size {
+		return warn("object replaced while read")
+	}
+	var buf bytes.Buffer
+	buf.Grow(int(ref.Size))
+	if _, err := buf.ReadFrom(res); err != nil {
+		return warn("object not read", "err", err)
+	}
+	if int64(buf.Len()) != ref.Size {
+		return warn("size mismatch", "size", buf.Len(), "want", ref.Size)
+	}
+	var rec snapshotRecord
+	if err := msgpack.Unmarshal(buf.Bytes(), &rec); err != nil {
+		return warn("undecodable", "err", err)
+	}
+	if rec.Format != snapshotFormat || rec.Turn == nil || rec.Turn.Conversation != conversation {
+		return warn("another format or conversation")
+	}
+	return rec
 }
