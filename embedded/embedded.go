@@ -80,8 +80,11 @@ func Start(c Config) (*Server, error) {
 	if c.MaxPayload > 0 {
 		opts.MaxPayload = c.MaxPayload
 	}
-	// The server wants pending capacity above the payload limit.
-	opts.MaxPending = int64(opts.MaxPayload) * 8
+	// The server wants pending capacity above the payload limit, and an
+	// object read (a large snapshot) may have 32 MiB in flight to one
+	// client under JetStream's flow control: below that the client would be
+	// dropped as a slow consumer.
+	opts.MaxPending = max(int64(opts.MaxPayload)*8, 64<<20)
 	if c.Listen == "" {
 		opts.DontListen = true
 	} else {

@@ -258,3 +258,23 @@ func TestARedoneStepWithOtherContentIsAConflict(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"first answer"}, texts(turn))
 }
+
+// TestReadsOnALostConnectionFail: a conversation read through a connection
+// that is gone is an error, never an empty conversation that a caller
+// would take for the truth.
+func TestReadsOnALostConnectionFail(t *testing.T) {
+	ctx := context.Background()
+	srv := natstest.Start(t)
+	nc, err := srv.Connect()
+	require.NoError(t, err)
+	l := openLog(t, &natstest.Server{Conn: nc})
+	_, err = l.Append(ctx, "c", 0, user("c", "r1", 0, "hello"))
+	require.NoError(t, err)
+	nc.Close()
+
+	_, err = l.Load(ctx, "c")
+	assert.Error(t, err, "Load")
+	for _, err := range l.Events(ctx, "c") {
+		assert.Error(t, err, "Events")
+	}
+}

@@ -47,6 +47,11 @@ func (l *Log) messages(ctx context.Context, conversation string, from uint64) it
 	subject := l.names.EventsSubject(conversation)
 	return func(yield func(message, error) bool) {
 		next := max(from, 1)
+		// pending is how many messages the last one read said were still
+		// to come; a batch that ends with none while some are pending was
+		// cut short (a dropped connection ends the responses without an
+		// error), which must not pass for the end of the conversation.
+		var pending uint64
 		for {
 			batch, err := jetstreamext.GetBatch(ctx, l.js, l.names.EventsStream, readBatch,
 				jetstreamext.GetBatchSeq(next), jetstreamext.GetBatchSubject(subject))
@@ -54,9 +59,12 @@ func (l *Log) messages(ctx context.Context, conversation string, from uint64) it
 				yield(message{}, fmt.Errorf("read %s: %w", conversation, err))
 				return
 			}
-			got, pending := 0, uint64(0)
+			got := 0
 			for raw, err := range batch {
 				if errors.Is(err, jetstreamext.ErrNoMessages) {
+					if pending > 0 {
+						yield(message{}, fmt.Errorf("read %s: %d messages from sequence %d are gone", conversation, pending, next))
+					}
 					return
 				}
 				if err != nil {
@@ -75,7 +83,16 @@ func (l *Log) messages(ctx context.Context, conversation string, from uint64) it
 					return
 				}
 			}
-			if got == 0 || pending == 0 {
+			if got == 0 {
+				if err := ctx.Err(); err != nil {
+					yield(message{}, fmt.Errorf("read %s: %w", conversation, err))
+				} else if pending > 0 || !l.nc.IsConnected() {
+					yield(message{}, fmt.Errorf("read %s: the batch from sequence %d ended before its messages arrived (connection %s)",
+						conversation, next, l.nc.Status()))
+				}
+				return
+			}
+			if pending == 0 {
 				return
 			}
 		}
