@@ -244,6 +244,9 @@ func (l *Log) loadFromScratch(ctx context.Context, conversation string, n int) (
 	if err := l.snaps.Delete(ctx, conversation); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		l.opts.logger.Warn("stale snapshot not deleted", "conversation", conversation, "err", err)
 	}
+	if _, err := l.deleteSnapshotObject(ctx, conversation); err != nil {
+		l.opts.logger.Warn("stale snapshot object not deleted", "conversation", conversation, "err", err)
+	}
 	return l.load(ctx, conversation, n, false)
 }
 
