@@ -299,6 +299,12 @@ func (l *Log) ensureObjectStore(ctx context.Context, cfg jetstream.ObjectStoreCo
 // Partitions is how many partitions chat requests are spread over.
 func (l *Log) Partitions() int { return l.partitions }
 
+// SnapshotEvery is how many events a conversation may grow by before a
+// fresh snapshot is due (WithSnapshotEvery): Load writes one after folding
+// that many, and a writer that keeps Turns in memory, and so rarely loads,
+// should save one itself (SaveSnapshot) as often.
+func (l *Log) SnapshotEvery() int { return l.opts.snapshotEvery }
+
 // Names returns the subjects, streams and buckets this log uses.
 func (l *Log) Names() Names { return l.names }
 

@@ -470,6 +470,7 @@ func (w *Worker) serveOnce(ctx context.Context, req Request, problem string, las
 	if model == "" {
 		model = p.Model
 	}
+	turnEventsAtStart := turn.Events
 	tx := engine.NewTx(turn, req.RequestID,
 		engine.WithLog(appender{w}),
 		engine.WithStep(step),
@@ -512,12 +513,30 @@ func (w *Worker) serveOnce(ctx context.Context, req Request, problem string, las
 	if err := tx.Commit(ctx); err != nil {
 		return w.afterError(ctx, tx, err, lastTry)
 	}
+	w.snapshot(ctx, tx, turnEventsAtStart)
 	w.cache.put(tx.Turn(), req.RequestID)
 	if err := w.fault("completed"); err != nil {
 		return drop, err
 	}
 	w.metrics.requests.WithLabelValues("completed").Inc()
 	return ack, nil
+}
+
+// snapshot saves the conversation's snapshot when the request took it past
+// a multiple of the log's snapshot interval. A worker serves a conversation
+// from its cache and rarely loads it, so Load, which writes snapshots after
+// long folds, would seldom do so, and a restarted worker would fold the
+// whole history. A failed save only costs that: it is logged, not returned.
+func (w *Worker) snapshot(ctx context.Context, tx *engine.Tx, eventsAtStart int) {
+	every := w.cfg.Log.SnapshotEvery()
+	turn := tx.Turn()
+	if every <= 0 || turn.Events/every == eventsAtStart/every || tx.Step() == 0 {
+		return
+	}
+	last := eventlog.StepID(tx.Cause(), tx.Step()-1) // the message at turn.Seq
+	if err := w.cfg.Log.SaveSnapshot(ctx, turn, last); err != nil {
+		w.log.Warn("snapshot not saved", "conversation", turn.Conversation, "err", err)
+	}
 }
 
 // afterError decides what an error in the middle of a request means.

@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -63,4 +64,41 @@ func TestWorkerAnswers(t *testing.T) {
 	sp, _, ok := turn.SystemPrompt()
 	require.True(t, ok)
 	assert.Equal(t, "You are a helpful assistant.", sp.Text)
+}
+
+// TestWorkerSavesSnapshots: a worker answers from its cached Turn and so
+// seldom loads, yet the conversation must get snapshots, or a restarted
+// worker would fold its whole history.
+func TestWorkerSavesSnapshots(t *testing.T) {
+	srv := natstest.Start(t)
+	l, err := eventlog.Open(context.Background(), srv.Conn, eventlog.WithSnapshotEvery(10))
+	require.NoError(t, err)
+	startWorker(t, srv, func(c *worker.Config) { c.Log = l })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := 0; i < 4; i++ {
+		// No Load on this side: only the worker could write a snapshot.
+		last, err := l.LastSeq(ctx, "snap")
+		require.NoError(t, err)
+		req, err := worker.Send(ctx, l, worker.Request{Conversation: "snap", Text: fmt.Sprintf("message %d", i)})
+		require.NoError(t, err)
+		_, err = worker.Await(ctx, l, "snap", req.RequestID, last, 0)
+		require.NoError(t, err)
+	}
+	kv, err := l.JetStream().KeyValue(ctx, l.Names().SnapshotsBucket)
+	require.NoError(t, err)
+	entry, err := kv.Get(ctx, "snap")
+	require.NoError(t, err, "a snapshot after more than 10 events")
+	assert.Greater(t, entry.Revision(), uint64(1), "snapshots are renewed as the conversation grows")
+
+	// And a good one: a load through it holds every event of the log.
+	loaded, err := l.Load(context.Background(), "snap")
+	require.NoError(t, err)
+	n := 0
+	for _, err := range l.Events(context.Background(), "snap") {
+		require.NoError(t, err)
+		n++
+	}
+	assert.Equal(t, n, loaded.Events)
+	assert.Len(t, loaded.Blocks, 1+4*3, "the system prompt, and per request the user block, reasoning and answer")
 }
