@@ -1,0 +1,102 @@
+package worker
+
+// This file holds how a request that cannot succeed is ended: as
+// request.failed in its conversation, with the user's text kept.
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/turnlog/turnlog/engine"
+	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projector"
+)
+
+// afterError decides what an error in the middle of a request means.
+func (w *Worker) afterError(ctx context.Context, tx *engine.Tx, err error, lastTry bool) (outcome, error) {
+	switch {
+	case errors.Is(err, errCrash):
+		return drop, err
+	case ctx.Err() != nil:
+		return handBack, err
+	case errors.Is(err, eventlog.ErrConflict):
+		return retryLater, err
+	case (errors.Is(err, errLogUnavailable) || engine.IsTransient(err)) && !lastTry:
+		return retryLater, err
+	}
+	return w.fail(ctx, tx, err.Error())
+}
+
+// fail ends the request with request.failed and a reason a person can act
+// on. The request is acknowledged: it will not be retried.
+func (w *Worker) fail(ctx context.Context, tx *engine.Tx, reason string) (outcome, error) {
+	// Whatever was pending belongs to the failed attempt and is dropped:
+	// the failure is recorded on the Turn as the log has it.
+	conv := tx.Turn().Conversation
+	w.cache.drop(conv)
+	turn, err := w.cfg.Log.Load(ctx, conv)
+	if err != nil {
+		if ctx.Err() != nil {
+			return handBack, err
+		}
+		return retryLater, err
+	}
+	// The failure takes the step after the request's last stored one: a
+	// step whose append timed out may have been stored all the same, and
+	// request.failed under its ID would be dropped as a duplicate.
+	step := tx.Step()
+	if tail, err := w.cfg.Log.Last(ctx, conv); err == nil && tail.Cause == tx.Cause() && tail.Step >= step {
+		step = tail.Step + 1
+	}
+	// A request that failed before its first step landed still records
+	// what the user asked, so the failure has its context in the log.
+	var inputs []events.Event
+	if step == 0 {
+		inputs = requestInputs(tx)
+	}
+	fresh, err := w.recordFailure(ctx, turn.Clone(), tx.Cause(), step, inputs, reason)
+	if len(inputs) > 0 && err != nil && (refused(err) || errors.Is(err, events.ErrInvalid)) && !errors.Is(err, eventlog.ErrConflict) {
+		// The inputs themselves cannot be stored (too large, say): the
+		// failure alone can.
+		fresh, err = w.recordFailure(ctx, turn, tx.Cause(), step, nil, reason)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return handBack, err
+		}
+		return retryLater, err
+	}
+	w.metrics.requests.WithLabelValues("failed").Inc()
+	w.cache.put(fresh.Turn(), tx.Cause())
+	w.log.Info("request failed", "conversation", conv, "request", tx.Cause(), "reason", reason)
+	return ack, nil
+}
+
+// recordFailure appends inputs (if any) and request.failed as one step on
+// turn.
+func (w *Worker) recordFailure(ctx context.Context, turn *projector.Turn, cause string, step int, inputs []events.Event, reason string) (*engine.Tx, error) {
+	fresh := engine.NewTx(turn, cause, engine.WithLog(appender{w}), engine.WithStep(step))
+	for _, e := range inputs {
+		if err := fresh.Emit(e.Actor, e.Payload); err != nil {
+			return nil, err
+		}
+	}
+	if err := fresh.Emit(ActorWorker, events.RequestFailed{Reason: reason}); err != nil {
+		return nil, err
+	}
+	return fresh, fresh.Commit(ctx)
+}
+
+// requestInputs are the events the worker recorded from the request itself
+// (its user block, its data), committed or not.
+func requestInputs(tx *engine.Tx) []events.Event {
+	var in []events.Event
+	for _, e := range append(slices.Clone(tx.Committed()), tx.Pending()...) {
+		if e.Actor == ActorWorker && (e.Type == events.TypeUserAppended || e.Type == events.TypeDataSet) {
+			in = append(in, e)
+		}
+	}
+	return in
+}

@@ -1,0 +1,271 @@
+package worker
+
+// This file holds how one request message is handled: from delivery to
+// ack, nak or hand-back, through the steps the request appends.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/turnlog/turnlog/engine"
+	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/profile"
+	"github.com/turnlog/turnlog/projector"
+)
+
+// outcome is what happens to a request message after handling.
+type outcome int
+
+const (
+	ack outcome = iota
+	retryLater
+	handBack
+	drop // a simulated crash: neither ack nor nak
+)
+
+// errCrash is returned when a fault point fired.
+var errCrash = errors.New("simulated crash")
+
+func (w *Worker) fault(point string) error {
+	if w.cfg.Fault == nil {
+		return nil
+	}
+	if err := w.cfg.Fault(point); err != nil {
+		return fmt.Errorf("%w at %s: %v", errCrash, point, err)
+	}
+	return nil
+}
+
+func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
+	w.inflight.Add(1)
+	defer w.inflight.Done()
+	w.metrics.inFlight.Inc()
+	defer w.metrics.inFlight.Dec()
+
+	meta, err := m.Metadata()
+	if err != nil {
+		w.log.Error("request without metadata", "err", err)
+		_ = m.Term()
+		return
+	}
+	if meta.NumDelivered > 1 {
+		w.metrics.redeliveries.Inc()
+	}
+	conv := w.names.ConversationOf(m.Subject())
+	if err := events.ValidateConversationID(conv); err != nil {
+		// No valid conversation to record a failure in: reject it.
+		w.log.Warn("rejected request", "subject", m.Subject(), "err", err)
+		w.metrics.requests.WithLabelValues("rejected").Inc()
+		_ = m.Term()
+		return
+	}
+	req, problem := parseRequest(m.Data(), conv, meta.Sequence.Stream, meta.Timestamp, w.cfg.MaxTextBytes)
+	lastTry := meta.NumDelivered >= uint64(w.cfg.MaxDeliver)
+
+	// Keep the request ours while it runs.
+	alive, stopAlive := context.WithCancel(ctx)
+	go func() {
+		t := time.NewTicker(w.cfg.AckWait / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-alive.Done():
+				return
+			case <-t.C:
+				_ = m.InProgress()
+			}
+		}
+	}()
+	out, err := w.serve(ctx, req, problem, lastTry, meta.NumDelivered == 1)
+	stopAlive()
+
+	log := w.log.With("conversation", conv, "request", req.RequestID, "delivery", meta.NumDelivered)
+	switch out {
+	case ack:
+		w.handled.Add(1)
+		if err := m.DoubleAck(context.WithoutCancel(ctx)); err != nil {
+			// The request is complete in the log; a redelivery will see
+			// that and just acknowledge.
+			log.Warn("ack failed", "err", err)
+		}
+	case retryLater:
+		w.metrics.requests.WithLabelValues("retried").Inc()
+		log.Warn("request will be retried", "err", err)
+		_ = m.NakWithDelay(time.Duration(meta.NumDelivered) * time.Second)
+	case handBack:
+		w.metrics.requests.WithLabelValues("handed_back").Inc()
+		log.Info("request handed back", "err", err)
+		_ = m.Nak()
+	case drop:
+		log.Warn("request dropped", "err", err)
+	}
+}
+
+// serve runs a request to its end, retrying on conflicts: another writer
+// moved the conversation, so reload and resume from the log. A first
+// delivery starts optimistically from the cached Turn (see start).
+func (w *Worker) serve(ctx context.Context, req Request, problem string, lastTry, firstDelivery bool) (outcome, error) {
+	for attempt := 0; ; attempt++ {
+		out, err := w.serveOnce(ctx, req, problem, lastTry, firstDelivery && attempt == 0)
+		if errors.Is(err, eventlog.ErrConflict) && attempt < 10 {
+			// The cached Turn is still a state the log went through: the
+			// next attempt brings it up to date from the log (see load).
+			w.metrics.conflicts.Inc()
+			continue
+		}
+		return out, err
+	}
+}
+
+// start returns the Turn a request starts from and the step of its next
+// event.
+//
+// On a first delivery with the conversation cached, and the cache not
+// ending with this very request, nobody can have started the request, so
+// the cached Turn is used as it is: if the log moved on meanwhile, the
+// first append's expected-sequence check refuses it with ErrConflict and
+// serve starts again from the log. Otherwise (a redelivery, nothing
+// cached) the log's last message says whether the request is done, half
+// done (resume after its last step) or new.
+func (w *Worker) start(ctx context.Context, req Request, optimistic bool) (turn *projector.Turn, step int, done bool, err error) {
+	conv := req.Conversation
+	if optimistic {
+		if t, cause := w.cache.take(conv); t != nil {
+			if cause != req.RequestID {
+				w.metrics.loads.WithLabelValues("cache").Inc()
+				return t, 0, false, nil
+			}
+			w.cache.put(t, cause) // this very request wrote it: see below
+		}
+	}
+	tail, err := w.cfg.Log.Last(ctx, conv)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	resume := tail.Seq > 0 && tail.Cause == req.RequestID
+	if resume && tail.Closed() {
+		return nil, 0, true, nil // finished before; only the ack was lost
+	}
+	if resume {
+		step = tail.Step + 1
+	}
+	turn, err = w.load(ctx, conv, tail.Seq)
+	return turn, step, false, err
+}
+
+func (w *Worker) serveOnce(ctx context.Context, req Request, problem string, lastTry, optimistic bool) (outcome, error) {
+	conv := req.Conversation
+	turn, step, done, err := w.start(ctx, req, optimistic)
+	if done {
+		return ack, nil
+	}
+	resume := step > 0
+	if err != nil {
+		if errors.Is(err, events.ErrInvalid) || errors.Is(err, projector.ErrMismatch) {
+			// The log itself cannot be folded: no retry will help.
+			w.metrics.requests.WithLabelValues("failed").Inc()
+			return ack, fmt.Errorf("load %s: %w", conv, err)
+		}
+		return retryLater, err
+	}
+	name := req.Profile
+	if name == "" {
+		name = profile.DefaultName
+	}
+	p, ok := w.profiles[name]
+	if problem == "" && !ok {
+		problem = fmt.Sprintf("unknown profile %q; this worker has %s", truncate(name, 40), strings.Join(w.cfg.Profiles.Names(), ", "))
+	}
+	if p == nil {
+		p = w.profiles[profile.DefaultName]
+	}
+	model := req.Model
+	if model == "" {
+		model = p.Model
+	}
+	turnEventsAtStart := turn.Events
+	tx := engine.NewTx(turn, req.RequestID,
+		engine.WithLog(appender{w}),
+		engine.WithStep(step),
+		engine.WithModel(model),
+		engine.WithTools(p.Tools.Specs()...),
+		engine.WithDelta(w.deltas(conv, req.RequestID)),
+		engine.WithAnswerOpen())
+	if problem != "" {
+		return w.fail(ctx, tx, problem)
+	}
+	if !resume {
+		if err := w.fault("user"); err != nil {
+			return drop, err
+		}
+		if err := tx.Emit(ActorWorker, events.UserAppended{BlockID: engine.NewID(), Text: req.Text}); err != nil {
+			return w.fail(ctx, tx, err.Error())
+		}
+		if len(req.Data) > 0 {
+			if err := tx.Emit(ActorWorker, events.DataSet{Values: req.Data}); err != nil {
+				return w.fail(ctx, tx, err.Error())
+			}
+		}
+		// Not committed on its own: the request's input lands in one step
+		// with the middlewares' changes and inference.started, and its
+		// answer in one step with request.completed. A crash before the
+		// first append leaves nothing; the redelivery starts afresh.
+	}
+	if err := p.Loop.Run(ctx, tx); err != nil {
+		return w.afterError(ctx, tx, err, lastTry)
+	}
+	inferences := 0
+	for _, e := range tx.Committed() {
+		if e.Type == events.TypeInferenceStarted {
+			inferences++
+		}
+	}
+	if err := tx.Emit(ActorWorker, events.RequestCompleted{Inferences: inferences}); err != nil {
+		return retryLater, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return w.afterError(ctx, tx, err, lastTry)
+	}
+	w.snapshot(ctx, tx, turnEventsAtStart)
+	w.cache.put(tx.Turn(), req.RequestID)
+	if err := w.fault("completed"); err != nil {
+		return drop, err
+	}
+	w.metrics.requests.WithLabelValues("completed").Inc()
+	return ack, nil
+}
+
+// appender measures steps and runs the "step" fault point before each.
+type appender struct{ w *Worker }
+
+func (a appender) Append(ctx context.Context, conv string, expected uint64, evs ...events.Event) (uint64, error) {
+	if err := a.w.fault("step"); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	seq, err := a.w.cfg.Log.Append(ctx, conv, expected, evs...)
+	a.w.metrics.stepSeconds.Observe(time.Since(start).Seconds())
+	if err != nil && ctx.Err() == nil && !refused(err) {
+		err = fmt.Errorf("%w: %w", errLogUnavailable, err)
+	}
+	return seq, err
+}
+
+// errLogUnavailable marks an append that failed for want of a log, not
+// because the log refused it: a timeout or no responder while a cluster
+// elects a leader, a lost connection. The step may even have been stored.
+// The request is retried later and resumes from what the log holds; ending
+// it as request.failed would fail a request that can still succeed.
+var errLogUnavailable = errors.New("event log unavailable")
+
+// refused reports whether the log answered an append with a definite no.
+func refused(err error) bool {
+	return errors.Is(err, eventlog.ErrConflict) || errors.Is(err, eventlog.ErrCauseReused) ||
+		errors.Is(err, eventlog.ErrStepExists) || errors.Is(err, eventlog.ErrTooLarge) ||
+		errors.Is(err, events.ErrInvalid)
+}
