@@ -91,8 +91,19 @@ func (r *Registry) Encode(evs ...Event) ([]byte, error) {
 	return bytes.Clone(buf.Bytes()), nil
 }
 
-// Decode is Decode with this registry's catalog.
+// Decode is Decode with this registry's catalog. The messages turnlog
+// writes take the hand-written path (decode_fast.go); anything else, and
+// every error, is msgpack reflection's to decode.
 func (r *Registry) Decode(data []byte) ([]Event, error) {
+	if evs, ok := r.decodeFast(data); ok {
+		return evs, nil
+	}
+	return r.decodeReflect(data)
+}
+
+// decodeReflect decodes data with msgpack's reflection: the definition of
+// what a message means, which decodeFast is held to.
+func (r *Registry) decodeReflect(data []byte) ([]Event, error) {
 	if err := checkStructure(data); err != nil {
 		return nil, err
 	}

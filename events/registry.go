@@ -30,8 +30,12 @@ type Registry struct {
 }
 
 type entry struct {
-	current   int
-	decode    func(raw []byte) (Payload, error)
+	typ     Type
+	current int
+	decode  func(raw []byte) (Payload, error)
+	zero    Payload // for decodeHand, when hand is set
+	hand    bool    // a catalog type: decodeHand decodes it
+
 	upcasters map[int]Upcaster // from version v to v+1
 }
 
@@ -67,8 +71,12 @@ var catalog = NewRegistry()
 // Register adds (or replaces) payload type P at schema version current.
 func Register[P Payload](r *Registry, current int) {
 	var zero P
+	_, _, hand := decodeHand(zero, &reader{})
 	r.entries[zero.EventType()] = &entry{
+		typ:     zero.EventType(),
 		current: current,
+		zero:    zero,
+		hand:    hand,
 		decode: func(raw []byte) (Payload, error) {
 			var p P
 			if err := msgpack.Unmarshal(raw, &p); err != nil {
