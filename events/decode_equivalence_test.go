@@ -47,7 +47,7 @@ type wireEnvelope struct {
 var (
 	drawText = rapid.OneOf(rapid.Just(""), rapid.StringMatching(`[a-z0-9_-]{1,12}`), rapid.StringMatching(`[a-z0-9_-]{1,12}`),
 		rapid.String(), rapid.StringN(25, 300, -1), rapid.StringN(256, 70000, 70000))
-	drawID  = rapid.Custom(func(t *rapid.T) string {
+	drawID = rapid.Custom(func(t *rapid.T) string {
 		if rare(t, "any text") {
 			return drawText.Draw(t, "text")
 		}

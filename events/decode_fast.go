@@ -24,8 +24,13 @@ package events
 
 // decodeFast decodes a message written as Encode writes it. ok is false
 // when the message is anything else, including invalid.
-func (r *Registry) decodeFast(data []byte) (evs []Event, ok bool) {
-	rd := newReader(data)
+func (r *Registry) decodeFast(data []byte, owned bool) (evs []Event, ok bool) {
+	var rd reader
+	if owned {
+		rd = newOwningReader(data)
+	} else {
+		rd = newReader(data)
+	}
 	n, ok := rd.arrayLen()
 	if !ok || n == 0 || n > rd.left()/minEventBytes {
 		return nil, false // a count no valid message has must not size an allocation
@@ -68,7 +73,7 @@ func (r *Registry) decodeEventFast(rd *reader, e *Event) bool {
 	if !ok {
 		return false
 	}
-	en := r.entries[Type(rd.s[start:end])]
+	en := r.lookup(Type(rd.s[start:end]))
 	if en == nil || !en.hand {
 		return false // unknown, or another registry's: reflection
 	}

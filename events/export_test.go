@@ -10,7 +10,7 @@ func DecodeReflect(data []byte) ([]Event, error) { return catalog.decodeReflect(
 
 // DecodeFast is the hand-written decoder alone: ok is false when it left
 // the message to reflection.
-func DecodeFast(data []byte) ([]Event, bool) { return catalog.decodeFast(data) }
+func DecodeFast(data []byte) ([]Event, bool) { return catalog.decodeFast(data, false) }
 
 // DecodePayloadHand is the hand-written decoder of like's payload type
 // alone, on a payload's bytes: no canonical form, no validation. known is

@@ -3,6 +3,7 @@ package events
 import (
 	"encoding/binary"
 	"time"
+	"unsafe"
 )
 
 // reader reads the msgpack forms a message of the catalog is made of, for
@@ -13,17 +14,24 @@ import (
 // msgpack also accepts, such as a string sent as bin). So a reader never
 // has to be right about unusual input, only about the input it accepts.
 //
-// Strings are slices of s, the message copied into one string: one
-// allocation per message instead of one per string. A string read keeps
-// its whole message alive; the Turns built from a message hold most of its
-// bytes (block texts) anyway.
+// Strings are slices of s, the message as one string: one allocation per
+// message instead of one per string (or none, for DecodeOwned). A string
+// read keeps its whole message alive; the Turns built from a message hold
+// most of its bytes (block texts) anyway.
 type reader struct {
 	b   []byte
 	s   string // b as a string
 	off int
 }
 
+// newReader reads a copy of data.
 func newReader(data []byte) reader { return reader{b: data, s: string(data)} }
+
+// newOwningReader reads data itself: the strings it returns are views of
+// data's memory, so data must never change afterward (see DecodeOwned).
+func newOwningReader(data []byte) reader {
+	return reader{b: data, s: unsafe.String(unsafe.SliceData(data), len(data))}
+}
 
 // left is how many bytes are still to read.
 func (r *reader) left() int { return len(r.b) - r.off }
