@@ -32,9 +32,23 @@ type Results struct {
 	LoadMs1k              float64 `json:"load_ms_1k"`
 	LoadMs100k            float64 `json:"load_ms_100k"`
 	LoadMs100kUncompacted float64 `json:"load_ms_100k_uncompacted"`
-	BytesEvents200        int64   `json:"bytes_events_200"`
-	BytesSnapshots200     int64   `json:"bytes_snapshots_200"`
-	EventBytes            int     `json:"event_bytes"`
+	// The *_1m figures are measured in a stream of BigStreamMessages
+	// messages over BigStreamConversations conversations (1,000,000 and
+	// 10,000; fewer with --quick), on 100-event conversations spread over
+	// it (see bigStream): loads with a snapshot of one written last near
+	// the stream's end and of one idle since its first tenth, loads
+	// without a snapshot, and reads of the whole history without one,
+	// warm and right after a server restart.
+	BigStreamMessages      int     `json:"stream_1m_messages"`
+	BigStreamConversations int     `json:"stream_1m_conversations"`
+	LoadMs1mActive         float64 `json:"load_ms_1m_active"`
+	LoadMs1mIdle           float64 `json:"load_ms_1m_idle"`
+	LoadMs1mCold           float64 `json:"load_ms_1m_cold"`
+	HistoryMs1mWarm        float64 `json:"history_ms_1m_warm"`
+	HistoryMs1mCold        float64 `json:"history_ms_1m_cold"`
+	BytesEvents200         int64   `json:"bytes_events_200"`
+	BytesSnapshots200      int64   `json:"bytes_snapshots_200"`
+	EventBytes             int     `json:"event_bytes"`
 	// AppendToRaw is the median, over the interleaved blocks, of append
 	// rate / raw rate measured back to back: the ratio least moved by
 	// other load on the machine.
@@ -49,6 +63,9 @@ type Config struct {
 	Fold int
 	// LongConversation is the size of the long conversation (100,000).
 	LongConversation int
+	// BigMessages and BigConversations size the big stream the *_1m
+	// figures are measured in (1,000,000 and 10,000).
+	BigMessages, BigConversations int
 	// Progress, when set, receives one line per phase.
 	Progress io.Writer
 }
@@ -62,6 +79,12 @@ func (c *Config) defaults() {
 	}
 	if c.LongConversation == 0 {
 		c.LongConversation = 100_000
+	}
+	if c.BigMessages == 0 {
+		c.BigMessages = 1_000_000
+	}
+	if c.BigConversations == 0 {
+		c.BigConversations = 10_000
 	}
 }
 
@@ -104,7 +127,7 @@ func (r *runner) run(ctx context.Context) (Results, error) {
 	if err != nil {
 		return r.res, err
 	}
-	steps := []func(context.Context, *eventlog.Log) error{r.publishes, r.fold, r.loads, r.bytes}
+	steps := []func(context.Context, *eventlog.Log) error{r.publishes, r.fold, r.loads, r.bigLoads, r.bytes}
 	for _, step := range steps {
 		if err := step(ctx, l); err != nil {
 			return r.res, err

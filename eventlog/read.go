@@ -74,7 +74,7 @@ func (l *Log) messages(ctx context.Context, conversation string, from uint64) it
 				got++
 				next = raw.Sequence + 1
 				pending, _ = strconv.ParseUint(raw.Header.Get("Nats-Num-Pending"), 10, 64)
-				evs, err := events.Decode(raw.Data)
+				evs, err := events.DecodeOwned(raw.Data)
 				if err != nil {
 					yield(message{}, fmt.Errorf("read %s: message %d: %w", conversation, raw.Sequence, err))
 					return
@@ -108,7 +108,7 @@ func (l *Log) Events(ctx context.Context, conversation string) iter.Seq2[Record,
 			return
 		}
 		pos := 0
-		for m, err := range l.messages(ctx, conversation, 1) {
+		for m, err := range l.after(ctx, conversation, 0, "") {
 			if err != nil {
 				yield(Record{}, err)
 				return
@@ -190,18 +190,13 @@ var errStaleBase = errors.New("the log no longer holds the message the Turn ends
 // ID.
 func (l *Log) fold(ctx context.Context, turn *projector.Turn, lastID string, n int) (*projector.Turn, int, string, error) {
 	conversation := turn.Conversation
-	verify := turn.Seq > 0
 	tail := 0
-	for m, err := range l.messages(ctx, conversation, turn.Seq) {
+	for m, err := range l.after(ctx, conversation, turn.Seq, lastID) {
+		if errors.Is(err, errStaleBase) {
+			return nil, 0, "", err
+		}
 		if err != nil {
 			return nil, 0, "", fmt.Errorf("load %s: %w", conversation, err)
-		}
-		if verify {
-			verify = false
-			if m.seq == turn.Seq && (lastID == "" || m.msgID == lastID) {
-				continue
-			}
-			return nil, 0, "", fmt.Errorf("%w: message %d", errStaleBase, turn.Seq)
 		}
 		for _, e := range m.events {
 			if n >= 0 && turn.Events >= n {
@@ -217,9 +212,6 @@ func (l *Log) fold(ctx context.Context, turn *projector.Turn, lastID string, n i
 		if n >= 0 && turn.Events >= n {
 			break
 		}
-	}
-	if verify {
-		return nil, 0, "", fmt.Errorf("%w: message %d", errStaleBase, turn.Seq)
 	}
 	return turn, tail, lastID, nil
 }
