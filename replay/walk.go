@@ -34,9 +34,12 @@ type ActivePrompt struct {
 	Trust  events.Trust `json:"trust,omitempty"`
 	// Locked is true when the block carries systemprompt.lock metadata,
 	// which middlewares honour by leaving it alone; LockedAt is the n of
-	// the event that locked it (0 when unknown or not locked).
-	Locked   bool `json:"locked"`
-	LockedAt int  `json:"locked_at,omitempty"`
+	// the event that locked it (0 when unknown or not locked) and LockedBy
+	// the lock's value: the actor of the systemprompt.locked, e.g.
+	// "operator:ada".
+	Locked   bool   `json:"locked"`
+	LockedAt int    `json:"locked_at,omitempty"`
+	LockedBy string `json:"locked_by,omitempty"`
 	// TemplateHash and Variables are those of the template the latest
 	// systemprompt.set or systemprompt.replaced of this block was rendered
 	// from, when it recorded them.
@@ -117,6 +120,10 @@ func (w *walker) track(n int, p events.Payload) {
 		if h, ok := w.prompts[p.BlockID]; ok {
 			w.lock(h, n, p.Meta)
 		}
+	case events.SystemPromptLocked:
+		w.history(p.BlockID).lockedAt = n
+	case events.SystemPromptUnlocked:
+		w.history(p.BlockID).lockedAt = 0
 	case events.ConversationStarted:
 		for _, b := range p.Blocks {
 			created(b, events.TypeConversationStarted)
@@ -174,7 +181,8 @@ func (w *walker) active() *ActivePrompt {
 		Hash:   projector.HashText(sp.Text),
 		Source: sp.Meta[events.MetaSystemPromptSource],
 		Trust:  sp.Trust,
-		Locked: sp.Meta[events.MetaSystemPromptLock] != "",
+		Locked:   sp.Meta[events.MetaSystemPromptLock] != "",
+		LockedBy: sp.Meta[events.MetaSystemPromptLock],
 	}
 	if h, ok := w.prompts[sp.ID]; ok {
 		a.SetAt, a.SetBy = h.setAt, h.setBy
