@@ -22,6 +22,10 @@ import (
 // DefaultName is the profile a request without one uses.
 const DefaultName = "default"
 
+// SourceProfile is the systemprompt.source of the prompt the systemprompt
+// middleware writes from a profile's system_prompt.
+const SourceProfile = "profile"
+
 // Profile is one way of answering chat requests.
 type Profile struct {
 	// SystemPrompt is the prompt the systemprompt middleware keeps in
@@ -46,6 +50,12 @@ type Profile struct {
 	Middlewares []string `yaml:"middlewares" json:"middlewares"`
 	// GlobalPrompt is the operator prompt of the globalprompt middleware.
 	GlobalPrompt string `yaml:"global_prompt,omitempty" json:"global_prompt,omitempty"`
+	// PromptPolicy is what the systemprompt and template middlewares do
+	// with a conversation prompt they did not write (imported, forked,
+	// set by an operator or by another profile): "keep" (default) keeps
+	// it as the conversation's one prompt, "replace" replaces its text in
+	// place with the profile's. See middlewares.PromptPolicy.
+	PromptPolicy middlewares.PromptPolicy `yaml:"prompt_policy,omitempty" json:"prompt_policy,omitempty"`
 	// Cwd is the working directory of the template middleware's variables
 	// (prompt:cwd, git:, file:) for conversations whose requests send no
 	// "cwd" data; "" means none.
@@ -143,6 +153,9 @@ func (p Profile) Validate() error {
 	if err := p.validateTemplate(); err != nil {
 		return err
 	}
+	if err := p.PromptPolicy.Validate(); err != nil {
+		return fmt.Errorf("prompt_policy: %w", err)
+	}
 	if p.CompactAfterBlocks < 0 || p.MaxIterations < 0 {
 		return fmt.Errorf("compact_after_blocks and max_iterations must not be negative")
 	}
@@ -237,7 +250,8 @@ func (p Profile) middleware(name string, eng engine.Engine, logger *slog.Logger)
 	case "globalprompt":
 		return middlewares.GlobalPrompt(middlewares.GlobalPromptConfig{Prompt: middlewares.StaticPrompt(p.GlobalPrompt), ID: "global"})
 	case "systemprompt":
-		return middlewares.SystemPromptReplace(middlewares.SystemPromptReplaceConfig{Prompt: middlewares.StaticPrompt(p.SystemPrompt), Source: "profile"})
+		return middlewares.SystemPromptReplace(middlewares.SystemPromptReplaceConfig{Prompt: middlewares.StaticPrompt(p.SystemPrompt),
+			Source: SourceProfile, Policy: p.PromptPolicy})
 	case "systemprompt_append":
 		return middlewares.SystemPromptAppend(middlewares.SystemPromptAppendConfig{Prompt: middlewares.StaticPrompt(p.SystemPrompt), Tag: "profile"})
 	case "ordering":

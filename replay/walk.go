@@ -175,12 +175,12 @@ func (w *walker) active() *ActivePrompt {
 		return nil
 	}
 	a := &ActivePrompt{
-		ID:     sp.ID,
-		Index:  i,
-		Text:   sp.Text,
-		Hash:   projector.HashText(sp.Text),
-		Source: sp.Meta[events.MetaSystemPromptSource],
-		Trust:  sp.Trust,
+		ID:       sp.ID,
+		Index:    i,
+		Text:     sp.Text,
+		Hash:     projector.HashText(sp.Text),
+		Source:   sp.Meta[events.MetaSystemPromptSource],
+		Trust:    sp.Trust,
 		Locked:   sp.Meta[events.MetaSystemPromptLock] != "",
 		LockedBy: sp.Meta[events.MetaSystemPromptLock],
 	}
