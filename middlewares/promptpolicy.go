@@ -63,11 +63,12 @@ func promptFrozen(t *projector.Turn) bool {
 	return ok && locked(b)
 }
 
-// takeOverMeta is the metadata change that makes a block written by
-// someone else the block of source: the new source, and the records other
-// writers left on it removed (an empty value deletes a key), since the
-// text they describe is gone.
-func takeOverMeta(old map[string]string, source string, set map[string]string) map[string]string {
+// TakeOverMeta is the metadata change (for systemprompt.replaced) that
+// makes a system block someone else wrote the block of source: the new
+// source, and what other writers recorded about the old text removed (the
+// template's hash, SystemPromptAppend's records; an empty value deletes a
+// key), since that text is gone. set adds keys of the new writer's own.
+func TakeOverMeta(old map[string]string, source string, set map[string]string) map[string]string {
 	meta := map[string]string{events.MetaSystemPromptSource: source}
 	for k := range old {
 		if k == MetaTemplateHash || strings.HasPrefix(k, MetaSystemPromptAppendPrefix) {
@@ -78,4 +79,12 @@ func takeOverMeta(old map[string]string, source string, set map[string]string) m
 		meta[k] = v
 	}
 	return meta
+}
+
+// ConversationPrompt returns the conversation's system prompt as the
+// prompt middlewares and operators manage it: the first system block that
+// is not a global prompt's (GlobalPrompt's blocks are tagged and managed
+// apart). ok is false when the conversation has none.
+func ConversationPrompt(t *projector.Turn) (b events.Block, index int, ok bool) {
+	return systemPromptBlock(t)
 }

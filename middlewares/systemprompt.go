@@ -150,7 +150,7 @@ func replaceSystemPrompt(ctx context.Context, tx *engine.Tx, cfg SystemPromptRep
 		BlockID:        sp.ID,
 		Text:           prompt,
 		Previous:       sp.Text,
-		Meta:           takeOverMeta(sp.Meta, cfg.Source, nil),
+		Meta:           TakeOverMeta(sp.Meta, cfg.Source, nil),
 		Reason:         "prompt policy replace: the prompt from " + cfg.Source + " replaces the conversation's",
 		PreviousSource: source,
 	})

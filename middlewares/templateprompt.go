@@ -223,7 +223,7 @@ func (p *templatePrompt) takeOver(other events.Block, r rendered) error {
 		BlockID:        other.ID,
 		Text:           r.prompt,
 		Previous:       other.Text,
-		Meta:           takeOverMeta(other.Meta, SourceTemplate, map[string]string{MetaTemplateHash: r.hash}),
+		Meta:           TakeOverMeta(other.Meta, SourceTemplate, map[string]string{MetaTemplateHash: r.hash}),
 		TemplateHash:   r.hash,
 		Variables:      r.vars,
 		Reason:         "prompt policy replace: the template's prompt replaces the conversation's",

@@ -14,6 +14,7 @@ import (
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/internal/natstest"
 	"github.com/turnlog/turnlog/middlewares"
+	"github.com/turnlog/turnlog/operator"
 	"github.com/turnlog/turnlog/profile"
 	"github.com/turnlog/turnlog/projector"
 	"github.com/turnlog/turnlog/replay"
@@ -253,4 +254,58 @@ func sanitize(s string) string {
 		}
 	}
 	return string(out)
+}
+
+// TestOperatorPromptAndLockHoldAgainstTheProfile: an operator's prompt is
+// the conversation's prompt under the default policy; a profile with
+// prompt_policy replace takes an unlocked one over, but not a locked one,
+// and after an unlock it does.
+func TestOperatorPromptAndLockHoldAgainstTheProfile(t *testing.T) {
+	set, err := profile.BuiltIn()
+	require.NoError(t, err)
+	l := startWorker(t, natstest.Start(t), func(c *worker.Config) { c.Profiles = set })
+	ctx := context.Background()
+	byAda, err := operator.Actor("ada")
+	require.NoError(t, err)
+	active := func(conv string) *replay.ActivePrompt {
+		pt, err := replay.Latest(ctx, l, conv)
+		require.NoError(t, err)
+		return pt.SystemPrompt
+	}
+
+	_, err = operator.SetPrompt(ctx, l, "op", "Operator's prompt.", byAda, operator.SetOptions{})
+	require.NoError(t, err)
+	askAs(t, l, "op", profile.DefaultName, "hello")
+	assert.Equal(t, "Operator's prompt.", active("op").Text, "kept by the default profile")
+
+	_, err = operator.LockPrompt(ctx, l, "op", byAda, "")
+	require.NoError(t, err)
+	askAs(t, l, "op", "strict", "hello")
+	askAs(t, l, "op", "persona_strict", "hello")
+	askAs(t, l, "op", "persona", "hello") // its global prompt waits for the unlock
+	p := active("op")
+	assert.Equal(t, "Operator's prompt.", p.Text, "the lock holds against prompt_policy replace")
+	assert.Equal(t, "operator:ada", p.LockedBy)
+	turn, err := l.Load(ctx, "op")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"Operator's prompt."}, systemTextsOf(turn), "nothing beside a locked prompt")
+
+	_, err = operator.UnlockPrompt(ctx, l, "op", byAda, "")
+	require.NoError(t, err)
+	askAs(t, l, "op", "persona_strict", "hello")
+	p = active("op")
+	assert.Equal(t, ada, p.Text, "unlocked, the profile replaces it, in place")
+	turn, err = l.Load(ctx, "op")
+	require.NoError(t, err)
+	assert.Equal(t, []string{ada}, systemTextsOf(turn))
+}
+
+func systemTextsOf(t *projector.Turn) []string {
+	var out []string
+	for _, b := range t.Blocks {
+		if b.Kind == events.KindSystem {
+			out = append(out, b.Text)
+		}
+	}
+	return out
 }
