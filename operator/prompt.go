@@ -20,6 +20,7 @@ import (
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/middlewares"
 	"github.com/turnlog/turnlog/projector"
+	"github.com/turnlog/turnlog/replay"
 )
 
 // Errors an action returns for a state it cannot act on; callers branch
@@ -218,4 +219,26 @@ func act(ctx context.Context, store Store, conversation, actor string,
 		res.Changed, res.At = true, check.Events
 		return res, nil
 	}
+}
+
+// PromptView is a conversation's system prompt as `turnlog prompt show -o
+// json` and GET /conversations/{id}/prompt answer it.
+type PromptView struct {
+	Conversation string `json:"conversation"`
+	// Events counts the conversation's events.
+	Events int `json:"events"`
+	// SystemPrompt is the active prompt with its history; null when the
+	// conversation has none.
+	SystemPrompt *replay.ActivePrompt `json:"system_prompt"`
+}
+
+// Show re-projects the conversation from its events (not from a snapshot)
+// and returns its system prompt with its history. A conversation without
+// events is replay.ErrNoEvents.
+func Show(ctx context.Context, src replay.Source, conversation string) (*PromptView, error) {
+	pt, err := replay.Latest(ctx, src, conversation)
+	if err != nil {
+		return nil, err
+	}
+	return &PromptView{Conversation: pt.Conversation, Events: pt.Events, SystemPrompt: pt.SystemPrompt}, nil
 }
