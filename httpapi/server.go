@@ -2,7 +2,8 @@
 // the system prompt template (GET/PUT /system-prompt, GET
 // /system-prompt/variables, POST /system-prompt/render), conversations
 // (list, timeline, the Turn at a position, diff, sending a message, a live
-// Server-Sent Events stream) and the web console, which uses exactly these
+// Server-Sent Events stream), one conversation's system prompt (show, set,
+// lock, unlock) and the web console, which uses exactly these
 // routes. Each group of routes is one file registering its handlers on the
 // same mux (one line in Server.routes), and all share the same rules:
 //
@@ -102,6 +103,7 @@ func (s *Server) routes() {
 	s.systemPromptRoutes()
 	s.conversationRoutes()
 	s.chatRoutes()
+	s.promptRoutes()
 	webconsole.Register(s.mux, webconsole.Options{TokenRequired: s.cfg.Token != ""})
 }
 
