@@ -1,12 +1,18 @@
 package httpapi_test
 
 import (
+	"context"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/httpapi"
+	"github.com/turnlog/turnlog/internal/natstest"
+	"github.com/turnlog/turnlog/profile"
 )
 
 // TestPromptRoutes: an operator sets, locks and unlocks one conversation's
@@ -89,4 +95,24 @@ func TestPromptRouteRefusals(t *testing.T) {
 		require.NoError(t, err)
 		assert.Zero(t, seq, "nothing was recorded for %s", conv)
 	}
+}
+
+// TestPostMessageReservedDataAllowedByProfile: a reserved data key the
+// request's profile allows (allow_request_data) is queued; the same key
+// under the default profile is refused.
+func TestPostMessageReservedDataAllowedByProfile(t *testing.T) {
+	srv := natstest.Start(t)
+	l, err := eventlog.Open(context.Background(), srv.Conn)
+	require.NoError(t, err)
+	set, err := profile.Parse([]byte(profile.DefaultYAML + "  lenient:\n    middlewares: [template]\n    allow_request_data: [systemprompt.none]\n"))
+	require.NoError(t, err)
+	api, err := httpapi.New(httpapi.Config{Log: l, Token: token, Profiles: set})
+	require.NoError(t, err)
+	ts := httptest.NewServer(api)
+	t.Cleanup(ts.Close)
+	auth := "Bearer " + token
+	status, body, _ := call(t, ts, "POST", "/conversations/c/messages", auth, `{"text": "hi", "profile": "lenient", "data": {"systemprompt.none": "x"}}`)
+	assert.Equal(t, http.StatusAccepted, status, "%v", body)
+	status, body, _ = call(t, ts, "POST", "/conversations/c/messages", auth, `{"text": "hi", "data": {"systemprompt.none": "x"}}`)
+	assert.Equal(t, http.StatusBadRequest, status, "%v", body)
 }

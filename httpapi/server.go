@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/profile"
 	"github.com/turnlog/turnlog/templates"
 	"github.com/turnlog/turnlog/webconsole"
 )
@@ -57,6 +58,11 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxBodyBytes bounds request bodies (default DefaultMaxBodyBytes).
 	MaxBodyBytes int64
+	// Profiles are the workers' profiles, for the reserved request data
+	// keys a profile allows (allow_request_data) in POST
+	// /conversations/{id}/messages. Without them, or for a profile they
+	// do not name, no reserved key is allowed.
+	Profiles profile.Set
 }
 
 // Validate fills in defaults and reports what is missing.

@@ -23,3 +23,12 @@ func TestPromptPolicyIsChecked(t *testing.T) {
 	_, err := profile.Parse([]byte("profiles:\n  p:\n    prompt_policy: overwrite\n    middlewares: [systemprompt]\n"))
 	assert.ErrorContains(t, err, `profile "p": prompt_policy: prompt policy "overwrite": use "keep" (the default) or "replace"`)
 }
+
+func TestAllowRequestDataNamesReservedKeysOnly(t *testing.T) {
+	_, err := profile.Parse([]byte("profiles:\n  p:\n    allow_request_data: [tz]\n    middlewares: [template]\n"))
+	assert.ErrorContains(t, err, `allow_request_data: "tz" is not a reserved key`)
+	set, err := profile.Parse([]byte("profiles:\n  p:\n    allow_request_data: [systemprompt.none]\n    middlewares: [template]\n"))
+	require.NoError(t, err)
+	assert.NoError(t, set["p"].CheckRequestData(map[string]string{"systemprompt.none": "x", "tz": "UTC"}))
+	assert.Error(t, set["p"].CheckRequestData(map[string]string{"trust.operator": "x"}))
+}

@@ -56,6 +56,12 @@ type Profile struct {
 	// it as the conversation's one prompt, "replace" replaces its text in
 	// place with the profile's. See middlewares.PromptPolicy.
 	PromptPolicy middlewares.PromptPolicy `yaml:"prompt_policy,omitempty" json:"prompt_policy,omitempty"`
+	// AllowRequestData lists the reserved data keys (see
+	// middlewares.ReservedDataPrefixes: systemprompt., trust., ...) that a
+	// chat request answered by this profile may set. By default none: a
+	// request that sets one fails (request.failed; HTTP 400), since it
+	// would change the conversation's prompt, trust or locks.
+	AllowRequestData []string `yaml:"allow_request_data,omitempty" json:"allow_request_data,omitempty"`
 	// Cwd is the working directory of the template middleware's variables
 	// (prompt:cwd, git:, file:) for conversations whose requests send no
 	// "cwd" data; "" means none.
@@ -156,6 +162,12 @@ func (p Profile) Validate() error {
 	if err := p.PromptPolicy.Validate(); err != nil {
 		return fmt.Errorf("prompt_policy: %w", err)
 	}
+	for _, k := range p.AllowRequestData {
+		if !middlewares.ReservedDataKey(k) {
+			return fmt.Errorf("allow_request_data: %q is not a reserved key (%s); requests may set it anyway, remove it",
+				k, strings.Join(middlewares.ReservedDataPrefixes, " "))
+		}
+	}
 	if p.CompactAfterBlocks < 0 || p.MaxIterations < 0 {
 		return fmt.Errorf("compact_after_blocks and max_iterations must not be negative")
 	}
@@ -168,6 +180,14 @@ type Built struct {
 	Loop   engine.Loop
 	Tools  *engine.Tools
 	Model  string
+	// AllowRequestData is the profile's allow_request_data.
+	AllowRequestData []string
+}
+
+// CheckRequestData refuses a chat request's data that sets a reserved key
+// this profile does not allow (middlewares.CheckRequestData).
+func (p Profile) CheckRequestData(data map[string]string) error {
+	return middlewares.CheckRequestData(data, p.AllowRequestData)
 }
 
 // Build makes the engine, the tools and the middleware chain of p.
@@ -230,10 +250,11 @@ func (p Profile) assemble(eng engine.Engine, logger *slog.Logger, tools *engine.
 		mws = append(mws, mw)
 	}
 	return &Built{
-		Engine: eng,
-		Loop:   engine.Loop{Handler: engine.Chain(eng, mws...), Tools: tools, MaxIterations: p.MaxIterations},
-		Tools:  tools,
-		Model:  model,
+		Engine:           eng,
+		Loop:             engine.Loop{Handler: engine.Chain(eng, mws...), Tools: tools, MaxIterations: p.MaxIterations},
+		Tools:            tools,
+		Model:            model,
+		AllowRequestData: p.AllowRequestData,
 	}, nil
 }
 
