@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -205,4 +206,19 @@ func TestSmallDefects(t *testing.T) {
 		assert.Equal(t, "turnlog chat -m hello", chatHint("nats://127.0.0.1:4222", false))
 		assert.Equal(t, "turnlog chat --nats-url nats://127.0.0.1:5333 -m hello", chatHint("nats://127.0.0.1:5333", true))
 	})
+}
+
+func TestCompletionIsDocumented(t *testing.T) {
+	run := func(args ...string) string {
+		root := newRootCmd()
+		var out bytes.Buffer
+		root.SetOut(&out)
+		root.SetArgs(args)
+		require.NoError(t, root.Execute())
+		return out.String()
+	}
+	assert.Contains(t, run("--help"), "source <(turnlog completion bash)")
+	script := run("completion", "bash")
+	assert.Contains(t, script, "bash completion")
+	assert.Contains(t, script, "__start_turnlog")
 }
