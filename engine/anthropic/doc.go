@@ -23,8 +23,10 @@
 //     one message. Empty text is not sent (the API rejects empty text
 //     blocks); an empty tool result is sent without content.
 //   - other blocks after the conversation started (a compaction summary)
-//     become assistant text prefixed with "[summary] ": a record of what was
-//     said, neither the user's instruction nor the operator's.
+//     become an assistant message of their own, text prefixed with
+//     "[summary] ": a record of what was said, neither the user's
+//     instruction nor the operator's, and not merged into the assistant
+//     turn after it, whose thinking must come back as it was returned.
 //
 // A reasoning block this engine did not write (another provider's) is not
 // sent: the API would reject thinking without its signature. One that

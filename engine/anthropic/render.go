@@ -45,7 +45,7 @@ func render(blocks []events.Block) (request, error) {
 		if len(content) > 0 {
 			r.messages = append(r.messages, sdk.MessageParam{Role: role, Content: content})
 		}
-		content = nil
+		content, role = nil, ""
 	}
 	add := func(side sdk.MessageParamRole, c ...sdk.ContentBlockParamUnion) {
 		if side != role {
@@ -114,7 +114,11 @@ func render(blocks []events.Block) (request, error) {
 			if !seenUser && b.Trust == events.Trusted {
 				r.system = append(r.system, sdk.TextBlockParam{Text: b.Text})
 			} else {
+				// A message of its own: merged into the assistant turn
+				// after it, it would change a turn whose thinking must
+				// come back as it was returned.
 				add(sdk.MessageParamRoleAssistant, sdk.NewTextBlock(summaryPrefix+b.Text))
+				flush()
 			}
 		default:
 			return request{}, fmt.Errorf("block %d (%s): kind %q has no Messages API rendering", i, b.ID, b.Kind)
