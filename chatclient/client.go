@@ -114,11 +114,11 @@ func (c *Client) Ask(ctx context.Context, req worker.Request, onDelta func(worke
 	var after uint64
 	if resend {
 		var found []eventlog.Record
-		err := r.do(ctx, func(ctx context.Context) error {
+		err := r.do(ctx, c.streamsMissing(func(ctx context.Context) error {
 			var err error
 			found, after, err = c.find(ctx, req.Conversation, req.RequestID)
 			return err
-		})
+		}))
 		if err != nil {
 			if ctx.Err() != nil {
 				return worker.Result{}, noAnswer(false, r.lastErr())
@@ -133,11 +133,11 @@ func (c *Client) Ask(ctx context.Context, req worker.Request, onDelta func(worke
 			return c.wait(ctx, r, req, found[0].Seq-1, noAnswer)
 		}
 	} else {
-		err := r.do(ctx, func(ctx context.Context) error {
+		err := r.do(ctx, c.streamsMissing(func(ctx context.Context) error {
 			var err error
 			after, err = c.log.LastSeq(ctx, req.Conversation)
 			return err
-		})
+		}))
 		if err != nil {
 			if ctx.Err() != nil {
 				return worker.Result{}, noAnswer(false, r.lastErr())
@@ -183,21 +183,33 @@ func (c *Client) find(ctx context.Context, conv, id string) ([]eventlog.Record, 
 // the same message ID, so a retry of a request that was stored after all
 // is dropped as a duplicate.
 func (c *Client) send(ctx context.Context, r *retrier, req worker.Request) error {
-	noStream := 0
-	return r.do(ctx, func(ctx context.Context) error {
+	return r.do(ctx, c.streamsMissing(func(ctx context.Context) error {
 		_, err := worker.Send(ctx, c.log, req)
-		if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) {
-			// No stream answers: an election, or no stream at all. Ask
-			// which, now and then, so that a server without turnlog's
-			// streams is named at once instead of after the deadline.
-			if noStream++; noStream%3 == 0 {
-				if _, serr := c.log.JetStream().Stream(ctx, c.log.Names().RequestsStream); errors.Is(serr, jetstream.ErrStreamNotFound) {
-					return permanent(fmt.Errorf("no stream %s on the server: start `turnlog serve` or a `turnlog worker` against it first", c.log.Names().RequestsStream))
-				}
+		return err
+	}))
+}
+
+// streamsMissing wraps fn so that, when nothing answers it (an election,
+// or no stream at all) three times, it asks whether turnlog's streams
+// exist, and fails at once when one does not: a server that no worker set
+// up is named at once instead of after the deadline.
+func (c *Client) streamsMissing(fn func(context.Context) error) func(context.Context) error {
+	silent := 0
+	return func(ctx context.Context) error {
+		err := fn(ctx)
+		if !errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, jetstream.ErrNoStreamResponse) {
+			return err
+		}
+		if silent++; silent%3 != 0 {
+			return err
+		}
+		for _, name := range []string{c.log.Names().EventsStream, c.log.Names().RequestsStream} {
+			if _, serr := c.log.JetStream().Stream(ctx, name); errors.Is(serr, jetstream.ErrStreamNotFound) {
+				return permanent(fmt.Errorf("no stream %s on the server: start `turnlog serve`, or a `turnlog worker` against it, first", name))
 			}
 		}
 		return err
-	})
+	}
 }
 
 // deltas subscribes onDelta to the request's streamed text.
