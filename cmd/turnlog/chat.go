@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -31,6 +32,8 @@ func newChatCmd() *cobra.Command {
 		model     string
 		requestID string
 		timeout   time.Duration
+		cwd       string
+		data      []string
 	)
 	cmd := &cobra.Command{
 		Use:   "chat [conversation]",
@@ -56,7 +59,20 @@ the conversation is lost.
 
 Without -m it is interactive: type a message and see the answer stream in.
 Commands: /replay (the conversation's events), /new (start a new
-conversation), /quit. A new conversation ID is made when none is given.`,
+conversation), /quit.
+
+A new conversation ID is made when none is given; chat prints it on stderr
+(stdout stays the answer) so that you can continue it, replay it or verify
+it:
+
+  turnlog chat -m "hello"                 # stderr: conversation 01J...
+  turnlog chat -m "and then?" 01J...
+  turnlog replay --verify 01J...
+
+--cwd and --data are sent as the request's data, which the workers record
+as data.set and the profile's middlewares read: "cwd" is the working
+directory of the template variables (prompt:cwd, git:, file:AGENTS.md).
+  turnlog chat --cwd . --data timezone=Europe/Paris -m "what is here?"`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			conv := ulid.Make().String()
@@ -74,6 +90,14 @@ conversation), /quit. A new conversation ID is made when none is given.`,
 					return fmt.Errorf("--request-id %q is not a ULID (26 characters of Crockford base32, as chat prints them)", requestID)
 				}
 			}
+			reqData, err := requestData(cwd, data)
+			if err != nil {
+				return err
+			}
+			if len(args) == 0 && message != "" {
+				// Interactive mode shows the ID in its first line.
+				fmt.Fprintf(cmd.ErrOrStderr(), "conversation %s\n", conv)
+			}
 			ctx := cmd.Context()
 			// Reconnect for as long as the command runs, to any of the
 			// servers given: chatclient moves the connection on when the
@@ -87,7 +111,7 @@ conversation), /quit. A new conversation ID is made when none is given.`,
 			if err != nil {
 				return err
 			}
-			c := &chatClient{asker: chatclient.New(nc, l), log: l, profile: profile, model: model, timeout: timeout, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr()}
+			c := &chatClient{asker: chatclient.New(nc, l), log: l, profile: profile, model: model, data: reqData, timeout: timeout, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr()}
 			if message != "" {
 				res, err := c.ask(ctx, conv, message, requestID, nil)
 				var noAnswer *chatclient.NoAnswerError
@@ -111,6 +135,8 @@ conversation), /quit. A new conversation ID is made when none is given.`,
 	cmd.Flags().StringVar(&model, "model", "", "model to ask for (default: the profile's)")
 	cmd.Flags().StringVar(&requestID, "request-id", "", "send -m under this request ID (a ULID), never twice: to wait again for a request that timed out")
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "how long to wait for an answer")
+	cmd.Flags().StringVar(&cwd, "cwd", "", "working directory sent as the request's \"cwd\" data (made absolute), read by the template variables")
+	cmd.Flags().StringArrayVar(&data, "data", nil, "KEY=VALUE sent as request data (repeatable)")
 	return cmd
 }
 
@@ -131,6 +157,7 @@ type chatClient struct {
 	log         *eventlog.Log
 	profile     string
 	model       string
+	data        map[string]string
 	timeout     time.Duration
 	out, errOut io.Writer
 }
@@ -140,7 +167,7 @@ type chatClient struct {
 func (c *chatClient) ask(ctx context.Context, conv, text, requestID string, onDelta func(worker.Delta)) (worker.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	req := worker.Request{Conversation: conv, RequestID: requestID, Text: text, Profile: c.profile, Model: c.model}
+	req := worker.Request{Conversation: conv, RequestID: requestID, Text: text, Profile: c.profile, Model: c.model, Data: c.data}
 	return c.asker.Ask(ctx, req, onDelta)
 }
 
@@ -201,6 +228,41 @@ func (c *chatClient) interactive(ctx context.Context, conv string, in io.Reader)
 			fmt.Fprintln(write, res.Answer)
 		}
 	}
+}
+
+// requestData builds a request's data from --data KEY=VALUE pairs and
+// --cwd, which wins over a "cwd" pair and is made absolute (a worker's
+// working directory is not the sender's).
+func requestData(cwd string, pairs []string) (map[string]string, error) {
+	if cwd == "" && len(pairs) == 0 {
+		return nil, nil
+	}
+	data := make(map[string]string, len(pairs)+1)
+	for _, p := range pairs {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--data %q: use KEY=VALUE, e.g. --data timezone=Europe/Paris", p)
+		}
+		if _, dup := data[k]; dup {
+			return nil, fmt.Errorf("--data %q: key %q given twice", p, k)
+		}
+		data[k] = v
+	}
+	if cwd != "" {
+		abs, err := filepath.Abs(cwd)
+		if err != nil {
+			return nil, fmt.Errorf("--cwd %q: %w", cwd, err)
+		}
+		st, err := os.Stat(abs)
+		if err != nil {
+			return nil, fmt.Errorf("--cwd %q: %w", cwd, err)
+		}
+		if !st.IsDir() {
+			return nil, fmt.Errorf("--cwd %q is not a directory", cwd)
+		}
+		data["cwd"] = abs
+	}
+	return data, nil
 }
 
 // lineReader gives line editing and history on a terminal (x/term) and
