@@ -69,6 +69,7 @@ func (r *runner) loads(ctx context.Context, l *eventlog.Log) error {
 	if r.res.LoadMs1k, err = measure("load-1k", 1000, 200); err != nil {
 		return err
 	}
+	r.res.LongConversationEvents = r.cfg.LongConversation
 	if r.res.LoadMs100k, err = measure("load-100k", r.cfg.LongConversation, 200); err != nil {
 		return err
 	}
