@@ -80,6 +80,21 @@ func (l *Log) lastMsg(ctx context.Context, subject string) (*jetstream.RawStream
 	if l.ready.Load() {
 		return l.events.GetLastMsgForSubject(ctx, subject)
 	}
+	return l.directGet(ctx, "."+subject, nil)
+}
+
+// msgAt is the events stream's message at seq, by a direct get as lastMsg.
+func (l *Log) msgAt(ctx context.Context, seq uint64) (*jetstream.RawStreamMsg, error) {
+	if l.ready.Load() {
+		return l.events.GetMsg(ctx, seq)
+	}
+	return l.directGet(ctx, "", []byte(`{"seq":`+strconv.FormatUint(seq, 10)+`}`))
+}
+
+// directGet sends a direct get of the events stream: to the API subject
+// with suffix appended (".<subject>" for the last message of a subject),
+// with body as the request.
+func (l *Log) directGet(ctx context.Context, suffix string, body []byte) (*jetstream.RawStreamMsg, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, l.js.Options().DefaultTimeout)
@@ -89,8 +104,8 @@ func (l *Log) lastMsg(ctx context.Context, subject string) (*jetstream.RawStream
 	if subj == "" {
 		subj = jetstream.DefaultAPIPrefix
 	}
-	subj += "DIRECT.GET." + l.names.EventsStream + "." + subject
-	resp, err := l.nc.RequestWithContext(ctx, subj, nil)
+	subj += "DIRECT.GET." + l.names.EventsStream + suffix
+	resp, err := l.nc.RequestWithContext(ctx, subj, body)
 	if err != nil {
 		if errors.Is(err, nats.ErrNoResponders) {
 			return nil, fmt.Errorf("direct get from %s: %w", l.names.EventsStream, err)

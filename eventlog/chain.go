@@ -51,7 +51,7 @@ func storedFrom(m *jetstream.RawStreamMsg) *stored {
 
 // lastStored returns the conversation's last message, nil when it has none.
 func (l *Log) lastStored(ctx context.Context, conversation string) (*stored, error) {
-	m, err := l.events.GetLastMsgForSubject(ctx, l.names.EventsSubject(conversation))
+	m, err := l.lastMsg(ctx, l.names.EventsSubject(conversation))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, nil
 	}
@@ -64,7 +64,7 @@ func (l *Log) lastStored(ctx context.Context, conversation string) (*stored, err
 // storedAt returns the message at seq if it is one of the conversation's,
 // nil when there is none or it is another conversation's.
 func (l *Log) storedAt(ctx context.Context, conversation string, seq uint64) (*stored, error) {
-	m, err := l.events.GetMsg(ctx, seq)
+	m, err := l.msgAt(ctx, seq)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, nil
 	}

@@ -32,6 +32,10 @@ func decodeHand(like Payload, r *reader) (p Payload, ok, known bool) {
 		p, ok = decodeSystemPromptSet(r)
 	case SystemPromptReplaced:
 		p, ok = decodeSystemPromptReplaced(r)
+	case SystemPromptLocked:
+		p, ok = decodeSystemPromptLocked(r)
+	case SystemPromptUnlocked:
+		p, ok = decodeSystemPromptUnlocked(r)
 	case ReasoningAppended:
 		p, ok = decodeReasoningAppended(r)
 	case LLMTextAppended:
@@ -201,6 +205,46 @@ func decodeSystemPromptReplaced(r *reader) (Payload, bool) {
 			ok = readString(r, &p.TemplateHash)
 		case "vars":
 			ok = readStringMap(r, &p.Variables)
+		case "reason":
+			ok = readString(r, &p.Reason)
+		case "prev_source":
+			ok = readString(r, &p.PreviousSource)
+		default:
+			ok = false
+		}
+	}
+	if !ok {
+		return nil, false
+	}
+	return p, true
+}
+
+func decodeSystemPromptLocked(r *reader) (Payload, bool) {
+	var p SystemPromptLocked
+	n, ok := r.mapLen()
+	for ; ok && n > 0; n-- {
+		switch r.fieldKey() {
+		case "block_id":
+			ok = readString(r, &p.BlockID)
+		case "reason":
+			ok = readString(r, &p.Reason)
+		default:
+			ok = false
+		}
+	}
+	if !ok {
+		return nil, false
+	}
+	return p, true
+}
+
+func decodeSystemPromptUnlocked(r *reader) (Payload, bool) {
+	var p SystemPromptUnlocked
+	n, ok := r.mapLen()
+	for ; ok && n > 0; n-- {
+		switch r.fieldKey() {
+		case "block_id":
+			ok = readString(r, &p.BlockID)
 		case "reason":
 			ok = readString(r, &p.Reason)
 		default:
