@@ -85,6 +85,14 @@ const (
 	maxHistoryWalk = 4096
 )
 
+// maxBatchScan is how many messages of the stream, the conversation's and
+// others', a batched read may have to step over for the links not to be
+// worth following: the batch costs one round trip and a scan of that
+// many messages on the server (~0.1 µs each), the walk a round trip per
+// message of the conversation. Below it (a small stream, or a tail
+// written in one go) the batch is cheaper. A variable for tests.
+var maxBatchScan uint64 = 4096
+
 // walkResult says how a walk ended.
 type walkResult int
 
@@ -159,10 +167,12 @@ func (l *Log) after(ctx context.Context, conversation string, base uint64, baseI
 		if base > 0 {
 			limit = maxTailWalk
 		}
-		msgs, res, err := l.walkBack(ctx, conversation, last, base, limit)
-		if err != nil {
-			yield(message{}, err)
-			return
+		res, msgs := walkGaveUp, []*stored(nil)
+		if last.seq-base > maxBatchScan {
+			if msgs, res, err = l.walkBack(ctx, conversation, last, base, limit); err != nil {
+				yield(message{}, err)
+				return
+			}
 		}
 		switch res {
 		case walkMissed:

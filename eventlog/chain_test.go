@@ -106,6 +106,7 @@ func interleaved(t *testing.T, l *eventlog.Log, conv string, n int, turn *projec
 // other conversations' messages, and never for anything past the
 // conversation's last message.
 func TestLoadReadsOnlyTheConversationsMessages(t *testing.T) {
+	defer eventlog.SetMaxBatchScan(0)() // links however small the stream
 	ctx := context.Background()
 	srv := natstest.Start(t)
 	l := openLog(t, srv, eventlog.WithSnapshotEvery(5))
@@ -166,6 +167,7 @@ func TestLoadReadsOnlyTheConversationsMessages(t *testing.T) {
 // TestLoadWithoutLinksFallsBack: messages another client wrote without the
 // link header still load, by the batched read.
 func TestLoadWithoutLinksFallsBack(t *testing.T) {
+	defer eventlog.SetMaxBatchScan(0)()
 	ctx := context.Background()
 	srv := natstest.Start(t)
 	l := openLog(t, srv)
@@ -197,6 +199,7 @@ func TestLoadWithoutLinksFallsBack(t *testing.T) {
 // erased and written anew, whose message the new messages' links pass by,
 // is detected and ignored.
 func TestStaleSnapshotBelowTheLinks(t *testing.T) {
+	defer eventlog.SetMaxBatchScan(0)()
 	ctx := context.Background()
 	srv := natstest.Start(t)
 	l := openLog(t, srv, eventlog.WithSnapshotEvery(1))
@@ -217,4 +220,20 @@ func TestStaleSnapshotBelowTheLinks(t *testing.T) {
 	got, err := l.Load(ctx, "c")
 	require.NoError(t, err)
 	sameTurn(t, want, got, "after the erase")
+}
+
+// TestShortDistancesUseOneBatch: when the messages after the base are
+// close together in the stream, one batched read costs less than a round
+// trip per message, and is what a load sends.
+func TestShortDistancesUseOneBatch(t *testing.T) {
+	ctx := context.Background()
+	srv := natstest.Start(t)
+	l := openLog(t, srv)
+	spy := spyReads(t, srv, l)
+	want, _ := interleaved(t, l, "c", 6, nil)
+	spy.take()
+	got, err := l.Load(ctx, "c")
+	require.NoError(t, err)
+	sameTurn(t, want, got, "loaded")
+	assert.Equal(t, []read{{last: l.Names().EventsSubject("c")}, {seq: 1, batch: true}}, spy.take())
 }
