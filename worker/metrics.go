@@ -17,6 +17,9 @@ type Metrics struct {
 	stepSeconds  prometheus.Histogram
 	inFlight     prometheus.Gauge
 	loads        *prometheus.CounterVec
+	cacheBytes   prometheus.Gauge
+	cacheTurns   prometheus.Gauge
+	snapshots    *prometheus.CounterVec
 }
 
 func newMetrics() *Metrics {
@@ -47,8 +50,21 @@ func newMetrics() *Metrics {
 			Name: "turnlog_turn_loads_total",
 			Help: "Where a request's starting Turn came from: the worker's cache (cache), the cache plus the steps other workers wrote since (cache_and_tail), or the log (log: snapshot and tail). Many log and cache_and_tail loads mean requests of a conversation keep moving between workers.",
 		}, []string{"source"}),
+		cacheBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "turnlog_turn_cache_bytes",
+			Help: "Estimated bytes of memory the Turns in the worker's cache hold (bounded by --cache-bytes).",
+		}),
+		cacheTurns: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "turnlog_turn_cache_turns",
+			Help: "Turns in the worker's cache.",
+		}),
+		snapshots: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "turnlog_snapshots_saved_total",
+			Help: "Snapshots the worker saved, by reason: interval (a request passed a multiple of the snapshot interval), evicted (the cache let go of the Turn), idle (the Turn was not used for --idle-snapshot), shutdown; and those not saved: failed, skipped (the queue of saves was full).",
+		}, []string{"reason"}),
 	}
 	m.registry.MustRegister(m.requests, m.redeliveries, m.conflicts, m.stepSeconds, m.inFlight, m.loads,
+		m.cacheBytes, m.cacheTurns, m.snapshots,
 		prometheus.NewGoCollector())
 	return m
 }

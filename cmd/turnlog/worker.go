@@ -25,11 +25,14 @@ func init() { commands = append(commands, newWorkerCmd) }
 
 // workerFlags are the settings `worker` and `serve` share.
 type workerFlags struct {
-	profiles   string
-	metrics    string
-	logLevel   string
-	replicas   int
-	partitions int
+	profiles     string
+	metrics      string
+	logLevel     string
+	replicas     int
+	partitions   int
+	cacheBytes   byteSize
+	idleSnapshot time.Duration
+	envErr       error // a TURNLOG_* setting that is not valid
 }
 
 func (f *workerFlags) register(fs *pflag.FlagSet, metricsDefault string) {
@@ -38,6 +41,9 @@ func (f *workerFlags) register(fs *pflag.FlagSet, metricsDefault string) {
 	fs.StringVar(&f.logLevel, "log-level", envOr("TURNLOG_LOG_LEVEL", "info"), "debug, info, warn or error")
 	fs.IntVar(&f.replicas, "replicas", 0, "stream replicas when creating streams (3 on a cluster; default: keep existing, 1 when new)")
 	fs.IntVar(&f.partitions, "partitions", 0, "request partitions when creating the requests stream (default: keep existing, 16 when new)")
+	f.cacheBytes, f.envErr = envByteSize("TURNLOG_CACHE_BYTES", worker.DefaultCacheBytes)
+	fs.Var(&f.cacheBytes, "cache-bytes", "memory each worker's cache of conversations may hold, e.g. 256MiB or 2GiB (env TURNLOG_CACHE_BYTES); metric turnlog_turn_cache_bytes")
+	fs.DurationVar(&f.idleSnapshot, "idle-snapshot", worker.DefaultIdleSnapshot, "save the snapshot of a cached conversation left unused this long, so its next load is short (negative: only when the cache lets go of it and at stop)")
 }
 
 func (f *workerFlags) logger() (*slog.Logger, error) {
@@ -62,6 +68,9 @@ func (f *workerFlags) logOptions() []eventlog.Option {
 // runWorkers runs n workers on their own connections from dial, serves
 // their metrics, and stops them when ctx ends.
 func runWorkers(ctx context.Context, f *workerFlags, n int, dial func() (*nats.Conn, error), logOpts []eventlog.Option, logger *slog.Logger) error {
+	if f.envErr != nil {
+		return f.envErr
+	}
 	profiles, err := profile.Load(f.profiles)
 	if err != nil {
 		return err
@@ -84,7 +93,8 @@ func runWorkers(ctx context.Context, f *workerFlags, n int, dial func() (*nats.C
 		}
 		host, _ := os.Hostname()
 		w, err := worker.New(worker.Config{Log: l, Conn: nc, Profiles: profiles, Logger: logger,
-			Name: fmt.Sprintf("%s-%d-w%d", host, os.Getpid(), i+1)})
+			Name:       fmt.Sprintf("%s-%d-w%d", host, os.Getpid(), i+1),
+			CacheBytes: int64(f.cacheBytes), IdleSnapshot: f.idleSnapshot})
 		if err != nil {
 			return err
 		}
