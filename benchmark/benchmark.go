@@ -46,9 +46,22 @@ type Results struct {
 	LoadMs1mCold           float64 `json:"load_ms_1m_cold"`
 	HistoryMs1mWarm        float64 `json:"history_ms_1m_warm"`
 	HistoryMs1mCold        float64 `json:"history_ms_1m_cold"`
-	BytesEvents200         int64   `json:"bytes_events_200"`
-	BytesSnapshots200      int64   `json:"bytes_snapshots_200"`
-	EventBytes             int     `json:"event_bytes"`
+	// WorkerPeakRSSMB is the peak resident memory of a `turnlog worker`
+	// process after WorkerMemoryRequests requests over
+	// WorkerMemoryConversations conversations (10,000 over 1,000; fewer
+	// with --quick).
+	WorkerPeakRSSMB           float64 `json:"worker_peak_rss_mb"`
+	WorkerMemoryRequests      int     `json:"worker_memory_requests"`
+	WorkerMemoryConversations int     `json:"worker_memory_conversations"`
+	BytesEvents200            int64   `json:"bytes_events_200"`
+	BytesSnapshots200         int64   `json:"bytes_snapshots_200"`
+	// BytesEvents200Disk is what the 200-exchange conversation's events
+	// take in the files of an events stream with S2 compression, and
+	// BytesEvents200DiskUncompressed without: the stream's message block,
+	// once full (JetStream compresses a block when it starts the next).
+	BytesEvents200Disk             int64 `json:"bytes_events_200_disk"`
+	BytesEvents200DiskUncompressed int64 `json:"bytes_events_200_disk_uncompressed"`
+	EventBytes                     int   `json:"event_bytes"`
 	// LongConversationEvents is the size of the conversation the
 	// load_ms_100k figures measured: 100,000 in a full run, fewer with
 	// `bench --quick`, which keeps the keys but not their size.
@@ -70,6 +83,11 @@ type Config struct {
 	// BigMessages and BigConversations size the big stream the *_1m
 	// figures are measured in (1,000,000 and 10,000).
 	BigMessages, BigConversations int
+	// MemoryRequests and MemoryConversations size the worker memory run
+	// (10,000 and 1,000); WorkerCommand runs a worker process (the
+	// turnlog binary and "worker"), without which it is skipped.
+	MemoryRequests, MemoryConversations int
+	WorkerCommand                       []string
 	// Progress, when set, receives one line per phase.
 	Progress io.Writer
 }
@@ -89,6 +107,12 @@ func (c *Config) defaults() {
 	}
 	if c.BigConversations == 0 {
 		c.BigConversations = 10_000
+	}
+	if c.MemoryRequests == 0 {
+		c.MemoryRequests = 10_000
+	}
+	if c.MemoryConversations == 0 {
+		c.MemoryConversations = 1_000
 	}
 }
 
@@ -110,13 +134,14 @@ func Run(ctx context.Context, cfg Config) (Results, error) {
 		return Results{}, err
 	}
 	defer nc.Close()
-	r := &runner{cfg: cfg, nc: nc}
+	r := &runner{cfg: cfg, nc: nc, dir: dir}
 	return r.run(ctx)
 }
 
 type runner struct {
 	cfg Config
 	nc  *nats.Conn
+	dir string // the server's data directory
 	res Results
 }
 
@@ -131,7 +156,7 @@ func (r *runner) run(ctx context.Context) (Results, error) {
 	if err != nil {
 		return r.res, err
 	}
-	steps := []func(context.Context, *eventlog.Log) error{r.publishes, r.fold, r.loads, r.bigLoads, r.bytes}
+	steps := []func(context.Context, *eventlog.Log) error{r.publishes, r.fold, r.loads, r.bigLoads, r.bytes, r.workerMemory}
 	for _, step := range steps {
 		if err := step(ctx, l); err != nil {
 			return r.res, err

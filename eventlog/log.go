@@ -39,6 +39,7 @@ type options struct {
 	snapshotEvery int
 	logger        *slog.Logger
 	duplicates    time.Duration
+	compression   *jetstream.StoreCompression // nil: as the existing stream has it, none when creating
 }
 
 // Option configures Open.
@@ -97,6 +98,23 @@ func WithSnapshotEvery(n int) Option {
 			return fmt.Errorf("snapshot interval %d: use 1 or more events", n)
 		}
 		o.snapshotEvery = n
+		return nil
+	}
+}
+
+// WithCompression sets how the events stream stores its messages on disk:
+// jetstream.S2Compression compresses each message block with S2 once it is
+// full (the block being written stays as it is), for a fraction of the
+// bytes at some CPU on writes and on reads of old blocks;
+// jetstream.NoCompression stores them as they are. Without it, an
+// existing stream keeps its setting and a new one is not compressed.
+// Changing it affects the blocks written from then on.
+func WithCompression(c jetstream.StoreCompression) Option {
+	return func(o *options) error {
+		if c != jetstream.NoCompression && c != jetstream.S2Compression {
+			return fmt.Errorf("compression %v: use none or s2", c)
+		}
+		o.compression = &c
 		return nil
 	}
 }
@@ -230,6 +248,14 @@ func (l *Log) ensureStream(ctx context.Context, cfg jetstream.StreamConfig) (jet
 			cfg.Replicas = existing.Replicas
 		}
 	}
+	if cfg.Name == l.names.EventsStream {
+		switch {
+		case l.opts.compression != nil:
+			cfg.Compression = *l.opts.compression
+		case existing != nil:
+			cfg.Compression = existing.Compression
+		}
+	}
 	if cfg.Name == l.names.RequestsStream {
 		n := l.opts.partitions
 		if n == 0 {
@@ -254,7 +280,7 @@ func (l *Log) ensureStream(ctx context.Context, cfg jetstream.StreamConfig) (jet
 func needsUpdate(have, want jetstream.StreamConfig) bool {
 	return have.Replicas != want.Replicas || have.Description != want.Description ||
 		have.AllowDirect != want.AllowDirect || have.Duplicates != want.Duplicates ||
-		have.DenyDelete != want.DenyDelete ||
+		have.DenyDelete != want.DenyDelete || have.Compression != want.Compression ||
 		(want.SubjectTransform != nil && (have.SubjectTransform == nil || *have.SubjectTransform != *want.SubjectTransform))
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/turnlog/turnlog/eventlog"
@@ -32,6 +33,7 @@ type workerFlags struct {
 	partitions   int
 	cacheBytes   byteSize
 	idleSnapshot time.Duration
+	compression  string
 	envErr       error // a TURNLOG_* setting that is not valid
 }
 
@@ -43,6 +45,7 @@ func (f *workerFlags) register(fs *pflag.FlagSet, metricsDefault string) {
 	fs.IntVar(&f.partitions, "partitions", 0, "request partitions when creating the requests stream (default: keep existing, 16 when new)")
 	f.cacheBytes, f.envErr = envByteSize("TURNLOG_CACHE_BYTES", worker.DefaultCacheBytes)
 	fs.Var(&f.cacheBytes, "cache-bytes", "memory each worker's cache of conversations may hold, e.g. 256MiB or 2GiB (env TURNLOG_CACHE_BYTES); metric turnlog_turn_cache_bytes")
+	fs.StringVar(&f.compression, "compression", os.Getenv("TURNLOG_COMPRESSION"), "how the events stream stores messages on disk: s2 (compressed, about half the bytes) or none (env TURNLOG_COMPRESSION; default: keep existing, none when new)")
 	fs.DurationVar(&f.idleSnapshot, "idle-snapshot", worker.DefaultIdleSnapshot, "save the snapshot of a cached conversation left unused this long, so its next load is short (negative: only when the cache lets go of it and at stop)")
 }
 
@@ -56,6 +59,12 @@ func (f *workerFlags) logger() (*slog.Logger, error) {
 
 func (f *workerFlags) logOptions() []eventlog.Option {
 	var opts []eventlog.Option
+	switch f.compression {
+	case "s2":
+		opts = append(opts, eventlog.WithCompression(jetstream.S2Compression))
+	case "none":
+		opts = append(opts, eventlog.WithCompression(jetstream.NoCompression))
+	}
 	if f.replicas > 0 {
 		opts = append(opts, eventlog.WithReplicas(f.replicas))
 	}
@@ -70,6 +79,9 @@ func (f *workerFlags) logOptions() []eventlog.Option {
 func runWorkers(ctx context.Context, f *workerFlags, n int, dial func() (*nats.Conn, error), logOpts []eventlog.Option, logger *slog.Logger) error {
 	if f.envErr != nil {
 		return f.envErr
+	}
+	if c := f.compression; c != "" && c != "s2" && c != "none" {
+		return fmt.Errorf("--compression %q: use s2 or none", c)
 	}
 	profiles, err := profile.Load(f.profiles)
 	if err != nil {
