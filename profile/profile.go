@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/turnlog/turnlog/engine"
-	"github.com/turnlog/turnlog/engine/openai"
 	"github.com/turnlog/turnlog/engine/scripted"
 	"github.com/turnlog/turnlog/middlewares"
 	"go.yaml.in/yaml/v3"
@@ -32,16 +31,30 @@ type Profile struct {
 	// place ("" and no template: none). The template middleware uses the
 	// global template instead (turnlog template get|set).
 	SystemPrompt string `yaml:"system_prompt,omitempty" json:"system_prompt,omitempty"`
-	// Provider is "scripted" (default; deterministic, no network) or
-	// "openai" (any OpenAI-compatible endpoint; see OPENAI_BASE_URL,
-	// OPENAI_API_KEY, OPENAI_MODEL).
+	// Provider is one of Providers: "scripted" (default; deterministic, no
+	// network), "openai" (any Chat Completions endpoint; see
+	// OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL), "openai_responses"
+	// (the OpenAI Responses API, stateless, with encrypted reasoning; same
+	// variables) or "anthropic" (the Anthropic Messages API; see
+	// ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY, ANTHROPIC_MODEL).
 	Provider string `yaml:"provider,omitempty" json:"provider,omitempty"`
 	// Model is passed to the provider ("" for its default).
 	Model string `yaml:"model,omitempty" json:"model,omitempty"`
-	// BaseURL and APIKeyEnv configure the openai provider; the key itself
+	// BaseURL and APIKeyEnv configure the network providers; the key itself
 	// never goes in the file, only the name of the variable holding it.
 	BaseURL   string `yaml:"base_url,omitempty" json:"base_url,omitempty"`
 	APIKeyEnv string `yaml:"api_key_env,omitempty" json:"api_key_env,omitempty"`
+	// MaxTokens bounds each answer of openai_responses (max_output_tokens)
+	// and anthropic (max_tokens, default 8192); 0 for the default.
+	MaxTokens int `yaml:"max_tokens,omitempty" json:"max_tokens,omitempty"`
+	// ReasoningEffort and ReasoningSummary set openai_responses' reasoning
+	// (effort: the model's default when empty; summary: "auto" when
+	// empty, "none" for none).
+	ReasoningEffort  string `yaml:"reasoning_effort,omitempty" json:"reasoning_effort,omitempty"`
+	ReasoningSummary string `yaml:"reasoning_summary,omitempty" json:"reasoning_summary,omitempty"`
+	// Thinking switches anthropic's extended thinking on: "adaptive" or a
+	// budget of tokens such as "4096"; "" or "off" for none.
+	Thinking string `yaml:"thinking,omitempty" json:"thinking,omitempty"`
 	// Script is a scripted-engine script file ("" for the built-in one).
 	Script string `yaml:"script,omitempty" json:"script,omitempty"`
 	// Middlewares in order, outermost first. Known names: logging, retry,
@@ -84,7 +97,7 @@ type Set map[string]Profile
 const DefaultYAML = `# turnlog profiles: how chat requests are answered.
 profiles:
   default:
-    provider: scripted          # deterministic, no network; or "openai"
+    provider: scripted          # deterministic, no network; or openai, openai_responses, anthropic
     model: ""                   # provider default
     # template: the global system prompt template (turnlog template get|set),
     # rendered once per conversation and again on compaction.
@@ -146,10 +159,8 @@ func (s Set) Names() []string {
 
 // Validate reports the first setting that cannot work.
 func (p Profile) Validate() error {
-	switch p.Provider {
-	case "", "scripted", "openai":
-	default:
-		return fmt.Errorf("provider %q: use scripted or openai", p.Provider)
+	if err := p.validateProvider(); err != nil {
+		return err
 	}
 	for _, m := range p.Middlewares {
 		if !slices.Contains(known, m) {
@@ -197,33 +208,9 @@ func (p Profile) Build(logger *slog.Logger, tools *engine.Tools) (*Built, error)
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	var eng engine.Engine
-	switch p.Provider {
-	case "", "scripted":
-		var script *scripted.Script
-		if p.Script != "" {
-			var err error
-			if script, err = scripted.Load(p.Script); err != nil {
-				return nil, err
-			}
-		}
-		eng = scripted.New(script)
-	case "openai":
-		cfg := openai.ConfigFromEnv()
-		if p.BaseURL != "" {
-			cfg.BaseURL = p.BaseURL
-		}
-		if p.APIKeyEnv != "" {
-			cfg.APIKey = os.Getenv(p.APIKeyEnv)
-		}
-		if p.Model != "" {
-			cfg.Model = p.Model
-		}
-		e, err := openai.New(cfg)
-		if err != nil {
-			return nil, err
-		}
-		eng = e
+	eng, err := p.newEngine()
+	if err != nil {
+		return nil, err
 	}
 	if tools == nil {
 		var err error
