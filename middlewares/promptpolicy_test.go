@@ -231,3 +231,14 @@ func TestSystemPromptMiddlewaresHonourTheLockEvent(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckRequestData(t *testing.T) {
+	assert.NoError(t, middlewares.CheckRequestData(map[string]string{"cwd": "/src", "tz": "UTC", "systemprompt": "no dot, not reserved"}, nil))
+	err := middlewares.CheckRequestData(map[string]string{"tz": "UTC", "trust.x": "1", "compaction.y": "2"}, nil)
+	assert.ErrorIs(t, err, middlewares.ErrReservedData)
+	assert.ErrorContains(t, err, `data key "compaction.y" is reserved`, "the first bad key in key order")
+	assert.NoError(t, middlewares.CheckRequestData(map[string]string{"trust.x": "1"}, []string{"trust.x"}))
+	for _, k := range middlewares.RequestDataKeys {
+		assert.Equal(t, k.FromRequest == "profile", middlewares.ReservedDataKey(k.Key), "%s: the table and the namespaces agree", k.Key)
+	}
+}
