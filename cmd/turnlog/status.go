@@ -68,7 +68,7 @@ func newStatusCmd() *cobra.Command {
 				return err
 			}
 			defer sub.Unsubscribe()
-			if err := nc.PublishRequest(names.Prefix+".workers.ping", inbox, nil); err != nil {
+			if err := nc.PublishRequest(names.WorkersPing(), inbox, nil); err != nil {
 				return err
 			}
 			for {
