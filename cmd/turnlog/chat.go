@@ -53,7 +53,7 @@ conversation), /quit. A new conversation ID is made when none is given.`,
 				return err
 			}
 			ctx := cmd.Context()
-			nc, l, err := nf.connect(ctx)
+			nc, l, err := nf.connect(ctx, eventlog.ReadOnly())
 			if err != nil {
 				return err
 			}
@@ -73,6 +73,9 @@ conversation), /quit. A new conversation ID is made when none is given.`,
 			return c.interactive(ctx, conv, cmd.InOrStdin())
 		},
 	}
+	// chat's --data is the request's data (issue 17), so the data
+	// directory whose admin key chat uses comes from TURNLOG_DATA.
+	nf.noDataFlag = true
 	nf.register(cmd.Flags())
 	cmd.Flags().StringVarP(&message, "message", "m", "", "send one message, print the answer, exit")
 	cmd.Flags().StringVar(&profile, "profile", "", "profile to answer with (default: the workers' default)")

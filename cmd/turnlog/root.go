@@ -17,14 +17,18 @@ Start everything on this machine with an embedded NATS server:
 
   turnlog serve
 
-Every client command takes --nats-url (and credentials) so it works the same
-against serve or an external NATS server or cluster.`,
+Every client command takes --nats-url and a credential (--creds, --nkey,
+--context, or the NATS_URL / NATS_CREDS variables of the NATS tools) so it
+works the same against serve or an external NATS server or cluster. Without
+one, a command uses the admin key that serve keeps in its data directory
+(./.turnlog/auth/admin.nk, or under TURNLOG_DATA).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	for _, c := range commands {
 		root.AddCommand(c())
 	}
+	reportRefusals(root)
 	return root
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
+	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/worker"
 )
 
@@ -24,7 +25,7 @@ func newStatusCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			nc, l, err := nf.connect(ctx)
+			nc, l, err := nf.connect(ctx, eventlog.ReadOnly())
 			if err != nil {
 				return err
 			}
