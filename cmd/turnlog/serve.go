@@ -31,6 +31,7 @@ func newServeCmd() *cobra.Command {
 		wf      workerFlags
 		httpAt  string
 		token   string
+		hosts   []string
 		noAuth  bool
 	)
 	cmd := &cobra.Command{
@@ -98,7 +99,7 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 			}
 			fmt.Fprintf(out, "turnlog: NATS with JetStream listening on %s (data in %s, sync %s, %s)\n", srv.ClientURL(), data, syncName(sync), authName(noAuth))
 			if httpAt != "" {
-				api, err := httpapi.New(httpapi.Config{Log: l, Token: token, Logger: logger})
+				api, err := httpapi.New(httpapi.Config{Log: l, Token: token, AllowedHosts: hosts, Logger: logger})
 				if err != nil {
 					return err
 				}
@@ -129,7 +130,8 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 	fs.StringVar(&listen, "listen", envOr("TURNLOG_LISTEN", "127.0.0.1:4222"), "HOST:PORT for NATS clients (env TURNLOG_LISTEN)")
 	fs.StringVar(&sync, "sync", envOr("TURNLOG_SYNC", embedded.SyncInterval), "fsync policy: interval or always (env TURNLOG_SYNC)")
 	fs.StringVar(&httpAt, "http", envOr("TURNLOG_HTTP", "127.0.0.1:8080"), "HOST:PORT of the HTTP API and web console ('' turns it off; env TURNLOG_HTTP)")
-	fs.StringVar(&token, "token", os.Getenv("TURNLOG_TOKEN"), "bearer token required for writes to the HTTP API (env TURNLOG_TOKEN; keep a token-less server on localhost)")
+	fs.StringVar(&token, "token", os.Getenv("TURNLOG_TOKEN"), "bearer token required by every HTTP API request, reads too (the console asks for it once; env TURNLOG_TOKEN; keep a token-less server on localhost)")
+	fs.StringSliceVar(&hosts, "allowed-hosts", splitList(os.Getenv("TURNLOG_HTTP_ALLOWED_HOSTS")), "host names the HTTP API may be addressed by besides localhost and IP addresses, comma-separated (a proxy's or the LAN's name for this machine; env TURNLOG_HTTP_ALLOWED_HOSTS)")
 	fs.IntVar(&workers, "workers", 2, "workers to run in this process (0: none, NATS only)")
 	fs.BoolVar(&noAuth, "no-auth", false, "run NATS without authentication (anyone who reaches --listen may do anything); default: keys per role in <data>/auth/")
 	wf.register(fs, "")
@@ -192,4 +194,12 @@ func withKey(key nats.Option) []nats.Option {
 		return nil
 	}
 	return []nats.Option{key}
+}
+
+// splitList splits a comma-separated environment value ("" is none).
+func splitList(v string) []string {
+	if v == "" {
+		return nil
+	}
+	return strings.Split(v, ",")
 }
