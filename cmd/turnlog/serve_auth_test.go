@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -178,4 +180,28 @@ func TestServeCreatesPrivateCredentials(t *testing.T) {
 		assert.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "%s.nk mode", role)
 	}
 	assert.Contains(t, s.out.String(), "auth")
+}
+
+// TestTokenCannotBeStolen reproduces issue 15, item 2 as the attacker ran
+// it against `turnlog serve --token X`: set a template that reads the
+// server's command line over the NATS port, have a conversation rendered
+// with it, read its Turn over HTTP without the token. Each step is now
+// refused: the NATS port wants a key, the HTTP reads want the token.
+func TestTokenCannotBeStolen(t *testing.T) {
+	s := startServe(t, "--token", "X-secret-token")
+	elsewhere := t.TempDir()
+
+	out, code := runCmd(t, []string{"TURNLOG_DATA=" + elsewhere}, "[file:cmdline]", "template", "set", "-", "--nats-url", s.natsURL)
+	assert.NotEqual(t, 0, code, "template set over the NATS port without a key: %s", out)
+	out, code = runCmd(t, []string{"TURNLOG_DATA=" + elsewhere}, "", "chat", "stolen", "-m", "hi", "--nats-url", s.natsURL)
+	assert.NotEqual(t, 0, code, "a chat request over the NATS port without a key: %s", out)
+
+	for _, path := range []string{"/conversations", "/conversations/stolen/turn", "/conversations/stolen/events", "/system-prompt"} {
+		res, err := http.Get(s.httpURL + path)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		assert.Equal(t, http.StatusUnauthorized, res.StatusCode, "GET %s without the token", path)
+		assert.NotContains(t, string(body), "X-secret-token")
+	}
 }
