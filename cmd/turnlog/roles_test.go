@@ -39,6 +39,7 @@ func TestClientKey(t *testing.T) {
 		{"export", "client-conv"},
 		{"diff-turns", "client-conv@1", "client-conv"},
 		{"status"},
+		{"ls"},
 		{"template", "get"},
 	} {
 		out, code := runCmd(t, []string{"NATS_CREDS=" + client}, "", append(args, url...)...)

@@ -116,7 +116,7 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 					return srv.Connect(append(withKey(workerKey), refusalLogger(logger))...)
 				}, logOpts, logger)
 			}()
-			fmt.Fprintf(out, "turnlog: %d workers ready; try: turnlog chat -m hello (Ctrl-C to stop)\n", workers)
+			fmt.Fprintf(out, "turnlog: %d workers ready; try: %s (Ctrl-C to stop)\n", workers, chatHint(srv.ClientURL(), cmd.Flags().Changed("listen") || os.Getenv("TURNLOG_LISTEN") != ""))
 			err = <-done
 			fmt.Fprintln(out, "turnlog: stopped")
 			if err != nil && !errors.Is(err, context.Canceled) {
@@ -202,4 +202,14 @@ func splitList(v string) []string {
 		return nil
 	}
 	return strings.Split(v, ",")
+}
+
+// chatHint is the command the banner suggests: it names the server's URL
+// whenever serve listens anywhere but the default, where a bare
+// `turnlog chat` would not find it (or would find another server).
+func chatHint(clientURL string, customListen bool) string {
+	if !customListen {
+		return "turnlog chat -m hello"
+	}
+	return "turnlog chat --nats-url " + clientURL + " -m hello"
 }
