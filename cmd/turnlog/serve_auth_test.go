@@ -205,3 +205,16 @@ func TestTokenCannotBeStolen(t *testing.T) {
 		assert.NotContains(t, string(body), "X-secret-token")
 	}
 }
+
+// TestServeNoAuth: --no-auth is the explicit opt-out, and says what it
+// means.
+func TestServeNoAuth(t *testing.T) {
+	s := startServe(t, "--no-auth")
+	assert.Contains(t, s.out.String(), "WARNING: NATS authentication is off")
+	assert.Contains(t, s.out.String(), "NO authentication")
+	nc, err := nats.Connect(s.natsURL)
+	require.NoError(t, err, "--no-auth lets anyone in")
+	nc.Close()
+	_, err = os.Stat(filepath.Join(s.data, "auth"))
+	assert.True(t, os.IsNotExist(err), "no keys are made without authentication")
+}
