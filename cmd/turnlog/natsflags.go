@@ -18,6 +18,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 
 	"github.com/nats-io/nats.go"
@@ -96,7 +97,9 @@ func (f *natsFlags) connect(ctx context.Context, opts ...eventlog.Option) (*nats
 		if errors.Is(err, nats.ErrPermissionViolation) && box != nil {
 			box.record(err, plan.Credential)
 			go nc.Close()
+			return
 		}
+		fmt.Fprintf(os.Stderr, "turnlog: NATS: %v\n", err)
 	}))
 	if err != nil {
 		return nil, nil, err
