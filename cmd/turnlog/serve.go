@@ -17,6 +17,7 @@ import (
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/httpapi"
 	"github.com/turnlog/turnlog/natsauth"
+	"github.com/turnlog/turnlog/profile"
 )
 
 func init() { commands = append(commands, newServeCmd) }
@@ -99,7 +100,11 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 			}
 			fmt.Fprintf(out, "turnlog: NATS with JetStream listening on %s (data in %s, sync %s, %s)\n", srv.ClientURL(), data, syncName(sync), authName(noAuth))
 			if httpAt != "" {
-				api, err := httpapi.New(httpapi.Config{Log: l, Token: token, AllowedHosts: hosts, Logger: logger})
+				profiles, err := profile.Load(wf.profiles)
+				if err != nil {
+					return err
+				}
+				api, err := httpapi.New(httpapi.Config{Log: l, Token: token, AllowedHosts: hosts, Logger: logger, Profiles: profiles})
 				if err != nil {
 					return err
 				}

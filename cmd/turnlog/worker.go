@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -95,7 +96,7 @@ func runWorkers(ctx context.Context, f *workerFlags, n int, dial func() (*nats.C
 			return err
 		}
 		defer nc.Close()
-		l, err := eventlog.Open(ctx, nc, logOpts...)
+		l, err := worker.OpenLog(ctx, nc, logger, logOpts...)
 		if err != nil {
 			return err
 		}
@@ -133,9 +134,10 @@ func runWorkers(ctx context.Context, f *workerFlags, n int, dial func() (*nats.C
 
 func newWorkerCmd() *cobra.Command {
 	var (
-		nf natsFlags
-		wf workerFlags
-		n  int
+		nf       natsFlags
+		wf       workerFlags
+		n        int
+		examples bool
 	)
 	cmd := &cobra.Command{
 		Use:   "worker",
@@ -156,9 +158,16 @@ requests, append events and write snapshots, not erase or set templates.
 
 Profiles (--profiles FILE) say how to answer; without a file:
 
-` + profile.DefaultYAML,
+` + profile.DefaultYAML + `
+--example-profiles prints example profiles (system prompt set-ups: a fixed
+persona, prompt_policy: replace for a prompt the profile did not write, a
+global prompt, an appended house style) to copy from.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if examples {
+				_, err := io.WriteString(cmd.OutOrStdout(), profile.ExamplesYAML)
+				return err
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			logger, err := wf.logger()
@@ -166,7 +175,11 @@ Profiles (--profiles FILE) say how to answer; without a file:
 				return err
 			}
 			dial := func() (*nats.Conn, error) {
-				return nf.dial(nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond), refusalLogger(logger))
+				// The first connection is retried like later ones: a
+				// worker started before its servers waits for them
+				// (worker.OpenLog logs the wait).
+				return nf.dial(nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond),
+					nats.RetryOnFailedConnect(true), refusalLogger(logger))
 			}
 			err = runWorkers(ctx, &wf, n, dial, append(wf.logOptions(), eventlog.WithPrefix(nf.prefix)), logger)
 			if errors.Is(err, context.Canceled) {
@@ -178,5 +191,6 @@ Profiles (--profiles FILE) say how to answer; without a file:
 	nf.asRole(natsauth.Worker).register(cmd.Flags())
 	wf.register(cmd.Flags(), "127.0.0.1:9090")
 	cmd.Flags().IntVar(&n, "workers", 1, "workers in this process")
+	cmd.Flags().BoolVar(&examples, "example-profiles", false, "print example profiles (profile/examples.yaml) and exit")
 	return cmd
 }
