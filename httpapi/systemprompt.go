@@ -14,11 +14,13 @@ import (
 
 // TemplateBody is the body of GET and PUT /system-prompt. Template is the
 // global template's source ("" means new conversations get no system
-// prompt). Default, in answers only, says that no template was set and
-// Template is the built-in default.
+// prompt). Default, in answers only, says that Template is the built-in
+// default: no template was set, or (Unavailable set) the templates store
+// could not be read, so whether one was set is unknown.
 type TemplateBody struct {
-	Template *string `json:"template"`
-	Default  bool    `json:"default,omitempty"`
+	Template    *string `json:"template"`
+	Default     bool    `json:"default,omitempty"`
+	Unavailable string  `json:"unavailable,omitempty"`
 }
 
 // VariablesBody is the answer of GET /system-prompt/variables.
@@ -74,7 +76,8 @@ func (s *Server) getTemplate(w http.ResponseWriter, r *http.Request) {
 		s.cfg.Logger.Warn("http api: the templates store is unavailable; GET /system-prompt answers the built-in default", "err", err)
 		w.Header().Set(HeaderTemplateSource, TemplateSourceDefault)
 		text := templates.Default
-		writeJSON(w, http.StatusOK, TemplateBody{Template: &text, Default: true})
+		writeJSON(w, http.StatusOK, TemplateBody{Template: &text, Default: true,
+			Unavailable: "the templates store cannot be read (" + err.Error() + "); this is the built-in default, not necessarily the template in use"})
 		return
 	}
 	w.Header().Set(HeaderTemplateSource, TemplateSourceStore)

@@ -72,7 +72,9 @@ func TestTemplateOutage(t *testing.T) {
 
 	status, body, header = call(t, ts, "GET", "/system-prompt", "", "")
 	assert.Equal(t, http.StatusOK, status)
-	assert.Equal(t, map[string]any{"template": templates.Default, "default": true}, body)
+	assert.Equal(t, templates.Default, body["template"])
+	assert.Equal(t, true, body["default"])
+	assert.Contains(t, body["unavailable"], "templates store cannot be read", "and the body too, for the console")
 	assert.Equal(t, httpapi.TemplateSourceDefault, header.Get(httpapi.HeaderTemplateSource), "the answer says it is the fallback")
 
 	status, body, header = call(t, ts, "PUT", "/system-prompt", auth, `{"template": "New."}`)
