@@ -95,6 +95,7 @@ func (p Profile) templatePrompt() (engine.Middleware, error) {
 	return middlewares.TemplatePrompt(middlewares.TemplatePromptConfig{
 		Templates:      src,
 		Cwd:            p.Cwd,
+		Policy:         p.PromptPolicy,
 		MaxFileBytes:   l.MaxFileBytes,
 		MaxPromptBytes: l.MaxPromptBytes,
 		GitTimeout:     l.GitTimeout,
