@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -49,6 +50,50 @@ func TestFileNeverReadsKernelFiles(t *testing.T) {
 			assert.Empty(t, used)
 		})
 	}
+}
+
+// TestFileThroughALinkFromTheRoot: with "/" as the working directory, a
+// relative symbolic link into /proc or /dev stays inside the root, so
+// os.Root follows it; the opened file is refused all the same, by its file
+// system and by the path the kernel gives for it.
+func TestFileThroughALinkFromTheRoot(t *testing.T) {
+	dir := t.TempDir()
+	up := strings.Repeat("../", strings.Count(dir, "/"))
+	require.NoError(t, os.Symlink(up+"proc/self/environ", filepath.Join(dir, "environ")))
+	require.NoError(t, os.Symlink(up+"dev/shm", filepath.Join(dir, "shm")))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "plain.txt"), []byte("plain"), 0o600))
+	shm, err := os.MkdirTemp("/dev/shm", "turnlog-test-")
+	if err == nil {
+		t.Cleanup(func() { os.RemoveAll(shm) })
+		require.NoError(t, os.WriteFile(filepath.Join(shm, "a.txt"), []byte("SECRET"), 0o600))
+	}
+	rel := strings.TrimPrefix(dir, "/")
+	tpl := "<[file:" + rel + "/environ]><[file:" + rel + "/plain.txt]>"
+	if shm != "" {
+		tpl += "<[file:" + rel + "/shm/" + filepath.Base(shm) + "/a.txt]>"
+	}
+	prompt, _, _, err := RenderWith(context.Background(), tpl, Env{Cwd: "/"})
+	require.NoError(t, err)
+	want := "<><plain>"
+	if shm != "" {
+		want += "<>"
+	}
+	assert.Equal(t, want, prompt, "the plain file is read, the kernel's are not")
+}
+
+// TestFileNotADeviceAnywhere: a device node outside /dev is refused by
+// its type.
+func TestFileNotADeviceAnywhere(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make a device node")
+	}
+	dir := t.TempDir()
+	if err := syscall.Mknod(filepath.Join(dir, "null"), syscall.S_IFCHR|0o666, 1<<8|3); err != nil {
+		t.Skipf("mknod: %v", err)
+	}
+	prompt, _, _, err := RenderWith(context.Background(), "<[file:null]>", Env{Cwd: dir})
+	require.NoError(t, err)
+	assert.Equal(t, "<>", prompt)
 }
 
 // TestFileInDevShmRefused checks a regular file under /dev (tmpfs), which

@@ -2,6 +2,7 @@ package template
 
 import (
 	"os"
+	"strconv"
 	"syscall"
 )
 
@@ -24,19 +25,29 @@ var kernelFSTypes = map[int64]bool{
 	0x6165676c: true, // pstore
 }
 
-// onKernelFS reports whether the open file f lies on a kernel file system;
-// when that cannot be told, it says yes.
+// onKernelFS reports whether the open file f lies on a kernel file system,
+// or, by the path the kernel gives for it, in one of kernelDirs (a file in
+// /dev/shm is on tmpfs, and a working directory of "/" with a symbolic
+// link into /dev stays inside the root); when that cannot be told, it says
+// yes.
 func onKernelFS(f *os.File) bool {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return true
 	}
-	var st syscall.Statfs_t
-	var serr error
-	if err := rc.Control(func(fd uintptr) { serr = syscall.Fstatfs(int(fd), &st) }); err != nil || serr != nil {
+	var (
+		st   syscall.Statfs_t
+		serr error
+		path string
+	)
+	if err := rc.Control(func(fd uintptr) {
+		if serr = syscall.Fstatfs(int(fd), &st); serr == nil {
+			path, serr = os.Readlink("/proc/self/fd/" + strconv.Itoa(int(fd)))
+		}
+	}); err != nil || serr != nil {
 		return true
 	}
-	return kernelFSTypes[int64(st.Type)]
+	return kernelFSTypes[int64(st.Type)] || inKernelDir(path)
 }
 
 // onKernelFSPath is onKernelFS for a path.
