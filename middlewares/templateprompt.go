@@ -76,11 +76,15 @@ type TemplatePromptConfig struct {
 	// absolute "cwd" ("" and no data: the prompt:cwd, git: and file:
 	// variables do not exist).
 	Cwd string
-	// Now, MaxFileBytes and GitTimeout are passed to the resolvers (see
-	// template.Env); zero values mean the resolvers' defaults.
-	Now          func() time.Time
-	MaxFileBytes int64
-	GitTimeout   time.Duration
+	// Now, MaxFileBytes, MaxPromptBytes and GitTimeout are passed to the
+	// resolvers and the renderer (see template.Env); zero values mean
+	// their defaults. A prompt, or variables, past MaxPromptBytes fail the
+	// request with an error naming the cap and the variable
+	// (template.ErrTooLarge), rather than sending a cut prompt.
+	Now            func() time.Time
+	MaxFileBytes   int64
+	MaxPromptBytes int64
+	GitTimeout     time.Duration
 	// ResolveTimeout bounds the resolution of all the template's variables
 	// together (default template.DefaultResolveTimeout): a slow git or
 	// file system makes variables missing, never the request slow.
@@ -196,7 +200,10 @@ func (p *templatePrompt) ensure(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s: read the template: %w", ActorTemplatePrompt, engine.Transient(err))
 	}
-	r := p.render(ctx, src)
+	r, err := p.render(ctx, src)
+	if err != nil {
+		return err
+	}
 	if hasOther {
 		return p.takeOver(other, r)
 	}
@@ -231,7 +238,11 @@ func (p *templatePrompt) takeOver(other events.Block, r rendered) error {
 	})
 }
 
-func (p *templatePrompt) render(ctx context.Context, src string) rendered {
+// ProfileMaxPromptBytes names the profile setting that raises the prompt
+// cap, for the error of a template that reaches it.
+const ProfileMaxPromptBytes = "template_limits.max_prompt_bytes"
+
+func (p *templatePrompt) render(ctx context.Context, src string) (rendered, error) {
 	turn := p.tx.Turn()
 	env := template.Env{
 		Cwd:            p.cfg.Cwd,
@@ -239,6 +250,7 @@ func (p *templatePrompt) render(ctx context.Context, src string) rendered {
 		ConversationID: turn.Conversation,
 		Now:            p.cfg.Now,
 		MaxFileBytes:   p.cfg.MaxFileBytes,
+		MaxPromptBytes: p.cfg.MaxPromptBytes,
 		GitTimeout:     p.cfg.GitTimeout,
 	}
 	// A relative directory would be relative to wherever the worker runs.
@@ -247,12 +259,16 @@ func (p *templatePrompt) render(ctx context.Context, src string) rendered {
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.ResolveTimeout)
 	defer cancel()
-	prompt, used, ok := template.RenderWith(ctx, src, env)
+	prompt, used, ok, err := template.RenderWith(ctx, src, env)
+	if err != nil {
+		// Not transient: the same template and files fail again.
+		return rendered{}, fmt.Errorf("%s: template %.12s: %w (the cap is the profile's %s)", ActorTemplatePrompt, projector.HashText(src), err, ProfileMaxPromptBytes)
+	}
 	r := rendered{prompt: prompt, hash: projector.HashText(src), ok: ok}
 	if len(used) > 0 {
 		r.vars = map[string]string(used)
 	}
-	return r
+	return r, nil
 }
 
 func (p *templatePrompt) set(r rendered) events.SystemPromptSet {
@@ -303,7 +319,11 @@ func (p *templatePrompt) rebuild(ctx context.Context) (rendered, bool, error) {
 			return rendered{}, false, fmt.Errorf("%s: read the template: %w", ActorTemplatePrompt, engine.Transient(err))
 		}
 	}
-	return p.render(ctx, src), true, nil
+	r, err := p.render(ctx, src)
+	if err != nil {
+		return rendered{}, false, err
+	}
+	return r, true, nil
 }
 
 // record makes r the conversation's prompt, with the compaction as reason.

@@ -79,6 +79,9 @@ type Profile struct {
 	// (prompt:cwd, git:, file:) for conversations whose requests send no
 	// "cwd" data; "" means none.
 	Cwd string `yaml:"cwd,omitempty" json:"cwd,omitempty"`
+	// TemplateLimits bound what the template middleware's variables read
+	// and the prompt it renders (zero values: the defaults).
+	TemplateLimits TemplateLimits `yaml:"template_limits,omitempty" json:"template_limits,omitempty"`
 	// Templates is where the template middleware reads the global template;
 	// the worker sets it to its installation's templates.Store. nil means
 	// the built-in templates.Default.

@@ -3,13 +3,18 @@ package profile_test
 import (
 	"context"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/engine"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/middlewares"
+	"github.com/turnlog/turnlog/middlewares/template"
 	"github.com/turnlog/turnlog/profile"
 	"github.com/turnlog/turnlog/projector"
 )
@@ -67,4 +72,68 @@ func TestTemplateMiddlewareReadsProfileTemplates(t *testing.T) {
 	require.NoError(t, b.Loop.Run(context.Background(), tx))
 	sp, _, _ = tx.Turn().SystemPrompt()
 	assert.Equal(t, "You are a helpful assistant.", sp.Text, "without a store: the built-in default")
+}
+
+func TestTemplateLimitsParsedAndValidated(t *testing.T) {
+	set, err := profile.Parse([]byte(`profiles:
+  default:
+    middlewares: [template]
+    template_limits:
+      max_file_bytes: 1024
+      max_prompt_bytes: 4096
+      git_timeout: 500ms
+`))
+	require.NoError(t, err)
+	assert.Equal(t, profile.TemplateLimits{MaxFileBytes: 1024, MaxPromptBytes: 4096, GitTimeout: 500 * time.Millisecond}, set[profile.DefaultName].TemplateLimits)
+
+	tests := []struct {
+		name   string
+		limits profile.TemplateLimits
+		want   string // "" for valid
+	}{
+		{name: "defaults", limits: profile.TemplateLimits{}},
+		{name: "file cap alone, under the default prompt cap", limits: profile.TemplateLimits{MaxFileBytes: 100 << 10}},
+		{name: "negative", limits: profile.TemplateLimits{MaxFileBytes: -1}, want: "must not be negative"},
+		{name: "prompt cap too large for one event", limits: profile.TemplateLimits{MaxPromptBytes: 64 << 20}, want: "fit in one event"},
+		{name: "file over the prompt", limits: profile.TemplateLimits{MaxFileBytes: 8192, MaxPromptBytes: 4096}, want: "max_file_bytes 8192 is over max_prompt_bytes 4096"},
+		{name: "file over the default prompt", limits: profile.TemplateLimits{MaxFileBytes: 1 << 20}, want: "max_file_bytes 1048576 is over max_prompt_bytes 262144"},
+		{name: "git timeout too long", limits: profile.TemplateLimits{GitTimeout: time.Hour}, want: "git_timeout"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := profile.Profile{Middlewares: []string{"template"}, TemplateLimits: tc.limits}.Validate()
+			if tc.want == "" {
+				assert.NoError(t, err)
+				return
+			}
+			assert.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+// TestTemplateLimitsReachTheMiddleware: a profile's caps are the ones the
+// template middleware applies: a per-file cap of 4 bytes cuts the file with
+// a note, and a prompt cap of 64 bytes fails the request naming the setting.
+func TestTemplateLimitsReachTheMiddleware(t *testing.T) {
+	cwd := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(cwd, "notes.txt"), []byte("abcdefgh"), 0o600))
+	run := func(limits profile.TemplateLimits, tmpl string) (*engine.Tx, error) {
+		p := profile.Profile{Middlewares: []string{"template"}, Cwd: cwd, TemplateLimits: limits, Templates: middlewares.StaticTemplate(tmpl)}
+		b, err := p.Build(slog.New(slog.DiscardHandler), nil)
+		require.NoError(t, err)
+		tx := engine.NewTx(projector.New("c1"), "r1")
+		require.NoError(t, tx.Emit("test", events.UserAppended{BlockID: "u", Text: "hi"}))
+		return tx, b.Loop.Run(context.Background(), tx)
+	}
+	tx, err := run(profile.TemplateLimits{MaxFileBytes: 4, MaxPromptBytes: 1024}, "[file:notes.txt]")
+	require.NoError(t, err)
+	sp, _, ok := tx.Turn().SystemPrompt()
+	require.True(t, ok)
+	assert.Equal(t, "abcd\n[truncated by turnlog: file:notes.txt is longer than 4 bytes]", sp.Text)
+
+	_, err = run(profile.TemplateLimits{MaxFileBytes: 16, MaxPromptBytes: 64}, strings.Repeat("[file:notes.txt]", 9))
+	require.ErrorIs(t, err, template.ErrTooLarge)
+	assert.ErrorContains(t, err, "cap of 64 bytes at [file:notes.txt]")
+	assert.ErrorContains(t, err, "template_limits.max_prompt_bytes")
+	assert.False(t, engine.IsTransient(err), "the same template fails again: no retry")
 }

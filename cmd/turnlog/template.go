@@ -202,7 +202,10 @@ Nothing is printed when the template means "no system prompt".`,
 				}
 				env.Cwd = abs
 			}
-			prompt, used, ok := template.RenderWith(cmd.Context(), src, env)
+			prompt, used, ok, err := template.RenderWith(cmd.Context(), src, env)
+			if err != nil {
+				return fmt.Errorf("render: %w", err)
+			}
 			if asJSON {
 				if used == nil {
 					used = template.Values{}
@@ -213,7 +216,7 @@ Nothing is printed when the template means "no system prompt".`,
 				fmt.Fprintln(cmd.ErrOrStderr(), "turnlog: the template renders to nothing: no system prompt")
 				return nil
 			}
-			_, err := fmt.Fprintln(cmd.OutOrStdout(), prompt)
+			_, err = fmt.Fprintln(cmd.OutOrStdout(), prompt)
 			return err
 		},
 	}

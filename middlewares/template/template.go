@@ -111,8 +111,35 @@ func (t *Template) Variables() []Ref {
 // occurrence, the length of its value: every piece of source text is written
 // at most once and each variable occurrence at most once.
 func (t *Template) Render(vars Lookup) (prompt string, ok bool) {
+	prompt, ok, _ = t.render(vars, -1)
+	return prompt, ok
+}
+
+// RenderLimit is [Template.Render] with the output capped at max bytes: it
+// stops as soon as the next piece would take the output past max and
+// returns a [*LimitError] (wrapping [ErrTooLarge]) naming the cap and the
+// variable being written, so memory stays within max whatever the
+// template. A negative max means no cap.
+func (t *Template) RenderLimit(vars Lookup, max int64) (prompt string, ok bool, err error) {
+	return t.render(vars, max)
+}
+
+func (t *Template) render(vars Lookup, max int64) (string, bool, error) {
 	var b strings.Builder
-	b.Grow(t.size)
+	// write adds s unless that takes the output past max; at is the tag
+	// being written, for the error ("" for literal text).
+	write := func(s, at string) error {
+		if max >= 0 && int64(b.Len())+int64(len(s)) > max {
+			return &LimitError{Prompt: true, Limit: max, At: at}
+		}
+		b.WriteString(s)
+		return nil
+	}
+	if max >= 0 {
+		b.Grow(int(min(int64(t.size), max)))
+	} else {
+		b.Grow(t.size)
+	}
 	lookup := func(ref Ref) (string, bool) {
 		if vars == nil {
 			return "", false
@@ -123,11 +150,15 @@ func (t *Template) Render(vars Lookup) (prompt string, ok bool) {
 		n := &t.nodes[i]
 		switch n.kind {
 		case kindText:
-			b.WriteString(n.text)
+			if err := write(n.text, ""); err != nil {
+				return "", false, err
+			}
 			i++
 		case kindVar:
 			if v, ok := lookup(n.ref); ok {
-				b.WriteString(v)
+				if err := write(v, n.text); err != nil {
+					return "", false, err
+				}
 			}
 			i++
 		case kindIf:
@@ -145,9 +176,9 @@ func (t *Template) Render(vars Lookup) (prompt string, ok bool) {
 	}
 	out := b.String()
 	if strings.TrimSpace(out) == "" {
-		return "", false
+		return "", false, nil
 	}
-	return out, true
+	return out, true, nil
 }
 
 // lex splits src into text and tag nodes. A tag runs from '[' to the first
