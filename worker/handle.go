@@ -99,7 +99,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		}
 	case retryLater:
 		w.metrics.requests.WithLabelValues("retried").Inc()
-		log.Warn("request will be retried", "err", err)
+		log.Info("request will be retried", "err", err)
 		// The delay holds the partition (one request in flight), so it
 		// stays within a few seconds whatever the delivery count.
 		_ = m.NakWithDelay(min(time.Duration(meta.NumDelivered)*time.Second, maxRetryDelay))
@@ -261,7 +261,7 @@ func (a appender) Append(ctx context.Context, conv string, expected uint64, evs 
 	case errors.Is(err, eventlog.ErrConflict):
 		err = fmt.Errorf("%w: %w", engine.ErrSuperseded, err)
 	case !refused(err):
-		a.w.link.lost(ctx, "append got no answer", err)
+		a.w.link.suspect()
 		err = fmt.Errorf("%w: %w", errLogUnavailable, err)
 	}
 	return seq, err
@@ -272,7 +272,7 @@ func (a appender) Append(ctx context.Context, conv string, expected uint64, evs 
 // elects a leader, a lost connection. The step may even have been stored.
 // The request is retried later and resumes from what the log holds; ending
 // it as request.failed would fail a request that can still succeed.
-var errLogUnavailable = errors.New("event log unavailable")
+var errLogUnavailable = engine.ErrLogUnavailable
 
 // refused reports whether the log answered an append with a definite no.
 func refused(err error) bool {

@@ -53,13 +53,14 @@ type sent struct {
 	failed     string    // request.failed reason the client reported
 	reports    []string  // failures the client reported (each a user-visible error)
 	answered   bool
+	acked      bool // JetStream acknowledged it to the client
 	requestNum int
 }
 
 // startWorker runs a worker called name until the test ends, connected
 // through its own proxies to the servers in the order given (the first is
 // the server it uses while it can).
-func startWorker(t *testing.T, c *natstest.Cluster, name string, order []int) {
+func startWorker(t *testing.T, c *natstest.Cluster, name string, order []int) *logBuffer {
 	t.Helper()
 	urls := strings.Split(c.ClientURLs(name), ",")
 	var ordered []string
@@ -70,10 +71,12 @@ func startWorker(t *testing.T, c *natstest.Cluster, name string, order []int) {
 		nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond), nats.RetryOnFailedConnect(true))
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logs := &logBuffer{}
+	var out io.Writer = logs
 	if os.Getenv("TURNLOG_FAULTS_LOGS") != "" {
-		logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo})).With("worker", name)
+		out = io.MultiWriter(logs, t.Output())
 	}
+	logger := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	l, err := worker.OpenLog(ctx, nc, logger, eventlog.WithReplicas(3))
@@ -87,6 +90,39 @@ func startWorker(t *testing.T, c *natstest.Cluster, name string, order []int) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = w.Run(run) }()
 	t.Cleanup(func() { stop(); <-done })
+	return logs
+}
+
+// logBuffer keeps a worker's log lines for the checks.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// lines are the lines that contain s.
+func (b *logBuffer) lines(s string) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	for _, line := range strings.Split(b.buf.String(), "\n") {
+		if strings.Contains(line, s) {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// count is how many lines contain s.
+func (b *logBuffer) count(s string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.Count(b.buf.String(), s)
 }
 
 // waitForWorkers waits until n workers pull from every partition.
@@ -141,13 +177,15 @@ func converse(t *testing.T, c *natstest.Cluster, conv string, requests int, begi
 			ctx, cancel := context.WithTimeout(context.Background(), askTimeout)
 			res, err := cl.Ask(ctx, worker.Request{Conversation: conv, RequestID: s.id, Text: text}, nil)
 			cancel()
+			var noAnswer *chatclient.NoAnswerError
 			switch {
 			case err == nil:
-				s.answered, s.endedAt = true, time.Now()
+				s.answered, s.acked, s.endedAt = true, true, time.Now()
 			case errors.Is(err, worker.ErrFailed):
-				s.failed, s.endedAt = res.Failed, time.Now()
+				s.failed, s.acked, s.endedAt = res.Failed, true, time.Now()
 				s.reports = append(s.reports, err.Error())
 			default:
+				s.acked = s.acked || errors.As(err, &noAnswer) && noAnswer.Sent
 				s.reports = append(s.reports, err.Error())
 				continue
 			}
@@ -165,9 +203,11 @@ type figures struct {
 	// Fault is how long the fault lasted.
 	Fault string `json:"fault"`
 	// Lost: requests acknowledged to their client whose end the log does
-	// not hold; Duplicated: requests stored (user block or end) more than
+	// not hold; Unsent: requests their client could not get acknowledged
+	// in three tries (and that the log does not hold); Duplicated: requests stored (user block or end) more than
 	// once; Interleaved: requests whose events are split by another's.
 	Lost        int `json:"lost"`
+	Unsent      int `json:"unsent"`
 	Duplicated  int `json:"duplicated"`
 	Interleaved int `json:"interleaved"`
 	// FalseFailures: failures reported by a client for a request that

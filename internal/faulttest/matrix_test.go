@@ -26,6 +26,8 @@ type scenario struct {
 	ci, full time.Duration
 	// inject starts the fault and returns what ends it.
 	inject func(c *natstest.Cluster, events string) (heal func())
+	// cutOff names the worker the fault cuts off from the cluster.
+	cutOff string
 }
 
 // secondWorkerNode is the server the second worker uses while it can (the
@@ -49,7 +51,7 @@ var scenarios = []scenario{
 			c.Kill(victim)
 			return func() { c.Revive(victim) }
 		}},
-	{name: "minority node with a worker partitioned", ci: 10 * time.Second, full: 20 * time.Second,
+	{name: "minority node with a worker partitioned", ci: 10 * time.Second, full: 20 * time.Second, cutOff: "w2",
 		inject: func(c *natstest.Cluster, _ string) func() {
 			c.IsolateRoutes(secondWorkerNode)
 			return c.Heal
@@ -86,6 +88,7 @@ func TestFaultMatrix(t *testing.T) {
 }
 
 func runScenario(t *testing.T, sc scenario, sz size, fault time.Duration) {
+	started := time.Now()
 	c := natstest.StartFaultyCluster(t, 3)
 	admin := c.Dial(t, "admin") // straight to the servers: the test's own eyes
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -96,8 +99,10 @@ func runScenario(t *testing.T, sc scenario, sz size, fault time.Duration) {
 		l, err = eventlog.Open(ctx, admin, eventlog.WithReplicas(3))
 		return err
 	}))
-	startWorker(t, c, "w1", []int{0, 1, 2})
-	startWorker(t, c, "w2", []int{secondWorkerNode, 0, 1})
+	logs := map[string]*logBuffer{
+		"w1": startWorker(t, c, "w1", []int{0, 1, 2}),
+		"w2": startWorker(t, c, "w2", []int{secondWorkerNode, 0, 1}),
+	}
 	waitForWorkers(t, l, 2)
 
 	// The load spans the fault: requests before it, during it and after.
@@ -111,19 +116,36 @@ func runScenario(t *testing.T, sc scenario, sz size, fault time.Duration) {
 		time.Sleep(time.Until(begin.Add(before)))
 		heal := sc.inject(c, l.Names().EventsStream)
 		time.Sleep(fault)
+		healing := time.Now()
 		heal()
 		healedAt = time.Now()
+		t.Logf("fault healed in %s", healedAt.Sub(healing).Round(time.Millisecond))
 	}()
 	all := collect(sz.conversations, func(conv string) []*sent {
 		return converse(t, c, conv, sz.requests, begin, every)
 	})
 	<-healed
+	loaded := time.Now()
 
 	f := check(t, c, l, all, healedAt)
+	t.Logf("setup %s, load %s, checks %s", begin.Sub(started).Round(time.Millisecond),
+		loaded.Sub(begin).Round(time.Millisecond), time.Since(loaded).Round(time.Millisecond))
 	f.Scenario, f.Size, f.Fault = sc.name, sz.name, fault.String()
-	t.Logf("%s (%s, %d requests, fault %s): lost %d, duplicated %d, interleaved %d, false client failures %d, verify failures %d, longest wait after heal %s, longest request %s",
-		sc.name, sz.name, f.Requests, fault, f.Lost, f.Duplicated, f.Interleaved, f.FalseFailures, f.VerifyFailures, f.LongestAfterHeal, f.LongestRequest)
+	t.Logf("%s (%s, %d requests, fault %s): lost %d, unsent %d, duplicated %d, interleaved %d, false client failures %d, verify failures %d, longest wait after heal %s, longest request %s",
+		sc.name, sz.name, f.Requests, fault, f.Lost, f.Unsent, f.Duplicated, f.Interleaved, f.FalseFailures, f.VerifyFailures, f.LongestAfterHeal, f.LongestRequest)
 	report(t, f)
+	if sc.cutOff != "" {
+		// The worker that lost the cluster says so, and that it is back,
+		// once each per loss: not once per partition or request.
+		w := logs[sc.cutOff]
+		lost, back := w.count("lost the NATS cluster"), w.count("NATS cluster reachable again")
+		assert.GreaterOrEqual(t, lost, 1, "%s logged no loss of the cluster", sc.cutOff)
+		assert.LessOrEqual(t, lost, 3, "%s logged the loss %d times", sc.cutOff, lost)
+		assert.Equal(t, lost, back, "%s: every loss is followed by its recovery", sc.cutOff)
+	}
+	for name, w := range logs {
+		assert.Empty(t, w.lines("level=ERROR"), "%s logged errors in a fault it recovered from", name)
+	}
 }
 
 // check reads the log back and asserts what the issue asks, returning the
@@ -167,9 +189,12 @@ func check(t *testing.T, c *natstest.Cluster, l *eventlog.Log, all []*sent, heal
 		}
 		for _, s := range reqs {
 			switch {
-			case ends[s.id] == 0:
+			case ends[s.id] == 0 && s.acked:
 				f.Lost++
-				t.Errorf("%s: request %s (number %d) never ended; its client reported %q", conv, s.id, s.requestNum, s.reports)
+				t.Errorf("%s: request %s (number %d), accepted, never ended; its client reported %q", conv, s.id, s.requestNum, s.reports)
+			case ends[s.id] == 0:
+				f.Unsent++
+				t.Errorf("%s: request %s (number %d) never accepted in three tries; its client reported %q", conv, s.id, s.requestNum, s.reports)
 			case users[s.id] > 1 || ends[s.id] > 1:
 				f.Duplicated++
 				t.Errorf("%s: request %s stored more than once: %d user blocks, %d ends", conv, s.id, users[s.id], ends[s.id])
@@ -208,6 +233,12 @@ func check(t *testing.T, c *natstest.Cluster, l *eventlog.Log, all []*sent, heal
 		if wait := s.endedAt.Sub(from); wait > healBudget {
 			t.Errorf("%s: request %s ended %s after the fault healed (budget %s)", s.conv, s.id, wait.Round(time.Millisecond), healBudget)
 		}
+	}
+	slowest := append([]*sent(nil), all...)
+	sort.Slice(slowest, func(i, j int) bool { return slowest[i].endedAt.Sub(slowest[i].sentAt) > slowest[j].endedAt.Sub(slowest[j].sentAt) })
+	for _, s := range slowest[:min(3, len(slowest))] {
+		t.Logf("slow: %s request %d (%s) sent %s, ended %s after the heal", s.conv, s.requestNum, s.id,
+			s.sentAt.Sub(healedAt).Round(time.Millisecond), s.endedAt.Sub(healedAt).Round(time.Millisecond))
 	}
 	f.LongestAfterHeal = longestHeal.Round(time.Millisecond).String()
 	f.LongestRequest = longest.Round(time.Millisecond).String()
