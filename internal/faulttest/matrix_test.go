@@ -235,7 +235,9 @@ func check(t *testing.T, c *natstest.Cluster, l *eventlog.Log, all []*sent, heal
 		}
 	}
 	slowest := append([]*sent(nil), all...)
-	sort.Slice(slowest, func(i, j int) bool { return slowest[i].endedAt.Sub(slowest[i].sentAt) > slowest[j].endedAt.Sub(slowest[j].sentAt) })
+	sort.Slice(slowest, func(i, j int) bool {
+		return slowest[i].endedAt.Sub(slowest[i].sentAt) > slowest[j].endedAt.Sub(slowest[j].sentAt)
+	})
 	for _, s := range slowest[:min(3, len(slowest))] {
 		t.Logf("slow: %s request %d (%s) sent %s, ended %s after the heal", s.conv, s.requestNum, s.id,
 			s.sentAt.Sub(healedAt).Round(time.Millisecond), s.endedAt.Sub(healedAt).Round(time.Millisecond))
