@@ -14,6 +14,7 @@ import (
 	"github.com/turnlog/turnlog/engine"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/middlewares"
 	"github.com/turnlog/turnlog/profile"
 	"github.com/turnlog/turnlog/projector"
 )
@@ -189,6 +190,13 @@ func (w *Worker) serveOnce(ctx context.Context, req Request, problem string, las
 	}
 	if p == nil {
 		p = w.profiles[profile.DefaultName]
+	}
+	if problem == "" {
+		if err := middlewares.CheckRequestData(req.Data, p.AllowRequestData); err != nil {
+			// Checked before anything is recorded: the data never reaches
+			// the Turn, and the reason is the request's failure.
+			problem = err.Error()
+		}
 	}
 	model := req.Model
 	if model == "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -129,9 +130,10 @@ func runWorkers(ctx context.Context, f *workerFlags, n int, dial func() (*nats.C
 
 func newWorkerCmd() *cobra.Command {
 	var (
-		nf natsFlags
-		wf workerFlags
-		n  int
+		nf       natsFlags
+		wf       workerFlags
+		n        int
+		examples bool
 	)
 	cmd := &cobra.Command{
 		Use:   "worker",
@@ -147,9 +149,16 @@ the rest, exit.
 
 Profiles (--profiles FILE) say how to answer; without a file:
 
-` + profile.DefaultYAML,
+` + profile.DefaultYAML + `
+--example-profiles prints example profiles (system prompt set-ups: a fixed
+persona, prompt_policy: replace for a prompt the profile did not write, a
+global prompt, an appended house style) to copy from.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if examples {
+				_, err := io.WriteString(cmd.OutOrStdout(), profile.ExamplesYAML)
+				return err
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			logger, err := wf.logger()
@@ -177,5 +186,6 @@ Profiles (--profiles FILE) say how to answer; without a file:
 	nf.register(cmd.Flags())
 	wf.register(cmd.Flags(), "127.0.0.1:9090")
 	cmd.Flags().IntVar(&n, "workers", 1, "workers in this process")
+	cmd.Flags().BoolVar(&examples, "example-profiles", false, "print example profiles (profile/examples.yaml) and exit")
 	return cmd
 }
