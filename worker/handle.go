@@ -30,8 +30,10 @@ const (
 )
 
 // maxRetryDelay bounds the delay before a request that will be retried is
-// delivered again.
-const maxRetryDelay = 5 * time.Second
+// delivered again: a request retried because the log did not answer (an
+// election, which takes a few seconds) is tried again within this of the
+// log coming back.
+const maxRetryDelay = 2 * time.Second
 
 // errCrash is returned when a fault point fired.
 var errCrash = errors.New("simulated crash")
