@@ -31,6 +31,8 @@ type workerFlags struct {
 	logLevel   string
 	replicas   int
 	partitions int
+	ackWait    time.Duration
+	envErr     error // a malformed setting in the environment
 }
 
 func (f *workerFlags) register(fs *pflag.FlagSet, metricsDefault string) {
@@ -39,6 +41,15 @@ func (f *workerFlags) register(fs *pflag.FlagSet, metricsDefault string) {
 	fs.StringVar(&f.logLevel, "log-level", envOr("TURNLOG_LOG_LEVEL", "info"), "debug, info, warn or error")
 	fs.IntVar(&f.replicas, "replicas", 0, "stream replicas when creating streams (3 on a cluster; default: keep existing, 1 when new)")
 	fs.IntVar(&f.partitions, "partitions", 0, "request partitions when creating the requests stream (default: keep existing, 16 when new)")
+	ackWait := worker.DefaultAckWait
+	if v := os.Getenv("TURNLOG_ACK_WAIT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			f.envErr = fmt.Errorf("TURNLOG_ACK_WAIT %q: use a duration such as 3s", v)
+		}
+		ackWait = d
+	}
+	fs.DurationVar(&f.ackWait, "ack-wait", ackWait, "how long a request may go without a sign of life from its worker before another worker takes it: the longest a dead worker, or a delivery lost on the way, holds a partition (the worker reports progress every third of it; env TURNLOG_ACK_WAIT)")
 }
 
 func (f *workerFlags) logger() (*slog.Logger, error) {
@@ -80,6 +91,9 @@ func refusalLogger(logger *slog.Logger) nats.Option {
 // runWorkers runs n workers on their own connections from dial, serves
 // their metrics, and stops them when ctx ends.
 func runWorkers(ctx context.Context, f *workerFlags, n int, dial func() (*nats.Conn, error), logOpts []eventlog.Option, logger *slog.Logger) error {
+	if f.envErr != nil {
+		return f.envErr
+	}
 	profiles, err := profile.Load(f.profiles)
 	if err != nil {
 		return err
@@ -101,7 +115,7 @@ func runWorkers(ctx context.Context, f *workerFlags, n int, dial func() (*nats.C
 			return err
 		}
 		host, _ := os.Hostname()
-		w, err := worker.New(worker.Config{Log: l, Conn: nc, Profiles: profiles, Logger: logger,
+		w, err := worker.New(worker.Config{Log: l, Conn: nc, Profiles: profiles, Logger: logger, AckWait: f.ackWait,
 			Name: fmt.Sprintf("%s-%d-w%d", host, os.Getpid(), i+1)})
 		if err != nil {
 			return err
