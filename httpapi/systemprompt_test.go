@@ -62,7 +62,7 @@ func TestTemplateOutage(t *testing.T) {
 	t.Cleanup(ts.Close)
 	auth := "Bearer " + token
 
-	status, body, header := call(t, ts, "GET", "/system-prompt", "", "")
+	status, body, header := call(t, ts, "GET", "/system-prompt", auth, "")
 	require.Equal(t, http.StatusOK, status)
 	assert.Equal(t, httpapi.TemplateSourceStore, header.Get(httpapi.HeaderTemplateSource), "the store answered")
 	status, _, _ = call(t, ts, "PUT", "/system-prompt", auth, `{"template": "Stored."}`)
@@ -70,7 +70,7 @@ func TestTemplateOutage(t *testing.T) {
 
 	require.NoError(t, l.JetStream().DeleteKeyValue(ctx, l.Names().TemplatesBucket))
 
-	status, body, header = call(t, ts, "GET", "/system-prompt", "", "")
+	status, body, header = call(t, ts, "GET", "/system-prompt", auth, "")
 	assert.Equal(t, http.StatusOK, status)
 	assert.Equal(t, templates.Default, body["template"])
 	assert.Equal(t, true, body["default"])
@@ -88,6 +88,6 @@ func TestTemplateOutage(t *testing.T) {
 	assert.Equal(t, http.StatusOK, status)
 	assert.Equal(t, "Given.", body["prompt"], "a template given in the body needs no store")
 
-	status, _, _ = call(t, ts, "GET", "/system-prompt/variables", "", "")
+	status, _, _ = call(t, ts, "GET", "/system-prompt/variables", auth, "")
 	assert.Equal(t, http.StatusOK, status, "the catalog is static")
 }
