@@ -78,7 +78,7 @@ func runWorkers(ctx context.Context, f *workerFlags, n int, dial func() (*nats.C
 			return err
 		}
 		defer nc.Close()
-		l, err := eventlog.Open(ctx, nc, logOpts...)
+		l, err := worker.OpenLog(ctx, nc, logger, logOpts...)
 		if err != nil {
 			return err
 		}
@@ -152,7 +152,11 @@ global prompt, an appended house style) to copy from.`,
 				return err
 			}
 			dial := func() (*nats.Conn, error) {
-				nc, err := nats.Connect(nf.url, append(nf.options(), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))...)
+				// The first connection is retried like later ones: a
+				// worker started before its servers waits for them
+				// (worker.OpenLog logs the wait).
+				nc, err := nats.Connect(nf.url, append(nf.options(), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond),
+					nats.RetryOnFailedConnect(true))...)
 				if err != nil {
 					return nil, fmt.Errorf("connect to NATS at %s: %w; start one with `turnlog serve` or pass --nats-url", nf.url, err)
 				}
