@@ -85,6 +85,10 @@ type TemplatePromptConfig struct {
 	// together (default template.DefaultResolveTimeout): a slow git or
 	// file system makes variables missing, never the request slow.
 	ResolveTimeout time.Duration
+	// Resolve computes the variables' values; nil means template.Resolve
+	// (the clock, files, git). `replay --rerun` sets it to answer with the
+	// values the log recorded.
+	Resolve template.ResolveFunc
 }
 
 func (c *TemplatePromptConfig) setDefaults() {
@@ -154,8 +158,10 @@ type templatePrompt struct {
 type rendered struct {
 	prompt string
 	vars   map[string]string
-	hash   string // of the template
-	ok     bool   // false: no system prompt
+	spans  []events.Span // where vars went in prompt: untrusted
+	src    string        // the template
+	hash   string        // of the template
+	ok     bool          // false: no system prompt
 }
 
 // ensure gives the conversation its prompt unless it has one (or has
@@ -195,10 +201,13 @@ func (p *templatePrompt) render(ctx context.Context, src string) rendered {
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.ResolveTimeout)
 	defer cancel()
-	prompt, used, ok := template.RenderWith(ctx, src, env)
-	r := rendered{prompt: prompt, hash: projector.HashText(src), ok: ok}
-	if len(used) > 0 {
-		r.vars = map[string]string(used)
+	out := template.RenderTracked(ctx, src, env, p.cfg.Resolve)
+	r := rendered{prompt: out.Prompt, src: src, hash: projector.HashText(src), ok: out.OK}
+	if len(out.Used) > 0 {
+		r.vars = map[string]string(out.Used)
+	}
+	for _, s := range out.Spans {
+		r.spans = append(r.spans, events.Span{Start: s.Start, End: s.End, Var: s.Ref.String()})
 	}
 	return r
 }
@@ -212,6 +221,8 @@ func (p *templatePrompt) set(r rendered) events.SystemPromptSet {
 		Meta:         map[string]string{events.MetaSystemPromptSource: SourceTemplate, MetaTemplateHash: r.hash},
 		TemplateHash: r.hash,
 		Variables:    r.vars,
+		Untrusted:    r.spans,
+		Template:     r.src,
 	}
 }
 
@@ -269,6 +280,8 @@ func (p *templatePrompt) record(r rendered) error {
 			TemplateHash: r.hash,
 			Variables:    r.vars,
 			Reason:       ReasonCompaction,
+			Untrusted:    r.spans,
+			Template:     r.src,
 		})
 	case have:
 		if err := p.tx.Emit(ActorTemplatePrompt, events.BlocksRemoved{

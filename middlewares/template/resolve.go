@@ -186,10 +186,38 @@ func Resolve(ctx context.Context, refs []Ref, env Env) Values {
 // branches skipped. Callers record it with the prompt; rendering src again
 // with used gives the same prompt.
 func RenderWith(ctx context.Context, src string, env Env) (prompt string, used Values, ok bool) {
+	r := RenderTracked(ctx, src, env, nil)
+	return r.Prompt, r.Used, r.OK
+}
+
+// ResolveFunc computes the values of refs for env; [Resolve] is the one
+// that reads the clock, files and git. Another one can answer from a
+// record instead: `replay --rerun` renders a prompt again with the values
+// the log recorded, not today's.
+type ResolveFunc func(ctx context.Context, refs []Ref, env Env) Values
+
+// Rendered is a template rendered for a prompt, with what the record of
+// the prompt needs: the variables used and where their values went.
+type Rendered struct {
+	// Prompt, Used and OK are as RenderWith returns them.
+	Prompt string
+	Used   Values
+	OK     bool
+	// Spans are the ranges of Prompt that variables filled in (see
+	// Template.RenderSpans); the rest is the template's own text.
+	Spans []Span
+}
+
+// RenderTracked is RenderWith with the values from resolve (nil means
+// Resolve) and the spans of the variables in the prompt.
+func RenderTracked(ctx context.Context, src string, env Env, resolve ResolveFunc) Rendered {
+	if resolve == nil {
+		resolve = Resolve
+	}
 	t := Parse(src)
-	rec := &recorder{from: Resolve(ctx, t.Variables(), env), used: Values{}}
-	prompt, ok = t.Render(rec)
-	return prompt, rec.used, ok
+	rec := &recorder{from: resolve(ctx, t.Variables(), env), used: Values{}}
+	prompt, spans, ok := t.RenderSpans(rec)
+	return Rendered{Prompt: prompt, Used: rec.used, OK: ok, Spans: spans}
 }
 
 // recorder is a Lookup that remembers which variables were read and found.

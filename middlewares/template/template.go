@@ -111,6 +111,33 @@ func (t *Template) Variables() []Ref {
 // occurrence, the length of its value: every piece of source text is written
 // at most once and each variable occurrence at most once.
 func (t *Template) Render(vars Lookup) (prompt string, ok bool) {
+	return t.render(vars, nil)
+}
+
+// Span is the byte range [Start, End) of a rendered prompt that the value
+// of Ref filled in. Everything outside the spans is the template's own
+// text: what the operator wrote.
+type Span struct {
+	Start, End int
+	Ref        Ref
+}
+
+// RenderSpans is Render, and also says where in prompt each variable's
+// value went: one span per non-empty value substituted, in order. It
+// exists so that what honours trusted text (role markers) can tell the
+// operator's words from the files, git output and request data a template
+// pulls in. spans is nil when ok is false.
+func (t *Template) RenderSpans(vars Lookup) (prompt string, spans []Span, ok bool) {
+	prompt, ok = t.render(vars, &spans)
+	if !ok {
+		return "", nil, false
+	}
+	return prompt, spans, true
+}
+
+// render renders with vars and, when spans is not nil, appends the span of
+// every variable value written.
+func (t *Template) render(vars Lookup, spans *[]Span) (prompt string, ok bool) {
 	var b strings.Builder
 	b.Grow(t.size)
 	lookup := func(ref Ref) (string, bool) {
@@ -127,6 +154,9 @@ func (t *Template) Render(vars Lookup) (prompt string, ok bool) {
 			i++
 		case kindVar:
 			if v, ok := lookup(n.ref); ok {
+				if spans != nil && v != "" {
+					*spans = append(*spans, Span{Start: b.Len(), End: b.Len() + len(v), Ref: n.ref})
+				}
 				b.WriteString(v)
 			}
 			i++
