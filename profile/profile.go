@@ -16,6 +16,7 @@ import (
 	"github.com/turnlog/turnlog/engine/openai"
 	"github.com/turnlog/turnlog/engine/scripted"
 	"github.com/turnlog/turnlog/middlewares"
+	"github.com/turnlog/turnlog/middlewares/template"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -54,6 +55,10 @@ type Profile struct {
 	// the worker sets it to its installation's templates.Store. nil means
 	// the built-in templates.Default.
 	Templates middlewares.TemplateSource `yaml:"-" json:"-"`
+	// Resolve computes the template middleware's variables; nil means the
+	// live ones (the clock, files, git: template.Resolve). `replay --rerun`
+	// sets it to answer with the values the log recorded.
+	Resolve template.ResolveFunc `yaml:"-" json:"-"`
 	// CompactAfterBlocks is the compaction middleware's budget (default 200).
 	CompactAfterBlocks int `yaml:"compact_after_blocks,omitempty" json:"compact_after_blocks,omitempty"`
 	// MaxIterations bounds model calls per request (default 8).
