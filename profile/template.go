@@ -32,12 +32,17 @@ func (p Profile) validateTemplate() error {
 	return nil
 }
 
-// templatePrompt is the "template" middleware: the global template from
-// p.Templates (the built-in default without one).
-func (p Profile) templatePrompt() (engine.Middleware, error) {
-	src := p.Templates
-	if src == nil {
-		src = middlewares.StaticTemplate(templates.Default)
+// TemplateSource is where the "template" middleware reads templates:
+// p.Templates, or the built-in default without one.
+func (p Profile) TemplateSource() middlewares.TemplateSource {
+	if p.Templates == nil {
+		return middlewares.StaticTemplate(templates.Default)
 	}
-	return middlewares.TemplatePrompt(middlewares.TemplatePromptConfig{Templates: src, Cwd: p.Cwd, Resolve: p.Resolve})
+	return p.Templates
+}
+
+// templatePrompt is the "template" middleware: the global template from
+// p.TemplateSource().
+func (p Profile) templatePrompt() (engine.Middleware, error) {
+	return middlewares.TemplatePrompt(middlewares.TemplatePromptConfig{Templates: p.TemplateSource(), Cwd: p.Cwd, Resolve: p.Resolve})
 }

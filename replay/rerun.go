@@ -78,7 +78,12 @@ type EventView struct {
 // recorded after that request's k-th inference.started, or its recorded
 // failure; the compaction summarizer gets the summary the log recorded.
 // Tools are not run either: a tool call gets the result the log recorded
-// for the request's next call of that tool with those arguments.
+// for the request's next call of that tool with those arguments. Nor are
+// templates read or variables resolved today: the template middleware
+// renders the template text and the variable values the log recorded for
+// the request (see recordedPrompts), so a `template set` since, or a
+// template that reads the clock or a file, is no difference; today's
+// rendering code is what runs.
 //
 // Each request starts from the Turn the log had before it, and its inputs
 // (the worker's user.appended and data.set, and the model its first
@@ -106,6 +111,8 @@ func Rerun(ctx context.Context, src Source, conversation string, p profile.Profi
 	if err != nil {
 		return nil, fmt.Errorf("rerun %s: %w", conversation, err)
 	}
+	prompts := newRecordedPrompts(recs, p.TemplateSource())
+	p.Templates, p.Resolve = prompts, prompts.resolve
 	built, err := p.BuildWithEngine(eng, slog.New(slog.DiscardHandler), tools)
 	if err != nil {
 		return nil, fmt.Errorf("rerun %s: build the profile: %w", conversation, err)
@@ -120,6 +127,7 @@ func Rerun(ctx context.Context, src Source, conversation string, p profile.Profi
 		seg := recs[start:end]
 		if rerunnable(seg) {
 			res.Requests++
+			prompts.arm(seg)
 			d, compared, err := rerunRequest(ctx, w.turn, seg, built, eng)
 			if err != nil {
 				return nil, fmt.Errorf("rerun %s: request %s: %w", conversation, seg[0].Cause, err)
