@@ -85,6 +85,13 @@ type TemplatePromptConfig struct {
 	// together (default template.DefaultResolveTimeout): a slow git or
 	// file system makes variables missing, never the request slow.
 	ResolveTimeout time.Duration
+	// KeepTemplate makes a rebuild (on compaction) render the template the
+	// conversation was prompted from, found by hash, instead of the current
+	// global template. The default adopts the current one: the seed's
+	// behaviour, where a new template takes effect at the next rebuild,
+	// so a fixed or tightened template reaches long conversations too, at
+	// a moment when the prompt cache is lost anyway.
+	KeepTemplate bool
 	// Resolve computes the variables' values; nil means template.Resolve
 	// (the clock, files, git). `replay --rerun` sets it to answer with the
 	// values the log recorded.
@@ -117,9 +124,12 @@ func (c TemplatePromptConfig) Validate() error {
 // Templates, resolves its variables (template.RenderWith: the working
 // directory from the Turn's "cwd" data or Cwd, the Tx's model, the
 // conversation ID) and records systemprompt.set: a trusted block at index
-// 0, with the template's hash and the values of the variables the prompt
-// used, so replay shows where the prompt came from. On later calls it
-// emits nothing: editing the template changes only new conversations. A
+// 0, with the template's hash and text, the values of the variables the
+// prompt used and where they went (the block's untrusted spans: a file's
+// or the request's words never act as the operator's), so replay shows
+// where the prompt came from and can render it again. On later calls it
+// emits nothing: editing the template changes a conversation's prompt at
+// its next rebuild, never between two calls. A
 // template that renders to nothing means no system prompt at all; that is
 // recorded once as data.set of "systemprompt.none", so the conversation
 // stays without one. A locked system block (systemprompt.lock) is left
@@ -226,11 +236,11 @@ func (p *templatePrompt) set(r rendered) events.SystemPromptSet {
 	}
 }
 
-// rebuild renders the conversation's template again, with fresh values:
-// the template it was prompted from (found by hash), or the current global
-// template when that one is no longer known or the conversation has
-// neither prompt nor record of one. ok is false for a locked prompt, which
-// is not rebuilt.
+// rebuild renders a template again for the conversation, with fresh
+// values: the current global template, or with KeepTemplate the template
+// it was prompted from (found by hash; the global one when that is no
+// longer known or the conversation has neither prompt nor record of one).
+// ok is false for a locked prompt, which is not rebuilt.
 func (p *templatePrompt) rebuild(ctx context.Context) (rendered, bool, error) {
 	turn := p.tx.Turn()
 	hash := turn.Data[DataNoSystemPrompt]
@@ -244,7 +254,7 @@ func (p *templatePrompt) rebuild(ctx context.Context) (rendered, bool, error) {
 		found bool
 		err   error
 	)
-	if hash != "" {
+	if p.cfg.KeepTemplate && hash != "" {
 		if src, found, err = p.cfg.Templates.TemplateByHash(ctx, hash); err != nil {
 			return rendered{}, false, fmt.Errorf("%s: read the conversation's template: %w", ActorTemplatePrompt, engine.Transient(err))
 		}
@@ -273,15 +283,16 @@ func (p *templatePrompt) record(r rendered) error {
 			}
 		}
 		return p.tx.Emit(ActorTemplatePrompt, events.SystemPromptReplaced{
-			BlockID:      b.ID,
-			Text:         r.prompt,
-			Previous:     b.Text,
-			Meta:         meta,
-			TemplateHash: r.hash,
-			Variables:    r.vars,
-			Reason:       ReasonCompaction,
-			Untrusted:    r.spans,
-			Template:     r.src,
+			BlockID:              b.ID,
+			Text:                 r.prompt,
+			Previous:             b.Text,
+			Meta:                 meta,
+			TemplateHash:         r.hash,
+			Variables:            r.vars,
+			Reason:               ReasonCompaction,
+			Untrusted:            r.spans,
+			Template:             r.src,
+			PreviousTemplateHash: b.Meta[MetaTemplateHash],
 		})
 	case have:
 		if err := p.tx.Emit(ActorTemplatePrompt, events.BlocksRemoved{
@@ -325,18 +336,20 @@ func lockedPrompt(t *projector.Turn) bool {
 // TemplateSummarizer is the Summarizer of a Compaction that runs inside
 // TemplatePrompt. A compaction is the one moment a conversation's prompt is
 // built again: the cached prompt prefix is lost anyway, since the history
-// after it changes. So before each summary it renders the conversation's
-// template again with fresh values, asks Engine for the summary with that
+// after it changes. So before each summary it renders the template again
+// with fresh values (the current global template, or the conversation's
+// own with TemplatePromptConfig.KeepTemplate), asks Engine for the summary with that
 // prompt followed by Instructions as the summarizing call's system prompt
 // (the model summarizing knows what the conversation is for), and once the
 // summary is written records the new prompt: systemprompt.replaced with
-// the template's hash, the fresh values and Reason "compaction", in the
-// same step as the turn.compacted that follows. The stored prompt never
+// the template's hash and text, the previous template's hash, the fresh
+// values and Reason "compaction", in the same step as the turn.compacted
+// that follows. The stored prompt never
 // contains the instructions: they are for the summarizing call only.
 //
 // Like EngineSummarizer, the summarizing call is made with
-// engine.WithPurpose(ctx, "compaction") and is not an inference of the
-// conversation.
+// engine.WithPurpose(ctx, "compaction") and recorded as an inference of
+// the conversation, whose provenance names the template.
 type TemplateSummarizer struct {
 	// Engine writes the summary (required).
 	Engine engine.Engine
@@ -349,7 +362,7 @@ type TemplateSummarizer struct {
 }
 
 // Summarize implements Summarizer.
-func (s TemplateSummarizer) Summarize(ctx context.Context, blocks []events.Block) (string, error) {
+func (s TemplateSummarizer) Summarize(ctx context.Context, tx *engine.Tx, blocks []events.Block) (string, error) {
 	p, ok := ctx.Value(templatePromptKey{}).(*templatePrompt)
 	if !ok {
 		return "", errors.New("template summarizer: the template middleware did not run before compaction; put TemplatePrompt (profile middleware \"template\") before Compaction in the chain")
@@ -362,10 +375,12 @@ func (s TemplateSummarizer) Summarize(ctx context.Context, blocks []events.Block
 	if err != nil {
 		return "", err
 	}
+	var from string
 	if r.ok {
 		instructions = r.prompt + "\n\n" + instructions
+		from = r.hash
 	}
-	summary, err := EngineSummarizer{Engine: s.Engine, Model: s.Model, Instruction: instructions}.Summarize(ctx, blocks)
+	summary, err := EngineSummarizer{Engine: s.Engine, Model: s.Model, Instruction: instructions, TemplateHash: from}.Summarize(ctx, tx, blocks)
 	if err != nil {
 		return "", err
 	}

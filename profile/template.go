@@ -17,6 +17,12 @@ func (p Profile) validateTemplate() error {
 	if p.Cwd != "" && !filepath.IsAbs(p.Cwd) {
 		return fmt.Errorf("cwd %q is relative; use an absolute directory", p.Cwd)
 	}
+	switch p.CompactionTemplate {
+	case "", CompactionTemplateCurrent, CompactionTemplateOriginal:
+	default:
+		return fmt.Errorf("compaction_template %q: use %q (adopt the global template at each compaction, the default) or %q (keep the conversation's own)",
+			p.CompactionTemplate, CompactionTemplateCurrent, CompactionTemplateOriginal)
+	}
 	at := slices.Index(p.Middlewares, "template")
 	if at < 0 {
 		return nil
@@ -32,6 +38,12 @@ func (p Profile) validateTemplate() error {
 	return nil
 }
 
+// Values of Profile.CompactionTemplate.
+const (
+	CompactionTemplateCurrent  = "current"
+	CompactionTemplateOriginal = "original"
+)
+
 // TemplateSource is where the "template" middleware reads templates:
 // p.Templates, or the built-in default without one.
 func (p Profile) TemplateSource() middlewares.TemplateSource {
@@ -44,5 +56,6 @@ func (p Profile) TemplateSource() middlewares.TemplateSource {
 // templatePrompt is the "template" middleware: the global template from
 // p.TemplateSource().
 func (p Profile) templatePrompt() (engine.Middleware, error) {
-	return middlewares.TemplatePrompt(middlewares.TemplatePromptConfig{Templates: p.TemplateSource(), Cwd: p.Cwd, Resolve: p.Resolve})
+	return middlewares.TemplatePrompt(middlewares.TemplatePromptConfig{Templates: p.TemplateSource(), Cwd: p.Cwd, Resolve: p.Resolve,
+		KeepTemplate: p.CompactionTemplate == CompactionTemplateOriginal})
 }

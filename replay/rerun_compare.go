@@ -115,7 +115,11 @@ func Normalize(p events.Payload, id func(string) string) events.Payload {
 		return v
 	case events.InferenceStarted:
 		v.InferenceID, v.InputHash = "", ""
-		if v.SystemPromptID != "" {
+		if isAside(v) {
+			// Its system prompt is a block of its own input, not of the
+			// conversation; its input blocks are the conversation's.
+			v.InputBlocks = ids(v.InputBlocks)
+		} else if v.SystemPromptID != "" {
 			v.SystemPromptID = id(v.SystemPromptID)
 		}
 		return v
@@ -173,6 +177,11 @@ func (b *binder) compare(g, w *events.Event) string {
 	if g.Actor != w.Actor {
 		return fmt.Sprintf("the log's %s is by %s, the re-run's by %s", w.Type, w.Actor, g.Actor)
 	}
+	if gp, ok := g.Payload.(events.InferenceStarted); ok {
+		if wp := w.Payload.(events.InferenceStarted); gp.Purpose != wp.Purpose {
+			return fmt.Sprintf("the log's model call is %s, the re-run's is %s", purposeOf(wp), purposeOf(gp))
+		}
+	}
 	collect := func(p events.Payload) []string {
 		var out []string
 		Normalize(p, func(s string) string { out = append(out, s); return s })
@@ -198,4 +207,12 @@ func (b *binder) compare(g, w *events.Event) string {
 func view(e events.Event, id func(string) string) *EventView {
 	data, _ := json.Marshal(Normalize(e.Payload, id))
 	return &EventView{Type: e.Type, Actor: e.Actor, Step: e.Step, Payload: data}
+}
+
+// purposeOf says what a model call was for, for a difference's reason.
+func purposeOf(p events.InferenceStarted) string {
+	if p.Purpose == "" {
+		return "the answer to the user"
+	}
+	return "for " + quote(p.Purpose)
 }

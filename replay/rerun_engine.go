@@ -26,13 +26,19 @@ type recordedCall struct {
 }
 
 // replayEngine answers model calls with what the log recorded. arm points
-// it at the next request.
+// it at the next request. Calls on the conversation's Turn get the k-th
+// recorded call of the request; calls on another input (the compaction
+// summarizer's) get the end and usage of the k-th recorded call of that
+// kind and, when it succeeded, the next recorded summary (logs written
+// before the summarizer's calls were recorded have only the summaries).
 type replayEngine struct {
 	turn      *projector.Turn
 	calls     []recordedCall
 	next      int
 	summaries []string
 	nextSum   int
+	asides    []recordedCall
+	nextAside int
 	results   []*recordedResult
 }
 
@@ -44,7 +50,7 @@ type recordedResult struct {
 }
 
 func (e *replayEngine) arm(turn *projector.Turn, seg []eventlog.Record) {
-	e.turn, e.calls, e.next, e.summaries, e.nextSum, e.results = turn, nil, 0, nil, 0, nil
+	e.turn, e.calls, e.next, e.summaries, e.nextSum, e.asides, e.nextAside, e.results = turn, nil, 0, nil, 0, nil, 0, nil
 	calls := map[string]events.ToolCalled{}
 	for _, b := range turn.Blocks {
 		if b.Kind == events.KindToolCall {
@@ -55,16 +61,25 @@ func (e *replayEngine) arm(turn *projector.Turn, seg []eventlog.Record) {
 	for i := range seg {
 		switch p := seg[i].Payload.(type) {
 		case events.InferenceStarted:
+			if isAside(p) {
+				e.asides = append(e.asides, recordedCall{started: p})
+				open = -1
+				continue
+			}
 			e.calls = append(e.calls, recordedCall{started: p})
 			open = len(e.calls) - 1
 		case events.InferenceFinished:
 			if open >= 0 && e.calls[open].started.InferenceID == p.InferenceID {
 				e.calls[open].finished = &p
+			} else if a := asideOf(e.asides, p.InferenceID); a != nil {
+				a.finished = &p
 			}
 			open = -1
 		case events.InferenceFailed:
 			if open >= 0 && e.calls[open].started.InferenceID == p.InferenceID {
 				e.calls[open].failed = &p
+			} else if a := asideOf(e.asides, p.InferenceID); a != nil {
+				a.failed = &p
 			}
 			open = -1
 		case events.ReasoningAppended:
@@ -97,13 +112,7 @@ func (e *replayEngine) Infer(ctx context.Context, in engine.Input, _ func(engine
 		return engine.Output{}, err
 	}
 	if in.Turn != e.turn {
-		// Not the conversation's Turn: the compaction summarizer's call.
-		if e.nextSum >= len(e.summaries) {
-			return engine.Output{}, fmt.Errorf("summary %d of the request: %w", e.nextSum+1, errNotRecorded)
-		}
-		s := e.summaries[e.nextSum]
-		e.nextSum++
-		return engine.Output{Blocks: []events.Block{{Kind: events.KindLLMText, Text: s}}}, nil
+		return e.summary()
 	}
 	if e.next >= len(e.calls) {
 		return engine.Output{}, fmt.Errorf("model call %d of the request: %w (it made %d)", e.next+1, errNotRecorded, len(e.calls))
@@ -126,6 +135,45 @@ func (e *replayEngine) Infer(ctx context.Context, in engine.Input, _ func(engine
 		out.Blocks = append(out.Blocks, b.Clone())
 	}
 	return out, nil
+}
+
+// summary answers the compaction summarizer's next call: the next
+// recorded call's end and, when it succeeded, the next recorded summary.
+func (e *replayEngine) summary() (engine.Output, error) {
+	var out engine.Output
+	if k := e.nextAside; k < len(e.asides) {
+		e.nextAside++
+		c := e.asides[k]
+		switch {
+		case c.failed != nil:
+			err := errors.New(c.failed.Error)
+			if c.failed.Transient {
+				err = engine.Transient(err)
+			}
+			return engine.Output{}, err
+		case c.finished == nil:
+			return engine.Output{}, fmt.Errorf("summary %d of the request has no recorded end: %w", k+1, errNotRecorded)
+		}
+		out.StopReason = c.finished.StopReason
+		out.Usage = engine.Usage{PromptTokens: c.finished.PromptTokens, CompletionTokens: c.finished.CompletionTokens}
+	}
+	k := e.nextSum
+	if k >= len(e.summaries) {
+		return engine.Output{}, fmt.Errorf("summary %d of the request: %w", k+1, errNotRecorded)
+	}
+	e.nextSum++
+	out.Blocks = []events.Block{{Kind: events.KindLLMText, Text: e.summaries[k]}}
+	return out, nil
+}
+
+// asideOf returns the recorded aside call with the given inference ID.
+func asideOf(calls []recordedCall, id string) *recordedCall {
+	for i := range calls {
+		if calls[i].started.InferenceID == id {
+			return &calls[i]
+		}
+	}
+	return nil
 }
 
 // replayTools is a registry with every tool the conversation called, each

@@ -50,6 +50,10 @@ const (
 	// FieldMessage: a stored message cannot be decoded; nothing after it
 	// can be verified.
 	FieldMessage = "message"
+	// FieldInputBlocks: a call whose input was built from part of the
+	// Turn (a compaction's summary) names blocks the log does not hold at
+	// that point, or a purpose this build cannot rebuild the input of.
+	FieldInputBlocks = "input_blocks"
 )
 
 // Mismatch is one recorded fact that re-projection does not reproduce.
@@ -106,13 +110,29 @@ func Verify(ctx context.Context, src Source, conversation string, opts ...Option
 		}()
 	}
 	last := 0
-	var stop []Mismatch
+	var stop, unbuilt []Mismatch
 	_, n, err := read(ctx, src, conversation, o, func(w *walker, r *eventlog.Record) error {
 		last = r.Pos
 		if p, ok := r.Payload.(events.InferenceStarted); ok {
 			v.Inferences++
-			jobs <- checkJob{turn: &projector.Turn{Blocks: w.turn.Blocks[:len(w.turn.Blocks):len(w.turn.Blocks)], Data: w.turn.Data},
+			job := checkJob{turn: &projector.Turn{Blocks: w.turn.Blocks[:len(w.turn.Blocks):len(w.turn.Blocks)], Data: w.turn.Data},
 				hash: projector.Hash(w.turn), pos: r.Pos, seq: r.Seq, index: v.Inferences, p: p}
+			if isAside(p) {
+				// Its input is rebuilt now, from the Turn as it stands:
+				// the fold goes on meanwhile.
+				in, _, err := asideInput(w.turn, p)
+				if err != nil {
+					unbuilt = append(unbuilt, Mismatch{N: r.Pos, Seq: r.Seq, Inference: v.Inferences, InferenceID: p.InferenceID,
+						Field: FieldInputBlocks, Recorded: fmt.Sprint(p.InputBlocks),
+						Message: fmt.Sprintf("model call #%d (event %d, seq %d, purpose %s): its input cannot be rebuilt: %v",
+							v.Inferences, r.Pos, r.Seq, quote(p.Purpose), err)})
+				} else {
+					job.turn, job.hash = in, projector.Hash(in)
+					jobs <- job
+				}
+			} else {
+				jobs <- job
+			}
 		}
 		if !appends(r.Type) {
 			// Copy on write: the checkers may still read the blocks and
@@ -133,6 +153,7 @@ func Verify(ctx context.Context, src Source, conversation string, opts ...Option
 	for ms := range found {
 		v.Mismatches = append(v.Mismatches, ms...)
 	}
+	v.Mismatches = append(v.Mismatches, unbuilt...)
 	// Log order; within an event, the order check lists fields in.
 	slices.SortStableFunc(v.Mismatches, func(a, b Mismatch) int {
 		if a.N != b.N {
@@ -153,7 +174,7 @@ func Verify(ctx context.Context, src Source, conversation string, opts ...Option
 }
 
 // fieldOrder is the order check reports the fields of one inference in.
-var fieldOrder = []string{FieldInputHash, FieldBlocks, FieldSystemPromptID, FieldSystemPromptHash}
+var fieldOrder = []string{FieldInputBlocks, FieldInputHash, FieldBlocks, FieldSystemPromptID, FieldSystemPromptHash}
 
 // appends reports whether events of type t only add blocks after the
 // existing ones (or do not touch the Turn at all). A hasher reads the

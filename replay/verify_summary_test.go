@@ -53,9 +53,14 @@ func TestVerifyCoversTheSummarizer(t *testing.T) {
 	assert.NotEmpty(t, started.TemplateHash, "the instructions start with the rebuilt template prompt")
 
 	var finished, compacted int
+	texts := map[string]string{} // block IDs by text
 	for r, err := range l.Events(ctx, "summed") {
 		require.NoError(t, err)
 		switch p := r.Payload.(type) {
+		case events.UserAppended:
+			texts[p.Text] = p.BlockID
+		case events.LLMTextAppended:
+			texts[p.Text] = p.BlockID
 		case events.InferenceFinished:
 			if p.InferenceID == started.InferenceID {
 				finished = r.Pos
@@ -72,15 +77,32 @@ func TestVerifyCoversTheSummarizer(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, v.OK(), "%+v", v.Mismatches)
 
+	// The timeline shows the call with its own input and instructions.
+	h, err := replay.Timeline(ctx, l, "summed")
+	require.NoError(t, err)
+	inf := h.Events[at-1].Inference
+	require.NotNil(t, inf)
+	assert.Equal(t, middlewares.PurposeCompaction, inf.Purpose)
+	assert.True(t, inf.Verified)
+	require.NotNil(t, inf.SystemPrompt)
+	assert.Equal(t, started.Instructions, inf.SystemPrompt.Text)
+	assert.Equal(t, started.TemplateHash, inf.SystemPrompt.TemplateHash)
+	require.NotNil(t, inf.Turn)
+	assert.Equal(t, []events.Kind{events.KindSystem, events.KindUser}, []events.Kind{inf.Turn.Blocks[0].Kind, inf.Turn.Blocks[1].Kind})
+
 	tests := []struct {
 		name  string
 		alter func(p *events.InferenceStarted)
 	}{
 		{name: "other instructions recorded", alter: func(p *events.InferenceStarted) { p.Instructions = "Summarize kindly." }},
 		{name: "a block left out of the recorded input", alter: func(p *events.InferenceStarted) { p.InputBlocks = p.InputBlocks[1:] }},
-		{name: "blocks swapped", alter: func(p *events.InferenceStarted) {
+		{name: "a user's and the model's blocks swapped", alter: func(p *events.InferenceStarted) {
+			// (Reasoning is not in a summary's input: moving it changes
+			// nothing the model saw.)
 			p.InputBlocks = slices.Clone(p.InputBlocks)
-			p.InputBlocks[0], p.InputBlocks[1] = p.InputBlocks[1], p.InputBlocks[0]
+			u, a := slices.Index(p.InputBlocks, texts["message 0"]), slices.Index(p.InputBlocks, texts["You said: message 0"])
+			require.True(t, u >= 0 && a >= 0)
+			p.InputBlocks[u], p.InputBlocks[a] = p.InputBlocks[a], p.InputBlocks[u]
 		}},
 	}
 	for i, tc := range tests {
