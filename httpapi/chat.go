@@ -117,7 +117,8 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 
 // stream answers GET /conversations/{id}/stream with Server-Sent Events:
 // "ready" once it listens, then "delta" (worker.Delta JSON, from the
-// conversation's delta subject: the answer as the model writes it) and
+// conversation's delta subject: the answer as the model writes it; never
+// before the first event of its request) and
 // "event" (StreamEvent, every event the log stores from then on, in
 // order) until the client goes away. A failure ends the stream with an
 // "error" event ({"error": "..."}).
@@ -149,6 +150,12 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.readError(w, id, "load "+id, err)
 		return
+	}
+	order := newDeltaOrder(deltaBuffer)
+	// A request already running has stored its first events before
+	// "ready": its deltas go out at once.
+	if tail, err := s.cfg.Log.Last(ctx, id); err == nil && len(tail.Events) > 0 && !tail.Closed() {
+		order.event(tail.Cause)
 	}
 	type watched struct {
 		rec eventlog.Record
@@ -201,8 +208,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 			if json.Compact(&data, m.Data) != nil {
 				continue
 			}
-			if writeEvent(w, rc, "delta", data.Bytes()) != nil {
-				return
+			for _, d := range order.delta(data.Bytes()) {
+				if writeEvent(w, rc, "delta", d) != nil {
+					return
+				}
 			}
 		case wr := <-recs:
 			if wr.err != nil {
@@ -214,6 +223,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 			if !send("event", StreamEvent{N: rec.Pos, Seq: rec.Seq, Time: rec.Time, Type: rec.Type, Actor: rec.Actor,
 				Cause: rec.Cause, Step: rec.Step, Payload: rec.Payload}) {
 				return
+			}
+			for _, d := range order.event(rec.Cause) {
+				if writeEvent(w, rc, "delta", d) != nil {
+					return
+				}
 			}
 		case <-keepAlive.C:
 			if _, err := w.Write([]byte(": keep-alive\n\n")); err != nil || rc.Flush() != nil {

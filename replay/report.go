@@ -41,7 +41,9 @@ func WriteTimeline(w io.Writer, conversation string, entries iter.Seq2[*Entry, e
 	n, calls := 0, 0
 	for e, err := range entries {
 		if err != nil {
-			bw.Flush()
+			if n > 0 { // an error before the first event (a missing conversation) prints no table
+				bw.Flush()
+			}
 			return err
 		}
 		n++
@@ -51,7 +53,7 @@ func WriteTimeline(w io.Writer, conversation string, entries iter.Seq2[*Entry, e
 			writeInference(bw, e.Inference, "        ")
 		}
 	}
-	fmt.Fprintf(bw, "%d events, %d model calls\n", n, calls)
+	fmt.Fprintf(bw, "%s, %s\n", count(n, "event"), count(calls, "model call"))
 	return bw.Flush()
 }
 
@@ -65,7 +67,9 @@ func WriteTimelineJSON(w io.Writer, conversation string, entries iter.Seq2[*Entr
 	n, calls := 0, 0
 	for e, err := range entries {
 		if err != nil {
-			bw.Flush()
+			if n > 0 { // an error before the first event prints no half document
+				bw.Flush()
+			}
 			return err
 		}
 		if e.Inference != nil {
@@ -222,9 +226,13 @@ func (v *Verification) WriteText(w io.Writer) error {
 		fmt.Fprintf(bw, "MISMATCH event %d (seq %d) %s: %s\n", m.N, m.Seq, m.Field, safe(m.Message))
 	}
 	if v.OK() {
-		fmt.Fprintf(bw, "verified %s: all %d model inputs match the log (%d events)\n", safe(v.Conversation), v.Inferences, v.Events)
+		match := "all " + count(v.Inferences, "model input") + " match"
+		if v.Inferences == 1 {
+			match = "its 1 model input matches"
+		}
+		fmt.Fprintf(bw, "verified %s: %s the log (%s)\n", safe(v.Conversation), match, count(v.Events, "event"))
 	} else {
-		fmt.Fprintf(bw, "verification of %s FAILED: %d mismatches (%d model calls, %d events)\n", safe(v.Conversation), len(v.Mismatches), v.Inferences, v.Events)
+		fmt.Fprintf(bw, "verification of %s FAILED: %s (%s, %s)\n", safe(v.Conversation), count(len(v.Mismatches), "mismatch"), count(v.Inferences, "model call"), count(v.Events, "event"))
 	}
 	return bw.Flush()
 }
@@ -255,4 +263,16 @@ func (r *RerunResult) WriteText(w io.Writer) error {
 		fmt.Fprintf(bw, "  the re-run's chain returned: %s\n", safe(d.RerunError))
 	}
 	return bw.Flush()
+}
+
+// count says "1 event", "2 events", "0 events": n and the noun, plural
+// unless n is 1 ("mismatch" takes "es").
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "ch") {
+		return fmt.Sprintf("%d %ses", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

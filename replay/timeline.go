@@ -336,7 +336,7 @@ func Summary(e events.Event) string {
 		}
 		return s
 	case events.RequestCompleted:
-		return fmt.Sprintf("completed after %d model calls", p.Inferences)
+		return "completed after " + count(p.Inferences, "model call")
 	case events.RequestFailed:
 		return "failed: " + quote(p.Reason)
 	}

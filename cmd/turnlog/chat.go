@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -30,6 +31,8 @@ func newChatCmd() *cobra.Command {
 		profile string
 		model   string
 		timeout time.Duration
+		cwd     string
+		data    []string
 	)
 	cmd := &cobra.Command{
 		Use:   "chat [conversation]",
@@ -42,7 +45,20 @@ the reason to stderr and exits 1.
 
 Without -m it is interactive: type a message and see the answer stream in.
 Commands: /replay (the conversation's events), /new (start a new
-conversation), /quit. A new conversation ID is made when none is given.`,
+conversation), /quit.
+
+A new conversation ID is made when none is given; chat prints it on stderr
+(stdout stays the answer) so that you can continue it, replay it or verify
+it:
+
+  turnlog chat -m "hello"                 # stderr: conversation 01J...
+  turnlog chat -m "and then?" 01J...
+  turnlog replay --verify 01J...
+
+--cwd and --data are sent as the request's data, which the workers record
+as data.set and the profile's middlewares read: "cwd" is the working
+directory of the template variables (prompt:cwd, git:, file:AGENTS.md).
+  turnlog chat --cwd . --data timezone=Europe/Paris -m "what is here?"`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			conv := ulid.Make().String()
@@ -52,13 +68,21 @@ conversation), /quit. A new conversation ID is made when none is given.`,
 			if err := events.ValidateConversationID(conv); err != nil {
 				return err
 			}
+			reqData, err := requestData(cwd, data)
+			if err != nil {
+				return err
+			}
+			if len(args) == 0 && message != "" {
+				// Interactive mode shows the ID in its first line.
+				fmt.Fprintf(cmd.ErrOrStderr(), "conversation %s\n", conv)
+			}
 			ctx := cmd.Context()
 			nc, l, err := nf.connect(ctx)
 			if err != nil {
 				return err
 			}
 			defer nc.Close()
-			c := &chatClient{nc: nc, log: l, profile: profile, model: model, timeout: timeout, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr()}
+			c := &chatClient{nc: nc, log: l, profile: profile, model: model, data: reqData, timeout: timeout, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr()}
 			if message != "" {
 				res, err := c.ask(ctx, conv, message, nil)
 				if errors.Is(err, worker.ErrFailed) {
@@ -78,6 +102,8 @@ conversation), /quit. A new conversation ID is made when none is given.`,
 	cmd.Flags().StringVar(&profile, "profile", "", "profile to answer with (default: the workers' default)")
 	cmd.Flags().StringVar(&model, "model", "", "model to ask for (default: the profile's)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "how long to wait for an answer")
+	cmd.Flags().StringVar(&cwd, "cwd", "", "working directory sent as the request's \"cwd\" data (made absolute), read by the template variables")
+	cmd.Flags().StringArrayVar(&data, "data", nil, "KEY=VALUE sent as request data (repeatable)")
 	return cmd
 }
 
@@ -86,6 +112,7 @@ type chatClient struct {
 	log         *eventlog.Log
 	profile     string
 	model       string
+	data        map[string]string
 	timeout     time.Duration
 	out, errOut io.Writer
 }
@@ -99,7 +126,7 @@ func (c *chatClient) ask(ctx context.Context, conv, text string, onDelta func(wo
 	if err != nil {
 		return worker.Result{}, err
 	}
-	req := worker.Request{Conversation: conv, RequestID: ulid.Make().String(), Text: text, Profile: c.profile, Model: c.model}
+	req := worker.Request{Conversation: conv, RequestID: ulid.Make().String(), Text: text, Profile: c.profile, Model: c.model, Data: c.data}
 	if onDelta != nil {
 		sub, err := c.nc.Subscribe(c.log.Names().DeltaSubject(conv), func(m *nats.Msg) {
 			var d worker.Delta
@@ -179,6 +206,41 @@ func (c *chatClient) interactive(ctx context.Context, conv string, in io.Reader)
 			fmt.Fprintln(write, res.Answer)
 		}
 	}
+}
+
+// requestData builds a request's data from --data KEY=VALUE pairs and
+// --cwd, which wins over a "cwd" pair and is made absolute (a worker's
+// working directory is not the sender's).
+func requestData(cwd string, pairs []string) (map[string]string, error) {
+	if cwd == "" && len(pairs) == 0 {
+		return nil, nil
+	}
+	data := make(map[string]string, len(pairs)+1)
+	for _, p := range pairs {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--data %q: use KEY=VALUE, e.g. --data timezone=Europe/Paris", p)
+		}
+		if _, dup := data[k]; dup {
+			return nil, fmt.Errorf("--data %q: key %q given twice", p, k)
+		}
+		data[k] = v
+	}
+	if cwd != "" {
+		abs, err := filepath.Abs(cwd)
+		if err != nil {
+			return nil, fmt.Errorf("--cwd %q: %w", cwd, err)
+		}
+		st, err := os.Stat(abs)
+		if err != nil {
+			return nil, fmt.Errorf("--cwd %q: %w", cwd, err)
+		}
+		if !st.IsDir() {
+			return nil, fmt.Errorf("--cwd %q is not a directory", cwd)
+		}
+		data["cwd"] = abs
+	}
+	return data, nil
 }
 
 // lineReader gives line editing and history on a terminal (x/term) and

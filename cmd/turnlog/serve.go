@@ -89,7 +89,7 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 			go func() {
 				done <- runWorkers(ctx, &wf, workers, func() (*nats.Conn, error) { return srv.Connect() }, logOpts, logger)
 			}()
-			fmt.Fprintf(out, "turnlog: %d workers ready; try: turnlog chat -m hello (Ctrl-C to stop)\n", workers)
+			fmt.Fprintf(out, "turnlog: %d workers ready; try: %s (Ctrl-C to stop)\n", workers, chatHint(srv.ClientURL(), cmd.Flags().Changed("listen") || os.Getenv("TURNLOG_LISTEN") != ""))
 			err = <-done
 			fmt.Fprintln(out, "turnlog: stopped")
 			if err != nil && !errors.Is(err, context.Canceled) {
@@ -115,4 +115,14 @@ func syncName(s string) string {
 		return embedded.SyncInterval
 	}
 	return s
+}
+
+// chatHint is the command the banner suggests: it names the server's URL
+// whenever serve listens anywhere but the default, where a bare
+// `turnlog chat` would not find it (or would find another server).
+func chatHint(clientURL string, customListen bool) string {
+	if !customListen {
+		return "turnlog chat -m hello"
+	}
+	return "turnlog chat --nats-url " + clientURL + " -m hello"
 }
