@@ -29,6 +29,9 @@ type Aside struct {
 	Instructions string
 	InputBlocks  []string
 	TemplateHash string
+	// Untrusted are the spans of Instructions that template variables
+	// filled in (see events.Block.Untrusted), recorded for auditors.
+	Untrusted []events.Span
 }
 
 // InferAside makes the call a with e and records it in tx like every
@@ -57,6 +60,7 @@ func InferAside(ctx context.Context, tx *Tx, e Engine, a Aside) (Output, error) 
 		Instructions: a.Instructions,
 		InputBlocks:  a.InputBlocks,
 		TemplateHash: a.TemplateHash,
+		Untrusted:    a.Untrusted,
 	}
 	if sp, _, ok := in.SystemPrompt(); ok {
 		started.SystemPromptID = sp.ID

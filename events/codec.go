@@ -318,8 +318,11 @@ func canonical(p Payload) Payload {
 			v.Summary.Untrusted = nilIfNoSpans(v.Summary.Untrusted)
 		}
 	case InferenceStarted:
-		if v.InputBlocks != nil && len(v.InputBlocks) == 0 {
-			v.InputBlocks = nil
+		if v.InputBlocks != nil && len(v.InputBlocks) == 0 || hollowSpans(v.Untrusted) {
+			if len(v.InputBlocks) == 0 {
+				v.InputBlocks = nil
+			}
+			v.Untrusted = nilIfNoSpans(v.Untrusted)
 			return v
 		}
 	case DataSet:

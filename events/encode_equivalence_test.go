@@ -388,7 +388,8 @@ func TestEncodeMatchesReflectionOnPayloads(t *testing.T) {
 		rapid.Custom(func(t *rapid.T) events.Payload {
 			return events.InferenceStarted{InferenceID: id.Draw(t, "id"), Model: str.Draw(t, "model"), InputHash: id.Draw(t, "hash"),
 				SystemPromptID: str.Draw(t, "sp"), SystemPromptHash: str.Draw(t, "sph"), Blocks: num.Draw(t, "blocks"), Purpose: str.Draw(t, "purpose"),
-				Instructions: str.Draw(t, "instructions"), InputBlocks: strs.Draw(t, "input blocks"), TemplateHash: str.Draw(t, "template hash")}
+				Instructions: str.Draw(t, "instructions"), InputBlocks: strs.Draw(t, "input blocks"), TemplateHash: str.Draw(t, "template hash"),
+				Untrusted: spans.Draw(t, "untrusted")}
 		}),
 		rapid.Custom(func(t *rapid.T) events.Payload {
 			return events.InferenceFinished{InferenceID: id.Draw(t, "id"), PromptTokens: num.Draw(t, "prompt"), CompletionTokens: num.Draw(t, "completion"),

@@ -60,7 +60,7 @@ func samplePayloads() []events.Payload {
 		events.TurnCompacted{Removed: []string{"u1", "l1"}, Summary: &events.Block{ID: "sum1", Kind: events.KindOther, Text: "they greeted", Meta: meta("compacted", "2")}, Reason: "too long"},
 		events.DataSet{Values: meta("tz", "UTC", "profile", "pro"), Unset: []string{"page", "old"}},
 		events.InferenceStarted{InferenceID: "inf-1", Model: "gpt-x", InputHash: "h1", SystemPromptID: "s1", SystemPromptHash: "h2", Blocks: 12, Purpose: "compaction",
-			Instructions: "Summarize.", InputBlocks: []string{"u1", "l1"}, TemplateHash: "abc123"},
+			Instructions: "Summarize.", InputBlocks: []string{"u1", "l1"}, TemplateHash: "abc123", Untrusted: []events.Span{{Start: 0, End: 3, Var: "x:y"}}},
 		events.InferenceFinished{InferenceID: "inf-1", PromptTokens: 100, CompletionTokens: 20, StopReason: "stop", Duration: 1500 * time.Millisecond},
 		events.InferenceFailed{InferenceID: "inf-2", Error: "429 too many requests", Transient: true, Duration: time.Second},
 		events.RequestCompleted{Inferences: 2},

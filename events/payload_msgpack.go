@@ -226,7 +226,8 @@ func appendPayload(b []byte, p Payload) ([]byte, bool) {
 			present(p.Purpose != "")+
 			present(p.Instructions != "")+
 			present(len(p.InputBlocks) != 0)+
-			present(p.TemplateHash != ""))
+			present(p.TemplateHash != "")+
+			present(len(p.Untrusted) != 0))
 		b = appendField(b, "inference_id", p.InferenceID)
 		b = appendField(b, "model", p.Model)
 		b = appendField(b, "input_hash", p.InputHash)
@@ -248,6 +249,9 @@ func appendPayload(b []byte, p Payload) ([]byte, bool) {
 		}
 		if p.TemplateHash != "" {
 			b = appendField(b, "template_hash", p.TemplateHash)
+		}
+		if len(p.Untrusted) != 0 {
+			b = appendSpans(appendString(b, "untrusted"), p.Untrusted)
 		}
 	case InferenceFinished:
 		b = appendMapLen(b, 2+

@@ -176,8 +176,11 @@ type InferenceStarted struct {
 	Instructions string   `msgpack:"instructions,omitempty" json:"instructions,omitempty"`
 	InputBlocks  []string `msgpack:"input_blocks,omitempty" json:"input_blocks,omitempty"`
 	// TemplateHash is the hash of the template the call's system text was
-	// rendered from, when it was (the provenance of Instructions).
+	// rendered from, when it was (the provenance of Instructions), and
+	// Untrusted the spans of Instructions that the template's variables
+	// filled in (see Block.Untrusted).
 	TemplateHash string `msgpack:"template_hash,omitempty" json:"template_hash,omitempty"`
+	Untrusted    []Span `msgpack:"untrusted,omitempty" json:"untrusted,omitempty"`
 }
 
 // InferenceFinished closes a model call that succeeded.

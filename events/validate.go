@@ -211,6 +211,9 @@ func (p InferenceStarted) Validate() error {
 	if err := needIDs("input_blocks", p.InputBlocks); err != nil {
 		return err
 	}
+	if err := ValidateSpans("untrusted", p.Untrusted, len(p.Instructions)); err != nil {
+		return err
+	}
 	return needID("input_hash", p.InputHash)
 }
 

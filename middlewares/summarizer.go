@@ -38,8 +38,11 @@ type EngineSummarizer struct {
 	// Instruction is the system prompt (default DefaultSummaryInstruction).
 	Instruction string
 	// TemplateHash is the hash of the template Instruction was rendered
-	// from, if any; it is recorded as the instruction's provenance.
-	TemplateHash string
+	// from, if any, and InstructionSpans the spans of Instruction its
+	// variables filled in; both are recorded as the instruction's
+	// provenance.
+	TemplateHash     string
+	InstructionSpans []events.Span
 }
 
 // Summarize implements Summarizer.
@@ -64,6 +67,7 @@ func (s EngineSummarizer) Summarize(ctx context.Context, tx *engine.Tx, blocks [
 		Instructions: instruction,
 		InputBlocks:  ids,
 		TemplateHash: s.TemplateHash,
+		Untrusted:    s.InstructionSpans,
 	})
 	if err != nil {
 		return "", fmt.Errorf("engine summarizer: %w", err)

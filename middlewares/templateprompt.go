@@ -375,12 +375,17 @@ func (s TemplateSummarizer) Summarize(ctx context.Context, tx *engine.Tx, blocks
 	if err != nil {
 		return "", err
 	}
-	var from string
+	var (
+		from  string
+		spans []events.Span
+	)
 	if r.ok {
+		// The prompt comes first: its spans hold as they are.
 		instructions = r.prompt + "\n\n" + instructions
-		from = r.hash
+		from, spans = r.hash, r.spans
 	}
-	summary, err := EngineSummarizer{Engine: s.Engine, Model: s.Model, Instruction: instructions, TemplateHash: from}.Summarize(ctx, tx, blocks)
+	summary, err := EngineSummarizer{Engine: s.Engine, Model: s.Model, Instruction: instructions, TemplateHash: from,
+		InstructionSpans: spans}.Summarize(ctx, tx, blocks)
 	if err != nil {
 		return "", err
 	}

@@ -270,6 +270,9 @@ func TestTemplateSummarizerRebuildsThePrompt(t *testing.T) {
 			assert.Equal(t, events.KindSystem, in.Turn.Blocks[0].Kind)
 			started := tx.Committed()[committed].Payload.(events.InferenceStarted)
 			assert.Equal(t, wantHash, started.TemplateHash, "the call's instructions name their template")
+			assert.Equal(t, rep.Untrusted, started.Untrusted, "and say which of their words came from variables")
+			require.NotEmpty(t, started.Untrusted)
+			assert.Equal(t, "system:time", started.Untrusted[0].Var)
 
 			sp, i, _ := tx.Turn().SystemPrompt()
 			assert.Equal(t, 0, i)

@@ -17,9 +17,10 @@ func isAside(p events.InferenceStarted) bool {
 
 // asideInput rebuilds the input of such a call from t, the conversation's
 // Turn when the call was recorded, and describes the call's system prompt:
-// its instructions, with the template they were rendered from. The error
+// its instructions, recorded by the inference.started at position n, with
+// the template they were rendered from and its untrusted spans. The error
 // says what the log does not hold.
-func asideInput(t *projector.Turn, p events.InferenceStarted) (*projector.Turn, *ActivePrompt, error) {
+func asideInput(t *projector.Turn, p events.InferenceStarted, n int) (*projector.Turn, *ActivePrompt, error) {
 	blocks := make([]events.Block, 0, len(p.InputBlocks))
 	for _, id := range p.InputBlocks {
 		b, ok := t.Block(id)
@@ -39,7 +40,8 @@ func asideInput(t *projector.Turn, p events.InferenceStarted) (*projector.Turn, 
 	var prompt *ActivePrompt
 	if sp, i, ok := in.SystemPrompt(); ok {
 		prompt = &ActivePrompt{ID: sp.ID, Index: i, Text: sp.Text, Hash: projector.HashText(sp.Text),
-			Source: p.Purpose, Trust: sp.Trust, TemplateHash: p.TemplateHash}
+			Source: p.Purpose, Trust: sp.Trust, TemplateHash: p.TemplateHash, Untrusted: p.Untrusted,
+			SetAt: n, SetBy: events.TypeInferenceStarted}
 	}
 	return in, prompt, nil
 }

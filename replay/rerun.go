@@ -188,7 +188,7 @@ func rerunRequest(ctx context.Context, start *projector.Turn, seg []eventlog.Rec
 
 	model := built.Model
 	for _, r := range want {
-		if p, ok := r.Payload.(events.InferenceStarted); ok {
+		if p, ok := r.Payload.(events.InferenceStarted); ok && !isAside(p) {
 			model = p.Model
 			break
 		}

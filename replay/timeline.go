@@ -172,7 +172,7 @@ func Entries(ctx context.Context, src Source, conversation string, opts ...Optio
 					// A call on an input built from part of the Turn: the
 					// rebuilt input is what it received (nil: the log does
 					// not hold it, and it is not verified).
-					input, prompt, _ = asideInput(w.turn, p)
+					input, prompt, _ = asideInput(w.turn, p, r.Pos)
 				}
 				inf.SystemPrompt = prompt
 				if input != nil {

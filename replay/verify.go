@@ -120,7 +120,7 @@ func Verify(ctx context.Context, src Source, conversation string, opts ...Option
 			if isAside(p) {
 				// Its input is rebuilt now, from the Turn as it stands:
 				// the fold goes on meanwhile.
-				in, _, err := asideInput(w.turn, p)
+				in, _, err := asideInput(w.turn, p, r.Pos)
 				if err != nil {
 					unbuilt = append(unbuilt, Mismatch{N: r.Pos, Seq: r.Seq, Inference: v.Inferences, InferenceID: p.InferenceID,
 						Field: FieldInputBlocks, Recorded: fmt.Sprint(p.InputBlocks),

@@ -21,8 +21,10 @@ func compactedConversation(t *testing.T, l *eventlog.Log, conv string) (int, eve
 	t.Helper()
 	p := templateProfile(t, l)
 	p.CompactAfterBlocks = 10
-	loop := loopOf(t, p).Loop
+	built := loopOf(t, p)
+	loop := built.Loop
 	c := newConvo(t, l, conv)
+	c.model = built.Model // as a worker does: "scripted"; the summarizer asks the engine's default
 	for i := range 5 {
 		c.request(loop, fmt.Sprintf("message %d", i), nil)
 	}

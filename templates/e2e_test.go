@@ -232,6 +232,11 @@ func TestEndToEnd(t *testing.T) {
 			assert.Equal(t, middlewares.PurposeCompaction, s.Purpose)
 			assert.Equal(t, promptA2+"\n\n"+middlewares.DefaultSummaryInstruction, s.Instructions)
 			assert.Equal(t, projector.HashText(second), s.TemplateHash)
+			var vals []string
+			for _, sp := range s.Untrusted {
+				vals = append(vals, sp.Var+"="+s.Instructions[sp.Start:sp.End])
+			}
+			assert.Equal(t, []string{"prompt:conversation_id=conv-a", "file:notes.txt=beta"}, vals, "the variable content of the instructions is marked")
 			continue
 		}
 		want := projector.HashText(promptA)
