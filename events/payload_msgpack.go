@@ -99,6 +99,7 @@ func appendPayload(b []byte, p Payload) ([]byte, bool) {
 			present(p.TemplateHash != "")+
 			present(len(p.Variables) != 0)+
 			present(p.Reason != "")+
+			present(p.PreviousSource != "")+
 			present(len(p.Untrusted) != 0)+
 			present(p.Template != "")+
 			present(p.PreviousTemplateHash != ""))
@@ -117,6 +118,9 @@ func appendPayload(b []byte, p Payload) ([]byte, bool) {
 		if p.Reason != "" {
 			b = appendField(b, "reason", p.Reason)
 		}
+		if p.PreviousSource != "" {
+			b = appendField(b, "prev_source", p.PreviousSource)
+		}
 		if len(p.Untrusted) != 0 {
 			b = appendSpans(appendString(b, "untrusted"), p.Untrusted)
 		}
@@ -125,6 +129,18 @@ func appendPayload(b []byte, p Payload) ([]byte, bool) {
 		}
 		if p.PreviousTemplateHash != "" {
 			b = appendField(b, "prev_template_hash", p.PreviousTemplateHash)
+		}
+	case SystemPromptLocked:
+		b = appendMapLen(b, 1+present(p.Reason != ""))
+		b = appendField(b, "block_id", p.BlockID)
+		if p.Reason != "" {
+			b = appendField(b, "reason", p.Reason)
+		}
+	case SystemPromptUnlocked:
+		b = appendMapLen(b, 1+present(p.Reason != ""))
+		b = appendField(b, "block_id", p.BlockID)
+		if p.Reason != "" {
+			b = appendField(b, "reason", p.Reason)
 		}
 	case ReasoningAppended:
 		b = appendMapLen(b, 1+

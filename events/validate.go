@@ -115,6 +115,12 @@ func (p SystemPromptReplaced) Validate() error {
 }
 
 // Validate implements Payload.
+func (p SystemPromptLocked) Validate() error { return needID("block_id", p.BlockID) }
+
+// Validate implements Payload.
+func (p SystemPromptUnlocked) Validate() error { return needID("block_id", p.BlockID) }
+
+// Validate implements Payload.
 func (p ReasoningAppended) Validate() error { return needID("block_id", p.BlockID) }
 
 // Validate implements Payload.

@@ -56,6 +56,6 @@ func (p Profile) TemplateSource() middlewares.TemplateSource {
 // templatePrompt is the "template" middleware: the global template from
 // p.TemplateSource().
 func (p Profile) templatePrompt() (engine.Middleware, error) {
-	return middlewares.TemplatePrompt(middlewares.TemplatePromptConfig{Templates: p.TemplateSource(), Cwd: p.Cwd, Resolve: p.Resolve,
-		KeepTemplate: p.CompactionTemplate == CompactionTemplateOriginal})
+	return middlewares.TemplatePrompt(middlewares.TemplatePromptConfig{Templates: p.TemplateSource(), Cwd: p.Cwd, Policy: p.PromptPolicy,
+		Resolve: p.Resolve, KeepTemplate: p.CompactionTemplate == CompactionTemplateOriginal})
 }
