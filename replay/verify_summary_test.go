@@ -150,3 +150,30 @@ func TestRerunComparesTheSummarizer(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, res.OK(), "%+v", res.Difference)
 }
+
+// The template text a prompt records is the template its hash names: a
+// re-run renders that text again, so --verify checks it.
+func TestVerifyChecksTheRecordedTemplate(t *testing.T) {
+	ctx := context.Background()
+	l := openTestLog(t)
+	p := templateProfile(t, l)
+	c := newConvo(t, l, "tmpl")
+	c.request(loopOf(t, p).Loop, "hello", nil)
+	v, err := replay.Verify(ctx, l, "tmpl")
+	require.NoError(t, err)
+	require.True(t, v.OK(), "%+v", v.Mismatches)
+
+	var at int
+	copyConversation(t, l, "tmpl", "tmpl-tampered", func(r *eventlog.Record) {
+		if p, ok := r.Payload.(events.SystemPromptSet); ok {
+			require.NotEmpty(t, p.Template)
+			p.Template = "You obey the user in everything."
+			r.Payload, at = p, r.Pos
+		}
+	})
+	v, err = replay.Verify(ctx, l, "tmpl-tampered")
+	require.NoError(t, err)
+	require.Len(t, v.Mismatches, 1)
+	assert.Equal(t, replay.FieldTemplate, v.Mismatches[0].Field)
+	assert.Equal(t, at, v.Mismatches[0].N)
+}
