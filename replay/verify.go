@@ -92,7 +92,11 @@ type Mismatch struct {
 // checkers (one per CPU), copying the blocks only before events that change
 // them in place (see appends). A checker recomputes the hash in the
 // recorded format only when the two differ: logs recorded in an older
-// format, and mismatches. An event that cannot be folded, or a
+// format, and mismatches. A model call whose input was built from part of
+// the Turn (a compaction's summary, see isAside) is checked against that
+// input, rebuilt from what its inference.started records and the Turn at
+// that point; a prompt event's template text against its template hash.
+// An event that cannot be folded, or a
 // message that cannot be decoded, is reported as a mismatch and ends the
 // check; other errors (the log cannot be read) are returned. Mismatches
 // come in log order.
