@@ -133,7 +133,7 @@ func TestTemplateCompactionKeepsAPromptItDidNotWrite(t *testing.T) {
 	tx := txOf(t, imported("m0", "You are terse."), user("m1", "hi"))
 	overBudget(t, tx)
 	require.NoError(t, h(context.Background(), tx))
-	assert.Equal(t, []events.Type{events.TypeTurnCompacted}, typesOf(tx.Pending()))
+	assert.Equal(t, []events.Type{events.TypeInferenceFinished, events.TypeTurnCompacted}, typesOf(tx.Pending()))
 	assert.Equal(t, []string{"You are terse."}, systemTexts(tx.Turn()))
 }
 
@@ -155,7 +155,7 @@ func TestTemplateCompactionLeavesALockedPromptAlone(t *testing.T) {
 	clk.t = clk.t.Add(time.Hour)
 	overBudget(t, tx)
 	require.NoError(t, h(ctx, tx))
-	assert.Equal(t, []events.Type{events.TypeTurnCompacted}, typesOf(tx.Pending()), "compacted, prompt untouched")
+	assert.Equal(t, []events.Type{events.TypeInferenceFinished, events.TypeTurnCompacted}, typesOf(tx.Pending()), "compacted, prompt untouched")
 	assert.Equal(t, []string{sp.Text}, systemTexts(tx.Turn()))
 }
 

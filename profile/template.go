@@ -69,6 +69,12 @@ func (p Profile) validateTemplate() error {
 	if err := p.TemplateLimits.validate(); err != nil {
 		return err
 	}
+	switch p.CompactionTemplate {
+	case "", CompactionTemplateCurrent, CompactionTemplateOriginal:
+	default:
+		return fmt.Errorf("compaction_template %q: use %q (adopt the global template at each compaction, the default) or %q (keep the conversation's own)",
+			p.CompactionTemplate, CompactionTemplateCurrent, CompactionTemplateOriginal)
+	}
 	at := slices.Index(p.Middlewares, "template")
 	if at < 0 {
 		return nil
@@ -84,18 +90,31 @@ func (p Profile) validateTemplate() error {
 	return nil
 }
 
-// templatePrompt is the "template" middleware: the global template from
-// p.Templates (the built-in default without one).
-func (p Profile) templatePrompt() (engine.Middleware, error) {
-	src := p.Templates
-	if src == nil {
-		src = middlewares.StaticTemplate(templates.Default)
+// Values of Profile.CompactionTemplate.
+const (
+	CompactionTemplateCurrent  = "current"
+	CompactionTemplateOriginal = "original"
+)
+
+// TemplateSource is where the "template" middleware reads templates:
+// p.Templates, or the built-in default without one.
+func (p Profile) TemplateSource() middlewares.TemplateSource {
+	if p.Templates == nil {
+		return middlewares.StaticTemplate(templates.Default)
 	}
+	return p.Templates
+}
+
+// templatePrompt is the "template" middleware: the global template from
+// p.TemplateSource(), within the profile's template limits.
+func (p Profile) templatePrompt() (engine.Middleware, error) {
 	l := p.TemplateLimits
 	return middlewares.TemplatePrompt(middlewares.TemplatePromptConfig{
-		Templates:      src,
+		Templates:      p.TemplateSource(),
 		Cwd:            p.Cwd,
 		Policy:         p.PromptPolicy,
+		Resolve:        p.Resolve,
+		KeepTemplate:   p.CompactionTemplate == CompactionTemplateOriginal,
 		MaxFileBytes:   l.MaxFileBytes,
 		MaxPromptBytes: l.MaxPromptBytes,
 		GitTimeout:     l.GitTimeout,

@@ -2,6 +2,7 @@ package profile_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -32,6 +33,9 @@ func TestTemplateMiddlewareValidation(t *testing.T) {
 		{name: "template after compaction", p: profile.Profile{Middlewares: []string{"compaction", "template"}}, want: `must come before "compaction"`},
 		{name: "template and systemprompt", p: profile.Profile{Middlewares: []string{"systemprompt", "template"}}, want: "both set the system prompt"},
 		{name: "relative cwd", p: profile.Profile{Middlewares: []string{"template"}, Cwd: "project"}, want: "relative"},
+		{name: "compaction adopts the current template", p: profile.Profile{Middlewares: []string{"template", "compaction"}, CompactionTemplate: "current"}},
+		{name: "compaction keeps the original template", p: profile.Profile{Middlewares: []string{"template", "compaction"}, CompactionTemplate: "original"}},
+		{name: "unknown compaction template", p: profile.Profile{Middlewares: []string{"template"}, CompactionTemplate: "latest"}, want: `compaction_template "latest"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -136,4 +140,58 @@ func TestTemplateLimitsReachTheMiddleware(t *testing.T) {
 	assert.ErrorContains(t, err, "cap of 64 bytes at [file:notes.txt]")
 	assert.ErrorContains(t, err, "template_limits.max_prompt_bytes")
 	assert.False(t, engine.IsTransient(err), "the same template fails again: no retry")
+}
+// switchable is a TemplateSource whose global template a test changes,
+// keeping every template it was set to.
+type switchable struct{ current, first string }
+
+func (s *switchable) Template(context.Context) (string, error) { return s.current, nil }
+
+func (s *switchable) TemplateByHash(_ context.Context, hash string) (string, bool, error) {
+	for _, t := range []string{s.current, s.first} {
+		if projector.HashText(t) == hash {
+			return t, true, nil
+		}
+	}
+	return "", false, nil
+}
+
+// A compaction adopts the global template as it is then, unless the
+// profile says compaction_template: original.
+func TestCompactionTemplate(t *testing.T) {
+	for _, tc := range []struct{ option, want string }{
+		{option: "", want: "The new template."}, // "current"
+		{option: "current", want: "The new template."},
+		{option: "original", want: "The first template."},
+	} {
+		t.Run(tc.option, func(t *testing.T) {
+			src := &switchable{current: "The first template.", first: "The first template."}
+			set, err := profile.Parse([]byte("profiles:\n  p:\n    middlewares: [template, compaction]\n    compact_after_blocks: 10\n" +
+				"    compaction_template: \"" + tc.option + "\"\n"))
+			require.NoError(t, err)
+			p := set["p"]
+			p.Templates = src
+			b, err := p.Build(slog.New(slog.DiscardHandler), nil)
+			require.NoError(t, err)
+			turn := projector.New("c")
+			var replaced *events.SystemPromptReplaced
+			for i := range 8 {
+				tx := engine.NewTx(turn, fmt.Sprint("r", i))
+				require.NoError(t, tx.Emit("test", events.UserAppended{BlockID: engine.NewID(), Text: "hi"}))
+				require.NoError(t, b.Loop.Run(context.Background(), tx))
+				for _, e := range append(tx.Committed(), tx.Pending()...) {
+					if p, ok := e.Payload.(events.SystemPromptReplaced); ok && replaced == nil {
+						replaced = &p // the first rebuild
+					}
+				}
+				src.current = "The new template."
+			}
+			require.NotNil(t, replaced, "a compaction rebuilt the prompt")
+			assert.Equal(t, tc.want, replaced.Text)
+			assert.Equal(t, projector.HashText("The first template."), replaced.PreviousTemplateHash)
+			assert.Equal(t, projector.HashText(tc.want), replaced.TemplateHash)
+			sp, _, _ := turn.SystemPrompt()
+			assert.Equal(t, tc.want, sp.Text)
+		})
+	}
 }

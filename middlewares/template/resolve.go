@@ -257,17 +257,47 @@ func Resolve(ctx context.Context, refs []Ref, env Env) (Values, error) {
 // values or the rendered prompt reach the cap (env.MaxPromptBytes); there
 // is no other error.
 func RenderWith(ctx context.Context, src string, env Env) (prompt string, used Values, ok bool, err error) {
+	r, err := RenderTracked(ctx, src, env, nil)
+	return r.Prompt, r.Used, r.OK, err
+}
+
+// ResolveFunc computes the values of refs for env; [Resolve] is the one
+// that reads the clock, files and git. Another one can answer from a
+// record instead: `replay --rerun` renders a prompt again with the values
+// the log recorded, not today's. Its error is a [*LimitError] when the
+// values reach the cap.
+type ResolveFunc func(ctx context.Context, refs []Ref, env Env) (Values, error)
+
+// Rendered is a template rendered for a prompt, with what the record of
+// the prompt needs: the variables used and where their values went.
+type Rendered struct {
+	// Prompt, Used and OK are as RenderWith returns them.
+	Prompt string
+	Used   Values
+	OK     bool
+	// Spans are the ranges of Prompt that variables filled in (see
+	// Template.RenderSpans); the rest is the template's own text.
+	Spans []Span
+}
+
+// RenderTracked is RenderWith with the values from resolve (nil means
+// Resolve) and the spans of the variables in the prompt. Its error is
+// RenderWith's: a [*LimitError] at the cap, and nothing is rendered.
+func RenderTracked(ctx context.Context, src string, env Env, resolve ResolveFunc) (Rendered, error) {
+	if resolve == nil {
+		resolve = Resolve
+	}
 	t := Parse(src)
-	values, err := Resolve(ctx, t.Variables(), env)
+	values, err := resolve(ctx, t.Variables(), env)
 	if err != nil {
-		return "", nil, false, err
+		return Rendered{}, err
 	}
 	rec := &recorder{from: values, used: Values{}}
-	prompt, ok, err = t.RenderLimit(rec, env.maxPromptBytes())
+	prompt, spans, ok, err := t.RenderSpansLimit(rec, env.maxPromptBytes())
 	if err != nil {
-		return "", nil, false, err
+		return Rendered{}, err
 	}
-	return prompt, rec.used, ok, nil
+	return Rendered{Prompt: prompt, Used: rec.used, OK: ok, Spans: spans}, nil
 }
 
 // recorder is a Lookup that remembers which variables were read and found.
