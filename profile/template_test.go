@@ -141,6 +141,7 @@ func TestTemplateLimitsReachTheMiddleware(t *testing.T) {
 	assert.ErrorContains(t, err, "template_limits.max_prompt_bytes")
 	assert.False(t, engine.IsTransient(err), "the same template fails again: no retry")
 }
+
 // switchable is a TemplateSource whose global template a test changes,
 // keeping every template it was set to.
 type switchable struct{ current, first string }
