@@ -70,6 +70,9 @@ func (l *Log) Append(ctx context.Context, conversation string, expectedSeq uint6
 	if len(evs) == 0 {
 		return 0, fmt.Errorf("append to %s: %w: no events", conversation, events.ErrInvalid)
 	}
+	if err := l.ensureHandles(ctx); err != nil {
+		return 0, fmt.Errorf("append to %s: %w", conversation, err)
+	}
 	cause, step := evs[0].Cause, evs[0].Step
 	for i, e := range evs {
 		if e.Conversation != conversation {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -23,6 +25,11 @@ type Log struct {
 	bigSnaps jetstream.ObjectStore
 
 	partitions int
+
+	// ready is set once events, snaps and bigSnaps are known: by Open, or
+	// on first use of an attached log (see Attach); lookup guards that.
+	ready  atomic.Bool
+	lookup sync.Mutex
 }
 
 type options struct {
@@ -130,7 +137,7 @@ func validPrefix(p string) error {
 // streams and buckets. It is idempotent: every process may call it at
 // start, and a second call with the same options changes nothing.
 func Open(ctx context.Context, nc *nats.Conn, opts ...Option) (*Log, error) {
-	o := options{prefix: DefaultPrefix, snapshotEvery: 100, logger: slog.Default(), duplicates: 2 * time.Minute}
+	o := defaultOptions()
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, fmt.Errorf("open event log: %w", err)
@@ -144,7 +151,12 @@ func Open(ctx context.Context, nc *nats.Conn, opts ...Option) (*Log, error) {
 	if err := l.provision(ctx); err != nil {
 		return nil, fmt.Errorf("open event log: %w", err)
 	}
+	l.ready.Store(true)
 	return l, nil
+}
+
+func defaultOptions() options {
+	return options{prefix: DefaultPrefix, snapshotEvery: 100, logger: slog.Default(), duplicates: 2 * time.Minute}
 }
 
 func (l *Log) provision(ctx context.Context) error {

@@ -13,6 +13,8 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/middlewares"
+	"github.com/turnlog/turnlog/profile"
 	"github.com/turnlog/turnlog/worker"
 )
 
@@ -105,6 +107,10 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if err := s.checkRequestData(body.Profile, body.Data); err != nil {
+		writeError(w, http.StatusBadRequest, `"data": `+err.Error())
+		return
+	}
 	req, err := worker.Send(r.Context(), s.cfg.Log, worker.Request{Conversation: id, RequestID: body.RequestID,
 		Text: body.Text, Profile: body.Profile, Model: body.Model, Data: body.Data})
 	if err != nil {
@@ -113,6 +119,21 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	s.cfg.Logger.Info("chat request sent", "conversation", id, "request", req.RequestID, "bytes", len(body.Text), "remote", r.RemoteAddr)
 	writeJSON(w, http.StatusAccepted, MessageResponse{RequestID: req.RequestID, Conversation: id})
+}
+
+// checkRequestData refuses request data that sets a reserved key (the
+// conversation's prompt, trust, locks) the request's profile does not
+// allow: the worker would fail the request for it anyway, so the caller
+// learns it at once and nothing is queued.
+func (s *Server) checkRequestData(profileName string, data map[string]string) error {
+	if profileName == "" {
+		profileName = profile.DefaultName
+	}
+	var allow []string
+	if p, ok := s.cfg.Profiles[profileName]; ok {
+		allow = p.AllowRequestData
+	}
+	return middlewares.CheckRequestData(data, allow)
 }
 
 // stream answers GET /conversations/{id}/stream with Server-Sent Events:

@@ -55,6 +55,12 @@ func TestPostMessageRefusals(t *testing.T) {
 		{name: "request ID not a ULID", path: "/conversations/pr/messages", auth: "Bearer " + token, body: `{"text": "hi", "request_id": "abc"}`, wantStatus: 400, want: "is not a ULID"},
 		{name: "bad conversation ID", path: "/conversations/p.r/messages", auth: "Bearer " + token, body: `{"text": "hi"}`, wantStatus: 400, want: "which NATS subjects forbid"},
 		{name: "GET is not a route", method: "GET", path: "/conversations/pr/messages", wantStatus: 405, want: "allowed methods are POST"},
+		// The keys of turnlog's middlewares cannot be set by a request:
+		// before, this one gave the conversation no system prompt.
+		{name: "reserved data key", path: "/conversations/pr/messages", auth: "Bearer " + token, body: `{"text": "hi", "data": {"systemprompt.none": "x", "tz": "UTC"}}`,
+			wantStatus: 400, want: `"data": reserved data key: data key "systemprompt.none" is reserved`},
+		{name: "reserved data key of another namespace", path: "/conversations/pr/messages", auth: "Bearer " + token, body: `{"text": "hi", "data": {"trust.operator": "me"}}`,
+			wantStatus: 400, want: "allow_request_data"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

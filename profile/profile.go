@@ -21,6 +21,10 @@ import (
 // DefaultName is the profile a request without one uses.
 const DefaultName = "default"
 
+// SourceProfile is the systemprompt.source of the prompt the systemprompt
+// middleware writes from a profile's system_prompt.
+const SourceProfile = "profile"
+
 // Profile is one way of answering chat requests.
 type Profile struct {
 	// SystemPrompt is the prompt the systemprompt middleware keeps in
@@ -59,6 +63,18 @@ type Profile struct {
 	Middlewares []string `yaml:"middlewares" json:"middlewares"`
 	// GlobalPrompt is the operator prompt of the globalprompt middleware.
 	GlobalPrompt string `yaml:"global_prompt,omitempty" json:"global_prompt,omitempty"`
+	// PromptPolicy is what the systemprompt and template middlewares do
+	// with a conversation prompt they did not write (imported, forked,
+	// set by an operator or by another profile): "keep" (default) keeps
+	// it as the conversation's one prompt, "replace" replaces its text in
+	// place with the profile's. See middlewares.PromptPolicy.
+	PromptPolicy middlewares.PromptPolicy `yaml:"prompt_policy,omitempty" json:"prompt_policy,omitempty"`
+	// AllowRequestData lists the reserved data keys (see
+	// middlewares.ReservedDataPrefixes: systemprompt., trust., ...) that a
+	// chat request answered by this profile may set. By default none: a
+	// request that sets one fails (request.failed; HTTP 400), since it
+	// would change the conversation's prompt, trust or locks.
+	AllowRequestData []string `yaml:"allow_request_data,omitempty" json:"allow_request_data,omitempty"`
 	// Cwd is the working directory of the template middleware's variables
 	// (prompt:cwd, git:, file:) for conversations whose requests send no
 	// "cwd" data; "" means none.
@@ -154,6 +170,15 @@ func (p Profile) Validate() error {
 	if err := p.validateTemplate(); err != nil {
 		return err
 	}
+	if err := p.PromptPolicy.Validate(); err != nil {
+		return fmt.Errorf("prompt_policy: %w", err)
+	}
+	for _, k := range p.AllowRequestData {
+		if !middlewares.ReservedDataKey(k) {
+			return fmt.Errorf("allow_request_data: %q is not a reserved key (%s); requests may set it anyway, remove it",
+				k, strings.Join(middlewares.ReservedDataPrefixes, " "))
+		}
+	}
 	if p.CompactAfterBlocks < 0 || p.MaxIterations < 0 {
 		return fmt.Errorf("compact_after_blocks and max_iterations must not be negative")
 	}
@@ -166,6 +191,14 @@ type Built struct {
 	Loop   engine.Loop
 	Tools  *engine.Tools
 	Model  string
+	// AllowRequestData is the profile's allow_request_data.
+	AllowRequestData []string
+}
+
+// CheckRequestData refuses a chat request's data that sets a reserved key
+// this profile does not allow (middlewares.CheckRequestData).
+func (p Profile) CheckRequestData(data map[string]string) error {
+	return middlewares.CheckRequestData(data, p.AllowRequestData)
 }
 
 // Build makes the engine, the tools and the middleware chain of p.
@@ -204,10 +237,11 @@ func (p Profile) assemble(eng engine.Engine, logger *slog.Logger, tools *engine.
 		mws = append(mws, mw)
 	}
 	return &Built{
-		Engine: eng,
-		Loop:   engine.Loop{Handler: engine.Chain(eng, mws...), Tools: tools, MaxIterations: p.MaxIterations},
-		Tools:  tools,
-		Model:  model,
+		Engine:           eng,
+		Loop:             engine.Loop{Handler: engine.Chain(eng, mws...), Tools: tools, MaxIterations: p.MaxIterations},
+		Tools:            tools,
+		Model:            model,
+		AllowRequestData: p.AllowRequestData,
 	}, nil
 }
 
@@ -224,7 +258,8 @@ func (p Profile) middleware(name string, eng engine.Engine, logger *slog.Logger)
 	case "globalprompt":
 		return middlewares.GlobalPrompt(middlewares.GlobalPromptConfig{Prompt: middlewares.StaticPrompt(p.GlobalPrompt), ID: "global"})
 	case "systemprompt":
-		return middlewares.SystemPromptReplace(middlewares.SystemPromptReplaceConfig{Prompt: middlewares.StaticPrompt(p.SystemPrompt), Source: "profile"})
+		return middlewares.SystemPromptReplace(middlewares.SystemPromptReplaceConfig{Prompt: middlewares.StaticPrompt(p.SystemPrompt),
+			Source: SourceProfile, Policy: p.PromptPolicy})
 	case "systemprompt_append":
 		return middlewares.SystemPromptAppend(middlewares.SystemPromptAppendConfig{Prompt: middlewares.StaticPrompt(p.SystemPrompt), Tag: "profile"})
 	case "ordering":

@@ -125,6 +125,16 @@ func writeInference(w io.Writer, in *Inference, indent string) {
 	}
 }
 
+// WritePrompt writes an active system prompt as replay shows it: where it
+// came from (source, trust, the event and actor that set it, the last
+// replacement, the lock and who holds it, the template and its values),
+// then its text, line by line. nil writes "system prompt: none".
+func WritePrompt(w io.Writer, p *ActivePrompt) error {
+	bw := bufio.NewWriter(w)
+	writePrompt(bw, p, "")
+	return bw.Flush()
+}
+
 func writePrompt(w io.Writer, p *ActivePrompt, indent string) {
 	if p == nil {
 		fmt.Fprintln(w, indent+"system prompt: none")
@@ -138,19 +148,30 @@ func writePrompt(w io.Writer, p *ActivePrompt, indent string) {
 		parts = append(parts, string(p.Trust))
 	}
 	if p.SetAt > 0 {
-		parts = append(parts, fmt.Sprintf("set at event %d by %s", p.SetAt, p.SetBy))
+		by := string(p.SetBy)
+		if p.SetActor != "" {
+			by += " (" + safe(p.SetActor) + ")"
+		}
+		parts = append(parts, fmt.Sprintf("set at event %d by %s", p.SetAt, by))
 	} else {
 		parts = append(parts, "origin not in the log")
 	}
 	if p.ReplacedAt > 0 {
-		parts = append(parts, fmt.Sprintf("last replaced at event %d (%d replacements)", p.ReplacedAt, p.Replacements))
+		by := ""
+		if p.ReplacedBy != "" {
+			by = " by " + safe(p.ReplacedBy)
+		}
+		parts = append(parts, fmt.Sprintf("last replaced at event %d%s (%d replacements)", p.ReplacedAt, by, p.Replacements))
 	}
 	if p.Locked {
+		lock := "locked"
 		if p.LockedAt > 0 {
-			parts = append(parts, fmt.Sprintf("locked at event %d", p.LockedAt))
-		} else {
-			parts = append(parts, "locked")
+			lock += fmt.Sprintf(" at event %d", p.LockedAt)
 		}
+		if p.LockedBy != "" {
+			lock += " by " + safe(p.LockedBy)
+		}
+		parts = append(parts, lock)
 	}
 	if p.TemplateHash != "" {
 		parts = append(parts, "template "+short(p.TemplateHash))

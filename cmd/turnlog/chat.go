@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/oklog/ulid/v2"
 	"github.com/spf13/cobra"
+	"github.com/turnlog/turnlog/chatclient"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/replay"
@@ -26,13 +26,14 @@ func init() { commands = append(commands, newChatCmd) }
 
 func newChatCmd() *cobra.Command {
 	var (
-		nf      natsFlags
-		message string
-		profile string
-		model   string
-		timeout time.Duration
-		cwd     string
-		data    []string
+		nf        natsFlags
+		message   string
+		profile   string
+		model     string
+		requestID string
+		timeout   time.Duration
+		cwd       string
+		data      []string
 	)
 	cmd := &cobra.Command{
 		Use:   "chat [conversation]",
@@ -41,7 +42,20 @@ func newChatCmd() *cobra.Command {
 
 With -m TEXT it sends one request, waits for it to end, prints the answer
 text to stdout and exits 0; if the request ends in request.failed it prints
-the reason to stderr and exits 1.
+the reason to stderr and exits 1. If no answer comes within --timeout it
+exits 3 and prints the request's ID: the request may still be answered, and
+` + "`turnlog chat --request-id ID -m TEXT CONVERSATION`" + ` waits for it again.
+
+--request-id ULID sends the request under that ID. A request that the log
+already holds is not sent again (its answer is printed, or awaited), and
+JetStream drops a second copy sent within the requests stream's duplicate
+window (2 minutes), so retrying with the same ID never asks twice.
+
+chat rides through the faults of a cluster: it touches only the streams it
+needs, retries while JetStream is unavailable (an election, a node cut off)
+within --timeout, moves to another of the --nats-url servers when the one it
+uses stays unavailable, and reads the log for the outcome when its watch of
+the conversation is lost.
 
 Without -m it is interactive: type a message and see the answer stream in.
 Commands: /replay (the conversation's events), /new (start a new
@@ -68,6 +82,14 @@ directory of the template variables (prompt:cwd, git:, file:AGENTS.md).
 			if err := events.ValidateConversationID(conv); err != nil {
 				return err
 			}
+			if requestID != "" {
+				if message == "" {
+					return errors.New("--request-id goes with -m: the message is sent again under that ID if the log does not hold it yet")
+				}
+				if _, err := ulid.ParseStrict(requestID); err != nil {
+					return fmt.Errorf("--request-id %q is not a ULID (26 characters of Crockford base32, as chat prints them)", requestID)
+				}
+			}
 			reqData, err := requestData(cwd, data)
 			if err != nil {
 				return err
@@ -77,18 +99,28 @@ directory of the template variables (prompt:cwd, git:, file:AGENTS.md).
 				fmt.Fprintf(cmd.ErrOrStderr(), "conversation %s\n", conv)
 			}
 			ctx := cmd.Context()
-			nc, l, err := nf.connect(ctx)
+			// Reconnect for as long as the command runs, to any of the
+			// servers given: chatclient moves the connection on when the
+			// server in use stays unavailable.
+			nc, err := nf.dial(nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
 			if err != nil {
 				return err
 			}
 			defer nc.Close()
-			c := &chatClient{nc: nc, log: l, profile: profile, model: model, data: reqData, timeout: timeout, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr()}
+			l, err := eventlog.Attach(nc, eventlog.WithPrefix(nf.prefix))
+			if err != nil {
+				return err
+			}
+			c := &chatClient{asker: chatclient.New(nc, l), log: l, profile: profile, model: model, data: reqData, timeout: timeout, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr()}
 			if message != "" {
-				res, err := c.ask(ctx, conv, message, nil)
-				if errors.Is(err, worker.ErrFailed) {
+				res, err := c.ask(ctx, conv, message, requestID, nil)
+				var noAnswer *chatclient.NoAnswerError
+				switch {
+				case errors.Is(err, worker.ErrFailed):
 					return &exitError{code: 1, err: fmt.Errorf("request failed: %s", res.Failed)}
-				}
-				if err != nil {
+				case errors.As(err, &noAnswer):
+					return &exitError{code: 3, err: noAnswerHelp(noAnswer, message)}
+				case err != nil:
 					return err
 				}
 				fmt.Fprintln(c.out, res.Answer)
@@ -101,14 +133,27 @@ directory of the template variables (prompt:cwd, git:, file:AGENTS.md).
 	cmd.Flags().StringVarP(&message, "message", "m", "", "send one message, print the answer, exit")
 	cmd.Flags().StringVar(&profile, "profile", "", "profile to answer with (default: the workers' default)")
 	cmd.Flags().StringVar(&model, "model", "", "model to ask for (default: the profile's)")
+	cmd.Flags().StringVar(&requestID, "request-id", "", "send -m under this request ID (a ULID), never twice: to wait again for a request that timed out")
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "how long to wait for an answer")
 	cmd.Flags().StringVar(&cwd, "cwd", "", "working directory sent as the request's \"cwd\" data (made absolute), read by the template variables")
 	cmd.Flags().StringArrayVar(&data, "data", nil, "KEY=VALUE sent as request data (repeatable)")
 	return cmd
 }
 
+// noAnswerHelp says, in one line, that the outcome is unknown and how to
+// learn it without asking twice.
+func noAnswerHelp(e *chatclient.NoAnswerError, message string) error {
+	return fmt.Errorf("%w; it may still be answered: see with `turnlog replay %s`, or wait again without sending it twice: `turnlog chat --request-id %s -m %s %s`",
+		e, e.Conversation, e.RequestID, shellQuote(message), e.Conversation)
+}
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
 type chatClient struct {
-	nc          *nats.Conn
+	asker       *chatclient.Client
 	log         *eventlog.Log
 	profile     string
 	model       string
@@ -117,36 +162,13 @@ type chatClient struct {
 	out, errOut io.Writer
 }
 
-// ask sends one request and waits for its end; onDelta, when set, receives
-// the answer's text as it streams.
-func (c *chatClient) ask(ctx context.Context, conv, text string, onDelta func(worker.Delta)) (worker.Result, error) {
+// ask sends one request (under requestID when it is set) and waits for its
+// end; onDelta, when set, receives the answer's text as it streams.
+func (c *chatClient) ask(ctx context.Context, conv, text, requestID string, onDelta func(worker.Delta)) (worker.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	last, err := c.log.LastSeq(ctx, conv)
-	if err != nil {
-		return worker.Result{}, err
-	}
-	req := worker.Request{Conversation: conv, RequestID: ulid.Make().String(), Text: text, Profile: c.profile, Model: c.model, Data: c.data}
-	if onDelta != nil {
-		sub, err := c.nc.Subscribe(c.log.Names().DeltaSubject(conv), func(m *nats.Msg) {
-			var d worker.Delta
-			if json.Unmarshal(m.Data, &d) == nil && d.RequestID == req.RequestID {
-				onDelta(d)
-			}
-		})
-		if err != nil {
-			return worker.Result{}, err
-		}
-		defer sub.Unsubscribe()
-	}
-	if _, err := worker.Send(ctx, c.log, req); err != nil {
-		return worker.Result{}, err
-	}
-	res, err := worker.Await(ctx, c.log, conv, req.RequestID, last, 0)
-	if errors.Is(err, context.DeadlineExceeded) {
-		return res, fmt.Errorf("no answer after %s: is a worker running (turnlog serve, or turnlog worker)?", c.timeout)
-	}
-	return res, err
+	req := worker.Request{Conversation: conv, RequestID: requestID, Text: text, Profile: c.profile, Model: c.model, Data: c.data}
+	return c.asker.Ask(ctx, req, onDelta)
 }
 
 func (c *chatClient) interactive(ctx context.Context, conv string, in io.Reader) error {
@@ -188,7 +210,7 @@ func (c *chatClient) interactive(ctx context.Context, conv string, in io.Reader)
 			continue
 		}
 		streamed := false
-		res, err := c.ask(ctx, conv, line, func(d worker.Delta) {
+		res, err := c.ask(ctx, conv, line, "", func(d worker.Delta) {
 			if d.Kind == events.KindLLMText {
 				streamed = true
 				fmt.Fprint(write, d.Text)

@@ -14,6 +14,7 @@ import (
 	"github.com/turnlog/turnlog/embedded"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/httpapi"
+	"github.com/turnlog/turnlog/profile"
 )
 
 func init() { commands = append(commands, newServeCmd) }
@@ -74,7 +75,11 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "turnlog: NATS with JetStream listening on %s (data in %s, sync %s)\n", srv.ClientURL(), data, syncName(sync))
 			if httpAt != "" {
-				api, err := httpapi.New(httpapi.Config{Log: l, Token: token, Logger: logger})
+				profiles, err := profile.Load(wf.profiles)
+				if err != nil {
+					return err
+				}
+				api, err := httpapi.New(httpapi.Config{Log: l, Token: token, Logger: logger, Profiles: profiles})
 				if err != nil {
 					return err
 				}
