@@ -33,7 +33,7 @@ const (
 // delivered again: a request retried because the log did not answer (an
 // election, which takes a few seconds) is tried again within this of the
 // log coming back.
-const maxRetryDelay = 2 * time.Second
+const maxRetryDelay = time.Second
 
 // errCrash is returned when a fault point fired.
 var errCrash = errors.New("simulated crash")
@@ -105,7 +105,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		log.Info("request will be retried", "err", err)
 		// The delay holds the partition (one request in flight), so it
 		// stays within a few seconds whatever the delivery count.
-		_ = m.NakWithDelay(min(time.Duration(meta.NumDelivered)*time.Second, maxRetryDelay))
+		_ = m.NakWithDelay(min(time.Duration(meta.NumDelivered)*500*time.Millisecond, maxRetryDelay))
 	case handBack:
 		w.metrics.requests.WithLabelValues("handed_back").Inc()
 		log.Info("request handed back", "err", err)

@@ -161,8 +161,10 @@ through its profile's middleware chain and engine (tool loop included) and
 appends every step to the conversation's events. Run as many workers, on as
 many machines, as you like: requests of one conversation never interleave,
 different conversations run in parallel, and a worker killed at any point
-loses and duplicates nothing (the request is redelivered and resumes from the
-log). SIGTERM or Ctrl-C: finish the requests in hand (up to 30 s), hand back
+loses and duplicates nothing (the request is redelivered to another worker
+within --ack-wait and resumes from the log). A worker started before NATS
+waits for it, and one that loses the cluster logs it once and waits until it
+is back. SIGTERM or Ctrl-C: finish the requests in hand (up to 30 s), hand back
 the rest, exit.
 
 It connects with the worker key of the data directory (./.turnlog/auth/worker.nk,
