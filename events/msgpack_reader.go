@@ -327,6 +327,28 @@ func readBlocks(r *reader, bs *[]Block) bool {
 	return true
 }
 
+// readSpans is readStrings for spans.
+func readSpans(r *reader, ss *[]Span) bool {
+	if *ss != nil {
+		return false
+	}
+	if r.nilValue() {
+		return true
+	}
+	n, ok := r.arrayLen()
+	if !ok {
+		return false
+	}
+	out := make([]Span, n)
+	for i := range out {
+		if !readSpan(r, &out[i]) {
+			return false
+		}
+	}
+	*ss = out
+	return true
+}
+
 // readBlockPointer reads nil or a Block into a new one. A field that
 // already points to one is left to reflection, which would decode into it.
 func readBlockPointer(r *reader, b **Block) bool {

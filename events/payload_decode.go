@@ -104,6 +104,26 @@ func readBlock(r *reader, b *Block) bool {
 			ok = readBool(r, &b.IsError)
 		case "enc":
 			ok = readString(r, &b.Encrypted)
+		case "untrusted":
+			ok = readSpans(r, &b.Untrusted)
+		default:
+			ok = false
+		}
+	}
+	return ok
+}
+
+// readSpan reads a Span into sp.
+func readSpan(r *reader, sp *Span) bool {
+	n, ok := r.mapLen()
+	for ; ok && n > 0; n-- {
+		switch r.fieldKey() {
+		case "start":
+			ok = readInt(r, &sp.Start)
+		case "end":
+			ok = readInt(r, &sp.End)
+		case "var":
+			ok = readString(r, &sp.Var)
 		default:
 			ok = false
 		}
@@ -178,6 +198,10 @@ func decodeSystemPromptSet(r *reader) (Payload, bool) {
 			ok = readString(r, &p.TemplateHash)
 		case "vars":
 			ok = readStringMap(r, &p.Variables)
+		case "untrusted":
+			ok = readSpans(r, &p.Untrusted)
+		case "template":
+			ok = readString(r, &p.Template)
 		default:
 			ok = false
 		}
@@ -209,6 +233,12 @@ func decodeSystemPromptReplaced(r *reader) (Payload, bool) {
 			ok = readString(r, &p.Reason)
 		case "prev_source":
 			ok = readString(r, &p.PreviousSource)
+		case "untrusted":
+			ok = readSpans(r, &p.Untrusted)
+		case "template":
+			ok = readString(r, &p.Template)
+		case "prev_template_hash":
+			ok = readString(r, &p.PreviousTemplateHash)
 		default:
 			ok = false
 		}
@@ -490,6 +520,14 @@ func decodeInferenceStarted(r *reader) (Payload, bool) {
 			ok = readInt(r, &p.Blocks)
 		case "purpose":
 			ok = readString(r, &p.Purpose)
+		case "instructions":
+			ok = readString(r, &p.Instructions)
+		case "input_blocks":
+			ok = readStrings(r, &p.InputBlocks)
+		case "template_hash":
+			ok = readString(r, &p.TemplateHash)
+		case "untrusted":
+			ok = readSpans(r, &p.Untrusted)
 		default:
 			ok = false
 		}

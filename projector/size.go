@@ -1,6 +1,10 @@
 package projector
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/turnlog/turnlog/events"
+)
 
 // Sizes the estimate below counts, for a 64-bit Go runtime: a string is
 // its header plus its bytes; a map entry of two strings, with the map's
@@ -8,6 +12,7 @@ import "unsafe"
 const (
 	blockBytes     = int(unsafe.Sizeof(Block{}))
 	sumBytes       = int(unsafe.Sizeof(blockSum{}))
+	spanBytes      = int(unsafe.Sizeof(events.Span{}))
 	mapBytes       = 48                         // a map's header
 	mapEntryBytes  = 2 * 2 * 16                 // two string headers, twice
 	posEntryBytes  = 2 * (16 + 8)               // a string and an int, twice
@@ -30,6 +35,10 @@ func Size(t *Turn) int {
 		n += len(b.ID) + len(b.Kind) + len(b.Text) + len(b.Trust) + len(b.CallID) +
 			len(b.ToolName) + len(b.Arguments) + len(b.Encrypted)
 		n += stringMapSize(b.Meta)
+		n += cap(b.Untrusted) * spanBytes
+		for _, sp := range b.Untrusted {
+			n += len(sp.Var)
+		}
 	}
 	n += stringMapSize(t.Data)
 	if t.pos != nil {
