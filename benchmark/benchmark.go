@@ -46,6 +46,12 @@ type Results struct {
 	LoadMs1mCold           float64 `json:"load_ms_1m_cold"`
 	HistoryMs1mWarm        float64 `json:"history_ms_1m_warm"`
 	HistoryMs1mCold        float64 `json:"history_ms_1m_cold"`
+	// LoadMs1mColdFirst is the first of the cold loads, which reads the
+	// stream and writes the conversation's history cache (the others read
+	// the cache); HistoryMs1mColdUncached is a history read after a
+	// restart with no history cache.
+	LoadMs1mColdFirst       float64 `json:"load_ms_1m_cold_first"`
+	HistoryMs1mColdUncached float64 `json:"history_ms_1m_cold_uncached"`
 	// WorkerPeakRSSMB is the peak resident memory of a `turnlog worker`
 	// process after WorkerMemoryRequests requests over
 	// WorkerMemoryConversations conversations (10,000 over 1,000; fewer

@@ -35,4 +35,6 @@ func BenchmarkBigLoads(b *testing.B) {
 	b.ReportMetric(r.res.LoadMs1mCold, "cold-ms")
 	b.ReportMetric(r.res.HistoryMs1mWarm, "history-warm-ms")
 	b.ReportMetric(r.res.HistoryMs1mCold, "history-cold-ms")
+	b.ReportMetric(r.res.LoadMs1mColdFirst, "cold-first-ms")
+	b.ReportMetric(r.res.HistoryMs1mColdUncached, "history-cold-uncached-ms")
 }

@@ -68,6 +68,12 @@ func (l *Log) ensureHandles(ctx context.Context) error {
 			return fmt.Errorf("object store %s: %w", l.names.SnapshotObjectsBucket, err)
 		}
 	}
+	if l.history == nil {
+		// Optional: without it, histories are read from the events.
+		if h, err := l.js.KeyValue(ctx, l.names.HistoryBucket); err == nil {
+			l.history = h
+		}
+	}
 	l.ready.Store(true)
 	return nil
 }

@@ -141,9 +141,9 @@ func (l *Log) walkBack(ctx context.Context, conversation string, last *stored, b
 // them), decoded, in log order. When base > 0 it must still be the
 // conversation's message with ID baseID (any ID when baseID is empty):
 // otherwise the iteration yields errStaleBase. It reads the last message
-// first, so that a base that is the last message costs one lookup, and
-// follows the links from there; it reads with batched gets from base when
-// the links do not serve.
+// first, so that a base that is the last message costs one lookup. A read
+// of the whole history starts from the history cache (see history.go)
+// and writes it when it was missing or behind.
 func (l *Log) after(ctx context.Context, conversation string, base uint64, baseID string) iter.Seq2[message, error] {
 	return func(yield func(message, error) bool) {
 		last, err := l.lastStored(ctx, conversation)
@@ -163,12 +163,92 @@ func (l *Log) after(ctx context.Context, conversation string, base uint64, baseI
 			}
 			return
 		}
+		if base == 0 {
+			if cached := l.cachedHistory(ctx, conversation, last); cached != nil {
+				if done := l.fromCache(ctx, conversation, last, cached, yield); done {
+					return
+				}
+			}
+		}
+		// Cache what a read of the whole history read, if it all links.
+		caching, size := base == 0, 0
+		var read []*stored
+		for m, err := range l.readFrom(ctx, conversation, last, base, baseID) {
+			if err != nil {
+				yield(message{}, err)
+				return
+			}
+			if caching {
+				size += len(m.raw.data)
+				caching = m.raw.linked && size <= maxHistoryCache
+				read = append(read, m.raw)
+			}
+			if !yield(m, nil) {
+				return
+			}
+		}
+		if caching {
+			l.cacheHistory(ctx, conversation, read)
+		}
+	}
+}
+
+// fromCache yields the cached messages and those stored after them, and
+// writes the cache again when it was behind. It reports false, having
+// yielded nothing, when the stream does not continue the cache (the
+// conversation was erased and written anew): the caller then reads the
+// stream.
+func (l *Log) fromCache(ctx context.Context, conversation string, last *stored, cached []*stored, yield func(message, error) bool) bool {
+	end := cached[len(cached)-1]
+	var rest []message
+	if end.seq < last.seq {
+		for m, err := range l.readFrom(ctx, conversation, last, end.seq, end.msgID) {
+			if errors.Is(err, errStaleBase) {
+				return false
+			}
+			if err != nil {
+				yield(message{}, err)
+				return true
+			}
+			rest = append(rest, m)
+		}
+	}
+	for _, m := range cached {
+		evs, err := events.DecodeOwned(m.data)
+		if err != nil {
+			yield(message{}, fmt.Errorf("read %s: message %d (history cache): %w", conversation, m.seq, err))
+			return true
+		}
+		if !yield(message{seq: m.seq, msgID: m.msgID, events: evs, raw: m}, nil) {
+			return true
+		}
+	}
+	all := cached
+	for _, m := range rest {
+		if !yield(m, nil) {
+			return true
+		}
+		all = append(all, m.raw)
+	}
+	if len(rest) > 0 && !slices.ContainsFunc(rest, func(m message) bool { return !m.raw.linked }) {
+		l.cacheHistory(ctx, conversation, all)
+	}
+	return true
+}
+
+// readFrom yields the conversation's messages after base up to last (or
+// beyond, when the batched read sees later ones), following the links when
+// the messages are far apart in the stream and with batched gets
+// otherwise, and checks the base as after does.
+func (l *Log) readFrom(ctx context.Context, conversation string, last *stored, base uint64, baseID string) iter.Seq2[message, error] {
+	return func(yield func(message, error) bool) {
 		limit := maxHistoryWalk
 		if base > 0 {
 			limit = maxTailWalk
 		}
 		res, msgs := walkGaveUp, []*stored(nil)
 		if last.seq-base > maxBatchScan {
+			var err error
 			if msgs, res, err = l.walkBack(ctx, conversation, last, base, limit); err != nil {
 				yield(message{}, err)
 				return
@@ -202,7 +282,7 @@ func (l *Log) after(ctx context.Context, conversation string, base uint64, baseI
 					yield(message{}, fmt.Errorf("read %s: message %d: %w", conversation, m.seq, err))
 					return
 				}
-				if !yield(message{seq: m.seq, msgID: m.msgID, events: evs}, nil) {
+				if !yield(message{seq: m.seq, msgID: m.msgID, events: evs, raw: m}, nil) {
 					return
 				}
 			}

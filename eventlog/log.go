@@ -23,6 +23,9 @@ type Log struct {
 	snaps  jetstream.KeyValue
 	// bigSnaps holds the snapshots too large for a value of snaps.
 	bigSnaps jetstream.ObjectStore
+	// history caches conversations' messages (see history.go); nil when
+	// the bucket is not there for this log to use.
+	history jetstream.KeyValue
 
 	partitions int
 
@@ -231,12 +234,20 @@ func (l *Log) provision(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	_, err = l.ensureBucket(ctx, jetstream.KeyValueConfig{
+	if _, err = l.ensureBucket(ctx, jetstream.KeyValueConfig{
 		Bucket:      l.names.TemplatesBucket,
 		Description: "turnlog system prompt templates",
 		History:     16,
 		Storage:     jetstream.FileStorage,
-	})
+	}); err != nil {
+		return err
+	}
+	// The history cache is optional: a read-only log on an installation
+	// that has none reads the events themselves.
+	l.history, err = l.ensureBucket(ctx, historyBucketConfig(l.names))
+	if errors.Is(err, errNotProvisioned) {
+		l.history, err = nil, nil
+	}
 	return err
 }
 

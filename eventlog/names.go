@@ -27,6 +27,9 @@ type Names struct {
 	SnapshotObjectsBucket string
 	// TemplatesBucket holds system prompt templates.
 	TemplatesBucket string
+	// HistoryBucket caches each conversation's messages in one value, for
+	// reads of whole histories (a cache, rebuildable from the events).
+	HistoryBucket string
 }
 
 // NamesFor derives every name from a prefix: "turnlog" gives stream
@@ -40,6 +43,7 @@ func NamesFor(prefix string) Names {
 		SnapshotsBucket:       up + "_SNAPSHOTS",
 		SnapshotObjectsBucket: up + "_SNAPSHOT_OBJECTS",
 		TemplatesBucket:       up + "_TEMPLATES",
+		HistoryBucket:         up + "_HISTORY",
 	}
 }
 

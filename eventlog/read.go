@@ -33,11 +33,13 @@ type Record struct {
 // readBatch is how many messages one direct batch get asks for.
 const readBatch = 512
 
-// message is a stored step: its sequence, ID and decoded events.
+// message is a stored step: its sequence, ID and decoded events, and the
+// message as read (for the history cache).
 type message struct {
 	seq    uint64
 	msgID  string
 	events []events.Event
+	raw    *stored
 }
 
 // messages yields a conversation's messages from stream sequence from
@@ -79,7 +81,8 @@ func (l *Log) messages(ctx context.Context, conversation string, from uint64) it
 					yield(message{}, fmt.Errorf("read %s: message %d: %w", conversation, raw.Sequence, err))
 					return
 				}
-				if !yield(message{seq: raw.Sequence, msgID: raw.Header.Get(jetstream.MsgIDHeader), events: evs}, nil) {
+				st := storedFrom(raw)
+				if !yield(message{seq: st.seq, msgID: st.msgID, events: evs, raw: st}, nil) {
 					return
 				}
 			}

@@ -40,12 +40,13 @@ func SpecFor(r Role, n eventlog.Names) Spec {
 	snapKV := "KV_" + n.SnapshotsBucket
 	snapObj := "OBJ_" + n.SnapshotObjectsBucket
 	tplKV := "KV_" + n.TemplatesBucket
+	histKV := "KV_" + n.HistoryBucket
 	api := func(op, stream string) string { return "$JS.API." + op + "." + stream }
 	pub := func(subject, why string) { s.Publish = append(s.Publish, Grant{subject, why}) }
 	sub := func(subject, why string) { s.Subscribe = append(s.Subscribe, Grant{subject, why}) }
 
 	// Opening the log looks up its streams and buckets.
-	for _, st := range []string{ev, rq, snapKV, snapObj, tplKV} {
+	for _, st := range []string{ev, rq, snapKV, snapObj, tplKV, histKV} {
 		pub(api("STREAM.INFO", st), "open the log: look up "+st)
 	}
 	// Reading a conversation: direct gets by sequence and by subject (the
@@ -63,6 +64,9 @@ func SpecFor(r Role, n eventlog.Names) Spec {
 	pub(api("CONSUMER.DELETE", snapObj)+".>", "end reading a large snapshot's chunks")
 	pub("$JS.FC."+snapObj+".>", "flow control while reading a large snapshot")
 	pub("$JS.FC.*.*."+snapObj+".>", "flow control while reading a large snapshot (v2 subjects)")
+	// History caches: reads of whole histories start from them.
+	pub(api("DIRECT.GET", histKV)+".>", "read history caches")
+	pub(api("STREAM.MSG.GET", histKV), "read history caches from a bucket without direct gets")
 	// Templates: workers render them, clients show them.
 	pub(api("DIRECT.GET", tplKV)+".>", "read system prompt templates")
 	pub(api("STREAM.MSG.GET", tplKV), "read templates from a bucket without direct gets")
@@ -79,7 +83,7 @@ func SpecFor(r Role, n eventlog.Names) Spec {
 		pub(n.WorkersPing(), "status: ask the workers who they are")
 		sub(n.Prefix+".delta.>", "stream an answer as it is written")
 	case Worker:
-		for _, st := range []string{ev, rq, snapKV, snapObj, tplKV} {
+		for _, st := range []string{ev, rq, snapKV, snapObj, tplKV, histKV} {
 			pub(api("STREAM.CREATE", st), "create "+st+" on a fresh cluster (an existing stream cannot be changed this way)")
 		}
 		pub("$JS.API.INFO", "account info: the probe that tells a lost cluster from a slow one, and creating a bucket (nats.go checks the account first)")
@@ -93,6 +97,7 @@ func SpecFor(r Role, n eventlog.Names) Spec {
 		pub(n.Prefix+".delta.>", "stream answers as they are written")
 		pub("$KV."+n.SnapshotsBucket+".>", "write and drop snapshots (a cache)")
 		pub("$O."+n.SnapshotObjectsBucket+".>", "write and drop large snapshots (a cache)")
+		pub("$KV."+n.HistoryBucket+".>", "write history caches (a cache)")
 		pub(api("STREAM.PURGE", snapObj), "drop a replaced large snapshot's chunks")
 		pub(api("CONSUMER.MSG.NEXT", snapObj)+".>", "read a large snapshot's chunks")
 		sub(n.WorkersPing(), "answer the status ping")

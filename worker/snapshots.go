@@ -1,6 +1,7 @@
 package worker
 
-// This file holds when the worker saves a Turn's snapshot besides the
+// This file holds when the worker saves a Turn's snapshot (and refreshes
+// the conversation's history cache) besides the
 // interval rule of load.go: when it lets go of the Turn (the cache's byte
 // bound), when the Turn has sat idle in the cache, and when the worker
 // stops. A conversation a worker has served then has a snapshot at its
@@ -22,6 +23,12 @@ const DefaultCacheBytes = 256 << 20
 
 // DefaultIdleSnapshot is the default Config.IdleSnapshot.
 const DefaultIdleSnapshot = 30 * time.Second
+
+// maxHistoryRefreshEvents bounds the conversations whose history cache a
+// worker refreshes: a longer one does not fit the cache (eventlog caches
+// up to 1 MiB of messages, ~2,000 events of chat), and would be read whole
+// for nothing.
+const maxHistoryRefreshEvents = 1500
 
 // saveJob is a Turn to snapshot. An idle one goes back into the cache
 // after its save; one the cache let go of does not.
@@ -98,6 +105,13 @@ func (w *Worker) save(ctx context.Context, job saveJob) {
 			w.metrics.snapshots.WithLabelValues(job.reason).Inc()
 			if job.putBack {
 				w.cache.noteSaved(t.Conversation, t.Events)
+			}
+			// And its history cache, for the audit tools, while the
+			// conversation's last messages are fresh in the server.
+			if t.Events <= maxHistoryRefreshEvents {
+				if err := w.cfg.Log.RefreshHistory(ctx, t.Conversation); err != nil {
+					w.log.Debug("history cache not refreshed", "conversation", t.Conversation, "err", err)
+				}
 			}
 			return
 		}

@@ -17,29 +17,34 @@ import (
 )
 
 // snapshotIsCurrent waits (up to a hang guard) until conv's snapshot ends
-// at its last message: the next load reads the snapshot and one message.
+// at its last message (the next load reads the snapshot and one message)
+// and its history cache is written.
 func snapshotIsCurrent(t *testing.T, l *eventlog.Log, conv string) {
 	t.Helper()
 	ctx := context.Background()
 	last, err := l.LastSeq(ctx, conv)
 	require.NoError(t, err)
 	require.NotZero(t, last)
+	history, err := l.JetStream().KeyValue(ctx, l.Names().HistoryBucket)
+	require.NoError(t, err)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		seq, _, err := l.SnapshotAt(ctx, conv)
 		require.NoError(t, err)
-		if seq == last {
+		_, herr := history.Get(ctx, conv)
+		if seq == last && herr == nil {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: the snapshot ends at %d, the log at %d", conv, seq, last)
+			t.Fatalf("%s: the snapshot ends at %d, the log at %d; history cache: %v", conv, seq, last, herr)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 }
 
 // TestServedConversationsGetSnapshots: a conversation a worker served has
-// a snapshot at its last message once the worker lets go of its Turn,
+// a snapshot at its last message, and a history cache, once the worker
+// lets go of its Turn,
 // whether the Turn sat idle, was pushed out of the cache by others, or the
 // worker stopped; far fewer events than the snapshot interval included.
 func TestServedConversationsGetSnapshots(t *testing.T) {
