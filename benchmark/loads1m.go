@@ -176,3 +176,12 @@ func resetMeasured(ctx context.Context, l *eventlog.Log) error {
 	}
 	return nil
 }
+
+// RunBigLoads runs only the big-stream step (the *_1m figures), for a
+// comparison with another store in the same run (benchmark/postgres).
+func RunBigLoads(ctx context.Context, cfg Config) (Results, error) {
+	cfg.defaults()
+	r := &runner{cfg: cfg}
+	err := r.bigLoads(ctx, nil)
+	return r.res, err
+}

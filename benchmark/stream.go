@@ -111,11 +111,10 @@ func (b bigStream) build(ctx context.Context, dir string) error {
 // slot is one exchange of the schedule: which conversation writes it.
 type slot struct{ conv int }
 
-// write publishes the stream's messages: the exchanges of the filler and
-// measured conversations in their scheduled order, as Append would store
-// them (one message per step, the step's ID, the conversation's expected
-// last sequence), asynchronously, since the sequence each message gets is
-// known in advance on a fresh stream.
+// write publishes the stream's messages (see each) as Append would store
+// them (the step's ID, the conversation's expected last sequence),
+// asynchronously, since the sequence each message gets is known in advance
+// on a fresh stream.
 func (b bigStream) write(ctx context.Context, nc *nats.Conn) error {
 	l, err := eventlog.Open(ctx, nc, eventlog.WithPrefix(bigStreamPrefix))
 	if err != nil {
@@ -126,9 +125,79 @@ func (b bigStream) write(ctx context.Context, nc *nats.Conn) error {
 		return err
 	}
 	names := l.Names()
-	measured := []string{convActive, convIdle, convSpread}
-	schedule := b.schedule(len(measured))
+	pending := make([]jetstream.PubAckFuture, 0, 4096)
+	wait := func() error {
+		for _, f := range pending {
+			select {
+			case <-f.Ok():
+			case err := <-f.Err():
+				return err
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		pending = pending[:0]
+		return nil
+	}
+	var last uint64
+	err = b.each(func(m BigStreamMessage) error {
+		msg := nats.NewMsg(names.EventsSubject(m.Conversation))
+		msg.Data = m.Data
+		msg.Header.Set(jetstream.MsgIDHeader, m.StepID)
+		msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(m.Prev, 10))
+		f, err := js.PublishMsgAsync(msg)
+		if err != nil {
+			return err
+		}
+		pending, last = append(pending, f), m.Seq
+		if len(pending) == cap(pending) {
+			return wait()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := wait(); err != nil {
+		return err
+	}
+	info, err := js.Stream(ctx, names.EventsStream)
+	if err != nil {
+		return err
+	}
+	if got := info.CachedInfo().State.LastSeq; got != last {
+		return fmt.Errorf("the stream ends at sequence %d, want %d", got, last)
+	}
+	return nil
+}
 
+// BigStreamMessage is one message of a big stream as a store keeps it.
+type BigStreamMessage struct {
+	Conversation string
+	// Seq is its position in the stream (from 1), Prev the position of
+	// its conversation's previous message (0 for the first).
+	Seq, Prev uint64
+	// StepID is the message's <cause>:<step>; Data its body, as
+	// events.Encode wrote it.
+	StepID string
+	Data   []byte
+}
+
+// EachBigStreamMessage calls fn with every message of the big stream the
+// *_1m figures are measured in (messages over conversations), in order: for
+// another store to hold the same messages (benchmark/postgres).
+func EachBigStreamMessage(messages, conversations int, fn func(BigStreamMessage) error) error {
+	return bigStream{Messages: messages, Conversations: conversations}.each(fn)
+}
+
+// MeasuredConversation is the big stream's 100-event conversation spread
+// over its whole history, whose history reads are measured.
+const MeasuredConversation = convSpread
+
+// each generates the stream's messages: the exchanges of the filler and
+// measured conversations in their scheduled order, one message per step.
+func (b bigStream) each(fn func(BigStreamMessage) error) error {
+	measured := []string{convActive, convIdle, convSpread}
 	type conv struct {
 		name      string
 		turn      *projector.Turn
@@ -144,21 +213,7 @@ func (b bigStream) write(ctx context.Context, nc *nats.Conn) error {
 		convs[i] = &conv{name: name, turn: projector.New(name)}
 	}
 	var seq uint64
-	pending := make([]jetstream.PubAckFuture, 0, 4096)
-	wait := func() error {
-		for _, f := range pending {
-			select {
-			case <-f.Ok():
-			case err := <-f.Err():
-				return err
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		pending = pending[:0]
-		return nil
-	}
-	for _, s := range schedule {
+	for _, s := range b.schedule(len(measured)) {
 		c := convs[s.conv]
 		steps := exchange(c.turn, c.name, c.exchanges, 200)
 		if s.conv >= b.Conversations && c.exchanges == measuredExchanges-1 {
@@ -176,33 +231,12 @@ func (b bigStream) write(ctx context.Context, nc *nats.Conn) error {
 			if err != nil {
 				return err
 			}
-			msg := nats.NewMsg(names.EventsSubject(c.name))
-			msg.Data = data
-			msg.Header.Set(jetstream.MsgIDHeader, eventlog.StepID(step[0].Cause, step[0].Step))
-			msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(c.last, 10))
-			f, err := js.PublishMsgAsync(msg)
-			if err != nil {
+			seq++
+			if err := fn(BigStreamMessage{Conversation: c.name, Seq: seq, Prev: c.last, StepID: eventlog.StepID(step[0].Cause, step[0].Step), Data: data}); err != nil {
 				return err
 			}
-			pending = append(pending, f)
-			seq++
 			c.last = seq
-			if len(pending) == cap(pending) {
-				if err := wait(); err != nil {
-					return err
-				}
-			}
 		}
-	}
-	if err := wait(); err != nil {
-		return err
-	}
-	info, err := js.Stream(ctx, names.EventsStream)
-	if err != nil {
-		return err
-	}
-	if got := info.CachedInfo().State.LastSeq; got != seq {
-		return fmt.Errorf("the stream ends at sequence %d, want %d", got, seq)
 	}
 	for _, c := range convs[b.Conversations:] {
 		if c.turn.Events != 100 {
