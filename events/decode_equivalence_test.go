@@ -206,20 +206,23 @@ func randomMessage(t *rapid.T, likes []events.Payload) (data []byte, typed bool)
 	return data, typed
 }
 
-// requireSameDecode fails unless Decode gives what reflection gives for
-// data: the same events, or an error with the same text.
+// requireSameDecode fails unless Decode and DecodeOwned give what
+// reflection gives for data: the same events, or an error with the same
+// text.
 func requireSameDecode(t require.TestingT, data []byte) ([]events.Event, error) {
 	want, wantErr := events.DecodeReflect(data)
-	got, err := events.Decode(data)
-	if wantErr != nil {
-		require.Error(t, err, "reflection refuses the message: %v", wantErr)
-		require.Equal(t, wantErr.Error(), err.Error())
-		require.Nil(t, got)
-		return nil, wantErr
+	for _, decode := range []func([]byte) ([]events.Event, error){events.Decode, events.DecodeOwned} {
+		got, err := decode(bytes.Clone(data))
+		if wantErr != nil {
+			require.Error(t, err, "reflection refuses the message: %v", wantErr)
+			require.Equal(t, wantErr.Error(), err.Error())
+			require.Nil(t, got)
+			continue
+		}
+		require.NoError(t, err)
+		require.Equal(t, want, got)
 	}
-	require.NoError(t, err)
-	require.Equal(t, want, got)
-	return want, nil
+	return want, wantErr
 }
 
 // TestDecodeMatchesReflection: on messages the reflection encoder writes,
