@@ -264,7 +264,11 @@ func (t *Turn) set(field string, ids []string) (map[string]bool, error) {
 // ones have none, even when they take a dropped block's ID (a split that
 // keeps its ID, a summary in place of what it summarises).
 func (t *Turn) remove(drop map[string]bool, at int, insert []Block) {
-	kept := make([]Block, 0, len(t.Blocks)-len(drop)+len(insert))
+	// A new array, never the old one changed in place (a caller may hold
+	// the blocks it had), but as large as the old: a Turn compacted is
+	// about to grow back, and regrowing from the kept few cost more than
+	// the rest of the fold.
+	kept := make([]Block, 0, max(len(t.Blocks)-len(drop)+len(insert), cap(t.Blocks)))
 	var sums []blockSum
 	if len(t.sums) > 0 {
 		sums = make([]blockSum, 0, cap(kept))
