@@ -208,11 +208,14 @@ func started(t *Turn, p events.ConversationStarted) error {
 // common case and must stay O(1).
 func (t *Turn) push(b Block) error {
 	idx := t.index()
-	if _, dup := idx[b.ID]; dup {
+	// One map operation, not a lookup and an insert: a taken ID shows as
+	// a map that did not grow; the index is then rebuilt on next use.
+	n := len(idx)
+	if idx[b.ID] = len(t.Blocks); len(idx) == n {
+		t.pos = nil
 		return fmt.Errorf("%w: %s", ErrDuplicateBlock, b.ID)
 	}
 	t.Blocks = append(t.Blocks, b)
-	idx[b.ID] = len(t.Blocks) - 1
 	// Normally past the cached digests already; not after blocks were
 	// dropped outside Apply, and a new block may reuse a dropped one's ID.
 	t.forget(len(t.Blocks) - 1)
