@@ -190,7 +190,7 @@ func (w *Worker) serveOnce(ctx context.Context, req Request, problem string, las
 	}
 	turnEventsAtStart := turn.Events
 	tx := engine.NewTx(turn, req.RequestID,
-		engine.WithLog(appender{w}),
+		engine.WithLog(appender{w: w}),
 		engine.WithStep(step),
 		engine.WithModel(model),
 		engine.WithTools(p.Tools.Specs()...),
@@ -241,14 +241,23 @@ func (w *Worker) serveOnce(ctx context.Context, req Request, problem string, las
 }
 
 // appender measures steps and runs the "step" fault point before each.
-type appender struct{ w *Worker }
+// With foreign set it stores steps under eventlog.ForeignStepID: for the
+// failure of a request whose ID another conversation already used.
+type appender struct {
+	w       *Worker
+	foreign bool
+}
 
 func (a appender) Append(ctx context.Context, conv string, expected uint64, evs ...events.Event) (uint64, error) {
 	if err := a.w.fault("step"); err != nil {
 		return 0, err
 	}
 	start := time.Now()
-	seq, err := a.w.cfg.Log.Append(ctx, conv, expected, evs...)
+	appendStep := a.w.cfg.Log.Append
+	if a.foreign {
+		appendStep = a.w.cfg.Log.AppendForeignStep
+	}
+	seq, err := appendStep(ctx, conv, expected, evs...)
 	a.w.metrics.stepSeconds.Observe(time.Since(start).Seconds())
 	if err != nil && ctx.Err() == nil && !refused(err) {
 		err = fmt.Errorf("%w: %w", errLogUnavailable, err)
