@@ -19,6 +19,8 @@ type Log struct {
 	opts   options
 	events jetstream.Stream
 	snaps  jetstream.KeyValue
+	// deadLetters keeps the requests that could not end in a conversation.
+	deadLetters jetstream.Stream
 	// bigSnaps holds the snapshots too large for a value of snaps.
 	bigSnaps jetstream.ObjectStore
 
@@ -32,6 +34,8 @@ type options struct {
 	snapshotEvery int
 	logger        *slog.Logger
 	duplicates    time.Duration
+	requestLimits RequestLimits
+	deadLetters   DeadLetterLimits
 }
 
 // Option configures Open.
@@ -130,7 +134,8 @@ func validPrefix(p string) error {
 // streams and buckets. It is idempotent: every process may call it at
 // start, and a second call with the same options changes nothing.
 func Open(ctx context.Context, nc *nats.Conn, opts ...Option) (*Log, error) {
-	o := options{prefix: DefaultPrefix, snapshotEvery: 100, logger: slog.Default(), duplicates: 2 * time.Minute}
+	o := options{prefix: DefaultPrefix, snapshotEvery: 100, logger: slog.Default(), duplicates: 2 * time.Minute,
+		requestLimits: DefaultRequestLimits, deadLetters: DefaultDeadLetterLimits}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, fmt.Errorf("open event log: %w", err)
@@ -163,15 +168,11 @@ func (l *Log) provision(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	reqs, err := l.ensureStream(ctx, jetstream.StreamConfig{
-		Name:        l.names.RequestsStream,
-		Description: "turnlog chat requests, a work queue partitioned by conversation",
-		Subjects:    []string{l.names.ChatWildcard()},
-		Storage:     jetstream.FileStorage,
-		Retention:   jetstream.WorkQueuePolicy,
-		Duplicates:  l.opts.duplicates,
-	})
+	reqs, err := l.ensureStream(ctx, l.requestsConfig())
 	if err != nil {
+		return err
+	}
+	if l.deadLetters, err = l.ensureStream(ctx, l.deadLettersConfig()); err != nil {
 		return err
 	}
 	l.partitions = partitionsOf(reqs.CachedInfo().Config.SubjectTransform)
@@ -243,7 +244,20 @@ func needsUpdate(have, want jetstream.StreamConfig) bool {
 	return have.Replicas != want.Replicas || have.Description != want.Description ||
 		have.AllowDirect != want.AllowDirect || have.Duplicates != want.Duplicates ||
 		have.DenyDelete != want.DenyDelete ||
+		have.MaxAge != want.MaxAge || unlimited(have.MaxBytes) != unlimited(want.MaxBytes) ||
+		unlimited(have.MaxMsgs) != unlimited(want.MaxMsgs) ||
+		unlimited(have.MaxMsgsPerSubject) != unlimited(want.MaxMsgsPerSubject) || have.Discard != want.Discard ||
+		have.DiscardNewPerSubject != want.DiscardNewPerSubject ||
 		(want.SubjectTransform != nil && (have.SubjectTransform == nil || *have.SubjectTransform != *want.SubjectTransform))
+}
+
+// unlimited normalises a stream limit: the server reports "no limit" as -1,
+// a config written in Go leaves it 0.
+func unlimited(n int64) int64 {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }
 
 func (l *Log) ensureBucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
