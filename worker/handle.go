@@ -58,10 +58,9 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	}
 	conv := w.names.ConversationOf(m.Subject())
 	if err := events.ValidateConversationID(conv); err != nil {
-		// No valid conversation to record a failure in: reject it.
-		w.log.Warn("rejected request", "subject", m.Subject(), "err", err)
-		w.metrics.requests.WithLabelValues("rejected").Inc()
-		_ = m.Term()
+		// No valid conversation to record a failure in (a publish on the
+		// literal turnlog.chat.* or turnlog.chat.>, say).
+		w.deadLetter(ctx, m, meta, w.names.ChatSubject(conv), "the subject names no valid conversation: "+err.Error())
 		return
 	}
 	req, problem := parseRequest(m.Data(), conv, meta.Sequence.Stream, meta.Timestamp, w.cfg.MaxTextBytes)
@@ -83,6 +82,11 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	}()
 	out, err := w.serve(ctx, req, problem, lastTry, meta.NumDelivered == 1)
 	stopAlive()
+	if (out == retryLater || out == handBack) && meta.NumDelivered >= w.lastDelivery() {
+		// JetStream will not deliver it again: end it now.
+		w.endLastDelivery(ctx, m, meta, req, err)
+		return
+	}
 
 	log := w.log.With("conversation", conv, "request", req.RequestID, "delivery", meta.NumDelivered)
 	switch out {

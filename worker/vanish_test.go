@@ -2,12 +2,15 @@ package worker_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/oklog/ulid/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/internal/natstest"
 	"github.com/turnlog/turnlog/worker"
@@ -49,4 +52,56 @@ func TestRequestIDReusedByAnotherConversationFails(t *testing.T) {
 		require.NoError(t, err)
 		assert.NotEqual(t, events.TypeRequestFailed, rec.Type, "the first conversation is untouched")
 	}
+}
+
+// TestRequestsWithoutAConversationAreDeadLettered: requests published on the
+// literal subjects turnlog.chat.* and turnlog.chat.> (or any subject whose
+// last token is no conversation ID) cannot end in a conversation: they
+// leave the requests stream and are kept as dead letters with the subject
+// and the reason, counted by the worker's metric.
+func TestRequestsWithoutAConversationAreDeadLettered(t *testing.T) {
+	srv := natstest.Start(t)
+	l, w := runWorker(t, srv, nil)
+	ctx := context.Background()
+	js := l.JetStream()
+	prefix := l.Names().Prefix
+	for _, subject := range []string{prefix + ".chat.*", prefix + ".chat.>", prefix + ".chat.evil$id"} {
+		_, err := js.Publish(ctx, subject, []byte(`{"text":"anyone?"}`))
+		require.NoError(t, err, subject)
+	}
+	var dead []eventlog.DeadLetter
+	require.Eventually(t, func() bool {
+		var err error
+		dead, err = l.DeadLetters(ctx, 10)
+		require.NoError(t, err)
+		return len(dead) == 3
+	}, 20*time.Second, 20*time.Millisecond, "three dead letters")
+	subjects := map[string]string{}
+	for _, d := range dead {
+		subjects[d.Subject] = d.Reason
+		assert.Equal(t, `{"text":"anyone?"}`, string(d.Data), "the request is kept as sent")
+		assert.False(t, d.Time.IsZero())
+		assert.NotZero(t, d.RequestSeq)
+	}
+	for _, s := range []string{prefix + ".chat.*", prefix + ".chat.>", prefix + ".chat.evil$id"} {
+		assert.Contains(t, subjects[s], "no valid conversation", s)
+	}
+	require.Eventually(t, func() bool {
+		s, err := js.Stream(ctx, l.Names().RequestsStream)
+		require.NoError(t, err)
+		info, err := s.Info(ctx)
+		require.NoError(t, err)
+		return info.State.Msgs == 0
+	}, 20*time.Second, 20*time.Millisecond, "the requests left the requests stream")
+	metrics := scrape(t, w)
+	assert.Contains(t, metrics, "turnlog_dead_letters_total 3")
+	assert.Contains(t, metrics, "turnlog_dead_letters_stored 3")
+}
+
+// scrape returns the worker's metrics in the Prometheus text format.
+func scrape(t *testing.T, w *worker.Worker) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	w.Metrics().Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	return rec.Body.String()
 }

@@ -110,6 +110,7 @@ func New(cfg Config) (*Worker, error) {
 		log:      cfg.Logger.With("worker", cfg.Name),
 		started:  time.Now(),
 	}
+	w.metrics.countStoredDeadLetters(cfg.Log.DeadLetterCount)
 	store := templates.New(cfg.Log)
 	for name, p := range cfg.Profiles {
 		if p.Templates == nil {
@@ -154,7 +155,12 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.consume(ctx, work, p)
 		}()
 	}
-	w.log.Info("worker started", "partitions", w.cfg.Log.Partitions())
+	partitions.Add(1)
+	go func() {
+		defer partitions.Done()
+		w.sweepStrays(ctx)
+	}()
+		w.log.Info("worker started", "partitions", w.cfg.Log.Partitions())
 	<-ctx.Done()
 	partitions.Wait()
 
