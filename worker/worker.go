@@ -160,7 +160,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		defer partitions.Done()
 		w.sweepStrays(ctx)
 	}()
-		w.log.Info("worker started", "partitions", w.cfg.Log.Partitions())
+	w.log.Info("worker started", "partitions", w.cfg.Log.Partitions())
 	<-ctx.Done()
 	partitions.Wait()
 
