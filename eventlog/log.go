@@ -23,6 +23,8 @@ type Log struct {
 	deadLetters jetstream.Stream
 	// bigSnaps holds the snapshots too large for a value of snaps.
 	bigSnaps jetstream.ObjectStore
+	// requestIDs maps client-chosen request IDs to their conversation.
+	requestIDs jetstream.KeyValue
 
 	partitions int
 }
@@ -182,6 +184,9 @@ func (l *Log) provision(ctx context.Context) error {
 		History:     1,
 		Storage:     jetstream.FileStorage,
 	}); err != nil {
+		return err
+	}
+	if l.requestIDs, err = l.ensureBucket(ctx, l.requestIDsConfig()); err != nil {
 		return err
 	}
 	if l.bigSnaps, err = l.ensureObjectStore(ctx, jetstream.ObjectStoreConfig{

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -21,7 +22,9 @@ import (
 type MessageRequest struct {
 	Text string `json:"text"`
 	// RequestID, when set, must be a ULID; a re-send with the same ID
-	// within the duplicate window is stored once. Empty: a fresh one.
+	// within the duplicate window is stored once. An ID sent to another
+	// conversation within eventlog.RequestIDTTL is refused with 409.
+	// Empty: a fresh one.
 	RequestID string            `json:"request_id,omitempty"`
 	Profile   string            `json:"profile,omitempty"`
 	Model     string            `json:"model,omitempty"`
@@ -102,6 +105,16 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	if body.RequestID != "" {
 		if _, err := ulid.ParseStrict(body.RequestID); err != nil {
 			writeError(w, http.StatusBadRequest, fmt.Sprintf(`"request_id" %q is not a ULID (26 characters of Crockford base32); omit it to have one generated`, body.RequestID))
+			return
+		}
+	}
+	if body.RequestID != "" {
+		// Refused here, at once: the worker could only fail it.
+		if err := s.cfg.Log.ClaimRequestID(r.Context(), body.RequestID, id); errors.Is(err, eventlog.ErrCauseReused) {
+			writeError(w, http.StatusConflict, err.Error())
+			return
+		} else if err != nil {
+			s.serverError(w, "claim the request ID", err)
 			return
 		}
 	}
