@@ -58,6 +58,9 @@ func Await(ctx context.Context, l *eventlog.Log, conversation, requestID string,
 	var res Result
 	var text []string
 	for rec, err := range l.Watch(ctx, conversation, afterSeq, afterPos) {
+		if errors.Is(err, eventlog.ErrCorruptMessage) {
+			continue // not a step: the request's end is still to come
+		}
 		if err != nil {
 			return res, err
 		}

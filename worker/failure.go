@@ -51,6 +51,17 @@ func (w *Worker) failAs(ctx context.Context, tx *engine.Tx, reason string, forei
 	conv := tx.Turn().Conversation
 	w.cache.drop(conv)
 	turn, err := w.cfg.Log.Load(ctx, conv)
+	readable := err == nil
+	if err != nil && unreadable(err) {
+		// No Turn to record it on: record it after the log's last
+		// message all the same. That Turn stands for nothing and is
+		// never cached, or it would hide the bad message.
+		var seq uint64
+		if seq, err = w.cfg.Log.LastSeq(ctx, conv); err == nil {
+			turn = projector.New(conv)
+			turn.Seq = seq
+		}
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return handBack, err
@@ -83,7 +94,9 @@ func (w *Worker) failAs(ctx context.Context, tx *engine.Tx, reason string, forei
 		return retryLater, err
 	}
 	w.metrics.requests.WithLabelValues("failed").Inc()
-	w.cache.put(fresh.Turn(), tx.Cause())
+	if readable {
+		w.cache.put(fresh.Turn(), tx.Cause())
+	}
 	w.log.Info("request failed", "conversation", conv, "request", tx.Cause(), "reason", reason)
 	return ack, nil
 }

@@ -170,10 +170,18 @@ func (w *Worker) serveOnce(ctx context.Context, req Request, problem string, las
 	}
 	resume := step > 0
 	if err != nil {
-		if errors.Is(err, events.ErrInvalid) || errors.Is(err, projector.ErrMismatch) {
-			// The log itself cannot be folded: no retry will help.
-			w.metrics.requests.WithLabelValues("failed").Inc()
-			return ack, fmt.Errorf("load %s: %w", conv, err)
+		if unreadable(err) {
+			// The log itself cannot be folded: no retry will help. The
+			// request ends as request.failed all the same, after the
+			// log's last message, saying which message is at fault.
+			tx := engine.NewTx(projector.New(conv), req.RequestID)
+			if !resume && problem == "" {
+				_ = tx.Emit(ActorWorker, events.UserAppended{BlockID: engine.NewID(), Text: req.Text})
+			}
+			if problem == "" {
+				problem = err.Error()
+			}
+			return w.fail(ctx, tx, problem)
 		}
 		return retryLater, err
 	}
@@ -275,6 +283,13 @@ func (a appender) Append(ctx context.Context, conv string, expected uint64, evs 
 // The request is retried later and resumes from what the log holds; ending
 // it as request.failed would fail a request that can still succeed.
 var errLogUnavailable = errors.New("event log unavailable")
+
+// unreadable reports whether err says the conversation's log cannot be
+// folded (a corrupt message, an event the fold rejects): retrying cannot
+// help.
+func unreadable(err error) bool {
+	return errors.Is(err, eventlog.ErrCorruptMessage) || errors.Is(err, events.ErrInvalid) || errors.Is(err, projector.ErrMismatch)
+}
 
 // refused reports whether the log answered an append with a definite no.
 func refused(err error) bool {

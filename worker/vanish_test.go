@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -104,4 +105,35 @@ func scrape(t *testing.T, w *worker.Worker) string {
 	rec := httptest.NewRecorder()
 	w.Metrics().Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	return rec.Body.String()
+}
+
+// TestRequestsToACorruptConversationFailNamingTheMessage: a message on the
+// conversation's subject that does not decode (garbage from another NATS
+// client) makes later requests end as request.failed naming its sequence,
+// whether it is the last message or further back; they used to be
+// acknowledged without a trace.
+func TestRequestsToACorruptConversationFailNamingTheMessage(t *testing.T) {
+	srv := natstest.Start(t)
+	l := startWorker(t, srv, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := ask(t, l, "spoiled", "hello")
+	require.NoError(t, err)
+	ack, err := l.JetStream().Publish(ctx, l.Names().EventsSubject("spoiled"), []byte("garbage"))
+	require.NoError(t, err)
+	seq := fmt.Sprint(ack.Sequence)
+
+	for i, text := range []string{"first after the garbage", "second after the garbage"} {
+		req, err := worker.Send(ctx, l, worker.Request{Conversation: "spoiled", Text: text})
+		require.NoError(t, err)
+		res, err := worker.Await(ctx, l, "spoiled", req.RequestID, ack.Sequence, 0)
+		require.ErrorIs(t, err, worker.ErrFailed, "request %d", i)
+		assert.Contains(t, res.Failed, "message "+seq, "request %d names the bad message", i)
+		assert.Contains(t, res.Failed, "turnlog repair spoiled --yes")
+		var types []events.Type
+		for _, rec := range res.Events {
+			types = append(types, rec.Type)
+		}
+		assert.Equal(t, []events.Type{events.TypeUserAppended, events.TypeRequestFailed}, types, "the user's text is kept")
+	}
 }
