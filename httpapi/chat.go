@@ -14,6 +14,7 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/replay"
 	"github.com/turnlog/turnlog/worker"
 )
 
@@ -130,10 +131,11 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 
 // stream answers GET /conversations/{id}/stream with Server-Sent Events:
 // "ready" once it listens, then "delta" (worker.Delta JSON, from the
-// conversation's delta subject: the answer as the model writes it) and
+// conversation's delta subject: the answer as the model writes it),
 // "event" (StreamEvent, every event the log stores from then on, in
-// order) until the client goes away. A failure ends the stream with an
-// "error" event ({"error": "..."}).
+// order) and "quarantined" (replay.Quarantined: a message stored on the
+// conversation's subject that is not a step) until the client goes away.
+// A failure ends the stream with an "error" event ({"error": "..."}).
 func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	id, ok := conversationID(w, r)
 	if !ok {
@@ -175,7 +177,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 			case <-ctx.Done():
 				return
 			}
-			if err != nil {
+			if err != nil && !errors.Is(err, eventlog.ErrCorruptMessage) {
 				return
 			}
 		}
@@ -218,6 +220,13 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case wr := <-recs:
+			var bad *eventlog.CorruptMessageError
+			if errors.As(wr.err, &bad) {
+				if !send("quarantined", replay.Quarantined{Seq: bad.Seq, Size: bad.Size, Reason: bad.Err.Error()}) {
+					return
+				}
+				continue
+			}
 			if wr.err != nil {
 				s.cfg.Logger.Warn("http api: stream ended", "conversation", id, "err", wr.err)
 				send("error", errorBody{Error: wr.err.Error() + "; reconnect to follow the conversation again"})

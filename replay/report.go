@@ -38,11 +38,16 @@ func WriteTimeline(w io.Writer, conversation string, entries iter.Seq2[*Entry, e
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "conversation %s\n", safe(conversation))
 	fmt.Fprintf(bw, "%5s %6s  %-24s  %-21s  %-21s  %s\n", "n", "seq", "time", "type", "actor", "cause:step  summary")
-	n, calls := 0, 0
+	n, calls, quarantined := 0, 0, 0
 	for e, err := range entries {
 		if err != nil {
 			bw.Flush()
 			return err
+		}
+		if e.Quarantined != nil {
+			quarantined++
+			fmt.Fprintf(bw, "%5s %6d  %-24s  %-21s  %-21s  %s\n", "-", e.Seq, "", e.Type, "", e.Summary)
+			continue
 		}
 		n++
 		writeEntry(bw, e)
@@ -51,7 +56,11 @@ func WriteTimeline(w io.Writer, conversation string, entries iter.Seq2[*Entry, e
 			writeInference(bw, e.Inference, "        ")
 		}
 	}
-	fmt.Fprintf(bw, "%d events, %d model calls\n", n, calls)
+	fmt.Fprintf(bw, "%d events, %d model calls", n, calls)
+	if quarantined > 0 {
+		fmt.Fprintf(bw, ", %d quarantined messages (turnlog repair %s --yes removes them)", quarantined, safe(conversation))
+	}
+	fmt.Fprintln(bw)
 	return bw.Flush()
 }
 
