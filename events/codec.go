@@ -314,6 +314,11 @@ func canonical(p Payload) Payload {
 		if v.Summary != nil {
 			v.Summary.Meta = nilIfEmpty(v.Summary.Meta) // a fresh pointer: changing it changes p
 		}
+	case MessageRemoved:
+		if hollow(v.Headers) {
+			v.Headers = nil
+			return v
+		}
 	case DataSet:
 		if hollow(v.Values) || v.Unset != nil && len(v.Unset) == 0 {
 			v.Values = nilIfEmpty(v.Values)

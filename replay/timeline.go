@@ -366,6 +366,8 @@ func Summary(e events.Event) string {
 		return fmt.Sprintf("completed after %d model calls", p.Inferences)
 	case events.RequestFailed:
 		return "failed: " + quote(p.Reason)
+	case events.MessageRemoved:
+		return fmt.Sprintf("removed message %d (%d bytes, sha256 %s): %s", p.Seq, p.Size, short(p.SHA256), quote(p.Reason))
 	}
 	return string(e.Type)
 }
