@@ -229,7 +229,9 @@ func (w *Worker) serveOnce(ctx context.Context, req Request, problem string, las
 		// first append leaves nothing; the redelivery starts afresh.
 	}
 	if err := p.Loop.Run(ctx, tx); err != nil {
-		return w.afterError(ctx, tx, err, lastTry)
+		// The profile's name goes with the reason: a middleware's remedy
+		// ("list ... in the profile's middlewares") names a setting of it.
+		return w.afterError(ctx, tx, fmt.Errorf("profile %q: %w", name, err), lastTry)
 	}
 	inferences := 0
 	for _, e := range tx.Committed() {

@@ -137,3 +137,23 @@ func TestRequestsToACorruptConversationFailNamingTheMessage(t *testing.T) {
 		assert.Equal(t, []events.Type{events.TypeUserAppended, events.TypeRequestFailed}, types, "the user's text is kept")
 	}
 }
+
+// TestOrphanedReasoningFailureNamesTheProfileSetting: an old reasoning
+// block without its follower fails every request under the default
+// profile; the reason says which profile setting repairs it, and the
+// repair command, not a Go field.
+func TestOrphanedReasoningFailureNamesTheProfileSetting(t *testing.T) {
+	srv := natstest.Start(t)
+	l := startWorker(t, srv, nil)
+	ctx := context.Background()
+	_, err := l.Append(ctx, "old", 0, events.New("old", "seed", 0, "import", events.ReasoningAppended{BlockID: "r1", Text: "thinking"}))
+	require.NoError(t, err)
+	_, err = worker.Send(ctx, l, worker.Request{Conversation: "old", Text: "hello?"})
+	require.NoError(t, err)
+	reason := failedReason(t, l, "old")
+	assert.Contains(t, reason, "reasoning block without its follower")
+	assert.Contains(t, reason, "reasoningguard_repair", "the profile setting")
+	assert.Contains(t, reason, `profile "default"`)
+	assert.Contains(t, reason, "turnlog repair old --yes")
+	assert.NotContains(t, reason, "ReasoningGuardConfig")
+}
