@@ -200,7 +200,7 @@ func (w *Worker) serveOnce(ctx context.Context, req Request, problem string, las
 	if model == "" {
 		model = p.Model
 	}
-	turnEventsAtStart := turn.Events
+	turnEventsAtStart, seqAtStart := turn.Events, turn.Seq
 	tx := engine.NewTx(turn, req.RequestID,
 		engine.WithLog(appender{w: w}),
 		engine.WithStep(step),
@@ -229,6 +229,15 @@ func (w *Worker) serveOnce(ctx context.Context, req Request, problem string, las
 		// first append leaves nothing; the redelivery starts afresh.
 	}
 	if err := p.Loop.Run(ctx, tx); err != nil {
+		if optimistic && len(tx.Committed()) == 0 && ctx.Err() == nil && !errors.Is(err, errCrash) {
+			// The chain refused a Turn taken from the cache before
+			// anything was stored, so no append could say that the log
+			// had moved on (another worker, a repair): make sure before
+			// failing the request over a Turn that may be no more.
+			if last, lerr := w.cfg.Log.LastSeq(ctx, conv); lerr == nil && last != seqAtStart {
+				return retryLater, &eventlog.ConflictError{Conversation: conv, Expected: seqAtStart, Actual: last}
+			}
+		}
 		// The profile's name goes with the reason: a middleware's remedy
 		// ("list ... in the profile's middlewares") names a setting of it.
 		return w.afterError(ctx, tx, fmt.Errorf("profile %q: %w", name, err), lastTry)
