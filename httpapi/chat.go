@@ -121,6 +121,11 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	req, err := worker.Send(r.Context(), s.cfg.Log, worker.Request{Conversation: id, RequestID: body.RequestID,
 		Text: body.Text, Profile: body.Profile, Model: body.Model, Data: body.Data})
+	if errors.Is(err, worker.ErrQueueFull) {
+		w.Header().Set("Retry-After", "10")
+		writeError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
 	if err != nil {
 		s.serverError(w, "send the chat request", err)
 		return

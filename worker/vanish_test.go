@@ -157,3 +157,17 @@ func TestOrphanedReasoningFailureNamesTheProfileSetting(t *testing.T) {
 	assert.Contains(t, reason, "turnlog repair old --yes")
 	assert.NotContains(t, reason, "ReasoningGuardConfig")
 }
+
+// TestSendSaysTheQueueIsFull: a request over the requests stream's limit
+// is refused to its sender with ErrQueueFull; nothing is stored.
+func TestSendSaysTheQueueIsFull(t *testing.T) {
+	srv := natstest.Start(t)
+	ctx := context.Background()
+	l, err := eventlog.Open(ctx, srv.Conn, eventlog.WithRequestLimits(eventlog.RequestLimits{MaxAge: time.Hour, MaxBytes: 8 << 20, MaxPerConversation: 1}))
+	require.NoError(t, err)
+	_, err = worker.Send(ctx, l, worker.Request{Conversation: "busy", Text: "one"})
+	require.NoError(t, err)
+	_, err = worker.Send(ctx, l, worker.Request{Conversation: "busy", Text: "two"})
+	require.ErrorIs(t, err, worker.ErrQueueFull)
+	assert.Contains(t, err.Error(), "maximum messages per subject exceeded")
+}
