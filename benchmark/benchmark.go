@@ -36,6 +36,10 @@ type Results struct {
 	BytesEvents200         int64   `json:"bytes_events_200"`
 	BytesSnapshots200      int64   `json:"bytes_snapshots_200"`
 	EventBytes             int     `json:"event_bytes"`
+	// LongConversationEvents is the size of the conversation the
+	// load_ms_100k figures measured: 100,000 in a full run, fewer with
+	// `bench --quick`, which keeps the keys but not their size.
+	LongConversationEvents int `json:"long_conversation_events"`
 	// AppendToRaw is the median, over the interleaved blocks, of append
 	// rate / raw rate measured back to back: the ratio least moved by
 	// other load on the machine.
@@ -311,6 +315,7 @@ func (r *runner) loads(ctx context.Context, l *eventlog.Log) error {
 	if r.res.LoadMs1k, err = measure("load-1k", 1000, 200); err != nil {
 		return err
 	}
+	r.res.LongConversationEvents = r.cfg.LongConversation
 	if r.res.LoadMs100k, err = measure("load-100k", r.cfg.LongConversation, 200); err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/oklog/ulid/v2"
@@ -15,6 +16,15 @@ import (
 type Appender interface {
 	Append(ctx context.Context, conversation string, expectedSeq uint64, evs ...events.Event) (uint64, error)
 }
+
+// ErrSuperseded marks a commit refused because another writer appended to
+// the conversation first (a stale expected sequence). It is the normal
+// course of optimistic concurrency, not a failure: the caller reloads the
+// Turn and runs the request again from what the log holds. An Appender
+// wraps its conflict error with it, so that middlewares, which know no log,
+// can tell it apart (the logging middleware does not report it as an
+// error).
+var ErrSuperseded = errors.New("another writer appended first; reloading")
 
 // Tx is what middlewares receive: read access to the Turn and the only way
 // to change it. Every mutation becomes an event that is applied with the

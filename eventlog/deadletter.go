@@ -109,9 +109,28 @@ func (l *Log) AddDeadLetter(ctx context.Context, d DeadLetter) error {
 	return nil
 }
 
+// deadLetterStream is the dead-letters stream, looked up on first use by
+// a log from Attach.
+func (l *Log) deadLetterStream(ctx context.Context) (jetstream.Stream, error) {
+	l.lookup.Lock()
+	defer l.lookup.Unlock()
+	if l.deadLetters == nil {
+		s, err := l.js.Stream(ctx, l.names.DeadLettersStream)
+		if err != nil {
+			return nil, fmt.Errorf("stream %s: %w", l.names.DeadLettersStream, err)
+		}
+		l.deadLetters = s
+	}
+	return l.deadLetters, nil
+}
+
 // DeadLetterCount is how many dead letters are stored.
 func (l *Log) DeadLetterCount(ctx context.Context) (uint64, error) {
-	info, err := l.deadLetters.Info(ctx)
+	s, err := l.deadLetterStream(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("count dead letters: %w", err)
+	}
+	info, err := s.Info(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("count dead letters: %w", err)
 	}
@@ -122,7 +141,11 @@ func (l *Log) DeadLetterCount(ctx context.Context) (uint64, error) {
 // that is not a DeadLetter (another client published on the subject) is
 // returned with its raw text as Data and a Reason saying so.
 func (l *Log) DeadLetters(ctx context.Context, n int) ([]DeadLetter, error) {
-	info, err := l.deadLetters.Info(ctx)
+	s, err := l.deadLetterStream(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read dead letters: %w", err)
+	}
+	info, err := s.Info(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read dead letters: %w", err)
 	}

@@ -36,6 +36,9 @@ func (l *Log) Erase(ctx context.Context, conversation string) (Erased, error) {
 	if err := events.ValidateConversationID(conversation); err != nil {
 		return out, fmt.Errorf("erase: %w", err)
 	}
+	if err := l.ensureHandles(ctx); err != nil {
+		return out, fmt.Errorf("erase %s: %w", conversation, err)
+	}
 	// Requests first: a pending request processed between the two purges
 	// would write new events after the events purge.
 	reqs, err := l.js.Stream(ctx, l.names.RequestsStream)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -27,6 +29,11 @@ type Log struct {
 	requestIDs jetstream.KeyValue
 
 	partitions int
+
+	// ready is set once events, snaps and bigSnaps are known: by Open, or
+	// on first use of an attached log (see Attach); lookup guards that.
+	ready  atomic.Bool
+	lookup sync.Mutex
 }
 
 type options struct {
@@ -136,8 +143,7 @@ func validPrefix(p string) error {
 // streams and buckets. It is idempotent: every process may call it at
 // start, and a second call with the same options changes nothing.
 func Open(ctx context.Context, nc *nats.Conn, opts ...Option) (*Log, error) {
-	o := options{prefix: DefaultPrefix, snapshotEvery: 100, logger: slog.Default(), duplicates: 2 * time.Minute,
-		requestLimits: DefaultRequestLimits, deadLetters: DefaultDeadLetterLimits}
+	o := defaultOptions()
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, fmt.Errorf("open event log: %w", err)
@@ -151,7 +157,13 @@ func Open(ctx context.Context, nc *nats.Conn, opts ...Option) (*Log, error) {
 	if err := l.provision(ctx); err != nil {
 		return nil, fmt.Errorf("open event log: %w", err)
 	}
+	l.ready.Store(true)
 	return l, nil
+}
+
+func defaultOptions() options {
+	return options{prefix: DefaultPrefix, snapshotEvery: 100, logger: slog.Default(), duplicates: 2 * time.Minute,
+		requestLimits: DefaultRequestLimits, deadLetters: DefaultDeadLetterLimits}
 }
 
 func (l *Log) provision(ctx context.Context) error {

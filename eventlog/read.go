@@ -161,6 +161,9 @@ func (l *Log) load(ctx context.Context, conversation string, n int, useSnapshot 
 	if err := events.ValidateConversationID(conversation); err != nil {
 		return nil, fmt.Errorf("load: %w", err)
 	}
+	if err := l.ensureHandles(ctx); err != nil {
+		return nil, fmt.Errorf("load %s: %w", conversation, err)
+	}
 	var turn *projector.Turn
 	var lastID string
 	if useSnapshot {
@@ -246,6 +249,9 @@ func (l *Log) CatchUp(ctx context.Context, turn *projector.Turn) (*projector.Tur
 	if err := events.ValidateConversationID(turn.Conversation); err != nil {
 		return nil, fmt.Errorf("catch up: %w", err)
 	}
+	if err := l.ensureHandles(ctx); err != nil {
+		return nil, fmt.Errorf("catch up %s: %w", turn.Conversation, err)
+	}
 	caught, _, _, err := l.fold(ctx, turn, "", -1)
 	if errors.Is(err, errStaleBase) {
 		return l.Load(ctx, turn.Conversation)
@@ -270,7 +276,7 @@ func (l *Log) LastSeq(ctx context.Context, conversation string) (uint64, error) 
 	if err := events.ValidateConversationID(conversation); err != nil {
 		return 0, err
 	}
-	m, err := l.events.GetLastMsgForSubject(ctx, l.names.EventsSubject(conversation))
+	m, err := l.lastMsg(ctx, l.names.EventsSubject(conversation))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil
 	}
@@ -315,7 +321,7 @@ func (l *Log) Last(ctx context.Context, conversation string) (Tail, error) {
 	if err := events.ValidateConversationID(conversation); err != nil {
 		return Tail{}, err
 	}
-	m, err := l.events.GetLastMsgForSubject(ctx, l.names.EventsSubject(conversation))
+	m, err := l.lastMsg(ctx, l.names.EventsSubject(conversation))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return Tail{}, nil
 	}

@@ -152,6 +152,9 @@ func (l *Log) PlanRepair(ctx context.Context, conversation string) (*RepairPlan,
 // purge, readers see the kept messages twice and fail.
 func (l *Log) RemoveCorrupt(ctx context.Context, plan *RepairPlan, cause, actor string) error {
 	conv := plan.Conversation
+	if err := l.ensureHandles(ctx); err != nil {
+		return fmt.Errorf("repair %s: %w", conv, err)
+	}
 	subject := l.names.EventsSubject(conv)
 	if plan.Unfinished > 0 {
 		// Finish what an earlier repair left: everything below its

@@ -35,15 +35,19 @@ func (l *Log) ClaimRequestID(ctx context.Context, id, conversation string) error
 	if !validKey(id) {
 		return fmt.Errorf("claim request ID %q: use letters and digits only (a ULID)", id)
 	}
+	kv, err := l.requestIDBucket(ctx)
+	if err != nil {
+		return fmt.Errorf("claim request ID %s: %w", id, err)
+	}
 	for range 2 {
-		_, err := l.requestIDs.Create(ctx, id, []byte(conversation))
+		_, err := kv.Create(ctx, id, []byte(conversation))
 		if err == nil {
 			return nil
 		}
 		if !errors.Is(err, jetstream.ErrKeyExists) {
 			return fmt.Errorf("claim request ID %s: %w", id, err)
 		}
-		e, err := l.requestIDs.Get(ctx, id)
+		e, err := kv.Get(ctx, id)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			continue // expired in between: claim it afresh
 		}
@@ -56,6 +60,21 @@ func (l *Log) ClaimRequestID(ctx context.Context, id, conversation string) error
 		return fmt.Errorf("request_id %s: %w; send every request with a fresh request_id (or none, to have one generated)", id, ErrCauseReused)
 	}
 	return fmt.Errorf("claim request ID %s: it keeps expiring and reappearing; try again", id)
+}
+
+// requestIDBucket is the request IDs bucket, looked up on first use by a
+// log from Attach.
+func (l *Log) requestIDBucket(ctx context.Context) (jetstream.KeyValue, error) {
+	l.lookup.Lock()
+	defer l.lookup.Unlock()
+	if l.requestIDs == nil {
+		kv, err := l.js.KeyValue(ctx, l.names.RequestIDsBucket)
+		if err != nil {
+			return nil, fmt.Errorf("bucket %s: %w", l.names.RequestIDsBucket, err)
+		}
+		l.requestIDs = kv
+	}
+	return l.requestIDs, nil
 }
 
 func validKey(k string) bool {

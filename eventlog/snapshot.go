@@ -51,6 +51,9 @@ func (l *Log) SaveSnapshot(ctx context.Context, turn *projector.Turn, lastMsgID 
 	if turn.Seq == 0 || lastMsgID == "" {
 		return errors.New("save snapshot: the turn has no log position")
 	}
+	if err := l.ensureHandles(ctx); err != nil {
+		return fmt.Errorf("save snapshot: %w", err)
+	}
 	conv := turn.Conversation
 	body, err := msgpack.Marshal(&snapshotRecord{Format: snapshotFormat, LastID: lastMsgID, Turn: turn})
 	if err != nil {

@@ -72,6 +72,33 @@ func (l *Log) Watch(ctx context.Context, conversation string, afterSeq uint64, a
 	}
 }
 
+// EventsAfter yields the conversation's events stored after the message at
+// afterSeq, once, up to the end as the answering replica knows it: what
+// Watch would yield so far. Positions count on from afterPos. It uses
+// direct gets, which any replica answers, so it works while the stream
+// elects a leader (a replica may lag the leader by the last few messages).
+func (l *Log) EventsAfter(ctx context.Context, conversation string, afterSeq uint64, afterPos int) iter.Seq2[Record, error] {
+	return func(yield func(Record, error) bool) {
+		if err := events.ValidateConversationID(conversation); err != nil {
+			yield(Record{}, err)
+			return
+		}
+		pos := afterPos
+		for m, err := range l.messages(ctx, conversation, afterSeq+1) {
+			if err != nil {
+				yield(Record{}, err)
+				return
+			}
+			for _, e := range m.events {
+				pos++
+				if !yield(Record{Seq: m.seq, Pos: pos, MsgID: m.msgID, Event: e}, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
 // Conversation describes one stored conversation.
 type Conversation struct {
 	ID string `json:"id"`
@@ -81,6 +108,9 @@ type Conversation struct {
 
 // Conversations lists every conversation that has events, sorted by ID.
 func (l *Log) Conversations(ctx context.Context) ([]Conversation, error) {
+	if err := l.ensureHandles(ctx); err != nil {
+		return nil, fmt.Errorf("list conversations: %w", err)
+	}
 	info, err := l.events.Info(ctx, jetstream.WithSubjectFilter(l.names.EventsWildcard()))
 	if err != nil {
 		return nil, fmt.Errorf("list conversations: %w", err)

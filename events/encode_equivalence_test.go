@@ -328,7 +328,14 @@ func TestEncodeMatchesReflectionOnPayloads(t *testing.T) {
 		}),
 		rapid.Custom(func(t *rapid.T) events.Payload {
 			return events.SystemPromptReplaced{BlockID: id.Draw(t, "id"), Text: str.Draw(t, "text"), Previous: str.Draw(t, "previous"),
-				Meta: meta.Draw(t, "meta"), TemplateHash: str.Draw(t, "hash"), Variables: meta.Draw(t, "vars"), Reason: str.Draw(t, "reason")}
+				Meta: meta.Draw(t, "meta"), TemplateHash: str.Draw(t, "hash"), Variables: meta.Draw(t, "vars"), Reason: str.Draw(t, "reason"),
+				PreviousSource: str.Draw(t, "prev_source")}
+		}),
+		rapid.Custom(func(t *rapid.T) events.Payload {
+			return events.SystemPromptLocked{BlockID: id.Draw(t, "id"), Reason: str.Draw(t, "reason")}
+		}),
+		rapid.Custom(func(t *rapid.T) events.Payload {
+			return events.SystemPromptUnlocked{BlockID: id.Draw(t, "id"), Reason: str.Draw(t, "reason")}
 		}),
 		rapid.Custom(func(t *rapid.T) events.Payload {
 			return events.ReasoningAppended{BlockID: id.Draw(t, "id"), Text: str.Draw(t, "text"), Encrypted: str.Draw(t, "enc"), Meta: meta.Draw(t, "meta")}

@@ -89,7 +89,8 @@ func appendPayload(b []byte, p Payload) ([]byte, bool) {
 			present(len(p.Meta) != 0)+
 			present(p.TemplateHash != "")+
 			present(len(p.Variables) != 0)+
-			present(p.Reason != ""))
+			present(p.Reason != "")+
+			present(p.PreviousSource != ""))
 		b = appendField(b, "block_id", p.BlockID)
 		b = appendField(b, "text", p.Text)
 		b = appendField(b, "previous", p.Previous)
@@ -102,6 +103,21 @@ func appendPayload(b []byte, p Payload) ([]byte, bool) {
 		if len(p.Variables) != 0 {
 			b = appendStringMap(appendString(b, "vars"), p.Variables)
 		}
+		if p.Reason != "" {
+			b = appendField(b, "reason", p.Reason)
+		}
+		if p.PreviousSource != "" {
+			b = appendField(b, "prev_source", p.PreviousSource)
+		}
+	case SystemPromptLocked:
+		b = appendMapLen(b, 1+present(p.Reason != ""))
+		b = appendField(b, "block_id", p.BlockID)
+		if p.Reason != "" {
+			b = appendField(b, "reason", p.Reason)
+		}
+	case SystemPromptUnlocked:
+		b = appendMapLen(b, 1+present(p.Reason != ""))
+		b = appendField(b, "block_id", p.BlockID)
 		if p.Reason != "" {
 			b = appendField(b, "reason", p.Reason)
 		}

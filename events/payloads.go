@@ -43,10 +43,11 @@ type SystemPromptSet struct {
 	Variables    map[string]string `msgpack:"vars,omitempty" json:"variables,omitempty"`
 }
 
-// SystemPromptReplaced changes the text of an existing system block. The
-// previous text is kept in the event, so the full history of every system
-// prompt is readable from the log alone. Meta is merged into the block's
-// metadata; an empty value deletes a key.
+// SystemPromptReplaced changes the text of an existing system block, in
+// place: the block keeps its ID and position. The previous text is kept in
+// the event, so the full history of every system prompt is readable from
+// the log alone. Meta is merged into the block's metadata; an empty value
+// deletes a key.
 type SystemPromptReplaced struct {
 	BlockID      string            `msgpack:"block_id" json:"block_id"`
 	Text         string            `msgpack:"text" json:"text"`
@@ -55,6 +56,31 @@ type SystemPromptReplaced struct {
 	TemplateHash string            `msgpack:"template_hash,omitempty" json:"template_hash,omitempty"`
 	Variables    map[string]string `msgpack:"vars,omitempty" json:"variables,omitempty"`
 	Reason       string            `msgpack:"reason,omitempty" json:"reason,omitempty"`
+	// PreviousSource is the systemprompt.source the block had before (""
+	// when it had none, as an imported block written before sources were
+	// recorded): with the new source in Meta, the event says whose prompt
+	// gave way to whose, e.g. "import" to "template" under a profile's
+	// prompt_policy: replace.
+	PreviousSource string `msgpack:"prev_source,omitempty" json:"previous_source,omitempty"`
+}
+
+// SystemPromptLocked records that an operator locked a system block: no
+// middleware replaces, appends to or rebuilds it, nor puts another prompt
+// in front of it, until a SystemPromptUnlocked. The projector sets the
+// block's systemprompt.lock metadata to the event's actor, which is what
+// the middlewares check, so the lock is part of the Turn and of every
+// snapshot, fork and export of it.
+type SystemPromptLocked struct {
+	BlockID string `msgpack:"block_id" json:"block_id"`
+	Reason  string `msgpack:"reason,omitempty" json:"reason,omitempty"`
+}
+
+// SystemPromptUnlocked records that an operator lifted a lock: the block's
+// systemprompt.lock metadata is removed, and the profile's middlewares
+// manage the prompt again from the next model call.
+type SystemPromptUnlocked struct {
+	BlockID string `msgpack:"block_id" json:"block_id"`
+	Reason  string `msgpack:"reason,omitempty" json:"reason,omitempty"`
 }
 
 // ReasoningAppended adds a model's reasoning at the end of the Turn.
@@ -207,6 +233,8 @@ func (ConversationStarted) EventType() Type  { return TypeConversationStarted }
 func (UserAppended) EventType() Type         { return TypeUserAppended }
 func (SystemPromptSet) EventType() Type      { return TypeSystemPromptSet }
 func (SystemPromptReplaced) EventType() Type { return TypeSystemPromptReplaced }
+func (SystemPromptLocked) EventType() Type   { return TypeSystemPromptLocked }
+func (SystemPromptUnlocked) EventType() Type { return TypeSystemPromptUnlocked }
 func (ReasoningAppended) EventType() Type    { return TypeReasoningAppended }
 func (LLMTextAppended) EventType() Type      { return TypeLLMTextAppended }
 func (ToolCalled) EventType() Type           { return TypeToolCalled }

@@ -42,6 +42,8 @@ func NewRegistry() *Registry {
 	Register[UserAppended](r, 1)
 	Register[SystemPromptSet](r, 1)
 	Register[SystemPromptReplaced](r, 1)
+	Register[SystemPromptLocked](r, 1)
+	Register[SystemPromptUnlocked](r, 1)
 	Register[ReasoningAppended](r, 1)
 	Register[LLMTextAppended](r, 1)
 	Register[ToolCalled](r, 1)

@@ -10,6 +10,8 @@ const (
 	TypeUserAppended         Type = "user.appended"
 	TypeSystemPromptSet      Type = "systemprompt.set"
 	TypeSystemPromptReplaced Type = "systemprompt.replaced"
+	TypeSystemPromptLocked   Type = "systemprompt.locked"
+	TypeSystemPromptUnlocked Type = "systemprompt.unlocked"
 	TypeReasoningAppended    Type = "reasoning.appended"
 	TypeLLMTextAppended      Type = "llm_text.appended"
 	TypeToolCalled           Type = "tool.called"
@@ -76,7 +78,8 @@ const (
 	// system block's text.
 	MetaSystemPromptSource = "systemprompt.source"
 	// MetaSystemPromptLock marks a system block that middlewares must not
-	// replace.
+	// replace; systemprompt.locked sets it (to the actor who locked it) and
+	// systemprompt.unlocked removes it.
 	MetaSystemPromptLock = "systemprompt.lock"
 )
 

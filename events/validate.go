@@ -107,6 +107,12 @@ func (p SystemPromptSet) Validate() error {
 func (p SystemPromptReplaced) Validate() error { return needID("block_id", p.BlockID) }
 
 // Validate implements Payload.
+func (p SystemPromptLocked) Validate() error { return needID("block_id", p.BlockID) }
+
+// Validate implements Payload.
+func (p SystemPromptUnlocked) Validate() error { return needID("block_id", p.BlockID) }
+
+// Validate implements Payload.
 func (p ReasoningAppended) Validate() error { return needID("block_id", p.BlockID) }
 
 // Validate implements Payload.

@@ -14,6 +14,8 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/middlewares"
+	"github.com/turnlog/turnlog/profile"
 	"github.com/turnlog/turnlog/replay"
 	"github.com/turnlog/turnlog/worker"
 )
@@ -109,6 +111,10 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if err := s.checkRequestData(body.Profile, body.Data); err != nil {
+		writeError(w, http.StatusBadRequest, `"data": `+err.Error())
+		return
+	}
 	if body.RequestID != "" {
 		// Refused here, at once: the worker could only fail it.
 		if err := s.cfg.Log.ClaimRequestID(r.Context(), body.RequestID, id); errors.Is(err, eventlog.ErrCauseReused) {
@@ -134,9 +140,25 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, MessageResponse{RequestID: req.RequestID, Conversation: id})
 }
 
+// checkRequestData refuses request data that sets a reserved key (the
+// conversation's prompt, trust, locks) the request's profile does not
+// allow: the worker would fail the request for it anyway, so the caller
+// learns it at once and nothing is queued.
+func (s *Server) checkRequestData(profileName string, data map[string]string) error {
+	if profileName == "" {
+		profileName = profile.DefaultName
+	}
+	var allow []string
+	if p, ok := s.cfg.Profiles[profileName]; ok {
+		allow = p.AllowRequestData
+	}
+	return middlewares.CheckRequestData(data, allow)
+}
+
 // stream answers GET /conversations/{id}/stream with Server-Sent Events:
 // "ready" once it listens, then "delta" (worker.Delta JSON, from the
-// conversation's delta subject: the answer as the model writes it),
+// conversation's delta subject: the answer as the model writes it; never
+// before the first event of its request),
 // "event" (StreamEvent, every event the log stores from then on, in
 // order) and "quarantined" (replay.Quarantined: a message stored on the
 // conversation's subject that is not a step) until the client goes away.
@@ -169,6 +191,12 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.readError(w, id, "load "+id, err)
 		return
+	}
+	order := newDeltaOrder(deltaBuffer)
+	// A request already running has stored its first events before
+	// "ready": its deltas go out at once.
+	if tail, err := s.cfg.Log.Last(ctx, id); err == nil && len(tail.Events) > 0 && !tail.Closed() {
+		order.event(tail.Cause)
 	}
 	type watched struct {
 		rec eventlog.Record
@@ -221,8 +249,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 			if json.Compact(&data, m.Data) != nil {
 				continue
 			}
-			if writeEvent(w, rc, "delta", data.Bytes()) != nil {
-				return
+			for _, d := range order.delta(data.Bytes()) {
+				if writeEvent(w, rc, "delta", d) != nil {
+					return
+				}
 			}
 		case wr := <-recs:
 			var bad *eventlog.CorruptMessageError
@@ -241,6 +271,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 			if !send("event", StreamEvent{N: rec.Pos, Seq: rec.Seq, Time: rec.Time, Type: rec.Type, Actor: rec.Actor,
 				Cause: rec.Cause, Step: rec.Step, Payload: rec.Payload}) {
 				return
+			}
+			for _, d := range order.event(rec.Cause) {
+				if writeEvent(w, rc, "delta", d) != nil {
+					return
+				}
 			}
 		case <-keepAlive.C:
 			if _, err := w.Write([]byte(": keep-alive\n\n")); err != nil || rc.Flush() != nil {

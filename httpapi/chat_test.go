@@ -13,6 +13,7 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/httpapi"
 	"github.com/turnlog/turnlog/worker"
 )
@@ -54,6 +55,12 @@ func TestPostMessageRefusals(t *testing.T) {
 		{name: "request ID not a ULID", path: "/conversations/pr/messages", auth: "Bearer " + token, body: `{"text": "hi", "request_id": "abc"}`, wantStatus: 400, want: "is not a ULID"},
 		{name: "bad conversation ID", path: "/conversations/p.r/messages", auth: "Bearer " + token, body: `{"text": "hi"}`, wantStatus: 400, want: "which NATS subjects forbid"},
 		{name: "GET is not a route", method: "GET", path: "/conversations/pr/messages", wantStatus: 405, want: "allowed methods are POST"},
+		// The keys of turnlog's middlewares cannot be set by a request:
+		// before, this one gave the conversation no system prompt.
+		{name: "reserved data key", path: "/conversations/pr/messages", auth: "Bearer " + token, body: `{"text": "hi", "data": {"systemprompt.none": "x", "tz": "UTC"}}`,
+			wantStatus: 400, want: `"data": reserved data key: data key "systemprompt.none" is reserved`},
+		{name: "reserved data key of another namespace", path: "/conversations/pr/messages", auth: "Bearer " + token, body: `{"text": "hi", "data": {"trust.operator": "me"}}`,
+			wantStatus: 400, want: "allow_request_data"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -176,6 +183,34 @@ func TestStreamDeltasAndEvents(t *testing.T) {
 	assert.Equal(t, "You said: stream me please", streamed.String(), "the answer came as deltas")
 	assert.Equal(t, []string{"user.appended", "inference.started", "reasoning.appended", "llm_text.appended",
 		"inference.finished", "request.completed"}, seen, "every event the request stored, in order")
+}
+
+// TestStreamDeltaAfterItsRequestsFirstEvent pins the order a client sees:
+// a worker stores user.appended before it asks the model, so no delta of
+// a request may reach the stream before that event, however much faster
+// core NATS carries the delta than the log's watch carries the event.
+func TestStreamDeltaAfterItsRequestsFirstEvent(t *testing.T) {
+	ts, l := startChatAPI(t)
+	stream, _ := openStream(t, ts, "/conversations/ordered/stream")
+	require.Equal(t, "ready", next(t, stream).event)
+
+	req := ulid.Make().String()
+	delta, _ := json.Marshal(worker.Delta{RequestID: req, Kind: "llm_text", Text: "early words"})
+	nc := l.JetStream().Conn()
+	require.NoError(t, nc.Publish(l.Names().DeltaSubject("ordered"), delta))
+	require.NoError(t, nc.Flush())
+	// The delta has reached the server, and so the stream's subscription,
+	// before the event is stored.
+	time.Sleep(200 * time.Millisecond)
+	ev := events.New("ordered", req, 0, worker.ActorWorker, events.UserAppended{BlockID: ulid.Make().String(), Text: "hi"})
+	_, err := l.Append(context.Background(), "ordered", 0, ev)
+	require.NoError(t, err)
+
+	first, second := next(t, stream), next(t, stream)
+	assert.Equal(t, "event", first.event, "the request's user.appended comes first: %s", first.data)
+	assert.Contains(t, first.data, `"user.appended"`)
+	assert.Equal(t, "delta", second.event)
+	assert.Contains(t, second.data, "early words", "a held delta is sent, not dropped")
 }
 
 func TestStreamOfANewConversation(t *testing.T) {

@@ -1,15 +1,12 @@
 package httpapi
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/turnlog/turnlog/eventlog"
@@ -42,8 +39,6 @@ const (
 	// message's time), and a page cannot show a million rows anyway.
 	defaultListLimit = 500
 	maxListLimit     = 10000
-	// lastGets is how many of those direct gets run at once.
-	lastGets = 16
 )
 
 func (s *Server) conversationRoutes() {
@@ -66,72 +61,20 @@ func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	all, err := s.cfg.Log.Conversations(r.Context())
+	found, err := replay.Newest(r.Context(), s.cfg.Log, func(id string) bool { return strings.Contains(strings.ToLower(id), q) })
 	if err != nil {
 		s.serverError(w, "list conversations", err)
 		return
 	}
-	matches := make([]ConversationInfo, 0, len(all))
-	for _, c := range all {
-		if strings.Contains(strings.ToLower(c.ID), q) {
-			matches = append(matches, ConversationInfo{ID: c.ID, Messages: c.Messages})
-		}
+	matches := make([]ConversationInfo, len(found))
+	for i, c := range found {
+		matches[i] = ConversationInfo{ID: c.ID, Messages: c.Messages, UpdatedAt: c.LastActivity}
 	}
-	if err := s.lastTimes(r.Context(), matches); err != nil {
-		s.serverError(w, "read the conversations' last messages", err)
-		return
-	}
-	// A conversation erased since the listing has no last message: drop it.
-	matches = slices.DeleteFunc(matches, func(c ConversationInfo) bool { return c.UpdatedAt.IsZero() })
-	slices.SortFunc(matches, func(a, b ConversationInfo) int {
-		return cmp.Or(b.UpdatedAt.Compare(a.UpdatedAt), strings.Compare(a.ID, b.ID))
-	})
 	body := ConversationsBody{Conversations: matches, Total: len(matches)}
 	if len(matches) > limit {
 		body.Conversations = matches[:limit]
 	}
 	writeJSON(w, http.StatusOK, body)
-}
-
-// lastTimes sets each conversation's UpdatedAt from its last message (one
-// direct get each, lastGets at a time); a conversation with no message
-// left keeps the zero time.
-func (s *Server) lastTimes(ctx context.Context, cs []ConversationInfo) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-	)
-	sem := make(chan struct{}, lastGets)
-	for i := range cs {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			tail, err := s.cfg.Log.Last(ctx, cs[i].ID)
-			if errors.Is(err, eventlog.ErrCorruptMessage) {
-				// Listed all the same, with its last message's time; its
-				// timeline shows the message as quarantined.
-				cs[i].UpdatedAt = tail.Stored
-				return
-			}
-			if err != nil {
-				mu.Lock()
-				if first == nil {
-					first = err
-					cancel()
-				}
-				mu.Unlock()
-				return
-			}
-			if n := len(tail.Events); n > 0 {
-				cs[i].UpdatedAt = tail.Events[n-1].Time
-			}
-		})
-	}
-	wg.Wait()
-	return first
 }
 
 // conversationID reads and checks the {id} of the route; on failure it has

@@ -2,7 +2,8 @@
 // the system prompt template (GET/PUT /system-prompt, GET
 // /system-prompt/variables, POST /system-prompt/render), conversations
 // (list, timeline, the Turn at a position, diff, sending a message, a live
-// Server-Sent Events stream) and the web console, which uses exactly these
+// Server-Sent Events stream), one conversation's system prompt (show, set,
+// lock, unlock) and the web console, which uses exactly these
 // routes. Each group of routes is one file registering its handlers on the
 // same mux (one line in Server.routes), and all share the same rules:
 //
@@ -34,6 +35,7 @@ import (
 	"time"
 
 	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/profile"
 	"github.com/turnlog/turnlog/templates"
 	"github.com/turnlog/turnlog/webconsole"
 )
@@ -56,6 +58,11 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxBodyBytes bounds request bodies (default DefaultMaxBodyBytes).
 	MaxBodyBytes int64
+	// Profiles are the workers' profiles, for the reserved request data
+	// keys a profile allows (allow_request_data) in POST
+	// /conversations/{id}/messages. Without them, or for a profile they
+	// do not name, no reserved key is allowed.
+	Profiles profile.Set
 }
 
 // Validate fills in defaults and reports what is missing.
@@ -102,6 +109,7 @@ func (s *Server) routes() {
 	s.systemPromptRoutes()
 	s.conversationRoutes()
 	s.chatRoutes()
+	s.promptRoutes()
 	webconsole.Register(s.mux, webconsole.Options{TokenRequired: s.cfg.Token != ""})
 }
 

@@ -51,7 +51,9 @@ func (c GlobalPromptConfig) Validate() error {
 // the Turn has no system block (systemprompt.set, section "system"). When
 // it exists with another text, its text is replaced (systemprompt.replaced).
 // When it exists with the same text, or carries systemprompt.lock, nothing
-// is emitted.
+// is emitted. Nor is anything while the conversation's prompt is locked
+// (an operator froze the conversation's system instructions: `turnlog
+// prompt lock`): the global prompt is neither added nor changed then.
 func GlobalPrompt(cfg GlobalPromptConfig) (engine.Middleware, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -70,7 +72,7 @@ func GlobalPrompt(cfg GlobalPromptConfig) (engine.Middleware, error) {
 func globalPrompt(ctx context.Context, tx *engine.Tx, cfg GlobalPromptConfig) error {
 	turn := tx.Turn()
 	cur, found := globalBlock(turn, cfg.ID)
-	if found && cur.Meta[events.MetaSystemPromptLock] != "" {
+	if found && locked(cur) || promptFrozen(turn) {
 		return nil
 	}
 	prompt, err := cfg.Prompt(ctx, tx)

@@ -2,6 +2,7 @@ package middlewares
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -12,8 +13,9 @@ import (
 type LoggingConfig struct {
 	// Logger receives the records (default slog.Default()).
 	Logger *slog.Logger
-	// Level of a call that succeeded (default slog.LevelInfo); a failed
-	// call is logged at slog.LevelError.
+	// Level of a call that succeeded, or that was superseded by another
+	// writer (engine.ErrSuperseded; default slog.LevelInfo); a failed call
+	// is logged at slog.LevelError.
 	Level slog.Level
 	// Message of every record (default "model call").
 	Message string
@@ -48,7 +50,10 @@ func Logging(cfg LoggingConfig) (engine.Middleware, error) {
 			begin := time.Now()
 			err := next(ctx, tx)
 			level := cfg.Level
-			if err != nil {
+			if err != nil && !errors.Is(err, engine.ErrSuperseded) {
+				// Another worker writing first is recovered from (the
+				// request reloads and runs again) and counted by the
+				// worker's turnlog_conflicts_total: not an error.
 				level = slog.LevelError
 			}
 			if !cfg.Logger.Enabled(ctx, level) {

@@ -87,6 +87,9 @@ func roles(tx *engine.Tx, memo *rolesMemo) error {
 		if !trusted && b.Meta[MetaTrustFlag] == FlagRoleMarker {
 			continue // flagged already: nothing to do, whatever it holds
 		}
+		if trusted && locked(*b) {
+			continue // a locked prompt is not split: its text stays the operator's
+		}
 		marks := roleMarkers(b.Text, trusted)
 		if len(marks) == 0 {
 			texts.remember(i, b.Text)

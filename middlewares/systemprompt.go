@@ -39,8 +39,14 @@ type SystemPromptReplaceConfig struct {
 	Prompt PromptFunc
 	// Source is recorded in the block's systemprompt.source metadata, so
 	// replay can tell which middleware or template wrote the prompt
-	// (default "systemprompt.replace").
+	// (default "systemprompt.replace"). A prompt block with another source
+	// was written by someone else: Policy decides.
 	Source string
+	// Policy is what happens to a conversation prompt this middleware did
+	// not write (imported, forked, set by an operator or another
+	// profile): PolicyKeep (the default) leaves it as the conversation's
+	// prompt, PolicyReplace replaces its text with Prompt, in place.
+	Policy PromptPolicy
 }
 
 func (c *SystemPromptReplaceConfig) setDefaults() {
@@ -54,13 +60,17 @@ func (c SystemPromptReplaceConfig) Validate() error {
 	if c.Prompt == nil {
 		return errors.New("systemprompt.replace: Prompt is nil; set it, e.g. to middlewares.StaticPrompt(text)")
 	}
+	if err := c.Policy.Validate(); err != nil {
+		return fmt.Errorf("systemprompt.replace: %w", err)
+	}
 	return nil
 }
 
-// SystemPromptReplace makes the active system prompt exactly the configured
-// prompt. Use it when the operator owns the system prompt (a product
-// persona, a rendered template) and whatever a conversation started with
-// must give way to it; use SystemPromptAppend when the conversation's own
+// SystemPromptReplace keeps the configured prompt as the conversation's
+// system prompt, idempotently: it inserts it when the conversation has
+// none and replaces its own earlier text when the prompt changed, never
+// adding a second prompt. Use it when the operator owns the system prompt
+// (a product persona); use SystemPromptAppend when the conversation's own
 // system prompt must be kept and yours only added to it.
 //
 // It looks at the first system block that GlobalPrompt does not own:
@@ -69,8 +79,14 @@ func (c SystemPromptReplaceConfig) Validate() error {
 //   - one with systemprompt.lock metadata: it leaves it alone;
 //   - one whose text already is the prompt and whose source is Source: it
 //     emits nothing;
-//   - otherwise it emits systemprompt.replaced with the old text as
-//     Previous, the prompt as Text, and the source metadata.
+//   - one whose source is Source, with another text: it emits
+//     systemprompt.replaced with the old text as Previous and the prompt
+//     as Text;
+//   - one with another source (an import, a fork, an operator, another
+//     profile): under PolicyKeep, the default, it is the conversation's
+//     prompt and is left alone; under PolicyReplace it is replaced as
+//     above, the event recording its source as PreviousSource and Source
+//     as the new one.
 //
 // So it is idempotent: run again on its own result, it emits no event.
 //
@@ -113,15 +129,30 @@ func replaceSystemPrompt(ctx context.Context, tx *engine.Tx, cfg SystemPromptRep
 			Meta:    map[string]string{events.MetaSystemPromptSource: cfg.Source},
 		})
 	}
-	if sp.Text == prompt && sp.Meta[events.MetaSystemPromptSource] == cfg.Source {
-		return nil
+	source := sp.Meta[events.MetaSystemPromptSource]
+	if source == cfg.Source {
+		if sp.Text == prompt {
+			return nil
+		}
+		return tx.Emit(ActorSystemPromptReplace, events.SystemPromptReplaced{
+			BlockID:        sp.ID,
+			Text:           prompt,
+			Previous:       sp.Text,
+			Meta:           map[string]string{events.MetaSystemPromptSource: cfg.Source},
+			Reason:         "system prompt set to the configured prompt from " + cfg.Source,
+			PreviousSource: source,
+		})
+	}
+	if cfg.Policy != PolicyReplace {
+		return nil // the conversation's own prompt: kept
 	}
 	return tx.Emit(ActorSystemPromptReplace, events.SystemPromptReplaced{
-		BlockID:  sp.ID,
-		Text:     prompt,
-		Previous: sp.Text,
-		Meta:     map[string]string{events.MetaSystemPromptSource: cfg.Source},
-		Reason:   "system prompt set to the configured prompt from " + cfg.Source,
+		BlockID:        sp.ID,
+		Text:           prompt,
+		Previous:       sp.Text,
+		Meta:           TakeOverMeta(sp.Meta, cfg.Source, nil),
+		Reason:         "prompt policy replace: the prompt from " + cfg.Source + " replaces the conversation's",
+		PreviousSource: source,
 	})
 }
 

@@ -16,12 +16,16 @@ const prompt = "You are a careful assistant."
 
 func TestSystemPromptReplace(t *testing.T) {
 	src := middlewares.ActorSystemPromptReplace
+	replace := middlewares.PolicyReplace
 	tests := []struct {
 		name   string
+		policy middlewares.PromptPolicy
 		blocks []events.Block
 		// want is the event of the first run (none when empty).
 		want      events.Type
 		wantTexts []string // texts of the system blocks after the run
+		// wantFrom is the PreviousSource a replacement records.
+		wantFrom string
 	}{
 		{
 			name:      "no system block gives a new one at the front",
@@ -35,22 +39,44 @@ func TestSystemPromptReplace(t *testing.T) {
 			wantTexts: []string{prompt},
 		},
 		{
-			name:      "an existing one is replaced, not appended",
-			blocks:    []events.Block{sys("s1", "You are a pirate."), user("u1", "hi")},
+			name:      "its own earlier text is replaced, not appended",
+			blocks:    []events.Block{sys("s1", "You are a pirate.", events.MetaSystemPromptSource, src), user("u1", "hi")},
 			want:      events.TypeSystemPromptReplaced,
 			wantTexts: []string{prompt},
+			wantFrom:  src,
 		},
 		{
-			name:      "only the first system block is replaced",
+			name:      "keep: a prompt it did not write is the conversation's and is kept",
+			blocks:    []events.Block{sys("s1", "You are a pirate.", events.MetaSystemPromptSource, "import"), user("u1", "hi")},
+			wantTexts: []string{"You are a pirate."},
+		},
+		{
+			name:      "keep: a prompt without a source is kept too, and nothing goes in front of it",
+			blocks:    []events.Block{user("u0", "hello"), sys("s1", "You are a pirate."), user("u1", "hi")},
+			wantTexts: []string{"You are a pirate."},
+		},
+		{
+			name:      "replace: a prompt it did not write is replaced in place",
+			policy:    replace,
+			blocks:    []events.Block{sys("s1", "You are a pirate.", events.MetaSystemPromptSource, "import"), user("u1", "hi")},
+			want:      events.TypeSystemPromptReplaced,
+			wantTexts: []string{prompt},
+			wantFrom:  "import",
+		},
+		{
+			name:      "replace: only the first system block is replaced",
+			policy:    replace,
 			blocks:    []events.Block{sys("s1", "old"), user("u1", "hi"), sys("s2", "later")},
 			want:      events.TypeSystemPromptReplaced,
 			wantTexts: []string{prompt, "later"},
 		},
 		{
-			name:      "same text from another source gets the source",
+			name:      "replace: same text from another source gets the source",
+			policy:    replace,
 			blocks:    []events.Block{sys("s1", prompt, events.MetaSystemPromptSource, "import"), user("u1", "hi")},
 			want:      events.TypeSystemPromptReplaced,
 			wantTexts: []string{prompt},
+			wantFrom:  "import",
 		},
 		{
 			name:      "already the prompt from this source: nothing",
@@ -59,7 +85,13 @@ func TestSystemPromptReplace(t *testing.T) {
 		},
 		{
 			name:      "a locked block is left alone",
+			policy:    replace,
 			blocks:    []events.Block{sys("s1", "locked text", events.MetaSystemPromptLock, "operator"), user("u1", "hi")},
+			wantTexts: []string{"locked text"},
+		},
+		{
+			name:      "a locked block of its own is left alone",
+			blocks:    []events.Block{sys("s1", "locked text", events.MetaSystemPromptSource, src, events.MetaSystemPromptLock, "operator"), user("u1", "hi")},
 			wantTexts: []string{"locked text"},
 		},
 		{
@@ -71,7 +103,7 @@ func TestSystemPromptReplace(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			mw := middlewares.Must(middlewares.SystemPromptReplace(middlewares.SystemPromptReplaceConfig{Prompt: middlewares.StaticPrompt(prompt)}))
+			mw := middlewares.Must(middlewares.SystemPromptReplace(middlewares.SystemPromptReplaceConfig{Prompt: middlewares.StaticPrompt(prompt), Policy: tc.policy}))
 			tx := txOf(t, tc.blocks...)
 			before := len(tx.Turn().Blocks)
 			first, second := runTwice(t, mw, tx)
@@ -90,6 +122,8 @@ func TestSystemPromptReplace(t *testing.T) {
 				case events.SystemPromptReplaced:
 					assert.Equal(t, tc.blocks[0].Text, p.Previous)
 					assert.Equal(t, prompt, p.Text, "replaced exactly, nothing appended")
+					assert.Equal(t, tc.wantFrom, p.PreviousSource, "the event says whose prompt gave way")
+					assert.Equal(t, src, p.Meta[events.MetaSystemPromptSource], "and whose took its place")
 					assert.Equal(t, before, len(tx.Turn().Blocks))
 				}
 			}
@@ -106,11 +140,16 @@ func TestSystemPromptReplace(t *testing.T) {
 			if tc.want != "" {
 				sp, i, ok := tx.Turn().SystemPrompt()
 				require.True(t, ok)
-				assert.Equal(t, 0, i)
+				assert.Equal(t, 0, i, "in place: the first block stays first")
 				assert.Equal(t, src, sp.Meta[events.MetaSystemPromptSource])
 			}
 		})
 	}
+}
+
+func TestSystemPromptReplaceRefusesAnUnknownPolicy(t *testing.T) {
+	_, err := middlewares.SystemPromptReplace(middlewares.SystemPromptReplaceConfig{Prompt: middlewares.StaticPrompt(prompt), Policy: "overwrite"})
+	assert.ErrorContains(t, err, `prompt policy "overwrite": use "keep" (the default) or "replace"`)
 }
 
 func TestSystemPromptReplaceFromFunc(t *testing.T) {

@@ -85,6 +85,14 @@ type TemplatePromptConfig struct {
 	// together (default template.DefaultResolveTimeout): a slow git or
 	// file system makes variables missing, never the request slow.
 	ResolveTimeout time.Duration
+	// Policy is what happens to a conversation prompt the template did
+	// not write (imported, forked from a conversation prompted otherwise,
+	// set by an operator): PolicyKeep (the default) leaves it as the
+	// conversation's prompt, and the template is then neither rendered
+	// nor rebuilt for that conversation; PolicyReplace renders the
+	// template and replaces that prompt's text with it, in place, on the
+	// first model call.
+	Policy PromptPolicy
 }
 
 func (c *TemplatePromptConfig) setDefaults() {
@@ -100,6 +108,9 @@ func (c TemplatePromptConfig) Validate() error {
 	}
 	if c.Cwd != "" && !filepath.IsAbs(c.Cwd) {
 		return fmt.Errorf("systemprompt.template: Cwd %q is relative; use an absolute directory", c.Cwd)
+	}
+	if err := c.Policy.Validate(); err != nil {
+		return fmt.Errorf("systemprompt.template: %w", err)
 	}
 	return nil
 }
@@ -120,6 +131,15 @@ func (c TemplatePromptConfig) Validate() error {
 // recorded once as data.set of "systemprompt.none", so the conversation
 // stays without one. A locked system block (systemprompt.lock) is left
 // alone and no prompt is added in front of it.
+//
+// A conversation that already has a prompt the template did not write (an
+// import's, a fork's, an operator's) keeps it under PolicyKeep, the
+// default: the template adds nothing in front of it, so the conversation
+// never has two prompts. Under PolicyReplace the template's prompt
+// replaces that text in place (systemprompt.replaced with the previous
+// text and source), and the block is the template's from then on; a
+// template that renders to nothing then removes it (blocks.removed) and
+// records "systemprompt.none".
 //
 // The prompt is built again only on compaction, by TemplateSummarizer:
 // put TemplatePrompt before Compaction in the chain.
@@ -165,18 +185,50 @@ func (p *templatePrompt) ensure(ctx context.Context) error {
 	if _, _, ok := templateBlock(turn); ok {
 		return nil
 	}
-	if _, none := turn.Data[DataNoSystemPrompt]; none || lockedPrompt(turn) {
+	if _, none := turn.Data[DataNoSystemPrompt]; none {
 		return nil
+	}
+	other, _, hasOther := systemPromptBlock(turn)
+	if hasOther && (locked(other) || p.cfg.Policy != PolicyReplace) {
+		return nil // the conversation's own prompt
 	}
 	src, err := p.cfg.Templates.Template(ctx)
 	if err != nil {
 		return fmt.Errorf("%s: read the template: %w", ActorTemplatePrompt, engine.Transient(err))
 	}
 	r := p.render(ctx, src)
+	if hasOther {
+		return p.takeOver(other, r)
+	}
 	if !r.ok {
 		return p.tx.Emit(ActorTemplatePrompt, events.DataSet{Values: map[string]string{DataNoSystemPrompt: r.hash}})
 	}
 	return p.tx.Emit(ActorTemplatePrompt, p.set(r))
+}
+
+// takeOver makes r the conversation's prompt in place of other, a prompt
+// the template did not write (PolicyReplace).
+func (p *templatePrompt) takeOver(other events.Block, r rendered) error {
+	source := other.Meta[events.MetaSystemPromptSource]
+	if !r.ok {
+		if err := p.tx.Emit(ActorTemplatePrompt, events.BlocksRemoved{
+			BlockIDs: []string{other.ID},
+			Reason:   fmt.Sprintf("prompt policy replace: the template renders to no system prompt, so the conversation's prompt (source %q) goes", source),
+		}); err != nil {
+			return err
+		}
+		return p.tx.Emit(ActorTemplatePrompt, events.DataSet{Values: map[string]string{DataNoSystemPrompt: r.hash}})
+	}
+	return p.tx.Emit(ActorTemplatePrompt, events.SystemPromptReplaced{
+		BlockID:        other.ID,
+		Text:           r.prompt,
+		Previous:       other.Text,
+		Meta:           TakeOverMeta(other.Meta, SourceTemplate, map[string]string{MetaTemplateHash: r.hash}),
+		TemplateHash:   r.hash,
+		Variables:      r.vars,
+		Reason:         "prompt policy replace: the template's prompt replaces the conversation's",
+		PreviousSource: source,
+	})
 }
 
 func (p *templatePrompt) render(ctx context.Context, src string) rendered {
@@ -218,14 +270,22 @@ func (p *templatePrompt) set(r rendered) events.SystemPromptSet {
 // rebuild renders the conversation's template again, with fresh values:
 // the template it was prompted from (found by hash), or the current global
 // template when that one is no longer known or the conversation has
-// neither prompt nor record of one. ok is false for a locked prompt, which
-// is not rebuilt.
+// neither prompt nor record of one. ok is false when the prompt is not
+// the template's to rebuild: it is locked, or it is a prompt the template
+// did not write (kept under PolicyKeep); rendering one anyway would put a
+// second prompt in front of it.
 func (p *templatePrompt) rebuild(ctx context.Context) (rendered, bool, error) {
 	turn := p.tx.Turn()
 	hash := turn.Data[DataNoSystemPrompt]
+	if promptFrozen(turn) {
+		return rendered{}, false, nil
+	}
 	if b, _, ok := templateBlock(turn); ok {
+		if locked(b) {
+			return rendered{}, false, nil
+		}
 		hash = b.Meta[MetaTemplateHash]
-	} else if lockedPrompt(turn) {
+	} else if _, _, other := systemPromptBlock(turn); other {
 		return rendered{}, false, nil
 	}
 	var (
@@ -300,13 +360,6 @@ func templateBlock(t *projector.Turn) (events.Block, int, bool) {
 		}
 	}
 	return events.Block{}, -1, false
-}
-
-// lockedPrompt reports whether the system prompt the prompt middlewares
-// manage is locked against them.
-func lockedPrompt(t *projector.Turn) bool {
-	b, _, ok := systemPromptBlock(t)
-	return ok && b.Meta[events.MetaSystemPromptLock] != ""
 }
 
 // TemplateSummarizer is the Summarizer of a Compaction that runs inside

@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/turnlog/turnlog/engine"
-	"github.com/turnlog/turnlog/engine/openai"
 	"github.com/turnlog/turnlog/engine/scripted"
 	"github.com/turnlog/turnlog/middlewares"
 	"go.yaml.in/yaml/v3"
@@ -22,22 +21,40 @@ import (
 // DefaultName is the profile a request without one uses.
 const DefaultName = "default"
 
+// SourceProfile is the systemprompt.source of the prompt the systemprompt
+// middleware writes from a profile's system_prompt.
+const SourceProfile = "profile"
+
 // Profile is one way of answering chat requests.
 type Profile struct {
 	// SystemPrompt is the prompt the systemprompt middleware keeps in
 	// place ("" and no template: none). The template middleware uses the
 	// global template instead (turnlog template get|set).
 	SystemPrompt string `yaml:"system_prompt,omitempty" json:"system_prompt,omitempty"`
-	// Provider is "scripted" (default; deterministic, no network) or
-	// "openai" (any OpenAI-compatible endpoint; see OPENAI_BASE_URL,
-	// OPENAI_API_KEY, OPENAI_MODEL).
+	// Provider is one of Providers: "scripted" (default; deterministic, no
+	// network), "openai" (any Chat Completions endpoint; see
+	// OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL), "openai_responses"
+	// (the OpenAI Responses API, stateless, with encrypted reasoning; same
+	// variables) or "anthropic" (the Anthropic Messages API; see
+	// ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY, ANTHROPIC_MODEL).
 	Provider string `yaml:"provider,omitempty" json:"provider,omitempty"`
 	// Model is passed to the provider ("" for its default).
 	Model string `yaml:"model,omitempty" json:"model,omitempty"`
-	// BaseURL and APIKeyEnv configure the openai provider; the key itself
+	// BaseURL and APIKeyEnv configure the network providers; the key itself
 	// never goes in the file, only the name of the variable holding it.
 	BaseURL   string `yaml:"base_url,omitempty" json:"base_url,omitempty"`
 	APIKeyEnv string `yaml:"api_key_env,omitempty" json:"api_key_env,omitempty"`
+	// MaxTokens bounds each answer of openai_responses (max_output_tokens)
+	// and anthropic (max_tokens, default 8192); 0 for the default.
+	MaxTokens int `yaml:"max_tokens,omitempty" json:"max_tokens,omitempty"`
+	// ReasoningEffort and ReasoningSummary set openai_responses' reasoning
+	// (effort: the model's default when empty; summary: "auto" when
+	// empty, "none" for none).
+	ReasoningEffort  string `yaml:"reasoning_effort,omitempty" json:"reasoning_effort,omitempty"`
+	ReasoningSummary string `yaml:"reasoning_summary,omitempty" json:"reasoning_summary,omitempty"`
+	// Thinking switches anthropic's extended thinking on: "adaptive" or a
+	// budget of tokens such as "4096"; "" or "off" for none.
+	Thinking string `yaml:"thinking,omitempty" json:"thinking,omitempty"`
 	// Script is a scripted-engine script file ("" for the built-in one).
 	Script string `yaml:"script,omitempty" json:"script,omitempty"`
 	// Middlewares in order, outermost first. Known names: logging, retry,
@@ -46,6 +63,18 @@ type Profile struct {
 	Middlewares []string `yaml:"middlewares" json:"middlewares"`
 	// GlobalPrompt is the operator prompt of the globalprompt middleware.
 	GlobalPrompt string `yaml:"global_prompt,omitempty" json:"global_prompt,omitempty"`
+	// PromptPolicy is what the systemprompt and template middlewares do
+	// with a conversation prompt they did not write (imported, forked,
+	// set by an operator or by another profile): "keep" (default) keeps
+	// it as the conversation's one prompt, "replace" replaces its text in
+	// place with the profile's. See middlewares.PromptPolicy.
+	PromptPolicy middlewares.PromptPolicy `yaml:"prompt_policy,omitempty" json:"prompt_policy,omitempty"`
+	// AllowRequestData lists the reserved data keys (see
+	// middlewares.ReservedDataPrefixes: systemprompt., trust., ...) that a
+	// chat request answered by this profile may set. By default none: a
+	// request that sets one fails (request.failed; HTTP 400), since it
+	// would change the conversation's prompt, trust or locks.
+	AllowRequestData []string `yaml:"allow_request_data,omitempty" json:"allow_request_data,omitempty"`
 	// Cwd is the working directory of the template middleware's variables
 	// (prompt:cwd, git:, file:) for conversations whose requests send no
 	// "cwd" data; "" means none.
@@ -68,7 +97,7 @@ type Set map[string]Profile
 const DefaultYAML = `# turnlog profiles: how chat requests are answered.
 profiles:
   default:
-    provider: scripted          # deterministic, no network; or "openai"
+    provider: scripted          # deterministic, no network; or openai, openai_responses, anthropic
     model: ""                   # provider default
     # template: the global system prompt template (turnlog template get|set),
     # rendered once per conversation and again on compaction.
@@ -130,10 +159,8 @@ func (s Set) Names() []string {
 
 // Validate reports the first setting that cannot work.
 func (p Profile) Validate() error {
-	switch p.Provider {
-	case "", "scripted", "openai":
-	default:
-		return fmt.Errorf("provider %q: use scripted or openai", p.Provider)
+	if err := p.validateProvider(); err != nil {
+		return err
 	}
 	for _, m := range p.Middlewares {
 		if !slices.Contains(known, m) {
@@ -142,6 +169,15 @@ func (p Profile) Validate() error {
 	}
 	if err := p.validateTemplate(); err != nil {
 		return err
+	}
+	if err := p.PromptPolicy.Validate(); err != nil {
+		return fmt.Errorf("prompt_policy: %w", err)
+	}
+	for _, k := range p.AllowRequestData {
+		if !middlewares.ReservedDataKey(k) {
+			return fmt.Errorf("allow_request_data: %q is not a reserved key (%s); requests may set it anyway, remove it",
+				k, strings.Join(middlewares.ReservedDataPrefixes, " "))
+		}
 	}
 	if p.CompactAfterBlocks < 0 || p.MaxIterations < 0 {
 		return fmt.Errorf("compact_after_blocks and max_iterations must not be negative")
@@ -155,6 +191,14 @@ type Built struct {
 	Loop   engine.Loop
 	Tools  *engine.Tools
 	Model  string
+	// AllowRequestData is the profile's allow_request_data.
+	AllowRequestData []string
+}
+
+// CheckRequestData refuses a chat request's data that sets a reserved key
+// this profile does not allow (middlewares.CheckRequestData).
+func (p Profile) CheckRequestData(data map[string]string) error {
+	return middlewares.CheckRequestData(data, p.AllowRequestData)
 }
 
 // Build makes the engine, the tools and the middleware chain of p.
@@ -164,33 +208,9 @@ func (p Profile) Build(logger *slog.Logger, tools *engine.Tools) (*Built, error)
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	var eng engine.Engine
-	switch p.Provider {
-	case "", "scripted":
-		var script *scripted.Script
-		if p.Script != "" {
-			var err error
-			if script, err = scripted.Load(p.Script); err != nil {
-				return nil, err
-			}
-		}
-		eng = scripted.New(script)
-	case "openai":
-		cfg := openai.ConfigFromEnv()
-		if p.BaseURL != "" {
-			cfg.BaseURL = p.BaseURL
-		}
-		if p.APIKeyEnv != "" {
-			cfg.APIKey = os.Getenv(p.APIKeyEnv)
-		}
-		if p.Model != "" {
-			cfg.Model = p.Model
-		}
-		e, err := openai.New(cfg)
-		if err != nil {
-			return nil, err
-		}
-		eng = e
+	eng, err := p.newEngine()
+	if err != nil {
+		return nil, err
 	}
 	if tools == nil {
 		var err error
@@ -217,10 +237,11 @@ func (p Profile) assemble(eng engine.Engine, logger *slog.Logger, tools *engine.
 		mws = append(mws, mw)
 	}
 	return &Built{
-		Engine: eng,
-		Loop:   engine.Loop{Handler: engine.Chain(eng, mws...), Tools: tools, MaxIterations: p.MaxIterations},
-		Tools:  tools,
-		Model:  model,
+		Engine:           eng,
+		Loop:             engine.Loop{Handler: engine.Chain(eng, mws...), Tools: tools, MaxIterations: p.MaxIterations},
+		Tools:            tools,
+		Model:            model,
+		AllowRequestData: p.AllowRequestData,
 	}, nil
 }
 
@@ -237,7 +258,8 @@ func (p Profile) middleware(name string, eng engine.Engine, logger *slog.Logger)
 	case "globalprompt":
 		return middlewares.GlobalPrompt(middlewares.GlobalPromptConfig{Prompt: middlewares.StaticPrompt(p.GlobalPrompt), ID: "global"})
 	case "systemprompt":
-		return middlewares.SystemPromptReplace(middlewares.SystemPromptReplaceConfig{Prompt: middlewares.StaticPrompt(p.SystemPrompt), Source: "profile"})
+		return middlewares.SystemPromptReplace(middlewares.SystemPromptReplaceConfig{Prompt: middlewares.StaticPrompt(p.SystemPrompt),
+			Source: SourceProfile, Policy: p.PromptPolicy})
 	case "systemprompt_append":
 		return middlewares.SystemPromptAppend(middlewares.SystemPromptAppendConfig{Prompt: middlewares.StaticPrompt(p.SystemPrompt), Tag: "profile"})
 	case "ordering":

@@ -39,5 +39,5 @@ func (p Profile) templatePrompt() (engine.Middleware, error) {
 	if src == nil {
 		src = middlewares.StaticTemplate(templates.Default)
 	}
-	return middlewares.TemplatePrompt(middlewares.TemplatePromptConfig{Templates: src, Cwd: p.Cwd})
+	return middlewares.TemplatePrompt(middlewares.TemplatePromptConfig{Templates: src, Cwd: p.Cwd, Policy: p.PromptPolicy})
 }

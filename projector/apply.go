@@ -85,6 +85,10 @@ func apply(t *Turn, e events.Event) error {
 		b.Meta = merge(b.Meta, p.Meta)
 		t.forget(i)
 		return nil
+	case events.SystemPromptLocked:
+		return lock(t, p.BlockID, e.Actor, true)
+	case events.SystemPromptUnlocked:
+		return lock(t, p.BlockID, e.Actor, false)
 	case events.ReasoningAppended:
 		return t.push(Block{ID: p.BlockID, Kind: events.KindReasoning, Text: p.Text, Encrypted: p.Encrypted, Meta: cloneMeta(p.Meta)})
 	case events.LLMTextAppended:
@@ -136,6 +140,37 @@ func apply(t *Turn, e events.Event) error {
 	default:
 		return fmt.Errorf("%w %q: the projector has no rule for it", events.ErrUnknownEvent, e.Type)
 	}
+}
+
+// lock sets or lifts the systemprompt.lock of a system block. The lock's
+// value is the actor who set it, so the Turn itself says who froze the
+// prompt. Locking a locked block, or unlocking one that is not locked,
+// contradicts the Turn: whoever wrote the event read a state that was not
+// the log's.
+func lock(t *Turn, id, actor string, locked bool) error {
+	i, err := t.need(id)
+	if err != nil {
+		return err
+	}
+	b := &t.Blocks[i]
+	if b.Kind != events.KindSystem {
+		return fmt.Errorf("%w: block %s is %s; only system blocks are locked", ErrMismatch, id, b.Kind)
+	}
+	holder, isLocked := b.Meta[events.MetaSystemPromptLock]
+	isLocked = isLocked && holder != ""
+	switch {
+	case locked && isLocked:
+		return fmt.Errorf("%w: block %s is already locked (by %q)", ErrMismatch, id, holder)
+	case !locked && !isLocked:
+		return fmt.Errorf("%w: block %s is not locked", ErrMismatch, id)
+	}
+	value := ""
+	if locked {
+		value = actor
+	}
+	b.Meta = merge(b.Meta, map[string]string{events.MetaSystemPromptLock: value})
+	t.forget(i)
+	return nil
 }
 
 func started(t *Turn, p events.ConversationStarted) error {

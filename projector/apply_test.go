@@ -238,6 +238,22 @@ func TestApplyAnnotated(t *testing.T) {
 	assert.Equal(t, map[string]string{"a": "1"}, b.Meta)
 }
 
+// TestApplyLockAndUnlock: the lock is metadata the middlewares read, set
+// to whoever locked the block; unlocking removes it and nothing else.
+func TestApplyLockAndUnlock(t *testing.T) {
+	turn := base(t)
+	locked := events.New(conv, "op-1", 0, "operator:ada", events.SystemPromptLocked{BlockID: "s1", Reason: "legal review"})
+	require.NoError(t, projector.Apply(turn, locked))
+	b, _ := turn.Block("s1")
+	assert.Equal(t, map[string]string{events.MetaSystemPromptSource: "global", events.MetaSystemPromptLock: "operator:ada"}, b.Meta)
+	assert.Equal(t, "be brief", b.Text)
+
+	require.NoError(t, projector.Apply(turn, ev(events.SystemPromptUnlocked{BlockID: "s1"})))
+	b, _ = turn.Block("s1")
+	assert.Equal(t, map[string]string{events.MetaSystemPromptSource: "global"}, b.Meta)
+	assert.Equal(t, 9, turn.Events)
+}
+
 func TestApplySplit(t *testing.T) {
 	into := []events.Block{
 		{ID: "s1", Kind: events.KindSystem, Text: "be", Trust: events.Trusted},

@@ -63,6 +63,18 @@ func TestApplyRejectsAndLeavesTheTurnAsItWas(t *testing.T) {
 		{name: "replace a missing block", event: ev(events.SystemPromptReplaced{BlockID: "nope", Previous: "be brief", Text: "x"}),
 			wantIs: []error{projector.ErrMissingBlock}, wantText: "nope"},
 
+		// Locks.
+		{name: "lock a user block", event: ev(events.SystemPromptLocked{BlockID: "u1"}),
+			wantIs: []error{projector.ErrMismatch}, wantText: "only system blocks are locked"},
+		{name: "lock a missing block", event: ev(events.SystemPromptLocked{BlockID: "nope"}), wantIs: []error{projector.ErrMissingBlock}},
+		{name: "unlock a block that is not locked", event: ev(events.SystemPromptUnlocked{BlockID: "s1"}),
+			wantIs: []error{projector.ErrMismatch}, wantText: "is not locked"},
+		{name: "lock a locked block", turn: func(t testing.TB) *projector.Turn {
+			turn := base(t)
+			require.NoError(t, projector.Apply(turn, ev(events.SystemPromptLocked{BlockID: "s1"})))
+			return turn
+		}, event: ev(events.SystemPromptLocked{BlockID: "s1"}), wantIs: []error{projector.ErrMismatch}, wantText: `already locked (by "test")`},
+
 		// Reorder.
 		{name: "reorder with a missing ID", event: ev(events.BlocksReordered{Order: []string{"s1", "u1", "r1", "t1", "t2", "nope"}}),
 			wantIs: []error{projector.ErrBadOrder, projector.ErrMissingBlock}, wantText: "nope"},

@@ -293,3 +293,29 @@ func TestApplyKeepsDigests(t *testing.T) {
 		assert.Equal(t, 6, projector.CachedDigests(turn.Clone()))
 	})
 }
+
+// TestHashCoversOpaqueReasoning: what reasoning providers store and send
+// back verbatim (encrypted content, signatures in Encrypted, item IDs and
+// summary parts in Meta) is part of the hash, so one changed byte of it is
+// a mismatch for replay --verify, in both formats.
+func TestHashCoversOpaqueReasoning(t *testing.T) {
+	turn := func(enc, meta string) *projector.Turn {
+		return &projector.Turn{Conversation: "c", Blocks: []events.Block{
+			{ID: "u", Kind: events.KindUser, Text: "q"},
+			{ID: "r", Kind: events.KindReasoning, Text: "summary", Encrypted: enc, Meta: map[string]string{"responses.item_id": meta}},
+			{ID: "a", Kind: events.KindLLMText, Text: "answer"},
+		}}
+	}
+	orig := turn("gAAAABsecret", "rs_1")
+	v2 := projector.Hash(orig)
+	v1, err := projector.HashAs(orig, "0") // an unprefixed hash names v1
+	require.NoError(t, err)
+	for name, changed := range map[string]*projector.Turn{
+		"a byte of the encrypted content": turn("gAAAABsecreT", "rs_1"),
+		"a byte of the item ID":           turn("gAAAABsecret", "rs_2"),
+	} {
+		assert.NotEqual(t, v2, projector.Hash(changed), name)
+		assert.False(t, projector.HashMatches(changed, v2), name)
+		assert.False(t, projector.HashMatches(changed, v1), name)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/middlewares"
 	"github.com/turnlog/turnlog/projector"
 )
 
@@ -476,7 +477,11 @@ func PlanImport(path string, c *Chat, now time.Time) (*ImportPlan, error) {
 	for _, b := range c.Blocks() {
 		switch b.Kind {
 		case events.KindSystem:
-			add(events.SystemPromptSet{BlockID: b.ID, Text: b.Text, Index: n})
+			// The file's own prompt: recorded with its source, so the
+			// profile's middlewares know they did not write it and keep
+			// it as the conversation's prompt (see middlewares.PromptPolicy).
+			add(events.SystemPromptSet{BlockID: b.ID, Text: b.Text, Index: n,
+				Meta: map[string]string{events.MetaSystemPromptSource: middlewares.SourceImport}})
 		case events.KindUser:
 			add(events.UserAppended{BlockID: b.ID, Text: b.Text})
 		case events.KindReasoning:

@@ -324,7 +324,7 @@ func TestVerifyReportsAnUnknownHashVersion(t *testing.T) {
 	require.NoError(t, v.WriteText(&out))
 	assert.Contains(t, out.String(), fmt.Sprintf("MISMATCH event %d (seq %d) input_hash:", m.N, m.Seq))
 	assert.Contains(t, out.String(), `unknown turn hash version "v3"`)
-	assert.Contains(t, out.String(), "verification of v3 FAILED: 1 mismatches")
+	assert.Contains(t, out.String(), "verification of v3 FAILED: 1 mismatch (")
 
 	verified, _ := verdicts(t, l, "v3")
 	assert.Equal(t, []bool{true, true, false, true}, verified)

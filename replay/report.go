@@ -41,7 +41,9 @@ func WriteTimeline(w io.Writer, conversation string, entries iter.Seq2[*Entry, e
 	n, calls, quarantined := 0, 0, 0
 	for e, err := range entries {
 		if err != nil {
-			bw.Flush()
+			if n > 0 { // an error before the first event (a missing conversation) prints no table
+				bw.Flush()
+			}
 			return err
 		}
 		if e.Quarantined != nil {
@@ -56,9 +58,9 @@ func WriteTimeline(w io.Writer, conversation string, entries iter.Seq2[*Entry, e
 			writeInference(bw, e.Inference, "        ")
 		}
 	}
-	fmt.Fprintf(bw, "%d events, %d model calls", n, calls)
+	fmt.Fprintf(bw, "%s, %s", count(n, "event"), count(calls, "model call"))
 	if quarantined > 0 {
-		fmt.Fprintf(bw, ", %d quarantined messages (turnlog repair %s --yes removes them)", quarantined, safe(conversation))
+		fmt.Fprintf(bw, ", %s (turnlog repair %s --yes removes them)", count(quarantined, "quarantined message"), safe(conversation))
 	}
 	fmt.Fprintln(bw)
 	return bw.Flush()
@@ -74,7 +76,9 @@ func WriteTimelineJSON(w io.Writer, conversation string, entries iter.Seq2[*Entr
 	n, calls := 0, 0
 	for e, err := range entries {
 		if err != nil {
-			bw.Flush()
+			if n > 0 { // an error before the first event prints no half document
+				bw.Flush()
+			}
 			return err
 		}
 		if e.Inference != nil {
@@ -130,6 +134,16 @@ func writeInference(w io.Writer, in *Inference, indent string) {
 	}
 }
 
+// WritePrompt writes an active system prompt as replay shows it: where it
+// came from (source, trust, the event and actor that set it, the last
+// replacement, the lock and who holds it, the template and its values),
+// then its text, line by line. nil writes "system prompt: none".
+func WritePrompt(w io.Writer, p *ActivePrompt) error {
+	bw := bufio.NewWriter(w)
+	writePrompt(bw, p, "")
+	return bw.Flush()
+}
+
 func writePrompt(w io.Writer, p *ActivePrompt, indent string) {
 	if p == nil {
 		fmt.Fprintln(w, indent+"system prompt: none")
@@ -143,19 +157,30 @@ func writePrompt(w io.Writer, p *ActivePrompt, indent string) {
 		parts = append(parts, string(p.Trust))
 	}
 	if p.SetAt > 0 {
-		parts = append(parts, fmt.Sprintf("set at event %d by %s", p.SetAt, p.SetBy))
+		by := string(p.SetBy)
+		if p.SetActor != "" {
+			by += " (" + safe(p.SetActor) + ")"
+		}
+		parts = append(parts, fmt.Sprintf("set at event %d by %s", p.SetAt, by))
 	} else {
 		parts = append(parts, "origin not in the log")
 	}
 	if p.ReplacedAt > 0 {
-		parts = append(parts, fmt.Sprintf("last replaced at event %d (%d replacements)", p.ReplacedAt, p.Replacements))
+		by := ""
+		if p.ReplacedBy != "" {
+			by = " by " + safe(p.ReplacedBy)
+		}
+		parts = append(parts, fmt.Sprintf("last replaced at event %d%s (%d replacements)", p.ReplacedAt, by, p.Replacements))
 	}
 	if p.Locked {
+		lock := "locked"
 		if p.LockedAt > 0 {
-			parts = append(parts, fmt.Sprintf("locked at event %d", p.LockedAt))
-		} else {
-			parts = append(parts, "locked")
+			lock += fmt.Sprintf(" at event %d", p.LockedAt)
 		}
+		if p.LockedBy != "" {
+			lock += " by " + safe(p.LockedBy)
+		}
+		parts = append(parts, lock)
 	}
 	if p.TemplateHash != "" {
 		parts = append(parts, "template "+short(p.TemplateHash))
@@ -227,9 +252,13 @@ func (v *Verification) WriteText(w io.Writer) error {
 		fmt.Fprintf(bw, "MISMATCH event %d (seq %d) %s: %s\n", m.N, m.Seq, m.Field, safe(m.Message))
 	}
 	if v.OK() {
-		fmt.Fprintf(bw, "verified %s: all %d model inputs match the log (%d events)\n", safe(v.Conversation), v.Inferences, v.Events)
+		match := "all " + count(v.Inferences, "model input") + " match"
+		if v.Inferences == 1 {
+			match = "its 1 model input matches"
+		}
+		fmt.Fprintf(bw, "verified %s: %s the log (%s)\n", safe(v.Conversation), match, count(v.Events, "event"))
 	} else {
-		fmt.Fprintf(bw, "verification of %s FAILED: %d mismatches (%d model calls, %d events)\n", safe(v.Conversation), len(v.Mismatches), v.Inferences, v.Events)
+		fmt.Fprintf(bw, "verification of %s FAILED: %s (%s, %s)\n", safe(v.Conversation), count(len(v.Mismatches), "mismatch"), count(v.Inferences, "model call"), count(v.Events, "event"))
 	}
 	return bw.Flush()
 }
@@ -260,4 +289,16 @@ func (r *RerunResult) WriteText(w io.Writer) error {
 		fmt.Fprintf(bw, "  the re-run's chain returned: %s\n", safe(d.RerunError))
 	}
 	return bw.Flush()
+}
+
+// count says "1 event", "2 events", "0 events": n and the noun, plural
+// unless n is 1 ("mismatch" takes "es").
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "ch") {
+		return fmt.Sprintf("%d %ses", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -324,6 +324,12 @@ func Normalize(p events.Payload, id func(string) string) events.Payload {
 	case events.SystemPromptReplaced:
 		v.BlockID = id(v.BlockID)
 		return v
+	case events.SystemPromptLocked:
+		v.BlockID = id(v.BlockID)
+		return v
+	case events.SystemPromptUnlocked:
+		v.BlockID = id(v.BlockID)
+		return v
 	case events.ReasoningAppended:
 		v.BlockID = id(v.BlockID)
 		return v

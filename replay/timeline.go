@@ -305,7 +305,21 @@ func Summary(e events.Event) string {
 		if p.Reason != "" {
 			s += " (" + safe(p.Reason) + ")"
 		}
+		if src, ok := p.Meta[events.MetaSystemPromptSource]; ok || p.PreviousSource != "" {
+			from := p.PreviousSource
+			if from == "" {
+				from = "unknown"
+			}
+			if !ok {
+				src = from // the source did not change
+			}
+			s += " source " + quote(from) + " -> " + quote(src)
+		}
 		return s + ": " + quote(p.Previous) + " -> " + quote(p.Text)
+	case events.SystemPromptLocked:
+		return fmt.Sprintf("system %s locked by %s%s", safe(p.BlockID), safe(e.Actor), reason(p.Reason))
+	case events.SystemPromptUnlocked:
+		return fmt.Sprintf("system %s unlocked by %s%s", safe(p.BlockID), safe(e.Actor), reason(p.Reason))
 	case events.ReasoningAppended:
 		if p.Text == "" && p.Encrypted != "" {
 			return fmt.Sprintf("reasoning %s (encrypted)", safe(p.BlockID))
@@ -363,7 +377,7 @@ func Summary(e events.Event) string {
 		}
 		return s
 	case events.RequestCompleted:
-		return fmt.Sprintf("completed after %d model calls", p.Inferences)
+		return "completed after " + count(p.Inferences, "model call")
 	case events.RequestFailed:
 		return "failed: " + quote(p.Reason)
 	case events.MessageRemoved:

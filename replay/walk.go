@@ -34,9 +34,12 @@ type ActivePrompt struct {
 	Trust  events.Trust `json:"trust,omitempty"`
 	// Locked is true when the block carries systemprompt.lock metadata,
 	// which middlewares honour by leaving it alone; LockedAt is the n of
-	// the event that locked it (0 when unknown or not locked).
-	Locked   bool `json:"locked"`
-	LockedAt int  `json:"locked_at,omitempty"`
+	// the event that locked it (0 when unknown or not locked) and LockedBy
+	// the lock's value: the actor of the systemprompt.locked, e.g.
+	// "operator:ada".
+	Locked   bool   `json:"locked"`
+	LockedAt int    `json:"locked_at,omitempty"`
+	LockedBy string `json:"locked_by,omitempty"`
 	// TemplateHash and Variables are those of the template the latest
 	// systemprompt.set or systemprompt.replaced of this block was rendered
 	// from, when it recorded them.
@@ -47,18 +50,25 @@ type ActivePrompt struct {
 	// block.split, turn.compacted); 0 and "" when the log does not say.
 	SetAt int         `json:"set_at"`
 	SetBy events.Type `json:"set_by,omitempty"`
+	// SetActor is the actor of that event: a middleware, "import",
+	// "fork", or "operator:<name>" for `turnlog prompt set`.
+	SetActor string `json:"set_actor,omitempty"`
 	// ReplacedAt is the n of the last event that changed its text
 	// (systemprompt.replaced or a block.split that kept its ID), 0 when
 	// it was never replaced; Replacements counts those events.
 	ReplacedAt   int `json:"replaced_at,omitempty"`
 	Replacements int `json:"replacements"`
+	// ReplacedBy is the actor of the last replacement.
+	ReplacedBy string `json:"replaced_by,omitempty"`
 }
 
 // history is what the log says about one system block.
 type history struct {
 	setAt        int
 	setBy        events.Type
+	setActor     string
 	replacedAt   int
+	replacedBy   string
 	replacements int
 	lockedAt     int
 	templateHash string
@@ -85,16 +95,16 @@ func (w *walker) apply(r *eventlog.Record) error {
 		return fmt.Errorf("event %d (seq %d): %w", r.Pos, r.Seq, err)
 	}
 	w.turn.Seq = r.Seq
-	w.track(r.Pos, r.Payload)
+	w.track(r.Pos, r.Actor, r.Payload)
 	return nil
 }
 
-func (w *walker) track(n int, p events.Payload) {
+func (w *walker) track(n int, actor string, p events.Payload) {
 	created := func(b events.Block, by events.Type) {
 		if b.Kind != events.KindSystem {
 			return
 		}
-		h := &history{setAt: n, setBy: by}
+		h := &history{setAt: n, setBy: by, setActor: actor}
 		if b.Meta[events.MetaSystemPromptLock] != "" {
 			h.lockedAt = n
 		}
@@ -102,14 +112,14 @@ func (w *walker) track(n int, p events.Payload) {
 	}
 	switch p := p.(type) {
 	case events.SystemPromptSet:
-		h := &history{setAt: n, setBy: events.TypeSystemPromptSet, templateHash: p.TemplateHash, vars: p.Variables}
+		h := &history{setAt: n, setBy: events.TypeSystemPromptSet, setActor: actor, templateHash: p.TemplateHash, vars: p.Variables}
 		if p.Meta[events.MetaSystemPromptLock] != "" {
 			h.lockedAt = n
 		}
 		w.prompts[p.BlockID] = h
 	case events.SystemPromptReplaced:
 		h := w.history(p.BlockID)
-		h.replacedAt = n
+		h.replacedAt, h.replacedBy = n, actor
 		h.replacements++
 		h.templateHash, h.vars = p.TemplateHash, p.Variables
 		w.lock(h, n, p.Meta)
@@ -117,6 +127,10 @@ func (w *walker) track(n int, p events.Payload) {
 		if h, ok := w.prompts[p.BlockID]; ok {
 			w.lock(h, n, p.Meta)
 		}
+	case events.SystemPromptLocked:
+		w.history(p.BlockID).lockedAt = n
+	case events.SystemPromptUnlocked:
+		w.history(p.BlockID).lockedAt = 0
 	case events.ConversationStarted:
 		for _, b := range p.Blocks {
 			created(b, events.TypeConversationStarted)
@@ -126,7 +140,7 @@ func (w *walker) track(n int, p events.Payload) {
 			if h, ok := w.prompts[b.ID]; ok && b.ID == p.BlockID && b.Kind == events.KindSystem {
 				// The part that kept the block's ID is the same prompt,
 				// with a new text.
-				h.replacedAt = n
+				h.replacedAt, h.replacedBy = n, actor
 				h.replacements++
 				continue
 			}
@@ -168,17 +182,18 @@ func (w *walker) active() *ActivePrompt {
 		return nil
 	}
 	a := &ActivePrompt{
-		ID:     sp.ID,
-		Index:  i,
-		Text:   sp.Text,
-		Hash:   projector.HashText(sp.Text),
-		Source: sp.Meta[events.MetaSystemPromptSource],
-		Trust:  sp.Trust,
-		Locked: sp.Meta[events.MetaSystemPromptLock] != "",
+		ID:       sp.ID,
+		Index:    i,
+		Text:     sp.Text,
+		Hash:     projector.HashText(sp.Text),
+		Source:   sp.Meta[events.MetaSystemPromptSource],
+		Trust:    sp.Trust,
+		Locked:   sp.Meta[events.MetaSystemPromptLock] != "",
+		LockedBy: sp.Meta[events.MetaSystemPromptLock],
 	}
 	if h, ok := w.prompts[sp.ID]; ok {
-		a.SetAt, a.SetBy = h.setAt, h.setBy
-		a.ReplacedAt, a.Replacements = h.replacedAt, h.replacements
+		a.SetAt, a.SetBy, a.SetActor = h.setAt, h.setBy, h.setActor
+		a.ReplacedAt, a.Replacements, a.ReplacedBy = h.replacedAt, h.replacements, h.replacedBy
 		a.TemplateHash, a.Variables = h.templateHash, h.vars
 		if a.Locked {
 			a.LockedAt = h.lockedAt

@@ -67,7 +67,9 @@ type Global struct {
 	// then the built-in Default.
 	Default bool
 	// Revision is the bucket revision of the stored template (0 for the
-	// default); Updated is when it was stored (zero for the default).
+	// default): a sequence over every write to the bucket (templates kept
+	// by hash included), so it orders sets but does not count them.
+	// Updated is when it was stored (zero for the default).
 	Revision uint64
 	Updated  time.Time
 }

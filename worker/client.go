@@ -67,20 +67,42 @@ var ErrFailed = errors.New("request failed")
 
 // Await follows the conversation from afterSeq (read the conversation's
 // last sequence before sending, so nothing is missed) until the request
-// ends, and returns its answer.
+// ends, and returns its answer. It gives up at the first error of the
+// watch; chatclient.Client.Ask rides through them.
 func Await(ctx context.Context, l *eventlog.Log, conversation, requestID string, afterSeq uint64, afterPos int) (Result, error) {
-	var res Result
-	var text []string
+	var recs []eventlog.Record
 	for rec, err := range l.Watch(ctx, conversation, afterSeq, afterPos) {
 		if errors.Is(err, eventlog.ErrCorruptMessage) {
 			continue // not a step: the request's end is still to come
 		}
 		if err != nil {
+			res, _ := Outcome(recs)
 			return res, err
 		}
 		if rec.Cause != requestID {
 			continue
 		}
+		recs = append(recs, rec)
+		if res, ended := Outcome(recs); ended {
+			if res.Failed != "" {
+				return res, fmt.Errorf("%w: %s", ErrFailed, res.Failed)
+			}
+			return res, nil
+		}
+	}
+	res, _ := Outcome(recs)
+	if err := ctx.Err(); err != nil {
+		return res, fmt.Errorf("waiting for request %s: %w", requestID, err)
+	}
+	return res, fmt.Errorf("waiting for request %s: the watch ended", requestID)
+}
+
+// Outcome folds the events of one request, in log order, into its Result,
+// and reports whether they include its end (request.completed or
+// request.failed): events after the end are ignored.
+func Outcome(recs []eventlog.Record) (res Result, ended bool) {
+	var text []string
+	for _, rec := range recs {
 		res.Events = append(res.Events, rec)
 		switch p := rec.Payload.(type) {
 		case events.InferenceStarted:
@@ -89,14 +111,11 @@ func Await(ctx context.Context, l *eventlog.Log, conversation, requestID string,
 			text = append(text, p.Text)
 		case events.RequestCompleted:
 			res.Answer = strings.Join(text, "\n")
-			return res, nil
+			return res, true
 		case events.RequestFailed:
 			res.Failed = p.Reason
-			return res, fmt.Errorf("%w: %s", ErrFailed, p.Reason)
+			return res, true
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return res, fmt.Errorf("waiting for request %s: %w", requestID, err)
-	}
-	return res, fmt.Errorf("waiting for request %s: the watch ended", requestID)
+	return res, false
 }

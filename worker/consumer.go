@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -30,7 +31,14 @@ func (w *Worker) consume(ctx, work context.Context, p int) {
 	for ctx.Err() == nil {
 		cc, err := w.startConsumer(ctx, js, work, p)
 		if err != nil {
-			w.log.Warn("partition not consumed yet; retrying", "partition", p, "err", err, "in", backoff)
+			if eventlog.Unavailable(err) {
+				w.link.lost(ctx, "partition consumer not created", err)
+			}
+			level := slog.LevelWarn
+			if w.link.isDown() {
+				level = slog.LevelDebug // the loss is logged once
+			}
+			w.log.Log(ctx, level, "partition not consumed yet; retrying", "partition", p, "err", err, "in", backoff)
 			select {
 			case <-ctx.Done():
 				return
@@ -46,7 +54,7 @@ func (w *Worker) consume(ctx, work context.Context, p int) {
 			<-cc.Closed()
 			return
 		case <-cc.Closed():
-			w.log.Info("partition consumption ended; starting it again", "partition", p)
+			w.log.Debug("partition consumption ended; starting it again", "partition", p)
 		}
 	}
 }
@@ -58,7 +66,7 @@ func (w *Worker) startConsumer(ctx context.Context, js jetstream.JetStream, work
 		FilterSubject: w.names.ChatPartition(p),
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       w.cfg.AckWait,
-		MaxDeliver:    w.cfg.MaxDeliver,
+		MaxDeliver:    w.cfg.MaxDeliver + LostDeliveries,
 		MaxAckPending: 1,
 		// The consumer's state stays on disk (the default). In memory it
 		// would save a state-file write per ack, but a restarted server
@@ -106,9 +114,21 @@ func (w *Worker) startConsumer(ctx context.Context, js jetstream.JetStream, work
 		// The 30s default would stall the partition for 30s after every
 		// failover on a cluster.
 		jetstream.PullExpiry(5 * time.Second),
-		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			if ctx.Err() == nil && !errors.Is(err, jetstream.ErrNoHeartbeat) {
-				w.log.Debug("consume", "partition", p, "err", err)
+		jetstream.ConsumeErrHandler(func(cc jetstream.ConsumeContext, err error) {
+			if ctx.Err() != nil {
+				return
+			}
+			w.log.Debug("consume", "partition", p, "err", err)
+			if errors.Is(err, jetstream.ErrNoHeartbeat) {
+				// Nothing arrives from the consumer: this worker is cut
+				// off, or the consumer's leader is gone. Pulls sent now
+				// would take deliveries that never arrive, each holding
+				// the partition for an ack wait, while another worker
+				// could serve it. Stop pulling; the consumption starts
+				// again (see consume) once creating the consumer gets
+				// an answer, which proves the way back works.
+				w.link.lost(ctx, "partition consumer sends no heartbeats", err)
+				cc.Stop()
 			}
 		}),
 	}

@@ -66,7 +66,7 @@ func (w *Worker) endLastDelivery(ctx context.Context, m jetstream.Msg, meta *jet
 // deliver a request again after it, so whatever happens then, the request
 // must end (request.failed, or a dead letter) rather than stay in the
 // stream for ever.
-func (w *Worker) lastDelivery() uint64 { return uint64(w.cfg.MaxDeliver) }
+func (w *Worker) lastDelivery() uint64 { return uint64(w.cfg.MaxDeliver + LostDeliveries) }
 
 // straySweep is how often a worker looks for stray requests (see
 // sweepStrays): one JetStream API call when there are none.

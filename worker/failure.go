@@ -24,7 +24,12 @@ func (w *Worker) afterError(ctx context.Context, tx *engine.Tx, err error, lastT
 		return handBack, err
 	case errors.Is(err, eventlog.ErrConflict):
 		return retryLater, err
-	case (errors.Is(err, errLogUnavailable) || engine.IsTransient(err)) && !lastTry:
+	case errors.Is(err, errLogUnavailable):
+		// Not a try that failed: the log could not be reached (an
+		// election, a worker cut off), and a request.failed could not be
+		// stored either. The consumer's MaxDeliver bounds the retries.
+		return retryLater, err
+	case engine.IsTransient(err) && !lastTry:
 		return retryLater, err
 	case errors.Is(err, eventlog.ErrCauseReused):
 		// Retrying cannot help, and the failure cannot be stored under

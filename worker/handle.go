@@ -14,6 +14,7 @@ import (
 	"github.com/turnlog/turnlog/engine"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/middlewares"
 	"github.com/turnlog/turnlog/profile"
 	"github.com/turnlog/turnlog/projector"
 )
@@ -27,6 +28,10 @@ const (
 	handBack
 	drop // a simulated crash: neither ack nor nak
 )
+
+// maxRetryDelay bounds the delay before a request that will be retried is
+// delivered again.
+const maxRetryDelay = 5 * time.Second
 
 // errCrash is returned when a fault point fired.
 var errCrash = errors.New("simulated crash")
@@ -100,7 +105,9 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	case retryLater:
 		w.metrics.requests.WithLabelValues("retried").Inc()
 		log.Warn("request will be retried", "err", err)
-		_ = m.NakWithDelay(time.Duration(meta.NumDelivered) * time.Second)
+		// The delay holds the partition (one request in flight), so it
+		// stays within a few seconds whatever the delivery count.
+		_ = m.NakWithDelay(min(time.Duration(meta.NumDelivered)*time.Second, maxRetryDelay))
 	case handBack:
 		w.metrics.requests.WithLabelValues("handed_back").Inc()
 		log.Info("request handed back", "err", err)
@@ -196,6 +203,13 @@ func (w *Worker) serveOnce(ctx context.Context, req Request, problem string, las
 	if p == nil {
 		p = w.profiles[profile.DefaultName]
 	}
+	if problem == "" {
+		if err := middlewares.CheckRequestData(req.Data, p.AllowRequestData); err != nil {
+			// Checked before anything is recorded: the data never reaches
+			// the Turn, and the reason is the request's failure.
+			problem = err.Error()
+		}
+	}
 	model := req.Model
 	if model == "" {
 		model = p.Model
@@ -282,7 +296,12 @@ func (a appender) Append(ctx context.Context, conv string, expected uint64, evs 
 	}
 	seq, err := appendStep(ctx, conv, expected, evs...)
 	a.w.metrics.stepSeconds.Observe(time.Since(start).Seconds())
-	if err != nil && ctx.Err() == nil && !refused(err) {
+	switch {
+	case err == nil || ctx.Err() != nil:
+	case errors.Is(err, eventlog.ErrConflict):
+		err = fmt.Errorf("%w: %w", engine.ErrSuperseded, err)
+	case !refused(err):
+		a.w.link.lost(ctx, "append got no answer", err)
 		err = fmt.Errorf("%w: %w", errLogUnavailable, err)
 	}
 	return seq, err

@@ -2,13 +2,14 @@ package worker_test
 
 import (
 	"context"
-	"os"
+	"net"
 	"os/exec"
-	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/embedded"
 )
@@ -44,10 +45,7 @@ func TestSIGKILLedWorkerProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the turnlog binary")
 	}
-	bin := filepath.Join(t.TempDir(), "turnlog")
-	build := exec.Command("go", "build", "-o", bin, "github.com/turnlog/turnlog/cmd/turnlog")
-	build.Stderr = os.Stderr
-	require.NoError(t, build.Run())
+	bin := buildTurnlog(t)
 
 	srv, err := embedded.Start(embedded.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0"})
 	require.NoError(t, err)
@@ -79,4 +77,41 @@ func TestSIGKILLedWorkerProcess(t *testing.T) {
 	tcpWorker(t, srv.ClientURL())
 	waitDone(t, l, sent, 2*time.Minute)
 	checkLog(t, l, sent)
+}
+
+// TestWorkerProcessStartedBeforeNATS starts `turnlog worker` while nothing
+// listens at its NATS URL: it waits (the README says workers retry
+// forever), and serves requests once the server is up.
+func TestWorkerProcessStartedBeforeNATS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the turnlog binary")
+	}
+	bin := buildTurnlog(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+
+	var stderr syncBuffer
+	child := exec.Command(bin, "worker", "--nats-url", "nats://"+addr, "--metrics", "")
+	child.Stderr = &stderr
+	require.NoError(t, child.Start())
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = child.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = child.Process.Kill(); <-exited })
+
+	select {
+	case <-exited:
+		t.Fatalf("the worker exited while NATS was not up yet: %v\n%s", waitErr, stderr.String())
+	case <-time.After(1500 * time.Millisecond):
+	}
+	srv, err := embedded.Start(embedded.Config{DataDir: t.TempDir(), Listen: addr})
+	require.NoError(t, err)
+	t.Cleanup(srv.Shutdown)
+	l := clientLog(t, srv.ClientURL())
+	sent := sendAll(t, l, "late", 2, 2, chatText)
+	waitDone(t, l, sent, time.Minute)
+	checkLog(t, l, sent)
+	assert.Equal(t, 1, strings.Count(stderr.String(), "waiting for NATS"), "the wait is logged once:\n%s", stderr.String())
 }

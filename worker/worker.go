@@ -30,12 +30,19 @@ type Config struct {
 	// Name identifies the worker in logs and `turnlog status`.
 	Name string
 	// AckWait is how long a request may go without a sign of life before
-	// JetStream gives it to another worker (default 60s; the worker
-	// reports progress every AckWait/3 while it works).
+	// JetStream gives it to another worker (default DefaultAckWait). The
+	// worker reports progress (an in-progress ack, which restarts the
+	// server's timer for the message) every AckWait/3 while it works, so
+	// a long model call keeps its request; a worker that died, or a
+	// delivery or negative ack lost on the way, holds the partition for at
+	// most AckWait.
 	AckWait time.Duration
-	// MaxDeliver bounds deliveries of one request (default 5): a request
-	// that keeps failing transiently ends as request.failed, never retried
-	// forever.
+	// MaxDeliver bounds the attempts at one request (default 5): from the
+	// MaxDeliver-th delivery on, a transient failure ends the request as
+	// request.failed, so it is never retried forever. Deliveries lost on
+	// the way (a worker cut off from the cluster) count as deliveries, so
+	// the consumer allows LostDeliveries more before JetStream gives up on
+	// a message that no worker ever received.
 	MaxDeliver int
 	// MaxTextBytes bounds a request's text (default 64 KiB).
 	MaxTextBytes int
@@ -65,7 +72,10 @@ func (c *Config) Validate() error {
 		c.Name = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
 	if c.AckWait == 0 {
-		c.AckWait = 60 * time.Second
+		c.AckWait = DefaultAckWait
+	}
+	if c.AckWait < 300*time.Millisecond {
+		return fmt.Errorf("worker: ack wait %s: use at least 300ms (the worker reports progress every third of it)", c.AckWait)
 	}
 	if c.MaxDeliver == 0 {
 		c.MaxDeliver = 5
@@ -82,6 +92,19 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// DefaultAckWait is the default Config.AckWait: a dead worker's
+// partitions, and a delivery lost on the way, wait at most this long
+// (issue 14 §6 asks for a takeover within 5 s). Shorter means more
+// progress acks (one per request every AckWait/3) and a worker stalled for
+// longer than this (a pause of the whole process) sees its request handed
+// to another worker, which is safe (appends are fenced) but redoes work.
+const DefaultAckWait = 3 * time.Second
+
+// LostDeliveries is how many deliveries beyond Config.MaxDeliver the
+// partition consumers allow, for deliveries that never reached a worker:
+// at the default ack wait, a worker cut off for a minute.
+const LostDeliveries = 20
+
 // Worker serves chat requests. Create it with New and start it with Run.
 type Worker struct {
 	cfg      Config
@@ -90,6 +113,7 @@ type Worker struct {
 	metrics  *Metrics
 	cache    *turnCache
 	log      *slog.Logger
+	link     *clusterLink
 
 	handled  atomic.Int64
 	started  time.Time
@@ -110,6 +134,11 @@ func New(cfg Config) (*Worker, error) {
 		log:      cfg.Logger.With("worker", cfg.Name),
 		started:  time.Now(),
 	}
+	js := cfg.Log.JetStream()
+	w.link = &clusterLink{log: w.log, probe: func(ctx context.Context) error {
+		_, err := js.AccountInfo(ctx)
+		return err
+	}}
 	w.metrics.countStoredDeadLetters(cfg.Log.DeadLetterCount)
 	store := templates.New(cfg.Log)
 	for name, p := range cfg.Profiles {
@@ -136,6 +165,17 @@ func (w *Worker) Run(ctx context.Context) error {
 	// hands back what is still running after the grace period.
 	work, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()
+
+	// A lost connection is the plainest sign of a lost cluster.
+	nc := w.cfg.Conn
+	prev := nc.DisconnectErrHandler()
+	nc.SetDisconnectErrHandler(func(c *nats.Conn, err error) {
+		if prev != nil {
+			prev(c, err)
+		}
+		w.link.lost(ctx, "connection to NATS lost", err)
+	})
+	defer nc.SetDisconnectErrHandler(prev)
 
 	ping, err := w.cfg.Conn.Subscribe(w.names.Prefix+".workers.ping", w.pong)
 	if err != nil {

@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"runtime/pprof"
+	"strconv"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -34,7 +36,9 @@ exchange. Compare ratios, not absolute figures: they vary with the machine.
 append_batch4_events_per_s, fold_events_per_s, load_ms_1k, load_ms_100k,
 bytes_events_200, bytes_snapshots_200 (plus load_ms_100k_uncompacted,
 event_bytes, and append_to_raw: the median over interleaved blocks of 100 of
-append rate / raw rate, the figure least moved by other load).`,
+append rate / raw rate, the figure least moved by other load).
+long_conversation_events says how long the "100k" conversation was: 100,000,
+or 10,000 with --quick, whose figures are labelled with that size.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
@@ -76,17 +80,7 @@ append rate / raw rate, the figure least moved by other load).`,
 			if asJSON {
 				return printJSON(out, res)
 			}
-			w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintf(w, "raw JetStream sync publish (%d B)\t%.0f msgs/s\t\n", res.EventBytes, res.RawPublishPerS)
-			fmt.Fprintf(w, "turnlog Append, 1 event/step\t%.0f events/s\t%.2f x raw (block by block: %.2f)\n", res.AppendPerS, res.AppendPerS/res.RawPublishPerS, res.AppendToRaw)
-			fmt.Fprintf(w, "turnlog Append, 4 events/step\t%.0f events/s\t%.2f x raw\n", res.AppendBatch4EventsPerS, res.AppendBatch4EventsPerS/res.RawPublishPerS)
-			fmt.Fprintf(w, "fold (projector.Apply)\t%.0f events/s\t\n", res.FoldEventsPerS)
-			fmt.Fprintf(w, "Load, 1,000 events\t%.2f ms\t\n", res.LoadMs1k)
-			fmt.Fprintf(w, "Load, 100,000 events (compacted)\t%.2f ms\t%.2f x 1k\n", res.LoadMs100k, res.LoadMs100k/res.LoadMs1k)
-			fmt.Fprintf(w, "Load, 100,000 events (never compacted)\t%.2f ms\t%.2f x 1k\n", res.LoadMs100kUncompacted, res.LoadMs100kUncompacted/res.LoadMs1k)
-			fmt.Fprintf(w, "bytes, 200 exchanges as events\t%d\t\n", res.BytesEvents200)
-			fmt.Fprintf(w, "bytes, 200 exchanges as Turn snapshots\t%d\t%.1f x events\n", res.BytesSnapshots200, float64(res.BytesSnapshots200)/float64(res.BytesEvents200))
-			return w.Flush()
+			return writeBenchText(out, res)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the figures as one JSON object")
@@ -94,4 +88,30 @@ append rate / raw rate, the figure least moved by other load).`,
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run (server, workers and client: all in this process) to `file`, for go tool pprof")
 	cmd.Flags().BoolVar(&quick, "quick", false, "a smaller run (10,000-event long conversation) for a fast check")
 	return cmd
+}
+
+// thousands writes n with commas: 100000 -> "100,000".
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// writeBenchText prints a run's figures as a table, each labelled with the
+// size it measured.
+func writeBenchText(out io.Writer, res benchmark.Results) error {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "raw JetStream sync publish (%d B)\t%.0f msgs/s\t\n", res.EventBytes, res.RawPublishPerS)
+	fmt.Fprintf(w, "turnlog Append, 1 event/step\t%.0f events/s\t%.2f x raw (block by block: %.2f)\n", res.AppendPerS, res.AppendPerS/res.RawPublishPerS, res.AppendToRaw)
+	fmt.Fprintf(w, "turnlog Append, 4 events/step\t%.0f events/s\t%.2f x raw\n", res.AppendBatch4EventsPerS, res.AppendBatch4EventsPerS/res.RawPublishPerS)
+	fmt.Fprintf(w, "fold (projector.Apply)\t%.0f events/s\t\n", res.FoldEventsPerS)
+	fmt.Fprintf(w, "Load, 1,000 events\t%.2f ms\t\n", res.LoadMs1k)
+	long := thousands(res.LongConversationEvents)
+	fmt.Fprintf(w, "Load, %s events (compacted)\t%.2f ms\t%.2f x 1k\n", long, res.LoadMs100k, res.LoadMs100k/res.LoadMs1k)
+	fmt.Fprintf(w, "Load, %s events (never compacted)\t%.2f ms\t%.2f x 1k\n", long, res.LoadMs100kUncompacted, res.LoadMs100kUncompacted/res.LoadMs1k)
+	fmt.Fprintf(w, "bytes, 200 exchanges as events\t%d\t\n", res.BytesEvents200)
+	fmt.Fprintf(w, "bytes, 200 exchanges as Turn snapshots\t%d\t%.1f x events\n", res.BytesSnapshots200, float64(res.BytesSnapshots200)/float64(res.BytesEvents200))
+	return w.Flush()
 }

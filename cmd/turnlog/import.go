@@ -30,7 +30,11 @@ lands whole or not at all. The conversation ID is the file's "id" (or
 
 Nothing is invented: a file without a system message gives a conversation
 without one (when it is continued, the profile's middlewares add theirs,
-recorded as events like any other).
+recorded as events like any other). A file's system message is recorded
+with systemprompt.source "import" and stays the conversation's one prompt
+when it is continued: profiles keep it (prompt_policy: keep, the default)
+or replace its text in place (prompt_policy: replace), never put a second
+prompt in front of it. See turnlog prompt to change or lock it by hand.
 
 Every file is checked before anything is written: an invalid file is
 reported with its path and what is wrong, and then nothing is imported.

@@ -54,9 +54,9 @@ func (f *natsFlags) options() []nats.Option {
 // connect dials NATS and opens the log, with an error that says what to do
 // when nothing listens.
 func (f *natsFlags) connect(ctx context.Context) (*nats.Conn, *eventlog.Log, error) {
-	nc, err := nats.Connect(f.url, f.options()...)
+	nc, err := f.dial()
 	if err != nil {
-		return nil, nil, fmt.Errorf("connect to NATS at %s: %w; start one with `turnlog serve` or pass --nats-url", f.url, err)
+		return nil, nil, err
 	}
 	l, err := eventlog.Open(ctx, nc, eventlog.WithPrefix(f.prefix))
 	if err != nil {
@@ -64,4 +64,14 @@ func (f *natsFlags) connect(ctx context.Context) (*nats.Conn, *eventlog.Log, err
 		return nil, nil, err
 	}
 	return nc, l, nil
+}
+
+// dial connects to the first of the URLs that answers, with extra options
+// after the flags' own.
+func (f *natsFlags) dial(extra ...nats.Option) (*nats.Conn, error) {
+	nc, err := nats.Connect(f.url, append(f.options(), extra...)...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to NATS at %s: %w; start one with `turnlog serve` or pass --nats-url", f.url, err)
+	}
+	return nc, nil
 }

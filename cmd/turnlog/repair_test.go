@@ -106,3 +106,17 @@ func TestRepairRefusals(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "'.'")
 }
+
+// TestLsShowsQuarantinedMessages: a conversation whose last message is
+// garbage is still listed, with the count of quarantined messages.
+func TestLsShowsQuarantinedMessages(t *testing.T) {
+	ctx := context.Background()
+	e := newAuditEnv(t, false)
+	appendStep(t, e, "spoiled", events.UserAppended{BlockID: "u1", Text: "hi"})
+	_, err := e.log.JetStream().Publish(ctx, e.log.Names().EventsSubject("spoiled"), []byte("garbage"))
+	require.NoError(t, err)
+	out, errOut, code := e.run("", "ls")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "spoiled")
+	assert.Contains(t, out, "1 quarantined messages (turnlog repair spoiled)")
+}

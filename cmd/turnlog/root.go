@@ -18,7 +18,14 @@ Start everything on this machine with an embedded NATS server:
   turnlog serve
 
 Every client command takes --nats-url (and credentials) so it works the same
-against serve or an external NATS server or cluster.`,
+against serve or an external NATS server or cluster.
+
+A first tour (see README.md): turnlog chat -m hello demo, turnlog ls,
+turnlog replay demo, turnlog replay --verify demo.
+
+Shell completion: turnlog completion bash|zsh|fish|powershell prints a
+script; each one's --help says how to load it, e.g. for bash:
+  source <(turnlog completion bash)`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

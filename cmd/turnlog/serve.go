@@ -14,6 +14,7 @@ import (
 	"github.com/turnlog/turnlog/embedded"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/httpapi"
+	"github.com/turnlog/turnlog/profile"
 )
 
 func init() { commands = append(commands, newServeCmd) }
@@ -74,7 +75,11 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "turnlog: NATS with JetStream listening on %s (data in %s, sync %s)\n", srv.ClientURL(), data, syncName(sync))
 			if httpAt != "" {
-				api, err := httpapi.New(httpapi.Config{Log: l, Token: token, Logger: logger})
+				profiles, err := profile.Load(wf.profiles)
+				if err != nil {
+					return err
+				}
+				api, err := httpapi.New(httpapi.Config{Log: l, Token: token, Logger: logger, Profiles: profiles})
 				if err != nil {
 					return err
 				}
@@ -89,7 +94,7 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 			go func() {
 				done <- runWorkers(ctx, &wf, workers, func() (*nats.Conn, error) { return srv.Connect() }, logOpts, logger)
 			}()
-			fmt.Fprintf(out, "turnlog: %d workers ready; try: turnlog chat -m hello (Ctrl-C to stop)\n", workers)
+			fmt.Fprintf(out, "turnlog: %d workers ready; try: %s (Ctrl-C to stop)\n", workers, chatHint(srv.ClientURL(), cmd.Flags().Changed("listen") || os.Getenv("TURNLOG_LISTEN") != ""))
 			err = <-done
 			fmt.Fprintln(out, "turnlog: stopped")
 			if err != nil && !errors.Is(err, context.Canceled) {
@@ -115,4 +120,14 @@ func syncName(s string) string {
 		return embedded.SyncInterval
 	}
 	return s
+}
+
+// chatHint is the command the banner suggests: it names the server's URL
+// whenever serve listens anywhere but the default, where a bare
+// `turnlog chat` would not find it (or would find another server).
+func chatHint(clientURL string, customListen bool) string {
+	if !customListen {
+		return "turnlog chat -m hello"
+	}
+	return "turnlog chat --nats-url " + clientURL + " -m hello"
 }

@@ -120,8 +120,11 @@ empty file means new conversations get no system prompt at all.`,
 			if g.Text == "" {
 				what = "empty: no system prompt"
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "template set (%s, sha256 %s, revision %d); new conversations use it, started ones keep theirs\n",
-				what, projector.HashText(g.Text)[:12], g.Revision)
+			// Its sha256 names it (systemprompt events record it); the
+			// bucket's revision counts every write to the bucket, not sets
+			// of this template, so it is not shown.
+			fmt.Fprintf(cmd.OutOrStdout(), "template set (%s, sha256 %s); new conversations use it, started ones keep theirs\n",
+				what, projector.HashText(g.Text)[:12])
 			return nil
 		},
 	}

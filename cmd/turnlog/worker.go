@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -77,7 +78,7 @@ func runWorkers(ctx context.Context, f *workerFlags, n int, dial func() (*nats.C
 			return err
 		}
 		defer nc.Close()
-		l, err := eventlog.Open(ctx, nc, logOpts...)
+		l, err := worker.OpenLog(ctx, nc, logger, logOpts...)
 		if err != nil {
 			return err
 		}
@@ -115,9 +116,10 @@ func runWorkers(ctx context.Context, f *workerFlags, n int, dial func() (*nats.C
 
 func newWorkerCmd() *cobra.Command {
 	var (
-		nf natsFlags
-		wf workerFlags
-		n  int
+		nf       natsFlags
+		wf       workerFlags
+		n        int
+		examples bool
 	)
 	cmd := &cobra.Command{
 		Use:   "worker",
@@ -133,9 +135,16 @@ the rest, exit.
 
 Profiles (--profiles FILE) say how to answer; without a file:
 
-` + profile.DefaultYAML,
+` + profile.DefaultYAML + `
+--example-profiles prints example profiles (system prompt set-ups: a fixed
+persona, prompt_policy: replace for a prompt the profile did not write, a
+global prompt, an appended house style) to copy from.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if examples {
+				_, err := io.WriteString(cmd.OutOrStdout(), profile.ExamplesYAML)
+				return err
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			logger, err := wf.logger()
@@ -143,7 +152,11 @@ Profiles (--profiles FILE) say how to answer; without a file:
 				return err
 			}
 			dial := func() (*nats.Conn, error) {
-				nc, err := nats.Connect(nf.url, append(nf.options(), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))...)
+				// The first connection is retried like later ones: a
+				// worker started before its servers waits for them
+				// (worker.OpenLog logs the wait).
+				nc, err := nats.Connect(nf.url, append(nf.options(), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond),
+					nats.RetryOnFailedConnect(true))...)
 				if err != nil {
 					return nil, fmt.Errorf("connect to NATS at %s: %w; start one with `turnlog serve` or pass --nats-url", nf.url, err)
 				}
@@ -159,5 +172,6 @@ Profiles (--profiles FILE) say how to answer; without a file:
 	nf.register(cmd.Flags())
 	wf.register(cmd.Flags(), "127.0.0.1:9090")
 	cmd.Flags().IntVar(&n, "workers", 1, "workers in this process")
+	cmd.Flags().BoolVar(&examples, "example-profiles", false, "print example profiles (profile/examples.yaml) and exit")
 	return cmd
 }

@@ -226,3 +226,29 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// ClassifyError is the error classification of Engine for other engines
+// that call OpenAI endpoints with the same SDK (engine/responses): an
+// *APIError with the server's message (apiKey redacted), marked
+// engine.Transient when a retry may cure it (408, 409, 429, 5xx, error
+// events of the server's own making, network failures). resp is the HTTP
+// response when one arrived; a cancelled ctx returns err unchanged.
+func ClassifyError(ctx context.Context, err error, resp *http.Response, apiKey string) error {
+	return (&Engine{apiKey: apiKey}).classify(ctx, err, resp)
+}
+
+// StreamFailure is the error for a failure a server reported inside a 200 OK
+// event stream as a code and a message rather than an HTTP status (the
+// Responses API's "error" event and failed response): an *APIError with
+// InStream set and apiKey redacted from the message, marked
+// engine.Transient when transient is true. The caller decides, since only
+// it knows its API's codes.
+func StreamFailure(code, message, apiKey string, transient bool) error {
+	e := &Engine{apiKey: apiKey}
+	apiErr := &APIError{InStream: true, Code: code}
+	apiErr.Message = truncate(strings.Join(strings.Fields(e.redact(message)), " "), maxErrorMessage)
+	if transient {
+		return engine.Transient(apiErr)
+	}
+	return apiErr
+}

@@ -36,8 +36,9 @@ func Payload(t *rapid.T, turn *projector.Turn) events.Payload {
 	if n > 0 {
 		kinds = append(kinds, "reorder", "remove", "annotate", "split", "compact")
 	}
-	if _, _, ok := turn.SystemPrompt(); ok {
-		kinds = append(kinds, "replace")
+	sp, _, hasPrompt := turn.SystemPrompt()
+	if hasPrompt {
+		kinds = append(kinds, "replace", "lock")
 	}
 	pick := func(label string) events.Block { return turn.Blocks[rapid.IntRange(0, n-1).Draw(t, label)] }
 	switch rapid.SampledFrom(kinds).Draw(t, "kind") {
@@ -55,8 +56,12 @@ func Payload(t *rapid.T, turn *projector.Turn) events.Payload {
 	case "set":
 		return events.SystemPromptSet{BlockID: id(), Text: text, Index: rapid.IntRange(0, n).Draw(t, "index"), Trust: events.Trusted}
 	case "replace":
-		sp, _, _ := turn.SystemPrompt()
 		return events.SystemPromptReplaced{BlockID: sp.ID, Previous: sp.Text, Text: text, Meta: meta(t)}
+	case "lock":
+		if sp.Meta[events.MetaSystemPromptLock] != "" {
+			return events.SystemPromptUnlocked{BlockID: sp.ID}
+		}
+		return events.SystemPromptLocked{BlockID: sp.ID, Reason: text}
 	case "data":
 		return events.DataSet{Values: map[string]string{rapid.SampledFrom([]string{"tz", "page", "profile"}).Draw(t, "key"): text + "."}}
 	case "inference":

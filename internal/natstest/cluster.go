@@ -34,7 +34,8 @@ type Cluster struct {
 	tb     testing.TB
 	mu     sync.Mutex
 	nodes  []*clusterNode
-	logDir string // "" unless LogsEnv is set
+	logDir string    // "" unless LogsEnv is set
+	net    *faultNet // nil unless started by StartFaultyCluster
 }
 
 // LogsEnv names the environment variable that, set to a directory, makes
@@ -59,6 +60,11 @@ func StartCluster(tb testing.TB, n int) *Cluster {
 	if n < 1 {
 		tb.Fatalf("start cluster: %d servers; use 1 or more", n)
 	}
+	return startCluster(tb, n, false)
+}
+
+func startCluster(tb testing.TB, n int, faulty bool) *Cluster {
+	tb.Helper()
 	c := &Cluster{tb: tb}
 	if dir := os.Getenv(LogsEnv); dir != "" {
 		logDir, err := os.MkdirTemp(dir, "cluster-")
@@ -76,6 +82,13 @@ func StartCluster(tb testing.TB, n int) *Cluster {
 			port:        ports[2*i],
 			clusterPort: ports[2*i+1],
 		})
+	}
+	if faulty {
+		f, err := newFaultNet(tb, c.nodes)
+		if err != nil {
+			tb.Fatalf("start cluster: %v", err)
+		}
+		c.net = f
 	}
 	tb.Cleanup(c.shutdown)
 	// Start every server before waiting for any: a lone server of a
@@ -127,6 +140,10 @@ func (c *Cluster) options(i int) *server.Options {
 			routes = append(routes, "nats://127.0.0.1:"+strconv.Itoa(other.clusterPort))
 		}
 	}
+	routeURLs := strings.Join(routes, ",")
+	if c.net != nil {
+		routeURLs = c.net.routeURLs(i)
+	}
 	opts := &server.Options{
 		ServerName: nd.name,
 		Host:       "127.0.0.1",
@@ -142,7 +159,13 @@ func (c *Cluster) options(i int) *server.Options {
 			Host: "127.0.0.1",
 			Port: nd.clusterPort,
 		},
-		Routes: server.RoutesFromStr(strings.Join(routes, ",")),
+		Routes: server.RoutesFromStr(routeURLs),
+	}
+	if c.net != nil {
+		// Neither clients nor peers learn the real ports: everything
+		// goes through the proxies.
+		opts.Cluster.NoAdvertise = true
+		opts.Cluster.Advertise = c.net.dead
 	}
 	opts.MaxPending = int64(opts.MaxPayload) * 8
 	if c.logDir != "" {

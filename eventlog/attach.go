@@ -1,0 +1,114 @@
+package eventlog
+
+// This file holds the log of a client that touches only what it uses:
+// Attach looks nothing up, and each stream, bucket or object store is
+// looked up the first time a method needs it.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Attach returns a Log on nc without any request to the servers: no stream,
+// bucket or object store is looked up, created or changed until a method
+// needs it. It is for clients, such as `turnlog chat`, that send a request
+// and read one conversation: with Open they would first look up every
+// stream and bucket, and an election of any one of them (even of a bucket
+// they never use) would hold them up. Sending (worker.Send), Events,
+// Watch, LastSeq and Last need no lookup at all (LastSeq and Last are then
+// direct gets that any replica answers); Load, Append and the rest look
+// up what they use on first use. Open creates and upgrades the streams;
+// Attach expects a worker or `turnlog serve` to have done so. Partitions
+// is 0 on an attached log.
+func Attach(nc *nats.Conn, opts ...Option) (*Log, error) {
+	o := defaultOptions()
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, fmt.Errorf("attach event log: %w", err)
+		}
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("attach event log: %w", err)
+	}
+	return &Log{nc: nc, js: js, names: NamesFor(o.prefix), opts: o}, nil
+}
+
+// ensureHandles looks up the events stream, the snapshots bucket and the
+// snapshot object store of an attached log, once; on a log from Open it
+// returns at once.
+func (l *Log) ensureHandles(ctx context.Context) error {
+	if l.ready.Load() {
+		return nil
+	}
+	l.lookup.Lock()
+	defer l.lookup.Unlock()
+	if l.ready.Load() {
+		return nil
+	}
+	var err error
+	if l.events == nil {
+		if l.events, err = l.js.Stream(ctx, l.names.EventsStream); err != nil {
+			return fmt.Errorf("stream %s: %w", l.names.EventsStream, err)
+		}
+	}
+	if l.snaps == nil {
+		if l.snaps, err = l.js.KeyValue(ctx, l.names.SnapshotsBucket); err != nil {
+			return fmt.Errorf("bucket %s: %w", l.names.SnapshotsBucket, err)
+		}
+	}
+	if l.bigSnaps == nil {
+		if l.bigSnaps, err = l.js.ObjectStore(ctx, l.names.SnapshotObjectsBucket); err != nil {
+			return fmt.Errorf("object store %s: %w", l.names.SnapshotObjectsBucket, err)
+		}
+	}
+	l.ready.Store(true)
+	return nil
+}
+
+// lastMsg is the last message on subject of the events stream. On a log
+// from Open it is the stream's GetLastMsgForSubject; on an attached log
+// that has not looked the stream up, a direct get, which needs no lookup
+// and which any replica answers, even while the stream elects a leader.
+func (l *Log) lastMsg(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error) {
+	if l.ready.Load() {
+		return l.events.GetLastMsgForSubject(ctx, subject)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, l.js.Options().DefaultTimeout)
+		defer cancel()
+	}
+	subj := l.js.Options().APIPrefix
+	if subj == "" {
+		subj = jetstream.DefaultAPIPrefix
+	}
+	subj += "DIRECT.GET." + l.names.EventsStream + "." + subject
+	resp, err := l.nc.RequestWithContext(ctx, subj, nil)
+	if err != nil {
+		if errors.Is(err, nats.ErrNoResponders) {
+			return nil, fmt.Errorf("direct get from %s: %w", l.names.EventsStream, err)
+		}
+		return nil, err
+	}
+	if len(resp.Data) == 0 && resp.Header.Get("Status") != "" {
+		switch resp.Header.Get("Status") {
+		case "404":
+			return nil, jetstream.ErrMsgNotFound
+		default:
+			return nil, fmt.Errorf("direct get from %s: status %s %s", l.names.EventsStream, resp.Header.Get("Status"), resp.Header.Get("Description"))
+		}
+	}
+	seq, err := strconv.ParseUint(resp.Header.Get(jetstream.SequenceHeader), 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("direct get from %s: bad %s header: %w", l.names.EventsStream, jetstream.SequenceHeader, err)
+	}
+	tm, _ := time.Parse(time.RFC3339Nano, resp.Header.Get(jetstream.TimeStampHeaer))
+	return &jetstream.RawStreamMsg{Subject: resp.Header.Get(jetstream.SubjectHeader), Sequence: seq, Header: resp.Header, Data: resp.Data, Time: tm}, nil
+}

@@ -1,0 +1,45 @@
+package eventlog
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Unavailable reports whether err means that JetStream could not answer
+// now, rather than that it answered no: a request that timed out or found
+// no responder while a cluster elects a leader, a server cut off from the
+// others ("JetStream system temporarily unavailable", API error 10008), a
+// connection lost or being re-established. Retrying later, perhaps through
+// another server, may succeed. A caller's own context ending is not
+// unavailability: check ctx.Err() first.
+func Unavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode {
+		case 10008, // JSClusterNotAvailErr: no meta leader, or cut off from it
+			10163,                      // expected last sequence per subject temporarily unavailable
+			10005,                      // no suitable peers for placement (a node is cut off)
+			10023,                      // insufficient resources (a node is cut off)
+			10118, 10119, 10194, 10195: // stream or consumer offline
+			return true
+		}
+		return apiErr.Code == 503
+	}
+	return errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrNoResponders) ||
+		errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		errors.Is(err, jetstream.ErrNoHeartbeat) ||
+		errors.Is(err, nats.ErrConnectionReconnecting) ||
+		errors.Is(err, nats.ErrDisconnected) ||
+		errors.Is(err, nats.ErrNoServers) ||
+		errors.Is(err, nats.ErrStaleConnection) ||
+		errors.Is(err, io.EOF)
+}

@@ -1,0 +1,144 @@
+package replay
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/events"
+)
+
+// Conversation is one stored conversation as `turnlog ls` and
+// GET /conversations show it: enough to pick one to replay.
+type Conversation struct {
+	ID string `json:"id"`
+	// Messages counts its stored steps (one step may carry several events).
+	Messages uint64 `json:"messages"`
+	// LastActivity is when its last event was created.
+	LastActivity time.Time `json:"last_activity"`
+	// Events, ModelCalls (inference.started events) and LastRequestFailed
+	// (its latest request ended in request.failed) are read from its
+	// history by Describe; they are zero until then.
+	Events            int  `json:"events,omitempty"`
+	ModelCalls        int  `json:"model_calls,omitempty"`
+	LastRequestFailed bool `json:"last_request_failed,omitempty"`
+	// LastFailure is the reason of that failed request.
+	LastFailure string `json:"last_failure,omitempty"`
+	// Quarantined counts the messages on its subject that are not its
+	// steps (see eventlog.ErrCorruptMessage): `turnlog repair` removes
+	// them.
+	Quarantined int `json:"quarantined,omitempty"`
+}
+
+// Lister is what Newest reads: the conversations the log holds, and one
+// conversation's last message. *eventlog.Log implements it.
+type Lister interface {
+	Conversations(ctx context.Context) ([]eventlog.Conversation, error)
+	Last(ctx context.Context, conversation string) (eventlog.Tail, error)
+}
+
+// lastGets is how many last-message reads Newest runs at once: listing
+// costs one direct get per matching conversation, for its last time.
+const lastGets = 16
+
+// Newest lists the conversations whose ID match accepts (nil: all),
+// newest first (ties by ID), with their last activity. A conversation
+// erased while it is being listed is left out.
+func Newest(ctx context.Context, l Lister, match func(id string) bool) ([]Conversation, error) {
+	all, err := l.Conversations(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Conversation, 0, len(all))
+	for _, c := range all {
+		if match == nil || match(c.ID) {
+			out = append(out, Conversation{ID: c.ID, Messages: c.Messages})
+		}
+	}
+	if err := forEach(ctx, out, lastGets, func(ctx context.Context, c *Conversation) error {
+		tail, err := l.Last(ctx, c.ID)
+		if errors.Is(err, eventlog.ErrCorruptMessage) {
+			// Listed all the same, by when its last message was stored;
+			// its timeline shows that message as quarantined.
+			c.LastActivity = tail.Stored
+			return nil
+		}
+		if n := len(tail.Events); err == nil && n > 0 {
+			c.LastActivity = tail.Events[n-1].Time
+		}
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	out = slices.DeleteFunc(out, func(c Conversation) bool { return c.LastActivity.IsZero() })
+	slices.SortFunc(out, func(a, b Conversation) int {
+		return cmp.Or(b.LastActivity.Compare(a.LastActivity), strings.Compare(a.ID, b.ID))
+	})
+	return out, nil
+}
+
+// Describe reads c's history and fills in its event count, model calls
+// and whether its latest request failed. It costs a read of the whole
+// conversation, so callers describe only what they show.
+func Describe(ctx context.Context, src Source, c *Conversation) error {
+	c.Events, c.ModelCalls, c.LastRequestFailed, c.LastFailure, c.Quarantined = 0, 0, false, "", 0
+	for rec, err := range src.Events(ctx, c.ID) {
+		if errors.Is(err, eventlog.ErrCorruptMessage) {
+			c.Quarantined++
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		c.Events++
+		c.LastActivity = rec.Time
+		switch p := rec.Payload.(type) {
+		case events.InferenceStarted:
+			c.ModelCalls++
+		case events.RequestCompleted:
+			c.LastRequestFailed, c.LastFailure = false, ""
+		case events.RequestFailed:
+			c.LastRequestFailed, c.LastFailure = true, p.Reason
+		}
+	}
+	return nil
+}
+
+// DescribeAll describes each conversation of cs, a few at a time.
+func DescribeAll(ctx context.Context, src Source, cs []Conversation) error {
+	return forEach(ctx, cs, 4, func(ctx context.Context, c *Conversation) error { return Describe(ctx, src, c) })
+}
+
+// forEach runs f on every element of cs, at most n at once, and returns
+// the first error (which cancels the rest).
+func forEach(ctx context.Context, cs []Conversation, n int, f func(context.Context, *Conversation) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	sem := make(chan struct{}, n)
+	for i := range cs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := f(ctx, &cs[i]); err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+					cancel()
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return first
+}
