@@ -93,6 +93,8 @@ func (l *Log) messages(ctx context.Context, conversation string, from uint64) it
 				} else if pending > 0 || !l.nc.IsConnected() {
 					yield(message{}, fmt.Errorf("read %s: the batch from sequence %d ended before its messages arrived (connection %s)",
 						conversation, next, l.nc.Status()))
+				} else if err := l.confirmEnd(ctx, subject, next); err != nil {
+					yield(message{}, fmt.Errorf("read %s: %w", conversation, err))
 				}
 				return
 			}
@@ -101,6 +103,27 @@ func (l *Log) messages(ctx context.Context, conversation string, from uint64) it
 			}
 		}
 	}
+}
+
+// confirmEnd checks, when a batch from sequence next ended without a
+// message and without saying any were pending, that the subject really has
+// nothing from next on: a connection dropped and re-established while the
+// batch was in flight ends its responses without an error, which must not
+// pass for an empty conversation (Load would return an empty Turn, and the
+// next append would be refused only by luck). One direct get, on the rare
+// empty batch (a new conversation, a load that is up to date).
+func (l *Log) confirmEnd(ctx context.Context, subject string, next uint64) error {
+	last, err := l.lastMsg(ctx, subject)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("confirm the end of the read: %w", err)
+	case last.Sequence >= next:
+		return fmt.Errorf("the batch from sequence %d ended without its messages (the subject's last is %d; connection %s)",
+			next, last.Sequence, l.nc.Status())
+	}
+	return nil
 }
 
 // Events yields every event of a conversation in log order, with its
@@ -186,7 +209,7 @@ func (l *Log) load(ctx context.Context, conversation string, n int, useSnapshot 
 	if n >= 0 && turn.Events < n {
 		return nil, fmt.Errorf("load %s@%d: %w: the conversation has %d events", conversation, n, ErrNotFound, turn.Events)
 	}
-	if n < 0 && tail >= l.opts.snapshotEvery {
+	if n < 0 && tail >= l.opts.snapshotEvery && !l.opts.readOnly {
 		if err := l.SaveSnapshot(ctx, turn, lastID); err != nil {
 			l.opts.logger.Warn("snapshot not saved", "conversation", conversation, "err", err)
 		}
@@ -260,6 +283,9 @@ func (l *Log) CatchUp(ctx context.Context, turn *projector.Turn) (*projector.Tur
 }
 
 func (l *Log) loadFromScratch(ctx context.Context, conversation string, n int) (*projector.Turn, error) {
+	if l.opts.readOnly {
+		return l.load(ctx, conversation, n, false)
+	}
 	if err := l.snaps.Delete(ctx, conversation); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		l.opts.logger.Warn("stale snapshot not deleted", "conversation", conversation, "err", err)
 	}

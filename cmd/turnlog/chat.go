@@ -102,7 +102,7 @@ directory of the template variables (prompt:cwd, git:, file:AGENTS.md).
 			// Reconnect for as long as the command runs, to any of the
 			// servers given: chatclient moves the connection on when the
 			// server in use stays unavailable.
-			nc, err := nf.dial(nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
+			nc, err := nf.dialFor(ctx, nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
 			if err != nil {
 				return err
 			}
@@ -129,6 +129,9 @@ directory of the template variables (prompt:cwd, git:, file:AGENTS.md).
 			return c.interactive(ctx, conv, cmd.InOrStdin())
 		},
 	}
+	// chat's --data is the request's data (issue 17), so the data
+	// directory whose admin key chat uses comes from TURNLOG_DATA.
+	nf.noDataFlag = true
 	nf.register(cmd.Flags())
 	cmd.Flags().StringVarP(&message, "message", "m", "", "send one message, print the answer, exit")
 	cmd.Flags().StringVar(&profile, "profile", "", "profile to answer with (default: the workers' default)")

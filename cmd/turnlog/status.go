@@ -41,7 +41,7 @@ first).`,
 				return fmt.Errorf("--limit %d: list at least 1 dead letter", limit)
 			}
 			ctx := cmd.Context()
-			nc, l, err := nf.connect(ctx)
+			nc, l, err := nf.connect(ctx, eventlog.ReadOnly())
 			if err != nil {
 				return err
 			}
@@ -96,7 +96,7 @@ first).`,
 				return err
 			}
 			defer sub.Unsubscribe()
-			if err := nc.PublishRequest(names.Prefix+".workers.ping", inbox, nil); err != nil {
+			if err := nc.PublishRequest(names.WorkersPing(), inbox, nil); err != nil {
 				return err
 			}
 			for {

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/natsauth"
 	"github.com/turnlog/turnlog/profile"
 	"github.com/turnlog/turnlog/worker"
 )
@@ -30,6 +31,8 @@ type workerFlags struct {
 	logLevel   string
 	replicas   int
 	partitions int
+	ackWait    time.Duration
+	envErr     error // a malformed setting in the environment
 }
 
 func (f *workerFlags) register(fs *pflag.FlagSet, metricsDefault string) {
@@ -38,6 +41,15 @@ func (f *workerFlags) register(fs *pflag.FlagSet, metricsDefault string) {
 	fs.StringVar(&f.logLevel, "log-level", envOr("TURNLOG_LOG_LEVEL", "info"), "debug, info, warn or error")
 	fs.IntVar(&f.replicas, "replicas", 0, "stream replicas when creating streams (3 on a cluster; default: keep existing, 1 when new)")
 	fs.IntVar(&f.partitions, "partitions", 0, "request partitions when creating the requests stream (default: keep existing, 16 when new)")
+	ackWait := worker.DefaultAckWait
+	if v := os.Getenv("TURNLOG_ACK_WAIT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			f.envErr = fmt.Errorf("TURNLOG_ACK_WAIT %q: use a duration such as 3s", v)
+		}
+		ackWait = d
+	}
+	fs.DurationVar(&f.ackWait, "ack-wait", ackWait, "how long a request may go without a sign of life from its worker before another worker takes it: the longest a dead worker, or a delivery lost on the way, holds a partition (the worker reports progress every third of it; env TURNLOG_ACK_WAIT)")
 }
 
 func (f *workerFlags) logger() (*slog.Logger, error) {
@@ -59,9 +71,29 @@ func (f *workerFlags) logOptions() []eventlog.Option {
 	return opts
 }
 
+// refusalLogger reports what the NATS server refuses a long-running
+// process (a worker) as an ERROR: a person must give its credential the
+// permission or find who misuses it. The process goes on.
+func refusalLogger(logger *slog.Logger) nats.Option {
+	return nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+		if errors.Is(err, nats.ErrPermissionViolation) {
+			logger.Error("the NATS server refused a permission", "err", err)
+			return
+		}
+		subject := ""
+		if sub != nil {
+			subject = sub.Subject
+		}
+		logger.Warn("NATS", "err", err, "subject", subject)
+	})
+}
+
 // runWorkers runs n workers on their own connections from dial, serves
 // their metrics, and stops them when ctx ends.
 func runWorkers(ctx context.Context, f *workerFlags, n int, dial func() (*nats.Conn, error), logOpts []eventlog.Option, logger *slog.Logger) error {
+	if f.envErr != nil {
+		return f.envErr
+	}
 	profiles, err := profile.Load(f.profiles)
 	if err != nil {
 		return err
@@ -83,7 +115,7 @@ func runWorkers(ctx context.Context, f *workerFlags, n int, dial func() (*nats.C
 			return err
 		}
 		host, _ := os.Hostname()
-		w, err := worker.New(worker.Config{Log: l, Conn: nc, Profiles: profiles, Logger: logger,
+		w, err := worker.New(worker.Config{Log: l, Conn: nc, Profiles: profiles, Logger: logger, AckWait: f.ackWait,
 			Name: fmt.Sprintf("%s-%d-w%d", host, os.Getpid(), i+1)})
 		if err != nil {
 			return err
@@ -129,9 +161,16 @@ through its profile's middleware chain and engine (tool loop included) and
 appends every step to the conversation's events. Run as many workers, on as
 many machines, as you like: requests of one conversation never interleave,
 different conversations run in parallel, and a worker killed at any point
-loses and duplicates nothing (the request is redelivered and resumes from the
-log). SIGTERM or Ctrl-C: finish the requests in hand (up to 30 s), hand back
+loses and duplicates nothing (the request is redelivered to another worker
+within --ack-wait and resumes from the log). A worker started before NATS
+waits for it, and one that loses the cluster logs it once and waits until it
+is back. SIGTERM or Ctrl-C: finish the requests in hand (up to 30 s), hand back
 the rest, exit.
+
+It connects with the worker key of the data directory (./.turnlog/auth/worker.nk,
+or under --data / TURNLOG_DATA) unless --creds, --nkey, --context or
+TURNLOG_NATS_SEED names another credential: the worker role may consume
+requests, append events and write snapshots, not erase or set templates.
 
 Profiles (--profiles FILE) say how to answer; without a file:
 
@@ -155,12 +194,8 @@ global prompt, an appended house style) to copy from.`,
 				// The first connection is retried like later ones: a
 				// worker started before its servers waits for them
 				// (worker.OpenLog logs the wait).
-				nc, err := nats.Connect(nf.url, append(nf.options(), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond),
-					nats.RetryOnFailedConnect(true))...)
-				if err != nil {
-					return nil, fmt.Errorf("connect to NATS at %s: %w; start one with `turnlog serve` or pass --nats-url", nf.url, err)
-				}
-				return nc, nil
+				return nf.dial(nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond),
+					nats.RetryOnFailedConnect(true), refusalLogger(logger))
 			}
 			err = runWorkers(ctx, &wf, n, dial, append(wf.logOptions(), eventlog.WithPrefix(nf.prefix)), logger)
 			if errors.Is(err, context.Canceled) {
@@ -169,7 +204,7 @@ global prompt, an appended house style) to copy from.`,
 			return err
 		},
 	}
-	nf.register(cmd.Flags())
+	nf.asRole(natsauth.Worker).register(cmd.Flags())
 	wf.register(cmd.Flags(), "127.0.0.1:9090")
 	cmd.Flags().IntVar(&n, "workers", 1, "workers in this process")
 	cmd.Flags().BoolVar(&examples, "example-profiles", false, "print example profiles (profile/examples.yaml) and exit")

@@ -1,11 +1,11 @@
-package eventlog
+package eventlog_test
 
 import (
 	"context"
 	"testing"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/internal/natstest"
 )
 
@@ -14,15 +14,13 @@ import (
 // update on every start of every process would be churn on a cluster).
 func TestOpenTwiceUpdatesNothing(t *testing.T) {
 	ctx := context.Background()
-	srv := natstest.Start(t)
-	l, err := Open(ctx, srv.Conn)
-	require.NoError(t, err)
-	for _, want := range []jetstream.StreamConfig{l.requestsConfig(), l.deadLettersConfig()} {
-		s, err := l.js.Stream(ctx, want.Name)
+	l := openLog(t, natstest.Start(t))
+	for _, want := range l.WantedStreams() {
+		s, err := l.JetStream().Stream(ctx, want.Name)
 		require.NoError(t, err)
 		have := s.CachedInfo().Config
 		want.Replicas = have.Replicas
 		want.SubjectTransform = have.SubjectTransform
-		require.False(t, needsUpdate(have, want), "%s would be updated again", want.Name)
+		require.False(t, eventlog.NeedsUpdate(have, want), "%s would be updated again", want.Name)
 	}
 }
