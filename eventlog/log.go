@@ -21,8 +21,12 @@ type Log struct {
 	opts   options
 	events jetstream.Stream
 	snaps  jetstream.KeyValue
+	// deadLetters keeps the requests that could not end in a conversation.
+	deadLetters jetstream.Stream
 	// bigSnaps holds the snapshots too large for a value of snaps.
 	bigSnaps jetstream.ObjectStore
+	// requestIDs maps client-chosen request IDs to their conversation.
+	requestIDs jetstream.KeyValue
 
 	partitions int
 
@@ -39,6 +43,8 @@ type options struct {
 	snapshotEvery int
 	logger        *slog.Logger
 	duplicates    time.Duration
+	requestLimits RequestLimits
+	deadLetters   DeadLetterLimits
 	readOnly      bool
 }
 
@@ -167,7 +173,8 @@ func Open(ctx context.Context, nc *nats.Conn, opts ...Option) (*Log, error) {
 }
 
 func defaultOptions() options {
-	return options{prefix: DefaultPrefix, snapshotEvery: 100, logger: slog.Default(), duplicates: 2 * time.Minute}
+	return options{prefix: DefaultPrefix, snapshotEvery: 100, logger: slog.Default(), duplicates: 2 * time.Minute,
+		requestLimits: DefaultRequestLimits, deadLetters: DefaultDeadLetterLimits}
 }
 
 func (l *Log) provision(ctx context.Context) error {
@@ -186,15 +193,11 @@ func (l *Log) provision(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	reqs, err := l.ensureStream(ctx, jetstream.StreamConfig{
-		Name:        l.names.RequestsStream,
-		Description: "turnlog chat requests, a work queue partitioned by conversation",
-		Subjects:    []string{l.names.ChatWildcard()},
-		Storage:     jetstream.FileStorage,
-		Retention:   jetstream.WorkQueuePolicy,
-		Duplicates:  l.opts.duplicates,
-	})
+	reqs, err := l.ensureStream(ctx, l.requestsConfig())
 	if err != nil {
+		return err
+	}
+	if l.deadLetters, err = l.ensureStream(ctx, l.deadLettersConfig()); err != nil {
 		return err
 	}
 	l.partitions = partitionsOf(reqs.CachedInfo().Config.SubjectTransform)
@@ -204,6 +207,9 @@ func (l *Log) provision(ctx context.Context) error {
 		History:     1,
 		Storage:     jetstream.FileStorage,
 	}); err != nil {
+		return err
+	}
+	if l.requestIDs, err = l.ensureBucket(ctx, l.requestIDsConfig()); err != nil {
 		return err
 	}
 	if l.bigSnaps, err = l.ensureObjectStore(ctx, jetstream.ObjectStoreConfig{
@@ -271,7 +277,20 @@ func needsUpdate(have, want jetstream.StreamConfig) bool {
 	return have.Replicas != want.Replicas || have.Description != want.Description ||
 		have.AllowDirect != want.AllowDirect || have.Duplicates != want.Duplicates ||
 		have.DenyDelete != want.DenyDelete ||
+		have.MaxAge != want.MaxAge || unlimited(have.MaxBytes) != unlimited(want.MaxBytes) ||
+		unlimited(have.MaxMsgs) != unlimited(want.MaxMsgs) ||
+		unlimited(have.MaxMsgsPerSubject) != unlimited(want.MaxMsgsPerSubject) || have.Discard != want.Discard ||
+		have.DiscardNewPerSubject != want.DiscardNewPerSubject ||
 		(want.SubjectTransform != nil && (have.SubjectTransform == nil || *have.SubjectTransform != *want.SubjectTransform))
+}
+
+// unlimited normalises a stream limit: the server reports "no limit" as -1,
+// a config written in Go leaves it 0.
+func unlimited(n int64) int64 {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }
 
 func (l *Log) ensureBucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {

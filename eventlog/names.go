@@ -27,6 +27,12 @@ type Names struct {
 	SnapshotObjectsBucket string
 	// TemplatesBucket holds system prompt templates.
 	TemplatesBucket string
+	// DeadLettersStream keeps the chat requests that could not end in a
+	// conversation (see DeadLetter).
+	DeadLettersStream string
+	// RequestIDsBucket remembers which conversation a client-chosen
+	// request ID was sent to (see ClaimRequestID).
+	RequestIDsBucket string
 }
 
 // NamesFor derives every name from a prefix: "turnlog" gives stream
@@ -40,6 +46,8 @@ func NamesFor(prefix string) Names {
 		SnapshotsBucket:       up + "_SNAPSHOTS",
 		SnapshotObjectsBucket: up + "_SNAPSHOT_OBJECTS",
 		TemplatesBucket:       up + "_TEMPLATES",
+		DeadLettersStream:     up + "_DEAD_LETTERS",
+		RequestIDsBucket:      up + "_REQUEST_IDS",
 	}
 }
 
@@ -86,6 +94,12 @@ func partitionsOf(t *jetstream.SubjectTransformConfig) int {
 	}
 	return n
 }
+
+// DeadLetterSubject is where dead letters of chat requests are stored.
+func (n Names) DeadLetterSubject() string { return n.Prefix + ".dead.requests" }
+
+// DeadLetterWildcard matches every dead-letter subject.
+func (n Names) DeadLetterWildcard() string { return n.Prefix + ".dead.>" }
 
 // DeltaSubject carries a conversation's ephemeral token deltas for live
 // clients; it is core NATS, never persisted.

@@ -15,6 +15,8 @@ import (
 // afterSeq, as they arrive, until ctx ends. afterPos is the position of the
 // last event already seen (Turn.Events), so positions continue from it.
 // Pass a loaded Turn's Seq and Events to follow it live without a gap.
+// A message that is not a step of the conversation is yielded as a
+// *CorruptMessageError, and the watch goes on if the caller does.
 func (l *Log) Watch(ctx context.Context, conversation string, afterSeq uint64, afterPos int) iter.Seq2[Record, error] {
 	return func(yield func(Record, error) bool) {
 		if err := events.ValidateConversationID(conversation); err != nil {
@@ -52,10 +54,13 @@ func (l *Log) Watch(ctx context.Context, conversation string, afterSeq uint64, a
 				yield(Record{}, fmt.Errorf("watch %s: %w", conversation, err))
 				return
 			}
-			evs, err := events.Decode(m.Data())
+			evs, err := decodeStep(conversation, meta.Sequence.Stream, m.Data())
 			if err != nil {
-				yield(Record{}, fmt.Errorf("watch %s: message %d: %w", conversation, meta.Sequence.Stream, err))
-				return
+				// Named; the caller may go on past it.
+				if !yield(Record{Seq: meta.Sequence.Stream}, fmt.Errorf("watch %s: %w", conversation, err)) {
+					return
+				}
+				continue
 			}
 			for _, e := range evs {
 				pos++

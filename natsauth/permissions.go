@@ -40,14 +40,19 @@ func SpecFor(r Role, n eventlog.Names) Spec {
 	snapKV := "KV_" + n.SnapshotsBucket
 	snapObj := "OBJ_" + n.SnapshotObjectsBucket
 	tplKV := "KV_" + n.TemplatesBucket
+	dead := n.DeadLettersStream
+	ridKV := "KV_" + n.RequestIDsBucket
 	api := func(op, stream string) string { return "$JS.API." + op + "." + stream }
 	pub := func(subject, why string) { s.Publish = append(s.Publish, Grant{subject, why}) }
 	sub := func(subject, why string) { s.Subscribe = append(s.Subscribe, Grant{subject, why}) }
 
 	// Opening the log looks up its streams and buckets.
-	for _, st := range []string{ev, rq, snapKV, snapObj, tplKV} {
+	for _, st := range []string{ev, rq, snapKV, snapObj, tplKV, dead, ridKV} {
 		pub(api("STREAM.INFO", st), "open the log: look up "+st)
 	}
+	// Dead letters: status counts and lists them (the stream has
+	// AllowDirect); a worker's metrics count them.
+	pub(api("DIRECT.GET", dead), "status: list dead letters (batched direct get)")
 	// Reading a conversation: direct gets by sequence and by subject (the
 	// stream has AllowDirect), or a plain message get on a stream without.
 	pub(api("DIRECT.GET", ev), "read events (batched direct get)")
@@ -79,9 +84,12 @@ func SpecFor(r Role, n eventlog.Names) Spec {
 		pub(n.WorkersPing(), "status: ask the workers who they are")
 		sub(n.Prefix+".delta.>", "stream an answer as it is written")
 	case Worker:
-		for _, st := range []string{ev, rq, snapKV, snapObj, tplKV} {
+		for _, st := range []string{ev, rq, snapKV, snapObj, tplKV, dead, ridKV} {
 			pub(api("STREAM.CREATE", st), "create "+st+" on a fresh cluster (an existing stream cannot be changed this way)")
 		}
+		pub(n.DeadLetterSubject(), "store a request that cannot end in a conversation as a dead letter")
+		pub(api("STREAM.MSG.GET", rq), "find requests published on the literal turnlog.chat.* or turnlog.chat.> (no consumer sees them)")
+		pub(api("STREAM.MSG.DELETE", rq), "delete such a request once it is a dead letter")
 		pub("$JS.API.INFO", "account info: the probe that tells a lost cluster from a slow one, and creating a bucket (nats.go checks the account first)")
 		pub(api("CONSUMER.CREATE", rq)+".>", "the partition consumers of chat requests")
 		pub(api("CONSUMER.DURABLE.CREATE", rq)+".>", "the partition consumers of chat requests (older servers)")

@@ -139,6 +139,7 @@ func New(cfg Config) (*Worker, error) {
 		_, err := js.AccountInfo(ctx)
 		return err
 	})
+	w.metrics.countStoredDeadLetters(cfg.Log.DeadLetterCount)
 	store := templates.New(cfg.Log)
 	for name, p := range cfg.Profiles {
 		if p.Templates == nil {
@@ -197,6 +198,11 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.consume(ctx, work, p)
 		}()
 	}
+	partitions.Add(1)
+	go func() {
+		defer partitions.Done()
+		w.sweepStrays(ctx)
+	}()
 	w.log.Info("worker started", "partitions", w.cfg.Log.Partitions())
 	<-ctx.Done()
 	partitions.Wait()

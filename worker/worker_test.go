@@ -19,6 +19,13 @@ import (
 // startWorker runs a worker with the default profiles until the test ends.
 func startWorker(t *testing.T, srv *natstest.Server, tweak func(*worker.Config)) *eventlog.Log {
 	t.Helper()
+	l, _ := runWorker(t, srv, tweak)
+	return l
+}
+
+// runWorker is startWorker that also returns the worker.
+func runWorker(t *testing.T, srv *natstest.Server, tweak func(*worker.Config)) (*eventlog.Log, *worker.Worker) {
+	t.Helper()
 	l, err := eventlog.Open(context.Background(), srv.Conn)
 	require.NoError(t, err)
 	profiles, err := profile.Load("")
@@ -34,7 +41,7 @@ func startWorker(t *testing.T, srv *natstest.Server, tweak func(*worker.Config))
 	done := make(chan struct{})
 	go func() { defer close(done); _ = w.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return l
+	return l, w
 }
 
 // ask sends one request and waits for its end.
