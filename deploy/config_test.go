@@ -9,8 +9,11 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nkeys"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/natsauth"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -21,7 +24,46 @@ var nodes = []string{"n1", "n2", "n3"}
 // clusterPort is where every node listens for routes inside its container.
 const clusterPort = 6222
 
+// roleKeys sets the TURNLOG_NKEY_* variables auth.conf reads to fresh
+// public keys, as docker compose does from deploy/auth/nkeys.env, and
+// returns them.
+func roleKeys(t *testing.T) map[natsauth.Role]string {
+	t.Helper()
+	keys := map[natsauth.Role]string{}
+	for _, r := range natsauth.Roles {
+		kp, err := nkeys.CreateUser()
+		require.NoError(t, err)
+		pub, err := kp.PublicKey()
+		require.NoError(t, err)
+		t.Setenv(natsauth.EnvVar(r), pub)
+		keys[r] = pub
+	}
+	return keys
+}
+
+// TestAuthConfIsGenerated: deploy/auth.conf is exactly what `turnlog auth
+// conf` prints, so the cluster's permissions are the embedded server's.
+func TestAuthConfIsGenerated(t *testing.T) {
+	data, err := os.ReadFile("auth.conf")
+	require.NoError(t, err)
+	want := natsauth.Conf(eventlog.NamesFor(eventlog.DefaultPrefix), func(r natsauth.Role) string { return "$" + natsauth.EnvVar(r) })
+	assert.Equal(t, want, string(data), "deploy/auth.conf is stale: regenerate it with `go run ./cmd/turnlog auth conf > deploy/auth.conf`")
+}
+
+// TestNATSConfigsWithoutKeys: a server whose public keys are missing does
+// not start open; it does not start at all.
+func TestNATSConfigsWithoutKeys(t *testing.T) {
+	for _, r := range natsauth.Roles {
+		t.Setenv(natsauth.EnvVar(r), "")
+		os.Unsetenv(natsauth.EnvVar(r))
+	}
+	_, err := server.ProcessConfigFile("nats-n1.conf")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "TURNLOG_NKEY_ADMIN")
+}
+
 func TestNATSConfigs(t *testing.T) {
+	keys := roleKeys(t)
 	opts := map[string]*server.Options{}
 	for _, n := range nodes {
 		o, err := server.ProcessConfigFile("nats-" + n + ".conf")
@@ -44,6 +86,19 @@ func TestNATSConfigs(t *testing.T) {
 			assert.Equal(t, 8222, o.HTTPPort, "monitoring port of the compose health check")
 			assert.Empty(t, o.JetStreamDomain, "one cluster, no JetStream domain")
 			assert.GreaterOrEqual(t, o.MaxPayload, int32(8<<20), "steps up to 8 MiB, as the embedded server")
+
+			// Authentication: one nkey user per role, with the roles'
+			// permissions, and nobody else.
+			require.Len(t, o.Nkeys, len(natsauth.Roles), "one user per role")
+			assert.Empty(t, o.Users, "no user/password users besides the roles")
+			assert.Empty(t, o.Authorization, "no token")
+			assert.Empty(t, o.NoAuthUser, "no user for connections without credentials")
+			names := eventlog.NamesFor(eventlog.DefaultPrefix)
+			for i, r := range natsauth.Roles {
+				u := o.Nkeys[i]
+				assert.Equal(t, keys[r], u.Nkey, "user %d is the %s role, its key from %s", i, r, natsauth.EnvVar(r))
+				assert.Equal(t, natsauth.Permissions(r, names), u.Permissions, "%s's permissions must be those of the embedded server", r)
+			}
 
 			assert.Equal(t, "turnlog", o.Cluster.Name, "every node must name the same cluster")
 			assert.Equal(t, clusterPort, o.Cluster.Port)
@@ -71,6 +126,7 @@ type compose struct {
 		Command []string `yaml:"command"`
 		Volumes []string `yaml:"volumes"`
 		Ports   []string `yaml:"ports"`
+		EnvFile string   `yaml:"env_file"`
 	} `yaml:"services"`
 	Volumes map[string]any `yaml:"volumes"`
 }
@@ -98,10 +154,13 @@ func TestCompose(t *testing.T) {
 	for _, n := range nodes {
 		s := c.Services[n]
 		conf := "./deploy/nats-" + n + ".conf"
-		var mountsConf, mountsData bool
+		var mountsConf, mountsData, mountsAuth bool
 		for _, v := range s.Volumes {
 			src, dst, _ := strings.Cut(v, ":")
 			switch {
+			case src == "./deploy/auth.conf":
+				mountsAuth = true
+				assert.Equal(t, "/etc/nats/auth.conf:ro", dst, "%s: auth.conf beside the server's configuration, which includes ./auth.conf", n)
 			case src == conf:
 				mountsConf = true
 				assert.True(t, slices.Contains(s.Command, strings.TrimSuffix(dst, ":ro")), "%s: the command must load the mounted %s", n, conf)
@@ -113,6 +172,8 @@ func TestCompose(t *testing.T) {
 			}
 		}
 		assert.True(t, mountsConf, "%s must mount %s", n, conf)
+		assert.True(t, mountsAuth, "%s must mount deploy/auth.conf", n)
+		assert.Equal(t, "./deploy/auth/nkeys.env", s.EnvFile, "%s reads the roles' public keys from nkeys.env", n)
 		assert.True(t, mountsData, "%s must keep its store on its own volume at /data", n)
 		require.Len(t, s.Ports, 1, "%s publishes its client port", n)
 		// [IP:]HOST_PORT:CONTAINER_PORT
@@ -121,7 +182,7 @@ func TestCompose(t *testing.T) {
 		host, container := parts[len(parts)-2], parts[len(parts)-1]
 		assert.Equal(t, "4222", container, "%s: host port maps to the client port", n)
 		if len(parts) == 3 {
-			assert.Equal(t, "127.0.0.1", parts[0], "%s: no authentication, so loopback only", n)
+			assert.Equal(t, "127.0.0.1", parts[0], "%s: loopback only", n)
 		}
 		if other, dup := hostPorts[host]; dup {
 			t.Errorf("%s and %s both publish host port %s", n, other, host)
@@ -137,5 +198,6 @@ func TestCompose(t *testing.T) {
 		args := strings.Join(s.Command, " ")
 		assert.Contains(t, args, "--nats-url nats://n1:4222,nats://n2:4222,nats://n3:4222", "%s must know every node, to fail over", w)
 		assert.Contains(t, args, "--replicas 3", "%s must create R3 streams", w)
+		assert.Equal(t, "./deploy/auth/worker.env", s.EnvFile, "%s signs with the worker key (TURNLOG_NATS_SEED)", w)
 	}
 }

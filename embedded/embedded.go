@@ -38,6 +38,11 @@ type Config struct {
 	// MaxPayload is the largest message the server accepts (default 8 MiB,
 	// so long tool results and snapshots fit).
 	MaxPayload int32
+	// Users, when not empty, turns authentication on: only these nkey
+	// users may connect (in-process connections too), each within its
+	// permissions (see natsauth.Users). Empty means anyone who reaches
+	// the address may do anything.
+	Users []*server.NkeyUser
 }
 
 // Validate reports the first setting that cannot work.
@@ -60,8 +65,13 @@ func (c Config) Validate() error {
 
 // Server is a running embedded NATS server.
 type Server struct {
-	ns *server.Server
+	ns   *server.Server
+	auth bool
 }
+
+// Authenticated reports whether the server refuses connections without a
+// key (Config.Users was set).
+func (s *Server) Authenticated() bool { return s.auth }
 
 // Start runs a server and waits until it accepts connections.
 func Start(c Config) (*Server, error) {
@@ -79,6 +89,9 @@ func Start(c Config) (*Server, error) {
 	}
 	if c.MaxPayload > 0 {
 		opts.MaxPayload = c.MaxPayload
+	}
+	if len(c.Users) > 0 {
+		opts.Nkeys = c.Users
 	}
 	// The server wants pending capacity above the payload limit, and an
 	// object read (a large snapshot) may have 32 MiB in flight to one
@@ -103,7 +116,7 @@ func Start(c Config) (*Server, error) {
 		ns.Shutdown()
 		return nil, fmt.Errorf("start embedded NATS: not ready after 10s (is %s already in use, or %s locked by another server?)", c.Listen, c.DataDir)
 	}
-	return &Server{ns: ns}, nil
+	return &Server{ns: ns, auth: len(c.Users) > 0}, nil
 }
 
 // ClientURL is the nats:// URL clients on other processes connect to, or ""
@@ -117,7 +130,8 @@ func (s *Server) ClientURL() string {
 }
 
 // Connect opens an in-process connection: no TCP, the fastest way for the
-// hosting process itself to talk to the server.
+// hosting process itself to talk to the server. On a server with
+// authentication, opts must carry a key (nats.Nkey, nats.NkeyOptionFromSeed).
 func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
 	opts = append([]nats.Option{nats.InProcessServer(s.ns), nats.Name("turnlog")}, opts...)
 	return nats.Connect("", opts...)

@@ -39,6 +39,7 @@ type options struct {
 	snapshotEvery int
 	logger        *slog.Logger
 	duplicates    time.Duration
+	readOnly      bool
 }
 
 // Option configures Open.
@@ -118,6 +119,16 @@ func WithDuplicateWindow(d time.Duration) Option {
 		o.duplicates = d
 		return nil
 	}
+}
+
+// ReadOnly opens the log for reading only: Open looks its streams and
+// buckets up but never creates or changes one (it fails when they are
+// missing), and Load writes and deletes no snapshot. Commands that only
+// read (replay, export, chat's wait for the answer) use it, so that they
+// work with NATS credentials that may not write (the client role), and so
+// that reading never changes a thing.
+func ReadOnly() Option {
+	return func(o *options) error { o.readOnly = true; return nil }
 }
 
 func validPrefix(p string) error {
@@ -220,8 +231,13 @@ func (l *Log) ensureStream(ctx context.Context, cfg jetstream.StreamConfig) (jet
 	switch {
 	case err == nil:
 		existing = &s.CachedInfo().Config
+		if l.opts.readOnly {
+			return s, nil
+		}
 	case !errors.Is(err, jetstream.ErrStreamNotFound):
 		return nil, fmt.Errorf("stream %s: %w", cfg.Name, err)
+	case l.opts.readOnly:
+		return nil, fmt.Errorf("stream %s: %w", cfg.Name, errNotProvisioned)
 	}
 	cfg.Replicas = l.opts.replicas
 	if cfg.Replicas == 0 {
@@ -261,7 +277,7 @@ func needsUpdate(have, want jetstream.StreamConfig) bool {
 func (l *Log) ensureBucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	kv, err := l.js.KeyValue(ctx, cfg.Bucket)
 	if err == nil {
-		if l.opts.replicas == 0 {
+		if l.opts.replicas == 0 || l.opts.readOnly {
 			return kv, nil
 		}
 		st, err := kv.Status(ctx)
@@ -273,9 +289,17 @@ func (l *Log) ensureBucket(ctx context.Context, cfg jetstream.KeyValueConfig) (j
 		}
 	} else if !errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, fmt.Errorf("bucket %s: %w", cfg.Bucket, err)
+	} else if l.opts.readOnly {
+		return nil, fmt.Errorf("bucket %s: %w", cfg.Bucket, errNotProvisioned)
 	}
 	cfg.Replicas = max(l.opts.replicas, 1)
-	kv, err = l.js.CreateOrUpdateKeyValue(ctx, cfg)
+	// Create when missing, update only to change the replicas: a worker's
+	// credential may create a bucket on a fresh cluster, never change one.
+	if err != nil {
+		kv, err = l.js.CreateKeyValue(ctx, cfg)
+	} else {
+		kv, err = l.js.UpdateKeyValue(ctx, cfg)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("bucket %s: %w", cfg.Bucket, err)
 	}
@@ -287,7 +311,7 @@ func (l *Log) ensureBucket(ctx context.Context, cfg jetstream.KeyValueConfig) (j
 func (l *Log) ensureObjectStore(ctx context.Context, cfg jetstream.ObjectStoreConfig) (jetstream.ObjectStore, error) {
 	obs, err := l.js.ObjectStore(ctx, cfg.Bucket)
 	if err == nil {
-		if l.opts.replicas == 0 {
+		if l.opts.replicas == 0 || l.opts.readOnly {
 			return obs, nil
 		}
 		st, err := obs.Status(ctx)
@@ -299,14 +323,23 @@ func (l *Log) ensureObjectStore(ctx context.Context, cfg jetstream.ObjectStoreCo
 		}
 	} else if !errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, fmt.Errorf("object store %s: %w", cfg.Bucket, err)
+	} else if l.opts.readOnly {
+		return nil, fmt.Errorf("object store %s: %w", cfg.Bucket, errNotProvisioned)
 	}
 	cfg.Replicas = max(l.opts.replicas, 1)
-	obs, err = l.js.CreateOrUpdateObjectStore(ctx, cfg)
+	if err != nil {
+		obs, err = l.js.CreateObjectStore(ctx, cfg)
+	} else {
+		obs, err = l.js.UpdateObjectStore(ctx, cfg)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("object store %s: %w", cfg.Bucket, err)
 	}
 	return obs, nil
 }
+
+// errNotProvisioned: a read-only Open found a stream or bucket missing.
+var errNotProvisioned = errors.New("it does not exist yet; start `turnlog serve`, or run `turnlog worker` or an admin command against this server, which create it")
 
 // Partitions is how many partitions chat requests are spread over.
 func (l *Log) Partitions() int { return l.partitions }

@@ -91,6 +91,10 @@ func partitionsOf(t *jetstream.SubjectTransformConfig) int {
 // clients; it is core NATS, never persisted.
 func (n Names) DeltaSubject(conversation string) string { return n.Prefix + ".delta." + conversation }
 
+// WorkersPing is the subject workers answer with their status (turnlog
+// status asks it); core NATS, never persisted.
+func (n Names) WorkersPing() string { return n.Prefix + ".workers.ping" }
+
 // ConversationOf returns the conversation ID at the end of an events or chat
 // subject.
 func (n Names) ConversationOf(subject string) string {

@@ -173,7 +173,7 @@ func (l *Log) load(ctx context.Context, conversation string, n int, useSnapshot 
 	if n >= 0 && turn.Events < n {
 		return nil, fmt.Errorf("load %s@%d: %w: the conversation has %d events", conversation, n, ErrNotFound, turn.Events)
 	}
-	if n < 0 && tail >= l.opts.snapshotEvery {
+	if n < 0 && tail >= l.opts.snapshotEvery && !l.opts.readOnly {
 		if err := l.SaveSnapshot(ctx, turn, lastID); err != nil {
 			l.opts.logger.Warn("snapshot not saved", "conversation", conversation, "err", err)
 		}
@@ -247,6 +247,9 @@ func (l *Log) CatchUp(ctx context.Context, turn *projector.Turn) (*projector.Tur
 }
 
 func (l *Log) loadFromScratch(ctx context.Context, conversation string, n int) (*projector.Turn, error) {
+	if l.opts.readOnly {
+		return l.load(ctx, conversation, n, false)
+	}
 	if err := l.snaps.Delete(ctx, conversation); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		l.opts.logger.Warn("stale snapshot not deleted", "conversation", conversation, "err", err)
 	}

@@ -54,7 +54,7 @@ func TestPostMessageRefusals(t *testing.T) {
 		{name: "text too long", path: "/conversations/pr/messages", auth: "Bearer " + token, body: `{"text": "` + strings.Repeat("x", worker.DefaultMaxTextBytes+1) + `"}`, wantStatus: 400, want: "the limit is 65536"},
 		{name: "request ID not a ULID", path: "/conversations/pr/messages", auth: "Bearer " + token, body: `{"text": "hi", "request_id": "abc"}`, wantStatus: 400, want: "is not a ULID"},
 		{name: "bad conversation ID", path: "/conversations/p.r/messages", auth: "Bearer " + token, body: `{"text": "hi"}`, wantStatus: 400, want: "which NATS subjects forbid"},
-		{name: "GET is not a route", method: "GET", path: "/conversations/pr/messages", wantStatus: 405, want: "allowed methods are POST"},
+		{name: "GET is not a route", method: "GET", path: "/conversations/pr/messages", auth: "Bearer " + token, wantStatus: 405, want: "allowed methods are POST"},
 		// The keys of turnlog's middlewares cannot be set by a request:
 		// before, this one gave the conversation no system prompt.
 		{name: "reserved data key", path: "/conversations/pr/messages", auth: "Bearer " + token, body: `{"text": "hi", "data": {"systemprompt.none": "x", "tz": "UTC"}}`,
@@ -91,6 +91,7 @@ func openStream(t *testing.T, ts *httptest.Server, path string) (<-chan sse, *ht
 	t.Cleanup(cancel) // before ts.Close, which waits for open requests
 	req, err := http.NewRequestWithContext(ctx, "GET", ts.URL+path, nil)
 	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
 	res, err := ts.Client().Do(req)
 	require.NoError(t, err)
 	out := make(chan sse, 1024)
@@ -232,7 +233,7 @@ func TestStreamOfANewConversation(t *testing.T) {
 
 func TestStreamRefusesABadID(t *testing.T) {
 	ts, _ := startChatAPI(t)
-	status, out, _ := call(t, ts, "GET", "/conversations/a.%3E/stream", "", "")
+	status, out, _ := call(t, ts, "GET", "/conversations/a.%3E/stream", "Bearer "+token, "")
 	assert.Equal(t, http.StatusBadRequest, status)
 	assert.Contains(t, out["error"], "conversation ID")
 }

@@ -79,7 +79,10 @@ func appendAt(t *testing.T, l *eventlog.Log, conv string, at time.Time, p events
 // getJSON decodes a GET answer into v and returns the status.
 func getJSON(t *testing.T, ts *httptest.Server, path string, v any) int {
 	t.Helper()
-	res, err := ts.Client().Get(ts.URL + path)
+	req, err := http.NewRequest("GET", ts.URL+path, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := ts.Client().Do(req)
 	require.NoError(t, err)
 	defer res.Body.Close()
 	assert.Equal(t, "application/json; charset=utf-8", res.Header.Get("Content-Type"), path)
@@ -140,7 +143,7 @@ func TestListConversations(t *testing.T) {
 	assert.Equal(t, []any{}, raw["conversations"], "an empty list is [], not null")
 
 	for _, bad := range []string{"0", "-1", "x", "10001"} {
-		status, out, _ := call(t, ts, "GET", "/conversations?limit="+bad, "", "")
+		status, out, _ := call(t, ts, "GET", "/conversations?limit="+bad, "Bearer "+token, "")
 		assert.Equal(t, http.StatusBadRequest, status, bad)
 		assert.Contains(t, out["error"], "use a number from 1 to 10000")
 	}
@@ -222,7 +225,7 @@ func TestTurnRoute(t *testing.T) {
 	}
 	for _, tc := range errs {
 		t.Run(tc.name, func(t *testing.T) {
-			status, out, _ := call(t, ts, "GET", tc.path, "", "")
+			status, out, _ := call(t, ts, "GET", tc.path, "Bearer "+token, "")
 			assert.Equal(t, tc.wantStatus, status)
 			assert.Contains(t, out["error"], tc.want)
 		})
@@ -274,7 +277,7 @@ func TestDiffRoute(t *testing.T) {
 	}
 	for _, tc := range errs {
 		t.Run(tc.name, func(t *testing.T) {
-			status, out, _ := call(t, ts, "GET", "/diff"+tc.query, "", "")
+			status, out, _ := call(t, ts, "GET", "/diff"+tc.query, "Bearer "+token, "")
 			assert.Equal(t, tc.wantStatus, status)
 			assert.Contains(t, out["error"], tc.want)
 		})

@@ -11,12 +11,17 @@
 //     message that says what was wrong and what to do.
 //   - A request body is at most Config.MaxBodyBytes (1 MiB): more gets 413.
 //     A body that is not the JSON the route expects gets 400.
-//   - Writes (any method but GET, HEAD and OPTIONS) need
-//     "Authorization: Bearer <token>" when a token is configured, else 401.
+//   - When a token is configured, every request but the console's pages
+//     (GET / and /ui/..., which hold no data) needs
+//     "Authorization: Bearer <token>", reads as well as writes, else 401:
+//     a conversation's Turn can hold whatever its variables read.
 //   - Browsers cannot be used against it from another site: a request whose
-//     Origin is not the server's own is refused (403), and without a token
-//     only requests addressed to localhost or an IP address are served, so a
-//     DNS-rebinding page cannot reach a local, token-less server either.
+//     Origin is not the server's own is refused (403); only requests
+//     addressed to localhost, an IP address or a name in
+//     Config.AllowedHosts are served, token or not, so a DNS-rebinding page
+//     (a hostile name resolving to this machine) reaches nothing; and a
+//     write that the browser marks as sent by another site (Sec-Fetch-Site
+//     cross-site or same-site) is refused.
 package httpapi
 
 import (
@@ -50,9 +55,15 @@ type Config struct {
 	// Templates is the template store (default templates.New(Log)).
 	Templates *templates.Store
 	// Token, when not empty, must be sent as "Authorization: Bearer
-	// <token>" with every write. Without one, writes are open to whoever
-	// can reach the address: keep such a server on localhost.
+	// <token>" with every request but the console's pages. Without one,
+	// the API is open to whoever can reach the address: keep such a server
+	// on localhost.
 	Token string
+	// AllowedHosts are the host names (without port) requests may be
+	// addressed to besides localhost and IP addresses: the names a proxy
+	// or a LAN uses for this server. Any other Host header is refused, as
+	// a DNS-rebinding page would send.
+	AllowedHosts []string
 	// Logger receives one line per write and per server error (default
 	// slog.Default()).
 	Logger *slog.Logger
@@ -72,6 +83,11 @@ func (c *Config) Validate() error {
 	}
 	if strings.TrimSpace(c.Token) != c.Token {
 		return errors.New("httpapi: the token starts or ends with white space; remove it")
+	}
+	for _, h := range c.AllowedHosts {
+		if h == "" || strings.ContainsAny(h, " \t/:@[]") {
+			return fmt.Errorf("httpapi: allowed host %q: give a host name without scheme, port or path, such as turnlog.example.com", h)
+		}
 	}
 	if c.Templates == nil {
 		c.Templates = templates.New(c.Log)
@@ -126,7 +142,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, msg)
 		return
 	}
-	if isWrite(r.Method) {
+	if !isConsolePage(r) {
 		if status, msg := s.authorize(r); status != 0 {
 			if status == http.StatusUnauthorized {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="turnlog"`)
@@ -146,6 +162,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
+// isConsolePage reports whether r asks for a page or an asset of the web
+// console: they hold no data (their scripts call the API, with the token),
+// so they load without the token, and the page can ask for it.
+func isConsolePage(r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	return r.URL.Path == "/" || strings.HasPrefix(r.URL.Path, "/ui/")
+}
+
 func isWrite(method string) bool {
 	switch method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
@@ -154,7 +180,7 @@ func isWrite(method string) bool {
 	return true
 }
 
-// authorize checks the bearer token of a write. The comparison is of
+// authorize checks the bearer token of a request. The comparison is of
 // SHA-256 digests in constant time, so neither the token's bytes nor its
 // length leak through timing.
 func (s *Server) authorize(r *http.Request) (int, string) {
@@ -164,7 +190,7 @@ func (s *Server) authorize(r *http.Request) (int, string) {
 	auth := r.Header.Get("Authorization")
 	scheme, token, found := strings.Cut(auth, " ")
 	if auth == "" || !found || !strings.EqualFold(scheme, "Bearer") {
-		return http.StatusUnauthorized, "this server requires a token for writes; send the header \"Authorization: Bearer <token>\" with the token turnlog serve was given (--token or TURNLOG_TOKEN)"
+		return http.StatusUnauthorized, "this server requires a token for everything but the console's pages; send the header \"Authorization: Bearer <token>\" with the token turnlog serve was given (--token or TURNLOG_TOKEN)"
 	}
 	got := sha256.Sum256([]byte(strings.TrimSpace(token)))
 	if subtle.ConstantTimeCompare(got[:], s.tokenHash[:]) != 1 {
@@ -182,10 +208,36 @@ func (s *Server) crossSite(r *http.Request) string {
 			return fmt.Sprintf("cross-origin request from %q refused; call the API from its own origin or from a non-browser client", origin)
 		}
 	}
-	if s.cfg.Token == "" && !localHost(r.Host) {
-		return fmt.Sprintf("host %q refused: without a token the API answers only requests to localhost or an IP address; use one, or start turnlog serve with --token", r.Host)
+	if !s.allowedHost(r.Host) {
+		return fmt.Sprintf("host %q refused: the API answers only requests addressed to localhost, an IP address or a name given to turnlog serve with --allowed-hosts (a page from another site that resolves its own name to this machine must not reach it)", r.Host)
+	}
+	if isWrite(r.Method) {
+		switch site := r.Header.Get("Sec-Fetch-Site"); site {
+		case "", "same-origin", "none":
+		default:
+			return fmt.Sprintf("write refused: the browser says a page of another site sent it (Sec-Fetch-Site: %s); change things from the console of this server, or from a non-browser client", site)
+		}
 	}
 	return ""
+}
+
+// allowedHost reports whether a request addressed to hostport (the Host
+// header) may be served.
+func (s *Server) allowedHost(hostport string) bool {
+	if localHost(hostport) {
+		return true
+	}
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(host, ".")
+	for _, allowed := range s.cfg.AllowedHosts {
+		if strings.EqualFold(host, strings.TrimSuffix(allowed, ".")) {
+			return true
+		}
+	}
+	return false
 }
 
 // localHost reports whether the Host header names localhost or an IP

@@ -60,7 +60,7 @@ func call(t *testing.T, ts *httptest.Server, method, path, auth, body string) (i
 
 func TestGetSystemPromptDefault(t *testing.T) {
 	ts, _ := startAPI(t, token)
-	status, body, _ := call(t, ts, "GET", "/system-prompt", "", "")
+	status, body, _ := call(t, ts, "GET", "/system-prompt", "Bearer "+token, "")
 	require.Equal(t, http.StatusOK, status)
 	assert.Equal(t, templates.Default, body["template"])
 	assert.Equal(t, true, body["default"])
@@ -75,7 +75,7 @@ func TestPutSystemPrompt(t *testing.T) {
 	require.Equal(t, http.StatusOK, status, "%v", body)
 	assert.Equal(t, map[string]any{"template": tmpl}, body, "it returns what it stored")
 
-	status, body, _ = call(t, ts, "GET", "/system-prompt", "", "")
+	status, body, _ = call(t, ts, "GET", "/system-prompt", "Bearer "+token, "")
 	require.Equal(t, http.StatusOK, status)
 	assert.Equal(t, map[string]any{"template": tmpl}, body, "no longer the default")
 	stored, err := store.Template(context.Background())
@@ -150,7 +150,10 @@ func TestPutSystemPromptBadBodies(t *testing.T) {
 
 func TestGetVariables(t *testing.T) {
 	ts, _ := startAPI(t, token)
-	res, err := ts.Client().Get(ts.URL + "/system-prompt/variables")
+	req, err := http.NewRequest("GET", ts.URL+"/system-prompt/variables", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := ts.Client().Do(req)
 	require.NoError(t, err)
 	defer res.Body.Close()
 	require.Equal(t, http.StatusOK, res.StatusCode)
@@ -160,7 +163,7 @@ func TestGetVariables(t *testing.T) {
 	require.NoError(t, json.NewDecoder(res.Body).Decode(&body))
 	assert.Equal(t, template.Catalog(), body.Variables)
 
-	status, raw, _ := call(t, ts, "GET", "/system-prompt/variables", "", "")
+	status, raw, _ := call(t, ts, "GET", "/system-prompt/variables", "Bearer "+token, "")
 	require.Equal(t, http.StatusOK, status)
 	first := raw["variables"].([]any)[0].(map[string]any)
 	assert.Equal(t, map[string]any{"name": "system:time", "description": first["description"], "dynamic": false}, first)
@@ -204,7 +207,7 @@ func TestUnknownRoutesAndMethodsAnswerJSON(t *testing.T) {
 	assert.Contains(t, body["error"], "GET")
 	assert.Contains(t, h.Get("Allow"), "PUT")
 
-	status, body, _ = call(t, ts, "GET", "/nope", "", "")
+	status, body, _ = call(t, ts, "GET", "/nope", "Bearer "+token, "")
 	assert.Equal(t, http.StatusNotFound, status)
 	assert.Contains(t, body["error"], "no such route")
 }
@@ -239,7 +242,7 @@ func TestBrowserAttacksRefused(t *testing.T) {
 
 	status, body = do("GET", "evil.example:8080", "", "")
 	assert.Equal(t, http.StatusForbidden, status, "DNS rebinding: a foreign name for a token-less local server")
-	assert.Contains(t, body["error"], "--token")
+	assert.Contains(t, body["error"], "--allowed-hosts")
 
 	status, _ = do("GET", "localhost:8080", "http://localhost:8080", "")
 	assert.Equal(t, http.StatusOK, status, "the server's own origin")

@@ -362,8 +362,13 @@ func TestE2ETimelineShowsTheActivePrompt(t *testing.T) {
 	c.ask("e2e-timeline", "count the words in one two three") // two model calls
 	c.ask("e2e-timeline", "hello again")                      // one more
 
-	// The list, newest first, searched by ID; a row leads to the timeline.
+	// Reads need the token too: the first page asks for it, once.
 	c.open("/ui/")
+	c.waitFor("the token dialog", `document.getElementById("token-dialog").open`)
+	assert.Zero(t, eval[int](c, `document.querySelectorAll("#conversation-list tbody tr[data-id]").length`), "nothing is shown before the token")
+	c.do(chromedp.SendKeys(chromedp.ID("token-input"), e2eToken), chromedp.Click(chromedp.ID("token-ok")))
+
+	// The list, newest first, searched by ID; a row leads to the timeline.
 	c.waitFor("the list", `document.getElementById("conversation-list").dataset.ready === "true"`)
 	rows := `[...document.querySelectorAll("#conversation-list tbody tr")].map(r => r.dataset.id)`
 	assert.Equal(t, []string{"e2e-timeline", "e2e-older"}, eval[[]string](c, rows))
@@ -377,6 +382,9 @@ func TestE2ETimelineShowsTheActivePrompt(t *testing.T) {
 	c.follow(chromedp.Click(chromedp.CSS(`#conversation-list a[href="/ui/conversations/e2e-timeline"]`)))
 	assert.Equal(t, "/ui/conversations/e2e-timeline", eval[string](c, `location.pathname`))
 	c.waitFor("the timeline", `document.getElementById("timeline").dataset.ready === "true"`)
+	assert.False(t, eval[bool](c, `document.getElementById("token-dialog").open`), "the token is asked for once per tab, not per page")
+	// The live stream (Server-Sent Events) carries the token too.
+	c.waitFor("the live stream", `document.getElementById("live-state").textContent === "live"`)
 	tl := c.api("GET", "/conversations/e2e-timeline/timeline", nil)
 	assert.Equal(t, len(tl["events"].([]any)), eval[int](c, `document.querySelectorAll("#timeline tbody tr").length`), "one row per event")
 	assert.Equal(t, 3, eval[int](c, `document.querySelectorAll("#timeline tr[data-type='inference.started']").length`))

@@ -6,8 +6,11 @@
 // The pages hold no data of their own: their scripts call the JSON API
 // that README.md documents for scripts (GET /conversations, the timeline,
 // turns, /diff, /system-prompt, chat messages and the SSE stream), so what
-// a browser shows is what a script gets. Writes carry the API's bearer
-// token, which a page asks for once and keeps in sessionStorage.
+// a browser shows is what a script gets. When the server has a token, every
+// call (reads, writes and the live stream, which is read with fetch since
+// EventSource cannot send it) carries the API's bearer token, which a page
+// asks for once and keeps in sessionStorage; the pages themselves hold no
+// data and load without it.
 //
 // Pages:
 //
@@ -40,8 +43,8 @@ var files embed.FS
 
 // Options configures the console.
 type Options struct {
-	// TokenRequired tells the pages that the API needs a bearer token for
-	// writes, so they ask for it before the first one instead of failing.
+	// TokenRequired tells the pages that the API needs a bearer token, so
+	// they ask for it before the first call instead of failing.
 	TokenRequired bool
 }
 

@@ -2,16 +2,24 @@ package worker_test
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/turnlog/turnlog/embedded"
+	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/internal/natstest"
+	"github.com/turnlog/turnlog/natsauth"
+	"github.com/turnlog/turnlog/profile"
+	"github.com/turnlog/turnlog/worker"
 )
 
 // natsCLI finds the nats CLI (.ci/run installs it with go install).
@@ -31,25 +39,34 @@ func natsCLI(t *testing.T) string {
 }
 
 // TestRequestFromTheNATSCLI: a chat request is plain JSON on a subject, so
-// the nats CLI (or any client in any language) can send one; the answer is
-// in the conversation's events.
+// the nats CLI (or any client in any language) can send one with the
+// client key, as README.md shows; the answer is in the conversation's
+// events. Without a key the server refuses the CLI.
 func TestRequestFromTheNATSCLI(t *testing.T) {
 	cli := natsCLI(t)
-	srv, err := embedded.Start(embedded.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0"})
+	srv := natstest.Start(t, natstest.WithAuth())
+	ctx := context.Background()
+	_, err := eventlog.Open(ctx, srv.Conn)
 	require.NoError(t, err)
-	t.Cleanup(srv.Shutdown)
-	tcpWorker(t, srv.ClientURL())
-	l := clientLog(t, srv.ClientURL())
+	wc := srv.ConnectAs(t, natsauth.Worker)
+	startWorkerOn(t, wc)
+	l, err := eventlog.Open(ctx, srv.ConnectAs(t, natsauth.Client), eventlog.ReadOnly())
+	require.NoError(t, err)
 
-	out, err := exec.Command(cli, "--server", srv.ClientURL(), "pub", "turnlog.chat.from-cli", `{"text": "hello from the nats CLI"}`).CombinedOutput()
+	out, err := exec.Command(cli, "--server", srv.ClientURL(), "pub", "turnlog.chat.from-cli", `{"text": "without a key"}`).CombinedOutput()
+	require.Error(t, err, "nats pub without a key must be refused: %s", out)
+	assert.Contains(t, strings.ToLower(string(out)), "authorization violation")
+
+	out, err = exec.Command(cli, "--server", srv.ClientURL(), "--nkey", srv.KeyFile(t, natsauth.Client),
+		"pub", "turnlog.chat.from-cli", `{"text": "hello from the nats CLI"}`).CombinedOutput()
 	require.NoError(t, err, "nats pub: %s", out)
 
 	var answer string
 	require.Eventually(t, func() bool {
-		tail, err := l.Last(context.Background(), "from-cli")
+		tail, err := l.Last(ctx, "from-cli")
 		return err == nil && tail.Closed()
 	}, 30*time.Second, 20*time.Millisecond)
-	for rec, err := range l.Events(context.Background(), "from-cli") {
+	for rec, err := range l.Events(ctx, "from-cli") {
 		require.NoError(t, err)
 		if p, ok := rec.Payload.(events.LLMTextAppended); ok {
 			answer = p.Text
@@ -57,4 +74,26 @@ func TestRequestFromTheNATSCLI(t *testing.T) {
 		assert.NotEqual(t, events.TypeRequestFailed, rec.Type)
 	}
 	assert.Equal(t, "You said: hello from the nats CLI", answer)
+
+	// The client key may not write events, whatever the tool.
+	out, err = exec.Command(cli, "--server", srv.ClientURL(), "--nkey", srv.KeyFile(t, natsauth.Client),
+		"pub", "turnlog.events.from-cli", "garbage").CombinedOutput()
+	assert.Contains(t, string(out), "Permissions Violation", "nats pub to an events subject with the client key: %v %s", err, out)
+}
+
+// startWorkerOn runs a worker with the default profiles on nc until the
+// test ends.
+func startWorkerOn(t *testing.T, nc *nats.Conn) {
+	t.Helper()
+	l, err := eventlog.Open(context.Background(), nc)
+	require.NoError(t, err)
+	profiles, err := profile.Load("")
+	require.NoError(t, err)
+	w, err := worker.New(worker.Config{Log: l, Conn: nc, Profiles: profiles, AckWait: 2 * time.Second, ShutdownGrace: time.Second,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = w.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
 }

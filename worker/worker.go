@@ -176,7 +176,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	})
 	defer nc.SetDisconnectErrHandler(prev)
 
-	ping, err := w.cfg.Conn.Subscribe(w.names.Prefix+".workers.ping", w.pong)
+	ping, err := w.cfg.Conn.Subscribe(w.names.WorkersPing(), w.pong)
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}

@@ -129,6 +129,9 @@ directory of the template variables (prompt:cwd, git:, file:AGENTS.md).
 			return c.interactive(ctx, conv, cmd.InOrStdin())
 		},
 	}
+	// chat's --data is the request's data (issue 17), so the data
+	// directory whose admin key chat uses comes from TURNLOG_DATA.
+	nf.noDataFlag = true
 	nf.register(cmd.Flags())
 	cmd.Flags().StringVarP(&message, "message", "m", "", "send one message, print the answer, exit")
 	cmd.Flags().StringVar(&profile, "profile", "", "profile to answer with (default: the workers' default)")

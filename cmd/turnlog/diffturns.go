@@ -107,7 +107,7 @@ func (ld *turnLoader) load(ctx context.Context, arg string) (*projector.Turn, er
 		n = v
 	}
 	if ld.log == nil {
-		nc, l, err := ld.nf.connect(ctx)
+		nc, l, err := ld.nf.connect(ctx, eventlog.ReadOnly())
 		if err != nil {
 			return nil, err
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/replay"
 )
 
@@ -41,7 +42,7 @@ matching conversation.`,
 				return fmt.Errorf("--limit %d: use 1 or more", limit)
 			}
 			ctx := cmd.Context()
-			nc, l, err := nf.connect(ctx)
+			nc, l, err := nf.connect(ctx, eventlog.ReadOnly())
 			if err != nil {
 				return err
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/profile"
 	"github.com/turnlog/turnlog/replay"
 	"github.com/turnlog/turnlog/templates"
@@ -63,7 +64,7 @@ Exit codes: 0 ok, 1 --verify mismatch or --rerun difference, 2 error.`,
 				return err
 			}
 			ctx := cmd.Context()
-			nc, l, err := nf.connect(ctx)
+			nc, l, err := nf.connect(ctx, eventlog.ReadOnly())
 			if err != nil {
 				return err
 			}

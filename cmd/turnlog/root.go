@@ -17,8 +17,11 @@ Start everything on this machine with an embedded NATS server:
 
   turnlog serve
 
-Every client command takes --nats-url (and credentials) so it works the same
-against serve or an external NATS server or cluster.
+Every client command takes --nats-url and a credential (--creds, --nkey,
+--context, or the NATS_URL / NATS_CREDS variables of the NATS tools) so it
+works the same against serve or an external NATS server or cluster. Without
+one, a command uses the admin key that serve keeps in its data directory
+(./.turnlog/auth/admin.nk, or under TURNLOG_DATA).
 
 A first tour (see README.md): turnlog chat -m hello demo, turnlog ls,
 turnlog replay demo, turnlog replay --verify demo.
@@ -32,6 +35,7 @@ script; each one's --help says how to load it, e.g. for bash:
 	for _, c := range commands {
 		root.AddCommand(c())
 	}
+	reportRefusals(root)
 	return root
 }
 

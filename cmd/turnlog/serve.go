@@ -3,17 +3,20 @@ package main
 import (
 	"context"
 	"errors"
-
 	"fmt"
-	"github.com/nats-io/nats.go"
+	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 	"github.com/turnlog/turnlog/embedded"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/httpapi"
+	"github.com/turnlog/turnlog/natsauth"
 	"github.com/turnlog/turnlog/profile"
 )
 
@@ -29,6 +32,8 @@ func newServeCmd() *cobra.Command {
 		wf      workerFlags
 		httpAt  string
 		token   string
+		hosts   []string
+		noAuth  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -40,6 +45,15 @@ a profile configures a provider. It listens for NATS clients, so every other
 turnlog command (and any NATS client) can use it:
 
   turnlog chat -m "hello"
+
+Authentication: the NATS server refuses any connection without a key. On
+first start serve writes one key per role to <data>/auth/ (admin.nk,
+client.nk, worker.nk; readable by their owner only): turnlog commands run
+where the data directory is (or with TURNLOG_DATA) use admin.nk without any
+flag; give client.nk to whoever may only chat and read, worker.nk to remote
+workers; nats --nkey FILE uses them too. --no-auth turns authentication
+off: then anyone who can reach --listen can read, write and erase every
+conversation.
 
 Durability: by default JetStream fsyncs on an interval: a crash of the
 process loses nothing, a power loss can lose the writes of the last interval.
@@ -53,12 +67,24 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			srv, err := embedded.Start(embedded.Config{DataDir: data, Listen: listen, Sync: sync})
+			out := cmd.OutOrStdout()
+			cfg := embedded.Config{DataDir: data, Listen: listen, Sync: sync}
+			var adminKey, workerKey nats.Option
+			if noAuth {
+				fmt.Fprintf(cmd.ErrOrStderr(), "turnlog: WARNING: NATS authentication is off (--no-auth): anyone who can reach %s can read, write and erase every conversation\n", listen)
+			} else {
+				keys, err := serveKeys(data, prefix, out)
+				if err != nil {
+					return err
+				}
+				cfg.Users, adminKey, workerKey = keys.users, keys.admin, keys.worker
+			}
+			srv, err := embedded.Start(cfg)
 			if err != nil {
 				return err
 			}
 			defer srv.Shutdown()
-			nc, err := srv.Connect()
+			nc, err := srv.Connect(withKey(adminKey)...)
 			if err != nil {
 				return err
 			}
@@ -72,14 +98,13 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "turnlog: NATS with JetStream listening on %s (data in %s, sync %s)\n", srv.ClientURL(), data, syncName(sync))
+			fmt.Fprintf(out, "turnlog: NATS with JetStream listening on %s (data in %s, sync %s, %s)\n", srv.ClientURL(), data, syncName(sync), authName(noAuth))
 			if httpAt != "" {
 				profiles, err := profile.Load(wf.profiles)
 				if err != nil {
 					return err
 				}
-				api, err := httpapi.New(httpapi.Config{Log: l, Token: token, Logger: logger, Profiles: profiles})
+				api, err := httpapi.New(httpapi.Config{Log: l, Token: token, AllowedHosts: hosts, Logger: logger, Profiles: profiles})
 				if err != nil {
 					return err
 				}
@@ -92,7 +117,9 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 			}
 			done := make(chan error, 1)
 			go func() {
-				done <- runWorkers(ctx, &wf, workers, func() (*nats.Conn, error) { return srv.Connect() }, logOpts, logger)
+				done <- runWorkers(ctx, &wf, workers, func() (*nats.Conn, error) {
+					return srv.Connect(append(withKey(workerKey), refusalLogger(logger))...)
+				}, logOpts, logger)
 			}()
 			fmt.Fprintf(out, "turnlog: %d workers ready; try: %s (Ctrl-C to stop)\n", workers, chatHint(srv.ClientURL(), cmd.Flags().Changed("listen") || os.Getenv("TURNLOG_LISTEN") != ""))
 			err = <-done
@@ -108,8 +135,10 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 	fs.StringVar(&listen, "listen", envOr("TURNLOG_LISTEN", "127.0.0.1:4222"), "HOST:PORT for NATS clients (env TURNLOG_LISTEN)")
 	fs.StringVar(&sync, "sync", envOr("TURNLOG_SYNC", embedded.SyncInterval), "fsync policy: interval or always (env TURNLOG_SYNC)")
 	fs.StringVar(&httpAt, "http", envOr("TURNLOG_HTTP", "127.0.0.1:8080"), "HOST:PORT of the HTTP API and web console ('' turns it off; env TURNLOG_HTTP)")
-	fs.StringVar(&token, "token", os.Getenv("TURNLOG_TOKEN"), "bearer token required for writes to the HTTP API (env TURNLOG_TOKEN; keep a token-less server on localhost)")
+	fs.StringVar(&token, "token", os.Getenv("TURNLOG_TOKEN"), "bearer token required by every HTTP API request, reads too (the console asks for it once; env TURNLOG_TOKEN; keep a token-less server on localhost)")
+	fs.StringSliceVar(&hosts, "allowed-hosts", splitList(os.Getenv("TURNLOG_HTTP_ALLOWED_HOSTS")), "host names the HTTP API may be addressed by besides localhost and IP addresses, comma-separated (a proxy's or the LAN's name for this machine; env TURNLOG_HTTP_ALLOWED_HOSTS)")
 	fs.IntVar(&workers, "workers", 2, "workers to run in this process (0: none, NATS only)")
+	fs.BoolVar(&noAuth, "no-auth", false, "run NATS without authentication (anyone who reaches --listen may do anything); default: keys per role in <data>/auth/")
 	wf.register(fs, "")
 	fs.StringVar(&prefix, "prefix", envOr("TURNLOG_PREFIX", eventlog.DefaultPrefix), "subject prefix and stream name stem (env TURNLOG_PREFIX)")
 	return cmd
@@ -120,6 +149,64 @@ func syncName(s string) string {
 		return embedded.SyncInterval
 	}
 	return s
+}
+
+func authName(noAuth bool) string {
+	if noAuth {
+		return "NO authentication"
+	}
+	return "authentication on"
+}
+
+// serveAuth is what serve needs to run NATS with authentication: the
+// server's users and the keys serve's own connections use.
+type serveAuth struct {
+	users         []*server.NkeyUser
+	admin, worker nats.Option
+}
+
+// serveKeys makes sure <data>/auth holds a key per role, says so when it
+// created them, and loads them.
+func serveKeys(data, prefix string, out io.Writer) (*serveAuth, error) {
+	dir := natsauth.Dir(data)
+	created, err := natsauth.Ensure(dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(created) > 0 {
+		files := make([]string, len(created))
+		for i, r := range created {
+			files[i] = string(r) + ".nk"
+		}
+		fmt.Fprintf(out, "turnlog: created NATS keys in %s (%s): turnlog commands run here use admin.nk; see README, \"Security\"\n", dir, strings.Join(files, ", "))
+	}
+	a := &serveAuth{}
+	if a.users, err = natsauth.Users(dir, eventlog.NamesFor(prefix)); err != nil {
+		return nil, err
+	}
+	if a.admin, err = nats.NkeyOptionFromSeed(natsauth.KeyFile(dir, natsauth.Admin)); err != nil {
+		return nil, fmt.Errorf("admin key: %w", err)
+	}
+	if a.worker, err = nats.NkeyOptionFromSeed(natsauth.KeyFile(dir, natsauth.Worker)); err != nil {
+		return nil, fmt.Errorf("worker key: %w", err)
+	}
+	return a, nil
+}
+
+// withKey is the options of an in-process connection: the key, if any.
+func withKey(key nats.Option) []nats.Option {
+	if key == nil {
+		return nil
+	}
+	return []nats.Option{key}
+}
+
+// splitList splits a comma-separated environment value ("" is none).
+func splitList(v string) []string {
+	if v == "" {
+		return nil
+	}
+	return strings.Split(v, ",")
 }
 
 // chatHint is the command the banner suggests: it names the server's URL

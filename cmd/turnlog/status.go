@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
+	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/worker"
 )
 
@@ -24,7 +25,7 @@ func newStatusCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			nc, l, err := nf.connect(ctx)
+			nc, l, err := nf.connect(ctx, eventlog.ReadOnly())
 			if err != nil {
 				return err
 			}
@@ -68,7 +69,7 @@ func newStatusCmd() *cobra.Command {
 				return err
 			}
 			defer sub.Unsubscribe()
-			if err := nc.PublishRequest(names.Prefix+".workers.ping", inbox, nil); err != nil {
+			if err := nc.PublishRequest(names.WorkersPing(), inbox, nil); err != nil {
 				return err
 			}
 			for {

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/middlewares/template"
 	"github.com/turnlog/turnlog/projector"
 	"github.com/turnlog/turnlog/templates"
@@ -47,7 +48,7 @@ func newTemplateGetCmd() *cobra.Command {
 		Short: "Print the global template exactly as stored (the built-in default when none is set)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			nc, l, err := nf.connect(cmd.Context())
+			nc, l, err := nf.connect(cmd.Context(), eventlog.ReadOnly())
 			if err != nil {
 				return err
 			}
@@ -181,7 +182,7 @@ Nothing is printed when the template means "no system prompt".`,
 				}
 				src = string(b)
 			} else {
-				nc, l, err := nf.connect(cmd.Context())
+				nc, l, err := nf.connect(cmd.Context(), eventlog.ReadOnly())
 				if err != nil {
 					return err
 				}

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/natsauth"
 	"github.com/turnlog/turnlog/profile"
 	"github.com/turnlog/turnlog/worker"
 )
@@ -57,6 +58,23 @@ func (f *workerFlags) logOptions() []eventlog.Option {
 		opts = append(opts, eventlog.WithPartitions(f.partitions))
 	}
 	return opts
+}
+
+// refusalLogger reports what the NATS server refuses a long-running
+// process (a worker) as an ERROR: a person must give its credential the
+// permission or find who misuses it. The process goes on.
+func refusalLogger(logger *slog.Logger) nats.Option {
+	return nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+		if errors.Is(err, nats.ErrPermissionViolation) {
+			logger.Error("the NATS server refused a permission", "err", err)
+			return
+		}
+		subject := ""
+		if sub != nil {
+			subject = sub.Subject
+		}
+		logger.Warn("NATS", "err", err, "subject", subject)
+	})
 }
 
 // runWorkers runs n workers on their own connections from dial, serves
@@ -133,6 +151,11 @@ loses and duplicates nothing (the request is redelivered and resumes from the
 log). SIGTERM or Ctrl-C: finish the requests in hand (up to 30 s), hand back
 the rest, exit.
 
+It connects with the worker key of the data directory (./.turnlog/auth/worker.nk,
+or under --data / TURNLOG_DATA) unless --creds, --nkey, --context or
+TURNLOG_NATS_SEED names another credential: the worker role may consume
+requests, append events and write snapshots, not erase or set templates.
+
 Profiles (--profiles FILE) say how to answer; without a file:
 
 ` + profile.DefaultYAML + `
@@ -152,15 +175,7 @@ global prompt, an appended house style) to copy from.`,
 				return err
 			}
 			dial := func() (*nats.Conn, error) {
-				// The first connection is retried like later ones: a
-				// worker started before its servers waits for them
-				// (worker.OpenLog logs the wait).
-				nc, err := nats.Connect(nf.url, append(nf.options(), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond),
-					nats.RetryOnFailedConnect(true))...)
-				if err != nil {
-					return nil, fmt.Errorf("connect to NATS at %s: %w; start one with `turnlog serve` or pass --nats-url", nf.url, err)
-				}
-				return nc, nil
+				return nf.dial(nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond), nats.RetryOnFailedConnect(true), refusalLogger(logger))
 			}
 			err = runWorkers(ctx, &wf, n, dial, append(wf.logOptions(), eventlog.WithPrefix(nf.prefix)), logger)
 			if errors.Is(err, context.Canceled) {
@@ -169,7 +184,7 @@ global prompt, an appended house style) to copy from.`,
 			return err
 		},
 	}
-	nf.register(cmd.Flags())
+	nf.asRole(natsauth.Worker).register(cmd.Flags())
 	wf.register(cmd.Flags(), "127.0.0.1:9090")
 	cmd.Flags().IntVar(&n, "workers", 1, "workers in this process")
 	cmd.Flags().BoolVar(&examples, "example-profiles", false, "print example profiles (profile/examples.yaml) and exit")

@@ -1,6 +1,7 @@
 // The JSON API, as README.md documents it for scripts: the console calls
-// nothing else. Reads need no token; writes carry the bearer token, asked
-// for once per tab and kept in sessionStorage.
+// nothing else. When the server has a token, every call carries it (reads
+// too, and the live stream): it is asked for once per tab and kept in
+// sessionStorage.
 
 const tokenKey = 'turnlog.token';
 
@@ -30,11 +31,15 @@ export function showTokenState() {
   if (el) el.textContent = hasToken() ? 'set' : 'not set';
 }
 
-async function request(method, path, body, auth) {
-  const headers = { Accept: 'application/json' };
-  if (body !== undefined) headers['Content-Type'] = 'application/json';
-  const token = auth && sessionStorage.getItem(tokenKey);
+function authHeaders(headers) {
+  const token = sessionStorage.getItem(tokenKey);
   if (token) headers.Authorization = 'Bearer ' + token;
+  return headers;
+}
+
+async function request(method, path, body) {
+  const headers = authHeaders({ Accept: 'application/json' });
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
   let res;
   try {
     res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
@@ -53,25 +58,116 @@ async function request(method, path, body, auth) {
   return data;
 }
 
-/** GET a JSON route. */
-export function get(path) {
-  return request('GET', path);
-}
-
 /**
- * A write (PUT, POST, ...) with the token. A 401 forgets the token, asks
- * for it again with the server's reason, and retries once.
+ * Calls the API with the token. A 401 forgets the token, asks for it again
+ * with the server's reason, and retries once.
  */
-export async function write(method, path, body) {
+async function withToken(method, path, body) {
   if (tokenRequired() && !hasToken()) await askToken();
   try {
-    return await request(method, path, body, true);
+    return await request(method, path, body);
   } catch (e) {
     if (!(e instanceof ApiError) || e.status !== 401) throw e;
     forgetToken();
     await askToken(e.message);
-    return request(method, path, body, true);
+    return request(method, path, body);
   }
+}
+
+/** GET a JSON route. */
+export function get(path) {
+  return withToken('GET', path);
+}
+
+/** A write (PUT, POST, ...). */
+export function write(method, path, body) {
+  return withToken(method, path, body);
+}
+
+/**
+ * Follows a Server-Sent Events route with the token, which EventSource
+ * cannot send: fetch reads the stream and parses it. The result works as
+ * an EventSource for what the console uses: addEventListener(type, fn)
+ * receives MessageEvents, onerror is called when the connection drops (a
+ * new one follows after a pause), close() stops. A token dialog cancelled
+ * by the user ends the stream with an 'end' event.
+ */
+export function eventStream(path) {
+  const target = new EventTarget();
+  const stream = {
+    onerror: null,
+    addEventListener: (type, fn) => target.addEventListener(type, fn),
+    close: () => {
+      stopped = true;
+      if (abort) abort.abort();
+    },
+  };
+  let stopped = false;
+  let abort = null;
+  const dispatch = (type, data) => target.dispatchEvent(new MessageEvent(type, { data }));
+  (async () => {
+    let retry = 2000;
+    while (!stopped) {
+      abort = new AbortController();
+      try {
+        if (tokenRequired() && !hasToken()) await askToken();
+        const res = await fetch(path, { headers: authHeaders({ Accept: 'text/event-stream' }), signal: abort.signal, cache: 'no-store' });
+        if (res.status === 401) {
+          let msg = 'the token is wrong';
+          try {
+            msg = (await res.json()).error || msg;
+          } catch {
+            // not JSON
+          }
+          forgetToken();
+          await askToken(msg);
+          continue;
+        }
+        if (!res.ok || !res.body) throw new Error(`${res.status} ${res.statusText}`);
+        const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buf = '';
+        let type = '';
+        let data = [];
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buf += value;
+          let nl;
+          while ((nl = buf.indexOf('\n')) >= 0) {
+            let line = buf.slice(0, nl);
+            buf = buf.slice(nl + 1);
+            if (line.endsWith('\r')) line = line.slice(0, -1);
+            if (line === '') {
+              if (data.length) dispatch(type || 'message', data.join('\n'));
+              type = '';
+              data = [];
+              continue;
+            }
+            if (line.startsWith(':')) continue; // a comment (keep-alive)
+            const colon = line.indexOf(':');
+            const field = colon < 0 ? line : line.slice(0, colon);
+            let val = colon < 0 ? '' : line.slice(colon + 1);
+            if (val.startsWith(' ')) val = val.slice(1);
+            if (field === 'event') type = val;
+            else if (field === 'data') data.push(val);
+            else if (field === 'retry' && /^\d+$/.test(val)) retry = Number(val);
+          }
+        }
+      } catch (e) {
+        if (stopped) return;
+        if (e instanceof ApiError && e.status === 401) {
+          // The user cancelled the token dialog: stop asking.
+          stopped = true;
+          dispatch('end', JSON.stringify({ error: e.message }));
+          return;
+        }
+      }
+      if (stopped) return;
+      if (stream.onerror) stream.onerror();
+      await new Promise((r) => setTimeout(r, retry));
+    }
+  })();
+  return stream;
 }
 
 let asking = null;

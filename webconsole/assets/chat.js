@@ -2,7 +2,7 @@
 // Events) shows the answer as the model writes it ("delta") and the log's
 // events ("event") until request.completed or request.failed.
 
-import { get, write, enc, ApiError } from './api.js';
+import { get, write, enc, ApiError, eventStream } from './api.js';
 import { h, showError, blockText } from './dom.js';
 
 const $ = (id) => document.getElementById(id);
@@ -71,7 +71,7 @@ function blockBubble(b) {
 
 function connect() {
   const state = $('stream-state');
-  const es = new EventSource(`/conversations/${enc(conv)}/stream`);
+  const es = eventStream(`/conversations/${enc(conv)}/stream`);
   es.addEventListener('ready', () => {
     // From here on nothing is missed: sending is safe.
     state.textContent = 'live';

@@ -3,7 +3,7 @@
 // the input Turn of a model call on click, and the diff of two picked
 // points. It reloads when a request of the conversation ends (stream).
 
-import { get, enc } from './api.js';
+import { get, enc, eventStream } from './api.js';
 import { h, when, short, blockText, eventKind, debounce } from './dom.js';
 import { showDiff } from './diffview.js';
 
@@ -46,7 +46,7 @@ async function load() {
 function follow() {
   const live = $('live-state');
   const reload = debounce(load, 300);
-  const es = new EventSource(`/conversations/${enc(conv)}/stream`);
+  const es = eventStream(`/conversations/${enc(conv)}/stream`);
   let reconnect = false;
   es.addEventListener('ready', () => {
     live.textContent = 'live';

@@ -1,0 +1,124 @@
+package natsauth
+
+import (
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/turnlog/turnlog/eventlog"
+)
+
+// Grant is one subject a role may publish or subscribe to, with the reason
+// it needs it: the reasons are what `turnlog auth conf` prints beside each
+// subject, so an operator can review the configuration line by line.
+type Grant struct {
+	Subject string
+	Why     string
+}
+
+// Spec is what one role may do: the subjects it may publish to and
+// subscribe to, and whether it may answer requests it received (workers
+// answer the status ping) without a right to publish to inboxes at large.
+type Spec struct {
+	Role      Role
+	Publish   []Grant
+	Subscribe []Grant
+	Responses bool
+}
+
+// SpecFor returns role r's permissions for the installation named by n.
+// Everything not listed is refused by the server. A role that may not
+// publish to _INBOX.> cannot forge another client's replies (a JetStream
+// acknowledgement, a direct get): replies come only from the server, or, for
+// a worker, to the requests it was sent.
+func SpecFor(r Role, n eventlog.Names) Spec {
+	s := Spec{Role: r}
+	if r == Admin {
+		s.Publish = []Grant{{">", "everything: provisioning, templates, import, fork, erase, repair"}}
+		s.Subscribe = []Grant{{">", "everything"}}
+		return s
+	}
+	ev := n.EventsStream
+	rq := n.RequestsStream
+	snapKV := "KV_" + n.SnapshotsBucket
+	snapObj := "OBJ_" + n.SnapshotObjectsBucket
+	tplKV := "KV_" + n.TemplatesBucket
+	api := func(op, stream string) string { return "$JS.API." + op + "." + stream }
+	pub := func(subject, why string) { s.Publish = append(s.Publish, Grant{subject, why}) }
+	sub := func(subject, why string) { s.Subscribe = append(s.Subscribe, Grant{subject, why}) }
+
+	// Opening the log looks up its streams and buckets.
+	for _, st := range []string{ev, rq, snapKV, snapObj, tplKV} {
+		pub(api("STREAM.INFO", st), "open the log: look up "+st)
+	}
+	// Reading a conversation: direct gets by sequence and by subject (the
+	// stream has AllowDirect), or a plain message get on a stream without.
+	pub(api("DIRECT.GET", ev), "read events (batched direct get)")
+	pub(api("DIRECT.GET", ev)+".>", "read a conversation's last message")
+	pub(api("STREAM.MSG.GET", ev), "read events from a stream without direct gets")
+	// Snapshots: a large one is an object, read through an ordered push
+	// consumer with flow control.
+	pub(api("DIRECT.GET", snapKV)+".>", "read snapshots")
+	pub(api("STREAM.MSG.GET", snapKV), "read snapshots from a bucket without direct gets")
+	pub(api("DIRECT.GET", snapObj)+".>", "read a large snapshot's description")
+	pub(api("STREAM.MSG.GET", snapObj), "read a large snapshot's description without direct gets")
+	pub(api("CONSUMER.CREATE", snapObj)+".>", "read a large snapshot's chunks")
+	pub(api("CONSUMER.DELETE", snapObj)+".>", "end reading a large snapshot's chunks")
+	pub("$JS.FC."+snapObj+".>", "flow control while reading a large snapshot")
+	pub("$JS.FC.*.*."+snapObj+".>", "flow control while reading a large snapshot (v2 subjects)")
+	// Templates: workers render them, clients show them.
+	pub(api("DIRECT.GET", tplKV)+".>", "read system prompt templates")
+	pub(api("STREAM.MSG.GET", tplKV), "read templates from a bucket without direct gets")
+	sub("_INBOX.>", "replies to its own requests (JetStream API, acks, direct gets)")
+
+	switch r {
+	case Client:
+		pub(n.ChatWildcard(), "send chat requests")
+		pub(api("CONSUMER.CREATE", ev)+".>", "follow a conversation live (ordered consumer)")
+		pub(api("CONSUMER.DELETE", ev)+".>", "stop following a conversation")
+		pub(api("CONSUMER.INFO", ev)+".>", "follow a conversation live (ordered consumer)")
+		pub(api("CONSUMER.MSG.NEXT", ev)+".>", "follow a conversation live (ordered consumer)")
+		pub(api("CONSUMER.INFO", rq)+".>", "status: requests in progress")
+		pub(n.WorkersPing(), "status: ask the workers who they are")
+		sub(n.Prefix+".delta.>", "stream an answer as it is written")
+	case Worker:
+		for _, st := range []string{ev, rq, snapKV, snapObj, tplKV} {
+			pub(api("STREAM.CREATE", st), "create "+st+" on a fresh cluster (an existing stream cannot be changed this way)")
+		}
+		pub("$JS.API.INFO", "create a bucket on a fresh cluster (nats.go checks the account first)")
+		pub(api("CONSUMER.CREATE", rq)+".>", "the partition consumers of chat requests")
+		pub(api("CONSUMER.DURABLE.CREATE", rq)+".>", "the partition consumers of chat requests (older servers)")
+		pub(api("CONSUMER.INFO", rq)+".>", "the partition consumers of chat requests")
+		pub(api("CONSUMER.MSG.NEXT", rq)+".>", "pull chat requests")
+		pub("$JS.ACK."+rq+".>", "acknowledge chat requests")
+		pub("$JS.ACK.*.*."+rq+".>", "acknowledge chat requests (v2 subjects)")
+		pub(n.EventsWildcard(), "append events")
+		pub(n.Prefix+".delta.>", "stream answers as they are written")
+		pub("$KV."+n.SnapshotsBucket+".>", "write and drop snapshots (a cache)")
+		pub("$O."+n.SnapshotObjectsBucket+".>", "write and drop large snapshots (a cache)")
+		pub(api("STREAM.PURGE", snapObj), "drop a replaced large snapshot's chunks")
+		pub(api("CONSUMER.MSG.NEXT", snapObj)+".>", "read a large snapshot's chunks")
+		sub(n.WorkersPing(), "answer the status ping")
+		s.Responses = true
+	}
+	return s
+}
+
+// Permissions returns role r's permissions as nats-server takes them, for
+// the installation named by n.
+func Permissions(r Role, n eventlog.Names) *server.Permissions {
+	s := SpecFor(r, n)
+	p := &server.Permissions{
+		Publish:   &server.SubjectPermission{Allow: subjects(s.Publish)},
+		Subscribe: &server.SubjectPermission{Allow: subjects(s.Subscribe)},
+	}
+	if s.Responses {
+		p.Response = &server.ResponsePermission{MaxMsgs: 1, Expires: server.DEFAULT_ALLOW_RESPONSE_EXPIRATION}
+	}
+	return p
+}
+
+func subjects(gs []Grant) []string {
+	out := make([]string, len(gs))
+	for i, g := range gs {
+		out[i] = g.Subject
+	}
+	return out
+}

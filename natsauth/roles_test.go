@@ -1,0 +1,441 @@
+package natsauth_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
+	"github.com/oklog/ulid/v2"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/internal/natstest"
+	"github.com/turnlog/turnlog/natsauth"
+	"github.com/turnlog/turnlog/profile"
+	"github.com/turnlog/turnlog/templates"
+	"github.com/turnlog/turnlog/worker"
+)
+
+// roleConn is a connection as one role that records every permission
+// violation the server reports on it.
+type roleConn struct {
+	nc      *nats.Conn
+	refused chan error
+}
+
+func connectAs(t *testing.T, srv *natstest.Server, r natsauth.Role) *roleConn {
+	t.Helper()
+	c := &roleConn{refused: make(chan error, 64)}
+	c.nc = srv.ConnectAs(t, r, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		if errors.Is(err, nats.ErrPermissionViolation) {
+			select {
+			case c.refused <- err:
+			default:
+			}
+		}
+	}))
+	return c
+}
+
+// open opens the log on c's connection (read-only for a client, as its
+// commands do).
+func (c *roleConn) open(t *testing.T, opts ...eventlog.Option) *eventlog.Log {
+	t.Helper()
+	l, err := eventlog.Open(context.Background(), c.nc, append([]eventlog.Option{eventlog.WithLogger(quiet)}, opts...)...)
+	require.NoError(t, err)
+	return l
+}
+
+// expectRefused runs op and checks that the server refused it with a
+// permission violation naming subject: the refusal comes from the server,
+// not from turnlog's code. op's context is cancelled once the refusal
+// arrives, since a refused request gets no reply.
+func (c *roleConn) expectRefused(t *testing.T, subject string, op func(ctx context.Context) error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- op(ctx) }()
+	for {
+		select {
+		case err := <-c.refused:
+			if !strings.Contains(err.Error(), subject) {
+				t.Logf("another refusal on the way: %v", err)
+				continue
+			}
+			cancel()
+			if opErr := <-done; opErr == nil {
+				t.Errorf("the server refused %s, yet the operation reported success", subject)
+			}
+			return
+		case err := <-done:
+			if err == nil {
+				t.Fatalf("%s was not refused: the operation succeeded", subject)
+			}
+			select {
+			case v := <-c.refused:
+				require.Contains(t, v.Error(), subject, "the refusal names another subject")
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s failed with %v but the server reported no permission violation", subject, err)
+			}
+			return
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s: neither refused nor done after 20s", subject)
+		}
+	}
+}
+
+// assertNoRefusal checks that nothing c did was refused.
+func (c *roleConn) assertNoRefusal(t *testing.T) {
+	t.Helper()
+	require.NoError(t, c.nc.Flush())
+	select {
+	case err := <-c.refused:
+		t.Errorf("a permitted action was refused: %v", err)
+	default:
+	}
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func userEvent(conv, cause string, step int, text string) events.Event {
+	return events.New(conv, cause, step, "test", events.UserAppended{BlockID: ulid.Make().String(), Text: text})
+}
+
+func startWorker(t *testing.T, l *eventlog.Log, nc *nats.Conn) {
+	t.Helper()
+	profiles, err := profile.Load("")
+	require.NoError(t, err)
+	w, err := worker.New(worker.Config{Log: l, Conn: nc, Profiles: profiles, AckWait: 2 * time.Second, ShutdownGrace: time.Second, Logger: quiet})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = w.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func TestNoCredentialIsRefused(t *testing.T) {
+	srv := natstest.Start(t, natstest.WithAuth())
+
+	_, err := nats.Connect(srv.ClientURL())
+	assert.ErrorIs(t, err, nats.ErrAuthorization, "a connection without a key must be refused")
+
+	stranger, err := nkeys.CreateUser()
+	require.NoError(t, err)
+	pub, err := stranger.PublicKey()
+	require.NoError(t, err)
+	_, err = nats.Connect(srv.ClientURL(), nats.Nkey(pub, stranger.Sign))
+	assert.ErrorIs(t, err, nats.ErrAuthorization, "a key the server does not know must be refused")
+
+	_, err = nats.Connect(srv.ClientURL(), nats.UserInfo("admin", ""))
+	assert.ErrorIs(t, err, nats.ErrAuthorization, "a role name is not a credential")
+}
+
+// TestRolesEndToEnd: a client sends a chat request, a worker answers it,
+// each with nothing but its role's permissions, and neither is refused
+// anything along the way (the admin only provisions).
+func TestRolesEndToEnd(t *testing.T) {
+	srv := natstest.Start(t, natstest.WithAuth())
+	ctx := context.Background()
+	_, err := eventlog.Open(ctx, srv.Conn, eventlog.WithLogger(quiet))
+	require.NoError(t, err)
+
+	wc := connectAs(t, srv, natsauth.Worker)
+	startWorker(t, wc.open(t), wc.nc)
+	cc := connectAs(t, srv, natsauth.Client)
+	cl := cc.open(t, eventlog.ReadOnly())
+
+	deltas := make(chan *nats.Msg, 256)
+	sub, err := cc.nc.ChanSubscribe(cl.Names().DeltaSubject("e2e"), deltas)
+	require.NoError(t, err)
+	defer sub.Unsubscribe()
+
+	for i, text := range []string{"hello", "again"} {
+		turn, err := cl.Load(ctx, "e2e")
+		require.NoError(t, err)
+		req, err := worker.Send(ctx, cl, worker.Request{Conversation: "e2e", Text: text})
+		require.NoError(t, err)
+		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		res, err := worker.Await(actx, cl, "e2e", req.RequestID, turn.Seq, turn.Events)
+		cancel()
+		require.NoError(t, err, "request %d", i)
+		assert.Equal(t, "You said: "+text, res.Answer)
+	}
+	select {
+	case <-deltas:
+	case <-time.After(10 * time.Second):
+		t.Error("the client received no delta")
+	}
+
+	// The client reads templates and asks the workers for their status.
+	_, err = templates.New(cl).Global(ctx)
+	require.NoError(t, err)
+	inbox := cc.nc.NewInbox()
+	pongs, err := cc.nc.SubscribeSync(inbox)
+	require.NoError(t, err)
+	require.NoError(t, cc.nc.PublishRequest(cl.Names().WorkersPing(), inbox, nil))
+	_, err = pongs.NextMsg(10 * time.Second)
+	assert.NoError(t, err, "the worker answers the client's status ping")
+
+	cc.assertNoRefusal(t)
+	wc.assertNoRefusal(t)
+}
+
+func TestClientRole(t *testing.T) {
+	srv := natstest.Start(t, natstest.WithAuth())
+	ctx := context.Background()
+	admin, err := eventlog.Open(ctx, srv.Conn, eventlog.WithLogger(quiet), eventlog.WithSnapshotEvery(2))
+	require.NoError(t, err)
+	seq, err := admin.Append(ctx, "c1", 0, userEvent("c1", "r1", 0, "one"))
+	require.NoError(t, err)
+	seq, err = admin.Append(ctx, "c1", seq, userEvent("c1", "r1", 1, "two"))
+	require.NoError(t, err)
+	_, err = admin.Load(ctx, "c1") // writes a snapshot (every 2 events)
+	require.NoError(t, err)
+	_, err = admin.Append(ctx, "c1", seq, userEvent("c1", "r1", 2, "three"))
+	require.NoError(t, err)
+
+	cc := connectAs(t, srv, natsauth.Client)
+	cl := cc.open(t, eventlog.ReadOnly(), eventlog.WithSnapshotEvery(1))
+
+	t.Run("permitted", func(t *testing.T) {
+		turn, err := cl.Load(ctx, "c1")
+		require.NoError(t, err)
+		assert.Equal(t, 3, turn.Events, "the snapshot and the tail after it")
+		n := 0
+		for _, err := range cl.Events(ctx, "c1") {
+			require.NoError(t, err)
+			n++
+		}
+		assert.Equal(t, 3, n)
+		wctx, cancel := context.WithCancel(ctx)
+		for rec, err := range cl.Watch(wctx, "c1", 0, 0) {
+			require.NoError(t, err)
+			if rec.Pos == 3 {
+				cancel()
+			}
+		}
+		cancel()
+		_, err = worker.Send(ctx, cl, worker.Request{Conversation: "c2", Text: "hi"})
+		require.NoError(t, err, "a client sends chat requests")
+		cc.assertNoRefusal(t)
+	})
+
+	t.Run("refused", func(t *testing.T) {
+		events := cl.Names().EventsSubject("c1")
+		cc.expectRefused(t, `Publish to "`+events+`"`, func(ctx context.Context) error {
+			_, err := cl.JetStream().Publish(ctx, events, []byte("garbage"))
+			return err
+		})
+		cc.expectRefused(t, `Publish to "`+events+`"`, func(ctx context.Context) error {
+			_, err := cl.Append(ctx, "c1", 0, userEvent("c1", "forged", 0, "forged"))
+			return err
+		})
+		cc.expectRefused(t, "$JS.API.STREAM.PURGE", func(ctx context.Context) error {
+			_, err := cl.Erase(ctx, "c1")
+			return err
+		})
+		cc.expectRefused(t, "$KV."+cl.Names().TemplatesBucket, func(ctx context.Context) error {
+			_, err := templates.New(cl).SetGlobal(ctx, "You obey [file:/etc/passwd]")
+			return err
+		})
+		cc.expectRefused(t, "$KV."+cl.Names().SnapshotsBucket, func(ctx context.Context) error {
+			kv, err := cl.JetStream().KeyValue(ctx, cl.Names().SnapshotsBucket)
+			if err != nil {
+				return err
+			}
+			_, err = kv.Put(ctx, "c1", []byte("forged snapshot"))
+			return err
+		})
+		cc.expectRefused(t, "$JS.API.STREAM.DELETE", func(ctx context.Context) error {
+			return cl.JetStream().DeleteStream(ctx, cl.Names().EventsStream)
+		})
+		cc.expectRefused(t, "$JS.API.STREAM.UPDATE", func(ctx context.Context) error {
+			s, err := cl.JetStream().Stream(ctx, cl.Names().EventsStream)
+			if err != nil {
+				return err
+			}
+			cfg := s.CachedInfo().Config
+			cfg.MaxMsgs = 1
+			_, err = cl.JetStream().UpdateStream(ctx, cfg)
+			return err
+		})
+		cc.expectRefused(t, `Publish to "_INBOX.forged"`, func(ctx context.Context) error {
+			if err := cc.nc.Publish("_INBOX.forged", []byte(`{"stream":"x","seq":1}`)); err != nil {
+				return err
+			}
+			<-ctx.Done()
+			return ctx.Err()
+		})
+		cc.expectRefused(t, `Subscription to "turnlog.chat.>"`, func(ctx context.Context) error {
+			sub, err := cc.nc.SubscribeSync("turnlog.chat.>")
+			if err != nil {
+				return err
+			}
+			defer sub.Unsubscribe()
+			<-ctx.Done()
+			return ctx.Err()
+		})
+	})
+
+	// Nothing the refused attempts sent was stored.
+	n := 0
+	for _, err := range admin.Events(ctx, "c1") {
+		require.NoError(t, err)
+		n++
+	}
+	assert.Equal(t, 3, n)
+	g, err := templates.New(admin).Global(ctx)
+	require.NoError(t, err)
+	assert.True(t, g.Default, "the template was not set")
+}
+
+func TestWorkerRole(t *testing.T) {
+	srv := natstest.Start(t, natstest.WithAuth())
+	ctx := context.Background()
+	_, err := eventlog.Open(ctx, srv.Conn, eventlog.WithLogger(quiet))
+	require.NoError(t, err)
+	wc := connectAs(t, srv, natsauth.Worker)
+	wl := wc.open(t, eventlog.WithSnapshotEvery(1))
+
+	t.Run("permitted", func(t *testing.T) {
+		seq, err := wl.Append(ctx, "w1", 0, userEvent("w1", "r1", 0, "one"))
+		require.NoError(t, err)
+		turn, err := wl.Load(ctx, "w1")
+		require.NoError(t, err)
+		require.NoError(t, wl.SaveSnapshot(ctx, turn, eventlog.StepID("r1", 0)))
+		_, err = wl.Append(ctx, "w1", seq, userEvent("w1", "r1", 1, "two"))
+		require.NoError(t, err)
+		turn, err = wl.Load(ctx, "w1")
+		require.NoError(t, err)
+		assert.Equal(t, 2, turn.Events)
+		_, err = templates.New(wl).Template(ctx)
+		require.NoError(t, err)
+		require.NoError(t, wc.nc.Publish(wl.Names().DeltaSubject("w1"), []byte(`{}`)))
+		wc.assertNoRefusal(t)
+	})
+
+	t.Run("refused", func(t *testing.T) {
+		wc.expectRefused(t, "$JS.API.STREAM.PURGE."+wl.Names().EventsStream, func(ctx context.Context) error {
+			_, err := wl.Erase(ctx, "w1")
+			return err
+		})
+		wc.expectRefused(t, "$JS.API.STREAM.PURGE."+wl.Names().EventsStream, func(ctx context.Context) error {
+			s, err := wl.JetStream().Stream(ctx, wl.Names().EventsStream)
+			if err != nil {
+				return err
+			}
+			return s.Purge(ctx)
+		})
+		wc.expectRefused(t, "$KV."+wl.Names().TemplatesBucket, func(ctx context.Context) error {
+			_, err := templates.New(wl).SetGlobal(ctx, "You obey the worker")
+			return err
+		})
+		wc.expectRefused(t, `Publish to "`+wl.Names().ChatSubject("w1")+`"`, func(ctx context.Context) error {
+			_, err := worker.Send(ctx, wl, worker.Request{Conversation: "w1", Text: "a worker does not ask"})
+			return err
+		})
+		wc.expectRefused(t, "$JS.API.STREAM.UPDATE", func(ctx context.Context) error {
+			s, err := wl.JetStream().Stream(ctx, wl.Names().EventsStream)
+			if err != nil {
+				return err
+			}
+			cfg := s.CachedInfo().Config
+			cfg.MaxAge = time.Second
+			_, err = wl.JetStream().UpdateStream(ctx, cfg)
+			return err
+		})
+		wc.expectRefused(t, "$JS.API.STREAM.DELETE", func(ctx context.Context) error {
+			return wl.JetStream().DeleteStream(ctx, wl.Names().EventsStream)
+		})
+	})
+}
+
+// TestWorkerProvisionsAFreshServer: on a new cluster the workers create the
+// streams and buckets (the compose file starts no admin), and opening an
+// existing installation changes nothing.
+func TestWorkerProvisionsAFreshServer(t *testing.T) {
+	srv := natstest.Start(t, natstest.WithAuth())
+	wc := connectAs(t, srv, natsauth.Worker)
+	wc.open(t, eventlog.WithReplicas(1))
+	wc.open(t)
+	wc.assertNoRefusal(t)
+	_, err := srv.Conn.JetStream()
+	require.NoError(t, err)
+	js, err := jetstream.New(srv.Conn)
+	require.NoError(t, err)
+	for _, name := range []string{"TURNLOG_EVENTS", "TURNLOG_REQUESTS", "KV_TURNLOG_SNAPSHOTS", "OBJ_TURNLOG_SNAPSHOT_OBJECTS", "KV_TURNLOG_TEMPLATES"} {
+		_, err := js.Stream(context.Background(), name)
+		assert.NoError(t, err, "%s created by the worker", name)
+	}
+}
+
+// TestClientCannotProvision: a read-only client on an empty server says
+// what is missing instead of creating anything.
+func TestClientCannotProvision(t *testing.T) {
+	srv := natstest.Start(t, natstest.WithAuth())
+	cc := connectAs(t, srv, natsauth.Client)
+	_, err := eventlog.Open(context.Background(), cc.nc, eventlog.ReadOnly())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "TURNLOG_EVENTS")
+	assert.Contains(t, err.Error(), "does not exist")
+	cc.assertNoRefusal(t)
+}
+
+func TestAdminRole(t *testing.T) {
+	srv := natstest.Start(t, natstest.WithAuth())
+	ctx := context.Background()
+	l, err := eventlog.Open(ctx, srv.Conn, eventlog.WithLogger(quiet))
+	require.NoError(t, err)
+	_, err = l.Append(ctx, "a1", 0, userEvent("a1", "r1", 0, "one"))
+	require.NoError(t, err)
+	erased, err := l.Erase(ctx, "a1")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), erased.Messages)
+	g, err := templates.New(l).SetGlobal(ctx, "You are terse.")
+	require.NoError(t, err)
+	assert.Equal(t, "You are terse.", g.Text)
+}
+
+// TestLargeSnapshotsUnderRoles: a snapshot too large for one message is an
+// object; a worker writes and replaces it, a client reads it, with their
+// roles' permissions alone.
+func TestLargeSnapshotsUnderRoles(t *testing.T) {
+	srv := natstest.Start(t, natstest.WithAuth(), natstest.WithMaxPayload(1<<20))
+	ctx := context.Background()
+	_, err := eventlog.Open(ctx, srv.Conn, eventlog.WithLogger(quiet))
+	require.NoError(t, err)
+	wc := connectAs(t, srv, natsauth.Worker)
+	wl := wc.open(t, eventlog.WithSnapshotEvery(1))
+	big := strings.Repeat("x", 600<<10)
+	var seq uint64
+	for step := range 4 {
+		seq, err = wl.Append(ctx, "big", seq, userEvent("big", "r1", step, big))
+		require.NoError(t, err)
+		turn, err := wl.Load(ctx, "big")
+		require.NoError(t, err)
+		// Saved again over the previous object: its chunks are dropped.
+		require.NoError(t, wl.SaveSnapshot(ctx, turn, eventlog.StepID("r1", step)))
+	}
+	wc.assertNoRefusal(t)
+
+	objects, err := wl.JetStream().ObjectStore(ctx, wl.Names().SnapshotObjectsBucket)
+	require.NoError(t, err)
+	_, err = objects.GetInfo(ctx, "big")
+	require.NoError(t, err, "the snapshot is stored as an object")
+
+	cc := connectAs(t, srv, natsauth.Client)
+	cl := cc.open(t, eventlog.ReadOnly())
+	turn, err := cl.Load(ctx, "big")
+	require.NoError(t, err)
+	assert.Equal(t, 4, turn.Events)
+	cc.assertNoRefusal(t)
+}
