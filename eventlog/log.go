@@ -18,13 +18,19 @@ type Log struct {
 	nc     *nats.Conn
 	js     jetstream.JetStream
 	names  Names
-	opts   options
-	events jetstream.Stream
+	opts  options
+	// shards are the event streams, shards[ShardOf(conversation)] holding
+	// a conversation's events; known once ready (see shardCount for an
+	// attached log's subjects before that).
+	shards []jetstream.Stream
 	snaps  jetstream.KeyValue
 	// bigSnaps holds the snapshots too large for a value of snaps.
 	bigSnaps jetstream.ObjectStore
 
 	partitions int
+	// eventShards is how many event streams the installation has, 0 until
+	// known (an attached log learns it on first use).
+	eventShards atomic.Int32
 
 	// ready is set once events, snaps and bigSnaps are known: by Open, or
 	// on first use of an attached log (see Attach); lookup guards that.
@@ -36,6 +42,7 @@ type options struct {
 	prefix        string
 	replicas      int // 0: as the existing streams have it, 1 when creating
 	partitions    int // 0: as the existing requests stream has it, DefaultPartitions when creating
+	eventShards   int // 0: as the installation recorded it, 1 when creating
 	snapshotEvery int
 	logger        *slog.Logger
 	duplicates    time.Duration
@@ -85,6 +92,27 @@ func WithPartitions(n int) Option {
 			return fmt.Errorf("partitions %d: use 1 to 1024", n)
 		}
 		o.partitions = n
+		return nil
+	}
+}
+
+// MaxEventShards bounds WithEventShards: a shard is a stream with its own
+// leader, so more shards than servers (times a few) only add overhead.
+const MaxEventShards = 64
+
+// WithEventShards sets over how many event streams conversations are
+// spread (default 1), each with its own leader, so that on a cluster writes
+// use every server. It takes effect when the installation is created and
+// is recorded in the streams' metadata; opening an installation with
+// another count fails (ErrShardsDiffer), because each conversation's stream
+// follows from the count (ShardOf) and must never move silently. Without
+// it, Open uses the recorded count.
+func WithEventShards(n int) Option {
+	return func(o *options) error {
+		if n < 1 || n > MaxEventShards {
+			return fmt.Errorf("event shards %d: use 1 to %d", n, MaxEventShards)
+		}
+		o.eventShards = n
 		return nil
 	}
 }
@@ -171,19 +199,7 @@ func defaultOptions() options {
 }
 
 func (l *Log) provision(ctx context.Context) error {
-	var err error
-	l.events, err = l.ensureStream(ctx, jetstream.StreamConfig{
-		Name:        l.names.EventsStream,
-		Description: "turnlog conversation events, one subject per conversation",
-		Subjects:    []string{l.names.EventsWildcard()},
-		Storage:     jetstream.FileStorage,
-		Retention:   jetstream.LimitsPolicy,
-		Duplicates:  l.opts.duplicates,
-		AllowDirect: true,
-		// Events are never edited; only a whole conversation is erased.
-		DenyDelete: true,
-	})
-	if err != nil {
+	if err := l.provisionEvents(ctx); err != nil {
 		return err
 	}
 	reqs, err := l.ensureStream(ctx, jetstream.StreamConfig{
@@ -351,7 +367,9 @@ func (l *Log) Partitions() int { return l.partitions }
 func (l *Log) SnapshotEvery() int { return l.opts.snapshotEvery }
 
 // Names returns the subjects, streams and buckets this log uses.
-func (l *Log) Names() Names { return l.names }
+// The event shard count is included once known (always on a log from
+// Open; on an attached log after its first read or write).
+func (l *Log) Names() Names { return l.names.WithEventShards(int(l.eventShards.Load())) }
 
 // JetStream returns the JetStream context the log uses, for components
 // (workers, templates) that share its connection.
