@@ -15,9 +15,9 @@ import (
 
 // Log is a conversation store on JetStream. It is safe for concurrent use.
 type Log struct {
-	nc     *nats.Conn
-	js     jetstream.JetStream
-	names  Names
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	names Names
 	opts  options
 	// shards are the event streams, shards[ShardOf(conversation)] holding
 	// a conversation's events; known once ready (see shardCount for an

@@ -33,7 +33,7 @@ func TestPromptRoutes(t *testing.T) {
 	assert.Contains(t, body["error"], "locked (by operator:ada)")
 
 	chat(t, ts, l, "c1", "still Ada?")
-	status, body, _ = call(t, ts, "GET", "/conversations/c1/prompt", "", "")
+	status, body, _ = call(t, ts, "GET", "/conversations/c1/prompt", auth, "")
 	require.Equal(t, http.StatusOK, status, "%v", body)
 	sp := body["system_prompt"].(map[string]any)
 	assert.Equal(t, "You are Ada.", sp["text"])
@@ -81,7 +81,7 @@ func TestPromptRouteRefusals(t *testing.T) {
 		{name: "bad conversation ID", method: "PUT", path: "/conversations/a.b/prompt", auth: auth, body: `{"text": "x"}`, want: http.StatusBadRequest, wantErr: "conversation ID"},
 		{name: "lock without a prompt", method: "POST", path: "/conversations/empty/prompt/lock", auth: auth, want: http.StatusConflict, wantErr: "no system prompt"},
 		{name: "lock with a malformed body", method: "POST", path: "/conversations/c1/prompt/lock", auth: auth, body: `{"reason": 1}`, want: http.StatusBadRequest, wantErr: "malformed"},
-		{name: "show a conversation without events", method: "GET", path: "/conversations/none/prompt", want: http.StatusNotFound, wantErr: "no events"},
+		{name: "show a conversation without events", method: "GET", path: "/conversations/none/prompt", auth: auth, want: http.StatusNotFound, wantErr: "no events"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
