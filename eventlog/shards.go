@@ -93,22 +93,24 @@ func (l *Log) provisionEvents(ctx context.Context) error {
 // recordedShards is the event shard count of the installation as its
 // streams record it, 0 when it has no event stream yet.
 func (l *Log) recordedShards(ctx context.Context) (int, error) {
-	single, err := l.js.Stream(ctx, l.names.EventsStream)
-	if err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+	// The unsharded stream first, and only it when it exists: a role's
+	// permissions name the streams of its installation only, and
+	// JetStream refuses a shard stream beside it anyway (their subjects
+	// overlap).
+	_, err := l.js.Stream(ctx, l.names.EventsStream)
+	switch {
+	case err == nil:
+		return 1, nil
+	case !errors.Is(err, jetstream.ErrStreamNotFound):
 		return 0, fmt.Errorf("stream %s: %w", l.names.EventsStream, err)
 	}
 	first := l.names.WithEventShards(2).EventsShardStream(0)
 	shard0, err := l.js.Stream(ctx, first)
-	if err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
-		return 0, fmt.Errorf("stream %s: %w", first, err)
-	}
 	switch {
-	case single != nil && shard0 != nil:
-		return 0, fmt.Errorf("both %s and %s exist: the installation is either unsharded or sharded, never both; keep the one with the conversations", l.names.EventsStream, first)
-	case single != nil:
-		return 1, nil
-	case shard0 == nil:
+	case errors.Is(err, jetstream.ErrStreamNotFound):
 		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("stream %s: %w", first, err)
 	}
 	meta := shard0.CachedInfo().Config.Metadata
 	n, err := strconv.Atoi(meta[MetaEventShards])
@@ -154,12 +156,15 @@ func (l *Log) shardCount(ctx context.Context, conversation string) (int, error) 
 	if !errors.Is(err, nats.ErrNoResponders) {
 		return 0, err
 	}
-	n, err := l.recordedShards(ctx)
-	if err != nil {
-		return 0, err
+	n, lerr := l.recordedShards(ctx)
+	if lerr != nil {
+		return 0, lerr
 	}
 	if n == 0 {
-		return 0, fmt.Errorf("stream %s: %w", l.names.EventsStream, errNotProvisioned)
+		// No event stream at all: the direct get's error, as before
+		// shards existed (callers tell it from an election by looking
+		// the streams up).
+		return 0, err
 	}
 	l.eventShards.CompareAndSwap(0, int32(n))
 	return int(l.eventShards.Load()), nil

@@ -37,6 +37,9 @@ func newStatusCmd() *cobra.Command {
 				Bytes    uint64 `json:"bytes"`
 				Subjects uint64 `json:"subjects"`
 				Replicas int    `json:"replicas"`
+				// Leader is the server the stream's writes go through (a
+				// cluster); event shards should each have their own.
+				Leader string `json:"leader,omitempty"`
 			}
 			st := struct {
 				Streams    []streamStatus  `json:"streams"`
@@ -45,13 +48,17 @@ func newStatusCmd() *cobra.Command {
 				Partitions int             `json:"partitions"`
 				Workers    []worker.Status `json:"workers"`
 			}{Partitions: l.Partitions(), Workers: []worker.Status{}}
-			for _, name := range []string{names.EventsStream, names.RequestsStream} {
+			for _, name := range append(names.EventStreams(), names.RequestsStream) {
 				s, err := js.Stream(ctx, name)
 				if err != nil {
 					return fmt.Errorf("stream %s: %w", name, err)
 				}
 				info := s.CachedInfo()
-				st.Streams = append(st.Streams, streamStatus{name, info.State.Msgs, info.State.Bytes, info.State.NumSubjects, info.Config.Replicas})
+				ss := streamStatus{Name: name, Messages: info.State.Msgs, Bytes: info.State.Bytes, Subjects: info.State.NumSubjects, Replicas: info.Config.Replicas}
+				if info.Cluster != nil {
+					ss.Leader = info.Cluster.Leader
+				}
+				st.Streams = append(st.Streams, ss)
 				if name == names.RequestsStream {
 					st.Pending = info.State.Msgs
 				}
