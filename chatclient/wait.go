@@ -54,7 +54,9 @@ func (c *Client) wait(ctx context.Context, r *retrier, req worker.Request, after
 			stopWatch()
 			watch, recs = nil, nil
 			restart = time.After(backoff)
-			backoff = min(2*backoff, 2*time.Second)
+			backoff = min(2*backoff, time.Second)
+			// Without a watch, read the log sooner.
+			poll.Reset(min(c.pollEvery, time.Second))
 		}
 	)
 	defer func() { stopWatch() }()

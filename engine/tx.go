@@ -26,6 +26,12 @@ type Appender interface {
 // error).
 var ErrSuperseded = errors.New("another writer appended first; reloading")
 
+// ErrLogUnavailable marks a commit that got no answer from the log (an
+// election, a lost connection): the step may even be stored, and the
+// request is retried later from what the log holds. Like ErrSuperseded it
+// is recovered from, not a failure of the request.
+var ErrLogUnavailable = errors.New("event log unavailable")
+
 // Tx is what middlewares receive: read access to the Turn and the only way
 // to change it. Every mutation becomes an event that is applied with the
 // projector's Apply (the same fold replay uses) and buffered; Commit

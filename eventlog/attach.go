@@ -54,7 +54,7 @@ func (l *Log) ensureHandles(ctx context.Context) error {
 	}
 	var err error
 	if l.shards == nil {
-		n, err := l.recordedShards(ctx)
+		n, _, err := l.recordedShards(ctx)
 		if err != nil {
 			return err
 		}

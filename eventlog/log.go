@@ -242,7 +242,16 @@ func (l *Log) provision(ctx context.Context) error {
 // for something else: replicas and partitions stay as they are unless an
 // option set them.
 func (l *Log) ensureStream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
-	s, err := l.js.Stream(ctx, cfg.Name)
+	return l.ensureFound(ctx, cfg, nil)
+}
+
+// ensureFound is ensureStream for a stream already looked up (found, or
+// nil to look it up now).
+func (l *Log) ensureFound(ctx context.Context, cfg jetstream.StreamConfig, found jetstream.Stream) (jetstream.Stream, error) {
+	s, err := found, error(nil)
+	if s == nil {
+		s, err = l.js.Stream(ctx, cfg.Name)
+	}
 	var existing *jetstream.StreamConfig
 	switch {
 	case err == nil:

@@ -93,6 +93,8 @@ func (l *Log) messages(ctx context.Context, conversation string, from uint64) it
 				} else if pending > 0 || !l.nc.IsConnected() {
 					yield(message{}, fmt.Errorf("read %s: the batch from sequence %d ended before its messages arrived (connection %s)",
 						conversation, next, l.nc.Status()))
+				} else if err := l.confirmEnd(ctx, subject, next); err != nil {
+					yield(message{}, fmt.Errorf("read %s: %w", conversation, err))
 				}
 				return
 			}
@@ -101,6 +103,27 @@ func (l *Log) messages(ctx context.Context, conversation string, from uint64) it
 			}
 		}
 	}
+}
+
+// confirmEnd checks, when a batch from sequence next ended without a
+// message and without saying any were pending, that the subject really has
+// nothing from next on: a connection dropped and re-established while the
+// batch was in flight ends its responses without an error, which must not
+// pass for an empty conversation (Load would return an empty Turn, and the
+// next append would be refused only by luck). One direct get, on the rare
+// empty batch (a new conversation, a load that is up to date).
+func (l *Log) confirmEnd(ctx context.Context, subject string, next uint64) error {
+	last, err := l.lastMsg(ctx, subject)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("confirm the end of the read: %w", err)
+	case last.Sequence >= next:
+		return fmt.Errorf("the batch from sequence %d ended without its messages (the subject's last is %d; connection %s)",
+			next, last.Sequence, l.nc.Status())
+	}
+	return nil
 }
 
 // Events yields every event of a conversation in log order, with its

@@ -59,7 +59,7 @@ func (l *Log) eventsConfig(n Names, k int) jetstream.StreamConfig {
 // provisionEvents finds the installation's event shard count, checks it
 // against WithEventShards, and creates or upgrades every event stream.
 func (l *Log) provisionEvents(ctx context.Context) error {
-	recorded, err := l.recordedShards(ctx)
+	recorded, found, err := l.recordedShards(ctx)
 	if err != nil {
 		return err
 	}
@@ -76,7 +76,11 @@ func (l *Log) provisionEvents(ctx context.Context) error {
 	names := l.names.WithEventShards(n)
 	shards := make([]jetstream.Stream, n)
 	for k := range shards {
-		if shards[k], err = l.ensureStream(ctx, l.eventsConfig(names, k)); err != nil {
+		var have jetstream.Stream
+		if k == 0 {
+			have = found
+		}
+		if shards[k], err = l.ensureFound(ctx, l.eventsConfig(names, k), have); err != nil {
 			return err
 		}
 		if n > 1 {
@@ -91,34 +95,35 @@ func (l *Log) provisionEvents(ctx context.Context) error {
 }
 
 // recordedShards is the event shard count of the installation as its
-// streams record it, 0 when it has no event stream yet.
-func (l *Log) recordedShards(ctx context.Context) (int, error) {
+// streams record it, 0 when it has no event stream yet, and the first
+// event stream when it exists (so that Open looks it up once).
+func (l *Log) recordedShards(ctx context.Context) (int, jetstream.Stream, error) {
 	// The unsharded stream first, and only it when it exists: a role's
 	// permissions name the streams of its installation only, and
 	// JetStream refuses a shard stream beside it anyway (their subjects
 	// overlap).
-	_, err := l.js.Stream(ctx, l.names.EventsStream)
+	single, err := l.js.Stream(ctx, l.names.EventsStream)
 	switch {
 	case err == nil:
-		return 1, nil
+		return 1, single, nil
 	case !errors.Is(err, jetstream.ErrStreamNotFound):
-		return 0, fmt.Errorf("stream %s: %w", l.names.EventsStream, err)
+		return 0, nil, fmt.Errorf("stream %s: %w", l.names.EventsStream, err)
 	}
 	first := l.names.WithEventShards(2).EventsShardStream(0)
 	shard0, err := l.js.Stream(ctx, first)
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
-		return 0, nil
+		return 0, nil, nil
 	case err != nil:
-		return 0, fmt.Errorf("stream %s: %w", first, err)
+		return 0, nil, fmt.Errorf("stream %s: %w", first, err)
 	}
 	meta := shard0.CachedInfo().Config.Metadata
 	n, err := strconv.Atoi(meta[MetaEventShards])
 	if err != nil || n < 2 || n > MaxEventShards {
-		return 0, fmt.Errorf("stream %s: metadata %s is %q, want the event shard count (2 to %d); it was not created by turnlog, or was changed by hand",
+		return 0, nil, fmt.Errorf("stream %s: metadata %s is %q, want the event shard count (2 to %d); it was not created by turnlog, or was changed by hand",
 			first, MetaEventShards, meta[MetaEventShards], MaxEventShards)
 	}
-	return n, nil
+	return n, shard0, nil
 }
 
 // checkShardMeta makes sure a shard stream says it is shard k of n.
@@ -156,7 +161,7 @@ func (l *Log) shardCount(ctx context.Context, conversation string) (int, error) 
 	if !errors.Is(err, nats.ErrNoResponders) {
 		return 0, err
 	}
-	n, lerr := l.recordedShards(ctx)
+	n, _, lerr := l.recordedShards(ctx)
 	if lerr != nil {
 		return 0, lerr
 	}

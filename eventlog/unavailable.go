@@ -27,7 +27,8 @@ func Unavailable(err error) bool {
 			10163,                      // expected last sequence per subject temporarily unavailable
 			10005,                      // no suitable peers for placement (a node is cut off)
 			10023,                      // insufficient resources (a node is cut off)
-			10118, 10119, 10194, 10195: // stream or consumer offline
+			10118, 10119, 10194, 10195, // stream or consumer offline
+			10158: // duplicate message ID in process: an earlier try is not committed yet
 			return true
 		}
 		return apiErr.Code == 503

@@ -277,15 +277,17 @@ func canonical(p Payload) Payload {
 			return v
 		}
 	case SystemPromptSet:
-		if hollow(v.Meta) || hollow(v.Variables) {
+		if hollow(v.Meta) || hollow(v.Variables) || hollowSpans(v.Untrusted) {
 			v.Meta = nilIfEmpty(v.Meta)
 			v.Variables = nilIfEmpty(v.Variables)
+			v.Untrusted = nilIfNoSpans(v.Untrusted)
 			return v
 		}
 	case SystemPromptReplaced:
-		if hollow(v.Meta) || hollow(v.Variables) {
+		if hollow(v.Meta) || hollow(v.Variables) || hollowSpans(v.Untrusted) {
 			v.Meta = nilIfEmpty(v.Meta)
 			v.Variables = nilIfEmpty(v.Variables)
+			v.Untrusted = nilIfNoSpans(v.Untrusted)
 			return v
 		}
 	case ReasoningAppended:
@@ -313,6 +315,15 @@ func canonical(p Payload) Payload {
 	case TurnCompacted:
 		if v.Summary != nil {
 			v.Summary.Meta = nilIfEmpty(v.Summary.Meta) // a fresh pointer: changing it changes p
+			v.Summary.Untrusted = nilIfNoSpans(v.Summary.Untrusted)
+		}
+	case InferenceStarted:
+		if v.InputBlocks != nil && len(v.InputBlocks) == 0 || hollowSpans(v.Untrusted) {
+			if len(v.InputBlocks) == 0 {
+				v.InputBlocks = nil
+			}
+			v.Untrusted = nilIfNoSpans(v.Untrusted)
+			return v
 		}
 	case DataSet:
 		if hollow(v.Values) || v.Unset != nil && len(v.Unset) == 0 {
@@ -331,11 +342,21 @@ func hollow(m map[string]string) bool { return m != nil && len(m) == 0 }
 
 func hollowBlocks(bs []Block) bool {
 	for _, b := range bs {
-		if hollow(b.Meta) {
+		if hollow(b.Meta) || hollowSpans(b.Untrusted) {
 			return true
 		}
 	}
 	return false
+}
+
+// hollowSpans reports whether s is empty but not nil.
+func hollowSpans(s []Span) bool { return s != nil && len(s) == 0 }
+
+func nilIfNoSpans(s []Span) []Span {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
 }
 
 // canonicalBlocks applies canonical's rule to blocks the decoder just
@@ -346,6 +367,7 @@ func canonicalBlocks(bs []Block) []Block {
 	}
 	for i := range bs {
 		bs[i].Meta = nilIfEmpty(bs[i].Meta)
+		bs[i].Untrusted = nilIfNoSpans(bs[i].Untrusted)
 	}
 	return bs
 }

@@ -302,12 +302,33 @@ func TestEncodeMatchesReflectionOnPayloads(t *testing.T) {
 		}),
 	)
 	strs := rapid.OneOf(rapid.Just[[]string](nil), rapid.Just([]string{}), rapid.SliceOfN(id, 1, 20))
+	// Spans in order from 0 on: valid in a text long enough, refused in a
+	// shorter one; sometimes out of order, refused whatever the text.
+	spans := rapid.OneOf(
+		rapid.Just[[]events.Span](nil),
+		rapid.Just([]events.Span{}),
+		rapid.Custom(func(t *rapid.T) []events.Span {
+			n := rapid.IntRange(1, 5).Draw(t, "spans")
+			out := make([]events.Span, n)
+			at := 0
+			for i := range out {
+				start := at + rapid.IntRange(0, 40).Draw(t, "gap")
+				end := start + rapid.IntRange(1, 200).Draw(t, "len")
+				if rapid.IntRange(0, 20).Draw(t, "disorder") == 0 {
+					start, end = end, start
+				}
+				out[i] = events.Span{Start: start, End: end, Var: rapid.SampledFrom([]string{"", "file:AGENTS.md", "system:time"}).Draw(t, "var")}
+				at = end
+			}
+			return out
+		}),
+	)
 	block := rapid.Custom(func(t *rapid.T) events.Block {
 		return events.Block{
 			ID: id.Draw(t, "id"), Kind: rapid.SampledFrom([]events.Kind{events.KindSystem, events.KindUser, events.KindToolCall, events.KindToolResult, events.KindOther}).Draw(t, "kind"),
 			Text: str.Draw(t, "text"), Trust: trust.Draw(t, "trust"), Meta: meta.Draw(t, "meta"),
 			CallID: id.Draw(t, "call_id"), ToolName: str.Draw(t, "tool"), Arguments: str.Draw(t, "args"),
-			IsError: rapid.Bool().Draw(t, "is_error"), Encrypted: str.Draw(t, "enc"),
+			IsError: rapid.Bool().Draw(t, "is_error"), Encrypted: str.Draw(t, "enc"), Untrusted: spans.Draw(t, "untrusted"),
 		}
 	})
 	blocks := rapid.OneOf(rapid.Just[[]events.Block](nil), rapid.Just([]events.Block{}), rapid.SliceOfN(block, 1, 17))
@@ -321,12 +342,14 @@ func TestEncodeMatchesReflectionOnPayloads(t *testing.T) {
 		}),
 		rapid.Custom(func(t *rapid.T) events.Payload {
 			return events.SystemPromptSet{BlockID: id.Draw(t, "id"), Text: str.Draw(t, "text"), Index: rapid.IntRange(0, math.MaxInt).Draw(t, "index"),
-				Trust: trust.Draw(t, "trust"), Meta: meta.Draw(t, "meta"), TemplateHash: str.Draw(t, "hash"), Variables: meta.Draw(t, "vars")}
+				Trust: trust.Draw(t, "trust"), Meta: meta.Draw(t, "meta"), TemplateHash: str.Draw(t, "hash"), Variables: meta.Draw(t, "vars"),
+				Untrusted: spans.Draw(t, "untrusted"), Template: str.Draw(t, "template")}
 		}),
 		rapid.Custom(func(t *rapid.T) events.Payload {
 			return events.SystemPromptReplaced{BlockID: id.Draw(t, "id"), Text: str.Draw(t, "text"), Previous: str.Draw(t, "previous"),
 				Meta: meta.Draw(t, "meta"), TemplateHash: str.Draw(t, "hash"), Variables: meta.Draw(t, "vars"), Reason: str.Draw(t, "reason"),
-				PreviousSource: str.Draw(t, "prev_source")}
+				PreviousSource: str.Draw(t, "prev_source"), Untrusted: spans.Draw(t, "untrusted"), Template: str.Draw(t, "template"),
+				PreviousTemplateHash: str.Draw(t, "previous hash")}
 		}),
 		rapid.Custom(func(t *rapid.T) events.Payload {
 			return events.SystemPromptLocked{BlockID: id.Draw(t, "id"), Reason: str.Draw(t, "reason")}
@@ -371,7 +394,9 @@ func TestEncodeMatchesReflectionOnPayloads(t *testing.T) {
 		}),
 		rapid.Custom(func(t *rapid.T) events.Payload {
 			return events.InferenceStarted{InferenceID: id.Draw(t, "id"), Model: str.Draw(t, "model"), InputHash: id.Draw(t, "hash"),
-				SystemPromptID: str.Draw(t, "sp"), SystemPromptHash: str.Draw(t, "sph"), Blocks: num.Draw(t, "blocks"), Purpose: str.Draw(t, "purpose")}
+				SystemPromptID: str.Draw(t, "sp"), SystemPromptHash: str.Draw(t, "sph"), Blocks: num.Draw(t, "blocks"), Purpose: str.Draw(t, "purpose"),
+				Instructions: str.Draw(t, "instructions"), InputBlocks: strs.Draw(t, "input blocks"), TemplateHash: str.Draw(t, "template hash"),
+				Untrusted: spans.Draw(t, "untrusted")}
 		}),
 		rapid.Custom(func(t *rapid.T) events.Payload {
 			return events.InferenceFinished{InferenceID: id.Draw(t, "id"), PromptTokens: num.Draw(t, "prompt"), CompletionTokens: num.Draw(t, "completion"),

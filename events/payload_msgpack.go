@@ -23,7 +23,8 @@ import (
 //   - a nil map or slice: nil; a map[string]string: its entries sorted
 //     by key (reflection's order is Go's random map order; sorted is one
 //     of its orders, chosen so that equal events give equal bytes);
-//   - a Block, in a slice or behind a pointer: as a struct, the same way.
+//   - a Block, in a slice or behind a pointer, and a Span in a slice: as a
+//     struct, the same way.
 func appendPayload(b []byte, p Payload) ([]byte, bool) {
 	switch p := p.(type) {
 	case ConversationStarted:
@@ -66,7 +67,9 @@ func appendPayload(b []byte, p Payload) ([]byte, bool) {
 			present(p.Trust != "")+
 			present(len(p.Meta) != 0)+
 			present(p.TemplateHash != "")+
-			present(len(p.Variables) != 0))
+			present(len(p.Variables) != 0)+
+			present(len(p.Untrusted) != 0)+
+			present(p.Template != ""))
 		b = appendField(b, "block_id", p.BlockID)
 		b = appendField(b, "text", p.Text)
 		if p.Index != 0 {
@@ -84,13 +87,22 @@ func appendPayload(b []byte, p Payload) ([]byte, bool) {
 		if len(p.Variables) != 0 {
 			b = appendStringMap(appendString(b, "vars"), p.Variables)
 		}
+		if len(p.Untrusted) != 0 {
+			b = appendSpans(appendString(b, "untrusted"), p.Untrusted)
+		}
+		if p.Template != "" {
+			b = appendField(b, "template", p.Template)
+		}
 	case SystemPromptReplaced:
 		b = appendMapLen(b, 3+
 			present(len(p.Meta) != 0)+
 			present(p.TemplateHash != "")+
 			present(len(p.Variables) != 0)+
 			present(p.Reason != "")+
-			present(p.PreviousSource != ""))
+			present(p.PreviousSource != "")+
+			present(len(p.Untrusted) != 0)+
+			present(p.Template != "")+
+			present(p.PreviousTemplateHash != ""))
 		b = appendField(b, "block_id", p.BlockID)
 		b = appendField(b, "text", p.Text)
 		b = appendField(b, "previous", p.Previous)
@@ -108,6 +120,15 @@ func appendPayload(b []byte, p Payload) ([]byte, bool) {
 		}
 		if p.PreviousSource != "" {
 			b = appendField(b, "prev_source", p.PreviousSource)
+		}
+		if len(p.Untrusted) != 0 {
+			b = appendSpans(appendString(b, "untrusted"), p.Untrusted)
+		}
+		if p.Template != "" {
+			b = appendField(b, "template", p.Template)
+		}
+		if p.PreviousTemplateHash != "" {
+			b = appendField(b, "prev_template_hash", p.PreviousTemplateHash)
 		}
 	case SystemPromptLocked:
 		b = appendMapLen(b, 1+present(p.Reason != ""))
@@ -218,7 +239,11 @@ func appendPayload(b []byte, p Payload) ([]byte, bool) {
 		b = appendMapLen(b, 4+
 			present(p.SystemPromptID != "")+
 			present(p.SystemPromptHash != "")+
-			present(p.Purpose != ""))
+			present(p.Purpose != "")+
+			present(p.Instructions != "")+
+			present(len(p.InputBlocks) != 0)+
+			present(p.TemplateHash != "")+
+			present(len(p.Untrusted) != 0))
 		b = appendField(b, "inference_id", p.InferenceID)
 		b = appendField(b, "model", p.Model)
 		b = appendField(b, "input_hash", p.InputHash)
@@ -231,6 +256,18 @@ func appendPayload(b []byte, p Payload) ([]byte, bool) {
 		b = appendInt(appendString(b, "blocks"), int64(p.Blocks))
 		if p.Purpose != "" {
 			b = appendField(b, "purpose", p.Purpose)
+		}
+		if p.Instructions != "" {
+			b = appendField(b, "instructions", p.Instructions)
+		}
+		if len(p.InputBlocks) != 0 {
+			b = appendStrings(appendString(b, "input_blocks"), p.InputBlocks)
+		}
+		if p.TemplateHash != "" {
+			b = appendField(b, "template_hash", p.TemplateHash)
+		}
+		if len(p.Untrusted) != 0 {
+			b = appendSpans(appendString(b, "untrusted"), p.Untrusted)
 		}
 	case InferenceFinished:
 		b = appendMapLen(b, 2+
@@ -280,7 +317,8 @@ func appendBlock(b []byte, k *Block) []byte {
 		present(k.ToolName != "")+
 		present(k.Arguments != "")+
 		present(k.IsError)+
-		present(k.Encrypted != ""))
+		present(k.Encrypted != "")+
+		present(len(k.Untrusted) != 0))
 	b = appendField(b, "id", k.ID)
 	b = appendField(b, "kind", string(k.Kind))
 	if k.Text != "" {
@@ -306,6 +344,24 @@ func appendBlock(b []byte, k *Block) []byte {
 	}
 	if k.Encrypted != "" {
 		b = appendField(b, "enc", k.Encrypted)
+	}
+	if len(k.Untrusted) != 0 {
+		b = appendSpans(appendString(b, "untrusted"), k.Untrusted)
+	}
+	return b
+}
+
+// appendSpans appends a non-empty []Span as reflection encodes it: an
+// array of maps, "start" and "end" always, "var" unless empty.
+func appendSpans(b []byte, spans []Span) []byte {
+	b = appendArrayLen(b, len(spans))
+	for _, s := range spans {
+		b = appendMapLen(b, 2+present(s.Var != ""))
+		b = appendInt(appendString(b, "start"), int64(s.Start))
+		b = appendInt(appendString(b, "end"), int64(s.End))
+		if s.Var != "" {
+			b = appendField(b, "var", s.Var)
+		}
 	}
 	return b
 }

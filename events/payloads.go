@@ -31,8 +31,10 @@ type UserAppended struct {
 }
 
 // SystemPromptSet inserts a new system block at Index (0 is the front). A
-// prompt built from a template records the template's hash and the variable
-// values it was rendered with, so replay can say exactly where it came from.
+// prompt built from a template records the template's hash and text, the
+// variable values it was rendered with and where in Text those values
+// went (Untrusted), so replay can say exactly where it came from, render
+// it again from the log alone, and show which words the operator wrote.
 type SystemPromptSet struct {
 	BlockID      string            `msgpack:"block_id" json:"block_id"`
 	Text         string            `msgpack:"text" json:"text"`
@@ -41,13 +43,20 @@ type SystemPromptSet struct {
 	Meta         map[string]string `msgpack:"meta,omitempty" json:"meta,omitempty"`
 	TemplateHash string            `msgpack:"template_hash,omitempty" json:"template_hash,omitempty"`
 	Variables    map[string]string `msgpack:"vars,omitempty" json:"variables,omitempty"`
+	// Untrusted are the block's variable spans (see Block.Untrusted).
+	Untrusted []Span `msgpack:"untrusted,omitempty" json:"untrusted,omitempty"`
+	// Template is the template's text, whose hash is TemplateHash: with
+	// Variables it is all `replay --rerun` needs to render the prompt
+	// again, whatever the installation's templates have become.
+	Template string `msgpack:"template,omitempty" json:"template,omitempty"`
 }
 
 // SystemPromptReplaced changes the text of an existing system block, in
 // place: the block keeps its ID and position. The previous text is kept in
 // the event, so the full history of every system prompt is readable from
 // the log alone. Meta is merged into the block's metadata; an empty value
-// deletes a key.
+// deletes a key. Untrusted replaces the block's variable spans (none: the
+// new text is the operator's throughout).
 type SystemPromptReplaced struct {
 	BlockID      string            `msgpack:"block_id" json:"block_id"`
 	Text         string            `msgpack:"text" json:"text"`
@@ -62,6 +71,13 @@ type SystemPromptReplaced struct {
 	// gave way to whose, e.g. "import" to "template" under a profile's
 	// prompt_policy: replace.
 	PreviousSource string `msgpack:"prev_source,omitempty" json:"previous_source,omitempty"`
+	// Untrusted, Template: as in SystemPromptSet.
+	Untrusted []Span `msgpack:"untrusted,omitempty" json:"untrusted,omitempty"`
+	Template  string `msgpack:"template,omitempty" json:"template,omitempty"`
+	// PreviousTemplateHash is the hash of the template the previous text
+	// was rendered from, when it was: a rebuild that changed templates
+	// names both.
+	PreviousTemplateHash string `msgpack:"prev_template_hash,omitempty" json:"previous_template_hash,omitempty"`
 }
 
 // SystemPromptLocked records that an operator locked a system block: no
@@ -178,6 +194,19 @@ type InferenceStarted struct {
 	// Purpose says why the call was made when it is not the answer to the
 	// user, for example "compaction".
 	Purpose string `msgpack:"purpose,omitempty" json:"purpose,omitempty"`
+	// Instructions and InputBlocks are set for a call whose input is not
+	// the conversation's Turn (a compaction's summary): its system text,
+	// verbatim, and the IDs of the conversation's blocks the rest of the
+	// input was made of, in order. With the log up to this event they are
+	// what that input is rebuilt from, so that InputHash can be verified.
+	Instructions string   `msgpack:"instructions,omitempty" json:"instructions,omitempty"`
+	InputBlocks  []string `msgpack:"input_blocks,omitempty" json:"input_blocks,omitempty"`
+	// TemplateHash is the hash of the template the call's system text was
+	// rendered from, when it was (the provenance of Instructions), and
+	// Untrusted the spans of Instructions that the template's variables
+	// filled in (see Block.Untrusted).
+	TemplateHash string `msgpack:"template_hash,omitempty" json:"template_hash,omitempty"`
+	Untrusted    []Span `msgpack:"untrusted,omitempty" json:"untrusted,omitempty"`
 }
 
 // InferenceFinished closes a model call that succeeded.

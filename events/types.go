@@ -1,5 +1,7 @@
 package events
 
+import "fmt"
+
 // Type names an event in the catalog. Type strings are part of the log's
 // format: once released they never change, so that old logs stay readable.
 type Type string
@@ -101,6 +103,43 @@ type Block struct {
 	// Encrypted holds a provider's opaque reasoning payload, replayed to
 	// the provider verbatim.
 	Encrypted string `msgpack:"enc,omitempty" json:"encrypted,omitempty"`
+	// Untrusted lists the byte ranges of Text that template variables
+	// filled in (file contents, git output, request data, the clock):
+	// untrusted whatever Trust says, since nobody vouched for their words.
+	// Only the rest of the text, the operator's own, may act as
+	// instructions (role markers). Empty means the whole text is as
+	// trusted as Trust says. It is not part of what a model receives, so
+	// the Turn's hash leaves it out.
+	Untrusted []Span `msgpack:"untrusted,omitempty" json:"untrusted,omitempty"`
+}
+
+// Span is the byte range [Start, End) of a text that the variable Var
+// ("file:AGENTS.md", "system:time", ...) filled in when a template was
+// rendered. Spans are how the log says which words the operator wrote and
+// which came from elsewhere.
+type Span struct {
+	Start int    `msgpack:"start" json:"start"`
+	End   int    `msgpack:"end" json:"end"`
+	Var   string `msgpack:"var,omitempty" json:"var,omitempty"`
+}
+
+// ValidateSpans checks that spans lie inside a text of n bytes, each
+// non-empty, in order and without overlap, naming the first one that does
+// not; field is the field's name in the message.
+func ValidateSpans(field string, spans []Span, n int) error {
+	end := 0
+	for i, s := range spans {
+		switch {
+		case s.Start < end:
+			return fieldErr(fmt.Sprintf("%s[%d]", field, i), "starts at %d, before the end of the previous span (%d); spans are in order and do not overlap", s.Start, end)
+		case s.End <= s.Start:
+			return fieldErr(fmt.Sprintf("%s[%d]", field, i), "is empty or reversed (%d-%d)", s.Start, s.End)
+		case s.End > n:
+			return fieldErr(fmt.Sprintf("%s[%d]", field, i), "ends at %d, past the text's %d bytes", s.End, n)
+		}
+		end = s.End
+	}
+	return nil
 }
 
 // Validate checks the fields every block needs, naming the first one that
@@ -121,11 +160,11 @@ func (b Block) Validate() error {
 	if b.Kind == KindToolCall && b.ToolName == "" {
 		return fieldErr("tool", "is empty on a tool_call block")
 	}
-	return nil
+	return ValidateSpans("untrusted", b.Untrusted, len(b.Text))
 }
 
-// Clone returns a copy of b that shares no map with it, so a projection
-// handed to a caller cannot be changed behind the log's back.
+// Clone returns a copy of b that shares no map or slice with it, so a
+// projection handed to a caller cannot be changed behind the log's back.
 func (b Block) Clone() Block {
 	if b.Meta != nil {
 		m := make(map[string]string, len(b.Meta))
@@ -133,6 +172,9 @@ func (b Block) Clone() Block {
 			m[k] = v
 		}
 		b.Meta = m
+	}
+	if b.Untrusted != nil {
+		b.Untrusted = append([]Span(nil), b.Untrusted...)
 	}
 	return b
 }

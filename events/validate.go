@@ -100,11 +100,19 @@ func (p SystemPromptSet) Validate() error {
 	if !p.Trust.Valid() {
 		return fieldErr("trust", "is %q", p.Trust)
 	}
+	if err := ValidateSpans("untrusted", p.Untrusted, len(p.Text)); err != nil {
+		return err
+	}
 	return needID("block_id", p.BlockID)
 }
 
 // Validate implements Payload.
-func (p SystemPromptReplaced) Validate() error { return needID("block_id", p.BlockID) }
+func (p SystemPromptReplaced) Validate() error {
+	if err := ValidateSpans("untrusted", p.Untrusted, len(p.Text)); err != nil {
+		return err
+	}
+	return needID("block_id", p.BlockID)
+}
 
 // Validate implements Payload.
 func (p SystemPromptLocked) Validate() error { return needID("block_id", p.BlockID) }
@@ -204,6 +212,12 @@ func (p DataSet) Validate() error {
 // Validate implements Payload.
 func (p InferenceStarted) Validate() error {
 	if err := needID("inference_id", p.InferenceID); err != nil {
+		return err
+	}
+	if err := needIDs("input_blocks", p.InputBlocks); err != nil {
+		return err
+	}
+	if err := ValidateSpans("untrusted", p.Untrusted, len(p.Instructions)); err != nil {
 		return err
 	}
 	return needID("input_hash", p.InputHash)

@@ -58,7 +58,7 @@ func TestPostMessageRefusals(t *testing.T) {
 		// The keys of turnlog's middlewares cannot be set by a request:
 		// before, this one gave the conversation no system prompt.
 		{name: "reserved data key", path: "/conversations/pr/messages", auth: "Bearer " + token, body: `{"text": "hi", "data": {"systemprompt.none": "x", "tz": "UTC"}}`,
-			wantStatus: 400, want: `"data": reserved data key: data key "systemprompt.none" is reserved`},
+			wantStatus: 400, want: `"data": data key "systemprompt.none" is reserved`},
 		{name: "reserved data key of another namespace", path: "/conversations/pr/messages", auth: "Bearer " + token, body: `{"text": "hi", "data": {"trust.operator": "me"}}`,
 			wantStatus: 400, want: "allow_request_data"},
 	}

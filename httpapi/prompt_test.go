@@ -33,7 +33,7 @@ func TestPromptRoutes(t *testing.T) {
 	assert.Contains(t, body["error"], "locked (by operator:ada)")
 
 	chat(t, ts, l, "c1", "still Ada?")
-	status, body, _ = call(t, ts, "GET", "/conversations/c1/prompt", auth, "")
+	status, body, _ = call(t, ts, "GET", "/conversations/c1/prompt", "Bearer "+token, "")
 	require.Equal(t, http.StatusOK, status, "%v", body)
 	sp := body["system_prompt"].(map[string]any)
 	assert.Equal(t, "You are Ada.", sp["text"])

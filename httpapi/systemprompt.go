@@ -14,11 +14,13 @@ import (
 
 // TemplateBody is the body of GET and PUT /system-prompt. Template is the
 // global template's source ("" means new conversations get no system
-// prompt). Default, in answers only, says that no template was set and
-// Template is the built-in default.
+// prompt). Default, in answers only, says that Template is the built-in
+// default: no template was set, or (Unavailable set) the templates store
+// could not be read, so whether one was set is unknown.
 type TemplateBody struct {
-	Template *string `json:"template"`
-	Default  bool    `json:"default,omitempty"`
+	Template    *string `json:"template"`
+	Default     bool    `json:"default,omitempty"`
+	Unavailable string  `json:"unavailable,omitempty"`
 }
 
 // VariablesBody is the answer of GET /system-prompt/variables.
@@ -56,12 +58,29 @@ func (s *Server) systemPromptRoutes() {
 	s.mux.HandleFunc("POST /system-prompt/render", s.render)
 }
 
+// HeaderTemplateSource says where the template of GET /system-prompt
+// comes from: TemplateSourceStore when the templates store answered (the
+// template set, or the default when none is), TemplateSourceDefault when
+// the store could not be read and the answer is the built-in default
+// instead (the seed's contract: GET still answers, with the default).
+const (
+	HeaderTemplateSource  = "Turnlog-Template-Source"
+	TemplateSourceStore   = "store"
+	TemplateSourceDefault = "default"
+)
+
 func (s *Server) getTemplate(w http.ResponseWriter, r *http.Request) {
 	g, err := s.cfg.Templates.Global(r.Context())
 	if err != nil {
-		s.serverError(w, "read the global template", err)
+		// A template outage: answer the default, and say so.
+		s.cfg.Logger.Warn("http api: the templates store is unavailable; GET /system-prompt answers the built-in default", "err", err)
+		w.Header().Set(HeaderTemplateSource, TemplateSourceDefault)
+		text := templates.Default
+		writeJSON(w, http.StatusOK, TemplateBody{Template: &text, Default: true,
+			Unavailable: "the templates store cannot be read (" + err.Error() + "); this is the built-in default, not necessarily the template in use"})
 		return
 	}
+	w.Header().Set(HeaderTemplateSource, TemplateSourceStore)
 	writeJSON(w, http.StatusOK, TemplateBody{Template: &g.Text, Default: g.Default})
 }
 
@@ -80,7 +99,7 @@ func (s *Server) putTemplate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		s.serverError(w, "store the global template", err)
+		s.unavailable(w, "store the global template", err)
 		return
 	}
 	s.cfg.Logger.Info("global template set", "bytes", len(g.Text), "hash", projector.HashText(g.Text), "revision", g.Revision, "remote", r.RemoteAddr)
@@ -113,18 +132,34 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request) {
 	} else {
 		g, err := s.cfg.Templates.Global(r.Context())
 		if err != nil {
-			s.serverError(w, "read the global template", err)
+			s.unavailable(w, "read the global template", err)
 			return
 		}
 		src = g.Text
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), template.DefaultResolveTimeout)
 	defer cancel()
-	prompt, used, _ := template.RenderWith(ctx, src, template.Env{Cwd: req.Cwd, Model: req.Model, ConversationID: req.ConversationID})
+	prompt, used, _, err := template.RenderWith(ctx, src, template.Env{Cwd: req.Cwd, Model: req.Model, ConversationID: req.ConversationID})
+	if errors.Is(err, template.ErrTooLarge) {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if err != nil {
+		s.serverError(w, "render the template", err)
+		return
+	}
 	if used == nil {
 		used = template.Values{}
 	}
 	writeJSON(w, http.StatusOK, RenderResponse{Prompt: prompt, Variables: used})
+}
+
+// unavailable answers 503 when the templates store cannot be reached (the
+// seed's contract for PUT /system-prompt), and logs it.
+func (s *Server) unavailable(w http.ResponseWriter, what string, err error) {
+	s.cfg.Logger.Error("http api: "+what, "err", err)
+	w.Header().Set("Retry-After", "5")
+	writeError(w, http.StatusServiceUnavailable, what+": the templates store is unavailable: "+err.Error()+"; check that NATS is reachable and try again")
 }
 
 // serverError answers 500 for a failure that is not the caller's, and logs

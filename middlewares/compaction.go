@@ -20,17 +20,19 @@ const MetaCompactionSummary = "compaction.summary"
 const PurposeCompaction = "compaction"
 
 // Summarizer writes the summary that replaces compacted blocks. Blocks are
-// in Turn order; the text returned becomes the summary block's text.
+// in Turn order; the text returned becomes the summary block's text. tx is
+// the conversation's: a summarizer that asks a model records the call in
+// it (engine.InferAside), since every model call is in the log.
 type Summarizer interface {
-	Summarize(ctx context.Context, blocks []events.Block) (string, error)
+	Summarize(ctx context.Context, tx *engine.Tx, blocks []events.Block) (string, error)
 }
 
 // SummarizerFunc adapts a function to Summarizer.
-type SummarizerFunc func(ctx context.Context, blocks []events.Block) (string, error)
+type SummarizerFunc func(ctx context.Context, tx *engine.Tx, blocks []events.Block) (string, error)
 
 // Summarize implements Summarizer.
-func (f SummarizerFunc) Summarize(ctx context.Context, blocks []events.Block) (string, error) {
-	return f(ctx, blocks)
+func (f SummarizerFunc) Summarize(ctx context.Context, tx *engine.Tx, blocks []events.Block) (string, error) {
+	return f(ctx, tx, blocks)
 }
 
 // CompactionConfig configures Compaction. At least one of MaxBlocks and
@@ -137,7 +139,7 @@ func compact(ctx context.Context, tx *engine.Tx, cfg CompactionConfig) error {
 	if len(removed) < 2 {
 		return nil
 	}
-	text, err := cfg.Summarizer.Summarize(ctx, removed)
+	text, err := cfg.Summarizer.Summarize(ctx, tx, removed)
 	if err != nil {
 		return fmt.Errorf("%s: summarize %d blocks: %w", ActorCompaction, len(removed), err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/turnlog/turnlog/engine/scripted"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/middlewares"
+	"github.com/turnlog/turnlog/projector"
 )
 
 func TestCompaction(t *testing.T) {
@@ -140,7 +141,7 @@ func TestCompactionSummarizerError(t *testing.T) {
 	boom := errors.New("model down")
 	mw := middlewares.Must(middlewares.Compaction(middlewares.CompactionConfig{
 		MaxBlocks: 3, KeepLast: 1,
-		Summarizer: middlewares.SummarizerFunc(func(context.Context, []events.Block) (string, error) { return "", boom }),
+		Summarizer: middlewares.SummarizerFunc(func(context.Context, *engine.Tx, []events.Block) (string, error) { return "", boom }),
 	}))
 	called, evs, err := run(t, mw, txOf(t, user("u0", "a"), llm("a0", "b"), user("u1", "c"), llm("a1", "d"), user("u2", "e")))
 	assert.ErrorIs(t, err, boom)
@@ -149,7 +150,7 @@ func TestCompactionSummarizerError(t *testing.T) {
 }
 
 func TestFirstWords(t *testing.T) {
-	got, err := middlewares.FirstWords{Words: 4}.Summarize(context.Background(), []events.Block{user("u", "count the words"), llm("a", "in this text please")})
+	got, err := middlewares.FirstWords{Words: 4}.Summarize(context.Background(), nil, []events.Block{user("u", "count the words"), llm("a", "in this text please")})
 	require.NoError(t, err)
 	assert.Equal(t, "Summary of 2 blocks: count the words in...", got)
 }
@@ -162,10 +163,10 @@ func TestEngineSummarizer(t *testing.T) {
 		input = in.Turn.Blocks
 		return scripted.New(nil).Infer(ctx, in, delta)
 	})
-	s := middlewares.EngineSummarizer{Engine: spy}
-	got, err := s.Summarize(context.Background(), []events.Block{
-		user("u", "hello"), reasoning("r"), call("c", "k"), result("t", "k"), llm("a", "there"),
-	})
+	s := middlewares.EngineSummarizer{Engine: spy, Model: "small"}
+	blocks := []events.Block{user("u", "hello"), reasoning("r"), call("c", "k"), result("t", "k"), llm("a", "there")}
+	tx := txOf(t, blocks...)
+	got, err := s.Summarize(context.Background(), tx, blocks)
 	require.NoError(t, err)
 	assert.Equal(t, middlewares.PurposeCompaction, purpose)
 	require.Len(t, input, 2)
@@ -174,10 +175,66 @@ func TestEngineSummarizer(t *testing.T) {
 	assert.Equal(t, "[user] hello\n[tool call] word_count({\"text\":\"a b\"})\n[tool result] 2\n[assistant] there\n", input[1].Text)
 	assert.Equal(t, "You said: "+strings.TrimSpace(input[1].Text), got, "the scripted engine echoes the transcript")
 
+	// The call is in the log: started (committed before the model was
+	// asked, with what its input was made of), finished (pending).
+	require.Len(t, tx.Committed(), 1)
+	started, ok := tx.Committed()[0].Payload.(events.InferenceStarted)
+	require.True(t, ok)
+	assert.Equal(t, engine.ActorEngine, tx.Committed()[0].Actor)
+	assert.Equal(t, middlewares.PurposeCompaction, started.Purpose)
+	assert.Equal(t, "small", started.Model)
+	assert.Equal(t, middlewares.DefaultSummaryInstruction, started.Instructions)
+	assert.Equal(t, []string{"u", "r", "c", "t", "a"}, started.InputBlocks)
+	assert.Equal(t, projector.Hash(middlewares.SummaryInput(middlewares.DefaultSummaryInstruction, blocks)), started.InputHash)
+	assert.Equal(t, 2, started.Blocks)
+	assert.Equal(t, middlewares.SummaryInstructionID, started.SystemPromptID)
+	assert.Equal(t, projector.HashText(middlewares.DefaultSummaryInstruction), started.SystemPromptHash)
+	require.Len(t, tx.Pending(), 1)
+	finished, ok := tx.Pending()[0].Payload.(events.InferenceFinished)
+	require.True(t, ok)
+	assert.Equal(t, started.InferenceID, finished.InferenceID)
+	assert.Positive(t, finished.CompletionTokens)
+	assert.Len(t, tx.Turn().Blocks, len(blocks), "the summary is not added to the Turn by the call")
+
 	_, err = middlewares.EngineSummarizer{Engine: engine.EngineFunc(func(context.Context, engine.Input, func(engine.Delta)) (engine.Output, error) {
 		return engine.Output{}, nil
-	})}.Summarize(context.Background(), []events.Block{user("u", "x")})
+	})}.Summarize(context.Background(), txOf(t, user("u", "x")), []events.Block{user("u", "x")})
 	assert.ErrorContains(t, err, "no text")
+
+	_, err = s.Summarize(context.Background(), nil, blocks)
+	assert.ErrorContains(t, err, "no Tx to record the model call in")
+}
+
+// A failed summary call is in the log too: inference.failed is committed
+// before the error is returned, whatever becomes of the request.
+func TestEngineSummarizerFailureIsRecorded(t *testing.T) {
+	boom := engine.Transient(errors.New("429 slow down"))
+	s := middlewares.EngineSummarizer{Engine: engine.EngineFunc(func(context.Context, engine.Input, func(engine.Delta)) (engine.Output, error) {
+		return engine.Output{}, boom
+	})}
+	blocks := []events.Block{user("u", "a"), llm("a", "b")}
+	tx := txOf(t, blocks...)
+	_, err := s.Summarize(context.Background(), tx, blocks)
+	require.ErrorIs(t, err, engine.ErrTransient)
+	assert.Equal(t, []events.Type{events.TypeInferenceStarted, events.TypeInferenceFailed}, typesOf(tx.Committed()))
+	failed := tx.Committed()[1].Payload.(events.InferenceFailed)
+	assert.True(t, failed.Transient)
+	assert.Equal(t, "429 slow down", failed.Error)
+	assert.Empty(t, tx.Pending())
+}
+
+// SummaryInput's layout is part of the log's format: replay --verify
+// rebuilds recorded summary inputs with it. If this test fails, recorded
+// summaries no longer verify: keep the old layout for them.
+func TestSummaryInputLayout(t *testing.T) {
+	in := middlewares.SummaryInput("Summarize.", []events.Block{
+		user("u", "hello"), reasoning("r"), call("c", "k"), result("t", "k"), llm("a", "there"),
+		{ID: "s", Kind: events.KindOther, Text: "earlier"}, {ID: "x", Kind: events.KindSystem, Text: "sys"},
+	})
+	require.Len(t, in.Blocks, 2)
+	assert.Equal(t, "[user] hello\n[tool call] word_count({\"text\":\"a b\"})\n[tool result] 2\n[assistant] there\n[earlier summary] earlier\n[system] sys\n",
+		in.Blocks[1].Text)
+	assert.Equal(t, "v2:e2d803d423f6e5129b808f4db6cc46dd25e2b9337a204b45eae3baa11b15eebf", projector.Hash(in))
 }
 
 func TestCompactionConfigValidate(t *testing.T) {

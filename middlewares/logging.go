@@ -13,9 +13,11 @@ import (
 type LoggingConfig struct {
 	// Logger receives the records (default slog.Default()).
 	Logger *slog.Logger
-	// Level of a call that succeeded, or that was superseded by another
-	// writer (engine.ErrSuperseded; default slog.LevelInfo); a failed call
-	// is logged at slog.LevelError.
+	// Level of a call that succeeded, or whose step was superseded by
+	// another writer or got no answer from the log (engine.ErrSuperseded,
+	// engine.ErrLogUnavailable: retried; default slog.LevelInfo); a call
+	// that failed transiently (retried) at slog.LevelWarn at least, and
+	// any other failure at slog.LevelError.
 	Level slog.Level
 	// Message of every record (default "model call").
 	Message string
@@ -50,10 +52,19 @@ func Logging(cfg LoggingConfig) (engine.Middleware, error) {
 			begin := time.Now()
 			err := next(ctx, tx)
 			level := cfg.Level
-			if err != nil && !errors.Is(err, engine.ErrSuperseded) {
-				// Another worker writing first is recovered from (the
-				// request reloads and runs again) and counted by the
-				// worker's turnlog_conflicts_total: not an error.
+			switch {
+			case err == nil, errors.Is(err, engine.ErrSuperseded), errors.Is(err, engine.ErrLogUnavailable):
+				// Another worker writing first, or a log that did not
+				// answer, is recovered from (the request reloads, or is
+				// retried later) and counted by the worker's
+				// turnlog_conflicts_total and turnlog_requests_total
+				// {outcome="retried"}: not an error.
+			case engine.IsTransient(err):
+				// Worth a retry (a timeout, a rate limit): the request is
+				// tried again, and ends as request.failed only if the
+				// retries do not cure it.
+				level = max(level, slog.LevelWarn)
+			default:
 				level = slog.LevelError
 			}
 			if !cfg.Logger.Enabled(ctx, level) {

@@ -133,7 +133,7 @@ func TestTemplateCompactionKeepsAPromptItDidNotWrite(t *testing.T) {
 	tx := txOf(t, imported("m0", "You are terse."), user("m1", "hi"))
 	overBudget(t, tx)
 	require.NoError(t, h(context.Background(), tx))
-	assert.Equal(t, []events.Type{events.TypeTurnCompacted}, typesOf(tx.Pending()))
+	assert.Equal(t, []events.Type{events.TypeInferenceFinished, events.TypeTurnCompacted}, typesOf(tx.Pending()))
 	assert.Equal(t, []string{"You are terse."}, systemTexts(tx.Turn()))
 }
 
@@ -155,7 +155,7 @@ func TestTemplateCompactionLeavesALockedPromptAlone(t *testing.T) {
 	clk.t = clk.t.Add(time.Hour)
 	overBudget(t, tx)
 	require.NoError(t, h(ctx, tx))
-	assert.Equal(t, []events.Type{events.TypeTurnCompacted}, typesOf(tx.Pending()), "compacted, prompt untouched")
+	assert.Equal(t, []events.Type{events.TypeInferenceFinished, events.TypeTurnCompacted}, typesOf(tx.Pending()), "compacted, prompt untouched")
 	assert.Equal(t, []string{sp.Text}, systemTexts(tx.Turn()))
 }
 
@@ -229,5 +229,16 @@ func TestSystemPromptMiddlewaresHonourTheLockEvent(t *testing.T) {
 			assert.Equal(t, []events.Type{events.TypeSystemPromptReplaced}, typesOf(evs), "unlocked, the middleware manages it again")
 			assert.Len(t, systemTexts(tx.Turn()), 1)
 		})
+	}
+}
+
+func TestCheckRequestData(t *testing.T) {
+	assert.NoError(t, middlewares.CheckRequestData(map[string]string{"cwd": "/src", "tz": "UTC", "systemprompt": "no dot, not reserved"}, nil))
+	err := middlewares.CheckRequestData(map[string]string{"tz": "UTC", "trust.x": "1", "compaction.y": "2"}, nil)
+	assert.ErrorIs(t, err, middlewares.ErrReservedData)
+	assert.ErrorContains(t, err, `data key "compaction.y" is reserved`, "the first bad key in key order")
+	assert.NoError(t, middlewares.CheckRequestData(map[string]string{"trust.x": "1"}, []string{"trust.x"}))
+	for _, k := range middlewares.RequestDataKeys {
+		assert.Equal(t, k.FromRequest == "profile", middlewares.ReservedDataKey(k.Key), "%s: the table and the namespaces agree", k.Key)
 	}
 }

@@ -70,9 +70,16 @@ func CheckRequestData(data map[string]string, allow []string) error {
 		return nil
 	}
 	slices.Sort(bad)
-	return fmt.Errorf("%w: data key %q is reserved for turnlog's middlewares (namespaces %s): a request may not set it, since it would change the conversation's system prompt, trust or locks; remove it, or list it in the profile's allow_request_data",
-		ErrReservedData, truncateKey(bad[0]), strings.Join(ReservedDataPrefixes, " "))
+	return reservedDataError(fmt.Sprintf("data key %q is reserved for turnlog's middlewares (namespaces %s): a request may not set it, since it would change the conversation's system prompt, trust or locks; remove it, or list it in the profile's allow_request_data",
+		truncateKey(bad[0]), strings.Join(ReservedDataPrefixes, " ")))
 }
+
+// reservedDataError is CheckRequestData's error: its message alone, and
+// ErrReservedData for errors.Is.
+type reservedDataError string
+
+func (e reservedDataError) Error() string        { return string(e) }
+func (e reservedDataError) Is(target error) bool { return target == ErrReservedData }
 
 func truncateKey(k string) string {
 	if len(k) > 64 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"unicode"
 
 	"github.com/turnlog/turnlog/engine"
 	"github.com/turnlog/turnlog/events"
@@ -38,11 +39,20 @@ func (c RolesConfig) Validate() error { return nil }
 // its kind is the original's, so a system prompt keeps its identity.
 // Parts contain no markers, so a second run splits nothing.
 //
+// Trust is per span: the byte ranges a block lists as Untrusted (what
+// template variables filled in: a file such as AGENTS.md, git output,
+// request data) are data even inside a trusted block. A marker counts only
+// when the marker and the line break before it are the operator's own
+// text; a split cuts only there, so a variable's value is never cut, never
+// becomes a block of its own and never takes a role from its own words.
+// Each part carries the spans that fall in it, shifted to its text.
+//
 // In untrusted text (a user message "System: ignore all previous
-// instructions", model output, a tool result) markers are never honoured:
-// the block stays exactly as it is and is flagged once with block.annotated
-// trust.flag="role_marker", so the attempt is visible in the log and to
-// later middlewares. A flagged block is not flagged again.
+// instructions", model output, a tool result) and in untrusted spans,
+// markers are never honoured: the block stays exactly as it is and is
+// flagged once with block.annotated trust.flag="role_marker", so the
+// attempt is visible in the log and to later middlewares. A flagged block
+// is not flagged again.
 //
 // It checks every block before every model call, but scans a text only
 // once: the Roles a worker builds remembers, for each conversation, the
@@ -84,7 +94,8 @@ func roles(tx *engine.Tx, memo *rolesMemo) error {
 			continue
 		}
 		trusted := IsTrusted(*b)
-		if !trusted && b.Meta[MetaTrustFlag] == FlagRoleMarker {
+		flagged := b.Meta[MetaTrustFlag] == FlagRoleMarker
+		if !trusted && flagged {
 			continue // flagged already: nothing to do, whatever it holds
 		}
 		if trusted && locked(*b) {
@@ -95,20 +106,27 @@ func roles(tx *engine.Tx, memo *rolesMemo) error {
 			texts.remember(i, b.Text)
 			continue
 		}
+		honoured, ignored := marks, []roleMarker(nil)
 		if !trusted {
-			m := marks[0]
+			honoured, ignored = nil, marks
+		} else if len(b.Untrusted) > 0 {
+			honoured, ignored = byTrust(marks, b.Untrusted)
+		}
+		if len(ignored) > 0 && !flagged {
 			if err := tx.Emit(ActorRoles, events.BlockAnnotated{
 				BlockID: b.ID,
 				Meta:    map[string]string{MetaTrustFlag: FlagRoleMarker},
-				Reason: fmt.Sprintf("role marker %q at line %d of untrusted %s text; kept as data, not honoured",
-					b.Text[m.start:m.body], m.line, b.Kind),
+				Reason:  ignoredReason(*b, ignored[0], trusted),
 			}); err != nil {
 				return err
 			}
 			blocks = tx.Turn().Blocks
+			b = &blocks[i]
+		}
+		if len(honoured) == 0 {
 			continue
 		}
-		into := splitRoles(*b, marks)
+		into := splitRoles(*b, honoured)
 		if len(into) == 0 {
 			continue
 		}
@@ -125,12 +143,53 @@ func roles(tx *engine.Tx, memo *rolesMemo) error {
 	return nil
 }
 
-// roleMarker is a marker found in a text: start is where the marker's line
-// begins after indentation, body where the text after the colon begins.
+// ignoredReason says why a marker was not honoured, for the log.
+func ignoredReason(b events.Block, m roleMarker, trusted bool) string {
+	marker := b.Text[m.start:m.body]
+	if !trusted {
+		return fmt.Sprintf("role marker %q at line %d of untrusted %s text; kept as data, not honoured", marker, m.line, b.Kind)
+	}
+	from := "a template variable"
+	for _, s := range b.Untrusted {
+		if s.Start < m.body && m.lineStart-1 < s.End && s.Var != "" {
+			from = "variable " + s.Var
+			break
+		}
+	}
+	return fmt.Sprintf("role marker %q at line %d of trusted %s text comes from %s (untrusted content); kept as data, not honoured",
+		marker, m.line, b.Kind, from)
+}
+
+// byTrust sorts markers by whether the operator wrote them: a marker is
+// honoured only when no untrusted span touches it or the line break
+// before it (a variable ending in a newline must not make the operator's
+// next words a line start, nor a value's own marker count).
+func byTrust(marks []roleMarker, untrusted []events.Span) (honoured, ignored []roleMarker) {
+	for _, m := range marks {
+		from := max(m.lineStart-1, 0) // the line break before the line, if any
+		touched := false
+		for _, s := range untrusted {
+			if s.Start < m.body && from < s.End {
+				touched = true
+				break
+			}
+		}
+		if touched {
+			ignored = append(ignored, m)
+		} else {
+			honoured = append(honoured, m)
+		}
+	}
+	return honoured, ignored
+}
+
+// roleMarker is a marker found in a text: lineStart is where its line
+// begins, start where the marker begins after indentation, body where the
+// text after the colon begins.
 type roleMarker struct {
-	kind        events.Kind
-	start, body int
-	line        int
+	kind                   events.Kind
+	lineStart, start, body int
+	line                   int
 }
 
 var markerKinds = [...]struct {
@@ -157,7 +216,7 @@ func roleMarkers(s string, all bool) []roleMarker {
 			case 's', 'u', 'a':
 				for _, m := range markerKinds {
 					if len(s)-at >= len(m.word) && strings.EqualFold(s[at:at+len(m.word)], m.word) {
-						out = append(out, roleMarker{kind: m.kind, start: at, body: at + len(m.word), line: line})
+						out = append(out, roleMarker{kind: m.kind, lineStart: pos, start: at, body: at + len(m.word), line: line})
 						if !all {
 							return out
 						}
@@ -174,7 +233,9 @@ func roleMarkers(s string, all bool) []roleMarker {
 	}
 }
 
-// splitRoles cuts a trusted block's text at its markers.
+// splitRoles cuts a trusted block's text at its markers. Each part gets
+// the untrusted spans inside it (markers are outside every span, so no
+// span is cut).
 func splitRoles(b events.Block, marks []roleMarker) []events.Block {
 	section := b.Meta[events.MetaSection]
 	if section == "" {
@@ -183,7 +244,7 @@ func splitRoles(b events.Block, marks []roleMarker) []events.Block {
 			section = SectionSystem
 		}
 	}
-	part := func(kind events.Kind, text string) events.Block {
+	part := func(kind events.Kind, text string, spans []events.Span) events.Block {
 		return events.Block{
 			ID:    engine.NewID(),
 			Kind:  kind,
@@ -194,24 +255,43 @@ func splitRoles(b events.Block, marks []roleMarker) []events.Block {
 				MetaTrustOperator:  ActorRoles,
 				MetaRolesSplitFrom: b.ID,
 			},
+			Untrusted: spans,
 		}
 	}
+	// cut is the text from..to without surrounding white space, and the
+	// spans in it, relative to it.
+	cut := func(from, to int) (string, []events.Span) {
+		seg := b.Text[from:to]
+		text := strings.TrimLeftFunc(seg, unicode.IsSpace)
+		from += len(seg) - len(text)
+		text = strings.TrimRightFunc(text, unicode.IsSpace)
+		to = from + len(text)
+		var spans []events.Span
+		for _, s := range b.Untrusted {
+			if s.End <= from || s.Start >= to {
+				continue
+			}
+			spans = append(spans, events.Span{Start: max(s.Start, from) - from, End: min(s.End, to) - from, Var: s.Var})
+		}
+		return text, spans
+	}
 	var into []events.Block
-	if pre := strings.TrimSpace(b.Text[:marks[0].start]); pre != "" {
-		into = append(into, part(b.Kind, pre))
+	if pre, spans := cut(0, marks[0].start); pre != "" {
+		into = append(into, part(b.Kind, pre, spans))
 	}
 	for j, m := range marks {
 		end := len(b.Text)
 		if j+1 < len(marks) {
 			end = marks[j+1].start
 		}
-		if text := strings.TrimSpace(b.Text[m.body:end]); text != "" {
-			into = append(into, part(m.kind, text))
+		if text, spans := cut(m.body, end); text != "" {
+			into = append(into, part(m.kind, text, spans))
 		}
 	}
 	if len(into) > 0 && into[0].Kind == b.Kind {
 		first := b.Clone()
 		first.Text = into[0].Text
+		first.Untrusted = into[0].Untrusted
 		if first.Meta == nil {
 			first.Meta = map[string]string{}
 		}

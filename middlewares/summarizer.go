@@ -21,12 +21,15 @@ const DefaultSummaryInstruction = "You compress conversations. Summarize the tra
 // call is made with engine.WithPurpose(ctx, "compaction"), so providers and
 // their metrics can tell it from calls that answer the user.
 //
-// The model receives a trusted system block with Instruction and one user
-// block with the transcript of the blocks to summarize; reasoning blocks
-// are left out (they are often encrypted and never needed later). The call
-// is not recorded as an inference of the conversation: its input is not the
-// conversation's Turn, and the summary it produced is in the turn.compacted
-// event.
+// The model receives SummaryInput: a trusted system block with
+// Instruction and one user block with the transcript of the blocks to
+// summarize; reasoning blocks are left out (they are often encrypted and
+// never needed later). The call is recorded in the conversation like any
+// model call (engine.InferAside): inference.started with purpose
+// "compaction", the instruction text and the IDs of the summarized blocks,
+// so that `replay --verify` rebuilds the input and checks its hash, then
+// inference.finished (or inference.failed); the summary it produced is in
+// the turn.compacted that follows.
 type EngineSummarizer struct {
 	// Engine writes the summary (required).
 	Engine engine.Engine
@@ -34,23 +37,38 @@ type EngineSummarizer struct {
 	Model string
 	// Instruction is the system prompt (default DefaultSummaryInstruction).
 	Instruction string
+	// TemplateHash is the hash of the template Instruction was rendered
+	// from, if any, and InstructionSpans the spans of Instruction its
+	// variables filled in; both are recorded as the instruction's
+	// provenance.
+	TemplateHash     string
+	InstructionSpans []events.Span
 }
 
 // Summarize implements Summarizer.
-func (s EngineSummarizer) Summarize(ctx context.Context, blocks []events.Block) (string, error) {
+func (s EngineSummarizer) Summarize(ctx context.Context, tx *engine.Tx, blocks []events.Block) (string, error) {
 	if s.Engine == nil {
 		return "", errors.New("engine summarizer: Engine is nil")
+	}
+	if tx == nil {
+		return "", errors.New("engine summarizer: no Tx to record the model call in; call it from Compaction")
 	}
 	instruction := s.Instruction
 	if instruction == "" {
 		instruction = DefaultSummaryInstruction
 	}
-	in := projector.New("compaction")
-	in.Blocks = []events.Block{
-		{ID: "instruction", Kind: events.KindSystem, Text: instruction, Trust: events.Trusted},
-		{ID: "transcript", Kind: events.KindUser, Text: Transcript(blocks)},
+	ids := make([]string, len(blocks))
+	for i, b := range blocks {
+		ids[i] = b.ID
 	}
-	out, err := s.Engine.Infer(engine.WithPurpose(ctx, PurposeCompaction), engine.Input{Turn: in, Model: s.Model}, nil)
+	out, err := engine.InferAside(ctx, tx, s.Engine, engine.Aside{
+		Input:        engine.Input{Turn: SummaryInput(instruction, blocks), Model: s.Model},
+		Purpose:      PurposeCompaction,
+		Instructions: instruction,
+		InputBlocks:  ids,
+		TemplateHash: s.TemplateHash,
+		Untrusted:    s.InstructionSpans,
+	})
 	if err != nil {
 		return "", fmt.Errorf("engine summarizer: %w", err)
 	}
@@ -64,6 +82,28 @@ func (s EngineSummarizer) Summarize(ctx context.Context, blocks []events.Block) 
 		return "", errors.New("engine summarizer: the model returned no text; check the model and the instruction")
 	}
 	return strings.Join(parts, "\n"), nil
+}
+
+// IDs of the blocks of SummaryInput.
+const (
+	SummaryInstructionID = "instruction"
+	SummaryTranscriptID  = "transcript"
+)
+
+// SummaryInput is the input Turn of a summarizing model call: a trusted
+// system block with instructions, then one user block with the Transcript
+// of blocks. `replay --verify` rebuilds it from the log (inference.started
+// records the instructions and the blocks' IDs) to check the call's input
+// hash, so this layout and Transcript's are part of the log's format:
+// changing either makes recorded summaries unverifiable
+// (TestSummaryInputLayout holds them).
+func SummaryInput(instructions string, blocks []events.Block) *projector.Turn {
+	in := projector.New("compaction")
+	in.Blocks = []events.Block{
+		{ID: SummaryInstructionID, Kind: events.KindSystem, Text: instructions, Trust: events.Trusted},
+		{ID: SummaryTranscriptID, Kind: events.KindUser, Text: Transcript(blocks)},
+	}
+	return in
 }
 
 // Transcript renders blocks as the plain text a summarizing model reads,
@@ -104,7 +144,7 @@ type FirstWords struct {
 }
 
 // Summarize implements Summarizer.
-func (f FirstWords) Summarize(_ context.Context, blocks []events.Block) (string, error) {
+func (f FirstWords) Summarize(_ context.Context, _ *engine.Tx, blocks []events.Block) (string, error) {
 	n := f.Words
 	if n <= 0 {
 		n = 12

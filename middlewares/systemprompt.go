@@ -240,20 +240,39 @@ func appendSystemPrompt(ctx context.Context, tx *engine.Tx, cfg SystemPromptAppe
 		return nil
 	}
 	text := sp.Text + "\n\n" + prompt
+	kept := len(sp.Text)
 	reason := "appended the " + cfg.Tag + " prompt"
 	if old != "" {
 		if head, found := cutAppended(sp.Text, old); found {
 			text = head + prompt
+			kept = len(head)
 			reason = "the " + cfg.Tag + " prompt changed; swapped the appended text"
 		}
 	}
 	return tx.Emit(ActorSystemPromptAppend, events.SystemPromptReplaced{
-		BlockID:  sp.ID,
-		Text:     text,
-		Previous: sp.Text,
-		Meta:     map[string]string{key: hash},
-		Reason:   reason,
+		BlockID:   sp.ID,
+		Text:      text,
+		Previous:  sp.Text,
+		Meta:      map[string]string{key: hash},
+		Reason:    reason,
+		Untrusted: spansBefore(sp.Untrusted, kept),
 	})
+}
+
+// spansBefore returns the untrusted spans of the first n bytes of a text:
+// the part of a prompt an append keeps as it was, whose variable content
+// must stay marked (a replacement without spans would make it the
+// operator's own words).
+func spansBefore(spans []events.Span, n int) []events.Span {
+	var out []events.Span
+	for _, s := range spans {
+		if s.Start >= n {
+			break
+		}
+		s.End = min(s.End, n)
+		out = append(out, s)
+	}
+	return out
 }
 
 // cutAppended finds the text a previous append left at the end of s, by its

@@ -76,11 +76,15 @@ type TemplatePromptConfig struct {
 	// absolute "cwd" ("" and no data: the prompt:cwd, git: and file:
 	// variables do not exist).
 	Cwd string
-	// Now, MaxFileBytes and GitTimeout are passed to the resolvers (see
-	// template.Env); zero values mean the resolvers' defaults.
-	Now          func() time.Time
-	MaxFileBytes int64
-	GitTimeout   time.Duration
+	// Now, MaxFileBytes, MaxPromptBytes and GitTimeout are passed to the
+	// resolvers and the renderer (see template.Env); zero values mean
+	// their defaults. A prompt, or variables, past MaxPromptBytes fail the
+	// request with an error naming the cap and the variable
+	// (template.ErrTooLarge), rather than sending a cut prompt.
+	Now            func() time.Time
+	MaxFileBytes   int64
+	MaxPromptBytes int64
+	GitTimeout     time.Duration
 	// ResolveTimeout bounds the resolution of all the template's variables
 	// together (default template.DefaultResolveTimeout): a slow git or
 	// file system makes variables missing, never the request slow.
@@ -93,6 +97,17 @@ type TemplatePromptConfig struct {
 	// template and replaces that prompt's text with it, in place, on the
 	// first model call.
 	Policy PromptPolicy
+	// KeepTemplate makes a rebuild (on compaction) render the template the
+	// conversation was prompted from, found by hash, instead of the current
+	// global template. The default adopts the current one: the seed's
+	// behaviour, where a new template takes effect at the next rebuild,
+	// so a fixed or tightened template reaches long conversations too, at
+	// a moment when the prompt cache is lost anyway.
+	KeepTemplate bool
+	// Resolve computes the variables' values; nil means template.Resolve
+	// (the clock, files, git). `replay --rerun` sets it to answer with the
+	// values the log recorded.
+	Resolve template.ResolveFunc
 }
 
 func (c *TemplatePromptConfig) setDefaults() {
@@ -124,9 +139,12 @@ func (c TemplatePromptConfig) Validate() error {
 // Templates, resolves its variables (template.RenderWith: the working
 // directory from the Turn's "cwd" data or Cwd, the Tx's model, the
 // conversation ID) and records systemprompt.set: a trusted block at index
-// 0, with the template's hash and the values of the variables the prompt
-// used, so replay shows where the prompt came from. On later calls it
-// emits nothing: editing the template changes only new conversations. A
+// 0, with the template's hash and text, the values of the variables the
+// prompt used and where they went (the block's untrusted spans: a file's
+// or the request's words never act as the operator's), so replay shows
+// where the prompt came from and can render it again. On later calls it
+// emits nothing: editing the template changes a conversation's prompt at
+// its next rebuild, never between two calls. A
 // template that renders to nothing means no system prompt at all; that is
 // recorded once as data.set of "systemprompt.none", so the conversation
 // stays without one. A locked system block (systemprompt.lock) is left
@@ -174,8 +192,10 @@ type templatePrompt struct {
 type rendered struct {
 	prompt string
 	vars   map[string]string
-	hash   string // of the template
-	ok     bool   // false: no system prompt
+	spans  []events.Span // where vars went in prompt: untrusted
+	src    string        // the template
+	hash   string        // of the template
+	ok     bool          // false: no system prompt
 }
 
 // ensure gives the conversation its prompt unless it has one (or has
@@ -196,7 +216,10 @@ func (p *templatePrompt) ensure(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s: read the template: %w", ActorTemplatePrompt, engine.Transient(err))
 	}
-	r := p.render(ctx, src)
+	r, err := p.render(ctx, src)
+	if err != nil {
+		return err
+	}
 	if hasOther {
 		return p.takeOver(other, r)
 	}
@@ -228,10 +251,16 @@ func (p *templatePrompt) takeOver(other events.Block, r rendered) error {
 		Variables:      r.vars,
 		Reason:         "prompt policy replace: the template's prompt replaces the conversation's",
 		PreviousSource: source,
+		Untrusted:      r.spans,
+		Template:       r.src,
 	})
 }
 
-func (p *templatePrompt) render(ctx context.Context, src string) rendered {
+// ProfileMaxPromptBytes names the profile setting that raises the prompt
+// cap, for the error of a template that reaches it.
+const ProfileMaxPromptBytes = "template_limits.max_prompt_bytes"
+
+func (p *templatePrompt) render(ctx context.Context, src string) (rendered, error) {
 	turn := p.tx.Turn()
 	env := template.Env{
 		Cwd:            p.cfg.Cwd,
@@ -239,6 +268,7 @@ func (p *templatePrompt) render(ctx context.Context, src string) rendered {
 		ConversationID: turn.Conversation,
 		Now:            p.cfg.Now,
 		MaxFileBytes:   p.cfg.MaxFileBytes,
+		MaxPromptBytes: p.cfg.MaxPromptBytes,
 		GitTimeout:     p.cfg.GitTimeout,
 	}
 	// A relative directory would be relative to wherever the worker runs.
@@ -247,12 +277,19 @@ func (p *templatePrompt) render(ctx context.Context, src string) rendered {
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.ResolveTimeout)
 	defer cancel()
-	prompt, used, ok := template.RenderWith(ctx, src, env)
-	r := rendered{prompt: prompt, hash: projector.HashText(src), ok: ok}
-	if len(used) > 0 {
-		r.vars = map[string]string(used)
+	out, err := template.RenderTracked(ctx, src, env, p.cfg.Resolve)
+	if err != nil {
+		// Not transient: the same template and files fail again.
+		return rendered{}, fmt.Errorf("%s: template %.12s: %w (the cap is the profile's %s)", ActorTemplatePrompt, projector.HashText(src), err, ProfileMaxPromptBytes)
 	}
-	return r
+	r := rendered{prompt: out.Prompt, src: src, hash: projector.HashText(src), ok: out.OK}
+	if len(out.Used) > 0 {
+		r.vars = map[string]string(out.Used)
+	}
+	for _, s := range out.Spans {
+		r.spans = append(r.spans, events.Span{Start: s.Start, End: s.End, Var: s.Ref.String()})
+	}
+	return r, nil
 }
 
 func (p *templatePrompt) set(r rendered) events.SystemPromptSet {
@@ -264,16 +301,19 @@ func (p *templatePrompt) set(r rendered) events.SystemPromptSet {
 		Meta:         map[string]string{events.MetaSystemPromptSource: SourceTemplate, MetaTemplateHash: r.hash},
 		TemplateHash: r.hash,
 		Variables:    r.vars,
+		Untrusted:    r.spans,
+		Template:     r.src,
 	}
 }
 
-// rebuild renders the conversation's template again, with fresh values:
-// the template it was prompted from (found by hash), or the current global
-// template when that one is no longer known or the conversation has
-// neither prompt nor record of one. ok is false when the prompt is not
-// the template's to rebuild: it is locked, or it is a prompt the template
-// did not write (kept under PolicyKeep); rendering one anyway would put a
-// second prompt in front of it.
+// rebuild renders a template again for the conversation, with fresh
+// values: the current global template, or with KeepTemplate the template
+// it was prompted from (found by hash; the global one when that is no
+// longer known or the conversation has neither prompt nor record of one).
+// ok is false when the prompt is not the template's to rebuild: it is
+// locked, or it is a prompt the template did not write (kept under
+// PolicyKeep); rendering one anyway would put a second prompt in front of
+// it.
 func (p *templatePrompt) rebuild(ctx context.Context) (rendered, bool, error) {
 	turn := p.tx.Turn()
 	hash := turn.Data[DataNoSystemPrompt]
@@ -293,7 +333,7 @@ func (p *templatePrompt) rebuild(ctx context.Context) (rendered, bool, error) {
 		found bool
 		err   error
 	)
-	if hash != "" {
+	if p.cfg.KeepTemplate && hash != "" {
 		if src, found, err = p.cfg.Templates.TemplateByHash(ctx, hash); err != nil {
 			return rendered{}, false, fmt.Errorf("%s: read the conversation's template: %w", ActorTemplatePrompt, engine.Transient(err))
 		}
@@ -303,7 +343,11 @@ func (p *templatePrompt) rebuild(ctx context.Context) (rendered, bool, error) {
 			return rendered{}, false, fmt.Errorf("%s: read the template: %w", ActorTemplatePrompt, engine.Transient(err))
 		}
 	}
-	return p.render(ctx, src), true, nil
+	r, err := p.render(ctx, src)
+	if err != nil {
+		return rendered{}, false, err
+	}
+	return r, true, nil
 }
 
 // record makes r the conversation's prompt, with the compaction as reason.
@@ -322,13 +366,16 @@ func (p *templatePrompt) record(r rendered) error {
 			}
 		}
 		return p.tx.Emit(ActorTemplatePrompt, events.SystemPromptReplaced{
-			BlockID:      b.ID,
-			Text:         r.prompt,
-			Previous:     b.Text,
-			Meta:         meta,
-			TemplateHash: r.hash,
-			Variables:    r.vars,
-			Reason:       ReasonCompaction,
+			BlockID:              b.ID,
+			Text:                 r.prompt,
+			Previous:             b.Text,
+			Meta:                 meta,
+			TemplateHash:         r.hash,
+			Variables:            r.vars,
+			Reason:               ReasonCompaction,
+			Untrusted:            r.spans,
+			Template:             r.src,
+			PreviousTemplateHash: b.Meta[MetaTemplateHash],
 		})
 	case have:
 		if err := p.tx.Emit(ActorTemplatePrompt, events.BlocksRemoved{
@@ -365,18 +412,20 @@ func templateBlock(t *projector.Turn) (events.Block, int, bool) {
 // TemplateSummarizer is the Summarizer of a Compaction that runs inside
 // TemplatePrompt. A compaction is the one moment a conversation's prompt is
 // built again: the cached prompt prefix is lost anyway, since the history
-// after it changes. So before each summary it renders the conversation's
-// template again with fresh values, asks Engine for the summary with that
+// after it changes. So before each summary it renders the template again
+// with fresh values (the current global template, or the conversation's
+// own with TemplatePromptConfig.KeepTemplate), asks Engine for the summary with that
 // prompt followed by Instructions as the summarizing call's system prompt
 // (the model summarizing knows what the conversation is for), and once the
 // summary is written records the new prompt: systemprompt.replaced with
-// the template's hash, the fresh values and Reason "compaction", in the
-// same step as the turn.compacted that follows. The stored prompt never
+// the template's hash and text, the previous template's hash, the fresh
+// values and Reason "compaction", in the same step as the turn.compacted
+// that follows. The stored prompt never
 // contains the instructions: they are for the summarizing call only.
 //
 // Like EngineSummarizer, the summarizing call is made with
-// engine.WithPurpose(ctx, "compaction") and is not an inference of the
-// conversation.
+// engine.WithPurpose(ctx, "compaction") and recorded as an inference of
+// the conversation, whose provenance names the template.
 type TemplateSummarizer struct {
 	// Engine writes the summary (required).
 	Engine engine.Engine
@@ -389,7 +438,7 @@ type TemplateSummarizer struct {
 }
 
 // Summarize implements Summarizer.
-func (s TemplateSummarizer) Summarize(ctx context.Context, blocks []events.Block) (string, error) {
+func (s TemplateSummarizer) Summarize(ctx context.Context, tx *engine.Tx, blocks []events.Block) (string, error) {
 	p, ok := ctx.Value(templatePromptKey{}).(*templatePrompt)
 	if !ok {
 		return "", errors.New("template summarizer: the template middleware did not run before compaction; put TemplatePrompt (profile middleware \"template\") before Compaction in the chain")
@@ -402,10 +451,17 @@ func (s TemplateSummarizer) Summarize(ctx context.Context, blocks []events.Block
 	if err != nil {
 		return "", err
 	}
+	var (
+		from  string
+		spans []events.Span
+	)
 	if r.ok {
+		// The prompt comes first: its spans hold as they are.
 		instructions = r.prompt + "\n\n" + instructions
+		from, spans = r.hash, r.spans
 	}
-	summary, err := EngineSummarizer{Engine: s.Engine, Model: s.Model, Instruction: instructions}.Summarize(ctx, blocks)
+	summary, err := EngineSummarizer{Engine: s.Engine, Model: s.Model, Instruction: instructions, TemplateHash: from,
+		InstructionSpans: spans}.Summarize(ctx, tx, blocks)
 	if err != nil {
 		return "", err
 	}

@@ -3,6 +3,7 @@ package middlewares_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -203,61 +204,84 @@ func compactingChain(t *testing.T, src middlewares.TemplateSource, cfg middlewar
 	return templateMW(t, cfg)(comp(func(context.Context, *engine.Tx) error { return nil }))
 }
 
+// On compaction the prompt is rendered again with fresh values, from the
+// current global template by default (a new template takes effect at the
+// next rebuild, recorded with both hashes), or from the conversation's own
+// with KeepTemplate.
 func TestTemplateSummarizerRebuildsThePrompt(t *testing.T) {
-	dir := t.TempDir()
-	notes := filepath.Join(dir, "notes.txt")
-	require.NoError(t, os.WriteFile(notes, []byte("alpha"), 0o600))
-	clk := &clock{t: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
-	src := newMemTemplates("At [system:time]: [file:notes.txt]")
-	original := src.current
-	sum := &recorder{reply: "they talked"}
-	h := compactingChain(t, src, middlewares.TemplatePromptConfig{Cwd: dir, Now: clk.now}, sum)
-	ctx := context.Background()
+	for _, keep := range []bool{false, true} {
+		t.Run(fmt.Sprintf("KeepTemplate=%v", keep), func(t *testing.T) {
+			dir := t.TempDir()
+			notes := filepath.Join(dir, "notes.txt")
+			require.NoError(t, os.WriteFile(notes, []byte("alpha"), 0o600))
+			clk := &clock{t: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
+			src := newMemTemplates("At [system:time]: [file:notes.txt]")
+			original := src.current
+			sum := &recorder{reply: "they talked"}
+			h := compactingChain(t, src, middlewares.TemplatePromptConfig{Cwd: dir, Now: clk.now, KeepTemplate: keep}, sum)
+			ctx := context.Background()
 
-	tx := txOf(t, user("u1", "one"))
-	require.NoError(t, h(ctx, tx))
-	require.NoError(t, tx.Commit(ctx))
-	sp, _, _ := tx.Turn().SystemPrompt()
-	require.Equal(t, "At 2025-01-02T03:04:05Z: alpha", sp.Text)
+			tx := txOf(t, user("u1", "one"))
+			require.NoError(t, h(ctx, tx))
+			require.NoError(t, tx.Commit(ctx))
+			sp, _, _ := tx.Turn().SystemPrompt()
+			require.Equal(t, "At 2025-01-02T03:04:05Z: alpha", sp.Text)
 
-	// Time passes, the file and the global template change, the
-	// conversation grows over budget.
-	clk.t = clk.t.Add(time.Hour)
-	require.NoError(t, os.WriteFile(notes, []byte("beta"), 0o600))
-	src.set("Another template for new conversations.")
-	for i, text := range []string{"a", "two", "b", "three", "c"} {
-		p := events.Payload(events.UserAppended{BlockID: "x" + text, Text: text})
-		if i%2 == 0 {
-			p = events.LLMTextAppended{BlockID: "x" + text, Text: text}
-		}
-		require.NoError(t, tx.Emit("test", p))
+			// Time passes, the file and the global template change, the
+			// conversation grows over budget.
+			clk.t = clk.t.Add(time.Hour)
+			require.NoError(t, os.WriteFile(notes, []byte("beta"), 0o600))
+			src.set("Another template, at [system:time].")
+			for i, text := range []string{"a", "two", "b", "three", "c"} {
+				p := events.Payload(events.UserAppended{BlockID: "x" + text, Text: text})
+				if i%2 == 0 {
+					p = events.LLMTextAppended{BlockID: "x" + text, Text: text}
+				}
+				require.NoError(t, tx.Emit("test", p))
+			}
+			require.NoError(t, tx.Commit(ctx))
+
+			committed := len(tx.Committed())
+			require.NoError(t, h(ctx, tx))
+			assert.Equal(t, []events.Type{events.TypeInferenceStarted}, typesOf(tx.Committed()[committed:]),
+				"the summary call is recorded before the model is asked")
+			evs := tx.Pending()
+			require.Equal(t, []events.Type{events.TypeInferenceFinished, events.TypeSystemPromptReplaced, events.TypeTurnCompacted}, typesOf(evs))
+			rep := evs[1].Payload.(events.SystemPromptReplaced)
+			want, wantHash, wantVars := "At 2025-01-02T04:04:05Z: beta", projector.HashText(original),
+				map[string]string{"system:time": "2025-01-02T04:04:05Z", "file:notes.txt": "beta"}
+			if !keep {
+				want, wantHash, wantVars = "Another template, at 2025-01-02T04:04:05Z.", projector.HashText(src.current),
+					map[string]string{"system:time": "2025-01-02T04:04:05Z"}
+			}
+			assert.Equal(t, want, rep.Text, "fresh values")
+			assert.Equal(t, "At 2025-01-02T03:04:05Z: alpha", rep.Previous)
+			assert.Equal(t, middlewares.ReasonCompaction, rep.Reason)
+			assert.Equal(t, wantHash, rep.TemplateHash)
+			assert.Equal(t, projector.HashText(original), rep.PreviousTemplateHash, "the replacement names both templates")
+			assert.Equal(t, wantVars, rep.Variables)
+			assert.Equal(t, middlewares.ActorTemplatePrompt, evs[1].Actor)
+
+			require.Len(t, sum.inputs, 1)
+			in := sum.inputs[0]
+			assert.Equal(t, middlewares.PurposeCompaction, sum.purposes[0])
+			assert.Equal(t, "small", in.Model)
+			assert.Equal(t, want+"\n\nSummarize.", in.Turn.Blocks[0].Text, "the summarizing call gets the rebuilt prompt and the instructions")
+			assert.Equal(t, events.KindSystem, in.Turn.Blocks[0].Kind)
+			started := tx.Committed()[committed].Payload.(events.InferenceStarted)
+			assert.Equal(t, wantHash, started.TemplateHash, "the call's instructions name their template")
+			assert.Equal(t, rep.Untrusted, started.Untrusted, "and say which of their words came from variables")
+			require.NotEmpty(t, started.Untrusted)
+			assert.Equal(t, "system:time", started.Untrusted[0].Var)
+
+			sp, i, _ := tx.Turn().SystemPrompt()
+			assert.Equal(t, 0, i)
+			assert.Equal(t, want, sp.Text, "the stored prompt has no compaction instructions")
+			assert.Equal(t, wantHash, sp.Meta[middlewares.MetaTemplateHash])
+			summary := tx.Turn().Blocks[1]
+			assert.Equal(t, "they talked", summary.Text)
+		})
 	}
-	require.NoError(t, tx.Commit(ctx))
-
-	require.NoError(t, h(ctx, tx))
-	evs := tx.Pending()
-	require.Equal(t, []events.Type{events.TypeSystemPromptReplaced, events.TypeTurnCompacted}, typesOf(evs))
-	rep := evs[0].Payload.(events.SystemPromptReplaced)
-	want := "At 2025-01-02T04:04:05Z: beta"
-	assert.Equal(t, want, rep.Text, "fresh values")
-	assert.Equal(t, "At 2025-01-02T03:04:05Z: alpha", rep.Previous)
-	assert.Equal(t, middlewares.ReasonCompaction, rep.Reason)
-	assert.Equal(t, projector.HashText(original), rep.TemplateHash, "the conversation's own template, not the new global one")
-	assert.Equal(t, map[string]string{"system:time": "2025-01-02T04:04:05Z", "file:notes.txt": "beta"}, rep.Variables)
-	assert.Equal(t, middlewares.ActorTemplatePrompt, evs[0].Actor)
-
-	require.Len(t, sum.inputs, 1)
-	in := sum.inputs[0]
-	assert.Equal(t, middlewares.PurposeCompaction, sum.purposes[0])
-	assert.Equal(t, "small", in.Model)
-	assert.Equal(t, want+"\n\nSummarize.", in.Turn.Blocks[0].Text, "the summarizing call gets the rebuilt prompt and the instructions")
-	assert.Equal(t, events.KindSystem, in.Turn.Blocks[0].Kind)
-
-	sp, i, _ := tx.Turn().SystemPrompt()
-	assert.Equal(t, 0, i)
-	assert.Equal(t, want, sp.Text, "the stored prompt has no compaction instructions")
-	summary := tx.Turn().Blocks[1]
-	assert.Equal(t, "they talked", summary.Text)
 }
 
 func TestTemplateSummarizerPromptGone(t *testing.T) {
@@ -276,7 +300,7 @@ func TestTemplateSummarizerPromptGone(t *testing.T) {
 	require.NoError(t, os.Remove(notes))
 	require.NoError(t, tx.Emit("test", events.LLMTextAppended{BlockID: "a3", Text: "z"}))
 	require.NoError(t, h(ctx, tx))
-	assert.Equal(t, []events.Type{events.TypeLLMTextAppended, events.TypeBlocksRemoved, events.TypeDataSet, events.TypeTurnCompacted}, typesOf(tx.Pending()))
+	assert.Equal(t, []events.Type{events.TypeInferenceFinished, events.TypeBlocksRemoved, events.TypeDataSet, events.TypeTurnCompacted}, typesOf(tx.Pending()))
 	_, _, ok := tx.Turn().SystemPrompt()
 	assert.False(t, ok, "the template renders to nothing: no system prompt at all")
 	assert.Equal(t, "Summarize.", sum.inputs[0].Turn.Blocks[0].Text, "the instructions alone")
@@ -284,6 +308,6 @@ func TestTemplateSummarizerPromptGone(t *testing.T) {
 
 func TestTemplateSummarizerNeedsTheMiddleware(t *testing.T) {
 	s := middlewares.TemplateSummarizer{Engine: &recorder{reply: "s"}}
-	_, err := s.Summarize(context.Background(), []events.Block{user("u", "x")})
+	_, err := s.Summarize(context.Background(), txOf(t, user("u", "x")), []events.Block{user("u", "x")})
 	assert.ErrorContains(t, err, "before Compaction")
 }

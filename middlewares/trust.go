@@ -34,6 +34,11 @@ const (
 // tools arrives untrusted (the zero value); the operator rule stops a
 // trusted flag that slipped in through an import, a fork or a caller that
 // set UserAppended.Trust from being honoured without a name behind it.
+//
+// Trust is per span: even in a trusted block, the ranges b.Untrusted lists
+// (what template variables filled in) are data. Whatever honours trusted
+// text must skip them, as Roles does; IsTrusted alone says only that the
+// rest of the text is the operator's.
 func IsTrusted(b events.Block) bool {
 	if b.Trust != events.Trusted {
 		return false

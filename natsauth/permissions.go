@@ -95,7 +95,7 @@ func SpecFor(r Role, n eventlog.Names) Spec {
 		for _, st := range append(append([]string{}, evs...), rq, snapKV, snapObj, tplKV) {
 			pub(api("STREAM.CREATE", st), "create "+st+" on a fresh cluster (an existing stream cannot be changed this way)")
 		}
-		pub("$JS.API.INFO", "create a bucket on a fresh cluster (nats.go checks the account first)")
+		pub("$JS.API.INFO", "account info: the probe that tells a lost cluster from a slow one, and creating a bucket (nats.go checks the account first)")
 		pub(api("CONSUMER.CREATE", rq)+".>", "the partition consumers of chat requests")
 		pub(api("CONSUMER.DURABLE.CREATE", rq)+".>", "the partition consumers of chat requests (older servers)")
 		pub(api("CONSUMER.INFO", rq)+".>", "the partition consumers of chat requests")

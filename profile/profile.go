@@ -15,6 +15,7 @@ import (
 	"github.com/turnlog/turnlog/engine"
 	"github.com/turnlog/turnlog/engine/scripted"
 	"github.com/turnlog/turnlog/middlewares"
+	"github.com/turnlog/turnlog/middlewares/template"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -79,10 +80,24 @@ type Profile struct {
 	// (prompt:cwd, git:, file:) for conversations whose requests send no
 	// "cwd" data; "" means none.
 	Cwd string `yaml:"cwd,omitempty" json:"cwd,omitempty"`
+	// TemplateLimits bound what the template middleware's variables read
+	// and the prompt it renders (zero values: the defaults).
+	TemplateLimits TemplateLimits `yaml:"template_limits,omitempty" json:"template_limits,omitempty"`
 	// Templates is where the template middleware reads the global template;
 	// the worker sets it to its installation's templates.Store. nil means
 	// the built-in templates.Default.
 	Templates middlewares.TemplateSource `yaml:"-" json:"-"`
+	// Resolve computes the template middleware's variables; nil means the
+	// live ones (the clock, files, git: template.Resolve). `replay --rerun`
+	// sets it to answer with the values the log recorded.
+	Resolve template.ResolveFunc `yaml:"-" json:"-"`
+	// CompactionTemplate says which template a compaction renders the
+	// template middleware's prompt from: "current" (default) adopts the
+	// global template as it is then, recorded as a prompt replacement
+	// naming both templates' hashes, so a corrected template reaches long
+	// conversations at a moment the prompt cache is lost anyway;
+	// "original" keeps the template the conversation was prompted with.
+	CompactionTemplate string `yaml:"compaction_template,omitempty" json:"compaction_template,omitempty"`
 	// CompactAfterBlocks is the compaction middleware's budget (default 200).
 	CompactAfterBlocks int `yaml:"compact_after_blocks,omitempty" json:"compact_after_blocks,omitempty"`
 	// MaxIterations bounds model calls per request (default 8).
@@ -100,7 +115,8 @@ profiles:
     provider: scripted          # deterministic, no network; or openai, openai_responses, anthropic
     model: ""                   # provider default
     # template: the global system prompt template (turnlog template get|set),
-    # rendered once per conversation and again on compaction.
+    # rendered once per conversation and again on compaction, from the global
+    # template as it is then (compaction_template: original keeps the first).
     middlewares: [logging, retry, trust, template, ordering, reasoningguard, compaction]
     compact_after_blocks: 200
     max_iterations: 8

@@ -68,7 +68,8 @@ func apply(t *Turn, e events.Event) error {
 		if p.Index > len(t.Blocks) {
 			return fmt.Errorf("%w: index %d, but the turn has %d blocks", ErrMismatch, p.Index, len(t.Blocks))
 		}
-		return t.insert(p.Index, Block{ID: p.BlockID, Kind: events.KindSystem, Text: p.Text, Trust: p.Trust, Meta: cloneMeta(p.Meta)})
+		return t.insert(p.Index, Block{ID: p.BlockID, Kind: events.KindSystem, Text: p.Text, Trust: p.Trust, Meta: cloneMeta(p.Meta),
+			Untrusted: cloneSpans(p.Untrusted)})
 	case events.SystemPromptReplaced:
 		i, err := t.need(p.BlockID)
 		if err != nil {
@@ -83,6 +84,9 @@ func apply(t *Turn, e events.Event) error {
 		}
 		b.Text = p.Text
 		b.Meta = merge(b.Meta, p.Meta)
+		// The spans describe the text: a new text has its own, and none
+		// means the replacing text is the operator's throughout.
+		b.Untrusted = cloneSpans(p.Untrusted)
 		t.forget(i)
 		return nil
 	case events.SystemPromptLocked:
@@ -378,10 +382,19 @@ func cloneMeta(m map[string]string) map[string]string {
 	return maps.Clone(m)
 }
 
+// cloneSpans is cloneMeta for a block's untrusted spans.
+func cloneSpans(s []events.Span) []events.Span {
+	if len(s) == 0 {
+		return nil
+	}
+	return slices.Clone(s)
+}
+
 // own is a block from an event (fork, split, summary) as the Turn keeps
-// it: a deep copy, with empty metadata as nil (see cloneMeta).
+// it: a deep copy, with empty metadata and spans as nil (see cloneMeta).
 func own(b Block) Block {
 	b.Meta = cloneMeta(b.Meta)
+	b.Untrusted = cloneSpans(b.Untrusted)
 	return b
 }
 

@@ -450,3 +450,42 @@ func TestApplyAll(t *testing.T) {
 	require.NoError(t, projector.ApplyAll(turn, nil))
 	assert.Equal(t, 2, turn.Events)
 }
+
+// A block's untrusted spans come with its text: set with the prompt, replaced
+// with it (a replacing text without spans is the operator's throughout),
+// carried by split parts, and refused when they do not fit the text.
+func TestApplyUntrustedSpans(t *testing.T) {
+	spans := []events.Span{{Start: 4, End: 9, Var: "file:AGENTS.md"}}
+	turn := build(t,
+		events.SystemPromptSet{BlockID: "s", Text: "See: hello.", Trust: events.Trusted, Untrusted: spans},
+	)
+	require.Len(t, turn.Blocks, 1)
+	assert.Equal(t, spans, turn.Blocks[0].Untrusted)
+
+	spans[0].Start = 0 // the Turn holds its own copy
+	assert.Equal(t, 4, turn.Blocks[0].Untrusted[0].Start)
+
+	require.NoError(t, projector.Apply(turn, ev(events.SystemPromptReplaced{BlockID: "s", Previous: "See: hello.", Text: "Now: [x]", Untrusted: []events.Span{{Start: 5, End: 8, Var: "system:time"}}})))
+	assert.Equal(t, []events.Span{{Start: 5, End: 8, Var: "system:time"}}, turn.Blocks[0].Untrusted)
+	require.NoError(t, projector.Apply(turn, ev(events.SystemPromptReplaced{BlockID: "s", Previous: "Now: [x]", Text: "Operator text."})))
+	assert.Nil(t, turn.Blocks[0].Untrusted, "a replacing text without spans has none")
+
+	require.NoError(t, projector.Apply(turn, ev(events.BlockSplit{BlockID: "s", Into: []events.Block{
+		{ID: "s", Kind: events.KindSystem, Text: "Operator", Trust: events.Trusted, Untrusted: []events.Span{{Start: 0, End: 2}}},
+		{ID: "s2", Kind: events.KindSystem, Text: "text.", Trust: events.Trusted},
+	}})))
+	assert.Equal(t, []events.Span{{Start: 0, End: 2}}, turn.Blocks[0].Untrusted)
+	assert.Nil(t, turn.Blocks[1].Untrusted)
+
+	before := stateOf(turn)
+	for _, bad := range [][]events.Span{
+		{{Start: 0, End: 99}},
+		{{Start: 3, End: 3}},
+		{{Start: 4, End: 6}, {Start: 5, End: 7}},
+	} {
+		err := projector.Apply(turn, ev(events.SystemPromptReplaced{BlockID: "s", Previous: "Operator", Text: "Replaced", Untrusted: bad}))
+		require.ErrorIs(t, err, events.ErrInvalid, "%v", bad)
+		assert.Contains(t, err.Error(), "untrusted[")
+	}
+	assert.Equal(t, before, stateOf(turn), "a refused event changes nothing")
+}

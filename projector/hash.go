@@ -33,7 +33,8 @@ const hashV2Prefix = "v2:"
 // where num is a uvarint, str a num length and the bytes, map a num count
 // and then str key, str value by sorted key, and digest(b) the 32-byte
 // SHA-256 of b's layout in v1 (ID, Kind, Text, Trust, map(Meta), CallID,
-// ToolName, Arguments, num(IsError), Encrypted). The layout is written
+// ToolName, Arguments, num(IsError), Encrypted; not Untrusted, which
+// says who wrote the text but is not sent to a model). The layout is written
 // without reflection, and a nil and an empty map or block list hash alike
 // (a snapshot or a removal may turn one into the other).
 //

@@ -30,6 +30,9 @@ type convo struct {
 	tb   testing.TB
 	log  *eventlog.Log
 	turn *projector.Turn
+	// model is the model the requests ask for, as a worker passes the
+	// profile's ("": none).
+	model string
 }
 
 func newConvo(tb testing.TB, l *eventlog.Log, conv string) *convo {
@@ -43,7 +46,7 @@ func (c *convo) request(loop engine.Loop, text string, data map[string]string) s
 	c.tb.Helper()
 	ctx := context.Background()
 	cause := ulid.Make().String()
-	tx := engine.NewTx(c.turn, cause, engine.WithLog(c.log), engine.WithTools(loop.Tools.Specs()...))
+	tx := engine.NewTx(c.turn, cause, engine.WithLog(c.log), engine.WithTools(loop.Tools.Specs()...), engine.WithModel(c.model))
 	require.NoError(c.tb, tx.Emit(replay.ActorWorker, events.UserAppended{BlockID: engine.NewID(), Text: text}))
 	if len(data) > 0 {
 		require.NoError(c.tb, tx.Emit(replay.ActorWorker, events.DataSet{Values: data}))

@@ -179,10 +179,11 @@ func writePrompt(w io.Writer, p *ActivePrompt, indent string) {
 			parts = append(parts, "variables "+kvList(p.Variables))
 		}
 	}
-	fmt.Fprintf(w, "%ssystem prompt %s at index %d, hash %s: %s\n", indent, safe(p.ID), p.Index, short(p.Hash), strings.Join(parts, ", "))
-	for l := range strings.Lines(p.Text) {
-		fmt.Fprintf(w, "%s  | %s\n", indent, safe(strings.TrimSuffix(l, "\n")))
+	if note := spanNote(p.Untrusted); note != "" {
+		parts = append(parts, note)
 	}
+	fmt.Fprintf(w, "%ssystem prompt %s at index %d, hash %s: %s\n", indent, safe(p.ID), p.Index, short(p.Hash), strings.Join(parts, ", "))
+	writePromptText(w, p.Text, p.Untrusted, indent)
 }
 
 func writeTurn(w io.Writer, t *projector.Turn, indent string) {
@@ -205,6 +206,9 @@ func writeTurn(w io.Writer, t *projector.Turn, indent string) {
 		}
 		if b.IsError {
 			attrs = append(attrs, "error")
+		}
+		if len(b.Untrusted) > 0 {
+			attrs = append(attrs, fmt.Sprintf("%d untrusted spans", len(b.Untrusted)))
 		}
 		if len(b.Meta) > 0 {
 			other := make(map[string]string, len(b.Meta))

@@ -3,10 +3,8 @@ package replay
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 
 	"github.com/turnlog/turnlog/engine"
 	"github.com/turnlog/turnlog/eventlog"
@@ -80,7 +78,12 @@ type EventView struct {
 // recorded after that request's k-th inference.started, or its recorded
 // failure; the compaction summarizer gets the summary the log recorded.
 // Tools are not run either: a tool call gets the result the log recorded
-// for the request's next call of that tool with those arguments.
+// for the request's next call of that tool with those arguments. Nor are
+// templates read or variables resolved today: the template middleware
+// renders the template text and the variable values the log recorded for
+// the request (see recordedPrompts), so a `template set` since, or a
+// template that reads the clock or a file, is no difference; today's
+// rendering code is what runs.
 //
 // Each request starts from the Turn the log had before it, and its inputs
 // (the worker's user.appended and data.set, and the model its first
@@ -108,6 +111,8 @@ func Rerun(ctx context.Context, src Source, conversation string, p profile.Profi
 	if err != nil {
 		return nil, fmt.Errorf("rerun %s: %w", conversation, err)
 	}
+	prompts := newRecordedPrompts(recs, p.TemplateSource())
+	p.Templates, p.Resolve = prompts, prompts.resolve
 	built, err := p.BuildWithEngine(eng, slog.New(slog.DiscardHandler), tools)
 	if err != nil {
 		return nil, fmt.Errorf("rerun %s: build the profile: %w", conversation, err)
@@ -122,6 +127,7 @@ func Rerun(ctx context.Context, src Source, conversation string, p profile.Profi
 		seg := recs[start:end]
 		if rerunnable(seg) {
 			res.Requests++
+			prompts.arm(seg)
 			d, compared, err := rerunRequest(ctx, w.turn, seg, built, eng)
 			if err != nil {
 				return nil, fmt.Errorf("rerun %s: request %s: %w", conversation, seg[0].Cause, err)
@@ -182,7 +188,7 @@ func rerunRequest(ctx context.Context, start *projector.Turn, seg []eventlog.Rec
 
 	model := built.Model
 	for _, r := range want {
-		if p, ok := r.Payload.(events.InferenceStarted); ok {
+		if p, ok := r.Payload.(events.InferenceStarted); ok && !isAside(p) {
 			model = p.Model
 			break
 		}
@@ -250,359 +256,4 @@ func rerunRequest(ctx context.Context, start *projector.Turn, seg []eventlog.Rec
 		return diff(closing, "the log recorded request.failed ("+failed.Reason+"), the re-run completed", nil), compared, nil
 	}
 	return nil, compared, nil
-}
-
-// canonicalEvents passes events through the codec, so that they are
-// exactly what the log would hold (empty maps and lists as nil).
-func canonicalEvents(evs []events.Event) ([]events.Event, error) {
-	out := make([]events.Event, 0, len(evs))
-	for _, e := range evs {
-		data, err := events.Encode(e)
-		if err != nil {
-			return nil, fmt.Errorf("the re-run produced an event the log would refuse: %w", err)
-		}
-		dec, err := events.Decode(data)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, dec...)
-	}
-	return out, nil
-}
-
-// Normalize returns p as Rerun compares it. Two runs of the same chain on
-// the same input legitimately differ in:
-//   - block IDs minted during the run (engine.NewID for inserted system
-//     prompts, summaries, tool results): each ID is passed through id, and
-//     Rerun maps the re-run's IDs to the log's, requiring the mapping to
-//     be one-to-one and IDs that existed before the request to be equal;
-//   - inference IDs: dropped;
-//   - input hashes (they hash block IDs too): dropped; Verify proves the
-//     log's, and the Turn they hash is compared event by event;
-//   - measured durations of model calls: dropped.
-//
-// Everything else is compared: type, actor, texts, metadata, trust, call
-// IDs and tool names (replayed from the log), reasons, token counts and
-// stop reasons (replayed too), models and system prompt hashes. Event IDs,
-// times, schema versions, step numbers and message boundaries are not.
-// id may be nil (IDs kept).
-func Normalize(p events.Payload, id func(string) string) events.Payload {
-	if id == nil {
-		id = func(s string) string { return s }
-	}
-	ids := func(in []string) []string {
-		if in == nil {
-			return nil
-		}
-		out := make([]string, len(in))
-		for i, s := range in {
-			out[i] = id(s)
-		}
-		return out
-	}
-	blocks := func(in []events.Block) []events.Block {
-		if in == nil {
-			return nil
-		}
-		out := make([]events.Block, len(in))
-		for i, b := range in {
-			b.ID = id(b.ID)
-			out[i] = b
-		}
-		return out
-	}
-	switch v := p.(type) {
-	case events.ConversationStarted:
-		v.Blocks = blocks(v.Blocks)
-		return v
-	case events.UserAppended:
-		v.BlockID = id(v.BlockID)
-		return v
-	case events.SystemPromptSet:
-		v.BlockID = id(v.BlockID)
-		return v
-	case events.SystemPromptReplaced:
-		v.BlockID = id(v.BlockID)
-		return v
-	case events.SystemPromptLocked:
-		v.BlockID = id(v.BlockID)
-		return v
-	case events.SystemPromptUnlocked:
-		v.BlockID = id(v.BlockID)
-		return v
-	case events.ReasoningAppended:
-		v.BlockID = id(v.BlockID)
-		return v
-	case events.LLMTextAppended:
-		v.BlockID = id(v.BlockID)
-		return v
-	case events.ToolCalled:
-		v.BlockID = id(v.BlockID)
-		return v
-	case events.ToolResult:
-		v.BlockID = id(v.BlockID)
-		return v
-	case events.BlocksReordered:
-		v.Order = ids(v.Order)
-		return v
-	case events.BlocksRemoved:
-		v.BlockIDs = ids(v.BlockIDs)
-		return v
-	case events.BlockAnnotated:
-		v.BlockID = id(v.BlockID)
-		return v
-	case events.BlockSplit:
-		v.BlockID = id(v.BlockID)
-		v.Into = blocks(v.Into)
-		return v
-	case events.TurnCompacted:
-		v.Removed = ids(v.Removed)
-		if v.Summary != nil {
-			s := *v.Summary
-			s.ID = id(s.ID)
-			v.Summary = &s
-		}
-		return v
-	case events.InferenceStarted:
-		v.InferenceID, v.InputHash = "", ""
-		if v.SystemPromptID != "" {
-			v.SystemPromptID = id(v.SystemPromptID)
-		}
-		return v
-	case events.InferenceFinished:
-		v.InferenceID, v.Duration = "", 0
-		return v
-	case events.InferenceFailed:
-		v.InferenceID, v.Duration = "", 0
-		return v
-	}
-	return p
-}
-
-// binder maps the block IDs a re-run minted to the log's.
-type binder struct {
-	start     *projector.Turn
-	fwd, back map[string]string
-}
-
-func newBinder(start *projector.Turn) *binder {
-	return &binder{start: start, fwd: map[string]string{}, back: map[string]string{}}
-}
-
-func (b *binder) lookup(id string) string {
-	if l, ok := b.fwd[id]; ok {
-		return l
-	}
-	return id
-}
-
-// bind pairs a re-run ID with a log ID, or says why it cannot.
-func (b *binder) bind(r, l string) string {
-	if b.start.Index(r) >= 0 || b.start.Index(l) >= 0 {
-		if r != l {
-			return fmt.Sprintf("the re-run refers to block %s where the log refers to block %s", r, l)
-		}
-		return ""
-	}
-	if x, ok := b.fwd[r]; ok && x != l {
-		return fmt.Sprintf("the re-run's block %s is the log's block %s, but here the log refers to %s", r, x, l)
-	}
-	if x, ok := b.back[l]; ok && x != r {
-		return fmt.Sprintf("the log's block %s is the re-run's block %s, but here the re-run refers to %s", l, x, r)
-	}
-	b.fwd[r], b.back[l] = l, r
-	return ""
-}
-
-// compare reports why the re-run's event g differs from the log's event w,
-// or "" when they are the same after normalization.
-func (b *binder) compare(g, w *events.Event) string {
-	if g.Type != w.Type {
-		return fmt.Sprintf("the log has %s, the re-run %s", w.Type, g.Type)
-	}
-	if g.Actor != w.Actor {
-		return fmt.Sprintf("the log's %s is by %s, the re-run's by %s", w.Type, w.Actor, g.Actor)
-	}
-	collect := func(p events.Payload) []string {
-		var out []string
-		Normalize(p, func(s string) string { out = append(out, s); return s })
-		return out
-	}
-	gi, wi := collect(g.Payload), collect(w.Payload)
-	if len(gi) != len(wi) {
-		return fmt.Sprintf("the log's %s names %d blocks, the re-run's %d", w.Type, len(wi), len(gi))
-	}
-	for i := range gi {
-		if reason := b.bind(gi[i], wi[i]); reason != "" {
-			return reason
-		}
-	}
-	gj, _ := json.Marshal(Normalize(g.Payload, b.lookup))
-	wj, _ := json.Marshal(Normalize(w.Payload, nil))
-	if string(gj) != string(wj) {
-		return fmt.Sprintf("the %s payloads differ", w.Type)
-	}
-	return ""
-}
-
-func view(e events.Event, id func(string) string) *EventView {
-	data, _ := json.Marshal(Normalize(e.Payload, id))
-	return &EventView{Type: e.Type, Actor: e.Actor, Step: e.Step, Payload: data}
-}
-
-// errNotRecorded marks a model call or tool call the log has no recorded
-// answer for: the re-run asked for more than the original run did.
-var errNotRecorded = errors.New("not recorded in the log")
-
-// recordedCall is one model call of the request as the log recorded it.
-type recordedCall struct {
-	started  events.InferenceStarted
-	blocks   []events.Block
-	finished *events.InferenceFinished
-	failed   *events.InferenceFailed
-}
-
-// replayEngine answers model calls with what the log recorded. arm points
-// it at the next request.
-type replayEngine struct {
-	turn      *projector.Turn
-	calls     []recordedCall
-	next      int
-	summaries []string
-	nextSum   int
-	results   []*recordedResult
-}
-
-type recordedResult struct {
-	name, args string
-	text       string
-	isError    bool
-	used       bool
-}
-
-func (e *replayEngine) arm(turn *projector.Turn, seg []eventlog.Record) {
-	e.turn, e.calls, e.next, e.summaries, e.nextSum, e.results = turn, nil, 0, nil, 0, nil
-	calls := map[string]events.ToolCalled{}
-	for _, b := range turn.Blocks {
-		if b.Kind == events.KindToolCall {
-			calls[b.CallID] = events.ToolCalled{Name: b.ToolName, Arguments: b.Arguments}
-		}
-	}
-	open := -1 // index in e.calls of the call whose output is being read
-	for i := range seg {
-		switch p := seg[i].Payload.(type) {
-		case events.InferenceStarted:
-			e.calls = append(e.calls, recordedCall{started: p})
-			open = len(e.calls) - 1
-		case events.InferenceFinished:
-			if open >= 0 && e.calls[open].started.InferenceID == p.InferenceID {
-				e.calls[open].finished = &p
-			}
-			open = -1
-		case events.InferenceFailed:
-			if open >= 0 && e.calls[open].started.InferenceID == p.InferenceID {
-				e.calls[open].failed = &p
-			}
-			open = -1
-		case events.ReasoningAppended:
-			if open >= 0 {
-				e.calls[open].blocks = append(e.calls[open].blocks, events.Block{ID: p.BlockID, Kind: events.KindReasoning, Text: p.Text, Encrypted: p.Encrypted, Meta: p.Meta})
-			}
-		case events.LLMTextAppended:
-			if open >= 0 {
-				e.calls[open].blocks = append(e.calls[open].blocks, events.Block{ID: p.BlockID, Kind: events.KindLLMText, Text: p.Text, Meta: p.Meta})
-			}
-		case events.ToolCalled:
-			calls[p.CallID] = p
-			if open >= 0 {
-				e.calls[open].blocks = append(e.calls[open].blocks, events.Block{ID: p.BlockID, Kind: events.KindToolCall, CallID: p.CallID, ToolName: p.Name, Arguments: p.Arguments, Meta: p.Meta})
-			}
-		case events.ToolResult:
-			c := calls[p.CallID]
-			e.results = append(e.results, &recordedResult{name: c.Name, args: c.Arguments, text: p.Text, isError: p.IsError})
-		case events.TurnCompacted:
-			if p.Summary != nil {
-				e.summaries = append(e.summaries, p.Summary.Text)
-			}
-		}
-	}
-}
-
-// Infer implements engine.Engine.
-func (e *replayEngine) Infer(ctx context.Context, in engine.Input, _ func(engine.Delta)) (engine.Output, error) {
-	if err := ctx.Err(); err != nil {
-		return engine.Output{}, err
-	}
-	if in.Turn != e.turn {
-		// Not the conversation's Turn: the compaction summarizer's call.
-		if e.nextSum >= len(e.summaries) {
-			return engine.Output{}, fmt.Errorf("summary %d of the request: %w", e.nextSum+1, errNotRecorded)
-		}
-		s := e.summaries[e.nextSum]
-		e.nextSum++
-		return engine.Output{Blocks: []events.Block{{Kind: events.KindLLMText, Text: s}}}, nil
-	}
-	if e.next >= len(e.calls) {
-		return engine.Output{}, fmt.Errorf("model call %d of the request: %w (it made %d)", e.next+1, errNotRecorded, len(e.calls))
-	}
-	c := e.calls[e.next]
-	e.next++
-	switch {
-	case c.failed != nil:
-		err := errors.New(c.failed.Error)
-		if c.failed.Transient {
-			err = engine.Transient(err)
-		}
-		return engine.Output{}, err
-	case c.finished == nil:
-		return engine.Output{}, fmt.Errorf("model call %d of the request has no recorded end: %w", e.next, errNotRecorded)
-	}
-	out := engine.Output{StopReason: c.finished.StopReason,
-		Usage: engine.Usage{PromptTokens: c.finished.PromptTokens, CompletionTokens: c.finished.CompletionTokens}}
-	for _, b := range c.blocks {
-		out.Blocks = append(out.Blocks, b.Clone())
-	}
-	return out, nil
-}
-
-// replayTools is a registry with every tool the conversation called, each
-// answering with the result the log recorded for the current request's
-// next unused call of that tool with the same arguments.
-func replayTools(recs []eventlog.Record, eng *replayEngine) (*engine.Tools, error) {
-	seen := map[string]bool{}
-	var tools []engine.Tool
-	for i := range recs {
-		p, ok := recs[i].Payload.(events.ToolCalled)
-		if !ok || seen[p.Name] {
-			continue
-		}
-		seen[p.Name] = true
-		name := p.Name
-		tools = append(tools, engine.Tool{
-			Spec: engine.ToolSpec{Name: name, Description: "replays the results the log recorded"},
-			Func: func(_ context.Context, args json.RawMessage) (string, error) {
-				for _, r := range eng.results {
-					if r.used || r.name != name || !sameArgs(r.args, string(args)) {
-						continue
-					}
-					r.used = true
-					if r.isError {
-						return "", errors.New(strings.TrimPrefix(r.text, "error: "))
-					}
-					return r.text, nil
-				}
-				return "", fmt.Errorf("replay: a result for %s(%s): %w", name, args, errNotRecorded)
-			},
-		})
-	}
-	return engine.NewTools(tools...)
-}
-
-// sameArgs compares tool arguments as engine.Tools passes them: empty
-// arguments arrive as {}.
-func sameArgs(recorded, got string) bool {
-	if strings.TrimSpace(recorded) == "" {
-		recorded = "{}"
-	}
-	return recorded == got
 }

@@ -125,10 +125,11 @@ func TestRerunReportsTheFirstDifference(t *testing.T) {
 		{
 			name:       "a smaller compaction budget",
 			profile:    with(func(q *profile.Profile) { q.CompactAfterBlocks = 10 }),
-			wantReason: "the re-run stopped here",
+			wantReason: `the log's model call is the answer to the user, the re-run's is for "compaction"`,
 			check: func(t *testing.T, d *replay.Difference) {
-				assert.Contains(t, d.RerunError, "not recorded in the log", "the model was never asked for a summary")
-				assert.Nil(t, d.Rerun)
+				require.NotNil(t, d.Rerun, "the re-run asked for a summary the log never asked for")
+				assert.Equal(t, events.TypeInferenceStarted, d.Rerun.Type)
+				assert.Contains(t, string(d.Rerun.Payload), `"purpose":"compaction"`)
 				require.NotNil(t, d.Log)
 			},
 		},

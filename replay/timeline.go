@@ -166,9 +166,20 @@ func Entries(ctx context.Context, src Source, conversation string, opts ...Optio
 			if p, ok := r.Payload.(events.InferenceStarted); ok {
 				inferences++
 				inf := &Inference{Index: inferences, N: r.Pos, InferenceID: p.InferenceID, Model: p.Model, Purpose: p.Purpose,
-					InputHash: p.InputHash, Verified: projector.HashMatches(w.turn, p.InputHash), SystemPrompt: w.active()}
-				if o.turns(inferences) {
-					inf.Turn = w.turn
+					InputHash: p.InputHash}
+				input, prompt := w.turn, w.active()
+				if isAside(p) {
+					// A call on an input built from part of the Turn: the
+					// rebuilt input is what it received (nil: the log does
+					// not hold it, and it is not verified).
+					input, prompt, _ = asideInput(w.turn, p, r.Pos)
+				}
+				inf.SystemPrompt = prompt
+				if input != nil {
+					inf.Verified = projector.HashMatches(input, p.InputHash)
+					if o.turns(inferences) {
+						inf.Turn = input
+					}
 				}
 				e.Inference = inf
 			}

@@ -50,6 +50,14 @@ const (
 	// FieldMessage: a stored message cannot be decoded; nothing after it
 	// can be verified.
 	FieldMessage = "message"
+	// FieldInputBlocks: a call whose input was built from part of the
+	// Turn (a compaction's summary) names blocks the log does not hold at
+	// that point, or a purpose this build cannot rebuild the input of.
+	FieldInputBlocks = "input_blocks"
+	// FieldTemplate: a systemprompt.set or systemprompt.replaced records a
+	// template text whose hash is not the template_hash it records, so the
+	// log does not say which template the prompt was rendered from.
+	FieldTemplate = "template"
 )
 
 // Mismatch is one recorded fact that re-projection does not reproduce.
@@ -84,7 +92,11 @@ type Mismatch struct {
 // checkers (one per CPU), copying the blocks only before events that change
 // them in place (see appends). A checker recomputes the hash in the
 // recorded format only when the two differ: logs recorded in an older
-// format, and mismatches. An event that cannot be folded, or a
+// format, and mismatches. A model call whose input was built from part of
+// the Turn (a compaction's summary, see isAside) is checked against that
+// input, rebuilt from what its inference.started records and the Turn at
+// that point; a prompt event's template text against its template hash.
+// An event that cannot be folded, or a
 // message that cannot be decoded, is reported as a mismatch and ends the
 // check; other errors (the log cannot be read) are returned. Mismatches
 // come in log order.
@@ -107,12 +119,30 @@ func Verify(ctx context.Context, src Source, conversation string, opts ...Option
 	}
 	last := 0
 	var stop []Mismatch
+	// direct are found while folding, not by a checker.
+	var direct []Mismatch
 	_, n, err := read(ctx, src, conversation, o, func(w *walker, r *eventlog.Record) error {
 		last = r.Pos
 		if p, ok := r.Payload.(events.InferenceStarted); ok {
 			v.Inferences++
-			jobs <- checkJob{turn: &projector.Turn{Blocks: w.turn.Blocks[:len(w.turn.Blocks):len(w.turn.Blocks)], Data: w.turn.Data},
+			job := checkJob{turn: &projector.Turn{Blocks: w.turn.Blocks[:len(w.turn.Blocks):len(w.turn.Blocks)], Data: w.turn.Data},
 				hash: projector.Hash(w.turn), pos: r.Pos, seq: r.Seq, index: v.Inferences, p: p}
+			if isAside(p) {
+				// Its input is rebuilt now, from the Turn as it stands:
+				// the fold goes on meanwhile.
+				in, _, err := asideInput(w.turn, p, r.Pos)
+				if err != nil {
+					direct = append(direct, Mismatch{N: r.Pos, Seq: r.Seq, Inference: v.Inferences, InferenceID: p.InferenceID,
+						Field: FieldInputBlocks, Recorded: fmt.Sprint(p.InputBlocks),
+						Message: fmt.Sprintf("model call #%d (event %d, seq %d, purpose %s): its input cannot be rebuilt: %v",
+							v.Inferences, r.Pos, r.Seq, quote(p.Purpose), err)})
+				} else {
+					job.turn, job.hash = in, projector.Hash(in)
+					jobs <- job
+				}
+			} else {
+				jobs <- job
+			}
 		}
 		if !appends(r.Type) {
 			// Copy on write: the checkers may still read the blocks and
@@ -120,6 +150,9 @@ func Verify(ctx context.Context, src Source, conversation string, opts ...Option
 			// same blocks in the same places, so the digests the Turn
 			// caches stay true.
 			w.turn.Blocks, w.turn.Data = slices.Clone(w.turn.Blocks), maps.Clone(w.turn.Data)
+		}
+		if m, bad := templateMismatch(r); bad {
+			direct = append(direct, m)
 		}
 		if err := w.apply(r); err != nil {
 			stop = append(stop, Mismatch{N: r.Pos, Seq: r.Seq, Field: FieldEvent, Recorded: string(r.Type), Message: err.Error()})
@@ -133,6 +166,7 @@ func Verify(ctx context.Context, src Source, conversation string, opts ...Option
 	for ms := range found {
 		v.Mismatches = append(v.Mismatches, ms...)
 	}
+	v.Mismatches = append(v.Mismatches, direct...)
 	// Log order; within an event, the order check lists fields in.
 	slices.SortStableFunc(v.Mismatches, func(a, b Mismatch) int {
 		if a.N != b.N {
@@ -153,7 +187,31 @@ func Verify(ctx context.Context, src Source, conversation string, opts ...Option
 }
 
 // fieldOrder is the order check reports the fields of one inference in.
-var fieldOrder = []string{FieldInputHash, FieldBlocks, FieldSystemPromptID, FieldSystemPromptHash}
+var fieldOrder = []string{FieldTemplate, FieldInputBlocks, FieldInputHash, FieldBlocks, FieldSystemPromptID, FieldSystemPromptHash}
+
+// templateMismatch checks the template text a prompt event recorded
+// against the hash it recorded: `replay --rerun` renders that text again,
+// so it must be the template the hash names.
+func templateMismatch(r *eventlog.Record) (Mismatch, bool) {
+	var text, hash string
+	switch p := r.Payload.(type) {
+	case events.SystemPromptSet:
+		text, hash = p.Template, p.TemplateHash
+	case events.SystemPromptReplaced:
+		text, hash = p.Template, p.TemplateHash
+	default:
+		return Mismatch{}, false
+	}
+	if text == "" {
+		return Mismatch{}, false
+	}
+	if got := projector.HashText(text); got != hash {
+		return Mismatch{N: r.Pos, Seq: r.Seq, Field: FieldTemplate, Recorded: hash, Computed: got,
+			Message: fmt.Sprintf("event %d (seq %d, %s): the recorded template text hashes to %s, not to the recorded template_hash %s",
+				r.Pos, r.Seq, r.Type, short(got), short(hash))}, true
+	}
+	return Mismatch{}, false
+}
 
 // appends reports whether events of type t only add blocks after the
 // existing ones (or do not touch the Turn at all). A hasher reads the

@@ -45,6 +45,9 @@ type ActivePrompt struct {
 	// from, when it recorded them.
 	TemplateHash string            `json:"template_hash,omitempty"`
 	Variables    map[string]string `json:"variables,omitempty"`
+	// Untrusted are the byte ranges of Text that variables filled in
+	// (events.Block.Untrusted): everything else is the operator's text.
+	Untrusted []events.Span `json:"untrusted,omitempty"`
 	// SetAt is the n of the event that created the block and SetBy its
 	// type (systemprompt.set, conversation.started for forks and imports,
 	// block.split, turn.compacted); 0 and "" when the log does not say.
@@ -182,14 +185,15 @@ func (w *walker) active() *ActivePrompt {
 		return nil
 	}
 	a := &ActivePrompt{
-		ID:       sp.ID,
-		Index:    i,
-		Text:     sp.Text,
-		Hash:     projector.HashText(sp.Text),
-		Source:   sp.Meta[events.MetaSystemPromptSource],
-		Trust:    sp.Trust,
-		Locked:   sp.Meta[events.MetaSystemPromptLock] != "",
-		LockedBy: sp.Meta[events.MetaSystemPromptLock],
+		ID:        sp.ID,
+		Index:     i,
+		Text:      sp.Text,
+		Hash:      projector.HashText(sp.Text),
+		Source:    sp.Meta[events.MetaSystemPromptSource],
+		Trust:     sp.Trust,
+		Locked:    sp.Meta[events.MetaSystemPromptLock] != "",
+		LockedBy:  sp.Meta[events.MetaSystemPromptLock],
+		Untrusted: sp.Untrusted,
 	}
 	if h, ok := w.prompts[sp.ID]; ok {
 		a.SetAt, a.SetBy, a.SetActor = h.setAt, h.setBy, h.setActor

@@ -22,6 +22,7 @@ import (
 	"github.com/turnlog/turnlog/middlewares"
 	"github.com/turnlog/turnlog/profile"
 	"github.com/turnlog/turnlog/projector"
+	"github.com/turnlog/turnlog/replay"
 	"github.com/turnlog/turnlog/templates"
 	"github.com/turnlog/turnlog/worker"
 )
@@ -88,9 +89,10 @@ func (m *modelServer) take() []chatCall {
 // template store and the openai engine against a recording model server:
 // template set, a conversation over several turns with one byte-identical
 // prompt, the template changed (the old conversation keeps its prompt, a
-// new one gets the new), a compaction (the prompt rebuilt with fresh values,
-// the summarizing call carrying the instructions), and the log showing all
-// of it.
+// new one gets the new), a compaction (the prompt rebuilt from the global
+// template as it is then, with fresh values; the summarizing call carrying
+// the instructions, recorded as a model call), and the log showing all of
+// it.
 func TestEndToEnd(t *testing.T) {
 	ctx := context.Background()
 	srv := natstest.Start(t)
@@ -149,23 +151,24 @@ func TestEndToEnd(t *testing.T) {
 
 	// 2. The template changes: a new conversation gets the new one, the old
 	// one keeps its prompt.
-	const second = "Second template, for [prompt:conversation_id]."
+	const second = "Second template, for [prompt:conversation_id].[if file:notes.txt] Notes: [file:notes.txt][endif]"
 	_, err = store.SetGlobal(ctx, second)
 	require.NoError(t, err)
 	ask("conv-b", "hello")
 	ask("conv-a", "question 4")
 	calls := model.take()
 	require.Len(t, calls, 2)
-	assert.Equal(t, "Second template, for conv-b.", calls[0].system())
+	assert.Equal(t, "Second template, for conv-b. Notes: alpha", calls[0].system())
 	assert.Equal(t, promptA, calls[1].system(), "editing the template changes only new conversations")
 
-	// 3. The file behind a variable changes; conv-a grows until compaction.
+	// 3. The file behind a variable changes; conv-a grows until compaction,
+	// which adopts the global template as it is then.
 	require.NoError(t, os.WriteFile(notes, []byte("beta"), 0o600))
 	ask("conv-a", "question 5")
 	ask("conv-a", "question 6")
 	assert.Len(t, model.take(), 2, "no compaction yet, and no re-rendering either")
 	ask("conv-a", "question 7")
-	promptA2 := "You help with conv-a in " + cwd + ". Notes: beta"
+	promptA2 := "Second template, for conv-a. Notes: beta"
 	calls = model.take()
 	require.Len(t, calls, 2, "the summarizing call, then the answer")
 	assert.Equal(t, promptA2+"\n\n"+middlewares.DefaultSummaryInstruction, calls[0].system(),
@@ -217,14 +220,27 @@ func TestEndToEnd(t *testing.T) {
 	assert.Equal(t, promptA, rep.Previous)
 	assert.Equal(t, promptA2, rep.Text)
 	assert.Equal(t, middlewares.ReasonCompaction, rep.Reason)
-	assert.Equal(t, projector.HashText(first), rep.TemplateHash, "the conversation's own template, not the new global one")
+	assert.Equal(t, projector.HashText(second), rep.TemplateHash, "the global template as it is at the compaction")
+	assert.Equal(t, projector.HashText(first), rep.PreviousTemplateHash, "the replacement names both templates")
+	assert.Equal(t, second, rep.Template)
 	assert.Equal(t, "beta", rep.Variables["file:notes.txt"], "fresh values")
 	assert.Equal(t, 1, compacted)
 
-	require.Len(t, starts, 7, "seven answers; the summarizing call is not an inference of the conversation")
+	require.Len(t, starts, 8, "seven answers and the summarizing call, which is a model call of the conversation too")
 	for i, s := range starts {
-		want := projector.HashText(promptA)
 		if i == 6 {
+			assert.Equal(t, middlewares.PurposeCompaction, s.Purpose)
+			assert.Equal(t, promptA2+"\n\n"+middlewares.DefaultSummaryInstruction, s.Instructions)
+			assert.Equal(t, projector.HashText(second), s.TemplateHash)
+			var vals []string
+			for _, sp := range s.Untrusted {
+				vals = append(vals, sp.Var+"="+s.Instructions[sp.Start:sp.End])
+			}
+			assert.Equal(t, []string{"prompt:conversation_id=conv-a", "file:notes.txt=beta"}, vals, "the variable content of the instructions is marked")
+			continue
+		}
+		want := projector.HashText(promptA)
+		if i == 7 {
 			want = projector.HashText(promptA2)
 		}
 		assert.Equal(t, want, s.SystemPromptHash, "inference %d", i+1)
@@ -237,8 +253,8 @@ func TestEndToEnd(t *testing.T) {
 	// values.
 	for _, r := range recsA {
 		started, ok := r.Payload.(events.InferenceStarted)
-		if !ok {
-			continue
+		if !ok || started.Purpose != "" {
+			continue // the summarizing call's input is not the Turn (replay --verify checks it)
 		}
 		turn, err := l.LoadAt(ctx, "conv-a", r.Pos-1)
 		require.NoError(t, err)
@@ -248,9 +264,16 @@ func TestEndToEnd(t *testing.T) {
 		assert.Equal(t, 0, i)
 		assert.Equal(t, started.SystemPromptHash, projector.HashText(sp.Text))
 		hash, vars := promptOrigin(recsA, r.Pos)
-		assert.Equal(t, projector.HashText(first), hash)
+		assert.Contains(t, []string{projector.HashText(first), projector.HashText(second)}, hash)
 		assert.NotEmpty(t, vars["file:notes.txt"])
 	}
+
+	// Every model call of the conversation, the summarizing one included,
+	// is proven by the log.
+	v, err := replay.Verify(ctx, l, "conv-a")
+	require.NoError(t, err)
+	assert.True(t, v.OK(), "%+v", v.Mismatches)
+	assert.Equal(t, 8, v.Inferences)
 
 	recsB := records(t, l, "conv-b")
 	var setB *events.SystemPromptSet
@@ -260,9 +283,9 @@ func TestEndToEnd(t *testing.T) {
 		}
 	}
 	require.NotNil(t, setB)
-	assert.Equal(t, "Second template, for conv-b.", setB.Text)
+	assert.Equal(t, "Second template, for conv-b. Notes: alpha", setB.Text)
 	assert.Equal(t, projector.HashText(second), setB.TemplateHash)
-	assert.Equal(t, map[string]string{"prompt:conversation_id": "conv-b"}, setB.Variables)
+	assert.Equal(t, map[string]string{"prompt:conversation_id": "conv-b", "file:notes.txt": "alpha"}, setB.Variables)
 }
 
 func records(t *testing.T, l *eventlog.Log, conv string) []eventlog.Record {

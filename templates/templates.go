@@ -130,7 +130,9 @@ func (s *Store) Global(ctx context.Context) (Global, error) {
 }
 
 // SetGlobal makes text the global template: conversations started from now
-// on use it, conversations already started keep theirs. An empty text means
+// on use it, conversations already started keep their prompt until their
+// next compaction renders it again (see middlewares.TemplatePromptConfig's
+// KeepTemplate). An empty text means
 // new conversations get no system prompt at all. The template is first
 // stored under its hash, so that it can be found again by conversations
 // started with it after it is replaced.

@@ -143,7 +143,8 @@ func TestSetGlobalRefusesInvalid(t *testing.T) {
 }
 
 func TestDefaultRendersToOneLineWithoutContext(t *testing.T) {
-	prompt, _, ok := template.RenderWith(context.Background(), templates.Default, template.Env{})
+	prompt, _, ok, err := template.RenderWith(context.Background(), templates.Default, template.Env{})
+	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, "You are a helpful assistant.", prompt)
 }
@@ -151,7 +152,8 @@ func TestDefaultRendersToOneLineWithoutContext(t *testing.T) {
 func TestDefaultIncludesAgentsAndCwd(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "AGENTS.md", "Run make test before committing.")
-	prompt, used, ok := template.RenderWith(context.Background(), templates.Default, template.Env{Cwd: dir})
+	prompt, used, ok, err := template.RenderWith(context.Background(), templates.Default, template.Env{Cwd: dir})
+	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, "You are a helpful assistant.\n\nProject instructions (from AGENTS.md):\n\nRun make test before committing.\n\nWorking directory: "+dir, prompt)
 	assert.Equal(t, template.Values{"file:AGENTS.md": "Run make test before committing.", "prompt:cwd": dir}, used)

@@ -394,6 +394,12 @@ func TestE2ETimelineShowsTheActivePrompt(t *testing.T) {
 		"You are the e2e assistant of e2e-timeline.",
 		"You are the e2e assistant of e2e-timeline.",
 	}, prompts, "every model call shows its active system prompt")
+	// Which words the operator wrote: the variable's value is marked.
+	marked := `[...document.querySelectorAll("#timeline tr.model-call .active-prompt .prompt-text mark.untrusted")].map(e => e.dataset.var + "=" + e.textContent)`
+	assert.Equal(t, []string{"prompt:conversation_id=e2e-timeline", "prompt:conversation_id=e2e-timeline", "prompt:conversation_id=e2e-timeline"},
+		eval[[]string](c, marked), "variable content is marked as untrusted")
+	operator := `[...document.querySelectorAll("#timeline tr.model-call .active-prompt .prompt-text")].map(e => [...e.childNodes].filter(n => n.nodeType === Node.TEXT_NODE).map(n => n.textContent).join(""))`
+	assert.Equal(t, "You are the e2e assistant of .", eval[[]string](c, operator)[0], "the rest is the operator's template text")
 	assert.Equal(t, 3, eval[int](c, `document.querySelectorAll("#timeline tr.model-call .badge.verified").length`), "each input hash verified")
 	kinds := eval[[]string](c, `[...new Set([...document.querySelectorAll("#timeline tbody tr")].map(r => [...r.classList].find(k => k.startsWith("kind-"))))]`)
 	assert.Subset(t, kinds, []string{"kind-user", "kind-systemprompt", "kind-inference", "kind-llm_text", "kind-tool", "kind-request"}, "rows are coloured by kind")

@@ -32,7 +32,7 @@ func (w *Worker) consume(ctx, work context.Context, p int) {
 		cc, err := w.startConsumer(ctx, js, work, p)
 		if err != nil {
 			if eventlog.Unavailable(err) {
-				w.link.lost(ctx, "partition consumer not created", err)
+				w.link.suspect()
 			}
 			level := slog.LevelWarn
 			if w.link.isDown() {
@@ -114,22 +114,14 @@ func (w *Worker) startConsumer(ctx context.Context, js jetstream.JetStream, work
 		// The 30s default would stall the partition for 30s after every
 		// failover on a cluster.
 		jetstream.PullExpiry(5 * time.Second),
-		jetstream.ConsumeErrHandler(func(cc jetstream.ConsumeContext, err error) {
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			if ctx.Err() != nil {
 				return
 			}
+			// Missed heartbeats are common on a healthy cluster (a pull
+			// waits behind a prioritized one); nats.go pulls again by
+			// itself. A lost cluster is told by the link's probe.
 			w.log.Debug("consume", "partition", p, "err", err)
-			if errors.Is(err, jetstream.ErrNoHeartbeat) {
-				// Nothing arrives from the consumer: this worker is cut
-				// off, or the consumer's leader is gone. Pulls sent now
-				// would take deliveries that never arrive, each holding
-				// the partition for an ack wait, while another worker
-				// could serve it. Stop pulling; the consumption starts
-				// again (see consume) once creating the consumer gets
-				// an answer, which proves the way back works.
-				w.link.lost(ctx, "partition consumer sends no heartbeats", err)
-				cc.Stop()
-			}
 		}),
 	}
 	if info := cons.CachedInfo(); info != nil && info.Config.PriorityPolicy == jetstream.PriorityPolicyPrioritized {

@@ -30,8 +30,10 @@ const (
 )
 
 // maxRetryDelay bounds the delay before a request that will be retried is
-// delivered again.
-const maxRetryDelay = 5 * time.Second
+// delivered again: a request retried because the log did not answer (an
+// election, which takes a few seconds) is tried again within this of the
+// log coming back.
+const maxRetryDelay = time.Second
 
 // errCrash is returned when a fault point fired.
 var errCrash = errors.New("simulated crash")
@@ -100,10 +102,10 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		}
 	case retryLater:
 		w.metrics.requests.WithLabelValues("retried").Inc()
-		log.Warn("request will be retried", "err", err)
+		log.Info("request will be retried", "err", err)
 		// The delay holds the partition (one request in flight), so it
 		// stays within a few seconds whatever the delivery count.
-		_ = m.NakWithDelay(min(time.Duration(meta.NumDelivered)*time.Second, maxRetryDelay))
+		_ = m.NakWithDelay(min(time.Duration(meta.NumDelivered)*500*time.Millisecond, maxRetryDelay))
 	case handBack:
 		w.metrics.requests.WithLabelValues("handed_back").Inc()
 		log.Info("request handed back", "err", err)
@@ -269,7 +271,7 @@ func (a appender) Append(ctx context.Context, conv string, expected uint64, evs 
 	case errors.Is(err, eventlog.ErrConflict):
 		err = fmt.Errorf("%w: %w", engine.ErrSuperseded, err)
 	case !refused(err):
-		a.w.link.lost(ctx, "append got no answer", err)
+		a.w.link.suspect()
 		err = fmt.Errorf("%w: %w", errLogUnavailable, err)
 	}
 	return seq, err
@@ -280,7 +282,7 @@ func (a appender) Append(ctx context.Context, conv string, expected uint64, evs 
 // elects a leader, a lost connection. The step may even have been stored.
 // The request is retried later and resumes from what the log holds; ending
 // it as request.failed would fail a request that can still succeed.
-var errLogUnavailable = errors.New("event log unavailable")
+var errLogUnavailable = engine.ErrLogUnavailable
 
 // refused reports whether the log answered an append with a definite no.
 func refused(err error) bool {

@@ -11,37 +11,100 @@ import (
 	"time"
 )
 
-// clusterLink tracks whether the worker reaches the cluster. Any part of
-// the worker that sees a sign of loss (a dropped connection, a partition
-// consumer without heartbeats, an append or a consumer that got no
-// answer) reports it with lost; the first report is logged at WARN and
-// starts a probe that asks JetStream every probeEvery until it answers,
-// then logs the recovery at INFO. A worker on a node cut off from the
-// others keeps its connection, so only such signs and the probe tell.
+// clusterLink tracks whether the worker reaches the cluster. It asks
+// JetStream (probe) every healthyEvery, and every probeEvery while the
+// cluster is lost; a worker on a node cut off from the others keeps its
+// connection, so only asking tells. Parts of the worker that meet a sign
+// of trouble (an append or a consumer without an answer) call suspect,
+// which asks at once; a lost connection is a loss by itself. The loss is
+// logged once at WARN, the recovery once at INFO.
 type clusterLink struct {
 	log   *slog.Logger
 	probe func(context.Context) error
+	nudge chan struct{}
 
 	mu    sync.Mutex
 	down  bool
 	since time.Time
 }
 
-// probeEvery is how often a worker that lost the cluster asks whether it
-// is back.
-const probeEvery = time.Second
+const (
+	// healthyEvery is how often a worker that has the cluster checks it.
+	healthyEvery = 5 * time.Second
+	// probeEvery is how often a worker that lost the cluster asks whether
+	// it is back.
+	probeEvery = time.Second
+)
 
-// lost reports a sign that the cluster is out of reach. ctx bounds the
-// probe that follows the first sign.
-func (c *clusterLink) lost(ctx context.Context, sign string, err error) {
+func newClusterLink(log *slog.Logger, probe func(context.Context) error) *clusterLink {
+	return &clusterLink{log: log, probe: probe, nudge: make(chan struct{}, 1)}
+}
+
+// run probes until ctx ends.
+func (c *clusterLink) run(ctx context.Context) {
+	t := time.NewTimer(healthyEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-c.nudge:
+			if !t.Stop() {
+				select {
+				case <-t.C:
+				default:
+				}
+			}
+		}
+		attempt, cancel := context.WithTimeout(ctx, 2*probeEvery)
+		err := c.probe(attempt)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			c.lost("JetStream does not answer", err)
+		} else {
+			c.back()
+		}
+		if c.isDown() {
+			t.Reset(probeEvery)
+		} else {
+			t.Reset(healthyEvery)
+		}
+	}
+}
+
+// suspect asks the cluster at once whether it is there.
+func (c *clusterLink) suspect() {
+	select {
+	case c.nudge <- struct{}{}:
+	default:
+	}
+}
+
+// lost records that the cluster is out of reach; the first of a stretch
+// is logged.
+func (c *clusterLink) lost(sign string, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.down || ctx.Err() != nil {
+	if c.down {
 		return
 	}
 	c.down, c.since = true, time.Now()
 	c.log.Warn("lost the NATS cluster; requests wait until it is back", "sign", sign, "err", err)
-	go c.probeUntilBack(ctx)
+}
+
+// back records that the cluster answers again.
+func (c *clusterLink) back() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.down {
+		return
+	}
+	c.down = false
+	c.log.Info("NATS cluster reachable again", "after", time.Since(c.since).Round(time.Millisecond))
 }
 
 // isDown reports whether the cluster is lost now; repeated signs of the
@@ -50,26 +113,4 @@ func (c *clusterLink) isDown() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.down
-}
-
-func (c *clusterLink) probeUntilBack(ctx context.Context) {
-	t := time.NewTicker(probeEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		attempt, cancel := context.WithTimeout(ctx, 2*probeEvery)
-		err := c.probe(attempt)
-		cancel()
-		if err == nil {
-			c.mu.Lock()
-			c.down = false
-			c.log.Info("NATS cluster reachable again", "after", time.Since(c.since).Round(time.Millisecond))
-			c.mu.Unlock()
-			return
-		}
-	}
 }

@@ -138,6 +138,10 @@ func TestOnePromptWhateverTheOrigin(t *testing.T) {
 	// one and keeps the others' (a fork's is the template's own).
 	add("default", nil, map[string]string{originNew: conv, originImportedSystem: terse, originImportedPlain: conv,
 		originForked: fork, originUserSystem: pirate})
+	// bounded: the default with tighter template_limits, which this
+	// template stays well within.
+	add("bounded", nil, map[string]string{originNew: conv, originImportedSystem: terse, originImportedPlain: conv,
+		originForked: fork, originUserSystem: pirate})
 	// strict: prompt_policy replace; the fork's prompt is the template's
 	// own, rendered once, and stays.
 	add("strict", nil, map[string]string{originNew: conv, originImportedSystem: conv, originImportedPlain: conv,

@@ -135,10 +135,10 @@ func New(cfg Config) (*Worker, error) {
 		started:  time.Now(),
 	}
 	js := cfg.Log.JetStream()
-	w.link = &clusterLink{log: w.log, probe: func(ctx context.Context) error {
+	w.link = newClusterLink(w.log, func(ctx context.Context) error {
 		_, err := js.AccountInfo(ctx)
 		return err
-	}}
+	})
 	store := templates.New(cfg.Log)
 	for name, p := range cfg.Profiles {
 		if p.Templates == nil {
@@ -172,9 +172,12 @@ func (w *Worker) Run(ctx context.Context) error {
 		if prev != nil {
 			prev(c, err)
 		}
-		w.link.lost(ctx, "connection to NATS lost", err)
+		if ctx.Err() == nil {
+			w.link.lost("connection to NATS lost", err)
+		}
 	})
 	defer nc.SetDisconnectErrHandler(prev)
+	go w.link.run(ctx)
 
 	ping, err := w.cfg.Conn.Subscribe(w.names.WorkersPing(), w.pong)
 	if err != nil {

@@ -102,7 +102,7 @@ directory of the template variables (prompt:cwd, git:, file:AGENTS.md).
 			// Reconnect for as long as the command runs, to any of the
 			// servers given: chatclient moves the connection on when the
 			// server in use stays unavailable.
-			nc, err := nf.dial(nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
+			nc, err := nf.dialFor(ctx, nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
 			if err != nil {
 				return err
 			}

@@ -9,6 +9,9 @@ package main
 //	nc, l, err := nf.connect(ctx, eventlog.ReadOnly()) // a command that only reads
 //	defer nc.Close()
 //
+// or, for a command that opens the log its own way, nc, err :=
+// nf.dialFor(ctx, extra...). Long-running processes use nf.dial.
+//
 // connect resolves the server and the credential as the NATS tools do
 // (flags, TURNLOG_NATS_* then NATS_* variables, --context, then the admin
 // key in the data directory of `turnlog serve`; see natsconn), and a
@@ -18,6 +21,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 
 	"github.com/nats-io/nats.go"
@@ -83,21 +87,32 @@ func (f *natsFlags) dial(extra ...nats.Option) (*nats.Conn, error) {
 	return plan.Connect(extra...)
 }
 
+// dialFor connects for one command (ctx is the command's), plus extra
+// options: a permission the server refuses closes the connection, so the
+// command ends at once, and the command's error becomes the server's
+// reason (see refusals.go).
+func (f *natsFlags) dialFor(ctx context.Context, extra ...nats.Option) (*nats.Conn, error) {
+	plan, err := f.settings.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	box := refusalsIn(ctx)
+	refusal := nats.ErrorHandler(func(nc *nats.Conn, _ *nats.Subscription, err error) {
+		if errors.Is(err, nats.ErrPermissionViolation) && box != nil {
+			box.record(err, plan.Credential)
+			go nc.Close()
+			return
+		}
+		fmt.Fprintf(os.Stderr, "turnlog: NATS: %v\n", err)
+	})
+	return plan.Connect(append([]nats.Option{refusal}, extra...)...)
+}
+
 // connect dials NATS for one command and opens the log with opts. A
 // permission the server refuses closes the connection, so the command
 // ends at once, and the command's error becomes the server's reason.
 func (f *natsFlags) connect(ctx context.Context, opts ...eventlog.Option) (*nats.Conn, *eventlog.Log, error) {
-	plan, err := f.settings.Resolve()
-	if err != nil {
-		return nil, nil, err
-	}
-	box := refusalsIn(ctx)
-	nc, err := plan.Connect(nats.ErrorHandler(func(nc *nats.Conn, _ *nats.Subscription, err error) {
-		if errors.Is(err, nats.ErrPermissionViolation) && box != nil {
-			box.record(err, plan.Credential)
-			go nc.Close()
-		}
-	}))
+	nc, err := f.dialFor(ctx)
 	if err != nil {
 		return nil, nil, err
 	}

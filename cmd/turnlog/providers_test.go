@@ -97,6 +97,9 @@ func TestProvidersEndToEnd(t *testing.T) {
 			go func() { defer close(done); _ = w.Run(ctx) }()
 			t.Cleanup(func() { cancel(); <-done })
 
+			// Streaming deltas reach the existing delta subject.
+			deltas, err := srv.Conn.SubscribeSync("turnlog.delta.conv")
+			require.NoError(t, err)
 			chat := func(text string) string {
 				t.Helper()
 				out, errOut, code := e.run("", "chat", "conv", "-m", text, "--timeout", "30s")
@@ -104,6 +107,18 @@ func TestProvidersEndToEnd(t *testing.T) {
 				return strings.TrimSpace(out)
 			}
 			assert.Equal(t, "ok: hello", chat("hello"))
+			var streamed = map[events.Kind]string{}
+			for {
+				m, err := deltas.NextMsg(time.Second)
+				if err != nil {
+					break
+				}
+				var d worker.Delta
+				require.NoError(t, json.Unmarshal(m.Data, &d))
+				streamed[d.Kind] += d.Text
+			}
+			assert.Equal(t, "ok: hello", streamed[events.KindLLMText], "the answer streamed on turnlog.delta.conv")
+			assert.Equal(t, "Answer hello.", streamed[events.KindReasoning], "and the reasoning")
 			assert.Equal(t, "There are 3 words.", chat("count the words in a b c"), "a tool loop")
 			assert.Equal(t, "ok: third", chat("third"))
 			assert.Equal(t, "ok: fourth", chat("fourth"), "answered after a compaction")

@@ -78,8 +78,9 @@ func newTemplateSetCmd() *cobra.Command {
 		Short: "Make a file the global template ('-' reads standard input; --default goes back to the built-in one)",
 		Long: `set stores the file's content as the global template. Conversations started
 from now on are prompted with it; conversations already started keep their
-prompt (a compaction renders their own template again, not this one). An
-empty file means new conversations get no system prompt at all.`,
+prompt byte for byte until their next compaction, which renders this template
+(unless their profile says compaction_template: original). An empty file
+means new conversations get no system prompt at all.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if reset && len(args) > 0 {
 				return errors.New("set: give either a file or --default, not both")
@@ -124,7 +125,7 @@ empty file means new conversations get no system prompt at all.`,
 			// Its sha256 names it (systemprompt events record it); the
 			// bucket's revision counts every write to the bucket, not sets
 			// of this template, so it is not shown.
-			fmt.Fprintf(cmd.OutOrStdout(), "template set (%s, sha256 %s); new conversations use it, started ones keep theirs\n",
+			fmt.Fprintf(cmd.OutOrStdout(), "template set (%s, sha256 %s); new conversations use it, started ones at their next compaction\n",
 				what, projector.HashText(g.Text)[:12])
 			return nil
 		},
@@ -202,7 +203,10 @@ Nothing is printed when the template means "no system prompt".`,
 				}
 				env.Cwd = abs
 			}
-			prompt, used, ok := template.RenderWith(cmd.Context(), src, env)
+			prompt, used, ok, err := template.RenderWith(cmd.Context(), src, env)
+			if err != nil {
+				return fmt.Errorf("render: %w", err)
+			}
 			if asJSON {
 				if used == nil {
 					used = template.Values{}
@@ -213,7 +217,7 @@ Nothing is printed when the template means "no system prompt".`,
 				fmt.Fprintln(cmd.ErrOrStderr(), "turnlog: the template renders to nothing: no system prompt")
 				return nil
 			}
-			_, err := fmt.Fprintln(cmd.OutOrStdout(), prompt)
+			_, err = fmt.Fprintln(cmd.OutOrStdout(), prompt)
 			return err
 		},
 	}

@@ -31,6 +31,8 @@ type workerFlags struct {
 	logLevel    string
 	replicas    int
 	partitions  int
+	ackWait     time.Duration
+	envErr      error // a malformed setting in the environment
 	eventShards int
 }
 
@@ -41,6 +43,15 @@ func (f *workerFlags) register(fs *pflag.FlagSet, metricsDefault string) {
 	fs.IntVar(&f.replicas, "replicas", 0, "stream replicas when creating streams (3 on a cluster; default: keep existing, 1 when new)")
 	fs.IntVar(&f.eventShards, "event-shards", 0, "event streams conversations are spread over, set when the installation is created (a cluster: its number of servers; default: as recorded, 1 when new); opening an installation with another count fails")
 	fs.IntVar(&f.partitions, "partitions", 0, "request partitions when creating the requests stream (default: keep existing, 16 when new)")
+	ackWait := worker.DefaultAckWait
+	if v := os.Getenv("TURNLOG_ACK_WAIT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			f.envErr = fmt.Errorf("TURNLOG_ACK_WAIT %q: use a duration such as 3s", v)
+		}
+		ackWait = d
+	}
+	fs.DurationVar(&f.ackWait, "ack-wait", ackWait, "how long a request may go without a sign of life from its worker before another worker takes it: the longest a dead worker, or a delivery lost on the way, holds a partition (the worker reports progress every third of it; env TURNLOG_ACK_WAIT)")
 }
 
 func (f *workerFlags) logger() (*slog.Logger, error) {
@@ -85,6 +96,9 @@ func refusalLogger(logger *slog.Logger) nats.Option {
 // runWorkers runs n workers on their own connections from dial, serves
 // their metrics, and stops them when ctx ends.
 func runWorkers(ctx context.Context, f *workerFlags, n int, dial func() (*nats.Conn, error), logOpts []eventlog.Option, logger *slog.Logger) error {
+	if f.envErr != nil {
+		return f.envErr
+	}
 	profiles, err := profile.Load(f.profiles)
 	if err != nil {
 		return err
@@ -106,7 +120,7 @@ func runWorkers(ctx context.Context, f *workerFlags, n int, dial func() (*nats.C
 			return err
 		}
 		host, _ := os.Hostname()
-		w, err := worker.New(worker.Config{Log: l, Conn: nc, Profiles: profiles, Logger: logger,
+		w, err := worker.New(worker.Config{Log: l, Conn: nc, Profiles: profiles, Logger: logger, AckWait: f.ackWait,
 			Name: fmt.Sprintf("%s-%d-w%d", host, os.Getpid(), i+1)})
 		if err != nil {
 			return err
@@ -152,8 +166,10 @@ through its profile's middleware chain and engine (tool loop included) and
 appends every step to the conversation's events. Run as many workers, on as
 many machines, as you like: requests of one conversation never interleave,
 different conversations run in parallel, and a worker killed at any point
-loses and duplicates nothing (the request is redelivered and resumes from the
-log). SIGTERM or Ctrl-C: finish the requests in hand (up to 30 s), hand back
+loses and duplicates nothing (the request is redelivered to another worker
+within --ack-wait and resumes from the log). A worker started before NATS
+waits for it, and one that loses the cluster logs it once and waits until it
+is back. SIGTERM or Ctrl-C: finish the requests in hand (up to 30 s), hand back
 the rest, exit.
 
 It connects with the worker key of the data directory (./.turnlog/auth/worker.nk,
@@ -180,7 +196,11 @@ global prompt, an appended house style) to copy from.`,
 				return err
 			}
 			dial := func() (*nats.Conn, error) {
-				return nf.dial(nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond), nats.RetryOnFailedConnect(true), refusalLogger(logger))
+				// The first connection is retried like later ones: a
+				// worker started before its servers waits for them
+				// (worker.OpenLog logs the wait).
+				return nf.dial(nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond),
+					nats.RetryOnFailedConnect(true), refusalLogger(logger))
 			}
 			err = runWorkers(ctx, &wf, n, dial, append(wf.logOptions(), eventlog.WithPrefix(nf.prefix)), logger)
 			if errors.Is(err, context.Canceled) {

@@ -25,20 +25,18 @@ func output(resp *responses.Response) (engine.Output, error) {
 		out.StopReason += ": " + string(r)
 	}
 	for i, item := range resp.Output {
-		b, ok, err := block(item)
+		b, err := block(item)
 		if err != nil {
 			return engine.Output{}, fmt.Errorf("output item %d: %w", i, err)
 		}
-		if ok {
-			out.Blocks = append(out.Blocks, b)
-		}
+		out.Blocks = append(out.Blocks, b)
 	}
 	return out, nil
 }
 
 // block converts one output item. A message without text is kept as an
 // empty llm_text block: it is the follower of the reasoning before it.
-func block(item responses.ResponseOutputItemUnion) (events.Block, bool, error) {
+func block(item responses.ResponseOutputItemUnion) (events.Block, error) {
 	meta := map[string]string{}
 	if item.ID != "" {
 		meta[MetaItemID] = item.ID
@@ -47,7 +45,7 @@ func block(item responses.ResponseOutputItemUnion) (events.Block, bool, error) {
 	case "reasoning":
 		r := item.AsReasoning()
 		if r.ID == "" {
-			return events.Block{}, false, fmt.Errorf("a reasoning item has no id; it could not be sent back")
+			return events.Block{}, fmt.Errorf("a reasoning item has no id; it could not be sent back")
 		}
 		summary := make([]string, len(r.Summary))
 		for i, s := range r.Summary {
@@ -65,7 +63,7 @@ func block(item responses.ResponseOutputItemUnion) (events.Block, bool, error) {
 				text = strings.Join(content, "\n\n")
 			}
 		}
-		return events.Block{Kind: events.KindReasoning, Text: text, Encrypted: r.EncryptedContent, Meta: meta}, true, nil
+		return events.Block{Kind: events.KindReasoning, Text: text, Encrypted: r.EncryptedContent, Meta: meta}, nil
 	case "message":
 		m := item.AsMessage()
 		var text, refusal strings.Builder
@@ -84,15 +82,15 @@ func block(item responses.ResponseOutputItemUnion) (events.Block, bool, error) {
 		if m.Phase != "" {
 			meta[MetaPhase] = string(m.Phase)
 		}
-		return events.Block{Kind: events.KindLLMText, Text: s, Meta: meta}, true, nil
+		return events.Block{Kind: events.KindLLMText, Text: s, Meta: meta}, nil
 	case "function_call":
 		fc := item.AsFunctionCall()
 		if fc.CallID == "" || fc.Name == "" {
-			return events.Block{}, false, fmt.Errorf("a function_call item has no call_id or name")
+			return events.Block{}, fmt.Errorf("a function_call item has no call_id or name")
 		}
-		return events.Block{Kind: events.KindToolCall, CallID: fc.CallID, ToolName: fc.Name, Arguments: fc.Arguments, Meta: meta}, true, nil
+		return events.Block{Kind: events.KindToolCall, CallID: fc.CallID, ToolName: fc.Name, Arguments: fc.Arguments, Meta: meta}, nil
 	}
-	return events.Block{}, false, fmt.Errorf("the model returned a %q item; turnlog declares only function tools and records reasoning, messages and function calls", item.Type)
+	return events.Block{}, fmt.Errorf("the model returned a %q item; turnlog declares only function tools and records reasoning, messages and function calls", item.Type)
 }
 
 // jsonStrings encodes strings as a JSON array; it cannot fail.

@@ -179,19 +179,18 @@ func (c *Cluster) IsolateRoutes(i int) {
 	f.cut(f.linksOf(i, false))
 }
 
-// Silence makes the network of server i drop everything without a sign:
-// routes and client connections stay open, but no byte goes either way
-// until Heal, when what was held back is delivered (as TCP delivers what
-// it retransmitted once a path that lost every packet is back). Nobody
-// learns of the fault but by timeouts.
+// Silence makes the network of server i drop everything without a sign
+// until Heal: routes and client connections stay open, but every byte
+// either way is dropped (Toxiproxy's timeout toxic with no timeout), so
+// nobody learns of the fault but by timeouts. At Heal the connections are
+// closed (their streams lost bytes) and made again.
 func (c *Cluster) Silence(i int) {
 	f := c.faults()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, p := range f.linksOf(i, true) {
 		for _, stream := range []string{"upstream", "downstream"} {
-			// An hour of latency: held until the toxic is removed.
-			f.addToxic(p, "silence-"+stream, "latency", stream, `{"latency": 3600000}`)
+			f.addToxic(p, "silence-"+stream, "timeout", stream, `{"timeout": 0}`)
 		}
 	}
 }

@@ -13,6 +13,12 @@
 // A request that breaks a rule is answered with the API's error status and
 // shape, and the broken rule is kept in Violations, so a test can assert
 // that none occurred.
+//
+// Unlike engine/openai, whose tests also run against @dwmkerr/mock-llm,
+// these engines have no second implementation to test against: no package
+// on npm or the Go module proxy reachable here serves the Responses or the
+// Messages API by itself (mock-llm templates Chat Completions only; the
+// gateways that translate these APIs need a real upstream model).
 package providertest
 
 import (

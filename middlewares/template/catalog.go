@@ -28,6 +28,6 @@ func Catalog() []Variable {
 		{Ref: "prompt:conversation_id", Description: "ID of the conversation."},
 		{Ref: "git:branch", Description: "Current git branch in the working directory (git rev-parse --abbrev-ref HEAD); not set outside a git repository."},
 		{Ref: "git:status", Description: "Output of git status --porcelain in the working directory; empty when the tree is clean, not set outside a git repository."},
-		{Ref: "file:<path>", Description: "Contents of the file at <path>, relative to the working directory, truncated to 64 KiB by default; not set if the file is missing, not a regular file, or outside the working directory.", Dynamic: true},
+		{Ref: "file:<path>", Description: "Contents of the file at <path>, relative to the working directory, cut at 64 KiB by default with a truncation note; not set if the file is missing, not a regular file, outside the working directory, or under /proc, /sys or /dev.", Dynamic: true},
 	}
 }

@@ -67,5 +67,14 @@
 // system:date, system:os, system:hostname, prompt:cwd, prompt:model,
 // prompt:conversation_id, git:branch, git:status and file:<path>. A file
 // path is relative to the conversation's working directory and can never
-// reach outside it (see [Resolve]).
+// reach outside it, nor into /proc, /sys or /dev (see [Resolve]).
+//
+// # Limits
+//
+// A file: value (and git:status) is cut at [Env.MaxFileBytes] (default
+// 64 KiB) and then ends with a truncation note. The rendered prompt, and
+// the values of the variables a template names, are capped at
+// [Env.MaxPromptBytes] (default 256 KiB): [RenderWith] stops there with a
+// [*LimitError] naming the cap and the variable, so memory stays within a
+// small multiple of the cap whatever the template.
 package template

@@ -1,23 +1,19 @@
 package template
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime"
-	"strings"
+	"sync"
 	"time"
-	"unicode/utf8"
 )
 
 // Defaults applied by [Resolve] when the corresponding [Env] field, or the
 // context deadline, is left unset.
 const (
 	// DefaultMaxFileBytes caps a file: variable, and git:status, so one large
-	// file cannot blow up every request's prompt.
+	// file cannot blow up every request's prompt. A longer value is cut and
+	// ends with a truncation note.
 	DefaultMaxFileBytes int64 = 64 << 10
 	// DefaultGitTimeout bounds each git command: a slow or locked
 	// repository must not stall the request.
@@ -44,6 +40,10 @@ type Env struct {
 	// MaxFileBytes caps the bytes read for a file: variable and kept from
 	// git:status; 0 or less means DefaultMaxFileBytes.
 	MaxFileBytes int64
+	// MaxPromptBytes caps the rendered prompt, and the values of the
+	// template's variables together; 0 or less means
+	// DefaultMaxPromptBytes. Reaching it is an error ([ErrTooLarge]).
+	MaxPromptBytes int64
 	// GitTimeout bounds each git command; 0 or less means DefaultGitTimeout.
 	GitTimeout time.Duration
 }
@@ -55,11 +55,18 @@ func (e Env) now() time.Time {
 	return e.Now()
 }
 
-func (e Env) maxBytes() int64 {
+func (e Env) maxFileBytes() int64 {
 	if e.MaxFileBytes <= 0 {
 		return DefaultMaxFileBytes
 	}
 	return e.MaxFileBytes
+}
+
+func (e Env) maxPromptBytes() int64 {
+	if e.MaxPromptBytes <= 0 {
+		return DefaultMaxPromptBytes
+	}
+	return e.MaxPromptBytes
 }
 
 func (e Env) gitTimeout() time.Duration {
@@ -110,9 +117,7 @@ func resolverFor(ref Ref) (r resolver, blocking bool) {
 		case "branch":
 			return gitBranch, true
 		case "status":
-			return func(ctx context.Context, env Env, _ string) (string, bool) {
-				return runGit(ctx, env, "status", "--porcelain")
-			}, true
+			return gitStatus, true
 		}
 	case "file":
 		return func(_ context.Context, env Env, name string) (string, bool) { return readFile(env, name) }, true
@@ -120,30 +125,58 @@ func resolverFor(ref Ref) (r resolver, blocking bool) {
 	return nil, false
 }
 
+// resolveWorkers is how many blocking resolvers run at once: enough for
+// git:branch and git:status to run together, few enough that a template
+// naming thousands of files reads them a handful at a time, so memory
+// stays within the budget plus resolveWorkers files.
+const resolveWorkers = 4
+
 // Resolve computes the values of refs for env. Unknown variables and
 // variables whose resolver fails (no git, not a repository, missing file,
-// path outside Cwd, ...) are absent from the result, which the template
-// language treats as "does not exist".
+// path outside Cwd or in /proc, ...) are absent from the result, which the
+// template language treats as "does not exist".
 //
-// Blocking resolvers run in parallel under ONE deadline: ctx's, or
-// DefaultResolveTimeout when ctx has none. When the deadline passes, Resolve
-// returns at once with what has been resolved so far; the rest is absent
-// (git processes are killed through the context; a stuck file read is left
-// to finish in the background and its result dropped).
-func Resolve(ctx context.Context, refs []Ref, env Env) Values {
+// The values together may not exceed env's prompt cap (MaxPromptBytes):
+// past it Resolve stops and returns a [*LimitError] naming the variable,
+// whatever the template, so that memory stays bounded even for a template
+// naming thousands of files.
+//
+// Blocking resolvers run in parallel (a few at a time) under ONE deadline:
+// ctx's, or DefaultResolveTimeout when ctx has none. When the deadline
+// passes, Resolve returns at once with what has been resolved so far; the
+// rest is absent (git processes are killed through the context; a stuck
+// file read is left to finish in the background and its result dropped).
+func Resolve(ctx context.Context, refs []Ref, env Env) (Values, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, DefaultResolveTimeout)
 		defer cancel()
 	}
-	type result struct {
-		key, value string
-		ok         bool
+	// Cancelled on return: stops the workers when the budget is reached
+	// or the deadline passed, and frees those waiting to hand a value.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type job struct {
+		ref Ref
+		r   resolver
 	}
-	out := make(Values, len(refs))
-	results := make(chan result, len(refs)) // buffered: late senders never block
-	pending := 0
-	seen := make(map[Ref]bool, len(refs))
+	type result struct {
+		ref   Ref
+		value string
+		ok    bool
+	}
+	budget := env.maxPromptBytes()
+	var total int64
+	out := Values{}
+	add := func(ref Ref, v string) error {
+		if total += int64(len(v)); total > budget {
+			return &LimitError{Limit: budget, At: "[" + ref.String() + "]"}
+		}
+		out[ref.String()] = v
+		return nil
+	}
+	var jobs []job
+	seen := make(map[Ref]bool)
 	for _, ref := range refs {
 		if seen[ref] {
 			continue
@@ -154,42 +187,117 @@ func Resolve(ctx context.Context, refs []Ref, env Env) Values {
 		case r == nil:
 		case !blocking:
 			if v, ok := r(ctx, env, ref.Name); ok {
-				out[ref.String()] = v
+				if err := add(ref, v); err != nil {
+					return nil, err
+				}
 			}
 		default:
-			pending++
-			go func() {
-				v, ok := r(ctx, env, ref.Name)
-				results <- result{key: ref.String(), value: v, ok: ok}
-			}()
+			jobs = append(jobs, job{ref: ref, r: r})
 		}
 	}
-	for ; pending > 0; pending-- {
+	if len(jobs) == 0 {
+		return out, nil
+	}
+	// Unbuffered: a worker holds at most one value until it is counted,
+	// so no more than resolveWorkers values wait beyond the budget.
+	todo := make(chan job)
+	results := make(chan result)
+	go func() {
+		defer close(todo)
+		for _, j := range jobs {
+			select {
+			case todo <- j:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for range min(resolveWorkers, len(jobs)) {
+		wg.Go(func() {
+			for j := range todo {
+				v, ok := j.r(ctx, env, j.ref.Name)
+				select {
+				case results <- result{ref: j.ref, value: v, ok: ok}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		})
+	}
+	go func() { wg.Wait(); close(results) }()
+	for {
 		select {
-		case res := <-results:
-			if res.ok {
-				out[res.key] = res.value
+		case res, more := <-results:
+			if !more {
+				return out, nil
+			}
+			if !res.ok {
+				continue
+			}
+			if err := add(res.ref, res.value); err != nil {
+				return nil, err
 			}
 		case <-ctx.Done():
-			return out
+			return out, nil
 		}
 	}
-	return out
 }
 
 // RenderWith parses src, resolves only the variables it refers to, and
-// renders it. ok is false when the result means "no system prompt" (see
-// [Template.Render]).
+// renders it, within env's prompt cap. ok is false when the result means
+// "no system prompt" (see [Template.Render]).
 //
 // used holds exactly the variables the rendering read and found: those
 // substituted and those tested by an [if] on the path taken, not those in
 // branches skipped. Callers record it with the prompt; rendering src again
 // with used gives the same prompt.
-func RenderWith(ctx context.Context, src string, env Env) (prompt string, used Values, ok bool) {
+//
+// err is a [*LimitError] (errors.Is [ErrTooLarge]) when the variables'
+// values or the rendered prompt reach the cap (env.MaxPromptBytes); there
+// is no other error.
+func RenderWith(ctx context.Context, src string, env Env) (prompt string, used Values, ok bool, err error) {
+	r, err := RenderTracked(ctx, src, env, nil)
+	return r.Prompt, r.Used, r.OK, err
+}
+
+// ResolveFunc computes the values of refs for env; [Resolve] is the one
+// that reads the clock, files and git. Another one can answer from a
+// record instead: `replay --rerun` renders a prompt again with the values
+// the log recorded, not today's. Its error is a [*LimitError] when the
+// values reach the cap.
+type ResolveFunc func(ctx context.Context, refs []Ref, env Env) (Values, error)
+
+// Rendered is a template rendered for a prompt, with what the record of
+// the prompt needs: the variables used and where their values went.
+type Rendered struct {
+	// Prompt, Used and OK are as RenderWith returns them.
+	Prompt string
+	Used   Values
+	OK     bool
+	// Spans are the ranges of Prompt that variables filled in (see
+	// Template.RenderSpans); the rest is the template's own text.
+	Spans []Span
+}
+
+// RenderTracked is RenderWith with the values from resolve (nil means
+// Resolve) and the spans of the variables in the prompt. Its error is
+// RenderWith's: a [*LimitError] at the cap, and nothing is rendered.
+func RenderTracked(ctx context.Context, src string, env Env, resolve ResolveFunc) (Rendered, error) {
+	if resolve == nil {
+		resolve = Resolve
+	}
 	t := Parse(src)
-	rec := &recorder{from: Resolve(ctx, t.Variables(), env), used: Values{}}
-	prompt, ok = t.Render(rec)
-	return prompt, rec.used, ok
+	values, err := resolve(ctx, t.Variables(), env)
+	if err != nil {
+		return Rendered{}, err
+	}
+	rec := &recorder{from: values, used: Values{}}
+	prompt, spans, ok, err := t.RenderSpansLimit(rec, env.maxPromptBytes())
+	if err != nil {
+		return Rendered{}, err
+	}
+	return Rendered{Prompt: prompt, Used: rec.used, OK: ok, Spans: spans}, nil
 }
 
 // recorder is a Lookup that remembers which variables were read and found.
@@ -204,153 +312,4 @@ func (r *recorder) Lookup(ref Ref) (string, bool) {
 		r.used[ref.String()] = v
 	}
 	return v, ok
-}
-
-// gitBranch resolves git:branch. rev-parse fails on a branch with no commit
-// yet, where symbolic-ref still knows the name.
-func gitBranch(ctx context.Context, env Env, _ string) (string, bool) {
-	if b, ok := runGit(ctx, env, "rev-parse", "--abbrev-ref", "HEAD"); ok {
-		return b, true
-	}
-	return runGit(ctx, env, "symbolic-ref", "--short", "HEAD")
-}
-
-// gitRepoEnv are the environment variables that would make git look at
-// another repository than the one containing Cwd.
-var gitRepoEnv = []string{
-	"GIT_DIR=", "GIT_WORK_TREE=", "GIT_INDEX_FILE=", "GIT_COMMON_DIR=",
-	"GIT_OBJECT_DIRECTORY=", "GIT_NAMESPACE=",
-}
-
-// runGit runs git in env.Cwd with the git timeout and returns its standard
-// output without the trailing newline, capped at env.maxBytes() and then cut
-// back to the last whole line. Any failure
-// (no Cwd, git missing, not a repository, timeout) means "does not exist".
-//
-// The repository's own configuration is trusted, as when the user runs git
-// there, except core.fsmonitor, which could start a long-lived process on
-// every prompt; optional locks are disabled so a prompt never contends with
-// the user's own git commands for the index lock.
-func runGit(ctx context.Context, env Env, args ...string) (string, bool) {
-	if env.Cwd == "" {
-		return "", false
-	}
-	ctx, cancel := context.WithTimeout(ctx, env.gitTimeout())
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "git", append([]string{"--no-optional-locks", "-c", "core.fsmonitor=false"}, args...)...)
-	cmd.Dir = env.Cwd
-	cmd.Env = append(withoutEnv(os.Environ(), gitRepoEnv), "GIT_TERMINAL_PROMPT=0")
-	cmd.WaitDelay = 100 * time.Millisecond // do not wait on pipes held by orphaned children
-	out := &capWriter{max: int(env.maxBytes())}
-	cmd.Stdout = out
-	if err := cmd.Run(); err != nil {
-		return "", false
-	}
-	b := out.buf
-	if out.truncated {
-		// git output is line-oriented: keep whole lines only.
-		if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
-			b = b[:i]
-		}
-		b = wholeRunes(b, true)
-	}
-	return strings.TrimRight(string(b), "\r\n"), true
-}
-
-func withoutEnv(environ, prefixes []string) []string {
-	out := make([]string, 0, len(environ))
-next:
-	for _, kv := range environ {
-		for _, p := range prefixes {
-			if strings.HasPrefix(kv, p) {
-				continue next
-			}
-		}
-		out = append(out, kv)
-	}
-	return out
-}
-
-// capWriter keeps the first max bytes written and discards the rest without
-// failing, so a huge output neither grows memory nor breaks the command.
-type capWriter struct {
-	buf       []byte
-	max       int
-	truncated bool
-}
-
-func (w *capWriter) Write(p []byte) (int, error) {
-	room := w.max - len(w.buf)
-	if len(p) > room {
-		w.truncated = true
-		w.buf = append(w.buf, p[:room]...)
-	} else {
-		w.buf = append(w.buf, p...)
-	}
-	return len(p), nil
-}
-
-// readFile resolves file:<name>. It reads through an os.Root opened on Cwd,
-// which refuses any path that leaves it: ".." escapes, and symbolic links
-// pointing outside (or absolute symbolic links, even to inside). An
-// absolute name is accepted only when it lies lexically inside Cwd. Only
-// regular files are read (not directories, devices or FIFOs, which could
-// block). A file longer than the limit is truncated to it, cut back to a
-// whole UTF-8 character.
-func readFile(env Env, name string) (string, bool) {
-	if env.Cwd == "" {
-		return "", false
-	}
-	cwd, err := filepath.Abs(env.Cwd)
-	if err != nil {
-		return "", false
-	}
-	if filepath.IsAbs(name) {
-		rel, err := filepath.Rel(cwd, name)
-		if err != nil || !filepath.IsLocal(rel) {
-			return "", false
-		}
-		name = rel
-	}
-	root, err := os.OpenRoot(cwd)
-	if err != nil {
-		return "", false
-	}
-	defer root.Close()
-	info, err := root.Stat(name)
-	if err != nil || !info.Mode().IsRegular() {
-		return "", false
-	}
-	f, err := root.Open(name)
-	if err != nil {
-		return "", false
-	}
-	defer f.Close()
-	limit := env.maxBytes()
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return "", false
-	}
-	truncated := int64(len(b)) > limit
-	if truncated {
-		b = b[:limit]
-	}
-	return string(wholeRunes(b, truncated)), true
-}
-
-// wholeRunes drops a UTF-8 character cut in half at the end of b when b was
-// truncated, so the limit never produces an invalid trailing byte sequence.
-func wholeRunes(b []byte, truncated bool) []byte {
-	if !truncated {
-		return b
-	}
-	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
-		if utf8.RuneStart(b[i]) {
-			if !utf8.FullRune(b[i:]) {
-				return b[:i]
-			}
-			break
-		}
-	}
-	return b
 }

@@ -17,6 +17,14 @@ import (
 
 var fixedNow = time.Date(2025, 3, 4, 5, 6, 7, 0, time.FixedZone("CET", 3600))
 
+// mustResolve is Resolve for refs whose values stay under the cap.
+func mustResolve(t *testing.T, ctx context.Context, refs []Ref, env Env) Values {
+	t.Helper()
+	v, err := Resolve(ctx, refs, env)
+	require.NoError(t, err)
+	return v
+}
+
 func TestResolveSystemAndPrompt(t *testing.T) {
 	host, err := os.Hostname()
 	require.NoError(t, err)
@@ -45,7 +53,7 @@ func TestResolveSystemAndPrompt(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := Resolve(context.Background(), []Ref{tc.ref}, tc.env).Lookup(tc.ref)
+			got, ok := mustResolve(t, context.Background(), []Ref{tc.ref}, tc.env).Lookup(tc.ref)
 			assert.Equal(t, tc.present, ok)
 			assert.Equal(t, tc.want, got)
 		})
@@ -54,7 +62,7 @@ func TestResolveSystemAndPrompt(t *testing.T) {
 
 func TestResolveDefaultNowIsCurrent(t *testing.T) {
 	ref := Ref{"system", "time"}
-	v, ok := Resolve(context.Background(), []Ref{ref}, Env{}).Lookup(ref)
+	v, ok := mustResolve(t, context.Background(), []Ref{ref}, Env{}).Lookup(ref)
 	require.True(t, ok)
 	got, err := time.Parse(time.RFC3339, v)
 	require.NoError(t, err)
@@ -63,7 +71,7 @@ func TestResolveDefaultNowIsCurrent(t *testing.T) {
 
 func TestResolveDeduplicates(t *testing.T) {
 	ref := Ref{"system", "os"}
-	got := Resolve(context.Background(), []Ref{ref, ref, ref}, Env{})
+	got := mustResolve(t, context.Background(), []Ref{ref, ref, ref}, Env{})
 	assert.Equal(t, Values{"system:os": runtime.GOOS}, got)
 }
 
@@ -123,9 +131,9 @@ func TestResolveFile(t *testing.T) {
 		{name: "symlink directory leading outside", path: "docs/up/secret.txt", symlinks: true},
 		{name: "symlink inside cwd", path: "link-in", want: "hello\n", present: true, symlinks: true},
 		{name: "absolute symlink is refused even inside cwd", path: "abs-link-in", symlinks: true},
-		{name: "big file truncated", path: "big.txt", env: Env{MaxFileBytes: 10}, want: strings.Repeat("x", 10), present: true},
+		{name: "big file truncated, and says so", path: "big.txt", env: Env{MaxFileBytes: 10}, want: strings.Repeat("x", 10) + "\n[truncated by turnlog: file:big.txt is longer than 10 bytes]", present: true},
 		{name: "file at the limit is whole", path: "big.txt", env: Env{MaxFileBytes: 100}, want: strings.Repeat("x", 100), present: true},
-		{name: "truncation keeps whole characters", path: "utf8.txt", env: Env{MaxFileBytes: 2}, want: "a", present: true},
+		{name: "truncation keeps whole characters", path: "utf8.txt", env: Env{MaxFileBytes: 2}, want: "a\n[truncated by turnlog: file:utf8.txt is longer than 2 bytes]", present: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -135,7 +143,7 @@ func TestResolveFile(t *testing.T) {
 			env := tc.env
 			env.Cwd = cwd
 			ref := Ref{"file", tc.path}
-			got, ok := Resolve(context.Background(), []Ref{ref}, env).Lookup(ref)
+			got, ok := mustResolve(t, context.Background(), []Ref{ref}, env).Lookup(ref)
 			assert.Equal(t, tc.present, ok)
 			assert.Equal(t, tc.want, got)
 			assert.NotContains(t, got, "SECRET")
@@ -147,7 +155,7 @@ func TestResolveFileRelativeCwd(t *testing.T) {
 	cwd, _ := fileTree(t)
 	t.Chdir(filepath.Dir(cwd))
 	ref := Ref{"file", "a.txt"}
-	got, ok := Resolve(context.Background(), []Ref{ref}, Env{Cwd: "cwd"}).Lookup(ref)
+	got, ok := mustResolve(t, context.Background(), []Ref{ref}, Env{Cwd: "cwd"}).Lookup(ref)
 	assert.True(t, ok)
 	assert.Equal(t, "hello\n", got)
 }
@@ -211,7 +219,7 @@ func TestResolveGit(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Resolve(context.Background(), []Ref{branch, status}, Env{Cwd: tc.cwd})
+			got := mustResolve(t, context.Background(), []Ref{branch, status}, Env{Cwd: tc.cwd})
 			assert.Equal(t, tc.wantValues, got)
 		})
 	}
@@ -225,9 +233,10 @@ func TestResolveGitStatusCapped(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(repo, name), nil, 0o644))
 	}
 	ref := Ref{"git", "status"}
-	got, ok := Resolve(context.Background(), []Ref{ref}, Env{Cwd: repo, MaxFileBytes: 12}).Lookup(ref)
+	got, ok := mustResolve(t, context.Background(), []Ref{ref}, Env{Cwd: repo, MaxFileBytes: 12}).Lookup(ref)
 	require.True(t, ok)
-	assert.Equal(t, "?? a.txt", got) // 12 bytes kept, cut back to whole lines
+	// 12 bytes kept, cut back to whole lines, and a note
+	assert.Equal(t, "?? a.txt\n[truncated by turnlog: git:status is longer than 12 bytes]", got)
 }
 
 // fakeGit puts a shell script named git first on PATH.
@@ -257,7 +266,7 @@ echo together
 `)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	got := Resolve(ctx, []Ref{{"git", "branch"}, {"git", "status"}, {"system", "os"}}, Env{Cwd: t.TempDir()})
+	got := mustResolve(t, ctx, []Ref{{"git", "branch"}, {"git", "status"}, {"system", "os"}}, Env{Cwd: t.TempDir()})
 	assert.Equal(t, Values{"git:branch": "together", "git:status": "together", "system:os": runtime.GOOS}, got)
 }
 
@@ -311,7 +320,7 @@ func TestResolveDeadline(t *testing.T) {
 			env := tc.env
 			env.Cwd = t.TempDir()
 			start := time.Now()
-			got := Resolve(ctx, refs, env)
+			got := mustResolve(t, ctx, refs, env)
 			assert.Less(t, time.Since(start), tc.maxWait, "Resolve must not wait for the hanging git")
 			assert.Equal(t, want, got)
 		})
@@ -357,7 +366,8 @@ func TestRenderWith(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			text, used, ok := RenderWith(context.Background(), tc.src, env)
+			text, used, ok, err := RenderWith(context.Background(), tc.src, env)
+			require.NoError(t, err)
 			assert.Equal(t, tc.wantText, text)
 			assert.Equal(t, tc.wantUsed, used)
 			assert.Equal(t, tc.wantOK, ok)

@@ -21,7 +21,7 @@ func TestResolveFileFIFO(t *testing.T) {
 	ref := Ref{"file", "pipe"}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, ok := Resolve(ctx, []Ref{ref}, Env{Cwd: cwd}).Lookup(ref)
+	_, ok := mustResolve(t, ctx, []Ref{ref}, Env{Cwd: cwd}).Lookup(ref)
 	assert.False(t, ok)
 	assert.NoError(t, ctx.Err(), "Resolve must not have waited for the deadline")
 }

@@ -111,8 +111,66 @@ func (t *Template) Variables() []Ref {
 // occurrence, the length of its value: every piece of source text is written
 // at most once and each variable occurrence at most once.
 func (t *Template) Render(vars Lookup) (prompt string, ok bool) {
+	prompt, ok, _ = t.render(vars, -1, nil)
+	return prompt, ok
+}
+
+// RenderLimit is [Template.Render] with the output capped at max bytes: it
+// stops as soon as the next piece would take the output past max and
+// returns a [*LimitError] (wrapping [ErrTooLarge]) naming the cap and the
+// variable being written, so memory stays within max whatever the
+// template. A negative max means no cap.
+func (t *Template) RenderLimit(vars Lookup, max int64) (prompt string, ok bool, err error) {
+	return t.render(vars, max, nil)
+}
+
+// Span is the byte range [Start, End) of a rendered prompt that the value
+// of Ref filled in. Everything outside the spans is the template's own
+// text: what the operator wrote.
+type Span struct {
+	Start, End int
+	Ref        Ref
+}
+
+// RenderSpans is Render, and also says where in prompt each variable's
+// value went: one span per non-empty value substituted, in order. It
+// exists so that what honours trusted text (role markers) can tell the
+// operator's words from the files, git output and request data a template
+// pulls in. spans is nil when ok is false.
+func (t *Template) RenderSpans(vars Lookup) (prompt string, spans []Span, ok bool) {
+	prompt, spans, ok, _ = t.RenderSpansLimit(vars, -1)
+	return prompt, spans, ok
+}
+
+// RenderSpansLimit is [Template.RenderSpans] with the output capped at max
+// bytes, as [Template.RenderLimit]. At the cap nothing is returned (the
+// prompt is never sent cut), so no span ever needs clipping.
+func (t *Template) RenderSpansLimit(vars Lookup, max int64) (prompt string, spans []Span, ok bool, err error) {
+	prompt, ok, err = t.render(vars, max, &spans)
+	if err != nil || !ok {
+		return "", nil, false, err
+	}
+	return prompt, spans, true, nil
+}
+
+// render renders with vars, stopping at max bytes (negative: no cap), and
+// when spans is not nil appends the span of every variable value written.
+func (t *Template) render(vars Lookup, max int64, spans *[]Span) (string, bool, error) {
 	var b strings.Builder
-	b.Grow(t.size)
+	// write adds s unless that takes the output past max; at is the tag
+	// being written, for the error ("" for literal text).
+	write := func(s, at string) error {
+		if max >= 0 && int64(b.Len())+int64(len(s)) > max {
+			return &LimitError{Prompt: true, Limit: max, At: at}
+		}
+		b.WriteString(s)
+		return nil
+	}
+	if max >= 0 {
+		b.Grow(int(min(int64(t.size), max)))
+	} else {
+		b.Grow(t.size)
+	}
 	lookup := func(ref Ref) (string, bool) {
 		if vars == nil {
 			return "", false
@@ -123,11 +181,19 @@ func (t *Template) Render(vars Lookup) (prompt string, ok bool) {
 		n := &t.nodes[i]
 		switch n.kind {
 		case kindText:
-			b.WriteString(n.text)
+			if err := write(n.text, ""); err != nil {
+				return "", false, err
+			}
 			i++
 		case kindVar:
 			if v, ok := lookup(n.ref); ok {
-				b.WriteString(v)
+				start := b.Len()
+				if err := write(v, n.text); err != nil {
+					return "", false, err
+				}
+				if spans != nil && v != "" {
+					*spans = append(*spans, Span{Start: start, End: start + len(v), Ref: n.ref})
+				}
 			}
 			i++
 		case kindIf:
@@ -145,9 +211,9 @@ func (t *Template) Render(vars Lookup) (prompt string, ok bool) {
 	}
 	out := b.String()
 	if strings.TrimSpace(out) == "" {
-		return "", false
+		return "", false, nil
 	}
-	return out, true
+	return out, true, nil
 }
 
 // lex splits src into text and tag nodes. A tag runs from '[' to the first

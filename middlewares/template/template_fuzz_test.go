@@ -1,13 +1,15 @@
 package template
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
 
 // FuzzRender checks that any template parses and renders without panicking,
-// in bounded time, within the documented output bound, and that ok == false
-// exactly when the output is blank.
+// in bounded time, within the documented output bound, that ok == false
+// exactly when the output is blank, and that the byte cap stops exactly at
+// its limit.
 func FuzzRender(f *testing.F) {
 	for _, seed := range []string{
 		"",
@@ -46,6 +48,18 @@ func FuzzRender(f *testing.F) {
 		}
 		if !ok && got != "" {
 			t.Fatalf("blank output not normalised to empty: %q", got)
+		}
+		// The cap: exactly the output's length renders the same output, one
+		// byte less stops with ErrTooLarge, never a cut prompt.
+		if ok {
+			capped, cappedOK, err := tpl.RenderLimit(testVars, int64(len(got)))
+			if err != nil || capped != got || !cappedOK {
+				t.Fatalf("RenderLimit at the output's length = %q, %v, %v; want %q", capped, cappedOK, err, got)
+			}
+			capped, cappedOK, err = tpl.RenderLimit(testVars, int64(len(got)-1))
+			if !errors.Is(err, ErrTooLarge) || capped != "" || cappedOK {
+				t.Fatalf("RenderLimit one byte short = %q, %v, %v; want ErrTooLarge", capped, cappedOK, err)
+			}
 		}
 		// Text without any tag renders as itself.
 		if !strings.Contains(src, "[") && ok && got != src {

@@ -60,7 +60,14 @@ async function loadTemplate() {
     saved = body.template;
     $('template-source').value = body.template;
     $('template-source').dataset.default = body.default ? 'true' : 'false';
-    showState(body.default ? 'the built-in default (no template set yet)' : '');
+    if (body.unavailable) {
+      // A template outage: the server answered the default without knowing
+      // whether another template is set; saving would fail (503).
+      showError($('template-error'), 'The template store is unavailable: ' + body.unavailable);
+      showState('the built-in default (the stored template could not be read)');
+    } else {
+      showState(body.default ? 'the built-in default (no template set yet)' : '');
+    }
   } catch (e) {
     showError($('template-error'), 'Could not load the template: ' + e.message);
   }

@@ -117,6 +117,7 @@ function activePrompt(inf) {
   if (sp.set_at) origin.push(`set at n=${sp.set_at}${sp.set_by ? ` by ${sp.set_by}` : ''}`);
   if (sp.replaced_at) origin.push(`replaced at n=${sp.replaced_at}`);
   if (sp.locked) origin.push('locked');
+  if (sp.untrusted && sp.untrusted.length) origin.push('highlighted text came from variables: untrusted');
   return h(
     'div',
     { class: 'active-prompt', dataset: { promptId: sp.id, promptHash: sp.hash } },
@@ -127,8 +128,35 @@ function activePrompt(inf) {
     origin.length ? ` (${origin.join(', ')})` : '',
     ' ',
     verified,
-    h('pre', { class: 'prompt-text' }, sp.text),
+    promptText(sp.text, sp.untrusted || []),
   );
+}
+
+/**
+ * The prompt's text with what variables filled in (spans of UTF-8 byte
+ * offsets, see events.Span) marked, so an auditor sees which words the
+ * operator wrote: each value is a <mark class="untrusted"> naming its
+ * variable; the rest is the operator's template text.
+ */
+function promptText(text, spans) {
+  const bytes = new TextEncoder().encode(text);
+  const dec = new TextDecoder();
+  const parts = [];
+  let at = 0;
+  for (const s of spans) {
+    if (s.start < at || s.end > bytes.length || s.end <= s.start) continue;
+    parts.push(dec.decode(bytes.subarray(at, s.start)));
+    parts.push(
+      h(
+        'mark',
+        { class: 'untrusted', title: `from ${s.var || 'a variable'}: untrusted, not the operator's words`, dataset: { var: s.var || '' } },
+        dec.decode(bytes.subarray(s.start, s.end)),
+      ),
+    );
+    at = s.end;
+  }
+  parts.push(dec.decode(bytes.subarray(at)));
+  return h('pre', { class: 'prompt-text' }, ...parts);
 }
 
 function pick(n, on) {

@@ -1,0 +1,157 @@
+// Package chatfile is the conversation file format of `turnlog export`
+// and `turnlog import`: OpenAI chat messages as JSON, the shape file-based
+// chat tools store (see [Chat]). It reads and writes that shape and turns
+// a file into the events that record it ([PlanImport]); storing them is
+// replay.Import's. It does no I/O and has no dependency on NATS, so its
+// reader, which takes files from anywhere, can be fuzzed cheaply
+// (FuzzImport).
+package chatfile
+
+import (
+	"strings"
+	"time"
+
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projector"
+)
+
+// Chat is a conversation as OpenAI chat messages, in the JSON shape that
+// file-based chat tools store: `turnlog export` writes it and `turnlog
+// import` reads it. The mapping to a Turn's blocks:
+//
+//   - the active system prompt (the first system block) is the first
+//     message, role "system", and the only one with that role; other
+//     system blocks keep their place as role "developer";
+//   - user blocks are "user" messages;
+//   - consecutive llm_text and tool_call blocks form one "assistant"
+//     message (texts joined by a blank line in "content", calls in
+//     "tool_calls"), as the Chat Completions API wants them; a reasoning
+//     block starts a new assistant message and its text goes in
+//     "reasoning_content" (encrypted reasoning, opaque and provider
+//     specific, is not exported); "other" blocks (compaction summaries)
+//     are assistant text prefixed "[summary] ", as a model receives them;
+//   - tool_result blocks are "tool" messages with "tool_call_id";
+//   - Turn.Data is "metadata"; "model" is the model of the last model
+//     call; "created_at" and "updated_at" are the times of the first and
+//     last events.
+//
+// Block IDs, trust and metadata have no place in this shape; `export
+// --format turn` keeps everything.
+type Chat struct {
+	ID        string            `json:"id"`
+	Model     string            `json:"model"`
+	Messages  []Message         `json:"messages"`
+	CreatedAt time.Time         `json:"created_at"`
+	UpdatedAt time.Time         `json:"updated_at"`
+	Metadata  map[string]string `json:"metadata"`
+}
+
+// Message is one OpenAI chat message.
+type Message struct {
+	Role string `json:"role"`
+	// Content is null for an assistant message with only tool calls or
+	// reasoning.
+	Content          *string    `json:"content"`
+	ReasoningContent string     `json:"reasoning_content,omitempty"`
+	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID       string     `json:"tool_call_id,omitempty"`
+}
+
+// ToolCall is a tool call of an assistant message.
+type ToolCall struct {
+	ID       string   `json:"id"`
+	Type     string   `json:"type"`
+	Function Function `json:"function"`
+}
+
+// Function names the function a tool call calls, with its JSON
+// arguments as text.
+type Function struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// Roles of chat messages.
+const (
+	RoleSystem    = "system"
+	RoleDeveloper = "developer"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// MetaModel is the block metadata key under which an import records the
+// file's model on the blocks of its assistant messages (the log has no
+// model call for them), so that an export of the imported conversation
+// names the same model.
+const MetaModel = "model"
+
+// summaryPrefix marks a compaction summary rendered as assistant text.
+const summaryPrefix = "[summary] "
+
+// FromTurn renders a Turn as chat messages (see Chat for the mapping).
+// It only reads t.
+func FromTurn(t *projector.Turn, model string, created, updated time.Time) *Chat {
+	c := &Chat{ID: t.Conversation, Model: model, Messages: []Message{}, CreatedAt: created.UTC(), UpdatedAt: updated.UTC(),
+		Metadata: map[string]string{}}
+	for k, v := range t.Data {
+		c.Metadata[k] = v
+	}
+	str := func(s string) *string { return &s }
+	sp, spIndex, hasSystem := t.SystemPrompt()
+	if hasSystem {
+		c.Messages = append(c.Messages, Message{Role: RoleSystem, Content: str(sp.Text)})
+	}
+	var cur *Message // the assistant message being built
+	var texts []string
+	flush := func() {
+		if cur == nil {
+			return
+		}
+		if len(texts) > 0 {
+			cur.Content = str(strings.Join(texts, "\n\n"))
+		}
+		c.Messages = append(c.Messages, *cur)
+		cur, texts = nil, nil
+	}
+	assistant := func() {
+		if cur == nil {
+			cur = &Message{Role: RoleAssistant}
+		}
+	}
+	for i := range t.Blocks {
+		b := &t.Blocks[i]
+		switch b.Kind {
+		case events.KindSystem:
+			if i == spIndex {
+				continue
+			}
+			flush()
+			c.Messages = append(c.Messages, Message{Role: RoleDeveloper, Content: str(b.Text)})
+		case events.KindUser:
+			flush()
+			c.Messages = append(c.Messages, Message{Role: RoleUser, Content: str(b.Text)})
+		case events.KindReasoning:
+			if b.Text == "" {
+				continue // encrypted only: nothing this shape can carry
+			}
+			flush()
+			cur = &Message{Role: RoleAssistant, ReasoningContent: b.Text}
+		case events.KindLLMText:
+			assistant()
+			texts = append(texts, b.Text)
+		case events.KindOther:
+			assistant()
+			texts = append(texts, summaryPrefix+b.Text)
+		case events.KindToolCall:
+			assistant()
+			cur.ToolCalls = append(cur.ToolCalls, ToolCall{ID: b.CallID, Type: "function",
+				Function: Function{Name: b.ToolName, Arguments: b.Arguments}})
+		case events.KindToolResult:
+			flush()
+			c.Messages = append(c.Messages, Message{Role: RoleTool, Content: str(b.Text), ToolCallID: b.CallID})
+		}
+	}
+	flush()
+	return c
+}
