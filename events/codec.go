@@ -46,6 +46,14 @@ func Encode(evs ...Event) ([]byte, error) { return catalog.Encode(evs...) }
 // panics.
 func Decode(data []byte) ([]Event, error) { return catalog.Decode(data) }
 
+// DecodeOwned is Decode for a caller that hands data over for good: the
+// events' strings are views of data rather than copies of it, which saves
+// copying every message a load reads. data must never be changed
+// afterward, or events already applied to a Turn would change with it.
+// eventlog passes it the message bodies it read from the server, which
+// nothing else holds.
+func DecodeOwned(data []byte) ([]Event, error) { return catalog.DecodeOwned(data) }
+
 // Encode is Encode with this registry's catalog.
 func (r *Registry) Encode(evs ...Event) ([]byte, error) {
 	if len(evs) == 0 {
@@ -91,8 +99,27 @@ func (r *Registry) Encode(evs ...Event) ([]byte, error) {
 	return bytes.Clone(buf.Bytes()), nil
 }
 
-// Decode is Decode with this registry's catalog.
+// Decode is Decode with this registry's catalog. The messages turnlog
+// writes take the hand-written path (decode_fast.go); anything else, and
+// every error, is msgpack reflection's to decode.
 func (r *Registry) Decode(data []byte) ([]Event, error) {
+	if evs, ok := r.decodeFast(data, false); ok {
+		return evs, nil
+	}
+	return r.decodeReflect(data)
+}
+
+// DecodeOwned is DecodeOwned with this registry's catalog.
+func (r *Registry) DecodeOwned(data []byte) ([]Event, error) {
+	if evs, ok := r.decodeFast(data, true); ok {
+		return evs, nil
+	}
+	return r.decodeReflect(data)
+}
+
+// decodeReflect decodes data with msgpack's reflection: the definition of
+// what a message means, which decodeFast is held to.
+func (r *Registry) decodeReflect(data []byte) ([]Event, error) {
 	if err := checkStructure(data); err != nil {
 		return nil, err
 	}

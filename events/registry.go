@@ -3,6 +3,7 @@ package events
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -27,11 +28,23 @@ type Upcaster func(old map[string]any) (map[string]any, error)
 // schema evolution, or a program with its own event types).
 type Registry struct {
 	entries map[Type]*entry
+	// byLen holds the entries by the length of their type, for lookup,
+	// which decoding does for every event: comparing the two or three
+	// types of a length costs less than hashing one for the map.
+	byLen [maxIndexedTypeLen + 1][]*entry
 }
 
+// maxIndexedTypeLen bounds the types byLen holds; longer ones are looked up
+// in the map.
+const maxIndexedTypeLen = 48
+
 type entry struct {
-	current   int
-	decode    func(raw []byte) (Payload, error)
+	typ     Type
+	current int
+	decode  func(raw []byte) (Payload, error)
+	zero    Payload // for decodeHand, when hand is set
+	hand    bool    // a catalog type: decodeHand decodes it
+
 	upcasters map[int]Upcaster // from version v to v+1
 }
 
@@ -70,8 +83,13 @@ var catalog = NewRegistry()
 // Register adds (or replaces) payload type P at schema version current.
 func Register[P Payload](r *Registry, current int) {
 	var zero P
-	r.entries[zero.EventType()] = &entry{
+	_, _, hand := decodeHand(zero, &reader{})
+	typ := zero.EventType()
+	e := &entry{
+		typ:     zero.EventType(),
 		current: current,
+		zero:    zero,
+		hand:    hand,
 		decode: func(raw []byte) (Payload, error) {
 			var p P
 			if err := msgpack.Unmarshal(raw, &p); err != nil {
@@ -81,6 +99,24 @@ func Register[P Payload](r *Registry, current int) {
 		},
 		upcasters: map[int]Upcaster{},
 	}
+	r.entries[typ] = e
+	if n := len(typ); n <= maxIndexedTypeLen {
+		r.byLen[n] = slices.DeleteFunc(r.byLen[n], func(old *entry) bool { return old.typ == typ })
+		r.byLen[n] = append(r.byLen[n], e)
+	}
+}
+
+// lookup returns type t's entry, nil when t is unknown.
+func (r *Registry) lookup(t Type) *entry {
+	if n := len(t); n <= maxIndexedTypeLen {
+		for _, e := range r.byLen[n] {
+			if e.typ == t {
+				return e
+			}
+		}
+		return nil
+	}
+	return r.entries[t]
 }
 
 // RegisterUpcaster installs the step that lifts type t's payload from
@@ -107,7 +143,7 @@ func (r *Registry) Types() []Type {
 }
 
 func (r *Registry) current(t Type) int {
-	if e, ok := r.entries[t]; ok {
+	if e := r.lookup(t); e != nil {
 		return e.current
 	}
 	return 0
