@@ -88,7 +88,7 @@ func SpecFor(r Role, n eventlog.Names) Spec {
 			pub(api("STREAM.CREATE", st), "create "+st+" on a fresh cluster (an existing stream cannot be changed this way)")
 		}
 		pub(n.DeadLetterSubject(), "store a request that cannot end in a conversation as a dead letter")
-		pub(api("STREAM.MSG.GET", rq), "find requests published on the literal turnlog.chat.* or turnlog.chat.> (no consumer sees them)")
+		pub(api("STREAM.MSG.GET", rq), "find requests published on the literal "+n.ChatWildcard()+" or "+n.Prefix+".chat.> (no consumer sees them)")
 		pub(api("STREAM.MSG.DELETE", rq), "delete such a request once it is a dead letter")
 		pub("$JS.API.INFO", "account info: the probe that tells a lost cluster from a slow one, and creating a bucket (nats.go checks the account first)")
 		pub(api("CONSUMER.CREATE", rq)+".>", "the partition consumers of chat requests")
