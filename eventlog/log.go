@@ -265,7 +265,17 @@ func (l *Log) ensureStream(ctx context.Context, cfg jetstream.StreamConfig) (jet
 	if existing == nil {
 		s, err = l.js.CreateStream(ctx, cfg)
 	} else if needsUpdate(*existing, cfg) {
-		s, err = l.js.UpdateStream(ctx, cfg)
+		var updated jetstream.Stream
+		if updated, err = l.js.UpdateStream(ctx, cfg); err == nil {
+			s = updated
+		} else if ctx.Err() == nil {
+			// A role that may not change streams (a worker under NATS
+			// authentication: the server refuses and the request times
+			// out) works with the stream as it is; an admin's Open
+			// (turnlog serve, or any admin command) upgrades it.
+			l.opts.logger.Warn("stream not upgraded; open the log once as admin to apply the new settings", "stream", cfg.Name, "err", err)
+			err = nil
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", cfg.Name, err)
