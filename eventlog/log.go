@@ -197,7 +197,10 @@ func (l *Log) provision(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if l.deadLetters, err = l.ensureStream(ctx, l.deadLettersConfig()); err != nil {
+	// A read-only client of an installation from before dead letters and
+	// claimed request IDs existed goes on without them: they are looked
+	// up on first use (by then a worker or an admin has made them).
+	if l.deadLetters, err = l.ensureStream(ctx, l.deadLettersConfig()); err != nil && !(l.opts.readOnly && errors.Is(err, errNotProvisioned)) {
 		return err
 	}
 	l.partitions = partitionsOf(reqs.CachedInfo().Config.SubjectTransform)
@@ -209,7 +212,7 @@ func (l *Log) provision(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	if l.requestIDs, err = l.ensureBucket(ctx, l.requestIDsConfig()); err != nil {
+	if l.requestIDs, err = l.ensureBucket(ctx, l.requestIDsConfig()); err != nil && !(l.opts.readOnly && errors.Is(err, errNotProvisioned)) {
 		return err
 	}
 	if l.bigSnaps, err = l.ensureObjectStore(ctx, jetstream.ObjectStoreConfig{
