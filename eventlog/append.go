@@ -117,16 +117,17 @@ func (l *Log) appendStep(ctx context.Context, conversation string, expectedSeq u
 	if msgID == "" {
 		msgID = StepID(cause, step)
 	}
-	sm := getStepMsg(l.names.EventsSubject(conversation), data, msgID, strconv.FormatUint(expectedSeq, 10))
+	stream := l.streamFor(conversation)
+	sm := getStepMsg(l.Names().EventsSubject(conversation), data, msgID, strconv.FormatUint(expectedSeq, 10))
 	defer putStepMsg(sm)
 	msg := &sm.msg
-	ack, err := l.publish(ctx, msg)
+	ack, err := l.publish(ctx, msg, l.Names().EventsStreamOf(conversation))
 	if err == nil {
 		if ack.Duplicate {
 			// Message IDs are deduplicated across the whole stream, so a
 			// cause reused in another conversation would drop this step
 			// silently. Make sure the stored step is ours.
-			stored, err := l.events.GetMsg(ctx, ack.Sequence)
+			stored, err := stream.GetMsg(ctx, ack.Sequence)
 			if err != nil {
 				return 0, fmt.Errorf("append to %s: checking duplicate step %s: %w", conversation, msgID, err)
 			}
@@ -146,7 +147,7 @@ func (l *Log) appendStep(ctx context.Context, conversation string, expectedSeq u
 				// the same retry with a sequence conflict, handled below).
 				// Stored once: go on from it. A replica that does not show
 				// the step yet shows nothing after it either.
-				last, lerr := l.events.GetLastMsgForSubject(ctx, msg.Subject)
+				last, lerr := stream.GetLastMsgForSubject(ctx, msg.Subject)
 				if lerr != nil && !errors.Is(lerr, jetstream.ErrMsgNotFound) {
 					return 0, fmt.Errorf("append to %s: checking duplicate step %s: %w", conversation, msgID, lerr)
 				}
@@ -171,7 +172,7 @@ func (l *Log) appendStep(ctx context.Context, conversation string, expectedSeq u
 	}
 	// The sequence check runs before deduplication, so a retry of a step
 	// that was stored comes back as a conflict. The last message tells.
-	last, lerr := l.events.GetLastMsgForSubject(ctx, msg.Subject)
+	last, lerr := stream.GetLastMsgForSubject(ctx, msg.Subject)
 	if lerr != nil {
 		if errors.Is(lerr, jetstream.ErrMsgNotFound) {
 			return 0, &ConflictError{Conversation: conversation, Expected: expectedSeq, Actual: 0}

@@ -45,8 +45,12 @@ type message struct {
 // (inclusive) to the end, decoded, using batched direct gets: one round
 // trip per readBatch messages, not one per message.
 func (l *Log) messages(ctx context.Context, conversation string, from uint64) iter.Seq2[message, error] {
-	subject := l.names.EventsSubject(conversation)
 	return func(yield func(message, error) bool) {
+		stream, subject, err := l.eventsOf(ctx, conversation)
+		if err != nil {
+			yield(message{}, fmt.Errorf("read %s: %w", conversation, err))
+			return
+		}
 		next := max(from, 1)
 		// pending is how many messages the last one read said were still
 		// to come; a batch that ends with none while some are pending was
@@ -54,7 +58,7 @@ func (l *Log) messages(ctx context.Context, conversation string, from uint64) it
 		// error), which must not pass for the end of the conversation.
 		var pending uint64
 		for {
-			batch, err := jetstreamext.GetBatch(ctx, l.js, l.names.EventsStream, readBatch,
+			batch, err := jetstreamext.GetBatch(ctx, l.js, stream, readBatch,
 				jetstreamext.GetBatchSeq(next), jetstreamext.GetBatchSubject(subject))
 			if err != nil {
 				yield(message{}, fmt.Errorf("read %s: %w", conversation, err))
@@ -302,7 +306,7 @@ func (l *Log) LastSeq(ctx context.Context, conversation string) (uint64, error) 
 	if err := events.ValidateConversationID(conversation); err != nil {
 		return 0, err
 	}
-	m, err := l.lastMsg(ctx, l.names.EventsSubject(conversation))
+	m, err := l.lastMsg(ctx, conversation)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil
 	}
@@ -347,7 +351,7 @@ func (l *Log) Last(ctx context.Context, conversation string) (Tail, error) {
 	if err := events.ValidateConversationID(conversation); err != nil {
 		return Tail{}, err
 	}
-	m, err := l.lastMsg(ctx, l.names.EventsSubject(conversation))
+	m, err := l.lastMsg(ctx, conversation)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return Tail{}, nil
 	}

@@ -155,11 +155,11 @@ func (l *Log) RemoveCorrupt(ctx context.Context, plan *RepairPlan, cause, actor 
 	if err := l.ensureHandles(ctx); err != nil {
 		return fmt.Errorf("repair %s: %w", conv, err)
 	}
-	subject := l.names.EventsSubject(conv)
+	subject := l.Names().EventsSubject(conv)
 	if plan.Unfinished > 0 {
 		// Finish what an earlier repair left: everything below its
 		// purge point is superseded.
-		if err := l.events.Purge(ctx, jetstream.WithPurgeSubject(subject), jetstream.WithPurgeSequence(plan.Unfinished)); err != nil {
+		if err := l.streamFor(conv).Purge(ctx, jetstream.WithPurgeSubject(subject), jetstream.WithPurgeSequence(plan.Unfinished)); err != nil {
 			return fmt.Errorf("repair %s: purge below %d: %w", conv, plan.Unfinished, err)
 		}
 	}
@@ -226,7 +226,7 @@ func (l *Log) RemoveCorrupt(ctx context.Context, plan *RepairPlan, cause, actor 
 			return err
 		}
 	}
-	if err := l.events.Purge(ctx, jetstream.WithPurgeSubject(subject), jetstream.WithPurgeSequence(purgeBelow)); err != nil {
+	if err := l.streamFor(conv).Purge(ctx, jetstream.WithPurgeSubject(subject), jetstream.WithPurgeSequence(purgeBelow)); err != nil {
 		return fmt.Errorf("repair %s: purge below %d (run the repair again to finish): %w", conv, purgeBelow, err)
 	}
 	return l.dropSnapshot(ctx, conv)
@@ -235,7 +235,7 @@ func (l *Log) RemoveCorrupt(ctx context.Context, plan *RepairPlan, cause, actor 
 // store publishes one message of a repair, expecting the subject at
 // expected.
 func (l *Log) store(ctx context.Context, conv string, msg *nats.Msg, expected uint64) (uint64, error) {
-	ack, err := l.publish(ctx, msg)
+	ack, err := l.publish(ctx, msg, l.Names().EventsStreamOf(conv))
 	if isWrongLastSequence(err) {
 		return 0, fmt.Errorf("repair %s: %w: it changed while it was repaired; plan the repair again", conv, &ConflictError{Conversation: conv, Expected: expected})
 	}
@@ -259,11 +259,12 @@ func (l *Log) dropSnapshot(ctx context.Context, conv string) error {
 
 // rawMessages yields the conversation's messages as stored, undecoded.
 func (l *Log) rawMessages(ctx context.Context, conversation string) iter.Seq2[*jetstream.RawStreamMsg, error] {
-	subject := l.names.EventsSubject(conversation)
+	names := l.Names()
+	subject := names.EventsSubject(conversation)
 	return func(yield func(*jetstream.RawStreamMsg, error) bool) {
 		var next uint64 = 1
 		for {
-			batch, err := jetstreamext.GetBatch(ctx, l.js, l.names.EventsStream, readBatch,
+			batch, err := jetstreamext.GetBatch(ctx, l.js, names.EventsStreamOf(conversation), readBatch,
 				jetstreamext.GetBatchSeq(next), jetstreamext.GetBatchSubject(subject))
 			if err != nil {
 				yield(nil, err)

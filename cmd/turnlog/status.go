@@ -53,6 +53,9 @@ first).`,
 				Bytes    uint64 `json:"bytes"`
 				Subjects uint64 `json:"subjects"`
 				Replicas int    `json:"replicas"`
+				// Leader is the server the stream's writes go through (a
+				// cluster); event shards should each have their own.
+				Leader string `json:"leader,omitempty"`
 			}
 			st := struct {
 				Streams     []streamStatus  `json:"streams"`
@@ -72,13 +75,17 @@ first).`,
 					return err
 				}
 			}
-			for _, name := range []string{names.EventsStream, names.RequestsStream, names.DeadLettersStream} {
+			for _, name := range append(names.EventStreams(), names.RequestsStream, names.DeadLettersStream) {
 				s, err := js.Stream(ctx, name)
 				if err != nil {
 					return fmt.Errorf("stream %s: %w", name, err)
 				}
 				info := s.CachedInfo()
-				st.Streams = append(st.Streams, streamStatus{name, info.State.Msgs, info.State.Bytes, info.State.NumSubjects, info.Config.Replicas})
+				ss := streamStatus{Name: name, Messages: info.State.Msgs, Bytes: info.State.Bytes, Subjects: info.State.NumSubjects, Replicas: info.Config.Replicas}
+				if info.Cluster != nil {
+					ss.Leader = info.Cluster.Leader
+				}
+				st.Streams = append(st.Streams, ss)
 				if name == names.RequestsStream {
 					st.Pending = info.State.Msgs
 				}

@@ -26,13 +26,14 @@ func init() { commands = append(commands, newWorkerCmd) }
 
 // workerFlags are the settings `worker` and `serve` share.
 type workerFlags struct {
-	profiles   string
-	metrics    string
-	logLevel   string
-	replicas   int
-	partitions int
-	ackWait    time.Duration
-	envErr     error // a malformed setting in the environment
+	profiles    string
+	metrics     string
+	logLevel    string
+	replicas    int
+	partitions  int
+	ackWait     time.Duration
+	envErr      error // a malformed setting in the environment
+	eventShards int
 }
 
 func (f *workerFlags) register(fs *pflag.FlagSet, metricsDefault string) {
@@ -40,6 +41,7 @@ func (f *workerFlags) register(fs *pflag.FlagSet, metricsDefault string) {
 	fs.StringVar(&f.metrics, "metrics", envOr("TURNLOG_METRICS", metricsDefault), "HOST:PORT for Prometheus /metrics ('' turns it off; env TURNLOG_METRICS)")
 	fs.StringVar(&f.logLevel, "log-level", envOr("TURNLOG_LOG_LEVEL", "info"), "debug, info, warn or error")
 	fs.IntVar(&f.replicas, "replicas", 0, "stream replicas when creating streams (3 on a cluster; default: keep existing, 1 when new)")
+	fs.IntVar(&f.eventShards, "event-shards", 0, "event streams conversations are spread over, set when the installation is created (a cluster: its number of servers; default: as recorded, 1 when new); opening an installation with another count fails")
 	fs.IntVar(&f.partitions, "partitions", 0, "request partitions when creating the requests stream (default: keep existing, 16 when new)")
 	ackWait := worker.DefaultAckWait
 	if v := os.Getenv("TURNLOG_ACK_WAIT"); v != "" {
@@ -67,6 +69,9 @@ func (f *workerFlags) logOptions() []eventlog.Option {
 	}
 	if f.partitions > 0 {
 		opts = append(opts, eventlog.WithPartitions(f.partitions))
+	}
+	if f.eventShards > 0 {
+		opts = append(opts, eventlog.WithEventShards(f.eventShards))
 	}
 	return opts
 }
