@@ -213,7 +213,10 @@ func (l *Log) provision(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if l.deadLetters, err = l.ensureStream(ctx, l.deadLettersConfig()); err != nil {
+	// A read-only client of an installation from before dead letters and
+	// claimed request IDs existed goes on without them: they are looked
+	// up on first use (by then a worker or an admin has made them).
+	if l.deadLetters, err = l.ensureStream(ctx, l.deadLettersConfig()); err != nil && !(l.opts.readOnly && errors.Is(err, errNotProvisioned)) {
 		return err
 	}
 	l.partitions = partitionsOf(reqs.CachedInfo().Config.SubjectTransform)
@@ -225,7 +228,7 @@ func (l *Log) provision(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	if l.requestIDs, err = l.ensureBucket(ctx, l.requestIDsConfig()); err != nil {
+	if l.requestIDs, err = l.ensureBucket(ctx, l.requestIDsConfig()); err != nil && !(l.opts.readOnly && errors.Is(err, errNotProvisioned)) {
 		return err
 	}
 	if l.bigSnaps, err = l.ensureObjectStore(ctx, jetstream.ObjectStoreConfig{
@@ -290,7 +293,17 @@ func (l *Log) ensureFound(ctx context.Context, cfg jetstream.StreamConfig, found
 	if existing == nil {
 		s, err = l.js.CreateStream(ctx, cfg)
 	} else if needsUpdate(*existing, cfg) {
-		s, err = l.js.UpdateStream(ctx, cfg)
+		var updated jetstream.Stream
+		if updated, err = l.js.UpdateStream(ctx, cfg); err == nil {
+			s = updated
+		} else if ctx.Err() == nil {
+			// A role that may not change streams (a worker under NATS
+			// authentication: the server refuses and the request times
+			// out) works with the stream as it is; an admin's Open
+			// (turnlog serve, or any admin command) upgrades it.
+			l.opts.logger.Warn("stream not upgraded; open the log once as admin to apply the new settings", "stream", cfg.Name, "err", err)
+			err = nil
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", cfg.Name, err)
