@@ -203,7 +203,7 @@ func (c *Client) streamsMissing(fn func(context.Context) error) func(context.Con
 		if silent++; silent%3 != 0 {
 			return err
 		}
-		for _, name := range []string{c.log.Names().EventsStream, c.log.Names().RequestsStream} {
+		for _, name := range []string{c.log.Names().EventsShardStream(0), c.log.Names().RequestsStream} {
 			if _, serr := c.log.JetStream().Stream(ctx, name); errors.Is(serr, jetstream.ErrStreamNotFound) {
 				return permanent(fmt.Errorf("no stream %s on the server: start `turnlog serve`, or a `turnlog worker` against it, first", name))
 			}

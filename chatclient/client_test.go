@@ -115,6 +115,9 @@ func TestAskTouchesOnlyWhatItNeeds(t *testing.T) {
 	_, err = eventlog.Open(context.Background(), nc)
 	require.NoError(t, err)
 	require.NoError(t, nc.Flush())
+	// The server sends the watcher what it saw before the PONG of this
+	// flush: without it the last lookups could arrive after Unsubscribe.
+	require.NoError(t, srv.Conn.Flush())
 	require.NoError(t, sub.Unsubscribe())
 	mu.Lock()
 	assert.True(t, seen["$JS.API.STREAM.INFO.KV_TURNLOG_TEMPLATES"], "Open looks up the templates bucket: %v", seen)

@@ -64,6 +64,29 @@ func StepID(cause string, step int) string { return cause + ":" + strconv.Itoa(s
 //
 // It returns the sequence of the stored message, the next expectedSeq.
 func (l *Log) Append(ctx context.Context, conversation string, expectedSeq uint64, evs ...events.Event) (uint64, error) {
+	return l.appendStep(ctx, conversation, expectedSeq, "", evs)
+}
+
+// ForeignStepID is the message ID of a step whose <cause>:<step> another
+// conversation already holds (a client reused a request ID): the
+// conversation's ID added, so the step can still be stored, where the plain
+// ID would be dropped as that other step's duplicate.
+func ForeignStepID(cause string, step int, conversation string) string {
+	return StepID(cause, step) + ":" + conversation
+}
+
+// AppendForeignStep is Append with the message ID ForeignStepID instead of
+// StepID: how the failure of a request whose ID another conversation used
+// is recorded in its own conversation, under that request ID.
+func (l *Log) AppendForeignStep(ctx context.Context, conversation string, expectedSeq uint64, evs ...events.Event) (uint64, error) {
+	if len(evs) == 0 {
+		return 0, fmt.Errorf("append to %s: %w: no events", conversation, events.ErrInvalid)
+	}
+	return l.appendStep(ctx, conversation, expectedSeq, ForeignStepID(evs[0].Cause, evs[0].Step, conversation), evs)
+}
+
+// appendStep is Append with the message ID msgID ("" for StepID).
+func (l *Log) appendStep(ctx context.Context, conversation string, expectedSeq uint64, msgID string, evs []events.Event) (uint64, error) {
 	if err := events.ValidateConversationID(conversation); err != nil {
 		return 0, fmt.Errorf("append: %w", err)
 	}
@@ -91,17 +114,20 @@ func (l *Log) Append(ctx context.Context, conversation string, expectedSeq uint6
 		return 0, fmt.Errorf("append to %s: %w: %d bytes encoded, the server accepts %d per message; shorten the text or split it over steps",
 			conversation, ErrTooLarge, len(data), max-1024)
 	}
-	msgID := StepID(cause, step)
-	sm := getStepMsg(l.names.EventsSubject(conversation), data, msgID, strconv.FormatUint(expectedSeq, 10))
+	if msgID == "" {
+		msgID = StepID(cause, step)
+	}
+	stream := l.streamFor(conversation)
+	sm := getStepMsg(l.Names().EventsSubject(conversation), data, msgID, strconv.FormatUint(expectedSeq, 10))
 	defer putStepMsg(sm)
 	msg := &sm.msg
-	ack, err := l.publish(ctx, msg)
+	ack, err := l.publish(ctx, msg, l.Names().EventsStreamOf(conversation))
 	if err == nil {
 		if ack.Duplicate {
 			// Message IDs are deduplicated across the whole stream, so a
 			// cause reused in another conversation would drop this step
 			// silently. Make sure the stored step is ours.
-			stored, err := l.events.GetMsg(ctx, ack.Sequence)
+			stored, err := stream.GetMsg(ctx, ack.Sequence)
 			if err != nil {
 				return 0, fmt.Errorf("append to %s: checking duplicate step %s: %w", conversation, msgID, err)
 			}
@@ -121,7 +147,7 @@ func (l *Log) Append(ctx context.Context, conversation string, expectedSeq uint6
 				// the same retry with a sequence conflict, handled below).
 				// Stored once: go on from it. A replica that does not show
 				// the step yet shows nothing after it either.
-				last, lerr := l.events.GetLastMsgForSubject(ctx, msg.Subject)
+				last, lerr := stream.GetLastMsgForSubject(ctx, msg.Subject)
 				if lerr != nil && !errors.Is(lerr, jetstream.ErrMsgNotFound) {
 					return 0, fmt.Errorf("append to %s: checking duplicate step %s: %w", conversation, msgID, lerr)
 				}
@@ -146,7 +172,7 @@ func (l *Log) Append(ctx context.Context, conversation string, expectedSeq uint6
 	}
 	// The sequence check runs before deduplication, so a retry of a step
 	// that was stored comes back as a conflict. The last message tells.
-	last, lerr := l.events.GetLastMsgForSubject(ctx, msg.Subject)
+	last, lerr := stream.GetLastMsgForSubject(ctx, msg.Subject)
 	if lerr != nil {
 		if errors.Is(lerr, jetstream.ErrMsgNotFound) {
 			return 0, &ConflictError{Conversation: conversation, Expected: expectedSeq, Actual: 0}

@@ -32,7 +32,7 @@ type pubAck struct {
 // the same retries while no stream answers (a cluster electing a leader),
 // jetstream.ErrNoStreamResponse after them, and a *jetstream.APIError
 // wrapped as "nats: ..." when the stream refuses the message.
-func (l *Log) publish(ctx context.Context, msg *nats.Msg) (pubAck, error) {
+func (l *Log) publish(ctx context.Context, msg *nats.Msg, stream string) (pubAck, error) {
 	timeout := l.js.Options().DefaultTimeout
 	if _, ok := ctx.Deadline(); !ok && ctx.Done() != nil {
 		var cancel context.CancelFunc
@@ -55,7 +55,7 @@ func (l *Log) publish(ctx context.Context, msg *nats.Msg) (pubAck, error) {
 		}
 		return pubAck{}, err
 	}
-	if ack, ok := parseAck(resp.Data, l.names.EventsStream); ok {
+	if ack, ok := parseAck(resp.Data, stream); ok {
 		return ack, nil
 	}
 	var full struct {

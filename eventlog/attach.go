@@ -53,10 +53,27 @@ func (l *Log) ensureHandles(ctx context.Context) error {
 		return nil
 	}
 	var err error
-	if l.events == nil {
-		if l.events, err = l.js.Stream(ctx, l.names.EventsStream); err != nil {
-			return fmt.Errorf("stream %s: %w", l.names.EventsStream, err)
+	if l.shards == nil {
+		n, _, err := l.recordedShards(ctx)
+		if err != nil {
+			return err
 		}
+		if n == 0 {
+			return fmt.Errorf("stream %s: %w", l.names.EventsStream, jetstream.ErrStreamNotFound)
+		}
+		names := l.names.WithEventShards(n)
+		shards := make([]jetstream.Stream, n)
+		for k := range shards {
+			name := names.EventsShardStream(k)
+			if shards[k], err = l.js.Stream(ctx, name); err != nil {
+				return fmt.Errorf("stream %s: %w", name, err)
+			}
+		}
+		l.eventShards.CompareAndSwap(0, int32(n))
+		if int(l.eventShards.Load()) != n {
+			return fmt.Errorf("stream %s: the installation's event shard count changed from %d to %d while in use", names.EventsShardStream(0), l.eventShards.Load(), n)
+		}
+		l.shards = shards
 	}
 	if l.snaps == nil {
 		if l.snaps, err = l.js.KeyValue(ctx, l.names.SnapshotsBucket); err != nil {
@@ -78,29 +95,44 @@ func (l *Log) ensureHandles(ctx context.Context) error {
 	return nil
 }
 
-// lastMsg is the last message on subject of the events stream. On a log
-// from Open it is the stream's GetLastMsgForSubject; on an attached log
-// that has not looked the stream up, a direct get, which needs no lookup
-// and which any replica answers, even while the stream elects a leader.
-func (l *Log) lastMsg(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error) {
+// lastMsg is the last message of a conversation's events. On a log from
+// Open it is the stream's GetLastMsgForSubject; on an attached log that has
+// not looked the streams up, a direct get, which needs no lookup and which
+// any replica answers, even while the stream elects a leader.
+func (l *Log) lastMsg(ctx context.Context, conversation string) (*jetstream.RawStreamMsg, error) {
 	if l.ready.Load() {
-		return l.events.GetLastMsgForSubject(ctx, subject)
+		return l.streamFor(conversation).GetLastMsgForSubject(ctx, l.Names().EventsSubject(conversation))
 	}
-	return l.directGet(ctx, "."+subject, nil)
+	stream, subject, err := l.eventsOf(ctx, conversation)
+	if err != nil {
+		return nil, err
+	}
+	return l.directLast(ctx, stream, subject)
 }
 
-// msgAt is the events stream's message at seq, by a direct get as lastMsg.
-func (l *Log) msgAt(ctx context.Context, seq uint64) (*jetstream.RawStreamMsg, error) {
+// msgAt is a conversation's message at seq in its events stream (nil when
+// there is none or it is another conversation's is for the caller to see),
+// by a direct get as lastMsg.
+func (l *Log) msgAt(ctx context.Context, conversation string, seq uint64) (*jetstream.RawStreamMsg, error) {
 	if l.ready.Load() {
-		return l.events.GetMsg(ctx, seq)
+		return l.streamFor(conversation).GetMsg(ctx, seq)
 	}
-	return l.directGet(ctx, "", []byte(`{"seq":`+strconv.FormatUint(seq, 10)+`}`))
+	stream, _, err := l.eventsOf(ctx, conversation)
+	if err != nil {
+		return nil, err
+	}
+	return l.directGet(ctx, stream, "", []byte(`{"seq":`+strconv.FormatUint(seq, 10)+`}`))
 }
 
-// directGet sends a direct get of the events stream: to the API subject
-// with suffix appended (".<subject>" for the last message of a subject),
-// with body as the request.
-func (l *Log) directGet(ctx context.Context, suffix string, body []byte) (*jetstream.RawStreamMsg, error) {
+// directLast is the last message on subject in stream, by a direct get.
+func (l *Log) directLast(ctx context.Context, stream, subject string) (*jetstream.RawStreamMsg, error) {
+	return l.directGet(ctx, stream, "."+subject, nil)
+}
+
+// directGet sends a direct get to stream: to the API subject with suffix
+// appended (".<subject>" for the last message of a subject), with body as
+// the request.
+func (l *Log) directGet(ctx context.Context, stream, suffix string, body []byte) (*jetstream.RawStreamMsg, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, l.js.Options().DefaultTimeout)
@@ -110,11 +142,11 @@ func (l *Log) directGet(ctx context.Context, suffix string, body []byte) (*jetst
 	if subj == "" {
 		subj = jetstream.DefaultAPIPrefix
 	}
-	subj += "DIRECT.GET." + l.names.EventsStream + suffix
+	subj += "DIRECT.GET." + stream + suffix
 	resp, err := l.nc.RequestWithContext(ctx, subj, body)
 	if err != nil {
 		if errors.Is(err, nats.ErrNoResponders) {
-			return nil, fmt.Errorf("direct get from %s: %w", l.names.EventsStream, err)
+			return nil, fmt.Errorf("direct get from %s: %w", stream, err)
 		}
 		return nil, err
 	}
@@ -123,12 +155,12 @@ func (l *Log) directGet(ctx context.Context, suffix string, body []byte) (*jetst
 		case "404":
 			return nil, jetstream.ErrMsgNotFound
 		default:
-			return nil, fmt.Errorf("direct get from %s: status %s %s", l.names.EventsStream, resp.Header.Get("Status"), resp.Header.Get("Description"))
+			return nil, fmt.Errorf("direct get from %s: status %s %s", stream, resp.Header.Get("Status"), resp.Header.Get("Description"))
 		}
 	}
 	seq, err := strconv.ParseUint(resp.Header.Get(jetstream.SequenceHeader), 10, 64)
 	if err != nil {
-		return nil, fmt.Errorf("direct get from %s: bad %s header: %w", l.names.EventsStream, jetstream.SequenceHeader, err)
+		return nil, fmt.Errorf("direct get from %s: bad %s header: %w", stream, jetstream.SequenceHeader, err)
 	}
 	tm, _ := time.Parse(time.RFC3339Nano, resp.Header.Get(jetstream.TimeStampHeaer))
 	return &jetstream.RawStreamMsg{Subject: resp.Header.Get(jetstream.SubjectHeader), Sequence: seq, Header: resp.Header, Data: resp.Data, Time: tm}, nil

@@ -9,7 +9,6 @@ import (
 	"strconv"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/turnlog/turnlog/events"
 )
 
 // Reading a conversation's messages by their links.
@@ -51,7 +50,7 @@ func storedFrom(m *jetstream.RawStreamMsg) *stored {
 
 // lastStored returns the conversation's last message, nil when it has none.
 func (l *Log) lastStored(ctx context.Context, conversation string) (*stored, error) {
-	m, err := l.lastMsg(ctx, l.names.EventsSubject(conversation))
+	m, err := l.lastMsg(ctx, conversation)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, nil
 	}
@@ -64,14 +63,18 @@ func (l *Log) lastStored(ctx context.Context, conversation string) (*stored, err
 // storedAt returns the message at seq if it is one of the conversation's,
 // nil when there is none or it is another conversation's.
 func (l *Log) storedAt(ctx context.Context, conversation string, seq uint64) (*stored, error) {
-	m, err := l.msgAt(ctx, seq)
+	_, subject, err := l.eventsOf(ctx, conversation)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", conversation, err)
+	}
+	m, err := l.msgAt(ctx, conversation, seq)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: message %d: %w", conversation, seq, err)
 	}
-	if m.Subject != l.names.EventsSubject(conversation) {
+	if m.Subject != subject {
 		return nil, nil
 	}
 	return storedFrom(m), nil
@@ -174,6 +177,15 @@ func (l *Log) after(ctx context.Context, conversation string, base uint64, baseI
 		caching, size := base == 0, 0
 		var read []*stored
 		for m, err := range l.readFrom(ctx, conversation, last, base, baseID) {
+			if errors.Is(err, ErrCorruptMessage) {
+				// Named, and the caller may go on past it (see Events);
+				// a history with one is not cached.
+				caching = false
+				if !yield(m, err) {
+					return
+				}
+				continue
+			}
 			if err != nil {
 				yield(message{}, err)
 				return
@@ -203,20 +215,18 @@ func (l *Log) fromCache(ctx context.Context, conversation string, last *stored, 
 	var rest []message
 	if end.seq < last.seq {
 		for m, err := range l.readFrom(ctx, conversation, last, end.seq, end.msgID) {
-			if errors.Is(err, errStaleBase) {
-				return false
-			}
 			if err != nil {
-				yield(message{}, err)
-				return true
+				// A stale cache, or a message that is not a step: the
+				// stream alone says what to show.
+				return false
 			}
 			rest = append(rest, m)
 		}
 	}
 	for _, m := range cached {
-		evs, err := events.DecodeOwned(m.data)
+		evs, err := decodeStep(conversation, m.seq, m.data)
 		if err != nil {
-			yield(message{}, fmt.Errorf("read %s: message %d (history cache): %w", conversation, m.seq, err))
+			yield(message{}, fmt.Errorf("read %s (history cache): %w", conversation, err))
 			return true
 		}
 		if !yield(message{seq: m.seq, msgID: m.msgID, events: evs, raw: m}, nil) {
@@ -277,10 +287,13 @@ func (l *Log) readFrom(ctx context.Context, conversation string, last *stored, b
 				}
 			}
 			for _, m := range msgs {
-				evs, err := events.DecodeOwned(m.data)
+				evs, err := decodeStep(conversation, m.seq, m.data)
 				if err != nil {
-					yield(message{}, fmt.Errorf("read %s: message %d: %w", conversation, m.seq, err))
-					return
+					// Named; the caller may go on past it (see Events).
+					if !yield(message{seq: m.seq}, fmt.Errorf("read %s: %w", conversation, err)) {
+						return
+					}
+					continue
 				}
 				if !yield(message{seq: m.seq, msgID: m.msgID, events: evs, raw: m}, nil) {
 					return
@@ -291,6 +304,12 @@ func (l *Log) readFrom(ctx context.Context, conversation string, last *stored, b
 		// The batched read from base, which checks the base itself.
 		verify := base > 0
 		for m, err := range l.messages(ctx, conversation, base) {
+			if errors.Is(err, ErrCorruptMessage) && !(verify && m.seq == base) {
+				if !yield(m, err) {
+					return
+				}
+				continue
+			}
 			if err != nil {
 				yield(message{}, err)
 				return

@@ -42,7 +42,7 @@ func spyReads(t *testing.T, srv *natstest.Server, l *eventlog.Log) *reads {
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)
 	r := &reads{t: t, nc: nc, msgs: make(chan *nats.Msg, 1024)}
-	api := "$JS.API.DIRECT.GET." + l.Names().EventsStream
+	api := "$JS.API.DIRECT.GET." + l.Names().EventsStreamOf("c")
 	for _, subj := range []string{api, api + ".>"} {
 		_, err := nc.ChanSubscribe(subj, r.msgs)
 		require.NoError(t, err)
@@ -106,10 +106,18 @@ func interleaved(t *testing.T, l *eventlog.Log, conv string, n int, turn *projec
 // other conversations' messages, and never for anything past the
 // conversation's last message.
 func TestLoadReadsOnlyTheConversationsMessages(t *testing.T) {
+	for _, shards := range []int{1, 3} {
+		t.Run(fmt.Sprintf("%d event streams", shards), func(t *testing.T) {
+			loadReadsOnlyTheConversationsMessages(t, shards)
+		})
+	}
+}
+
+func loadReadsOnlyTheConversationsMessages(t *testing.T, shards int) {
 	defer eventlog.SetMaxBatchScan(0)() // links however small the stream
 	ctx := context.Background()
 	srv := natstest.Start(t)
-	l := openLog(t, srv, eventlog.WithSnapshotEvery(5))
+	l := openLog(t, srv, eventlog.WithSnapshotEvery(5), eventlog.WithEventShards(shards))
 	spy := spyReads(t, srv, l)
 	subject := l.Names().EventsSubject("c")
 

@@ -51,7 +51,7 @@ func (l *Log) Erase(ctx context.Context, conversation string) (Erased, error) {
 	if out.Requests, err = purge(ctx, reqs, reqSubject); err != nil {
 		return out, fmt.Errorf("erase %s: pending requests: %w", conversation, err)
 	}
-	if out.Messages, err = purge(ctx, l.events, l.names.EventsSubject(conversation)); err != nil {
+	if out.Messages, err = purge(ctx, l.streamFor(conversation), l.Names().EventsSubject(conversation)); err != nil {
 		return out, fmt.Errorf("erase %s: events: %w", conversation, err)
 	}
 	if _, err := l.snaps.Get(ctx, conversation); err == nil {

@@ -3,9 +3,18 @@ package eventlog
 import (
 	"crypto/sha256"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 	"github.com/vmihailenco/msgpack/v5"
 )
+
+// NeedsUpdate and WantedStreams let the external tests check Open's
+// upgrade rule (natstest imports eventlog, so they cannot be internal).
+var NeedsUpdate = needsUpdate
+
+func (l *Log) WantedStreams() []jetstream.StreamConfig {
+	return []jetstream.StreamConfig{l.requestsConfig(), l.deadLettersConfig()}
+}
 
 // SetMaxBatchScan sets how far apart a conversation's last message and the
 // base of a read must be for the read to follow links, and returns the

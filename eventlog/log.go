@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,19 +16,29 @@ import (
 
 // Log is a conversation store on JetStream. It is safe for concurrent use.
 type Log struct {
-	nc     *nats.Conn
-	js     jetstream.JetStream
-	names  Names
-	opts   options
-	events jetstream.Stream
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	names Names
+	opts  options
+	// shards are the event streams, shards[ShardOf(conversation)] holding
+	// a conversation's events; known once ready (see shardCount for an
+	// attached log's subjects before that).
+	shards []jetstream.Stream
 	snaps  jetstream.KeyValue
+	// deadLetters keeps the requests that could not end in a conversation.
+	deadLetters jetstream.Stream
 	// bigSnaps holds the snapshots too large for a value of snaps.
 	bigSnaps jetstream.ObjectStore
+	// requestIDs maps client-chosen request IDs to their conversation.
+	requestIDs jetstream.KeyValue
 	// history caches conversations' messages (see history.go); nil when
 	// the bucket is not there for this log to use.
 	history jetstream.KeyValue
 
 	partitions int
+	// eventShards is how many event streams the installation has, 0 until
+	// known (an attached log learns it on first use).
+	eventShards atomic.Int32
 
 	// ready is set once events, snaps and bigSnaps are known: by Open, or
 	// on first use of an attached log (see Attach); lookup guards that.
@@ -39,9 +50,12 @@ type options struct {
 	prefix        string
 	replicas      int // 0: as the existing streams have it, 1 when creating
 	partitions    int // 0: as the existing requests stream has it, DefaultPartitions when creating
+	eventShards   int // 0: as the installation recorded it, 1 when creating
 	snapshotEvery int
 	logger        *slog.Logger
 	duplicates    time.Duration
+	requestLimits RequestLimits
+	deadLetters   DeadLetterLimits
 	compression   *jetstream.StoreCompression // nil: as the existing stream has it, none when creating
 	readOnly      bool
 }
@@ -89,6 +103,27 @@ func WithPartitions(n int) Option {
 			return fmt.Errorf("partitions %d: use 1 to 1024", n)
 		}
 		o.partitions = n
+		return nil
+	}
+}
+
+// MaxEventShards bounds WithEventShards: a shard is a stream with its own
+// leader, so more shards than servers (times a few) only add overhead.
+const MaxEventShards = 64
+
+// WithEventShards sets over how many event streams conversations are
+// spread (default 1), each with its own leader, so that on a cluster writes
+// use every server. It takes effect when the installation is created and
+// is recorded in the streams' metadata; opening an installation with
+// another count fails (ErrShardsDiffer), because each conversation's stream
+// follows from the count (ShardOf) and must never move silently. Without
+// it, Open uses the recorded count.
+func WithEventShards(n int) Option {
+	return func(o *options) error {
+		if n < 1 || n > MaxEventShards {
+			return fmt.Errorf("event shards %d: use 1 to %d", n, MaxEventShards)
+		}
+		o.eventShards = n
 		return nil
 	}
 }
@@ -188,34 +223,19 @@ func Open(ctx context.Context, nc *nats.Conn, opts ...Option) (*Log, error) {
 }
 
 func defaultOptions() options {
-	return options{prefix: DefaultPrefix, snapshotEvery: 100, logger: slog.Default(), duplicates: 2 * time.Minute}
+	return options{prefix: DefaultPrefix, snapshotEvery: 100, logger: slog.Default(), duplicates: 2 * time.Minute,
+		requestLimits: DefaultRequestLimits, deadLetters: DefaultDeadLetterLimits}
 }
 
 func (l *Log) provision(ctx context.Context) error {
-	var err error
-	l.events, err = l.ensureStream(ctx, jetstream.StreamConfig{
-		Name:        l.names.EventsStream,
-		Description: "turnlog conversation events, one subject per conversation",
-		Subjects:    []string{l.names.EventsWildcard()},
-		Storage:     jetstream.FileStorage,
-		Retention:   jetstream.LimitsPolicy,
-		Duplicates:  l.opts.duplicates,
-		AllowDirect: true,
-		// Events are never edited; only a whole conversation is erased.
-		DenyDelete: true,
-	})
+	if err := l.provisionEvents(ctx); err != nil {
+		return err
+	}
+	reqs, err := l.ensureStream(ctx, l.requestsConfig())
 	if err != nil {
 		return err
 	}
-	reqs, err := l.ensureStream(ctx, jetstream.StreamConfig{
-		Name:        l.names.RequestsStream,
-		Description: "turnlog chat requests, a work queue partitioned by conversation",
-		Subjects:    []string{l.names.ChatWildcard()},
-		Storage:     jetstream.FileStorage,
-		Retention:   jetstream.WorkQueuePolicy,
-		Duplicates:  l.opts.duplicates,
-	})
-	if err != nil {
+	if l.deadLetters, err = l.ensureStream(ctx, l.deadLettersConfig()); err != nil {
 		return err
 	}
 	l.partitions = partitionsOf(reqs.CachedInfo().Config.SubjectTransform)
@@ -225,6 +245,9 @@ func (l *Log) provision(ctx context.Context) error {
 		History:     1,
 		Storage:     jetstream.FileStorage,
 	}); err != nil {
+		return err
+	}
+	if l.requestIDs, err = l.ensureBucket(ctx, l.requestIDsConfig()); err != nil {
 		return err
 	}
 	if l.bigSnaps, err = l.ensureObjectStore(ctx, jetstream.ObjectStoreConfig{
@@ -255,7 +278,16 @@ func (l *Log) provision(ctx context.Context) error {
 // for something else: replicas and partitions stay as they are unless an
 // option set them.
 func (l *Log) ensureStream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
-	s, err := l.js.Stream(ctx, cfg.Name)
+	return l.ensureFound(ctx, cfg, nil)
+}
+
+// ensureFound is ensureStream for a stream already looked up (found, or
+// nil to look it up now).
+func (l *Log) ensureFound(ctx context.Context, cfg jetstream.StreamConfig, found jetstream.Stream) (jetstream.Stream, error) {
+	s, err := found, error(nil)
+	if s == nil {
+		s, err = l.js.Stream(ctx, cfg.Name)
+	}
 	var existing *jetstream.StreamConfig
 	switch {
 	case err == nil:
@@ -275,7 +307,7 @@ func (l *Log) ensureStream(ctx context.Context, cfg jetstream.StreamConfig) (jet
 			cfg.Replicas = existing.Replicas
 		}
 	}
-	if cfg.Name == l.names.EventsStream {
+	if strings.HasPrefix(cfg.Name, l.names.EventsStream) { // every shard of the events
 		switch {
 		case l.opts.compression != nil:
 			cfg.Compression = *l.opts.compression
@@ -308,7 +340,20 @@ func needsUpdate(have, want jetstream.StreamConfig) bool {
 	return have.Replicas != want.Replicas || have.Description != want.Description ||
 		have.AllowDirect != want.AllowDirect || have.Duplicates != want.Duplicates ||
 		have.DenyDelete != want.DenyDelete || have.Compression != want.Compression ||
+		have.MaxAge != want.MaxAge || unlimited(have.MaxBytes) != unlimited(want.MaxBytes) ||
+		unlimited(have.MaxMsgs) != unlimited(want.MaxMsgs) ||
+		unlimited(have.MaxMsgsPerSubject) != unlimited(want.MaxMsgsPerSubject) || have.Discard != want.Discard ||
+		have.DiscardNewPerSubject != want.DiscardNewPerSubject ||
 		(want.SubjectTransform != nil && (have.SubjectTransform == nil || *have.SubjectTransform != *want.SubjectTransform))
+}
+
+// unlimited normalises a stream limit: the server reports "no limit" as -1,
+// a config written in Go leaves it 0.
+func unlimited(n int64) int64 {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }
 
 func (l *Log) ensureBucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
@@ -388,7 +433,9 @@ func (l *Log) Partitions() int { return l.partitions }
 func (l *Log) SnapshotEvery() int { return l.opts.snapshotEvery }
 
 // Names returns the subjects, streams and buckets this log uses.
-func (l *Log) Names() Names { return l.names }
+// The event shard count is included once known (always on a log from
+// Open; on an attached log after its first read or write).
+func (l *Log) Names() Names { return l.names.WithEventShards(int(l.eventShards.Load())) }
 
 // JetStream returns the JetStream context the log uses, for components
 // (workers, templates) that share its connection.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"strconv"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/synadia-io/orbit.go/jetstreamext"
@@ -46,8 +47,12 @@ type message struct {
 // (inclusive) to the end, decoded, using batched direct gets: one round
 // trip per readBatch messages, not one per message.
 func (l *Log) messages(ctx context.Context, conversation string, from uint64) iter.Seq2[message, error] {
-	subject := l.names.EventsSubject(conversation)
 	return func(yield func(message, error) bool) {
+		stream, subject, err := l.eventsOf(ctx, conversation)
+		if err != nil {
+			yield(message{}, fmt.Errorf("read %s: %w", conversation, err))
+			return
+		}
 		next := max(from, 1)
 		// pending is how many messages the last one read said were still
 		// to come; a batch that ends with none while some are pending was
@@ -55,7 +60,7 @@ func (l *Log) messages(ctx context.Context, conversation string, from uint64) it
 		// error), which must not pass for the end of the conversation.
 		var pending uint64
 		for {
-			batch, err := jetstreamext.GetBatch(ctx, l.js, l.names.EventsStream, readBatch,
+			batch, err := jetstreamext.GetBatch(ctx, l.js, stream, readBatch,
 				jetstreamext.GetBatchSeq(next), jetstreamext.GetBatchSubject(subject))
 			if err != nil {
 				yield(message{}, fmt.Errorf("read %s: %w", conversation, err))
@@ -76,10 +81,13 @@ func (l *Log) messages(ctx context.Context, conversation string, from uint64) it
 				got++
 				next = raw.Sequence + 1
 				pending, _ = strconv.ParseUint(raw.Header.Get("Nats-Num-Pending"), 10, 64)
-				evs, err := events.DecodeOwned(raw.Data)
+				evs, err := decodeStep(conversation, raw.Sequence, raw.Data)
 				if err != nil {
-					yield(message{}, fmt.Errorf("read %s: message %d: %w", conversation, raw.Sequence, err))
-					return
+					// Named; the caller may go on past it (see Events).
+					if !yield(message{seq: raw.Sequence}, fmt.Errorf("read %s: %w", conversation, err)) {
+						return
+					}
+					continue
 				}
 				st := storedFrom(raw)
 				if !yield(message{seq: st.seq, msgID: st.msgID, events: evs, raw: st}, nil) {
@@ -126,7 +134,10 @@ func (l *Log) confirmEnd(ctx context.Context, subject string, next uint64) error
 }
 
 // Events yields every event of a conversation in log order, with its
-// position. Iteration stops at the first error, which is yielded.
+// position. A message that is not a step of the conversation (see
+// ErrCorruptMessage) is yielded as a *CorruptMessageError, and iteration
+// goes on after it if the caller goes on; any other error is yielded and
+// ends it.
 func (l *Log) Events(ctx context.Context, conversation string) iter.Seq2[Record, error] {
 	return func(yield func(Record, error) bool) {
 		if err := events.ValidateConversationID(conversation); err != nil {
@@ -135,6 +146,12 @@ func (l *Log) Events(ctx context.Context, conversation string) iter.Seq2[Record,
 		}
 		pos := 0
 		for m, err := range l.after(ctx, conversation, 0, "") {
+			if errors.Is(err, ErrCorruptMessage) {
+				if !yield(Record{Seq: m.seq}, err) {
+					return
+				}
+				continue
+			}
 			if err != nil {
 				yield(Record{}, err)
 				return
@@ -284,7 +301,7 @@ func (l *Log) LastSeq(ctx context.Context, conversation string) (uint64, error) 
 	if err := events.ValidateConversationID(conversation); err != nil {
 		return 0, err
 	}
-	m, err := l.lastMsg(ctx, l.names.EventsSubject(conversation))
+	m, err := l.lastMsg(ctx, conversation)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil
 	}
@@ -307,6 +324,8 @@ type Tail struct {
 	Step  int
 	// Events are the step's events.
 	Events []events.Event
+	// Stored is when the stream stored the message.
+	Stored time.Time
 }
 
 // Closed reports whether the step ended its request (request.completed or
@@ -320,21 +339,24 @@ func (t Tail) Closed() bool {
 	return false
 }
 
-// Last returns the conversation's last message, decoded.
+// Last returns the conversation's last message, decoded. When it is not a
+// step of the conversation (ErrCorruptMessage), the error says so and the
+// Tail still has its Seq and Stored time.
 func (l *Log) Last(ctx context.Context, conversation string) (Tail, error) {
 	if err := events.ValidateConversationID(conversation); err != nil {
 		return Tail{}, err
 	}
-	m, err := l.lastMsg(ctx, l.names.EventsSubject(conversation))
+	m, err := l.lastMsg(ctx, conversation)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return Tail{}, nil
 	}
 	if err != nil {
 		return Tail{}, fmt.Errorf("last message of %s: %w", conversation, err)
 	}
-	evs, err := events.Decode(m.Data)
+	evs, err := decodeStep(conversation, m.Sequence, m.Data)
 	if err != nil {
-		return Tail{}, fmt.Errorf("last message of %s (%d): %w", conversation, m.Sequence, err)
+		// The sequence and time are known all the same.
+		return Tail{Seq: m.Sequence, Stored: m.Time}, fmt.Errorf("last message of %s: %w", conversation, err)
 	}
-	return Tail{Seq: m.Sequence, Cause: evs[0].Cause, Step: evs[0].Step, Events: evs}, nil
+	return Tail{Seq: m.Sequence, Stored: m.Time, Cause: evs[0].Cause, Step: evs[0].Step, Events: evs}, nil
 }

@@ -297,6 +297,7 @@ func TestSuite(t *testing.T) {
 	}{
 		{"single", openSingleStore},
 		{"r3", openClusterStore},
+		{"r3-3shards", openShardedClusterStore},
 	}
 	for _, st := range stores {
 		t.Run(st.name, func(t *testing.T) {
@@ -327,7 +328,12 @@ func openSingleStore(t *testing.T) *logStore {
 // openClusterStore is the log with R3 streams on a 3-node cluster, through
 // a connection to every server, as `turnlog --nats-url a,b,c` makes.
 func openClusterStore(t *testing.T) *logStore {
-	c := natstest.StartCluster(t, 3)
+	return openClusterLog(t, natstest.StartCluster(t, 3))
+}
+
+// openClusterLog opens the log with R3 streams (and opts) on cluster c,
+// and waits until every event stream has a leader and current replicas.
+func openClusterLog(t *testing.T, c *natstest.Cluster, opts ...eventlog.Option) *logStore {
 	nc := c.Dial(t, "suite")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -337,26 +343,16 @@ func openClusterStore(t *testing.T) *logStore {
 	// retried.
 	var l *eventlog.Log
 	err := natstest.Retry(ctx, 10*time.Second, func(ctx context.Context) (err error) {
-		l, err = eventlog.Open(ctx, nc, eventlog.WithReplicas(3))
+		l, err = eventlog.Open(ctx, nc, append([]eventlog.Option{eventlog.WithReplicas(3)}, opts...)...)
 		return err
 	})
 	require.NoError(t, err)
 	// The cases' appends are not retried (a retried write is what some of
-	// them check), so the events stream must have a leader and every
+	// them check), so the event streams must have a leader and every
 	// replica caught up before they start.
-	stream := l.Names().EventsStream
-	err = natstest.Retry(ctx, time.Second, func(context.Context) error {
-		if c.StreamLeader(stream) < 0 {
-			return fmt.Errorf("no leader: %s", c.Describe(stream))
-		}
-		for i := range c.N() {
-			if !c.Server(i).JetStreamIsStreamCurrent(server.DEFAULT_GLOBAL_ACCOUNT, stream) {
-				return fmt.Errorf("replica %d behind: %s", i, c.Describe(stream))
-			}
-		}
-		return nil
-	})
-	require.NoError(t, err)
+	for _, stream := range l.Names().EventStreams() {
+		waitStreamCurrent(t, ctx, c, stream)
+	}
 
 	return &logStore{
 		log:     l,
@@ -384,4 +380,70 @@ func openClusterStore(t *testing.T) *logStore {
 			require.NoError(t, err)
 		},
 	}
+}
+
+// waitStreamCurrent waits until stream has a leader and every running
+// server of c holds it up to date.
+func waitStreamCurrent(t *testing.T, ctx context.Context, c *natstest.Cluster, stream string) {
+	t.Helper()
+	err := natstest.Retry(ctx, time.Second, func(context.Context) error {
+		if c.StreamLeader(stream) < 0 {
+			return fmt.Errorf("no leader: %s", c.Describe(stream))
+		}
+		for i := range c.N() {
+			if srv := c.Server(i); srv != nil && !srv.JetStreamIsStreamCurrent(server.DEFAULT_GLOBAL_ACCOUNT, stream) {
+				return fmt.Errorf("replica %d behind: %s", i, c.Describe(stream))
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+}
+
+// openShardedClusterStore is the log with 3 event shards of R3 streams on
+// a 3-node cluster, their leaders spread over the three servers.
+func openShardedClusterStore(t *testing.T) *logStore {
+	c := natstest.StartCluster(t, 3)
+	s := openClusterLog(t, c, eventlog.WithEventShards(3))
+	spreadLeaders(t, c, s.log)
+	return s
+}
+
+// spreadLeaders balances the event shards' leaders until each shard is led
+// by another server, and returns the leading server of each shard.
+func spreadLeaders(t *testing.T, c *natstest.Cluster, l *eventlog.Log) []int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	streams := l.Names().EventStreams()
+	var leaders []int
+	first := true
+	err := natstest.Retry(ctx, 5*time.Second, func(ctx context.Context) error {
+		leaders = leaders[:0]
+		seen := map[int]bool{}
+		for _, st := range streams {
+			i := c.StreamLeader(st)
+			if i < 0 {
+				return fmt.Errorf("%s has no leader", st)
+			}
+			seen[i] = true
+			leaders = append(leaders, i)
+		}
+		if first {
+			t.Logf("event shard leaders as JetStream placed them: servers %v", leaders)
+			first = false
+		}
+		if len(seen) == len(streams) {
+			return nil
+		}
+		moved, err := l.BalanceLeaders(ctx)
+		if err != nil {
+			return err
+		}
+		// Let the elections the hand-overs started finish.
+		time.Sleep(500 * time.Millisecond)
+		return fmt.Errorf("leaders %v (asked %d hand-overs)", leaders, moved)
+	})
+	require.NoError(t, err)
+	return leaders
 }

@@ -15,14 +15,21 @@ import (
 // afterSeq, as they arrive, until ctx ends. afterPos is the position of the
 // last event already seen (Turn.Events), so positions continue from it.
 // Pass a loaded Turn's Seq and Events to follow it live without a gap.
+// A message that is not a step of the conversation is yielded as a
+// *CorruptMessageError, and the watch goes on if the caller does.
 func (l *Log) Watch(ctx context.Context, conversation string, afterSeq uint64, afterPos int) iter.Seq2[Record, error] {
 	return func(yield func(Record, error) bool) {
 		if err := events.ValidateConversationID(conversation); err != nil {
 			yield(Record{}, err)
 			return
 		}
-		cons, err := l.js.OrderedConsumer(ctx, l.names.EventsStream, jetstream.OrderedConsumerConfig{
-			FilterSubjects: []string{l.names.EventsSubject(conversation)},
+		stream, subject, err := l.eventsOf(ctx, conversation)
+		if err != nil {
+			yield(Record{}, fmt.Errorf("watch %s: %w", conversation, err))
+			return
+		}
+		cons, err := l.js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{
+			FilterSubjects: []string{subject},
 			DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
 			OptStartSeq:    afterSeq + 1,
 		})
@@ -52,10 +59,13 @@ func (l *Log) Watch(ctx context.Context, conversation string, afterSeq uint64, a
 				yield(Record{}, fmt.Errorf("watch %s: %w", conversation, err))
 				return
 			}
-			evs, err := events.Decode(m.Data())
+			evs, err := decodeStep(conversation, meta.Sequence.Stream, m.Data())
 			if err != nil {
-				yield(Record{}, fmt.Errorf("watch %s: message %d: %w", conversation, meta.Sequence.Stream, err))
-				return
+				// Named; the caller may go on past it.
+				if !yield(Record{Seq: meta.Sequence.Stream}, fmt.Errorf("watch %s: %w", conversation, err)) {
+					return
+				}
+				continue
 			}
 			for _, e := range evs {
 				pos++
@@ -106,13 +116,16 @@ func (l *Log) Conversations(ctx context.Context) ([]Conversation, error) {
 	if err := l.ensureHandles(ctx); err != nil {
 		return nil, fmt.Errorf("list conversations: %w", err)
 	}
-	info, err := l.events.Info(ctx, jetstream.WithSubjectFilter(l.names.EventsWildcard()))
-	if err != nil {
-		return nil, fmt.Errorf("list conversations: %w", err)
-	}
-	out := make([]Conversation, 0, len(info.State.Subjects))
-	for subj, n := range info.State.Subjects {
-		out = append(out, Conversation{ID: l.names.ConversationOf(subj), Messages: n})
+	out := []Conversation{}
+	names := l.Names()
+	for k, stream := range l.shards {
+		info, err := stream.Info(ctx, jetstream.WithSubjectFilter(names.EventsShardWildcard(k)))
+		if err != nil {
+			return nil, fmt.Errorf("list conversations: %w", err)
+		}
+		for subj, n := range info.State.Subjects {
+			out = append(out, Conversation{ID: names.ConversationOf(subj), Messages: n})
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil

@@ -352,6 +352,11 @@ func canonical(p Payload) Payload {
 			v.Untrusted = nilIfNoSpans(v.Untrusted)
 			return v
 		}
+	case MessageRemoved:
+		if hollow(v.Headers) {
+			v.Headers = nil
+			return v
+		}
 	case DataSet:
 		if hollow(v.Values) || v.Unset != nil && len(v.Unset) == 0 {
 			v.Values = nilIfEmpty(v.Values)

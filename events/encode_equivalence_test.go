@@ -274,6 +274,9 @@ func oneKeyMaps(p events.Payload) events.Payload {
 	case events.DataSet:
 		v.Values = one(v.Values)
 		return v
+	case events.MessageRemoved:
+		v.Headers = one(v.Headers)
+		return v
 	}
 	return p
 }
@@ -410,6 +413,10 @@ func TestEncodeMatchesReflectionOnPayloads(t *testing.T) {
 		}),
 		rapid.Custom(func(t *rapid.T) events.Payload {
 			return events.RequestFailed{Reason: str.Draw(t, "reason")}
+		}),
+		rapid.Custom(func(t *rapid.T) events.Payload {
+			return events.MessageRemoved{Seq: num.Draw(t, "seq"), Size: num.Draw(t, "size"),
+				SHA256: rapid.OneOf(rapid.StringMatching(`[0-9a-f]{64}`), str).Draw(t, "sha256"), Headers: meta.Draw(t, "headers"), Reason: str.Draw(t, "reason")}
 		}),
 	}
 	require.Len(t, payloads, len(samplePayloads()), "one generator per catalog type")

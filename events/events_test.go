@@ -1,6 +1,7 @@
 package events_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -67,6 +68,7 @@ func samplePayloads() []events.Payload {
 		events.InferenceFailed{InferenceID: "inf-2", Error: "429 too many requests", Transient: true, Duration: time.Second},
 		events.RequestCompleted{Inferences: 2},
 		events.RequestFailed{Reason: "the model is unreachable; retry later"},
+		events.MessageRemoved{Seq: 7, Size: 7, SHA256: strings.Repeat("ab", 32), Headers: meta("Nats-Msg-Id", "x"), Reason: "does not decode"},
 	}
 }
 

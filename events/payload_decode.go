@@ -36,6 +36,8 @@ func decodeHand(like Payload, r *reader) (p Payload, ok, known bool) {
 		p, ok = decodeSystemPromptLocked(r)
 	case SystemPromptUnlocked:
 		p, ok = decodeSystemPromptUnlocked(r)
+	case MessageRemoved:
+		p, ok = decodeMessageRemoved(r)
 	case ReasoningAppended:
 		p, ok = decodeReasoningAppended(r)
 	case LLMTextAppended:
@@ -275,6 +277,31 @@ func decodeSystemPromptUnlocked(r *reader) (Payload, bool) {
 		switch r.fieldKey() {
 		case "block_id":
 			ok = readString(r, &p.BlockID)
+		case "reason":
+			ok = readString(r, &p.Reason)
+		default:
+			ok = false
+		}
+	}
+	if !ok {
+		return nil, false
+	}
+	return p, true
+}
+
+func decodeMessageRemoved(r *reader) (Payload, bool) {
+	var p MessageRemoved
+	n, ok := r.mapLen()
+	for ; ok && n > 0; n-- {
+		switch r.fieldKey() {
+		case "seq":
+			ok = readInt(r, &p.Seq)
+		case "size":
+			ok = readInt(r, &p.Size)
+		case "sha256":
+			ok = readString(r, &p.SHA256)
+		case "headers":
+			ok = readStringMap(r, &p.Headers)
 		case "reason":
 			ok = readString(r, &p.Reason)
 		default:

@@ -301,6 +301,15 @@ func appendPayload(b []byte, p Payload) ([]byte, bool) {
 	case RequestFailed:
 		b = appendMapLen(b, 1)
 		b = appendField(b, "reason", p.Reason)
+	case MessageRemoved:
+		b = appendMapLen(b, 4+present(len(p.Headers) != 0))
+		b = appendInt(appendString(b, "seq"), int64(p.Seq))
+		b = appendInt(appendString(b, "size"), int64(p.Size))
+		b = appendField(b, "sha256", p.SHA256)
+		if len(p.Headers) != 0 {
+			b = appendStringMap(appendString(b, "headers"), p.Headers)
+		}
+		b = appendField(b, "reason", p.Reason)
 	default:
 		return b, false
 	}

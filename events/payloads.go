@@ -239,6 +239,23 @@ type RequestFailed struct {
 	Reason string `msgpack:"reason" json:"reason"`
 }
 
+// MessageRemoved records that `turnlog repair` removed a message from the
+// conversation's subject that was not one of its steps (bytes that did not
+// decode, another conversation's events): where it was, how large, its
+// SHA-256 (hex) and headers, and why it was removed. The message itself is
+// gone; this is the audit of what it was. Positions (<conversation>@<n>)
+// are unchanged by a removal, stream sequences are not (see
+// eventlog.RemoveCorrupt). It changes nothing in the Turn.
+type MessageRemoved struct {
+	Seq    int    `msgpack:"seq" json:"seq"`
+	Size   int    `msgpack:"size" json:"size"`
+	SHA256 string `msgpack:"sha256" json:"sha256"`
+	// Headers are the message's NATS headers, several values of one
+	// header joined by ", ".
+	Headers map[string]string `msgpack:"headers,omitempty" json:"headers,omitempty"`
+	Reason  string            `msgpack:"reason" json:"reason"`
+}
+
 // EventType implementations tie each payload to its catalog entry.
 
 func (ConversationStarted) EventType() Type  { return TypeConversationStarted }
@@ -262,3 +279,4 @@ func (InferenceFinished) EventType() Type    { return TypeInferenceFinished }
 func (InferenceFailed) EventType() Type      { return TypeInferenceFailed }
 func (RequestCompleted) EventType() Type     { return TypeRequestCompleted }
 func (RequestFailed) EventType() Type        { return TypeRequestFailed }
+func (MessageRemoved) EventType() Type       { return TypeMessageRemoved }

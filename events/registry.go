@@ -72,6 +72,7 @@ func NewRegistry() *Registry {
 	Register[InferenceFailed](r, 1)
 	Register[RequestCompleted](r, 1)
 	Register[RequestFailed](r, 1)
+	Register[MessageRemoved](r, 1)
 	return r
 }
 

@@ -29,6 +29,7 @@ const (
 	TypeInferenceFailed      Type = "inference.failed"
 	TypeRequestCompleted     Type = "request.completed"
 	TypeRequestFailed        Type = "request.failed"
+	TypeMessageRemoved       Type = "message.removed"
 )
 
 // Kind says what a block is, which decides how a provider renders it

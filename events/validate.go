@@ -234,3 +234,16 @@ func (p RequestCompleted) Validate() error { return nil }
 
 // Validate implements Payload.
 func (p RequestFailed) Validate() error { return needID("reason", p.Reason) }
+
+// Validate implements Payload.
+func (p MessageRemoved) Validate() error {
+	switch {
+	case p.Seq < 1:
+		return fieldErr("seq", "is %d; stream sequences start at 1", p.Seq)
+	case p.Size < 0:
+		return fieldErr("size", "is %d", p.Size)
+	case len(p.SHA256) != 64:
+		return fieldErr("sha256", "is %d characters; a SHA-256 in hex has 64", len(p.SHA256))
+	}
+	return needID("reason", p.Reason)
+}

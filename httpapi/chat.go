@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/middlewares"
 	"github.com/turnlog/turnlog/profile"
+	"github.com/turnlog/turnlog/replay"
 	"github.com/turnlog/turnlog/worker"
 )
 
@@ -23,7 +25,9 @@ import (
 type MessageRequest struct {
 	Text string `json:"text"`
 	// RequestID, when set, must be a ULID; a re-send with the same ID
-	// within the duplicate window is stored once. Empty: a fresh one.
+	// within the duplicate window is stored once. An ID sent to another
+	// conversation within eventlog.RequestIDTTL is refused with 409.
+	// Empty: a fresh one.
 	RequestID string            `json:"request_id,omitempty"`
 	Profile   string            `json:"profile,omitempty"`
 	Model     string            `json:"model,omitempty"`
@@ -111,8 +115,23 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, `"data": `+err.Error())
 		return
 	}
+	if body.RequestID != "" {
+		// Refused here, at once: the worker could only fail it.
+		if err := s.cfg.Log.ClaimRequestID(r.Context(), body.RequestID, id); errors.Is(err, eventlog.ErrCauseReused) {
+			writeError(w, http.StatusConflict, err.Error())
+			return
+		} else if err != nil {
+			s.serverError(w, "claim the request ID", err)
+			return
+		}
+	}
 	req, err := worker.Send(r.Context(), s.cfg.Log, worker.Request{Conversation: id, RequestID: body.RequestID,
 		Text: body.Text, Profile: body.Profile, Model: body.Model, Data: body.Data})
+	if errors.Is(err, worker.ErrQueueFull) {
+		w.Header().Set("Retry-After", "10")
+		writeError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
 	if err != nil {
 		s.serverError(w, "send the chat request", err)
 		return
@@ -139,10 +158,11 @@ func (s *Server) checkRequestData(profileName string, data map[string]string) er
 // stream answers GET /conversations/{id}/stream with Server-Sent Events:
 // "ready" once it listens, then "delta" (worker.Delta JSON, from the
 // conversation's delta subject: the answer as the model writes it; never
-// before the first event of its request) and
+// before the first event of its request),
 // "event" (StreamEvent, every event the log stores from then on, in
-// order) until the client goes away. A failure ends the stream with an
-// "error" event ({"error": "..."}).
+// order) and "quarantined" (replay.Quarantined: a message stored on the
+// conversation's subject that is not a step) until the client goes away.
+// A failure ends the stream with an "error" event ({"error": "..."}).
 func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	id, ok := conversationID(w, r)
 	if !ok {
@@ -190,7 +210,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 			case <-ctx.Done():
 				return
 			}
-			if err != nil {
+			if err != nil && !errors.Is(err, eventlog.ErrCorruptMessage) {
 				return
 			}
 		}
@@ -235,6 +255,13 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 		case wr := <-recs:
+			var bad *eventlog.CorruptMessageError
+			if errors.As(wr.err, &bad) {
+				if !send("quarantined", replay.Quarantined{Seq: bad.Seq, Size: bad.Size, Reason: bad.Err.Error()}) {
+					return
+				}
+				continue
+			}
 			if wr.err != nil {
 				s.cfg.Logger.Warn("http api: stream ended", "conversation", id, "err", wr.err)
 				send("error", errorBody{Error: wr.err.Error() + "; reconnect to follow the conversation again"})

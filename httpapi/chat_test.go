@@ -265,3 +265,32 @@ func TestStreamEndsWhenTheServerShutsDown(t *testing.T) {
 	_, open := <-events
 	assert.False(t, open, "and the response is over")
 }
+
+// TestPostMessageRefusesARequestIDOfAnotherConversation: a request_id
+// already sent to another conversation is refused at once with 409 and
+// the reason (it used to be answered 202 and dropped as a duplicate);
+// the same request sent again to its own conversation is still accepted,
+// and stored once.
+func TestPostMessageRefusesARequestIDOfAnotherConversation(t *testing.T) {
+	ts, l := startChatAPI(t)
+	id := ulid.Make().String()
+	body := `{"text": "hello", "request_id": "` + id + `"}`
+	status, out, _ := call(t, ts, "POST", "/conversations/owner/messages", "Bearer "+token, body)
+	require.Equal(t, http.StatusAccepted, status, "%v", out)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := worker.Await(ctx, l, "owner", id, 0, 0)
+	require.NoError(t, err)
+
+	status, out, _ = call(t, ts, "POST", "/conversations/thief/messages", "Bearer "+token, body)
+	assert.Equal(t, http.StatusConflict, status)
+	assert.Contains(t, out["error"], "already used by another conversation")
+	assert.Contains(t, out["error"], id)
+	assert.NotContains(t, out["error"], "owner", "the other conversation is not named")
+
+	status, out, _ = call(t, ts, "POST", "/conversations/owner/messages", "Bearer "+token, body)
+	assert.Equal(t, http.StatusAccepted, status, "a re-send to its own conversation is idempotent: %v", out)
+	n, err := l.LastSeq(ctx, "thief")
+	require.NoError(t, err)
+	assert.Zero(t, n, "nothing reached the other conversation")
+}

@@ -183,8 +183,10 @@ func parsePoint(v string) (string, int, error) {
 }
 
 // readError answers a failed read of conversation id: 404 when it has no
-// events or fewer than asked for, else 500.
+// events or fewer than asked for, 422 when a message of it is not a step
+// (see eventlog.ErrCorruptMessage), else 500.
 func (s *Server) readError(w http.ResponseWriter, id, what string, err error) {
+	var bad *eventlog.CorruptMessageError
 	switch {
 	case errors.Is(err, replay.ErrNoEvents):
 		writeError(w, http.StatusNotFound, fmt.Sprintf("conversation %q has no events; check the ID (GET /conversations lists them)", id))
@@ -192,6 +194,10 @@ func (s *Server) readError(w http.ResponseWriter, id, what string, err error) {
 		writeError(w, http.StatusNotFound, err.Error()+"; pick a position from the timeline (GET /conversations/"+id+"/timeline)")
 	case errors.Is(err, events.ErrInvalidConversationID):
 		writeError(w, http.StatusBadRequest, err.Error())
+	case errors.As(err, &bad):
+		// Not NATS's fault, and no retry will help: the stored log has a
+		// message that is not a step. The error names it and the repair.
+		writeError(w, http.StatusUnprocessableEntity, bad.Error())
 	default:
 		s.serverError(w, what, err)
 	}

@@ -22,6 +22,11 @@ type ReasoningGuardConfig struct {
 	// Repair removes orphaned reasoning blocks (blocks.removed, with the
 	// reason) instead of failing the step.
 	Repair bool
+	// Remedy, without Repair, is added to the error as a second way out
+	// (the first is `turnlog repair`): how the operator turns Repair on
+	// where the guard is configured, in their own terms (a profile's
+	// middleware name, say).
+	Remedy string
 }
 
 // Validate reports the first setting that cannot work; every setting of
@@ -49,7 +54,7 @@ func ReasoningGuard(cfg ReasoningGuardConfig) (engine.Middleware, error) {
 	}
 	return func(next engine.Handler) engine.Handler {
 		return func(ctx context.Context, tx *engine.Tx) error {
-			if err := guardReasoning(tx, cfg.Repair); err != nil {
+			if err := guardReasoning(tx, cfg); err != nil {
 				return err
 			}
 			return next(ctx, tx)
@@ -60,7 +65,7 @@ func ReasoningGuard(cfg ReasoningGuardConfig) (engine.Middleware, error) {
 // guardReasoning runs over every block before every model call: the loop
 // that finds no orphan in a valid Turn only compares kinds, and what
 // happens with an orphan is out of line.
-func guardReasoning(tx *engine.Tx, repair bool) error {
+func guardReasoning(tx *engine.Tx, cfg ReasoningGuardConfig) error {
 	blocks := tx.Turn().Blocks
 	for i := range blocks {
 		if blocks[i].Kind != events.KindReasoning {
@@ -71,24 +76,32 @@ func guardReasoning(tx *engine.Tx, repair bool) error {
 				continue
 			}
 		}
-		return orphanedReasoning(tx, repair, i)
+		return orphanedReasoning(tx, cfg)
 	}
 	return nil
 }
 
-// orphanedReasoning fails the step over the orphan at index first or, with
-// repair, removes it and every later orphan.
-func orphanedReasoning(tx *engine.Tx, repair bool, first int) error {
-	type orphan struct {
-		id       string
-		index    int
-		follower string
-	}
-	var orphans []orphan
-	blocks := tx.Turn().Blocks
-	for i := first; i < len(blocks); i++ {
-		b := &blocks[i]
-		if b.Kind != events.KindReasoning {
+// Orphan is a reasoning block that is not immediately followed by model
+// text or a tool call: where it is and what follows it.
+type Orphan struct {
+	ID    string `json:"id"`
+	Index int    `json:"index"`
+	// Follower says what comes next: "nothing" or "a <kind> block".
+	Follower string `json:"follower"`
+}
+
+// Reason is the reason a blocks.removed of the orphan records.
+func (o Orphan) Reason() string {
+	return fmt.Sprintf("reasoning block without follower at index %d (followed by %s)", o.Index, o.Follower)
+}
+
+// OrphanedReasoning lists the orphaned reasoning blocks of blocks, in
+// order: what ReasoningGuard refuses, or removes in repair mode, and what
+// `turnlog repair` offers to remove.
+func OrphanedReasoning(blocks []events.Block) []Orphan {
+	var out []Orphan
+	for i := range blocks {
+		if blocks[i].Kind != events.KindReasoning {
 			continue
 		}
 		follower := "nothing"
@@ -99,21 +112,30 @@ func orphanedReasoning(tx *engine.Tx, repair bool, first int) error {
 			}
 			follower = "a " + string(k) + " block"
 		}
-		if !repair {
-			return fmt.Errorf("%s: block %s at index %d is followed by %s, which the model API rejects: %w; "+
-				"enable ReasoningGuardConfig.Repair to drop such blocks", ActorReasoningGuard, b.ID, i, follower, ErrOrphanReasoning)
+		out = append(out, Orphan{ID: blocks[i].ID, Index: i, Follower: follower})
+	}
+	return out
+}
+
+// orphanedReasoning fails the step over the first orphan or, with repair,
+// removes every orphan.
+func orphanedReasoning(tx *engine.Tx, cfg ReasoningGuardConfig) error {
+	orphans := OrphanedReasoning(tx.Turn().Blocks)
+	if !cfg.Repair {
+		o := orphans[0]
+		remedy := fmt.Sprintf("remove it once with `turnlog repair %s --yes`", tx.Turn().Conversation)
+		if cfg.Remedy != "" {
+			remedy += ", or " + cfg.Remedy
 		}
-		orphans = append(orphans, orphan{b.ID, i, follower})
+		return fmt.Errorf("%s: block %s at index %d is followed by %s, which the model API rejects: %w; %s",
+			ActorReasoningGuard, o.ID, o.Index, o.Follower, ErrOrphanReasoning, remedy)
 	}
 	// Last first: removing a later block leaves the earlier indices, which
 	// the reasons name, as they were. Removing an orphan cannot orphan
 	// another block: a reasoning block before it was already an orphan.
 	for j := len(orphans) - 1; j >= 0; j-- {
 		o := orphans[j]
-		if err := tx.Emit(ActorReasoningGuard, events.BlocksRemoved{
-			BlockIDs: []string{o.id},
-			Reason:   fmt.Sprintf("reasoning block without follower at index %d (followed by %s)", o.index, o.follower),
-		}); err != nil {
+		if err := tx.Emit(ActorReasoningGuard, events.BlocksRemoved{BlockIDs: []string{o.ID}, Reason: o.Reason()}); err != nil {
 			return err
 		}
 	}

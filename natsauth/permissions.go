@@ -35,25 +35,41 @@ func SpecFor(r Role, n eventlog.Names) Spec {
 		s.Subscribe = []Grant{{">", "everything"}}
 		return s
 	}
-	ev := n.EventsStream
+	evs := n.EventStreams()
 	rq := n.RequestsStream
 	snapKV := "KV_" + n.SnapshotsBucket
 	snapObj := "OBJ_" + n.SnapshotObjectsBucket
 	tplKV := "KV_" + n.TemplatesBucket
+	dead := n.DeadLettersStream
+	ridKV := "KV_" + n.RequestIDsBucket
 	histKV := "KV_" + n.HistoryBucket
 	api := func(op, stream string) string { return "$JS.API." + op + "." + stream }
 	pub := func(subject, why string) { s.Publish = append(s.Publish, Grant{subject, why}) }
 	sub := func(subject, why string) { s.Subscribe = append(s.Subscribe, Grant{subject, why}) }
 
-	// Opening the log looks up its streams and buckets.
-	for _, st := range []string{ev, rq, snapKV, snapObj, tplKV, histKV} {
+	// Opening the log looks up its streams and buckets. Whether the events
+	// are sharded is found by looking for the unsharded stream, then for
+	// the first shard's, whichever the installation has.
+	first := n.WithEventShards(2).EventsShardStream(0)
+	if n.Shards() == 1 {
+		pub(api("STREAM.INFO", first), "open the log: find out the events are not sharded ("+first+" does not exist)")
+	} else {
+		pub(api("STREAM.INFO", n.EventsStream), "open the log: find out the events are sharded ("+n.EventsStream+" does not exist)")
+		pub(api("DIRECT.GET", n.EventsStream)+".>", "find out the events are sharded without a lookup (chat)")
+	}
+	for _, st := range append(append([]string{}, evs...), rq, snapKV, snapObj, tplKV, dead, ridKV, histKV) {
 		pub(api("STREAM.INFO", st), "open the log: look up "+st)
 	}
+	// Dead letters: status counts and lists them (the stream has
+	// AllowDirect); a worker's metrics count them.
+	pub(api("DIRECT.GET", dead), "status: list dead letters (batched direct get)")
 	// Reading a conversation: direct gets by sequence and by subject (the
 	// stream has AllowDirect), or a plain message get on a stream without.
-	pub(api("DIRECT.GET", ev), "read events (batched direct get)")
-	pub(api("DIRECT.GET", ev)+".>", "read a conversation's last message")
-	pub(api("STREAM.MSG.GET", ev), "read events from a stream without direct gets")
+	for _, ev := range evs {
+		pub(api("DIRECT.GET", ev), "read events (batched direct get)")
+		pub(api("DIRECT.GET", ev)+".>", "read a conversation's last message")
+		pub(api("STREAM.MSG.GET", ev), "read events from a stream without direct gets")
+	}
 	// Snapshots: a large one is an object, read through an ordered push
 	// consumer with flow control.
 	pub(api("DIRECT.GET", snapKV)+".>", "read snapshots")
@@ -75,17 +91,22 @@ func SpecFor(r Role, n eventlog.Names) Spec {
 	switch r {
 	case Client:
 		pub(n.ChatWildcard(), "send chat requests")
-		pub(api("CONSUMER.CREATE", ev)+".>", "follow a conversation live (ordered consumer)")
-		pub(api("CONSUMER.DELETE", ev)+".>", "stop following a conversation")
-		pub(api("CONSUMER.INFO", ev)+".>", "follow a conversation live (ordered consumer)")
-		pub(api("CONSUMER.MSG.NEXT", ev)+".>", "follow a conversation live (ordered consumer)")
+		for _, ev := range evs {
+			pub(api("CONSUMER.CREATE", ev)+".>", "follow a conversation live (ordered consumer)")
+			pub(api("CONSUMER.DELETE", ev)+".>", "stop following a conversation")
+			pub(api("CONSUMER.INFO", ev)+".>", "follow a conversation live (ordered consumer)")
+			pub(api("CONSUMER.MSG.NEXT", ev)+".>", "follow a conversation live (ordered consumer)")
+		}
 		pub(api("CONSUMER.INFO", rq)+".>", "status: requests in progress")
 		pub(n.WorkersPing(), "status: ask the workers who they are")
 		sub(n.Prefix+".delta.>", "stream an answer as it is written")
 	case Worker:
-		for _, st := range []string{ev, rq, snapKV, snapObj, tplKV, histKV} {
+		for _, st := range append(append([]string{}, evs...), rq, snapKV, snapObj, tplKV, dead, ridKV, histKV) {
 			pub(api("STREAM.CREATE", st), "create "+st+" on a fresh cluster (an existing stream cannot be changed this way)")
 		}
+		pub(n.DeadLetterSubject(), "store a request that cannot end in a conversation as a dead letter")
+		pub(api("STREAM.MSG.GET", rq), "find requests published on the literal "+n.Prefix+".chat.* or "+n.Prefix+".chat.> (no consumer sees them)")
+		pub(api("STREAM.MSG.DELETE", rq), "delete such a request once it is a dead letter")
 		pub("$JS.API.INFO", "account info: the probe that tells a lost cluster from a slow one, and creating a bucket (nats.go checks the account first)")
 		pub(api("CONSUMER.CREATE", rq)+".>", "the partition consumers of chat requests")
 		pub(api("CONSUMER.DURABLE.CREATE", rq)+".>", "the partition consumers of chat requests (older servers)")

@@ -293,7 +293,8 @@ func (p Profile) middleware(name string, eng engine.Engine, logger *slog.Logger)
 	case "template":
 		return p.templatePrompt()
 	case "reasoningguard":
-		return middlewares.ReasoningGuard(middlewares.ReasoningGuardConfig{})
+		return middlewares.ReasoningGuard(middlewares.ReasoningGuardConfig{
+			Remedy: "to drop such blocks on every request, list the middleware reasoningguard_repair in place of reasoningguard in the profile's middlewares"})
 	case "reasoningguard_repair":
 		return middlewares.ReasoningGuard(middlewares.ReasoningGuardConfig{Repair: true})
 	}

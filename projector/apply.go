@@ -137,7 +137,7 @@ func apply(t *Turn, e events.Event) error {
 		}
 		return nil
 	case events.InferenceStarted, events.InferenceFinished, events.InferenceFailed,
-		events.RequestCompleted, events.RequestFailed:
+		events.RequestCompleted, events.RequestFailed, events.MessageRemoved:
 		// Facts about the conversation, not changes to its Turn: they only
 		// advance the position.
 		return nil

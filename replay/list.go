@@ -3,6 +3,7 @@ package replay
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -28,6 +29,10 @@ type Conversation struct {
 	LastRequestFailed bool `json:"last_request_failed,omitempty"`
 	// LastFailure is the reason of that failed request.
 	LastFailure string `json:"last_failure,omitempty"`
+	// Quarantined counts the messages on its subject that are not its
+	// steps (see eventlog.ErrCorruptMessage): `turnlog repair` removes
+	// them.
+	Quarantined int `json:"quarantined,omitempty"`
 }
 
 // Lister is what Newest reads: the conversations the log holds, and one
@@ -57,6 +62,12 @@ func Newest(ctx context.Context, l Lister, match func(id string) bool) ([]Conver
 	}
 	if err := forEach(ctx, out, lastGets, func(ctx context.Context, c *Conversation) error {
 		tail, err := l.Last(ctx, c.ID)
+		if errors.Is(err, eventlog.ErrCorruptMessage) {
+			// Listed all the same, by when its last message was stored;
+			// its timeline shows that message as quarantined.
+			c.LastActivity = tail.Stored
+			return nil
+		}
 		if n := len(tail.Events); err == nil && n > 0 {
 			c.LastActivity = tail.Events[n-1].Time
 		}
@@ -75,8 +86,12 @@ func Newest(ctx context.Context, l Lister, match func(id string) bool) ([]Conver
 // and whether its latest request failed. It costs a read of the whole
 // conversation, so callers describe only what they show.
 func Describe(ctx context.Context, src Source, c *Conversation) error {
-	c.Events, c.ModelCalls, c.LastRequestFailed, c.LastFailure = 0, 0, false, ""
+	c.Events, c.ModelCalls, c.LastRequestFailed, c.LastFailure, c.Quarantined = 0, 0, false, "", 0
 	for rec, err := range src.Events(ctx, c.ID) {
+		if errors.Is(err, eventlog.ErrCorruptMessage) {
+			c.Quarantined++
+			continue
+		}
 		if err != nil {
 			return err
 		}

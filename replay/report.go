@@ -38,13 +38,18 @@ func WriteTimeline(w io.Writer, conversation string, entries iter.Seq2[*Entry, e
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "conversation %s\n", safe(conversation))
 	fmt.Fprintf(bw, "%5s %6s  %-24s  %-21s  %-21s  %s\n", "n", "seq", "time", "type", "actor", "cause:step  summary")
-	n, calls := 0, 0
+	n, calls, quarantined := 0, 0, 0
 	for e, err := range entries {
 		if err != nil {
 			if n > 0 { // an error before the first event (a missing conversation) prints no table
 				bw.Flush()
 			}
 			return err
+		}
+		if e.Quarantined != nil {
+			quarantined++
+			fmt.Fprintf(bw, "%5s %6d  %-24s  %-21s  %-21s  %s\n", "-", e.Seq, "", e.Type, "", e.Summary)
+			continue
 		}
 		n++
 		writeEntry(bw, e)
@@ -53,7 +58,11 @@ func WriteTimeline(w io.Writer, conversation string, entries iter.Seq2[*Entry, e
 			writeInference(bw, e.Inference, "        ")
 		}
 	}
-	fmt.Fprintf(bw, "%s, %s\n", count(n, "event"), count(calls, "model call"))
+	fmt.Fprintf(bw, "%s, %s", count(n, "event"), count(calls, "model call"))
+	if quarantined > 0 {
+		fmt.Fprintf(bw, ", %s (turnlog repair %s --yes removes them)", count(quarantined, "quarantined message"), safe(conversation))
+	}
+	fmt.Fprintln(bw)
 	return bw.Flush()
 }
 

@@ -24,6 +24,10 @@ type Option func(*options)
 type options struct {
 	progress func(events int)
 	turns    func(inference int) bool
+	// quarantine, when set, is given each message that is not a step of
+	// the conversation, and read goes on past it; without it such a
+	// message ends the read with its *eventlog.CorruptMessageError.
+	quarantine func(*eventlog.CorruptMessageError) error
 }
 
 // WithProgress calls fn with the number of events read so far, every 256
@@ -75,6 +79,22 @@ type Entry struct {
 	// Inference is set on inference.started events: what the model
 	// received.
 	Inference *Inference `json:"inference,omitempty"`
+	// Quarantined is set, with Type "quarantined" and N 0, for a message
+	// on the conversation's subject that is not one of its steps (bytes
+	// that do not decode, another conversation's events): it is shown,
+	// and skipped by the fold, until `turnlog repair` removes it.
+	Quarantined *Quarantined `json:"quarantined,omitempty"`
+}
+
+// TypeQuarantined is the Type of a timeline entry that is a quarantined
+// message, not an event.
+const TypeQuarantined events.Type = "quarantined"
+
+// Quarantined is a message that is not a step of the conversation.
+type Quarantined struct {
+	Seq    uint64 `json:"seq"`
+	Size   int    `json:"size"`
+	Reason string `json:"reason"`
 }
 
 // Inference is one model call as the log proves it: the Turn re-projected
@@ -110,6 +130,13 @@ func read(ctx context.Context, src Source, conversation string, o options, visit
 	w := newWalker(conversation)
 	n := 0
 	for r, err := range src.Events(ctx, conversation) {
+		var bad *eventlog.CorruptMessageError
+		if o.quarantine != nil && errors.As(err, &bad) {
+			if err := o.quarantine(bad); err != nil {
+				return w, n, err
+			}
+			continue
+		}
 		if err != nil {
 			return w, n, err
 		}
@@ -160,6 +187,17 @@ func Entries(ctx context.Context, src Source, conversation string, opts ...Optio
 		o := collect(opts)
 		inferences := 0
 		stopped := false
+		o.quarantine = func(bad *eventlog.CorruptMessageError) error {
+			q := &Quarantined{Seq: bad.Seq, Size: bad.Size, Reason: bad.Err.Error()}
+			e := &Entry{Seq: bad.Seq, Type: TypeQuarantined, Quarantined: q,
+				Summary: fmt.Sprintf("quarantined message %d (%d bytes), not a step of this conversation: %s; `turnlog repair %s --yes` removes it",
+					bad.Seq, bad.Size, quote(q.Reason), conversation)}
+			if !yield(e, nil) {
+				stopped = true
+				return errStop
+			}
+			return nil
+		}
 		_, _, err := read(ctx, src, conversation, o, func(w *walker, r *eventlog.Record) error {
 			e := &Entry{N: r.Pos, Seq: r.Seq, Time: r.Time, Type: r.Type, Actor: r.Actor, Cause: r.Cause, Step: r.Step,
 				Summary: Summary(r.Event), Payload: r.Payload}
@@ -353,6 +391,8 @@ func Summary(e events.Event) string {
 		return "completed after " + count(p.Inferences, "model call")
 	case events.RequestFailed:
 		return "failed: " + quote(p.Reason)
+	case events.MessageRemoved:
+		return fmt.Sprintf("removed message %d (%d bytes, sha256 %s): %s", p.Seq, p.Size, short(p.SHA256), quote(p.Reason))
 	}
 	return string(e.Type)
 }

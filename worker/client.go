@@ -31,10 +31,24 @@ func Send(ctx context.Context, l *eventlog.Log, r Request) (Request, error) {
 	}
 	msg := &nats.Msg{Subject: l.Names().ChatSubject(r.Conversation), Data: data, Header: nats.Header{jetstream.MsgIDHeader: []string{r.RequestID}}}
 	if _, err := l.JetStream().PublishMsg(ctx, msg); err != nil {
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeStoreFailed {
+			return r, fmt.Errorf("send to %s: %w: %s; retry later", msg.Subject, ErrQueueFull, apiErr.Description)
+		}
 		return r, fmt.Errorf("send to %s: %w", msg.Subject, err)
 	}
 	return r, nil
 }
+
+// ErrQueueFull is returned by Send when the requests stream refused the
+// request because one of its limits is reached (eventlog.RequestLimits:
+// too many pending requests for the conversation, or in all): nothing was
+// queued, and sending later may succeed.
+var ErrQueueFull = errors.New("the request queue is full")
+
+// errCodeStoreFailed is JetStream's "stream store failed" (10077), which a
+// publish gets when a limit of the stream refuses the message.
+const errCodeStoreFailed jetstream.ErrorCode = 10077
 
 // Result is how a request ended, as the log records it.
 type Result struct {
@@ -58,6 +72,9 @@ var ErrFailed = errors.New("request failed")
 func Await(ctx context.Context, l *eventlog.Log, conversation, requestID string, afterSeq uint64, afterPos int) (Result, error) {
 	var recs []eventlog.Record
 	for rec, err := range l.Watch(ctx, conversation, afterSeq, afterPos) {
+		if errors.Is(err, eventlog.ErrCorruptMessage) {
+			continue // not a step: the request's end is still to come
+		}
 		if err != nil {
 			res, _ := Outcome(recs)
 			return res, err

@@ -6,6 +6,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/turnlog/turnlog/engine"
@@ -30,6 +31,12 @@ func (w *Worker) afterError(ctx context.Context, tx *engine.Tx, err error, lastT
 		return retryLater, err
 	case engine.IsTransient(err) && !lastTry:
 		return retryLater, err
+	case errors.Is(err, eventlog.ErrCauseReused):
+		// Retrying cannot help, and the failure cannot be stored under
+		// the request's step ID either: the other conversation holds it.
+		// The reason does not name that conversation, which the sender
+		// of this request may have no right to know of.
+		return w.failAs(ctx, tx, fmt.Sprintf("request_id %s is already used by another conversation; send every request with a fresh request_id (or none, to have one generated)", tx.Cause()), true)
 	}
 	return w.fail(ctx, tx, err.Error())
 }
@@ -37,11 +44,29 @@ func (w *Worker) afterError(ctx context.Context, tx *engine.Tx, err error, lastT
 // fail ends the request with request.failed and a reason a person can act
 // on. The request is acknowledged: it will not be retried.
 func (w *Worker) fail(ctx context.Context, tx *engine.Tx, reason string) (outcome, error) {
+	return w.failAs(ctx, tx, reason, false)
+}
+
+// failAs is fail, storing the failure under eventlog.ForeignStepID when
+// foreign is set (the request's own step IDs belong to another
+// conversation).
+func (w *Worker) failAs(ctx context.Context, tx *engine.Tx, reason string, foreign bool) (outcome, error) {
 	// Whatever was pending belongs to the failed attempt and is dropped:
 	// the failure is recorded on the Turn as the log has it.
 	conv := tx.Turn().Conversation
 	w.cache.drop(conv)
 	turn, err := w.cfg.Log.Load(ctx, conv)
+	readable := err == nil
+	if err != nil && unreadable(err) {
+		// No Turn to record it on: record it after the log's last
+		// message all the same. That Turn stands for nothing and is
+		// never cached, or it would hide the bad message.
+		var seq uint64
+		if seq, err = w.cfg.Log.LastSeq(ctx, conv); err == nil {
+			turn = projector.New(conv)
+			turn.Seq = seq
+		}
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return handBack, err
@@ -61,11 +86,11 @@ func (w *Worker) fail(ctx context.Context, tx *engine.Tx, reason string) (outcom
 	if step == 0 {
 		inputs = requestInputs(tx)
 	}
-	fresh, err := w.recordFailure(ctx, turn.Clone(), tx.Cause(), step, inputs, reason)
+	fresh, err := w.recordFailure(ctx, turn.Clone(), tx.Cause(), step, inputs, reason, foreign)
 	if len(inputs) > 0 && err != nil && (refused(err) || errors.Is(err, events.ErrInvalid)) && !errors.Is(err, eventlog.ErrConflict) {
 		// The inputs themselves cannot be stored (too large, say): the
 		// failure alone can.
-		fresh, err = w.recordFailure(ctx, turn, tx.Cause(), step, nil, reason)
+		fresh, err = w.recordFailure(ctx, turn, tx.Cause(), step, nil, reason, foreign)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -74,15 +99,17 @@ func (w *Worker) fail(ctx context.Context, tx *engine.Tx, reason string) (outcom
 		return retryLater, err
 	}
 	w.metrics.requests.WithLabelValues("failed").Inc()
-	w.cache.put(fresh.Turn(), tx.Cause())
+	if readable {
+		w.cache.put(fresh.Turn(), tx.Cause())
+	}
 	w.log.Info("request failed", "conversation", conv, "request", tx.Cause(), "reason", reason)
 	return ack, nil
 }
 
 // recordFailure appends inputs (if any) and request.failed as one step on
 // turn.
-func (w *Worker) recordFailure(ctx context.Context, turn *projector.Turn, cause string, step int, inputs []events.Event, reason string) (*engine.Tx, error) {
-	fresh := engine.NewTx(turn, cause, engine.WithLog(appender{w}), engine.WithStep(step))
+func (w *Worker) recordFailure(ctx context.Context, turn *projector.Turn, cause string, step int, inputs []events.Event, reason string, foreign bool) (*engine.Tx, error) {
+	fresh := engine.NewTx(turn, cause, engine.WithLog(appender{w: w, foreign: foreign}), engine.WithStep(step))
 	for _, e := range inputs {
 		if err := fresh.Emit(e.Actor, e.Payload); err != nil {
 			return nil, err

@@ -65,10 +65,9 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	}
 	conv := w.names.ConversationOf(m.Subject())
 	if err := events.ValidateConversationID(conv); err != nil {
-		// No valid conversation to record a failure in: reject it.
-		w.log.Warn("rejected request", "subject", m.Subject(), "err", err)
-		w.metrics.requests.WithLabelValues("rejected").Inc()
-		_ = m.Term()
+		// No valid conversation to record a failure in (a publish on the
+		// literal turnlog.chat.* or turnlog.chat.>, say).
+		w.deadLetter(ctx, m, meta, w.names.ChatSubject(conv), "the subject names no valid conversation: "+err.Error())
 		return
 	}
 	req, problem := parseRequest(m.Data(), conv, meta.Sequence.Stream, meta.Timestamp, w.cfg.MaxTextBytes)
@@ -90,6 +89,11 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	}()
 	out, err := w.serve(ctx, req, problem, lastTry, meta.NumDelivered == 1)
 	stopAlive()
+	if (out == retryLater || out == handBack) && meta.NumDelivered >= w.lastDelivery() {
+		// JetStream will not deliver it again: end it now.
+		w.endLastDelivery(ctx, m, meta, req, err)
+		return
+	}
 
 	log := w.log.With("conversation", conv, "request", req.RequestID, "delivery", meta.NumDelivered)
 	switch out {
@@ -175,10 +179,18 @@ func (w *Worker) serveOnce(ctx context.Context, req Request, problem string, las
 	}
 	resume := step > 0
 	if err != nil {
-		if errors.Is(err, events.ErrInvalid) || errors.Is(err, projector.ErrMismatch) {
-			// The log itself cannot be folded: no retry will help.
-			w.metrics.requests.WithLabelValues("failed").Inc()
-			return ack, fmt.Errorf("load %s: %w", conv, err)
+		if unreadable(err) {
+			// The log itself cannot be folded: no retry will help. The
+			// request ends as request.failed all the same, after the
+			// log's last message, saying which message is at fault.
+			tx := engine.NewTx(projector.New(conv), req.RequestID)
+			if !resume && problem == "" {
+				_ = tx.Emit(ActorWorker, events.UserAppended{BlockID: engine.NewID(), Text: req.Text})
+			}
+			if problem == "" {
+				problem = err.Error()
+			}
+			return w.fail(ctx, tx, problem)
 		}
 		return retryLater, err
 	}
@@ -204,9 +216,9 @@ func (w *Worker) serveOnce(ctx context.Context, req Request, problem string, las
 	if model == "" {
 		model = p.Model
 	}
-	turnEventsAtStart := turn.Events
+	turnEventsAtStart, seqAtStart := turn.Events, turn.Seq
 	tx := engine.NewTx(turn, req.RequestID,
-		engine.WithLog(appender{w}),
+		engine.WithLog(appender{w: w}),
 		engine.WithStep(step),
 		engine.WithModel(model),
 		engine.WithTools(p.Tools.Specs()...),
@@ -233,7 +245,18 @@ func (w *Worker) serveOnce(ctx context.Context, req Request, problem string, las
 		// first append leaves nothing; the redelivery starts afresh.
 	}
 	if err := p.Loop.Run(ctx, tx); err != nil {
-		return w.afterError(ctx, tx, err, lastTry)
+		if optimistic && len(tx.Committed()) == 0 && ctx.Err() == nil && !errors.Is(err, errCrash) {
+			// The chain refused a Turn taken from the cache before
+			// anything was stored, so no append could say that the log
+			// had moved on (another worker, a repair): make sure before
+			// failing the request over a Turn that may be no more.
+			if last, lerr := w.cfg.Log.LastSeq(ctx, conv); lerr == nil && last != seqAtStart {
+				return retryLater, &eventlog.ConflictError{Conversation: conv, Expected: seqAtStart, Actual: last}
+			}
+		}
+		// The profile's name goes with the reason: a middleware's remedy
+		// ("list ... in the profile's middlewares") names a setting of it.
+		return w.afterError(ctx, tx, fmt.Errorf("profile %q: %w", name, err), lastTry)
 	}
 	inferences := 0
 	for _, e := range tx.Committed() {
@@ -257,14 +280,23 @@ func (w *Worker) serveOnce(ctx context.Context, req Request, problem string, las
 }
 
 // appender measures steps and runs the "step" fault point before each.
-type appender struct{ w *Worker }
+// With foreign set it stores steps under eventlog.ForeignStepID: for the
+// failure of a request whose ID another conversation already used.
+type appender struct {
+	w       *Worker
+	foreign bool
+}
 
 func (a appender) Append(ctx context.Context, conv string, expected uint64, evs ...events.Event) (uint64, error) {
 	if err := a.w.fault("step"); err != nil {
 		return 0, err
 	}
 	start := time.Now()
-	seq, err := a.w.cfg.Log.Append(ctx, conv, expected, evs...)
+	appendStep := a.w.cfg.Log.Append
+	if a.foreign {
+		appendStep = a.w.cfg.Log.AppendForeignStep
+	}
+	seq, err := appendStep(ctx, conv, expected, evs...)
 	a.w.metrics.stepSeconds.Observe(time.Since(start).Seconds())
 	switch {
 	case err == nil || ctx.Err() != nil:
@@ -283,6 +315,13 @@ func (a appender) Append(ctx context.Context, conv string, expected uint64, evs 
 // The request is retried later and resumes from what the log holds; ending
 // it as request.failed would fail a request that can still succeed.
 var errLogUnavailable = engine.ErrLogUnavailable
+
+// unreadable reports whether err says the conversation's log cannot be
+// folded (a corrupt message, an event the fold rejects): retrying cannot
+// help.
+func unreadable(err error) bool {
+	return errors.Is(err, eventlog.ErrCorruptMessage) || errors.Is(err, events.ErrInvalid) || errors.Is(err, projector.ErrMismatch)
+}
 
 // refused reports whether the log answered an append with a definite no.
 func refused(err error) bool {

@@ -1,7 +1,10 @@
 package worker
 
 import (
+	"context"
+	"math"
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -17,6 +20,7 @@ type Metrics struct {
 	stepSeconds  prometheus.Histogram
 	inFlight     prometheus.Gauge
 	loads        *prometheus.CounterVec
+	deadLetters  prometheus.Counter
 	cacheBytes   prometheus.Gauge
 	cacheTurns   prometheus.Gauge
 	snapshots    *prometheus.CounterVec
@@ -27,7 +31,7 @@ func newMetrics() *Metrics {
 		registry: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "turnlog_requests_total",
-			Help: "Chat requests handled, by outcome (completed, failed, rejected, retried, handed_back).",
+			Help: "Chat requests handled, by outcome (completed, failed, dead_lettered, retried, handed_back).",
 		}, []string{"outcome"}),
 		redeliveries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "turnlog_redeliveries_total",
@@ -50,6 +54,10 @@ func newMetrics() *Metrics {
 			Name: "turnlog_turn_loads_total",
 			Help: "Where a request's starting Turn came from: the worker's cache (cache), the cache plus the steps other workers wrote since (cache_and_tail), or the log (log: snapshot and tail). Many log and cache_and_tail loads mean requests of a conversation keep moving between workers.",
 		}, []string{"source"}),
+		deadLetters: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "turnlog_dead_letters_total",
+			Help: "Requests this worker stored as dead letters: they could not end in a conversation (see turnlog status --dead).",
+		}),
 		cacheBytes: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "turnlog_turn_cache_bytes",
 			Help: "Estimated bytes of memory the Turns in the worker's cache hold (bounded by --cache-bytes).",
@@ -63,10 +71,29 @@ func newMetrics() *Metrics {
 			Help: "Snapshots the worker saved, by reason: interval (a request passed a multiple of the snapshot interval), evicted (the cache let go of the Turn), idle (the Turn was not used for --idle-snapshot), shutdown; and those not saved: failed, skipped (the queue of saves was full).",
 		}, []string{"reason"}),
 	}
-	m.registry.MustRegister(m.requests, m.redeliveries, m.conflicts, m.stepSeconds, m.inFlight, m.loads,
+	m.registry.MustRegister(m.requests, m.redeliveries, m.conflicts, m.stepSeconds, m.inFlight, m.loads, m.deadLetters,
 		m.cacheBytes, m.cacheTurns, m.snapshots,
 		prometheus.NewGoCollector())
 	return m
+}
+
+// countStoredDeadLetters adds the gauge of dead letters stored in the
+// installation (all workers' and earlier runs'), read from the stream at
+// each scrape: the counter above restarts with the worker, the stream
+// does not.
+func (m *Metrics) countStoredDeadLetters(count func(context.Context) (uint64, error)) {
+	m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "turnlog_dead_letters_stored",
+		Help: "Dead letters stored in the installation (turnlog status --dead lists them); NaN when the stream cannot be read.",
+	}, func() float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		n, err := count(ctx)
+		if err != nil {
+			return math.NaN()
+		}
+		return float64(n)
+	}))
 }
 
 // Handler serves the metrics in the Prometheus text format.

@@ -159,6 +159,7 @@ func New(cfg Config) (*Worker, error) {
 		_, err := js.AccountInfo(ctx)
 		return err
 	})
+	w.metrics.countStoredDeadLetters(cfg.Log.DeadLetterCount)
 	store := templates.New(cfg.Log)
 	for name, p := range cfg.Profiles {
 		if p.Templates == nil {
@@ -217,6 +218,11 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.consume(ctx, work, p)
 		}()
 	}
+	partitions.Add(1)
+	go func() {
+		defer partitions.Done()
+		w.sweepStrays(ctx)
+	}()
 	saving, stopSaving := context.WithCancel(context.WithoutCancel(ctx))
 	saverDone := make(chan struct{})
 	go func() { defer close(saverDone); w.saveLoop(saving) }()

@@ -19,6 +19,13 @@ import (
 // startWorker runs a worker with the default profiles until the test ends.
 func startWorker(t *testing.T, srv *natstest.Server, tweak func(*worker.Config)) *eventlog.Log {
 	t.Helper()
+	l, _ := runWorker(t, srv, tweak)
+	return l
+}
+
+// runWorker is startWorker that also returns the worker.
+func runWorker(t *testing.T, srv *natstest.Server, tweak func(*worker.Config)) (*eventlog.Log, *worker.Worker) {
+	t.Helper()
 	l, err := eventlog.Open(context.Background(), srv.Conn)
 	require.NoError(t, err)
 	profiles, err := profile.Load("")
@@ -34,7 +41,7 @@ func startWorker(t *testing.T, srv *natstest.Server, tweak func(*worker.Config))
 	done := make(chan struct{})
 	go func() { defer close(done); _ = w.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return l
+	return l, w
 }
 
 // ask sends one request and waits for its end.
@@ -87,9 +94,12 @@ func TestWorkerSavesSnapshots(t *testing.T) {
 	}
 	kv, err := l.JetStream().KeyValue(ctx, l.Names().SnapshotsBucket)
 	require.NoError(t, err)
-	entry, err := kv.Get(ctx, "snap")
-	require.NoError(t, err, "a snapshot after more than 10 events")
-	assert.Greater(t, entry.Revision(), uint64(1), "snapshots are renewed as the conversation grows")
+	// The worker saves a snapshot after the step that the client saw
+	// end the request: wait for it rather than race it.
+	require.Eventually(t, func() bool {
+		entry, err := kv.Get(ctx, "snap")
+		return err == nil && entry.Revision() > 1
+	}, 10*time.Second, 10*time.Millisecond, "snapshots are saved and renewed as the conversation grows")
 
 	// And a good one: a load through it holds every event of the log.
 	loaded, err := l.Load(context.Background(), "snap")

@@ -125,6 +125,7 @@ worker containers that cannot read a mounted key file.`,
 
 func newAuthConfCmd() *cobra.Command {
 	var prefix, keys string
+	var shards int
 	cmd := &cobra.Command{
 		Use:   "conf",
 		Short: "Print the nats-server configuration of the roles: users and permissions",
@@ -133,10 +134,15 @@ role with exactly the subjects it needs for the installation with --prefix,
 each subject with the reason it is there. deploy/auth.conf is its output.
 The users' public keys are read from the environment variables
 TURNLOG_NKEY_ADMIN, TURNLOG_NKEY_CLIENT and TURNLOG_NKEY_WORKER (nkeys.env
-of turnlog auth init), or written in when --keys names a key directory.`,
+of turnlog auth init), or written in when --keys names a key directory.
+--event-shards names the installation's event streams (TURNLOG_EVENTS_0 ...)
+when it was created with several (worker --event-shards).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			names := eventlog.NamesFor(prefix)
+			if shards < 1 || shards > eventlog.MaxEventShards {
+				return fmt.Errorf("--event-shards %d: use 1 to %d, the count the installation was created with", shards, eventlog.MaxEventShards)
+			}
+			names := eventlog.NamesFor(prefix).WithEventShards(shards)
 			pubs := map[natsauth.Role]string{}
 			for _, r := range natsauth.Roles {
 				if keys == "" {
@@ -154,6 +160,7 @@ of turnlog auth init), or written in when --keys names a key directory.`,
 		},
 	}
 	cmd.Flags().StringVar(&prefix, "prefix", envOr("TURNLOG_PREFIX", eventlog.DefaultPrefix), "subject prefix of the installation (env TURNLOG_PREFIX)")
+	cmd.Flags().IntVar(&shards, "event-shards", 1, "event streams of the installation (worker --event-shards)")
 	cmd.Flags().StringVar(&keys, "keys", "", "key directory whose public keys to write in (default: read them from TURNLOG_NKEY_* variables)")
 	return cmd
 }

@@ -81,6 +81,9 @@ matching conversation.`,
 				if c.LastRequestFailed {
 					last = "failed: " + oneLine(c.LastFailure, 60)
 				}
+				if c.Quarantined > 0 {
+					last = fmt.Sprintf("%d quarantined messages (turnlog repair %s); %s", c.Quarantined, c.ID, last)
+				}
 				fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\n", c.ID, c.LastActivity.Local().Format(time.DateTime), c.Events, c.ModelCalls, last)
 			}
 			if err := w.Flush(); err != nil {

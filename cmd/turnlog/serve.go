@@ -73,7 +73,7 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 			if noAuth {
 				fmt.Fprintf(cmd.ErrOrStderr(), "turnlog: WARNING: NATS authentication is off (--no-auth): anyone who can reach %s can read, write and erase every conversation\n", listen)
 			} else {
-				keys, err := serveKeys(data, prefix, out)
+				keys, err := serveKeys(data, eventlog.NamesFor(prefix).WithEventShards(wf.eventShards), out)
 				if err != nil {
 					return err
 				}
@@ -91,6 +91,11 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 			defer nc.Close()
 			logOpts := append(wf.logOptions(), eventlog.WithPrefix(prefix))
 			l, err := eventlog.Open(ctx, nc, logOpts...)
+			if err == nil && !noAuth && l.Names().Shards() != max(wf.eventShards, 1) {
+				// The roles' permissions name the event streams, so they
+				// were made for the count serve was given.
+				err = fmt.Errorf("%s holds %d event streams: start serve with --event-shards %d", data, l.Names().Shards(), l.Names().Shards())
+			}
 			if err != nil {
 				return err
 			}
@@ -167,7 +172,7 @@ type serveAuth struct {
 
 // serveKeys makes sure <data>/auth holds a key per role, says so when it
 // created them, and loads them.
-func serveKeys(data, prefix string, out io.Writer) (*serveAuth, error) {
+func serveKeys(data string, names eventlog.Names, out io.Writer) (*serveAuth, error) {
 	dir := natsauth.Dir(data)
 	created, err := natsauth.Ensure(dir)
 	if err != nil {
@@ -181,7 +186,7 @@ func serveKeys(data, prefix string, out io.Writer) (*serveAuth, error) {
 		fmt.Fprintf(out, "turnlog: created NATS keys in %s (%s): turnlog commands run here use admin.nk; see README, \"Security\"\n", dir, strings.Join(files, ", "))
 	}
 	a := &serveAuth{}
-	if a.users, err = natsauth.Users(dir, eventlog.NamesFor(prefix)); err != nil {
+	if a.users, err = natsauth.Users(dir, names); err != nil {
 		return nil, err
 	}
 	if a.admin, err = nats.NkeyOptionFromSeed(natsauth.KeyFile(dir, natsauth.Admin)); err != nil {

@@ -37,6 +37,7 @@ type workerFlags struct {
 	idleSnapshot time.Duration
 	compression  string
 	envErr       error // a malformed setting in the environment
+	eventShards  int
 }
 
 func (f *workerFlags) register(fs *pflag.FlagSet, metricsDefault string) {
@@ -44,6 +45,7 @@ func (f *workerFlags) register(fs *pflag.FlagSet, metricsDefault string) {
 	fs.StringVar(&f.metrics, "metrics", envOr("TURNLOG_METRICS", metricsDefault), "HOST:PORT for Prometheus /metrics ('' turns it off; env TURNLOG_METRICS)")
 	fs.StringVar(&f.logLevel, "log-level", envOr("TURNLOG_LOG_LEVEL", "info"), "debug, info, warn or error")
 	fs.IntVar(&f.replicas, "replicas", 0, "stream replicas when creating streams (3 on a cluster; default: keep existing, 1 when new)")
+	fs.IntVar(&f.eventShards, "event-shards", 0, "event streams conversations are spread over, set when the installation is created (a cluster: its number of servers; default: as recorded, 1 when new); opening an installation with another count fails")
 	fs.IntVar(&f.partitions, "partitions", 0, "request partitions when creating the requests stream (default: keep existing, 16 when new)")
 	ackWait := worker.DefaultAckWait
 	if v := os.Getenv("TURNLOG_ACK_WAIT"); v != "" {
@@ -58,7 +60,7 @@ func (f *workerFlags) register(fs *pflag.FlagSet, metricsDefault string) {
 	f.cacheBytes, sizeErr = envByteSize("TURNLOG_CACHE_BYTES", worker.DefaultCacheBytes)
 	f.envErr = errors.Join(f.envErr, sizeErr)
 	fs.Var(&f.cacheBytes, "cache-bytes", "memory each worker's cache of conversations may hold, e.g. 256MiB or 2GiB (env TURNLOG_CACHE_BYTES); metric turnlog_turn_cache_bytes")
-	fs.StringVar(&f.compression, "compression", os.Getenv("TURNLOG_COMPRESSION"), "how the events stream stores messages on disk: s2 (compressed, about half the bytes) or none (env TURNLOG_COMPRESSION; default: keep existing, none when new)")
+	fs.StringVar(&f.compression, "compression", os.Getenv("TURNLOG_COMPRESSION"), "how the event streams store messages on disk: s2 (compressed, about half the bytes) or none (env TURNLOG_COMPRESSION; default: keep existing, none when new)")
 	fs.DurationVar(&f.idleSnapshot, "idle-snapshot", worker.DefaultIdleSnapshot, "save the snapshot of a cached conversation left unused this long, so its next load is short (negative: only when the cache lets go of it and at stop)")
 }
 
@@ -83,6 +85,9 @@ func (f *workerFlags) logOptions() []eventlog.Option {
 	}
 	if f.partitions > 0 {
 		opts = append(opts, eventlog.WithPartitions(f.partitions))
+	}
+	if f.eventShards > 0 {
+		opts = append(opts, eventlog.WithEventShards(f.eventShards))
 	}
 	return opts
 }

@@ -25,9 +25,10 @@ type Server struct {
 type Option func(*settings)
 
 type settings struct {
-	auth       bool
-	prefix     string
-	maxPayload int32
+	auth        bool
+	prefix      string
+	maxPayload  int32
+	eventShards int
 }
 
 // WithAuth starts the server with authentication as `turnlog serve` does:
@@ -38,6 +39,10 @@ func WithAuth() Option { return func(s *settings) { s.auth = true } }
 
 // WithPrefix sets the prefix whose subjects WithAuth's permissions name.
 func WithPrefix(prefix string) Option { return func(s *settings) { s.prefix = prefix } }
+
+// WithEventShards gives the roles of a server started WithAuth the
+// permissions of an installation with n event streams.
+func WithEventShards(n int) Option { return func(s *settings) { s.eventShards = n } }
 
 // WithMaxPayload sets the largest message the server accepts, so a test
 // can reach size limits (large snapshots) with small data.
@@ -65,7 +70,7 @@ func StartIn(tb testing.TB, dir string, opts ...Option) *Server {
 		if _, err := natsauth.Ensure(authDir); err != nil {
 			tb.Fatalf("natstest: create keys: %v", err)
 		}
-		users, err := natsauth.Users(authDir, eventlog.NamesFor(st.prefix))
+		users, err := natsauth.Users(authDir, eventlog.NamesFor(st.prefix).WithEventShards(st.eventShards))
 		if err != nil {
 			tb.Fatalf("natstest: load keys: %v", err)
 		}

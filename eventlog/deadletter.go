@@ -1,0 +1,191 @@
+package eventlog
+
+// This file holds the dead letters: the chat requests that could not end
+// as request.completed or request.failed in a conversation (their subject
+// names no valid conversation, or the conversation could not be written to
+// on their last delivery). They are kept, bounded, so that `turnlog status`
+// can count and list them and an operator can see what was sent.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/synadia-io/orbit.go/jetstreamext"
+)
+
+// DeadLetter is a chat request that ended without a conversation to record
+// it in, with why. It is stored as JSON, so any NATS client can read the
+// dead-letters stream.
+type DeadLetter struct {
+	// Seq is the record's sequence in the dead-letters stream (set when
+	// read).
+	Seq uint64 `json:"seq,omitempty"`
+	// Subject is where the request was published (turnlog.chat.<...>).
+	Subject string `json:"subject"`
+	// Reason says why it could not end in a conversation.
+	Reason string `json:"reason"`
+	// Time is when it was declared dead.
+	Time time.Time `json:"time"`
+	// Received is when the requests stream stored it, RequestSeq its
+	// sequence there and Deliveries how often it was delivered.
+	Received   time.Time `json:"received,omitzero"`
+	RequestSeq uint64    `json:"request_seq,omitempty"`
+	Deliveries uint64    `json:"deliveries,omitempty"`
+	// Worker is the worker that gave up on it.
+	Worker string `json:"worker,omitempty"`
+	// Headers and Data are the request message as it was published.
+	Headers map[string][]string `json:"headers,omitempty"`
+	Data    []byte              `json:"data"`
+}
+
+// DeadLetterLimits bound the dead-letters stream. When a bound is reached
+// the oldest records go: dead letters are for an operator to look into,
+// and a flood of garbage must not stop the record of newer ones.
+type DeadLetterLimits struct {
+	MaxAge   time.Duration
+	MaxMsgs  int64
+	MaxBytes int64
+}
+
+// DefaultDeadLetterLimits keep dead letters for 30 days, at most 100,000
+// of them and 256 MiB.
+var DefaultDeadLetterLimits = DeadLetterLimits{MaxAge: 30 * 24 * time.Hour, MaxMsgs: 100_000, MaxBytes: 256 << 20}
+
+// WithDeadLetterLimits sets the dead-letters stream's limits (default
+// DefaultDeadLetterLimits).
+func WithDeadLetterLimits(d DeadLetterLimits) Option {
+	return func(o *options) error {
+		if d.MaxAge < time.Minute || d.MaxMsgs < 1 || d.MaxBytes < 1<<20 {
+			return fmt.Errorf("dead-letter limits %+v: keep them at least a minute, one record and 1 MiB", d)
+		}
+		o.deadLetters = d
+		return nil
+	}
+}
+
+func (l *Log) deadLettersConfig() jetstream.StreamConfig {
+	lim := l.opts.deadLetters
+	return jetstream.StreamConfig{
+		Name:        l.names.DeadLettersStream,
+		Description: "turnlog chat requests that could not end in a conversation, with why",
+		Subjects:    []string{l.names.DeadLetterWildcard()},
+		Storage:     jetstream.FileStorage,
+		Retention:   jetstream.LimitsPolicy,
+		Duplicates:  l.opts.duplicates,
+		MaxAge:      lim.MaxAge,
+		MaxMsgs:     lim.MaxMsgs,
+		MaxBytes:    lim.MaxBytes,
+		Discard:     jetstream.DiscardOld,
+		AllowDirect: true,
+	}
+}
+
+// AddDeadLetter stores d (its Time set to now when zero). A request
+// declared dead twice (a worker that crashed between this and terminating
+// the request) is stored once while the duplicate window lasts, by its
+// RequestSeq.
+func (l *Log) AddDeadLetter(ctx context.Context, d DeadLetter) error {
+	if d.Time.IsZero() {
+		d.Time = time.Now().UTC()
+	}
+	d.Seq = 0
+	data, err := json.Marshal(d)
+	if err != nil {
+		return fmt.Errorf("dead letter: %w", err)
+	}
+	msg := &nats.Msg{Subject: l.names.DeadLetterSubject(), Data: data, Header: nats.Header{}}
+	if d.RequestSeq > 0 {
+		msg.Header.Set(jetstream.MsgIDHeader, l.names.RequestsStream+":"+strconv.FormatUint(d.RequestSeq, 10))
+	}
+	if _, err := l.js.PublishMsg(ctx, msg); err != nil {
+		return fmt.Errorf("dead letter for %s: %w", d.Subject, err)
+	}
+	return nil
+}
+
+// deadLetterStream is the dead-letters stream, looked up on first use by
+// a log from Attach.
+func (l *Log) deadLetterStream(ctx context.Context) (jetstream.Stream, error) {
+	l.lookup.Lock()
+	defer l.lookup.Unlock()
+	if l.deadLetters == nil {
+		s, err := l.js.Stream(ctx, l.names.DeadLettersStream)
+		if err != nil {
+			return nil, fmt.Errorf("stream %s: %w", l.names.DeadLettersStream, err)
+		}
+		l.deadLetters = s
+	}
+	return l.deadLetters, nil
+}
+
+// DeadLetterCount is how many dead letters are stored.
+func (l *Log) DeadLetterCount(ctx context.Context) (uint64, error) {
+	s, err := l.deadLetterStream(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("count dead letters: %w", err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("count dead letters: %w", err)
+	}
+	return info.State.Msgs, nil
+}
+
+// DeadLetters returns the newest n dead letters, oldest first. A record
+// that is not a DeadLetter (another client published on the subject) is
+// returned with its raw text as Data and a Reason saying so.
+func (l *Log) DeadLetters(ctx context.Context, n int) ([]DeadLetter, error) {
+	s, err := l.deadLetterStream(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read dead letters: %w", err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read dead letters: %w", err)
+	}
+	st := info.State
+	if st.Msgs == 0 || n <= 0 {
+		return []DeadLetter{}, nil
+	}
+	from := st.FirstSeq
+	if st.LastSeq >= uint64(n) && st.LastSeq-uint64(n)+1 > from {
+		from = st.LastSeq - uint64(n) + 1
+	}
+	out := make([]DeadLetter, 0, min(uint64(n), st.Msgs))
+	for next := from; next <= st.LastSeq; {
+		batch, err := jetstreamext.GetBatch(ctx, l.js, l.names.DeadLettersStream, readBatch, jetstreamext.GetBatchSeq(next))
+		if err != nil {
+			return nil, fmt.Errorf("read dead letters: %w", err)
+		}
+		got := 0
+		for raw, err := range batch {
+			if errors.Is(err, jetstreamext.ErrNoMessages) {
+				break
+			}
+			if err != nil {
+				return nil, fmt.Errorf("read dead letters: %w", err)
+			}
+			got++
+			next = raw.Sequence + 1
+			var d DeadLetter
+			if err := json.Unmarshal(raw.Data, &d); err != nil {
+				d = DeadLetter{Subject: raw.Subject, Reason: "not a dead-letter record: " + err.Error(), Time: raw.Time, Data: raw.Data}
+			}
+			d.Seq = raw.Sequence
+			out = append(out, d)
+		}
+		if got == 0 {
+			break
+		}
+	}
+	if len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return out, nil
+}

@@ -1,0 +1,56 @@
+package eventlog_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/internal/natstest"
+)
+
+// TestDeadLettersSurviveRestartsAndAreBounded: dead letters are counted
+// and listed newest last, kept across a server restart, stored once per
+// request however often it is declared dead, and bounded: past the limit
+// the oldest go.
+func TestDeadLettersSurviveRestartsAndAreBounded(t *testing.T) {
+	ctx := context.Background()
+	srv := natstest.Start(t)
+	limits := eventlog.DeadLetterLimits{MaxAge: time.Hour, MaxMsgs: 5, MaxBytes: 1 << 20}
+	l := openLog(t, srv, eventlog.WithDeadLetterLimits(limits))
+
+	n, err := l.DeadLetterCount(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, n)
+	got, err := l.DeadLetters(ctx, 10)
+	require.NoError(t, err)
+	assert.Empty(t, got)
+
+	for i := 1; i <= 7; i++ {
+		require.NoError(t, l.AddDeadLetter(ctx, eventlog.DeadLetter{Subject: "turnlog.chat.*", Reason: fmt.Sprint("reason ", i),
+			RequestSeq: uint64(i), Data: []byte(`{"text":"hi"}`)}))
+	}
+	// Declared dead again (a worker crashed before terminating it).
+	require.NoError(t, l.AddDeadLetter(ctx, eventlog.DeadLetter{Subject: "turnlog.chat.*", Reason: "reason 7", RequestSeq: 7}))
+
+	srv.Stop()
+	srv2 := natstest.StartIn(t, srv.Dir)
+	l2 := openLog(t, srv2, eventlog.WithDeadLetterLimits(limits))
+	n, err = l2.DeadLetterCount(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(5), n, "bounded to the limit; request 7 stored once")
+	got, err = l2.DeadLetters(ctx, 3)
+	require.NoError(t, err)
+	require.Len(t, got, 3)
+	assert.Equal(t, []string{"reason 5", "reason 6", "reason 7"}, []string{got[0].Reason, got[1].Reason, got[2].Reason})
+	assert.Equal(t, "turnlog.chat.*", got[2].Subject)
+	assert.Equal(t, `{"text":"hi"}`, string(got[2].Data))
+	assert.False(t, got[2].Time.IsZero())
+	all, err := l2.DeadLetters(ctx, 100)
+	require.NoError(t, err)
+	assert.Len(t, all, 5)
+	assert.Equal(t, "reason 3", all[0].Reason, "the oldest went first")
+}

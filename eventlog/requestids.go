@@ -1,0 +1,91 @@
+package eventlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// RequestIDTTL is how long the request IDs bucket remembers which
+// conversation a client-chosen request ID was sent to.
+const RequestIDTTL = 24 * time.Hour
+
+func (l *Log) requestIDsConfig() jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{
+		Bucket:      l.names.RequestIDsBucket,
+		Description: "turnlog request IDs chosen by clients, and the conversation each was sent to",
+		History:     1,
+		TTL:         RequestIDTTL,
+		Storage:     jetstream.FileStorage,
+	}
+}
+
+// ClaimRequestID records that the client-chosen request ID id is sent to
+// conversation, so that the same ID sent to another conversation within
+// RequestIDTTL can be refused before it is queued: the worker could only
+// fail it there (a request's events are stored under its ID, which must be
+// unique across conversations). Claiming an ID again for the same
+// conversation (a re-send) succeeds. The error for another conversation
+// matches ErrCauseReused and does not name it. A generated ID is unique by
+// construction and need not be claimed.
+func (l *Log) ClaimRequestID(ctx context.Context, id, conversation string) error {
+	if !validKey(id) {
+		return fmt.Errorf("claim request ID %q: use letters and digits only (a ULID)", id)
+	}
+	kv, err := l.requestIDBucket(ctx)
+	if err != nil {
+		return fmt.Errorf("claim request ID %s: %w", id, err)
+	}
+	for range 2 {
+		_, err := kv.Create(ctx, id, []byte(conversation))
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			return fmt.Errorf("claim request ID %s: %w", id, err)
+		}
+		e, err := kv.Get(ctx, id)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue // expired in between: claim it afresh
+		}
+		if err != nil {
+			return fmt.Errorf("claim request ID %s: %w", id, err)
+		}
+		if string(e.Value()) == conversation {
+			return nil
+		}
+		return fmt.Errorf("request_id %s: %w; send every request with a fresh request_id (or none, to have one generated)", id, ErrCauseReused)
+	}
+	return fmt.Errorf("claim request ID %s: it keeps expiring and reappearing; try again", id)
+}
+
+// requestIDBucket is the request IDs bucket, looked up on first use by a
+// log from Attach.
+func (l *Log) requestIDBucket(ctx context.Context) (jetstream.KeyValue, error) {
+	l.lookup.Lock()
+	defer l.lookup.Unlock()
+	if l.requestIDs == nil {
+		kv, err := l.js.KeyValue(ctx, l.names.RequestIDsBucket)
+		if err != nil {
+			return nil, fmt.Errorf("bucket %s: %w", l.names.RequestIDsBucket, err)
+		}
+		l.requestIDs = kv
+	}
+	return l.requestIDs, nil
+}
+
+func validKey(k string) bool {
+	if k == "" || len(k) > 128 {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}

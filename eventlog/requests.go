@@ -1,0 +1,73 @@
+package eventlog
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// RequestLimits bound the requests stream, so that requests nobody serves
+// (no worker running, a flood from one client) cannot fill the disk. When a
+// bound is reached the stream refuses new requests (the publisher gets an
+// error and can retry later) instead of dropping stored ones; only MaxAge
+// removes a stored request, one that no worker took in all that time.
+type RequestLimits struct {
+	// MaxAge is how long a request may wait for a worker.
+	MaxAge time.Duration
+	// MaxBytes bounds the pending requests of all conversations.
+	MaxBytes int64
+	// MaxPerConversation bounds one conversation's pending requests.
+	MaxPerConversation int64
+}
+
+// DefaultRequestLimits are the requests stream's limits unless
+// WithRequestLimits says otherwise: a week, 1 GiB, 1000 requests per
+// conversation.
+var DefaultRequestLimits = RequestLimits{MaxAge: 7 * 24 * time.Hour, MaxBytes: 1 << 30, MaxPerConversation: 1000}
+
+// Validate reports the first limit that cannot work.
+func (r RequestLimits) Validate() error {
+	switch {
+	case r.MaxAge < time.Minute:
+		return fmt.Errorf("requests max age %s: use at least 1m", r.MaxAge)
+	case r.MaxBytes < 1<<20:
+		return fmt.Errorf("requests max bytes %d: use at least 1 MiB", r.MaxBytes)
+	case r.MaxPerConversation < 1:
+		return fmt.Errorf("requests per conversation %d: use at least 1", r.MaxPerConversation)
+	}
+	return nil
+}
+
+// WithRequestLimits sets the requests stream's limits (default
+// DefaultRequestLimits). Open applies them to an existing stream too.
+func WithRequestLimits(r RequestLimits) Option {
+	return func(o *options) error {
+		if err := r.Validate(); err != nil {
+			return err
+		}
+		o.requestLimits = r
+		return nil
+	}
+}
+
+// requestsConfig is the requests stream as Open creates or upgrades it.
+func (l *Log) requestsConfig() jetstream.StreamConfig {
+	lim := l.opts.requestLimits
+	return jetstream.StreamConfig{
+		Name:        l.names.RequestsStream,
+		Description: "turnlog chat requests, a work queue partitioned by conversation",
+		Subjects:    []string{l.names.ChatWildcard()},
+		Storage:     jetstream.FileStorage,
+		Retention:   jetstream.WorkQueuePolicy,
+		Duplicates:  l.opts.duplicates,
+		MaxAge:      lim.MaxAge,
+		MaxBytes:    lim.MaxBytes,
+		// Stored subjects are <prefix>.chat.<partition>.<conversation>
+		// (see ChatPartition), so this is per conversation.
+		MaxMsgsPerSubject: lim.MaxPerConversation,
+		// Refuse what does not fit rather than drop a stored request.
+		Discard:              jetstream.DiscardNew,
+		DiscardNewPerSubject: true,
+	}
+}

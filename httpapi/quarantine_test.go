@@ -1,0 +1,79 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/replay"
+)
+
+// TestACorruptConversationIsReadableOverHTTP: one message that does not
+// decode on a conversation's subject used to turn its timeline into a 500
+// that blamed NATS and drop it from the list. Now the timeline shows it as
+// quarantined, the Turn (which would need to fold it) is refused naming
+// it and saying how to repair, and the list still has the conversation.
+func TestACorruptConversationIsReadableOverHTTP(t *testing.T) {
+	ts, l := startChatAPI(t)
+	chat(t, ts, l, "spoiled", "hello")
+	ack, err := l.JetStream().Publish(context.Background(), l.Names().EventsSubject("spoiled"), []byte("garbage"))
+	require.NoError(t, err)
+
+	status, out, _ := call(t, ts, "GET", "/conversations/spoiled/timeline", "Bearer "+token, "")
+	require.Equal(t, http.StatusOK, status, "%v", out)
+	evs := out["events"].([]any)
+	last := evs[len(evs)-1].(map[string]any)
+	assert.Equal(t, "quarantined", last["type"])
+	assert.Equal(t, float64(ack.Sequence), last["seq"])
+	assert.Contains(t, last["summary"], "turnlog repair spoiled --yes")
+
+	status, out, _ = call(t, ts, "GET", "/conversations/spoiled/turn", "Bearer "+token, "")
+	assert.Equal(t, http.StatusUnprocessableEntity, status)
+	assert.Contains(t, out["error"], fmt.Sprintf("message %d", ack.Sequence))
+	assert.Contains(t, out["error"], "turnlog repair spoiled --yes")
+	assert.NotContains(t, out["error"], "NATS is reachable")
+
+	status, out, _ = call(t, ts, "GET", "/conversations", "Bearer "+token, "")
+	require.Equal(t, http.StatusOK, status, "%v", out)
+	assert.Contains(t, fmt.Sprint(out["conversations"]), "spoiled")
+}
+
+// TestStreamNamesAQuarantinedMessageAndGoesOn: garbage published while a
+// client follows the conversation is announced as "quarantined" and the
+// stream goes on to the events after it (here the failure of the next
+// request, which names the message).
+func TestStreamNamesAQuarantinedMessageAndGoesOn(t *testing.T) {
+	ts, l := startChatAPI(t)
+	chat(t, ts, l, "live", "hello")
+	stream, res := openStream(t, ts, "/conversations/live/stream")
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Equal(t, "ready", next(t, stream).event)
+
+	ack, err := l.JetStream().Publish(context.Background(), l.Names().EventsSubject("live"), []byte("garbage"))
+	require.NoError(t, err)
+	e := next(t, stream)
+	require.Equal(t, "quarantined", e.event, e.data)
+	var q replay.Quarantined
+	require.NoError(t, json.Unmarshal([]byte(e.data), &q))
+	assert.Equal(t, ack.Sequence, q.Seq)
+
+	status, out, _ := call(t, ts, "POST", "/conversations/live/messages", "Bearer "+token, `{"text": "still there?"}`)
+	require.Equal(t, http.StatusAccepted, status, "%v", out)
+	var failed struct {
+		Type    events.Type `json:"type"`
+		Payload struct {
+			Reason string `json:"reason"`
+		} `json:"payload"`
+	}
+	for failed.Type != events.TypeRequestFailed {
+		e = next(t, stream)
+		require.Equal(t, "event", e.event, e.data)
+		require.NoError(t, json.Unmarshal([]byte(e.data), &failed))
+	}
+	assert.Contains(t, failed.Payload.Reason, fmt.Sprintf("message %d", ack.Sequence))
+}
