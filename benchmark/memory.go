@@ -154,3 +154,12 @@ func peakRSS(pid int) (int64, error) {
 	}
 	return 0, errors.New("no VmHWM in /proc status")
 }
+
+// RunWorkerMemory runs only the worker memory step, for comparing worker
+// builds (BenchmarkWorkerMemory).
+func RunWorkerMemory(ctx context.Context, cfg Config) (Results, error) {
+	cfg.defaults()
+	r := &runner{cfg: cfg}
+	err := r.workerMemory(ctx, nil)
+	return r.res, err
+}
