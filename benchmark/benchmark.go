@@ -82,7 +82,7 @@ type Results struct {
 type Config struct {
 	// Publishes is the number of sync publishes and appends per figure.
 	Publishes int
-	// Fold is the number of events folded per round (500,000).
+	// Fold is the number of events folded per round (200,000).
 	Fold int
 	// LongConversation is the size of the long conversation (100,000).
 	LongConversation int
@@ -103,7 +103,7 @@ func (c *Config) defaults() {
 		c.Publishes = 20000
 	}
 	if c.Fold == 0 {
-		c.Fold = 500_000
+		c.Fold = 200_000
 	}
 	if c.LongConversation == 0 {
 		c.LongConversation = 100_000

@@ -7,7 +7,7 @@ import (
 // BenchmarkFold decodes and applies 100,000 events of chat exchanges from
 // their stored messages: fold_events_per_s of `turnlog bench`.
 func BenchmarkFold(b *testing.B) {
-	msgs, _, err := foldMessages(100_000)
+	msgs, err := foldMessages(100_000)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -25,7 +25,11 @@ func BenchmarkFold(b *testing.B) {
 // BenchmarkApply applies the same events decoded beforehand:
 // apply_events_per_s.
 func BenchmarkApply(b *testing.B) {
-	_, evs, err := foldMessages(100_000)
+	msgs, err := foldMessages(100_000)
+	if err != nil {
+		b.Fatal(err)
+	}
+	evs, err := decodeAll(msgs)
 	if err != nil {
 		b.Fatal(err)
 	}
