@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -47,7 +48,7 @@ const (
 
 // bigStreamFormat changes whenever what a big stream holds does, so that a
 // cached one of another format is never used.
-const bigStreamFormat = 1
+const bigStreamFormat = 2
 
 // bigStreamPrefix is the turnlog prefix of a big stream's installation.
 const bigStreamPrefix = "bench1m"
@@ -108,7 +109,7 @@ func (b bigStream) build(ctx context.Context, dir string) error {
 	return os.Rename(tmp, dir)
 }
 
-// slot is one exchange of the schedule: which conversation writes it.
+// slot is one message of the schedule: which conversation writes it.
 type slot struct{ conv int }
 
 // write publishes the stream's messages (see each) as Append would store
@@ -203,6 +204,7 @@ func (b bigStream) each(fn func(BigStreamMessage) error) error {
 		turn      *projector.Turn
 		exchanges int
 		last      uint64
+		pending   [][]events.Event // steps of the exchange being written
 	}
 	convs := make([]*conv, b.Conversations+len(measured))
 	for i := range convs {
@@ -215,28 +217,33 @@ func (b bigStream) each(fn func(BigStreamMessage) error) error {
 	var seq uint64
 	for _, s := range b.schedule(len(measured)) {
 		c := convs[s.conv]
-		steps := exchange(c.turn, c.name, c.exchanges, 200)
-		if s.conv >= b.Conversations && c.exchanges == measuredExchanges-1 {
-			// The last exchange of a measured conversation: the answer
-			// and the completion only, for 100 events in all.
-			last := steps[2]
-			steps[2] = []events.Event{last[1], last[3]}
+		if len(c.pending) == 0 {
+			steps := exchange(c.turn, c.name, c.exchanges, 200)
+			if s.conv >= b.Conversations && c.exchanges == measuredExchanges-1 {
+				// The last exchange of a measured conversation: the
+				// answer and the completion only, for 100 events in all.
+				last := steps[2]
+				steps[2] = []events.Event{last[1], last[3]}
+			}
+			c.exchanges++
+			for _, step := range steps {
+				if err := projector.ApplyAll(c.turn, step); err != nil {
+					return err
+				}
+				c.pending = append(c.pending, step)
+			}
 		}
-		c.exchanges++
-		for _, step := range steps {
-			if err := projector.ApplyAll(c.turn, step); err != nil {
-				return err
-			}
-			data, err := events.Encode(step...)
-			if err != nil {
-				return err
-			}
-			seq++
-			if err := fn(BigStreamMessage{Conversation: c.name, Seq: seq, Prev: c.last, StepID: eventlog.StepID(step[0].Cause, step[0].Step), Data: data}); err != nil {
-				return err
-			}
-			c.last = seq
+		step := c.pending[0]
+		c.pending = c.pending[1:]
+		data, err := events.Encode(step...)
+		if err != nil {
+			return err
 		}
+		seq++
+		if err := fn(BigStreamMessage{Conversation: c.name, Seq: seq, Prev: c.last, StepID: eventlog.StepID(step[0].Cause, step[0].Step), Data: data}); err != nil {
+			return err
+		}
+		c.last = seq
 	}
 	for _, c := range convs[b.Conversations:] {
 		if c.turn.Events != 100 {
@@ -246,29 +253,36 @@ func (b bigStream) each(fn func(BigStreamMessage) error) error {
 	return nil
 }
 
-// schedule orders the exchanges: the fillers' in a shuffled order
-// (each filler gets its share of the Messages/3 exchanges), and the
-// measured conversations' at evenly spread places: active and spread over
-// the whole history, active's last one near its end; idle over the first
-// tenth.
+// schedule orders the messages: the fillers' in a shuffled order, and
+// the 51 of each measured conversation at random places (seeded, so every
+// build is alike) of its range: active and spread over the whole history,
+// active's last one near its end; idle over the first tenth. Messages are
+// placed one by one, not exchange by exchange: a conversation's steps are
+// written between other conversations' steps.
 func (b bigStream) schedule(measured int) []slot {
-	total := b.Messages / 3
-	fillers := total - measured*measuredExchanges
-	out := make([]slot, 0, total)
+	const perMeasured = 3 * measuredExchanges
+	fillers := b.Messages - measured*perMeasured
+	out := make([]slot, 0, b.Messages)
 	for i := 0; i < fillers; i++ {
 		out = append(out, slot{conv: i % b.Conversations})
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
-	insert := func(conv int, from, to float64) {
-		for k := 0; k < measuredExchanges; k++ {
-			at := int((from + (to-from)*float64(k)/float64(measuredExchanges-1)) * float64(len(out)))
-			at = min(at, len(out))
-			out = append(out[:at], append([]slot{{conv: conv}}, out[at:]...)...)
+	insert := func(conv int, from, to float64, lastAtEnd bool) {
+		at := make([]int, perMeasured)
+		for k := range at {
+			at[k] = int((from + (to-from)*rng.Float64()) * float64(fillers))
+		}
+		if lastAtEnd {
+			at[0] = int(to * float64(fillers))
+		}
+		slices.Sort(at)
+		for k := len(at) - 1; k >= 0; k-- { // from the back, so earlier places hold
+			out = slices.Insert(out, min(at[k], len(out)), slot{conv: conv})
 		}
 	}
-	insert(b.Conversations+0, 0.001, 0.9999) // active
-	insert(b.Conversations+1, 0.001, 0.1)    // idle
-	insert(b.Conversations+2, 0.002, 0.999)  // spread
+	insert(b.Conversations+0, 0.001, 0.9999, true) // active
+	insert(b.Conversations+1, 0.001, 0.1, false)   // idle
+	insert(b.Conversations+2, 0.001, 0.999, false) // spread
 	return out
 }
