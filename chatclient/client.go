@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -212,16 +213,33 @@ func (c *Client) streamsMissing(fn func(context.Context) error) func(context.Con
 	}
 }
 
-// deltas subscribes onDelta to the request's streamed text.
+// deltas subscribes onDelta to the request's streamed text. The returned
+// stop unsubscribes and waits out a call that is running, so that no
+// onDelta call runs once it has returned (Unsubscribe alone lets a
+// callback already under way go on, racing the caller's next write).
 func (c *Client) deltas(req worker.Request, onDelta func(worker.Delta)) (func(), error) {
+	var (
+		mu      sync.Mutex
+		stopped bool
+	)
 	sub, err := c.nc.Subscribe(c.log.Names().DeltaSubject(req.Conversation), func(m *nats.Msg) {
 		var d worker.Delta
-		if json.Unmarshal(m.Data, &d) == nil && d.RequestID == req.RequestID {
+		if json.Unmarshal(m.Data, &d) != nil || d.RequestID != req.RequestID {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
 			onDelta(d)
 		}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("follow the answer's text: %w", err)
 	}
-	return func() { _ = sub.Unsubscribe() }, nil
+	return func() {
+		_ = sub.Unsubscribe()
+		mu.Lock()
+		stopped = true
+		mu.Unlock()
+	}, nil
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -204,4 +205,44 @@ func TestAskNamesAServerWithoutStreams(t *testing.T) {
 	assert.False(t, errors.As(err, &noAnswer), "a missing stream is an answer, not a timeout: %v", err)
 	assert.Contains(t, err.Error(), "no stream TURNLOG_")
 	assert.Less(t, time.Since(begin), time.Minute/2, "named long before the deadline")
+}
+
+// TestNoDeltaAfterAskReturns floods the request's delta subject while it is
+// answered: once Ask has returned, no onDelta call may still be running or
+// start (the CLI writes the newline after an answer to the same terminal,
+// and the race detector saw the two writes overlap).
+func TestNoDeltaAfterAskReturns(t *testing.T) {
+	srv := natstest.Start(t)
+	startWorker(t, srv)
+	c, l := client(t, srv)
+	for range 5 {
+		id := ulid.Make().String()
+		stop := make(chan struct{})
+		flooded := make(chan struct{})
+		go func() {
+			defer close(flooded)
+			data := []byte(`{"request_id":"` + id + `","kind":"llm.text","text":"x"}`)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_ = srv.Conn.Publish(l.Names().DeltaSubject("flood"), data)
+			}
+		}()
+		var returned, late atomic.Bool
+		_, err := c.Ask(context.Background(), worker.Request{Conversation: "flood", RequestID: id, Text: "hi"}, func(worker.Delta) {
+			time.Sleep(time.Millisecond)
+			if returned.Load() {
+				late.Store(true)
+			}
+		})
+		returned.Store(true)
+		require.NoError(t, err)
+		time.Sleep(20 * time.Millisecond)
+		close(stop)
+		<-flooded
+		assert.False(t, late.Load(), "an onDelta call ran after Ask returned")
+	}
 }

@@ -168,6 +168,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	// Known before "ready": a shutdown that starts once the client has
+	// seen "ready" ends this stream.
+	shutdown := shutdownOf(r)
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	// Subscribe to deltas first, then fix the point to follow the log
@@ -234,7 +237,6 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	}
 	keepAlive := time.NewTicker(streamKeepAlive)
 	defer keepAlive.Stop()
-	shutdown := shutdownOf(r)
 	for {
 		select {
 		case <-ctx.Done():
@@ -285,16 +287,27 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// shutdowns maps each *http.Server that serves a stream to a channel
-// closed when it shuts down. Shutdown does not cancel the requests in
-// flight, and a stream never ends by itself: without this, every open
-// stream would hold `turnlog serve` for the whole shutdown grace period.
+// shutdownKey is the request context key under which Start puts the
+// channel closed when its server shuts down.
+type shutdownKey struct{}
+
+// shutdowns maps each *http.Server not made by Start that serves a stream
+// to a channel closed when it shuts down. Shutdown does not cancel the
+// requests in flight, and a stream never ends by itself: without this,
+// every open stream would hold `turnlog serve` for the whole shutdown
+// grace period.
 var shutdowns sync.Map
 
 // shutdownOf returns the channel closed when the server of r shuts down
-// (nil, which never fires, outside an http.Server). The entry is kept after
-// the shutdown, so a stream that starts late ends at once.
+// (nil, which never fires, outside an http.Server). A server made by Start
+// registered it before serving, so no shutdown is missed; for another
+// server it is registered on first use, which misses a shutdown that began
+// before (RegisterOnShutdown only runs what is registered when Shutdown
+// starts).
 func shutdownOf(r *http.Request) <-chan struct{} {
+	if ch, ok := r.Context().Value(shutdownKey{}).(chan struct{}); ok {
+		return ch
+	}
 	srv, _ := r.Context().Value(http.ServerContextKey).(*http.Server)
 	if srv == nil {
 		return nil

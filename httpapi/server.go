@@ -37,6 +37,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/turnlog/turnlog/eventlog"
@@ -352,6 +353,13 @@ func Start(ctx context.Context, addr string, h http.Handler, logger *slog.Logger
 		// No WriteTimeout: live streams (server-sent events) stay open.
 		IdleTimeout: 2 * time.Minute,
 		ErrorLog:    slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	// Streams end when the server shuts down (see shutdownOf); the
+	// channel is registered before the first request can arrive.
+	closing := make(chan struct{})
+	srv.RegisterOnShutdown(sync.OnceFunc(func() { close(closing) }))
+	srv.BaseContext = func(net.Listener) context.Context {
+		return context.WithValue(context.Background(), shutdownKey{}, closing)
 	}
 	r := &Running{srv: srv, addr: ln.Addr(), done: make(chan struct{})}
 	go func() {

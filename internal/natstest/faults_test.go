@@ -44,7 +44,13 @@ func TestFaultyClusterCutsAndHeals(t *testing.T) {
 		_, err := js.Publish(ctx, "t.1", []byte("during"))
 		return err
 	}))
-	assert.NotEqual(t, leader, c.StreamLeader("T"), "another server leads while the leader is cut off")
+	// The cut-off server believes it leads until it notices it lost its
+	// quorum, which may be after the publish above went through the new
+	// leader: wait for it to step down.
+	assert.Eventually(t, func() bool {
+		l := c.StreamLeader("T")
+		return l >= 0 && l != leader
+	}, 30*time.Second, 50*time.Millisecond, "another server leads while the leader is cut off")
 
 	c.Heal()
 	require.Eventually(t, func() bool {
