@@ -1,0 +1,135 @@
+package benchmark
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"net/http/httptest"
+	"os"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/turnlog/turnlog/worker"
+)
+
+// roundsProfile is where BenchmarkWorkersThroughput writes a CPU profile
+// of its timed rounds alone: -test.cpuprofile also holds the set-up and
+// the workers' shutdown (which snapshots every Turn they hold).
+var roundsProfile = flag.String("rounds.cpuprofile", "", "write a CPU profile of BenchmarkWorkersThroughput's timed rounds to `file`")
+
+// BenchmarkWorkersThroughput runs the throughput part of `turnlog bench
+// --workers 2` alone (no latency part, no raw bound), so that a CPU, block
+// or mutex profile of it shows the workers' work and the server's:
+//
+//	go test -run '^$' -bench WorkersThroughput -benchtime 10x \
+//	    -blockprofile block.out ./benchmark/ -args -rounds.cpuprofile cpu.out
+//
+// One iteration is one round: 100 conversations x 10 requests sent at
+// once, timed until the last one completed. Besides requests/s it reports
+// the CPU the whole process (server, workers, senders) spent per request,
+// which a shared machine moves far less than the wall time, and, per
+// request, the workers' loads from the log, catch-ups and conflicts: a
+// request served from the cache needs none.
+func BenchmarkWorkersThroughput(b *testing.B) {
+	ctx := context.Background()
+	l, workers, stop, err := startWorkers(ctx, 2)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer stop()
+	cfg := WorkersConfig{Workers: 2, Conversations: 100, PerConv: 10}
+	// A warm-up round: the consumers exist and the workers pull.
+	if _, err := throughput(ctx, l, cfg, -1, false); err != nil {
+		b.Fatal(err)
+	}
+	before := workerCounters(b, workers)
+	if *roundsProfile != "" {
+		f, err := os.Create(*roundsProfile)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	cpu := cpuTime()
+	var sum float64
+	for i := 0; i < b.N; i++ {
+		res, err := throughput(ctx, l, cfg, i, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sum += res.requestsPerS
+	}
+	b.StopTimer() // not the workers' shutdown
+	if *roundsProfile != "" {
+		pprof.StopCPUProfile()
+	}
+	requests := float64(b.N * cfg.Conversations * cfg.PerConv)
+	b.ReportMetric(sum/float64(b.N), "requests/s")
+	b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/requests, "cpu-µs/request")
+	after := workerCounters(b, workers)
+	for _, c := range []struct{ series, unit string }{
+		{`turnlog_turn_loads_total{source="log"}`, "log-loads/request"},
+		{`turnlog_turn_loads_total{source="cache_and_tail"}`, "catch-ups/request"},
+		{`turnlog_conflicts_total`, "conflicts/request"},
+	} {
+		b.ReportMetric((after[c.series]-before[c.series])/requests, c.unit)
+	}
+}
+
+// workerCounters sums the workers' Prometheus series by name and labels.
+func workerCounters(b *testing.B, workers []*worker.Worker) map[string]float64 {
+	b.Helper()
+	sums := map[string]float64{}
+	for _, w := range workers {
+		rec := httptest.NewRecorder()
+		w.Metrics().Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		sc := bufio.NewScanner(rec.Body)
+		for sc.Scan() {
+			line := sc.Text()
+			if strings.HasPrefix(line, "#") {
+				continue
+			}
+			i := strings.LastIndexByte(line, ' ')
+			if i < 0 {
+				continue
+			}
+			v, err := strconv.ParseFloat(line[i+1:], 64)
+			if err != nil {
+				continue
+			}
+			sums[line[:i]] += v
+		}
+	}
+	return sums
+}
+
+// BenchmarkWorkersRawBound runs the bound of `turnlog bench --workers 2`
+// alone: 2 publishers x 4,000 raw sync publishes of 300 bytes, with the
+// workers idle beside them, as in the bench.
+func BenchmarkWorkersRawBound(b *testing.B) {
+	ctx := context.Background()
+	l, _, stop, err := startWorkers(ctx, 2)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer stop()
+	b.ResetTimer()
+	cpu := cpuTime()
+	var sum float64
+	for i := 0; i < b.N; i++ {
+		perS, _, err := rawPublishes(ctx, l, 2, 4000)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sum += perS
+	}
+	b.StopTimer()
+	b.ReportMetric(sum/float64(b.N), "publishes/s")
+	b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/float64(b.N*2*4000), "cpu-µs/publish")
+}
