@@ -76,11 +76,12 @@ func RunWorkers(ctx context.Context, cfg WorkersConfig) (WorkerResults, error) {
 		}
 	}
 	res := WorkerResults{Workers: cfg.Workers, Conversations: cfg.Conversations, Requests: cfg.Conversations * cfg.PerConv}
-	l, _, stopWorkers, err := startWorkers(ctx, cfg.Workers)
+	rig, err := startWorkers(ctx, cfg.Workers)
 	if err != nil {
 		return res, err
 	}
-	defer stopWorkers()
+	defer rig.stop()
+	l := rig.log
 
 	// Latency on an idle system, one request at a time.
 	say("latency: 200 sequential requests")
@@ -140,77 +141,85 @@ func RunWorkers(ctx context.Context, cfg WorkersConfig) (WorkerResults, error) {
 	return res, nil
 }
 
+// workerRig is an embedded server with workers on it, as startWorkers
+// makes it.
+type workerRig struct {
+	// log is the client side's: senders and readers use it.
+	log     *eventlog.Log
+	workers []*worker.Worker
+	// conns are the workers' connections, one each.
+	conns []*nats.Conn
+	undo  []func()
+}
+
+// stop ends the workers and removes the server and its directory.
+func (r *workerRig) stop() {
+	for i := len(r.undo) - 1; i >= 0; i-- {
+		r.undo[i]()
+	}
+}
+
 // startWorkers starts an embedded server in a temporary directory and n
 // workers on it (default profile, scripted engine), each with its own
-// connection as separate processes would have. It returns a log for the
-// client side, the workers, and a stop that ends the workers and removes
-// everything.
-func startWorkers(ctx context.Context, n int) (_ *eventlog.Log, _ []*worker.Worker, stop func(), err error) {
-	var undo []func()
-	stop = func() {
-		for i := len(undo) - 1; i >= 0; i-- {
-			undo[i]()
-		}
-	}
+// connection as separate processes would have.
+func startWorkers(ctx context.Context, n int) (_ *workerRig, err error) {
+	r := &workerRig{}
 	defer func() {
 		if err != nil {
-			stop()
+			r.stop()
 		}
 	}()
 	dir, err := os.MkdirTemp("", "turnlog-bench-workers-")
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	undo = append(undo, func() { os.RemoveAll(dir) })
+	r.undo = append(r.undo, func() { os.RemoveAll(dir) })
 	srv, err := embedded.Start(embedded.Config{DataDir: dir})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	undo = append(undo, srv.Shutdown)
+	r.undo = append(r.undo, srv.Shutdown)
 	nc, err := srv.Connect()
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	undo = append(undo, nc.Close)
-	l, err := eventlog.Open(ctx, nc)
-	if err != nil {
-		return nil, nil, nil, err
+	r.undo = append(r.undo, nc.Close)
+	if r.log, err = eventlog.Open(ctx, nc); err != nil {
+		return nil, err
 	}
 	profiles, err := profile.Load("")
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	wctx, stopRun := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	var conns []*nats.Conn
-	var workers []*worker.Worker
-	undo = append(undo, func() {
+	r.undo = append(r.undo, func() {
 		stopRun()
 		wg.Wait()
-		for _, c := range conns {
+		for _, c := range r.conns {
 			c.Close()
 		}
 	})
 	for i := 0; i < n; i++ {
 		wc, err := srv.Connect()
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, err
 		}
-		conns = append(conns, wc)
+		r.conns = append(r.conns, wc)
 		wl, err := eventlog.Open(ctx, wc)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, err
 		}
 		w, err := worker.New(worker.Config{Log: wl, Conn: wc, Profiles: profiles, Logger: quiet, Name: fmt.Sprintf("bench-%d", i)})
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, err
 		}
-		workers = append(workers, w)
+		r.workers = append(r.workers, w)
 		wg.Add(1)
 		go func() { defer wg.Done(); _ = w.Run(wctx) }()
 	}
-	return l, workers, stop, nil
+	return r, nil
 }
 
 // workerRounds is how many throughput and bound measurements alternate.

@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/turnlog/turnlog/worker"
 )
 
 // roundsProfile is where BenchmarkWorkersThroughput writes a CPU profile
@@ -34,17 +32,18 @@ var roundsProfile = flag.String("rounds.cpuprofile", "", "write a CPU profile of
 // request served from the cache needs none.
 func BenchmarkWorkersThroughput(b *testing.B) {
 	ctx := context.Background()
-	l, workers, stop, err := startWorkers(ctx, 2)
+	rig, err := startWorkers(ctx, 2)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer stop()
+	defer rig.stop()
+	l := rig.log
 	cfg := WorkersConfig{Workers: 2, Conversations: 100, PerConv: 10}
 	// A warm-up round: the consumers exist and the workers pull.
 	if _, err := throughput(ctx, l, cfg, -1, false); err != nil {
 		b.Fatal(err)
 	}
-	before := workerCounters(b, workers)
+	before := workerCounters(b, rig)
 	if *roundsProfile != "" {
 		f, err := os.Create(*roundsProfile)
 		if err != nil {
@@ -72,21 +71,30 @@ func BenchmarkWorkersThroughput(b *testing.B) {
 	requests := float64(b.N * cfg.Conversations * cfg.PerConv)
 	b.ReportMetric(sum/float64(b.N), "requests/s")
 	b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/requests, "cpu-µs/request")
-	after := workerCounters(b, workers)
+	after := workerCounters(b, rig)
 	for _, c := range []struct{ series, unit string }{
 		{`turnlog_turn_loads_total{source="log"}`, "log-loads/request"},
 		{`turnlog_turn_loads_total{source="cache_and_tail"}`, "catch-ups/request"},
 		{`turnlog_conflicts_total`, "conflicts/request"},
+		{"nats_out_msgs", "worker-msgs-out/request"},
+		{"nats_in_msgs", "worker-msgs-in/request"},
 	} {
 		b.ReportMetric((after[c.series]-before[c.series])/requests, c.unit)
 	}
 }
 
-// workerCounters sums the workers' Prometheus series by name and labels.
-func workerCounters(b *testing.B, workers []*worker.Worker) map[string]float64 {
+// workerCounters sums the workers' Prometheus series by name and labels,
+// and the messages their connections sent and received (nats_out_msgs,
+// nats_in_msgs).
+func workerCounters(b *testing.B, rig *workerRig) map[string]float64 {
 	b.Helper()
 	sums := map[string]float64{}
-	for _, w := range workers {
+	for _, c := range rig.conns {
+		st := c.Stats()
+		sums["nats_out_msgs"] += float64(st.OutMsgs)
+		sums["nats_in_msgs"] += float64(st.InMsgs)
+	}
+	for _, w := range rig.workers {
 		rec := httptest.NewRecorder()
 		w.Metrics().Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 		sc := bufio.NewScanner(rec.Body)
@@ -114,11 +122,12 @@ func workerCounters(b *testing.B, workers []*worker.Worker) map[string]float64 {
 // workers idle beside them, as in the bench.
 func BenchmarkWorkersRawBound(b *testing.B) {
 	ctx := context.Background()
-	l, _, stop, err := startWorkers(ctx, 2)
+	rig, err := startWorkers(ctx, 2)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer stop()
+	defer rig.stop()
+	l := rig.log
 	b.ResetTimer()
 	cpu := cpuTime()
 	var sum float64

@@ -217,12 +217,14 @@ func (w *Worker) serveOnce(ctx context.Context, req Request, problem string, las
 		model = p.Model
 	}
 	turnEventsAtStart, seqAtStart := turn.Events, turn.Seq
+	deltas := w.deltas(conv, req.RequestID)
+	defer deltas.flush()
 	tx := engine.NewTx(turn, req.RequestID,
-		engine.WithLog(appender{w: w}),
+		engine.WithLog(appender{w: w, deltas: deltas}),
 		engine.WithStep(step),
 		engine.WithModel(model),
 		engine.WithTools(p.Tools.Specs()...),
-		engine.WithDelta(w.deltas(conv, req.RequestID)),
+		engine.WithDelta(deltas.add),
 		engine.WithAnswerOpen())
 	if problem != "" {
 		return w.fail(ctx, tx, problem)
@@ -281,13 +283,19 @@ func (w *Worker) serveOnce(ctx context.Context, req Request, problem string, las
 
 // appender measures steps and runs the "step" fault point before each.
 // With foreign set it stores steps under eventlog.ForeignStepID: for the
-// failure of a request whose ID another conversation already used.
+// failure of a request whose ID another conversation already used. With
+// deltas set it publishes the text streamed so far before the step, so
+// that live clients get it before the step's events.
 type appender struct {
 	w       *Worker
 	foreign bool
+	deltas  *deltaBatch
 }
 
 func (a appender) Append(ctx context.Context, conv string, expected uint64, evs ...events.Event) (uint64, error) {
+	if a.deltas != nil {
+		a.deltas.flush()
+	}
 	if err := a.w.fault("step"); err != nil {
 		return 0, err
 	}

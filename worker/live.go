@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/turnlog/turnlog/engine"
 	"github.com/turnlog/turnlog/events"
 )
 
@@ -19,12 +18,11 @@ type Delta struct {
 	Text      string      `json:"text"`
 }
 
-func (w *Worker) deltas(conv, requestID string) func(engine.Delta) {
+// deltas is where a request's streamed text goes: coalesced (see
+// deltaBatch) onto the conversation's delta subject.
+func (w *Worker) deltas(conv, requestID string) *deltaBatch {
 	subject := w.names.DeltaSubject(conv)
-	return func(d engine.Delta) {
-		data, _ := json.Marshal(Delta{RequestID: requestID, Kind: d.Kind, Text: d.Text})
-		_ = w.cfg.Conn.Publish(subject, data)
-	}
+	return newDeltaBatch(requestID, func(data []byte) { _ = w.cfg.Conn.Publish(subject, data) })
 }
 
 // Status is what a worker answers on <prefix>.workers.ping.
