@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -74,19 +75,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	lastTry := meta.NumDelivered >= uint64(w.cfg.MaxDeliver)
 
 	// Keep the request ours while it runs.
-	alive, stopAlive := context.WithCancel(ctx)
-	go func() {
-		t := time.NewTicker(w.cfg.AckWait / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-alive.Done():
-				return
-			case <-t.C:
-				_ = m.InProgress()
-			}
-		}
-	}()
+	stopAlive := w.keepAlive(m)
 	out, err := w.serve(ctx, req, problem, lastTry, meta.NumDelivered == 1)
 	stopAlive()
 	if (out == retryLater || out == handBack) && meta.NumDelivered >= w.lastDelivery() {
@@ -95,27 +84,33 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		return
 	}
 
-	log := w.log.With("conversation", conv, "request", req.RequestID, "delivery", meta.NumDelivered)
+	log := func() *slog.Logger {
+		return w.log.With("conversation", conv, "request", req.RequestID, "delivery", meta.NumDelivered)
+	}
 	switch out {
 	case ack:
 		w.handled.Add(1)
-		if err := m.DoubleAck(context.WithoutCancel(ctx)); err != nil {
-			// The request is complete in the log; a redelivery will see
-			// that and just acknowledge.
-			log.Warn("ack failed", "err", err)
+		// Not a double ack: waiting for the server's word would only
+		// tell of an ack lost on the way, and then the request is
+		// complete in the log, where its redelivery sees that and just
+		// acknowledges. The next request of the partition waits for
+		// the server to take this ack (one request in flight) either
+		// way.
+		if err := m.Ack(); err != nil {
+			log().Warn("ack failed", "err", err)
 		}
 	case retryLater:
 		w.metrics.requests.WithLabelValues("retried").Inc()
-		log.Info("request will be retried", "err", err)
+		log().Info("request will be retried", "err", err)
 		// The delay holds the partition (one request in flight), so it
 		// stays within a few seconds whatever the delivery count.
 		_ = m.NakWithDelay(min(time.Duration(meta.NumDelivered)*500*time.Millisecond, maxRetryDelay))
 	case handBack:
 		w.metrics.requests.WithLabelValues("handed_back").Inc()
-		log.Info("request handed back", "err", err)
+		log().Info("request handed back", "err", err)
 		_ = m.Nak()
 	case drop:
-		log.Warn("request dropped", "err", err)
+		log().Warn("request dropped", "err", err)
 	}
 }
 

@@ -11,12 +11,23 @@ import (
 	"github.com/turnlog/turnlog/projector"
 )
 
-// load returns the conversation's Turn at lastSeq: the cached one when it
-// is still the log's last, the cached one brought up to date with the
-// messages written after it (by another worker) when it is behind, or a
-// load from the log.
+// load returns the conversation's Turn at lastSeq: an empty one when
+// lastSeq is 0, the cached one when it is still the log's last, the cached
+// one brought up to date with the messages written after it (by another
+// worker) when it is behind, or a load from the log.
 func (w *Worker) load(ctx context.Context, conv string, lastSeq uint64) (*projector.Turn, error) {
-	if t, _ := w.cache.take(conv); t != nil && lastSeq > 0 {
+	t, _ := w.cache.take(conv)
+	if lastSeq == 0 {
+		// The log holds no message of the conversation: a new one (or
+		// one erased, whose cached Turn is gone with it). A snapshot
+		// left behind would be stale and is not read; a load would
+		// only find that out with two more round trips. Should the
+		// log have moved on after all, the first append's expected
+		// sequence refuses the empty Turn.
+		w.metrics.loads.WithLabelValues("new").Inc()
+		return projector.New(conv), nil
+	}
+	if t != nil {
 		switch {
 		case t.Seq == lastSeq:
 			w.metrics.loads.WithLabelValues("cache").Inc()

@@ -52,7 +52,7 @@ func newMetrics() *Metrics {
 		}),
 		loads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "turnlog_turn_loads_total",
-			Help: "Where a request's starting Turn came from: the worker's cache (cache), the cache plus the steps other workers wrote since (cache_and_tail), or the log (log: snapshot and tail). Many log and cache_and_tail loads mean requests of a conversation keep moving between workers.",
+			Help: "Where a request's starting Turn came from: the worker's cache (cache), the cache plus the steps other workers wrote since (cache_and_tail), the log (log: snapshot and tail), or nowhere, the conversation having no message yet (new). Many log and cache_and_tail loads mean requests of a conversation keep moving between workers.",
 		}, []string{"source"}),
 		deadLetters: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "turnlog_dead_letters_total",
