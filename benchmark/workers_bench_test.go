@@ -6,6 +6,7 @@ import (
 	"flag"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -16,6 +17,24 @@ import (
 // of its timed rounds alone: -test.cpuprofile also holds the set-up and
 // the workers' shutdown (which snapshots every Turn they hold).
 var roundsProfile = flag.String("rounds.cpuprofile", "", "write a CPU profile of BenchmarkWorkersThroughput's timed rounds to `file`")
+
+// roundsMemProfile is where BenchmarkWorkersThroughput writes the
+// allocation profile after its rounds, and beside it (.base) the one
+// before them: go tool pprof -base file.base file shows the rounds'.
+var roundsMemProfile = flag.String("rounds.memprofile", "", "write allocation profiles before (`file`.base) and after BenchmarkWorkersThroughput's timed rounds")
+
+func writeHeapProfile(b *testing.B, file string) {
+	b.Helper()
+	runtime.GC() // the profile holds the allocations up to the last GC
+	f, err := os.Create(file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		b.Fatal(err)
+	}
+}
 
 // BenchmarkWorkersThroughput runs the throughput part of `turnlog bench
 // --workers 2` alone (no latency part, no raw bound), so that a CPU, block
@@ -44,6 +63,9 @@ func BenchmarkWorkersThroughput(b *testing.B) {
 		b.Fatal(err)
 	}
 	before := workerCounters(b, rig)
+	if *roundsMemProfile != "" {
+		writeHeapProfile(b, *roundsMemProfile+".base")
+	}
 	if *roundsProfile != "" {
 		f, err := os.Create(*roundsProfile)
 		if err != nil {
@@ -67,6 +89,9 @@ func BenchmarkWorkersThroughput(b *testing.B) {
 	b.StopTimer() // not the workers' shutdown
 	if *roundsProfile != "" {
 		pprof.StopCPUProfile()
+	}
+	if *roundsMemProfile != "" {
+		writeHeapProfile(b, *roundsMemProfile)
 	}
 	requests := float64(b.N * cfg.Conversations * cfg.PerConv)
 	b.ReportMetric(sum/float64(b.N), "requests/s")
