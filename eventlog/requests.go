@@ -1,9 +1,11 @@
 package eventlog
 
 import (
+	"context"
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -70,4 +72,20 @@ func (l *Log) requestsConfig() jetstream.StreamConfig {
 		Discard:              jetstream.DiscardNew,
 		DiscardNewPerSubject: true,
 	}
+}
+
+// PublishRequest stores data, a chat request, on subject (a conversation's
+// Names().ChatSubject) with the message ID msgID, so that a re-send
+// within the requests stream's duplicate window is stored once. It
+// returns the request's sequence in the requests stream. It takes the
+// path appends take (see publish), which costs the sender less than
+// jetstream.PublishMsg and returns the same errors: a refusal by the
+// stream's limits is a *jetstream.APIError (10077).
+func (l *Log) PublishRequest(ctx context.Context, subject string, data []byte, msgID string) (uint64, error) {
+	msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{jetstream.MsgIDHeader: []string{msgID}}}
+	ack, err := l.publish(ctx, msg, l.names.RequestsStream)
+	if err != nil {
+		return 0, err
+	}
+	return ack.Sequence, nil
 }

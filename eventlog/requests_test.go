@@ -67,3 +67,31 @@ func TestRequestsStreamHasLimits(t *testing.T) {
 	assert.Equal(t, eventlog.DefaultRequestLimits.MaxPerConversation, cfg2.MaxMsgsPerSubject)
 	_ = l
 }
+
+// TestPublishRequest: a request is stored once however often it is sent
+// with the same message ID, and a request the stream's limits refuse comes
+// back as JetStream's own error, which the sender can tell apart.
+func TestPublishRequest(t *testing.T) {
+	ctx := context.Background()
+	srv := natstest.Start(t)
+	l := openLog(t, srv, eventlog.WithRequestLimits(eventlog.RequestLimits{MaxAge: time.Hour, MaxBytes: 8 << 20, MaxPerConversation: 2}))
+	subject := l.Names().ChatSubject("pub")
+	first, err := l.PublishRequest(ctx, subject, []byte(`{"text":"hi"}`), "01J00000000000000000000001")
+	require.NoError(t, err)
+	again, err := l.PublishRequest(ctx, subject, []byte(`{"text":"hi"}`), "01J00000000000000000000001")
+	require.NoError(t, err)
+	assert.Equal(t, first, again, "a re-send is the same request")
+	_, err = l.PublishRequest(ctx, subject, []byte(`{"text":"two"}`), "01J00000000000000000000002")
+	require.NoError(t, err)
+
+	_, err = l.PublishRequest(ctx, subject, []byte(`{"text":"three"}`), "01J00000000000000000000003")
+	var apiErr *jetstream.APIError
+	require.ErrorAs(t, err, &apiErr, "the third pending request of the conversation is refused")
+	assert.Equal(t, jetstream.ErrorCode(10077), apiErr.ErrorCode)
+
+	s, err := l.JetStream().Stream(ctx, l.Names().RequestsStream)
+	require.NoError(t, err)
+	info, err := s.Info(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(2), info.State.Msgs)
+}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 	"github.com/turnlog/turnlog/eventlog"
@@ -29,13 +28,13 @@ func Send(ctx context.Context, l *eventlog.Log, r Request) (Request, error) {
 	if err != nil {
 		return r, fmt.Errorf("send: %w", err)
 	}
-	msg := &nats.Msg{Subject: l.Names().ChatSubject(r.Conversation), Data: data, Header: nats.Header{jetstream.MsgIDHeader: []string{r.RequestID}}}
-	if _, err := l.JetStream().PublishMsg(ctx, msg); err != nil {
+	subject := l.Names().ChatSubject(r.Conversation)
+	if _, err := l.PublishRequest(ctx, subject, data, r.RequestID); err != nil {
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeStoreFailed {
-			return r, fmt.Errorf("send to %s: %w: %s; retry later", msg.Subject, ErrQueueFull, apiErr.Description)
+			return r, fmt.Errorf("send to %s: %w: %s; retry later", subject, ErrQueueFull, apiErr.Description)
 		}
-		return r, fmt.Errorf("send to %s: %w", msg.Subject, err)
+		return r, fmt.Errorf("send to %s: %w", subject, err)
 	}
 	return r, nil
 }
