@@ -16,7 +16,20 @@ import (
 // roundsProfile is where BenchmarkWorkersThroughput writes a CPU profile
 // of its timed rounds alone: -test.cpuprofile also holds the set-up and
 // the workers' shutdown (which snapshots every Turn they hold).
-var roundsProfile = flag.String("rounds.cpuprofile", "", "write a CPU profile of BenchmarkWorkersThroughput's timed rounds to `file`")
+var roundsProfile = flag.String("rounds.cpuprofile", "", "write a CPU profile of BenchmarkWorkersThroughput's timed rounds (or BenchmarkWorkersRawBound's publishes) to `file`")
+
+func startCPUProfile(b *testing.B, file string) (stop func()) {
+	b.Helper()
+	f, err := os.Create(file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		b.Fatal(err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
+}
 
 // roundsMemProfile is where BenchmarkWorkersThroughput writes the
 // allocation profile after its rounds, and beside it (.base) the one
@@ -66,15 +79,9 @@ func BenchmarkWorkersThroughput(b *testing.B) {
 	if *roundsMemProfile != "" {
 		writeHeapProfile(b, *roundsMemProfile+".base")
 	}
+	var stopProfile func()
 	if *roundsProfile != "" {
-		f, err := os.Create(*roundsProfile)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			b.Fatal(err)
-		}
+		stopProfile = startCPUProfile(b, *roundsProfile)
 	}
 	b.ResetTimer()
 	cpu := cpuTime()
@@ -87,8 +94,8 @@ func BenchmarkWorkersThroughput(b *testing.B) {
 		sum += res.requestsPerS
 	}
 	b.StopTimer() // not the workers' shutdown
-	if *roundsProfile != "" {
-		pprof.StopCPUProfile()
+	if stopProfile != nil {
+		stopProfile()
 	}
 	if *roundsMemProfile != "" {
 		writeHeapProfile(b, *roundsMemProfile)
@@ -153,6 +160,10 @@ func BenchmarkWorkersRawBound(b *testing.B) {
 	}
 	defer rig.stop()
 	l := rig.log
+	if *roundsProfile != "" {
+		stop := startCPUProfile(b, *roundsProfile)
+		defer stop()
+	}
 	b.ResetTimer()
 	cpu := cpuTime()
 	var sum float64
