@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/internal/natstest"
+	"github.com/turnlog/turnlog/natsauth"
 	"github.com/turnlog/turnlog/profile"
 	"github.com/turnlog/turnlog/worker"
 )
@@ -185,10 +186,17 @@ func startWorkerOnServer(t *testing.T, c *natstest.Cluster, i int, hook func(slo
 		nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond), nats.RetryOnFailedConnect(true))
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)
+	startWorkerWith(t, nc, hook, eventlog.WithReplicas(3))
+}
+
+// startWorkerWith runs a worker on nc with the default settings until the
+// test ends; hook sees every record it logs.
+func startWorkerWith(t *testing.T, nc *nats.Conn, hook func(slog.Record), opts ...eventlog.Option) {
+	t.Helper()
 	logger := slog.New(hookHandler{slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo}), hook})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	l, err := worker.OpenLog(ctx, nc, logger, eventlog.WithReplicas(3))
+	l, err := worker.OpenLog(ctx, nc, logger, opts...)
 	require.NoError(t, err)
 	profiles, err := profile.Load("")
 	require.NoError(t, err)
@@ -217,4 +225,44 @@ func (h hookHandler) WithAttrs(as []slog.Attr) slog.Handler {
 
 func (h hookHandler) WithGroup(name string) slog.Handler {
 	return hookHandler{h.Handler.WithGroup(name), h.hook}
+}
+
+// TestProbeWithTheWorkerKey: the probe's requests (account info, the
+// requests stream's info) are within the worker role's permissions, so a
+// worker on a healthy server with authentication never logs a loss. Two
+// probes are awaited: the first one's outcome is logged before the second
+// one starts.
+func TestProbeWithTheWorkerKey(t *testing.T) {
+	srv := natstest.Start(t, natstest.WithAuth())
+	_, err := eventlog.Open(context.Background(), srv.Conn)
+	require.NoError(t, err)
+	lost := make(chan string, 1)
+	hook := func(r slog.Record) {
+		if strings.HasPrefix(r.Message, "lost the NATS cluster") {
+			select {
+			case lost <- attr(r, "err"):
+			default:
+			}
+		}
+	}
+	startWorkerWith(t, srv.ConnectAs(t, natsauth.Worker), hook)
+
+	probes := make(chan struct{}, 8)
+	_, err = srv.Conn.Subscribe("$JS.API.INFO", func(*nats.Msg) { probes <- struct{}{} })
+	require.NoError(t, err)
+	require.NoError(t, srv.Conn.Flush())
+	for range 2 {
+		select {
+		case <-probes:
+		case err := <-lost:
+			t.Fatalf("the worker's probe failed with the worker key: %s", err)
+		case <-time.After(30 * time.Second):
+			t.Fatal("the worker did not probe JetStream in 30 s")
+		}
+	}
+	select {
+	case err := <-lost:
+		t.Fatalf("the worker's probe failed with the worker key: %s", err)
+	default:
+	}
 }
