@@ -85,6 +85,12 @@ func (l *Log) ensureHandles(ctx context.Context) error {
 			return fmt.Errorf("object store %s: %w", l.names.SnapshotObjectsBucket, err)
 		}
 	}
+	if l.history == nil {
+		// Optional: without it, histories are read from the events.
+		if h, err := l.js.KeyValue(ctx, l.names.HistoryBucket); err == nil {
+			l.history = h
+		}
+	}
 	l.ready.Store(true)
 	return nil
 }
@@ -104,8 +110,29 @@ func (l *Log) lastMsg(ctx context.Context, conversation string) (*jetstream.RawS
 	return l.directLast(ctx, stream, subject)
 }
 
+// msgAt is a conversation's message at seq in its events stream (nil when
+// there is none or it is another conversation's is for the caller to see),
+// by a direct get as lastMsg.
+func (l *Log) msgAt(ctx context.Context, conversation string, seq uint64) (*jetstream.RawStreamMsg, error) {
+	if l.ready.Load() {
+		return l.streamFor(conversation).GetMsg(ctx, seq)
+	}
+	stream, _, err := l.eventsOf(ctx, conversation)
+	if err != nil {
+		return nil, err
+	}
+	return l.directGet(ctx, stream, "", []byte(`{"seq":`+strconv.FormatUint(seq, 10)+`}`))
+}
+
 // directLast is the last message on subject in stream, by a direct get.
 func (l *Log) directLast(ctx context.Context, stream, subject string) (*jetstream.RawStreamMsg, error) {
+	return l.directGet(ctx, stream, "."+subject, nil)
+}
+
+// directGet sends a direct get to stream: to the API subject with suffix
+// appended (".<subject>" for the last message of a subject), with body as
+// the request.
+func (l *Log) directGet(ctx context.Context, stream, suffix string, body []byte) (*jetstream.RawStreamMsg, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, l.js.Options().DefaultTimeout)
@@ -115,8 +142,8 @@ func (l *Log) directLast(ctx context.Context, stream, subject string) (*jetstrea
 	if subj == "" {
 		subj = jetstream.DefaultAPIPrefix
 	}
-	subj += "DIRECT.GET." + stream + "." + subject
-	resp, err := l.nc.RequestWithContext(ctx, subj, nil)
+	subj += "DIRECT.GET." + stream + suffix
+	resp, err := l.nc.RequestWithContext(ctx, subj, body)
 	if err != nil {
 		if errors.Is(err, nats.ErrNoResponders) {
 			return nil, fmt.Errorf("direct get from %s: %w", stream, err)

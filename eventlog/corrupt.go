@@ -45,7 +45,7 @@ var errForeignEvents = errors.New("its events belong to another conversation")
 // decodeStep decodes the message at seq on conversation's subject, or
 // says why it is not one of its steps.
 func decodeStep(conversation string, seq uint64, data []byte) ([]events.Event, error) {
-	evs, err := events.Decode(data)
+	evs, err := events.DecodeOwned(data) // data is a message read, which nothing else holds
 	if err != nil {
 		return nil, &CorruptMessageError{Conversation: conversation, Seq: seq, Size: len(data), Err: err}
 	}

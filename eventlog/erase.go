@@ -17,6 +17,8 @@ type Erased struct {
 	Snapshot bool `json:"snapshot"`
 	// Requests is how many pending chat requests were purged.
 	Requests uint64 `json:"requests"`
+	// History is true when a history cache was deleted.
+	History bool `json:"history"`
 }
 
 // Erase removes everything stored about a conversation: its events (a
@@ -69,6 +71,9 @@ func (l *Log) Erase(ctx context.Context, conversation string) (Erased, error) {
 		return out, fmt.Errorf("erase %s: snapshot object: %w", conversation, err)
 	}
 	out.Snapshot = out.Snapshot || deleted
+	if out.History, err = l.dropHistory(ctx, conversation); err != nil {
+		return out, fmt.Errorf("erase %s: %w", conversation, err)
+	}
 	return out, nil
 }
 

@@ -41,7 +41,7 @@ func TestErase(t *testing.T) {
 
 	got, err := l.Erase(ctx, "c1")
 	require.NoError(t, err)
-	assert.Equal(t, eventlog.Erased{Messages: 3, Snapshot: true, Requests: 2}, got)
+	assert.Equal(t, eventlog.Erased{Messages: 3, Snapshot: true, Requests: 2, History: true}, got, "the load wrote a history cache")
 
 	gone, err := l.Load(ctx, "c1")
 	require.NoError(t, err)

@@ -1,6 +1,12 @@
 package eventlog
 
-import "github.com/nats-io/nats.go/jetstream"
+import (
+	"crypto/sha256"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+	"github.com/vmihailenco/msgpack/v5"
+)
 
 // NeedsUpdate and WantedStreams let the external tests check Open's
 // upgrade rule (natstest imports eventlog, so they cannot be internal).
@@ -8,4 +14,32 @@ var NeedsUpdate = needsUpdate
 
 func (l *Log) WantedStreams() []jetstream.StreamConfig {
 	return []jetstream.StreamConfig{l.requestsConfig(), l.deadLettersConfig()}
+}
+
+// SetMaxBatchScan sets how far apart a conversation's last message and the
+// base of a read must be for the read to follow links, and returns the
+// function that restores it.
+func SetMaxBatchScan(n uint64) (restore func()) {
+	old := maxBatchScan
+	maxBatchScan = n
+	return func() { maxBatchScan = old }
+}
+
+// AlterHistoryCache changes a history cache value as a writer of the
+// bucket could, its checksum made again: "last" changes a byte of the last
+// message, "drop" drops the second message.
+func AlterHistoryCache(t require.TestingT, v []byte, how string) []byte {
+	var rec historyRecord
+	require.NoError(t, msgpack.Unmarshal(v[sha256.Size:], &rec))
+	switch how {
+	case "last":
+		d := rec.Messages[len(rec.Messages)-1].Data
+		d[len(d)-1] ^= 1
+	case "drop":
+		rec.Messages = append(rec.Messages[:1], rec.Messages[2:]...)
+	}
+	body, err := msgpack.Marshal(&rec)
+	require.NoError(t, err)
+	sum := sha256.Sum256(body)
+	return append(sum[:], body...)
 }

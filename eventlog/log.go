@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,6 +31,9 @@ type Log struct {
 	bigSnaps jetstream.ObjectStore
 	// requestIDs maps client-chosen request IDs to their conversation.
 	requestIDs jetstream.KeyValue
+	// history caches conversations' messages (see history.go); nil when
+	// the bucket is not there for this log to use.
+	history jetstream.KeyValue
 
 	partitions int
 	// eventShards is how many event streams the installation has, 0 until
@@ -52,6 +56,7 @@ type options struct {
 	duplicates    time.Duration
 	requestLimits RequestLimits
 	deadLetters   DeadLetterLimits
+	compression   *jetstream.StoreCompression // nil: as the existing stream has it, none when creating
 	readOnly      bool
 }
 
@@ -136,6 +141,23 @@ func WithSnapshotEvery(n int) Option {
 	}
 }
 
+// WithCompression sets how the events stream stores its messages on disk:
+// jetstream.S2Compression compresses each message block with S2 once it is
+// full (the block being written stays as it is), for a fraction of the
+// bytes at some CPU on writes and on reads of old blocks;
+// jetstream.NoCompression stores them as they are. Without it, an
+// existing stream keeps its setting and a new one is not compressed.
+// Changing it affects the blocks written from then on.
+func WithCompression(c jetstream.StoreCompression) Option {
+	return func(o *options) error {
+		if c != jetstream.NoCompression && c != jetstream.S2Compression {
+			return fmt.Errorf("compression %v: use none or s2", c)
+		}
+		o.compression = &c
+		return nil
+	}
+}
+
 // WithLogger sets where the log reports what it recovered from, such as a
 // corrupt snapshot it ignored (default slog.Default()).
 func WithLogger(l *slog.Logger) Option {
@@ -213,10 +235,7 @@ func (l *Log) provision(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// A read-only client of an installation from before dead letters and
-	// claimed request IDs existed goes on without them: they are looked
-	// up on first use (by then a worker or an admin has made them).
-	if l.deadLetters, err = l.ensureStream(ctx, l.deadLettersConfig()); err != nil && !(l.opts.readOnly && errors.Is(err, errNotProvisioned)) {
+	if l.deadLetters, err = l.ensureStream(ctx, l.deadLettersConfig()); err != nil {
 		return err
 	}
 	l.partitions = partitionsOf(reqs.CachedInfo().Config.SubjectTransform)
@@ -228,7 +247,7 @@ func (l *Log) provision(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	if l.requestIDs, err = l.ensureBucket(ctx, l.requestIDsConfig()); err != nil && !(l.opts.readOnly && errors.Is(err, errNotProvisioned)) {
+	if l.requestIDs, err = l.ensureBucket(ctx, l.requestIDsConfig()); err != nil {
 		return err
 	}
 	if l.bigSnaps, err = l.ensureObjectStore(ctx, jetstream.ObjectStoreConfig{
@@ -238,12 +257,20 @@ func (l *Log) provision(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	_, err = l.ensureBucket(ctx, jetstream.KeyValueConfig{
+	if _, err = l.ensureBucket(ctx, jetstream.KeyValueConfig{
 		Bucket:      l.names.TemplatesBucket,
 		Description: "turnlog system prompt templates",
 		History:     16,
 		Storage:     jetstream.FileStorage,
-	})
+	}); err != nil {
+		return err
+	}
+	// The history cache is optional: a read-only log on an installation
+	// that has none reads the events themselves.
+	l.history, err = l.ensureBucket(ctx, historyBucketConfig(l.names))
+	if errors.Is(err, errNotProvisioned) {
+		l.history, err = nil, nil
+	}
 	return err
 }
 
@@ -280,6 +307,14 @@ func (l *Log) ensureFound(ctx context.Context, cfg jetstream.StreamConfig, found
 			cfg.Replicas = existing.Replicas
 		}
 	}
+	if strings.HasPrefix(cfg.Name, l.names.EventsStream) { // every shard of the events
+		switch {
+		case l.opts.compression != nil:
+			cfg.Compression = *l.opts.compression
+		case existing != nil:
+			cfg.Compression = existing.Compression
+		}
+	}
 	if cfg.Name == l.names.RequestsStream {
 		n := l.opts.partitions
 		if n == 0 {
@@ -293,17 +328,7 @@ func (l *Log) ensureFound(ctx context.Context, cfg jetstream.StreamConfig, found
 	if existing == nil {
 		s, err = l.js.CreateStream(ctx, cfg)
 	} else if needsUpdate(*existing, cfg) {
-		var updated jetstream.Stream
-		if updated, err = l.js.UpdateStream(ctx, cfg); err == nil {
-			s = updated
-		} else if ctx.Err() == nil {
-			// A role that may not change streams (a worker under NATS
-			// authentication: the server refuses and the request times
-			// out) works with the stream as it is; an admin's Open
-			// (turnlog serve, or any admin command) upgrades it.
-			l.opts.logger.Warn("stream not upgraded; open the log once as admin to apply the new settings", "stream", cfg.Name, "err", err)
-			err = nil
-		}
+		s, err = l.js.UpdateStream(ctx, cfg)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", cfg.Name, err)
@@ -314,7 +339,7 @@ func (l *Log) ensureFound(ctx context.Context, cfg jetstream.StreamConfig, found
 func needsUpdate(have, want jetstream.StreamConfig) bool {
 	return have.Replicas != want.Replicas || have.Description != want.Description ||
 		have.AllowDirect != want.AllowDirect || have.Duplicates != want.Duplicates ||
-		have.DenyDelete != want.DenyDelete ||
+		have.DenyDelete != want.DenyDelete || have.Compression != want.Compression ||
 		have.MaxAge != want.MaxAge || unlimited(have.MaxBytes) != unlimited(want.MaxBytes) ||
 		unlimited(have.MaxMsgs) != unlimited(want.MaxMsgs) ||
 		unlimited(have.MaxMsgsPerSubject) != unlimited(want.MaxMsgsPerSubject) || have.Discard != want.Discard ||

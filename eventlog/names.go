@@ -42,6 +42,9 @@ type Names struct {
 	// RequestIDsBucket remembers which conversation a client-chosen
 	// request ID was sent to (see ClaimRequestID).
 	RequestIDsBucket string
+	// HistoryBucket caches each conversation's messages in one value, for
+	// reads of whole histories (a cache, rebuildable from the events).
+	HistoryBucket string
 }
 
 // NamesFor derives every name from a prefix: "turnlog" gives stream
@@ -57,6 +60,7 @@ func NamesFor(prefix string) Names {
 		TemplatesBucket:       up + "_TEMPLATES",
 		DeadLettersStream:     up + "_DEAD_LETTERS",
 		RequestIDsBucket:      up + "_REQUEST_IDS",
+		HistoryBucket:         up + "_HISTORY",
 	}
 }
 

@@ -34,11 +34,13 @@ type Record struct {
 // readBatch is how many messages one direct batch get asks for.
 const readBatch = 512
 
-// message is a stored step: its sequence, ID and decoded events.
+// message is a stored step: its sequence, ID and decoded events, and the
+// message as read (for the history cache).
 type message struct {
 	seq    uint64
 	msgID  string
 	events []events.Event
+	raw    *stored
 }
 
 // messages yields a conversation's messages from stream sequence from
@@ -87,7 +89,8 @@ func (l *Log) messages(ctx context.Context, conversation string, from uint64) it
 					}
 					continue
 				}
-				if !yield(message{seq: raw.Sequence, msgID: raw.Header.Get(jetstream.MsgIDHeader), events: evs}, nil) {
+				st := storedFrom(raw)
+				if !yield(message{seq: st.seq, msgID: st.msgID, events: evs, raw: st}, nil) {
 					return
 				}
 			}
@@ -142,7 +145,7 @@ func (l *Log) Events(ctx context.Context, conversation string) iter.Seq2[Record,
 			return
 		}
 		pos := 0
-		for m, err := range l.messages(ctx, conversation, 1) {
+		for m, err := range l.after(ctx, conversation, 0, "") {
 			if errors.Is(err, ErrCorruptMessage) {
 				if !yield(Record{Seq: m.seq}, err) {
 					return
@@ -233,18 +236,13 @@ var errStaleBase = errors.New("the log no longer holds the message the Turn ends
 // ID.
 func (l *Log) fold(ctx context.Context, turn *projector.Turn, lastID string, n int) (*projector.Turn, int, string, error) {
 	conversation := turn.Conversation
-	verify := turn.Seq > 0
 	tail := 0
-	for m, err := range l.messages(ctx, conversation, turn.Seq) {
+	for m, err := range l.after(ctx, conversation, turn.Seq, lastID) {
+		if errors.Is(err, errStaleBase) {
+			return nil, 0, "", err
+		}
 		if err != nil {
 			return nil, 0, "", fmt.Errorf("load %s: %w", conversation, err)
-		}
-		if verify {
-			verify = false
-			if m.seq == turn.Seq && (lastID == "" || m.msgID == lastID) {
-				continue
-			}
-			return nil, 0, "", fmt.Errorf("%w: message %d", errStaleBase, turn.Seq)
 		}
 		for _, e := range m.events {
 			if n >= 0 && turn.Events >= n {
@@ -260,9 +258,6 @@ func (l *Log) fold(ctx context.Context, turn *projector.Turn, lastID string, n i
 		if n >= 0 && turn.Events >= n {
 			break
 		}
-	}
-	if verify {
-		return nil, 0, "", fmt.Errorf("%w: message %d", errStaleBase, turn.Seq)
 	}
 	return turn, tail, lastID, nil
 }

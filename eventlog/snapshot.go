@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/projector"
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -223,4 +224,22 @@ func (l *Log) snapshotObject(ctx context.Context, conversation string, ref snaps
 		return warn("another format or conversation")
 	}
 	return rec
+}
+
+// SnapshotAt says where the conversation's snapshot ends: the sequence of
+// its last message and how many events it holds; 0 and 0 when it has none
+// (or none a load would use). It is how an operator, or a test, sees that
+// a load will start from the snapshot rather than from the log.
+func (l *Log) SnapshotAt(ctx context.Context, conversation string) (seq uint64, n int, err error) {
+	if err := events.ValidateConversationID(conversation); err != nil {
+		return 0, 0, fmt.Errorf("snapshot of %q: %w", conversation, err)
+	}
+	if err := l.ensureHandles(ctx); err != nil {
+		return 0, 0, fmt.Errorf("snapshot of %s: %w", conversation, err)
+	}
+	turn, _ := l.snapshot(ctx, conversation)
+	if turn == nil {
+		return 0, 0, nil
+	}
+	return turn.Seq, turn.Events, nil
 }

@@ -27,7 +27,7 @@ func ValidateConversationID(id string) error {
 	}
 	for i := 0; i < len(id); i++ {
 		c := id[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' {
+		if conversationIDByte[c] {
 			continue
 		}
 		what := fmt.Sprintf("%q", c)
@@ -49,3 +49,12 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "..."
 }
+
+// conversationIDByte says which bytes a conversation ID may hold: a table,
+// because every event applied or decoded checks its conversation's ID.
+var conversationIDByte = func() (t [256]bool) {
+	for c := 0; c < 256; c++ {
+		t[c] = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_'
+	}
+	return t
+}()

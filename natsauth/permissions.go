@@ -42,6 +42,7 @@ func SpecFor(r Role, n eventlog.Names) Spec {
 	tplKV := "KV_" + n.TemplatesBucket
 	dead := n.DeadLettersStream
 	ridKV := "KV_" + n.RequestIDsBucket
+	histKV := "KV_" + n.HistoryBucket
 	api := func(op, stream string) string { return "$JS.API." + op + "." + stream }
 	pub := func(subject, why string) { s.Publish = append(s.Publish, Grant{subject, why}) }
 	sub := func(subject, why string) { s.Subscribe = append(s.Subscribe, Grant{subject, why}) }
@@ -56,7 +57,7 @@ func SpecFor(r Role, n eventlog.Names) Spec {
 		pub(api("STREAM.INFO", n.EventsStream), "open the log: find out the events are sharded ("+n.EventsStream+" does not exist)")
 		pub(api("DIRECT.GET", n.EventsStream)+".>", "find out the events are sharded without a lookup (chat)")
 	}
-	for _, st := range append(append([]string{}, evs...), rq, snapKV, snapObj, tplKV, dead, ridKV) {
+	for _, st := range append(append([]string{}, evs...), rq, snapKV, snapObj, tplKV, dead, ridKV, histKV) {
 		pub(api("STREAM.INFO", st), "open the log: look up "+st)
 	}
 	// Dead letters: status counts and lists them (the stream has
@@ -79,6 +80,9 @@ func SpecFor(r Role, n eventlog.Names) Spec {
 	pub(api("CONSUMER.DELETE", snapObj)+".>", "end reading a large snapshot's chunks")
 	pub("$JS.FC."+snapObj+".>", "flow control while reading a large snapshot")
 	pub("$JS.FC.*.*."+snapObj+".>", "flow control while reading a large snapshot (v2 subjects)")
+	// History caches: reads of whole histories start from them.
+	pub(api("DIRECT.GET", histKV)+".>", "read history caches")
+	pub(api("STREAM.MSG.GET", histKV), "read history caches from a bucket without direct gets")
 	// Templates: workers render them, clients show them.
 	pub(api("DIRECT.GET", tplKV)+".>", "read system prompt templates")
 	pub(api("STREAM.MSG.GET", tplKV), "read templates from a bucket without direct gets")
@@ -97,7 +101,7 @@ func SpecFor(r Role, n eventlog.Names) Spec {
 		pub(n.WorkersPing(), "status: ask the workers who they are")
 		sub(n.Prefix+".delta.>", "stream an answer as it is written")
 	case Worker:
-		for _, st := range append(append([]string{}, evs...), rq, snapKV, snapObj, tplKV, dead, ridKV) {
+		for _, st := range append(append([]string{}, evs...), rq, snapKV, snapObj, tplKV, dead, ridKV, histKV) {
 			pub(api("STREAM.CREATE", st), "create "+st+" on a fresh cluster (an existing stream cannot be changed this way)")
 		}
 		pub(n.DeadLetterSubject(), "store a request that cannot end in a conversation as a dead letter")
@@ -114,6 +118,7 @@ func SpecFor(r Role, n eventlog.Names) Spec {
 		pub(n.Prefix+".delta.>", "stream answers as they are written")
 		pub("$KV."+n.SnapshotsBucket+".>", "write and drop snapshots (a cache)")
 		pub("$O."+n.SnapshotObjectsBucket+".>", "write and drop large snapshots (a cache)")
+		pub("$KV."+n.HistoryBucket+".>", "write history caches (a cache)")
 		pub(api("STREAM.PURGE", snapObj), "drop a replaced large snapshot's chunks")
 		pub(api("CONSUMER.MSG.NEXT", snapObj)+".>", "read a large snapshot's chunks")
 		sub(n.WorkersPing(), "answer the status ping")

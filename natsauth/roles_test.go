@@ -372,7 +372,7 @@ func TestWorkerProvisionsAFreshServer(t *testing.T) {
 	require.NoError(t, err)
 	js, err := jetstream.New(srv.Conn)
 	require.NoError(t, err)
-	for _, name := range []string{"TURNLOG_EVENTS", "TURNLOG_REQUESTS", "KV_TURNLOG_SNAPSHOTS", "OBJ_TURNLOG_SNAPSHOT_OBJECTS", "KV_TURNLOG_TEMPLATES"} {
+	for _, name := range []string{"TURNLOG_EVENTS", "TURNLOG_REQUESTS", "KV_TURNLOG_SNAPSHOTS", "OBJ_TURNLOG_SNAPSHOT_OBJECTS", "KV_TURNLOG_TEMPLATES", "KV_TURNLOG_HISTORY"} {
 		_, err := js.Stream(context.Background(), name)
 		assert.NoError(t, err, "%s created by the worker", name)
 	}

@@ -208,11 +208,14 @@ func started(t *Turn, p events.ConversationStarted) error {
 // common case and must stay O(1).
 func (t *Turn) push(b Block) error {
 	idx := t.index()
-	if _, dup := idx[b.ID]; dup {
+	// One map operation, not a lookup and an insert: a taken ID shows as
+	// a map that did not grow; the index is then rebuilt on next use.
+	n := len(idx)
+	if idx[b.ID] = len(t.Blocks); len(idx) == n {
+		t.pos = nil
 		return fmt.Errorf("%w: %s", ErrDuplicateBlock, b.ID)
 	}
 	t.Blocks = append(t.Blocks, b)
-	idx[b.ID] = len(t.Blocks) - 1
 	// Normally past the cached digests already; not after blocks were
 	// dropped outside Apply, and a new block may reuse a dropped one's ID.
 	t.forget(len(t.Blocks) - 1)
@@ -264,7 +267,11 @@ func (t *Turn) set(field string, ids []string) (map[string]bool, error) {
 // ones have none, even when they take a dropped block's ID (a split that
 // keeps its ID, a summary in place of what it summarises).
 func (t *Turn) remove(drop map[string]bool, at int, insert []Block) {
-	kept := make([]Block, 0, len(t.Blocks)-len(drop)+len(insert))
+	// A new array, never the old one changed in place (a caller may hold
+	// the blocks it had), but as large as the old: a Turn compacted is
+	// about to grow back, and regrowing from the kept few cost more than
+	// the rest of the fold.
+	kept := make([]Block, 0, max(len(t.Blocks)-len(drop)+len(insert), cap(t.Blocks)))
 	var sums []blockSum
 	if len(t.sums) > 0 {
 		sums = make([]blockSum, 0, cap(kept))

@@ -102,7 +102,10 @@ func (t *Turn) Block(id string) (Block, bool) {
 
 func (t *Turn) index() map[string]int {
 	if t.pos == nil || len(t.pos) != len(t.Blocks) {
-		t.pos = make(map[string]int, len(t.Blocks))
+		// Room for the blocks the Turn has room for: pushes then never
+		// grow the map (after a compaction it would grow from the few
+		// blocks kept, rehashing all the way back).
+		t.pos = make(map[string]int, max(len(t.Blocks), cap(t.Blocks)))
 		for i, b := range t.Blocks {
 			t.pos[b.ID] = i
 		}

@@ -48,6 +48,10 @@ func (w *Worker) snapshot(ctx context.Context, tx *engine.Tx, eventsAtStart int)
 	}
 	last := eventlog.StepID(tx.Cause(), tx.Step()-1) // the message at turn.Seq
 	if err := w.cfg.Log.SaveSnapshot(ctx, turn, last); err != nil {
+		w.metrics.snapshots.WithLabelValues("failed").Inc()
 		w.log.Warn("snapshot not saved", "conversation", turn.Conversation, "err", err)
+		return
 	}
+	w.metrics.snapshots.WithLabelValues("interval").Inc()
+	w.cache.noteSaved(turn.Conversation, turn.Events)
 }

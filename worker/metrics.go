@@ -21,6 +21,9 @@ type Metrics struct {
 	inFlight     prometheus.Gauge
 	loads        *prometheus.CounterVec
 	deadLetters  prometheus.Counter
+	cacheBytes   prometheus.Gauge
+	cacheTurns   prometheus.Gauge
+	snapshots    *prometheus.CounterVec
 }
 
 func newMetrics() *Metrics {
@@ -55,8 +58,21 @@ func newMetrics() *Metrics {
 			Name: "turnlog_dead_letters_total",
 			Help: "Requests this worker stored as dead letters: they could not end in a conversation (see turnlog status --dead).",
 		}),
+		cacheBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "turnlog_turn_cache_bytes",
+			Help: "Estimated bytes of memory the Turns in the worker's cache hold (bounded by --cache-bytes).",
+		}),
+		cacheTurns: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "turnlog_turn_cache_turns",
+			Help: "Turns in the worker's cache.",
+		}),
+		snapshots: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "turnlog_snapshots_saved_total",
+			Help: "Snapshots the worker saved, by reason: interval (a request passed a multiple of the snapshot interval), evicted (the cache let go of the Turn), idle (the Turn was not used for --idle-snapshot), shutdown; and those not saved: failed, skipped (the queue of saves was full).",
+		}, []string{"reason"}),
 	}
 	m.registry.MustRegister(m.requests, m.redeliveries, m.conflicts, m.stepSeconds, m.inFlight, m.loads, m.deadLetters,
+		m.cacheBytes, m.cacheTurns, m.snapshots,
 		prometheus.NewGoCollector())
 	return m
 }

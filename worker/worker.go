@@ -49,7 +49,15 @@ type Config struct {
 	// ShutdownGrace is how long Run waits for requests in hand after its
 	// context ends before handing them back (default 30s).
 	ShutdownGrace time.Duration
-	Logger        *slog.Logger
+	// CacheBytes bounds the memory of the worker's cache of Turns, as
+	// projector.Size estimates it (default DefaultCacheBytes). The least
+	// recently used Turns go first, with their snapshots saved.
+	CacheBytes int64
+	// IdleSnapshot is how long a cached Turn may go unused before the
+	// worker saves its snapshot, if it is ahead of the last one (default
+	// DefaultIdleSnapshot; negative: never, only on eviction and stop).
+	IdleSnapshot time.Duration
+	Logger       *slog.Logger
 	// Fault, for tests, is called at named points of a request ("user",
 	// "step", "completed"); an error there makes the worker drop the
 	// request on the floor as if it had crashed: no ack, no more events.
@@ -86,6 +94,15 @@ func (c *Config) Validate() error {
 	if c.ShutdownGrace == 0 {
 		c.ShutdownGrace = 30 * time.Second
 	}
+	if c.CacheBytes == 0 {
+		c.CacheBytes = DefaultCacheBytes
+	}
+	if c.CacheBytes < 0 {
+		return fmt.Errorf("worker: cache bytes %d: use 1 or more (0 for the default, %d)", c.CacheBytes, DefaultCacheBytes)
+	}
+	if c.IdleSnapshot == 0 {
+		c.IdleSnapshot = DefaultIdleSnapshot
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -112,6 +129,7 @@ type Worker struct {
 	profiles map[string]*profile.Built
 	metrics  *Metrics
 	cache    *turnCache
+	saves    chan saveJob // Turns to snapshot beside the requests
 	log      *slog.Logger
 	link     *clusterLink
 
@@ -130,10 +148,12 @@ func New(cfg Config) (*Worker, error) {
 		names:    cfg.Log.Names(),
 		profiles: map[string]*profile.Built{},
 		metrics:  newMetrics(),
-		cache:    newTurnCache(1024),
+		saves:    make(chan saveJob, 256),
 		log:      cfg.Logger.With("worker", cfg.Name),
 		started:  time.Now(),
 	}
+	w.cache = newTurnCache(cfg.CacheBytes, w.metrics)
+	w.cache.release = w.release
 	w.link = newClusterLink(w.log, probeCluster(cfg.Log.JetStream(), w.names.RequestsStream))
 	w.metrics.countStoredDeadLetters(cfg.Log.DeadLetterCount)
 	store := templates.New(cfg.Log)
@@ -198,6 +218,18 @@ func (w *Worker) Run(ctx context.Context) error {
 	go func() {
 		defer partitions.Done()
 		w.sweepStrays(ctx)
+	}()
+	saving, stopSaving := context.WithCancel(context.WithoutCancel(ctx))
+	saverDone := make(chan struct{})
+	go func() { defer close(saverDone); w.saveLoop(saving) }()
+	defer func() {
+		// Last, with the requests done: the Turns this worker holds are
+		// snapshotted, so whoever serves them next starts from there.
+		stopSaving()
+		<-saverDone
+		last, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		w.saveAll(last)
 	}()
 	w.log.Info("worker started", "partitions", w.cfg.Log.Partitions())
 	<-ctx.Done()

@@ -20,8 +20,8 @@ func newEraseCmd() *cobra.Command {
 		Use:   "erase <conversation>",
 		Short: "Remove a conversation's events, snapshot and pending requests",
 		Long: `erase removes everything stored about a conversation, for privacy
-requests: its events (purged from the events stream), its snapshot and its
-pending chat requests. It cannot be undone.
+requests: its events (purged from the events stream), its snapshot, its
+history cache and its pending chat requests. It cannot be undone.
 
 It asks you to type the conversation ID to confirm. Without a terminal it
 refuses unless --yes is given.`,
@@ -58,6 +58,9 @@ refuses unless --yes is given.`,
 			snap := "no snapshot"
 			if got.Snapshot {
 				snap = "its snapshot"
+			}
+			if got.History {
+				snap += " and history cache"
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "erased %s: %d event messages, %s, %d pending requests\n", conv, got.Messages, snap, got.Requests)
 			return nil

@@ -67,7 +67,7 @@ func TestEraseCommand(t *testing.T) {
 		terminal(true)
 		out, errOut, code := e.run("secret\n", "erase", "secret")
 		require.Equal(t, 0, code, errOut)
-		assert.Equal(t, "erased secret: 2 event messages, its snapshot, 1 pending requests\n", out)
+		assert.Equal(t, "erased secret: 2 event messages, its snapshot and history cache, 1 pending requests\n", out)
 		assert.Contains(t, errOut, "Type the conversation ID to confirm")
 		assert.False(t, exists("secret"))
 		assert.Zero(t, pending())

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/turnlog/turnlog/eventlog"
@@ -26,14 +27,17 @@ func init() { commands = append(commands, newWorkerCmd) }
 
 // workerFlags are the settings `worker` and `serve` share.
 type workerFlags struct {
-	profiles    string
-	metrics     string
-	logLevel    string
-	replicas    int
-	partitions  int
-	ackWait     time.Duration
-	envErr      error // a malformed setting in the environment
-	eventShards int
+	profiles     string
+	metrics      string
+	logLevel     string
+	replicas     int
+	partitions   int
+	ackWait      time.Duration
+	cacheBytes   byteSize
+	idleSnapshot time.Duration
+	compression  string
+	envErr       error // a malformed setting in the environment
+	eventShards  int
 }
 
 func (f *workerFlags) register(fs *pflag.FlagSet, metricsDefault string) {
@@ -52,6 +56,12 @@ func (f *workerFlags) register(fs *pflag.FlagSet, metricsDefault string) {
 		ackWait = d
 	}
 	fs.DurationVar(&f.ackWait, "ack-wait", ackWait, "how long a request may go without a sign of life from its worker before another worker takes it: the longest a dead worker, or a delivery lost on the way, holds a partition (the worker reports progress every third of it; env TURNLOG_ACK_WAIT)")
+	var sizeErr error
+	f.cacheBytes, sizeErr = envByteSize("TURNLOG_CACHE_BYTES", worker.DefaultCacheBytes)
+	f.envErr = errors.Join(f.envErr, sizeErr)
+	fs.Var(&f.cacheBytes, "cache-bytes", "memory each worker's cache of conversations may hold, e.g. 256MiB or 2GiB (env TURNLOG_CACHE_BYTES); metric turnlog_turn_cache_bytes")
+	fs.StringVar(&f.compression, "compression", os.Getenv("TURNLOG_COMPRESSION"), "how the event streams store messages on disk: s2 (compressed, about half the bytes) or none (env TURNLOG_COMPRESSION; default: keep existing, none when new)")
+	fs.DurationVar(&f.idleSnapshot, "idle-snapshot", worker.DefaultIdleSnapshot, "save the snapshot of a cached conversation left unused this long, so its next load is short (negative: only when the cache lets go of it and at stop)")
 }
 
 func (f *workerFlags) logger() (*slog.Logger, error) {
@@ -64,6 +74,12 @@ func (f *workerFlags) logger() (*slog.Logger, error) {
 
 func (f *workerFlags) logOptions() []eventlog.Option {
 	var opts []eventlog.Option
+	switch f.compression {
+	case "s2":
+		opts = append(opts, eventlog.WithCompression(jetstream.S2Compression))
+	case "none":
+		opts = append(opts, eventlog.WithCompression(jetstream.NoCompression))
+	}
 	if f.replicas > 0 {
 		opts = append(opts, eventlog.WithReplicas(f.replicas))
 	}
@@ -99,6 +115,9 @@ func runWorkers(ctx context.Context, f *workerFlags, n int, dial func() (*nats.C
 	if f.envErr != nil {
 		return f.envErr
 	}
+	if c := f.compression; c != "" && c != "s2" && c != "none" {
+		return fmt.Errorf("--compression %q: use s2 or none", c)
+	}
 	profiles, err := profile.Load(f.profiles)
 	if err != nil {
 		return err
@@ -121,7 +140,8 @@ func runWorkers(ctx context.Context, f *workerFlags, n int, dial func() (*nats.C
 		}
 		host, _ := os.Hostname()
 		w, err := worker.New(worker.Config{Log: l, Conn: nc, Profiles: profiles, Logger: logger, AckWait: f.ackWait,
-			Name: fmt.Sprintf("%s-%d-w%d", host, os.Getpid(), i+1)})
+			Name:       fmt.Sprintf("%s-%d-w%d", host, os.Getpid(), i+1),
+			CacheBytes: int64(f.cacheBytes), IdleSnapshot: f.idleSnapshot})
 		if err != nil {
 			return err
 		}
