@@ -58,8 +58,8 @@ func probeCluster(js jetstream.JetStream, stream string) func(context.Context) e
 }
 
 // checkQuorum reports a quorumError unless the stream's leader, together
-// with the replicas that are current and that it heard from within
-// replicaSilence, makes a majority of the stream's group. A stream of one
+// with the replicas it heard from within replicaSilence, makes a majority
+// of the stream's group. A stream of one
 // replica (a single server) needs nobody else.
 func checkQuorum(info *jetstream.StreamInfo) error {
 	if info == nil || info.Config.Replicas <= 1 || info.Cluster == nil {
@@ -71,9 +71,10 @@ func checkQuorum(info *jetstream.StreamInfo) error {
 		return e
 	}
 	for _, r := range cl.Replicas {
-		// A peer never heard from shows Active 0; it is not current
-		// either (its last index is behind the leader's commit).
-		if r.Current && r.Active < replicaSilence {
+		// Heard from recently counts, current or not: a replica that
+		// answers but lags behind a burst of writes is not a loss. A
+		// peer never heard from shows Active 0 and is not current.
+		if (r.Active > 0 || r.Current) && r.Active < replicaSilence {
 			e.heard++
 		}
 	}

@@ -32,6 +32,7 @@ func TestCheckQuorum(t *testing.T) {
 		{"R3, both replicas heard", info(3, "n1", fresh, fresh), ""},
 		{"R3, one replica silent", info(3, "n1", fresh, silent), ""},
 		{"R3, one replica catching up", info(3, "n1", fresh, behind), ""},
+		{"R3, both replicas catching up under load", info(3, "n1", behind, behind), ""},
 		{"R3, both silent: the leader is cut off", info(3, "n1", silent, silent), "stream REQ's leader on server n1 hears from 0 of 2 replicas"},
 		{"R3, one silent, one never seen", info(3, "n1", silent, neverSeen), "stream REQ's leader on server n1 hears from 0 of 2 replicas"},
 		{"R3 without a leader", info(3, "", fresh, fresh), "stream REQ has no leader"},
