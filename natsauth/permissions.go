@@ -107,7 +107,7 @@ func SpecFor(r Role, n eventlog.Names) Spec {
 		pub(n.DeadLetterSubject(), "store a request that cannot end in a conversation as a dead letter")
 		pub(api("STREAM.MSG.GET", rq), "find requests published on the literal "+n.Prefix+".chat.* or "+n.Prefix+".chat.> (no consumer sees them)")
 		pub(api("STREAM.MSG.DELETE", rq), "delete such a request once it is a dead letter")
-		pub("$JS.API.INFO", "account info: the probe that tells a lost cluster from a slow one, and creating a bucket (nats.go checks the account first)")
+		pub("$JS.API.INFO", "account info: the probe that tells a lost cluster from a slow one (with "+rq+"'s info, granted above: does its leader hear from a majority), and creating a bucket (nats.go checks the account first)")
 		pub(api("CONSUMER.CREATE", rq)+".>", "the partition consumers of chat requests")
 		pub(api("CONSUMER.DURABLE.CREATE", rq)+".>", "the partition consumers of chat requests (older servers)")
 		pub(api("CONSUMER.INFO", rq)+".>", "the partition consumers of chat requests")

@@ -12,9 +12,11 @@ import (
 )
 
 // clusterLink tracks whether the worker reaches the cluster. It asks
-// JetStream (probe) every healthyEvery, and every probeEvery while the
-// cluster is lost; a worker on a node cut off from the others keeps its
-// connection, so only asking tells. Parts of the worker that meet a sign
+// JetStream (probe, probeCluster in a worker) every healthyEvery, and every
+// probeEvery while the cluster is lost; a worker on a node cut off from the
+// others keeps its connection, and that node may even go on answering as
+// meta or stream leader for a while, so only asking whether it still has a
+// quorum tells. Parts of the worker that meet a sign
 // of trouble (an append or a consumer without an answer) call suspect,
 // which asks at once; a lost connection is a loss by itself. The loss is
 // logged once at WARN, the recovery once at INFO.
@@ -64,7 +66,7 @@ func (c *clusterLink) run(ctx context.Context) {
 			return
 		}
 		if err != nil {
-			c.lost("JetStream does not answer", err)
+			c.lost(lossSign(err), err)
 		} else {
 			c.back()
 		}

@@ -3,8 +3,6 @@ package worker_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -12,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/internal/natstest"
-	"github.com/turnlog/turnlog/profile"
 	"github.com/turnlog/turnlog/worker"
 )
 
@@ -90,28 +87,6 @@ type stoppable struct {
 // worker and waits for Run to return.
 func startWorkerStoppable(t *testing.T, srv *natstest.Server, tweak func(*worker.Config)) stoppable {
 	t.Helper()
-	l, err := eventlog.Open(context.Background(), srv.Conn)
-	require.NoError(t, err)
-	profiles, err := profile.Load("")
-	require.NoError(t, err)
-	cfg := worker.Config{Log: l, Conn: srv.Conn, Profiles: profiles, AckWait: 2 * time.Second, ShutdownGrace: time.Second,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	if tweak != nil {
-		tweak(&cfg)
-	}
-	w, err := worker.New(cfg)
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = w.Run(ctx) }()
-	var once bool
-	stop := func() {
-		if !once {
-			once = true
-			cancel()
-			<-done
-		}
-	}
-	t.Cleanup(stop)
+	l, _, stop := launchWorker(t, srv, tweak)
 	return stoppable{log: l, stop: stop}
 }

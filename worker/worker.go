@@ -154,11 +154,7 @@ func New(cfg Config) (*Worker, error) {
 	}
 	w.cache = newTurnCache(cfg.CacheBytes, w.metrics)
 	w.cache.release = w.release
-	js := cfg.Log.JetStream()
-	w.link = newClusterLink(w.log, func(ctx context.Context) error {
-		_, err := js.AccountInfo(ctx)
-		return err
-	})
+	w.link = newClusterLink(w.log, probeCluster(cfg.Log.JetStream(), w.names.RequestsStream))
 	w.metrics.countStoredDeadLetters(cfg.Log.DeadLetterCount)
 	store := templates.New(cfg.Log)
 	for name, p := range cfg.Profiles {

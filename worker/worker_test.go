@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +27,14 @@ func startWorker(t *testing.T, srv *natstest.Server, tweak func(*worker.Config))
 // runWorker is startWorker that also returns the worker.
 func runWorker(t *testing.T, srv *natstest.Server, tweak func(*worker.Config)) (*eventlog.Log, *worker.Worker) {
 	t.Helper()
+	l, w, _ := launchWorker(t, srv, tweak)
+	return l, w
+}
+
+// launchWorker runs a worker until the test ends or stop is called (stop
+// waits for Run to return and may be called more than once).
+func launchWorker(t *testing.T, srv *natstest.Server, tweak func(*worker.Config)) (*eventlog.Log, *worker.Worker, func()) {
+	t.Helper()
 	l, err := eventlog.Open(context.Background(), srv.Conn)
 	require.NoError(t, err)
 	profiles, err := profile.Load("")
@@ -40,8 +49,9 @@ func runWorker(t *testing.T, srv *natstest.Server, tweak func(*worker.Config)) (
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = w.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return l, w
+	stop := sync.OnceFunc(func() { cancel(); <-done })
+	t.Cleanup(stop)
+	return l, w, stop
 }
 
 // ask sends one request and waits for its end.

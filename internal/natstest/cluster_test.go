@@ -88,3 +88,16 @@ func TestClusterSurvivesLeaderLoss(t *testing.T) {
 	_, err = s.GetMsg(ctx, 21)
 	assert.ErrorIs(t, err, jetstream.ErrMsgNotFound, "nothing duplicated")
 }
+
+// TestLeadMeta: LeadMeta hands the meta group to the server asked for, and
+// every server follows it.
+func TestLeadMeta(t *testing.T) {
+	c := natstest.StartCluster(t, 3)
+	want := (c.MetaLeader() + 1) % c.N()
+	c.LeadMeta(want)
+	assert.Equal(t, want, c.MetaLeader())
+	for i := range c.N() {
+		assert.True(t, c.Server(i).JetStreamIsCurrent(), "n%d follows the meta leader", i+1)
+		assert.Equal(t, i == want, c.Server(i).JetStreamIsLeader(), "n%d believes it is meta leader", i+1)
+	}
+}
