@@ -60,8 +60,12 @@ func writeHeapProfile(b *testing.B, file string) {
 // once, timed until the last one completed. Besides requests/s it reports
 // the CPU the whole process (server, workers, senders) spent per request,
 // which a shared machine moves far less than the wall time, and, per
-// request, the workers' loads from the log, catch-ups and conflicts: a
-// request served from the cache needs none.
+// request, the workers' loads from the log, catch-ups and conflicts (a
+// request served from the cache needs none), the snapshots they saved,
+// and the messages their connections sent and received: two appends, an
+// ack and the deltas out, a delivery and two append replies in, plus a
+// direct get of the last message and one of the global template for a
+// conversation's first request, and a pull now and then.
 func BenchmarkWorkersThroughput(b *testing.B) {
 	ctx := context.Background()
 	rig, err := startWorkers(ctx, 2)
@@ -104,6 +108,13 @@ func BenchmarkWorkersThroughput(b *testing.B) {
 	b.ReportMetric(sum/float64(b.N), "requests/s")
 	b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/requests, "cpu-µs/request")
 	after := workerCounters(b, rig)
+	snapshots := 0.0
+	for series, v := range after {
+		if strings.HasPrefix(series, "turnlog_snapshots_saved_total{") && !strings.Contains(series, `"failed"`) && !strings.Contains(series, `"skipped"`) {
+			snapshots += v - before[series]
+		}
+	}
+	b.ReportMetric(snapshots/requests, "snapshots/request")
 	for _, c := range []struct{ series, unit string }{
 		{`turnlog_turn_loads_total{source="log"}`, "log-loads/request"},
 		{`turnlog_turn_loads_total{source="cache_and_tail"}`, "catch-ups/request"},
