@@ -4,8 +4,6 @@ package worker
 // go out on turnlog.delta.<conversation>.
 
 import (
-	"encoding/json"
-	"strings"
 	"sync"
 	"time"
 
@@ -35,15 +33,19 @@ const maxDeltaBytes = 16 << 10
 // before the text that led to them. It is safe for concurrent use: the
 // window's timer publishes from its own goroutine.
 type deltaBatch struct {
+	// publish sends a delta's JSON; it must not keep data, which is
+	// reused.
 	publish func(data []byte)
 	request string
 	window  time.Duration // DeltaWindow; tests set others
 
 	mu    sync.Mutex
 	kind  events.Kind
-	text  strings.Builder
+	text  []byte
 	last  time.Time   // of the last publish
-	timer *time.Timer // armed while text waits
+	timer *time.Timer // made on first use, then reset
+	armed bool        // the timer runs: text waits
+	data  []byte
 }
 
 func newDeltaBatch(request string, publish func(data []byte)) *deltaBatch {
@@ -57,17 +59,20 @@ func (b *deltaBatch) add(d engine.Delta) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.text.Len() > 0 && d.Kind != b.kind {
+	if len(b.text) > 0 && d.Kind != b.kind {
 		b.flushLocked()
 	}
 	b.kind = d.Kind
-	b.text.WriteString(d.Text)
+	b.text = append(b.text, d.Text...)
 	since := time.Since(b.last)
 	switch {
-	case since >= b.window || b.text.Len() >= maxDeltaBytes:
+	case since >= b.window || len(b.text) >= maxDeltaBytes:
 		b.flushLocked()
 	case b.timer == nil:
-		b.timer = time.AfterFunc(b.window-since, b.flush)
+		b.timer, b.armed = time.AfterFunc(b.window-since, b.flush), true
+	case !b.armed:
+		b.timer.Reset(b.window - since)
+		b.armed = true
 	}
 }
 
@@ -79,15 +84,15 @@ func (b *deltaBatch) flush() {
 }
 
 func (b *deltaBatch) flushLocked() {
-	if b.timer != nil {
+	if b.armed {
 		b.timer.Stop()
-		b.timer = nil
+		b.armed = false
 	}
-	if b.text.Len() == 0 {
+	if len(b.text) == 0 {
 		return
 	}
-	data, _ := json.Marshal(Delta{RequestID: b.request, Kind: b.kind, Text: b.text.String()})
-	b.text.Reset()
+	b.data = appendDelta(b.data[:0], b.request, b.kind, b.text)
+	b.text = b.text[:0]
 	b.last = time.Now()
-	b.publish(data)
+	b.publish(b.data)
 }
