@@ -127,6 +127,8 @@ func RunWorkers(ctx context.Context, cfg WorkersConfig) (WorkerResults, error) {
 		ratios = append(ratios, tp.requestsPerS/(rawPerS/tp.eventsPerRequest))
 		msgRatios = append(msgRatios, tp.requestsPerS/(rawPerS/tp.messagesPerRequest))
 		res.EventsPerRequest, res.MessagesPerRequest = tp.eventsPerRequest, tp.messagesPerRequest
+		say("  %.0f requests/s; raw %.0f publishes/s; %.2f of the event bound, %.2f of the message bound",
+			tp.requestsPerS, rawPerS, ratios[round], msgRatios[round])
 	}
 	rawPerS := median(raws)
 	res.RequestsPerS = median(tps)
