@@ -107,6 +107,9 @@ func BenchmarkWorkersThroughput(b *testing.B) {
 	requests := float64(b.N * cfg.Conversations * cfg.PerConv)
 	b.ReportMetric(sum/float64(b.N), "requests/s")
 	b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/requests, "cpu-µs/request")
+	// How much of the processors the rounds kept busy: what is left
+	// idle is time the requests spent waiting on one another.
+	b.ReportMetric((cpuTime()-cpu).Seconds()/b.Elapsed().Seconds()/float64(runtime.GOMAXPROCS(0)), "cpu-busy")
 	after := workerCounters(b, rig)
 	snapshots := 0.0
 	for series, v := range after {
