@@ -76,6 +76,14 @@ type TemplatePromptConfig struct {
 	// absolute "cwd" ("" and no data: the prompt:cwd, git: and file:
 	// variables do not exist).
 	Cwd string
+	// CwdRoots, when set, are the directories under which a request's
+	// "cwd" data must lie (symbolic links resolved) for the variables to
+	// read it; a request with a cwd elsewhere fails (ErrCwdOutsideRoots)
+	// rather than letting whoever may send requests point file: and git:
+	// at any directory the worker can read. Empty means any directory.
+	// Cwd is the operator's own setting and is not checked, and neither is
+	// a render whose values come from Resolve (`replay --rerun`).
+	CwdRoots []string
 	// Now, MaxFileBytes, MaxPromptBytes and GitTimeout are passed to the
 	// resolvers and the renderer (see template.Env); zero values mean
 	// their defaults. A prompt, or variables, past MaxPromptBytes fail the
@@ -123,6 +131,11 @@ func (c TemplatePromptConfig) Validate() error {
 	}
 	if c.Cwd != "" && !filepath.IsAbs(c.Cwd) {
 		return fmt.Errorf("systemprompt.template: Cwd %q is relative; use an absolute directory", c.Cwd)
+	}
+	for _, root := range c.CwdRoots {
+		if !filepath.IsAbs(root) {
+			return fmt.Errorf("systemprompt.template: CwdRoots entry %q is relative; use an absolute directory", root)
+		}
 	}
 	if err := c.Policy.Validate(); err != nil {
 		return fmt.Errorf("systemprompt.template: %w", err)
@@ -272,12 +285,21 @@ func (p *templatePrompt) render(ctx context.Context, src string) (rendered, erro
 		GitTimeout:     p.cfg.GitTimeout,
 	}
 	// A relative directory would be relative to wherever the worker runs.
+	resolve := p.cfg.Resolve
 	if cwd := turn.Data[DataCwd]; filepath.IsAbs(cwd) {
 		env.Cwd = cwd
+		if resolve == nil && len(p.cfg.CwdRoots) > 0 {
+			if err := checkCwd(cwd, p.cfg.CwdRoots); err != nil {
+				resolve = refuseCwd(err)
+			}
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.ResolveTimeout)
 	defer cancel()
-	out, err := template.RenderTracked(ctx, src, env, p.cfg.Resolve)
+	out, err := template.RenderTracked(ctx, src, env, resolve)
+	if errors.Is(err, ErrCwdOutsideRoots) {
+		return rendered{}, fmt.Errorf("%s: template %.12s: %w", ActorTemplatePrompt, projector.HashText(src), err)
+	}
 	if err != nil {
 		// Not transient: the same template and files fail again.
 		return rendered{}, fmt.Errorf("%s: template %.12s: %w (the cap is the profile's %s)", ActorTemplatePrompt, projector.HashText(src), err, ProfileMaxPromptBytes)

@@ -80,6 +80,12 @@ type Profile struct {
 	// (prompt:cwd, git:, file:) for conversations whose requests send no
 	// "cwd" data; "" means none.
 	Cwd string `yaml:"cwd,omitempty" json:"cwd,omitempty"`
+	// CwdRoots are the directories under which a request's "cwd" data
+	// must lie for the template middleware's variables to read it (see
+	// middlewares.TemplatePromptConfig.CwdRoots); "/" allows any. Unset,
+	// the worker's own setting applies (`--cwd-root`, by default the
+	// directory the worker runs in).
+	CwdRoots []string `yaml:"cwd_roots,omitempty" json:"cwd_roots,omitempty"`
 	// TemplateLimits bound what the template middleware's variables read
 	// and the prompt it renders (zero values: the defaults).
 	TemplateLimits TemplateLimits `yaml:"template_limits,omitempty" json:"template_limits,omitempty"`

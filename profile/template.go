@@ -66,6 +66,11 @@ func (p Profile) validateTemplate() error {
 	if p.Cwd != "" && !filepath.IsAbs(p.Cwd) {
 		return fmt.Errorf("cwd %q is relative; use an absolute directory", p.Cwd)
 	}
+	for _, root := range p.CwdRoots {
+		if !filepath.IsAbs(root) {
+			return fmt.Errorf("cwd_roots: %q is relative; use an absolute directory (\"/\" allows any)", root)
+		}
+	}
 	if err := p.TemplateLimits.validate(); err != nil {
 		return err
 	}
@@ -112,6 +117,7 @@ func (p Profile) templatePrompt() (engine.Middleware, error) {
 	return middlewares.TemplatePrompt(middlewares.TemplatePromptConfig{
 		Templates:      p.TemplateSource(),
 		Cwd:            p.Cwd,
+		CwdRoots:       p.CwdRoots,
 		Policy:         p.PromptPolicy,
 		Resolve:        p.Resolve,
 		KeepTemplate:   p.CompactionTemplate == CompactionTemplateOriginal,

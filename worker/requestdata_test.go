@@ -2,6 +2,9 @@ package worker_test
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -66,4 +69,37 @@ func TestRequestDataCannotSmuggleAPrompt(t *testing.T) {
 		_, _, ok := turn.SystemPrompt()
 		assert.False(t, ok, "the profile let the request decide")
 	})
+}
+
+// TestRequestCwdOutsideTheWorkersRoots: a worker started with CwdRoots
+// (what `turnlog worker` and `serve` do, by default with the directory
+// they run in) answers a request whose cwd lies under them with the
+// directory's AGENTS.md in the prompt, and fails one whose cwd lies
+// elsewhere, naming the cwd and the setting, so that whoever may send
+// requests cannot point file: at any directory the worker can read.
+func TestRequestCwdOutsideTheWorkersRoots(t *testing.T) {
+	root, elsewhere := t.TempDir(), t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(root, "AGENTS.md"), []byte("Project rules."), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(elsewhere, "AGENTS.md"), []byte("Someone else's secrets."), 0o600))
+	l := startWorker(t, natstest.Start(t), func(c *worker.Config) { c.CwdRoots = []string{root} })
+	ctx := context.Background()
+
+	_, err := worker.Send(ctx, l, worker.Request{Conversation: "inside", Text: "hello", Data: map[string]string{middlewares.DataCwd: root}})
+	require.NoError(t, err)
+	assert.Empty(t, failedReason(t, l, "inside"))
+	turn, err := l.Load(ctx, "inside")
+	require.NoError(t, err)
+	sp, _, ok := turn.SystemPrompt()
+	require.True(t, ok)
+	assert.Contains(t, sp.Text, "Project rules.")
+
+	_, err = worker.Send(ctx, l, worker.Request{Conversation: "outside", Text: "hello", Data: map[string]string{middlewares.DataCwd: elsewhere}})
+	require.NoError(t, err)
+	reason := failedReason(t, l, "outside")
+	assert.Contains(t, reason, elsewhere)
+	assert.Contains(t, reason, "cwd_roots")
+	for rec, err := range l.Events(ctx, "outside") {
+		require.NoError(t, err)
+		assert.NotContains(t, fmt.Sprintf("%+v", rec.Payload), "secrets", "nothing of the file reaches the log")
+	}
 }

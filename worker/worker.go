@@ -57,6 +57,12 @@ type Config struct {
 	// worker saves its snapshot, if it is ahead of the last one (default
 	// DefaultIdleSnapshot; negative: never, only on eviction and stop).
 	IdleSnapshot time.Duration
+	// CwdRoots are the directories under which a request's "cwd" data
+	// must lie for the template variables to read it, for profiles that
+	// set no cwd_roots of their own (see profile.Profile.CwdRoots). Empty
+	// means any directory: `turnlog worker` and `serve` pass their
+	// --cwd-root, by default the directory they run in.
+	CwdRoots []string
 	Logger       *slog.Logger
 	// Fault, for tests, is called at named points of a request ("user",
 	// "step", "completed"); an error there makes the worker drop the
@@ -160,6 +166,9 @@ func New(cfg Config) (*Worker, error) {
 	for name, p := range cfg.Profiles {
 		if p.Templates == nil {
 			p.Templates = store // the "template" middleware's global template
+		}
+		if p.CwdRoots == nil {
+			p.CwdRoots = cfg.CwdRoots
 		}
 		b, err := p.Build(w.log, cfg.Tools)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -36,6 +37,7 @@ type workerFlags struct {
 	cacheBytes   byteSize
 	idleSnapshot time.Duration
 	compression  string
+	cwdRoots     []string
 	envErr       error // a malformed setting in the environment
 	eventShards  int
 }
@@ -61,6 +63,7 @@ func (f *workerFlags) register(fs *pflag.FlagSet, metricsDefault string) {
 	f.envErr = errors.Join(f.envErr, sizeErr)
 	fs.Var(&f.cacheBytes, "cache-bytes", "memory each worker's cache of conversations may hold, e.g. 256MiB or 2GiB (env TURNLOG_CACHE_BYTES); metric turnlog_turn_cache_bytes")
 	fs.StringVar(&f.compression, "compression", os.Getenv("TURNLOG_COMPRESSION"), "how the event streams store messages on disk: s2 (compressed, about half the bytes) or none (env TURNLOG_COMPRESSION; default: keep existing, none when new)")
+	fs.StringArrayVar(&f.cwdRoots, "cwd-root", filepath.SplitList(os.Getenv("TURNLOG_CWD_ROOTS")), "a directory under which a request's \"cwd\" data may lie for the template's file:, git: and prompt:cwd variables to read it (repeatable; env TURNLOG_CWD_ROOTS, a list like PATH; default: the directory the worker runs in; / allows any); a request with a cwd elsewhere fails, naming it. A profile's cwd_roots wins")
 	fs.DurationVar(&f.idleSnapshot, "idle-snapshot", worker.DefaultIdleSnapshot, "save the snapshot of a cached conversation left unused this long, so its next load is short (negative: only when the cache lets go of it and at stop)")
 }
 
@@ -122,6 +125,10 @@ func runWorkers(ctx context.Context, f *workerFlags, n int, dial func() (*nats.C
 	if err != nil {
 		return err
 	}
+	cwdRoots, err := absCwdRoots(f.cwdRoots)
+	if err != nil {
+		return err
+	}
 	if n <= 0 {
 		<-ctx.Done()
 		return nil
@@ -141,7 +148,7 @@ func runWorkers(ctx context.Context, f *workerFlags, n int, dial func() (*nats.C
 		host, _ := os.Hostname()
 		w, err := worker.New(worker.Config{Log: l, Conn: nc, Profiles: profiles, Logger: logger, AckWait: f.ackWait,
 			Name:       fmt.Sprintf("%s-%d-w%d", host, os.Getpid(), i+1),
-			CacheBytes: int64(f.cacheBytes), IdleSnapshot: f.idleSnapshot})
+			CacheBytes: int64(f.cacheBytes), IdleSnapshot: f.idleSnapshot, CwdRoots: cwdRoots})
 		if err != nil {
 			return err
 		}
@@ -234,4 +241,25 @@ global prompt, an appended house style) to copy from.`,
 	cmd.Flags().IntVar(&n, "workers", 1, "workers in this process")
 	cmd.Flags().BoolVar(&examples, "example-profiles", false, "print example profiles (profile/examples.yaml) and exit")
 	return cmd
+}
+
+// absCwdRoots makes the --cwd-root directories absolute; none means the
+// directory the worker runs in, so that a request cannot point the
+// template's variables at any directory the worker's user can read.
+func absCwdRoots(roots []string) ([]string, error) {
+	if len(roots) == 0 {
+		roots = []string{"."}
+	}
+	out := make([]string, 0, len(roots))
+	for _, r := range roots {
+		if r == "" {
+			continue
+		}
+		abs, err := filepath.Abs(r)
+		if err != nil {
+			return nil, fmt.Errorf("--cwd-root %q: %w", r, err)
+		}
+		out = append(out, abs)
+	}
+	return out, nil
 }
