@@ -63,7 +63,7 @@ type Config struct {
 	// means any directory: `turnlog worker` and `serve` pass their
 	// --cwd-root, by default the directory they run in.
 	CwdRoots []string
-	Logger       *slog.Logger
+	Logger   *slog.Logger
 	// Fault, for tests, is called at named points of a request ("user",
 	// "step", "completed"); an error there makes the worker drop the
 	// request on the floor as if it had crashed: no ack, no more events.
