@@ -142,6 +142,24 @@ func TestTemplateLimitsReachTheMiddleware(t *testing.T) {
 	assert.False(t, engine.IsTransient(err), "the same template fails again: no retry")
 }
 
+// TestCwdRootsInAProfile: cwd_roots must be absolute, and reaches the
+// template middleware: a request's cwd outside it fails the request.
+func TestCwdRootsInAProfile(t *testing.T) {
+	_, err := profile.Parse([]byte("profiles:\n  default:\n    middlewares: [template]\n    cwd_roots: [projects]\n"))
+	assert.ErrorContains(t, err, `cwd_roots: "projects" is relative`)
+
+	root, elsewhere := t.TempDir(), t.TempDir()
+	p := profile.Profile{Middlewares: []string{"template"}, CwdRoots: []string{root}, Templates: middlewares.StaticTemplate("[file:notes.txt]")}
+	b, err := p.Build(slog.New(slog.DiscardHandler), nil)
+	require.NoError(t, err)
+	tx := engine.NewTx(projector.New("c1"), "r1")
+	require.NoError(t, tx.Emit("test", events.DataSet{Values: map[string]string{middlewares.DataCwd: elsewhere}}))
+	require.NoError(t, tx.Emit("test", events.UserAppended{BlockID: "u", Text: "hi"}))
+	err = b.Loop.Run(context.Background(), tx)
+	require.ErrorIs(t, err, middlewares.ErrCwdOutsideRoots)
+	assert.False(t, engine.IsTransient(err), "the same cwd fails again: no retry")
+}
+
 // switchable is a TemplateSource whose global template a test changes,
 // keeping every template it was set to.
 type switchable struct{ current, first string }
