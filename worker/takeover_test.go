@@ -71,7 +71,32 @@ func TestKilledWorkerProcessPartitionsTakenOverInSeconds(t *testing.T) {
 	go func() { defer close(done); _ = survivor.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 
-	child := exec.Command(bin, "worker", "--nats-url", srv.ClientURL(), "--metrics", "", "--log-level", "error")
+	// The kill proves something only if the process held requests when it
+	// died; on a loaded machine it may not have pulled any yet (the
+	// survivor took them all), so such a round is inconclusive and run
+	// again, with a new process and new conversations.
+	for round := 1; ; round++ {
+		redelivered, slow, held := killRound(t, bin, srv.ClientURL(), l, survivor, fmt.Sprintf("takeover%d", round))
+		if !held && round < 3 {
+			t.Logf("round %d: the killed process held no request; again", round)
+			continue
+		}
+		require.True(t, held, "in %d rounds the killed process never held a request: the test proved nothing", round)
+		t.Logf("round %d: %.0f requests redelivered to the survivor", round, redelivered)
+		assert.Empty(t, slow, "conversations that waited longer than %s after the worker died: %s", takeoverBudget, strings.Join(slow, ", "))
+		return
+	}
+}
+
+// killRound starts a `turnlog worker` process, sends requests over 32
+// conversations named prefix-*, SIGKILLs the process once 8 of them have
+// started, and waits until every request is done. It returns the requests
+// redelivered to the survivor in the round, the conversations that waited
+// longer than takeoverBudget, and whether the process held any request.
+func killRound(t *testing.T, bin, url string, l *eventlog.Log, survivor *worker.Worker, prefix string) (float64, []string, bool) {
+	t.Helper()
+	before := metricValue(t, survivor.Metrics().Handler(), "turnlog_redeliveries_total")
+	child := exec.Command(bin, "worker", "--nats-url", url, "--metrics", "", "--log-level", "error")
 	child.Stderr = os.Stderr
 	require.NoError(t, child.Start())
 	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
@@ -79,7 +104,7 @@ func TestKilledWorkerProcessPartitionsTakenOverInSeconds(t *testing.T) {
 
 	// Enough requests that the process holds several when it dies: every
 	// partition it is preferred for has one in hand or on the way.
-	sent := sendAll(t, l, "takeover", 32, 3, chatText)
+	sent := sendAll(t, l, prefix, 32, 3, chatText)
 	for {
 		started := 0
 		for conv := range sent {
@@ -130,11 +155,9 @@ func TestKilledWorkerProcessPartitionsTakenOverInSeconds(t *testing.T) {
 			slow = append(slow, fmt.Sprintf("%s %s", conv, d.Round(time.Millisecond)))
 		}
 	}
-	redelivered := metricValue(t, survivor.Metrics().Handler(), "turnlog_redeliveries_total")
-	t.Logf("%d conversations unfinished at the kill; the longest waited %s; %.0f requests redelivered to the survivor",
-		len(unfinished), longest.Round(time.Millisecond), redelivered)
-	require.Positive(t, redelivered, "the killed process held no request: the test proved nothing")
-	assert.Empty(t, slow, "conversations that waited longer than %s after the worker died: %s", takeoverBudget, strings.Join(slow, ", "))
+	redelivered := metricValue(t, survivor.Metrics().Handler(), "turnlog_redeliveries_total") - before
+	t.Logf("%s: %d conversations unfinished at the kill; the longest waited %s", prefix, len(unfinished), longest.Round(time.Millisecond))
+	return redelivered, slow, redelivered > 0
 }
 
 // metricValue reads one unlabelled series from a Prometheus handler, as a
