@@ -131,17 +131,9 @@ func appendPayload(b []byte, p Payload) ([]byte, bool) {
 			b = appendField(b, "prev_template_hash", p.PreviousTemplateHash)
 		}
 	case SystemPromptLocked:
-		b = appendMapLen(b, 1+present(p.Reason != ""))
-		b = appendField(b, "block_id", p.BlockID)
-		if p.Reason != "" {
-			b = appendField(b, "reason", p.Reason)
-		}
+		b = appendLockChange(b, p)
 	case SystemPromptUnlocked:
-		b = appendMapLen(b, 1+present(p.Reason != ""))
-		b = appendField(b, "block_id", p.BlockID)
-		if p.Reason != "" {
-			b = appendField(b, "reason", p.Reason)
-		}
+		b = appendLockChange(b, SystemPromptLocked(p)) // the same fields
 	case ReasoningAppended:
 		b = appendMapLen(b, 1+
 			present(p.Text != "")+
@@ -443,4 +435,15 @@ func present(written bool) int {
 		return 1
 	}
 	return 0
+}
+
+// appendLockChange encodes a SystemPromptLocked, or a SystemPromptUnlocked
+// converted to one: the two payloads have the same fields and keys.
+func appendLockChange(b []byte, p SystemPromptLocked) []byte {
+	b = appendMapLen(b, 1+present(p.Reason != ""))
+	b = appendField(b, "block_id", p.BlockID)
+	if p.Reason != "" {
+		b = appendField(b, "reason", p.Reason)
+	}
+	return b
 }
