@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/turnlog/turnlog/engine"
 	"github.com/turnlog/turnlog/events"
@@ -40,108 +39,6 @@ const (
 	// when a compaction rebuilt the prompt.
 	ReasonCompaction = "compaction"
 )
-
-// TemplateSource gives the templates TemplatePrompt renders. The templates
-// package's Store implements it on the TURNLOG_TEMPLATES bucket;
-// StaticTemplate is a fixed one.
-type TemplateSource interface {
-	// Template returns the template new conversations are prompted with
-	// ("" means no system prompt).
-	Template(ctx context.Context) (string, error)
-	// TemplateByHash returns the template with the given
-	// projector.HashText; ok is false when it is not known.
-	TemplateByHash(ctx context.Context, hash string) (text string, ok bool, err error)
-}
-
-// StaticTemplate is a TemplateSource of one fixed template, for tests and
-// for chains built without a store.
-type StaticTemplate string
-
-// Template implements TemplateSource.
-func (s StaticTemplate) Template(context.Context) (string, error) { return string(s), nil }
-
-// TemplateByHash implements TemplateSource.
-func (s StaticTemplate) TemplateByHash(_ context.Context, hash string) (string, bool, error) {
-	if projector.HashText(string(s)) == hash {
-		return string(s), true, nil
-	}
-	return "", false, nil
-}
-
-// TemplatePromptConfig configures TemplatePrompt.
-type TemplatePromptConfig struct {
-	// Templates gives the template (required).
-	Templates TemplateSource
-	// Cwd is the working directory used when the Turn's data has no
-	// absolute "cwd" ("" and no data: the prompt:cwd, git: and file:
-	// variables do not exist).
-	Cwd string
-	// CwdRoots, when set, are the directories under which a request's
-	// "cwd" data must lie (symbolic links resolved) for the variables to
-	// read it; a request with a cwd elsewhere fails (ErrCwdOutsideRoots)
-	// rather than letting whoever may send requests point file: and git:
-	// at any directory the worker can read. Empty means any directory.
-	// Cwd is the operator's own setting and is not checked, and neither is
-	// a render whose values come from Resolve (`replay --rerun`).
-	CwdRoots []string
-	// Now, MaxFileBytes, MaxPromptBytes and GitTimeout are passed to the
-	// resolvers and the renderer (see template.Env); zero values mean
-	// their defaults. A prompt, or variables, past MaxPromptBytes fail the
-	// request with an error naming the cap and the variable
-	// (template.ErrTooLarge), rather than sending a cut prompt.
-	Now            func() time.Time
-	MaxFileBytes   int64
-	MaxPromptBytes int64
-	GitTimeout     time.Duration
-	// ResolveTimeout bounds the resolution of all the template's variables
-	// together (default template.DefaultResolveTimeout): a slow git or
-	// file system makes variables missing, never the request slow.
-	ResolveTimeout time.Duration
-	// Policy is what happens to a conversation prompt the template did
-	// not write (imported, forked from a conversation prompted otherwise,
-	// set by an operator): PolicyKeep (the default) leaves it as the
-	// conversation's prompt, and the template is then neither rendered
-	// nor rebuilt for that conversation; PolicyReplace renders the
-	// template and replaces that prompt's text with it, in place, on the
-	// first model call.
-	Policy PromptPolicy
-	// KeepTemplate makes a rebuild (on compaction) render the template the
-	// conversation was prompted from, found by hash, instead of the current
-	// global template. The default adopts the current one: the seed's
-	// behaviour, where a new template takes effect at the next rebuild,
-	// so a fixed or tightened template reaches long conversations too, at
-	// a moment when the prompt cache is lost anyway.
-	KeepTemplate bool
-	// Resolve computes the variables' values; nil means template.Resolve
-	// (the clock, files, git). `replay --rerun` sets it to answer with the
-	// values the log recorded.
-	Resolve template.ResolveFunc
-}
-
-func (c *TemplatePromptConfig) setDefaults() {
-	if c.ResolveTimeout <= 0 {
-		c.ResolveTimeout = template.DefaultResolveTimeout
-	}
-}
-
-// Validate reports the first setting that cannot work.
-func (c TemplatePromptConfig) Validate() error {
-	if c.Templates == nil {
-		return errors.New("systemprompt.template: Templates is nil; use a templates.Store or middlewares.StaticTemplate(text)")
-	}
-	if c.Cwd != "" && !filepath.IsAbs(c.Cwd) {
-		return fmt.Errorf("systemprompt.template: Cwd %q is relative; use an absolute directory", c.Cwd)
-	}
-	for _, root := range c.CwdRoots {
-		if !filepath.IsAbs(root) {
-			return fmt.Errorf("systemprompt.template: CwdRoots entry %q is relative; use an absolute directory", root)
-		}
-	}
-	if err := c.Policy.Validate(); err != nil {
-		return fmt.Errorf("systemprompt.template: %w", err)
-	}
-	return nil
-}
 
 // TemplatePrompt gives every conversation a system prompt rendered from the
 // operator's template, built once and then reused byte for byte, so that a
@@ -429,68 +326,4 @@ func templateBlock(t *projector.Turn) (events.Block, int, bool) {
 		}
 	}
 	return events.Block{}, -1, false
-}
-
-// TemplateSummarizer is the Summarizer of a Compaction that runs inside
-// TemplatePrompt. A compaction is the one moment a conversation's prompt is
-// built again: the cached prompt prefix is lost anyway, since the history
-// after it changes. So before each summary it renders the template again
-// with fresh values (the current global template, or the conversation's
-// own with TemplatePromptConfig.KeepTemplate), asks Engine for the summary with that
-// prompt followed by Instructions as the summarizing call's system prompt
-// (the model summarizing knows what the conversation is for), and once the
-// summary is written records the new prompt: systemprompt.replaced with
-// the template's hash and text, the previous template's hash, the fresh
-// values and Reason "compaction", in the same step as the turn.compacted
-// that follows. The stored prompt never
-// contains the instructions: they are for the summarizing call only.
-//
-// Like EngineSummarizer, the summarizing call is made with
-// engine.WithPurpose(ctx, "compaction") and recorded as an inference of
-// the conversation, whose provenance names the template.
-type TemplateSummarizer struct {
-	// Engine writes the summary (required).
-	Engine engine.Engine
-	// Model to ask ("" for the engine's default).
-	Model string
-	// Instructions say how to summarize (default
-	// DefaultSummaryInstruction); they follow the prompt, after a blank
-	// line.
-	Instructions string
-}
-
-// Summarize implements Summarizer.
-func (s TemplateSummarizer) Summarize(ctx context.Context, tx *engine.Tx, blocks []events.Block) (string, error) {
-	p, ok := ctx.Value(templatePromptKey{}).(*templatePrompt)
-	if !ok {
-		return "", errors.New("template summarizer: the template middleware did not run before compaction; put TemplatePrompt (profile middleware \"template\") before Compaction in the chain")
-	}
-	instructions := s.Instructions
-	if instructions == "" {
-		instructions = DefaultSummaryInstruction
-	}
-	r, rebuilt, err := p.rebuild(ctx)
-	if err != nil {
-		return "", err
-	}
-	var (
-		from  string
-		spans []events.Span
-	)
-	if r.ok {
-		// The prompt comes first: its spans hold as they are.
-		instructions = r.prompt + "\n\n" + instructions
-		from, spans = r.hash, r.spans
-	}
-	summary, err := EngineSummarizer{Engine: s.Engine, Model: s.Model, Instruction: instructions, TemplateHash: from,
-		InstructionSpans: spans}.Summarize(ctx, tx, blocks)
-	if err != nil {
-		return "", err
-	}
-	if rebuilt {
-		if err := p.record(r); err != nil {
-			return "", err
-		}
-	}
-	return summary, nil
 }
