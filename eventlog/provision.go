@@ -1,0 +1,209 @@
+package eventlog
+
+// This file holds how Open creates or upgrades the log's streams, buckets
+// and object store.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+func (l *Log) provision(ctx context.Context) error {
+	if err := l.provisionEvents(ctx); err != nil {
+		return err
+	}
+	reqs, err := l.ensureStream(ctx, l.requestsConfig())
+	if err != nil {
+		return err
+	}
+	if l.deadLetters, err = l.ensureStream(ctx, l.deadLettersConfig()); err != nil {
+		return err
+	}
+	l.partitions = partitionsOf(reqs.CachedInfo().Config.SubjectTransform)
+	if l.snaps, err = l.ensureBucket(ctx, jetstream.KeyValueConfig{
+		Bucket:      l.names.SnapshotsBucket,
+		Description: "turnlog projection snapshots (a cache, rebuildable from the events)",
+		History:     1,
+		Storage:     jetstream.FileStorage,
+	}); err != nil {
+		return err
+	}
+	if l.requestIDs, err = l.ensureBucket(ctx, l.requestIDsConfig()); err != nil {
+		return err
+	}
+	if l.bigSnaps, err = l.ensureObjectStore(ctx, jetstream.ObjectStoreConfig{
+		Bucket:      l.names.SnapshotObjectsBucket,
+		Description: "turnlog projection snapshots too large for one message (a cache, rebuildable from the events)",
+		Storage:     jetstream.FileStorage,
+	}); err != nil {
+		return err
+	}
+	if _, err = l.ensureBucket(ctx, jetstream.KeyValueConfig{
+		Bucket:      l.names.TemplatesBucket,
+		Description: "turnlog system prompt templates",
+		History:     16,
+		Storage:     jetstream.FileStorage,
+	}); err != nil {
+		return err
+	}
+	// The history cache is optional: a read-only log on an installation
+	// that has none reads the events themselves.
+	l.history, err = l.ensureBucket(ctx, historyBucketConfig(l.names))
+	if errors.Is(err, errNotProvisioned) {
+		l.history, err = nil, nil
+	}
+	return err
+}
+
+// ensureStream creates a stream, or updates it only where this Open asked
+// for something else: replicas and partitions stay as they are unless an
+// option set them.
+func (l *Log) ensureStream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	return l.ensureFound(ctx, cfg, nil)
+}
+
+// ensureFound is ensureStream for a stream already looked up (found, or
+// nil to look it up now).
+func (l *Log) ensureFound(ctx context.Context, cfg jetstream.StreamConfig, found jetstream.Stream) (jetstream.Stream, error) {
+	s, err := found, error(nil)
+	if s == nil {
+		s, err = l.js.Stream(ctx, cfg.Name)
+	}
+	var existing *jetstream.StreamConfig
+	switch {
+	case err == nil:
+		existing = &s.CachedInfo().Config
+		if l.opts.readOnly {
+			return s, nil
+		}
+	case !errors.Is(err, jetstream.ErrStreamNotFound):
+		return nil, fmt.Errorf("stream %s: %w", cfg.Name, err)
+	case l.opts.readOnly:
+		return nil, fmt.Errorf("stream %s: %w", cfg.Name, errNotProvisioned)
+	}
+	cfg.Replicas = l.opts.replicas
+	if cfg.Replicas == 0 {
+		cfg.Replicas = 1
+		if existing != nil {
+			cfg.Replicas = existing.Replicas
+		}
+	}
+	if strings.HasPrefix(cfg.Name, l.names.EventsStream) { // every shard of the events
+		switch {
+		case l.opts.compression != nil:
+			cfg.Compression = *l.opts.compression
+		case existing != nil:
+			cfg.Compression = existing.Compression
+		}
+	}
+	if cfg.Name == l.names.RequestsStream {
+		n := l.opts.partitions
+		if n == 0 {
+			n = DefaultPartitions
+			if existing != nil && existing.SubjectTransform != nil {
+				n = partitionsOf(existing.SubjectTransform)
+			}
+		}
+		cfg.SubjectTransform = l.names.chatTransform(n)
+	}
+	if existing == nil {
+		s, err = l.js.CreateStream(ctx, cfg)
+	} else if needsUpdate(*existing, cfg) {
+		s, err = l.js.UpdateStream(ctx, cfg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", cfg.Name, err)
+	}
+	return s, nil
+}
+
+func needsUpdate(have, want jetstream.StreamConfig) bool {
+	return have.Replicas != want.Replicas || have.Description != want.Description ||
+		have.AllowDirect != want.AllowDirect || have.Duplicates != want.Duplicates ||
+		have.DenyDelete != want.DenyDelete || have.Compression != want.Compression ||
+		have.MaxAge != want.MaxAge || unlimited(have.MaxBytes) != unlimited(want.MaxBytes) ||
+		unlimited(have.MaxMsgs) != unlimited(want.MaxMsgs) ||
+		unlimited(have.MaxMsgsPerSubject) != unlimited(want.MaxMsgsPerSubject) || have.Discard != want.Discard ||
+		have.DiscardNewPerSubject != want.DiscardNewPerSubject ||
+		(want.SubjectTransform != nil && (have.SubjectTransform == nil || *have.SubjectTransform != *want.SubjectTransform))
+}
+
+// unlimited normalises a stream limit: the server reports "no limit" as -1,
+// a config written in Go leaves it 0.
+func unlimited(n int64) int64 {
+	if n <= 0 {
+		return -1
+	}
+	return n
+}
+
+func (l *Log) ensureBucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	kv, err := l.js.KeyValue(ctx, cfg.Bucket)
+	if err == nil {
+		if l.opts.replicas == 0 || l.opts.readOnly {
+			return kv, nil
+		}
+		st, err := kv.Status(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("bucket %s: %w", cfg.Bucket, err)
+		}
+		if st.(*jetstream.KeyValueBucketStatus).StreamInfo().Config.Replicas == l.opts.replicas {
+			return kv, nil
+		}
+	} else if !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, fmt.Errorf("bucket %s: %w", cfg.Bucket, err)
+	} else if l.opts.readOnly {
+		return nil, fmt.Errorf("bucket %s: %w", cfg.Bucket, errNotProvisioned)
+	}
+	cfg.Replicas = max(l.opts.replicas, 1)
+	// Create when missing, update only to change the replicas: a worker's
+	// credential may create a bucket on a fresh cluster, never change one.
+	if err != nil {
+		kv, err = l.js.CreateKeyValue(ctx, cfg)
+	} else {
+		kv, err = l.js.UpdateKeyValue(ctx, cfg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bucket %s: %w", cfg.Bucket, err)
+	}
+	return kv, nil
+}
+
+// ensureObjectStore is ensureBucket for an object store: created when
+// missing, its replicas changed only when an option asked for it.
+func (l *Log) ensureObjectStore(ctx context.Context, cfg jetstream.ObjectStoreConfig) (jetstream.ObjectStore, error) {
+	obs, err := l.js.ObjectStore(ctx, cfg.Bucket)
+	if err == nil {
+		if l.opts.replicas == 0 || l.opts.readOnly {
+			return obs, nil
+		}
+		st, err := obs.Status(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("object store %s: %w", cfg.Bucket, err)
+		}
+		if st.Replicas() == l.opts.replicas {
+			return obs, nil
+		}
+	} else if !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, fmt.Errorf("object store %s: %w", cfg.Bucket, err)
+	} else if l.opts.readOnly {
+		return nil, fmt.Errorf("object store %s: %w", cfg.Bucket, errNotProvisioned)
+	}
+	cfg.Replicas = max(l.opts.replicas, 1)
+	if err != nil {
+		obs, err = l.js.CreateObjectStore(ctx, cfg)
+	} else {
+		obs, err = l.js.UpdateObjectStore(ctx, cfg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("object store %s: %w", cfg.Bucket, err)
+	}
+	return obs, nil
+}
+
+// errNotProvisioned: a read-only Open found a stream or bucket missing.
+var errNotProvisioned = errors.New("it does not exist yet; start `turnlog serve`, or run `turnlog worker` or an admin command against this server, which create it")
