@@ -150,6 +150,14 @@ func (s *Messages) check(body map[string]json.RawMessage) (Request, bool, string
 		if m.Role != "user" && m.Role != "assistant" {
 			return req, false, fmt.Sprintf("messages.%d.role: Unexpected role %q. The Messages API accepts a top-level `system` parameter, not \"system\" as an input message role.", i, m.Role)
 		}
+		// The strict rule (see the package documentation): user first,
+		// then alternating.
+		if i == 0 && m.Role != "user" {
+			return req, false, `messages: first message must use the "user" role`
+		}
+		if i > 0 && m.Role == msgs[i-1].Role {
+			return req, false, fmt.Sprintf(`messages: roles must alternate between "user" and "assistant", but found multiple %q roles in a row`, m.Role)
+		}
 		var text string
 		if json.Unmarshal(m.Content, &text) == nil {
 			content[i] = []block{{Type: "text", Text: text}}

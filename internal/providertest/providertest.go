@@ -10,6 +10,12 @@
 // byte for byte as issued (the server remembers what it issued), thinking
 // blocks returned in the assistant turn they came from, one system prompt,
 // tool calls and results matched by call ID, stateless Responses requests.
+//
+// Where an API's rule was relaxed on one endpoint but not on others, the
+// fakes keep the strict rule: Anthropic's endpoint now accepts an
+// assistant message first and combines consecutive messages of one role,
+// but Amazon Bedrock and the Messages API of 2024 reject both ("messages:
+// first message must use the "user" role"), so the Messages fake does too.
 // A request that breaks a rule is answered with the API's error status and
 // shape, and the broken rule is kept in Violations, so a test can assert
 // that none occurred.
