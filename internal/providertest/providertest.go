@@ -6,7 +6,7 @@
 //
 // They check what turnlog's engines must get right and a real server
 // rejects: a reasoning item immediately followed by its message or
-// function call, encrypted reasoning and thinking signatures sent back
+// function call, the two paired by the follower's item ID, encrypted reasoning and thinking signatures sent back
 // byte for byte as issued (the server remembers what it issued), thinking
 // blocks returned in the assistant turn they came from, one system prompt,
 // tool calls and results matched by call ID, stateless Responses requests.
