@@ -110,6 +110,9 @@ func TestToolLoopSendsThinkingBackUnchanged(t *testing.T) {
 			reqs := srv.Requests()
 			require.Len(t, reqs, 2)
 			assert.Equal(t, 3, reqs[1].Reasoning, "every thinking block went back")
+			for _, r := range reqs {
+				assert.Equal(t, testKey, r.APIKey, "the configured key, as x-api-key")
+			}
 			assert.Equal(t, []string{"Be brief.", "Global policy."}, reqs[1].System, "the system field, once")
 			body := reqs[1].Body
 			assert.JSONEq(t, `{"type":"enabled","budget_tokens":2048}`, string(body["thinking"]))

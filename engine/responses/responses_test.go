@@ -102,6 +102,9 @@ func TestToolLoopSendsReasoningBack(t *testing.T) {
 			reqs := srv.Requests()
 			require.Len(t, reqs, 2)
 			assert.Equal(t, 1, reqs[1].Reasoning, "the reasoning item went back")
+			for _, r := range reqs {
+				assert.Equal(t, testKey, r.APIKey, "the configured key, as Authorization: Bearer")
+			}
 			assert.Equal(t, []string{"Be brief."}, reqs[1].System)
 			assert.Equal(t, []string{"18C"}, reqs[1].ToolResults)
 			// The request as the API documents it.

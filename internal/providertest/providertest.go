@@ -77,6 +77,9 @@ type Request struct {
 	Reasoning int
 	// Stream is whether the request asked for server-sent events.
 	Stream bool
+	// APIKey is the key the request carried where the API wants it:
+	// "Authorization: Bearer <key>" (Responses), "x-api-key" (Anthropic).
+	APIKey string
 }
 
 // recorder is what both servers share: the requests, the violations and

@@ -79,6 +79,7 @@ func (s *Responses) serve(w http.ResponseWriter, r *http.Request) {
 		s.openAIError(w, status, "invalid_request_error", msg)
 		return
 	}
+	req.APIKey, _ = strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	s.record(req)
 	out := s.output(s.reply(req))
 	resp := map[string]any{
