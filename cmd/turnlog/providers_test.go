@@ -18,6 +18,7 @@ import (
 	"github.com/turnlog/turnlog/internal/providertest"
 	"github.com/turnlog/turnlog/middlewares"
 	"github.com/turnlog/turnlog/profile"
+	"github.com/turnlog/turnlog/replay"
 	"github.com/turnlog/turnlog/worker"
 )
 
@@ -127,6 +128,7 @@ func TestProvidersEndToEnd(t *testing.T) {
 			reqs := model.Requests()
 			var summarized, withReasoning bool
 			for _, r := range reqs {
+				assert.Equal(t, "sk-test-e2e", r.APIKey, "the key from the variable api_key_env names")
 				if len(r.System) > 0 && strings.Contains(r.System[0], middlewares.DefaultSummaryInstruction) {
 					summarized = true
 					continue
@@ -151,11 +153,23 @@ func TestProvidersEndToEnd(t *testing.T) {
 			assert.Equal(t, 1, compacted)
 			assert.Positive(t, reasoning)
 
+			// replay shows what the model summarized of its reasoning and
+			// none of the opaque parts: encrypted content, signatures,
+			// redacted_thinking data.
 			out, errOut, code := e.run("", "replay", "conv")
 			require.Equal(t, 0, code, errOut)
-			assert.Contains(t, out, "Answer hello.", "replay shows the reasoning's summary")
-			assert.NotContains(t, out, "gAAAAB", "and not its ciphertext")
-			assert.NotContains(t, out, "EqQB")
+			for _, summary := range []string{"Answer hello.", "**Counting**", "The tool answered."} {
+				assert.Contains(t, out, summary, "replay shows the reasoning's summary")
+			}
+			secrets := opaqueParts(t, l, "conv")
+			require.NotEmpty(t, secrets)
+			for _, v := range secrets {
+				assert.NotContains(t, out, v[:12], "replay shows no opaque reasoning")
+				assert.NotContains(t, out, v[len(v)-12:], "replay shows no opaque reasoning")
+			}
+			for _, prefix := range []string{"gAAAAB", "EqQB", "EmwK"} { // the fakes' ciphertexts, signatures, redacted data
+				assert.NotContains(t, out, prefix)
+			}
 
 			out, errOut, code = e.run("", "replay", "conv", "--verify")
 			require.Equal(t, 0, code, errOut+out)
@@ -165,45 +179,103 @@ func TestProvidersEndToEnd(t *testing.T) {
 			require.Equal(t, 0, code, errOut+out)
 			assert.Contains(t, out, "no difference")
 
-			// One byte of the first stored reasoning changed: replay
-			// --verify names the next model call as a mismatch.
-			var seq, cur uint64
-			var msg []events.Event
-			edited := 0
-			flush := func() {
-				if len(msg) > 0 {
-					seq, err = l.Append(context.Background(), "conv-tampered", seq, msg...)
-					require.NoError(t, err)
-					msg = nil
-				}
-			}
+			// A copy of the log verifies as the original does; the same
+			// copy with one byte of the first stored reasoning changed
+			// does not, and the first mismatch is the next model call's
+			// input hash.
+			require.Zero(t, copyConversation(t, l, "conv", "conv-copy", false))
+			out, errOut, code = e.run("", "replay", "conv-copy", "--verify")
+			require.Equal(t, 0, code, "the untampered copy verifies: %s%s", errOut, out)
+			assert.Contains(t, out, "verified conv-copy: all ")
+
+			edited := copyConversation(t, l, "conv", "conv-tampered", true)
+			require.Positive(t, edited)
+			nextCall := -1
 			for r, err := range l.Events(context.Background(), "conv") {
 				require.NoError(t, err)
-				if r.Seq != cur {
-					flush()
-					cur = r.Seq
+				if _, ok := r.Payload.(events.InferenceStarted); ok && r.Pos > edited {
+					nextCall = r.Pos
+					break
 				}
-				r.Conversation, r.Cause = "conv-tampered", "t-"+r.Cause
-				if p, ok := r.Payload.(events.ReasoningAppended); ok && edited == 0 {
-					edited = r.Pos
-					i := strings.Index(p.Encrypted, "gAAAAB") + len("gAAAAB")
-					if i < len("gAAAAB") {
-						i = strings.Index(p.Encrypted, "EqQB") + len("EqQB")
-					}
-					c := byte('A')
-					if p.Encrypted[i] == c {
-						c = 'B'
-					}
-					p.Encrypted = p.Encrypted[:i] + string(c) + p.Encrypted[i+1:]
-					r.Payload = p
-				}
-				msg = append(msg, r.Event)
 			}
-			flush()
-			require.Positive(t, edited)
-			out, _, code = e.run("", "replay", "conv-tampered", "--verify")
+			require.Positive(t, nextCall)
+			out, _, code = e.run("", "replay", "conv-tampered", "--verify", "-o", "json")
 			assert.Equal(t, 1, code, out)
-			assert.Contains(t, out, "MISMATCH event ")
+			var v replay.Verification
+			require.NoError(t, json.Unmarshal([]byte(out), &v), out)
+			require.NotEmpty(t, v.Mismatches)
+			assert.Equal(t, nextCall, v.Mismatches[0].N, "the first model call after the edited reasoning (event %d)", edited)
+			assert.Equal(t, replay.FieldInputHash, v.Mismatches[0].Field)
 		})
 	}
+}
+
+// copyConversation copies the events of conversation from into to, message
+// by message, and returns 0, or with tamper the position of the first
+// reasoning event, one byte of whose opaque part (encrypted content or
+// signature) it changed in the copy.
+func copyConversation(t *testing.T, l *eventlog.Log, from, to string, tamper bool) (edited int) {
+	t.Helper()
+	var seq, cur uint64
+	var msg []events.Event
+	flush := func() {
+		if len(msg) > 0 {
+			var err error
+			seq, err = l.Append(context.Background(), to, seq, msg...)
+			require.NoError(t, err)
+			msg = nil
+		}
+	}
+	for r, err := range l.Events(context.Background(), from) {
+		require.NoError(t, err)
+		if r.Seq != cur {
+			flush()
+			cur = r.Seq
+		}
+		r.Conversation, r.Cause = to, to+"-"+r.Cause
+		if p, ok := r.Payload.(events.ReasoningAppended); ok && tamper && edited == 0 {
+			edited = r.Pos
+			i := strings.Index(p.Encrypted, "gAAAAB") + len("gAAAAB")
+			if i < len("gAAAAB") {
+				i = strings.Index(p.Encrypted, "EqQB") + len("EqQB")
+			}
+			c := byte('A')
+			if p.Encrypted[i] == c {
+				c = 'B'
+			}
+			p.Encrypted = p.Encrypted[:i] + string(c) + p.Encrypted[i+1:]
+			r.Payload = p
+		}
+		msg = append(msg, r.Event)
+	}
+	flush()
+	return edited
+}
+
+// opaqueParts returns the opaque values of the conversation's stored
+// reasoning: a Responses reasoning item's encrypted content, or the
+// signatures and redacted_thinking data an Anthropic run stores as JSON.
+func opaqueParts(t *testing.T, l *eventlog.Log, conv string) []string {
+	t.Helper()
+	var out []string
+	for r, err := range l.Events(context.Background(), conv) {
+		require.NoError(t, err)
+		p, ok := r.Payload.(events.ReasoningAppended)
+		if !ok || p.Encrypted == "" {
+			continue
+		}
+		var run []struct{ Signature, Data string }
+		if json.Unmarshal([]byte(p.Encrypted), &run) != nil {
+			out = append(out, p.Encrypted)
+			continue
+		}
+		for _, b := range run {
+			for _, v := range []string{b.Signature, b.Data} {
+				if v != "" {
+					out = append(out, v)
+				}
+			}
+		}
+	}
+	return out
 }

@@ -110,6 +110,9 @@ func TestToolLoopSendsThinkingBackUnchanged(t *testing.T) {
 			reqs := srv.Requests()
 			require.Len(t, reqs, 2)
 			assert.Equal(t, 3, reqs[1].Reasoning, "every thinking block went back")
+			for _, r := range reqs {
+				assert.Equal(t, testKey, r.APIKey, "the configured key, as x-api-key")
+			}
 			assert.Equal(t, []string{"Be brief.", "Global policy."}, reqs[1].System, "the system field, once")
 			body := reqs[1].Body
 			assert.JSONEq(t, `{"type":"enabled","budget_tokens":2048}`, string(body["thinking"]))
@@ -168,6 +171,8 @@ func TestRenderRefusesWhatTheAPIRejects(t *testing.T) {
 		{name: "thinking text edited, same length", want: "Invalid `signature`", blocks: []events.Block{user, r, text, {ID: "u2", Kind: events.KindUser, Text: "more"}}},
 		{name: "thinking text edited, other length", want: "the text was edited", blocks: []events.Block{user, longer, text, {ID: "u2", Kind: events.KindUser, Text: "more"}}},
 		{name: "stored blocks edited", want: "not a JSON array", blocks: []events.Block{user, withEncrypted(r, "{"), text}},
+		{name: "the model's block first", want: "block 0 (a): the conversation begins with the model's llm_text block, and the Messages API requires the first message to be the user's",
+			blocks: []events.Block{text, user}},
 	}
 	cases[2].blocks[1] = edited
 	for _, tc := range cases {
@@ -187,19 +192,29 @@ func TestRenderRefusesWhatTheAPIRejects(t *testing.T) {
 		reqs := srv.Requests()
 		assert.Equal(t, 0, reqs[len(reqs)-1].Reasoning)
 	})
-	t.Run("a compaction summary is never a user message nor a second system prompt", func(t *testing.T) {
-		_, err := e.Infer(context.Background(), engine.Input{Turn: &projector.Turn{Blocks: []events.Block{
-			{ID: "s", Kind: events.KindSystem, Text: "Be brief.", Trust: events.Trusted},
-			{ID: "sum", Kind: events.KindOther, Text: "They talked about Paris."},
-			{ID: "u", Kind: events.KindUser, Text: "and now?"},
-		}}}, nil)
-		require.NoError(t, err)
-		reqs := srv.Requests()
-		last := reqs[len(reqs)-1]
-		assert.Equal(t, []string{"Be brief."}, last.System)
-		assert.JSONEq(t, `[{"role":"assistant","content":[{"type":"text","text":"[summary] They talked about Paris."}]},{"role":"user","content":[{"type":"text","text":"and now?"}]}]`,
-			string(last.Body["messages"]))
-	})
+	// After a compaction the summary is the first conversation block, and
+	// the kept blocks may begin with the model's: the request still begins
+	// with a user message and alternates (the fake refuses otherwise).
+	for _, tc := range []struct {
+		name   string
+		blocks []events.Block
+		want   string
+	}{
+		{name: "a compaction summary, then the user", blocks: []events.Block{{ID: "sum", Kind: events.KindOther, Text: "They talked about Paris."}, {ID: "u", Kind: events.KindUser, Text: "and now?"}},
+			want: `[{"role":"user","content":[{"type":"text","text":"[summary] They talked about Paris."},{"type":"text","text":"and now?"}]}]`},
+		{name: "a compaction summary, then the model", blocks: []events.Block{{ID: "sum", Kind: events.KindOther, Text: "They talked about Paris."}, text, {ID: "u", Kind: events.KindUser, Text: "and now?"}},
+			want: `[{"role":"user","content":[{"type":"text","text":"[summary] They talked about Paris."}]},{"role":"assistant","content":[{"type":"text","text":"x"}]},{"role":"user","content":[{"type":"text","text":"and now?"}]}]`},
+	} {
+		t.Run(tc.name+": the summary is marked, on the user's side, never a second system prompt", func(t *testing.T) {
+			blocks := append([]events.Block{{ID: "s", Kind: events.KindSystem, Text: "Be brief.", Trust: events.Trusted}}, tc.blocks...)
+			_, err := e.Infer(context.Background(), engine.Input{Turn: &projector.Turn{Blocks: blocks}}, nil)
+			require.NoError(t, err)
+			reqs := srv.Requests()
+			last := reqs[len(reqs)-1]
+			assert.Equal(t, []string{"Be brief."}, last.System)
+			assert.JSONEq(t, tc.want, string(last.Body["messages"]))
+		})
+	}
 	assert.Len(t, srv.Violations(), 1, "only the edited thinking reached the server, which refused it: %v", srv.Violations())
 }
 

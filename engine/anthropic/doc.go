@@ -22,11 +22,22 @@
 //     stores (see below), unchanged. Consecutive blocks of one side make
 //     one message. Empty text is not sent (the API rejects empty text
 //     blocks); an empty tool result is sent without content.
-//   - other blocks after the conversation started (a compaction summary)
-//     become an assistant message of their own, text prefixed with
-//     "[summary] ": a record of what was said, neither the user's
-//     instruction nor the operator's, and not merged into the assistant
-//     turn after it, whose thinking must come back as it was returned.
+//   - other blocks after the conversation started, and untrusted ones (a
+//     compaction summary) become a text block prefixed with "[summary] "
+//     on the user's side, joined to the user message beside it: a record
+//     of what was said, marked as such, never the system prompt. Not on
+//     the assistant's side: after a compaction the summary is the first
+//     conversation block, and it would join the assistant turn after it,
+//     whose thinking must come back as it was returned.
+//
+// Messages alternate, user first: consecutive blocks of one side are one
+// message, and a Turn whose first message would be the model's is refused
+// before any request, naming the block. Anthropic's own endpoint now
+// accepts an assistant message first and combines consecutive turns of
+// one role, but Amazon Bedrock answers "messages: first message must use
+// the "user" role" and "roles must alternate", as Anthropic's endpoint
+// itself did through most of 2024; a request valid under the strict rule
+// is valid wherever the base URL points.
 //
 // A reasoning block this engine did not write (another provider's) is not
 // sent: the API would reject thinking without its signature. One that

@@ -47,7 +47,13 @@ func render(blocks []events.Block) (request, error) {
 		}
 		content, role = nil, ""
 	}
+	// at is the index of the block being rendered; firstMessage that of
+	// the block that starts the first message.
+	at, firstMessage := 0, -1
 	add := func(side sdk.MessageParamRole, c ...sdk.ContentBlockParamUnion) {
+		if firstMessage < 0 {
+			firstMessage = at
+		}
 		if side != role {
 			flush()
 			role = side
@@ -55,6 +61,7 @@ func render(blocks []events.Block) (request, error) {
 		content = append(content, c...)
 	}
 	for i, b := range blocks {
+		at = i
 		if pending >= 0 {
 			switch b.Kind {
 			case events.KindLLMText, events.KindToolCall:
@@ -114,11 +121,12 @@ func render(blocks []events.Block) (request, error) {
 			if !seenUser && b.Trust == events.Trusted {
 				r.system = append(r.system, sdk.TextBlockParam{Text: b.Text})
 			} else {
-				// A message of its own: merged into the assistant turn
-				// after it, it would change a turn whose thinking must
-				// come back as it was returned.
-				add(sdk.MessageParamRoleAssistant, sdk.NewTextBlock(summaryPrefix+b.Text))
-				flush()
+				// On the user's side, marked: after a compaction the
+				// summary is the first conversation block, and a request
+				// must begin with a user message; in an assistant
+				// message it would also join the assistant turn after
+				// it, whose thinking must come back as it was returned.
+				add(sdk.MessageParamRoleUser, sdk.NewTextBlock(summaryPrefix+b.Text))
 			}
 		default:
 			return request{}, fmt.Errorf("block %d (%s): kind %q has no Messages API rendering", i, b.ID, b.Kind)
@@ -130,6 +138,13 @@ func render(blocks []events.Block) (request, error) {
 	flush()
 	if len(r.messages) == 0 {
 		return request{}, errors.New("the Turn has no block that becomes a message (system blocks go to the system field); append a user block first")
+	}
+	// Messages alternate by construction (add joins a side's consecutive
+	// blocks into one message); the first must be the user's, as Bedrock,
+	// Vertex and earlier versions of the Messages API require.
+	if r.messages[0].Role != sdk.MessageParamRoleUser {
+		return request{}, fmt.Errorf("block %d (%s): the conversation begins with the model's %s block, and the Messages API requires the first message to be the user's; "+
+			"append a user block before it (or let compaction summarize what preceded it)", firstMessage, blocks[firstMessage].ID, blocks[firstMessage].Kind)
 	}
 	return r, nil
 }

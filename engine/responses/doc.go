@@ -38,9 +38,20 @@
 //     before the first user message, else an assistant message prefixed
 //     with "[summary] ", as in engine/openai.
 //
-// Output item IDs of messages and function calls are stored (MetaItemID)
-// but not sent back: with store false they name nothing on the server, and
-// an ID-less message or call never requires its reasoning item.
+// Output item IDs of messages and function calls are stored (MetaItemID).
+// The item right after a reasoning item that is sent goes back with its ID
+// (a message as the output message it was: ID, status "completed", its
+// text as output_text, its phase), because the API pairs a reasoning item
+// with its follower by the follower's ID: a reasoning item followed by an
+// ID-less message is refused ("Item 'rs_…' of type 'reasoning' was
+// provided without its required following item", reported with stateless
+// input in langchainjs#9072/#9082, mastra#11103, OpenHands
+// software-agent-sdk#1754). Every other message or call goes back without
+// its ID: a follower whose reasoning item is not sent (another provider's,
+// dropped by reasoningguard_repair) would be refused the other way ("Item
+// 'msg_…' of type 'message' was provided without its required 'reasoning'
+// item", mastra#22291, hermes-agent#97442), and an ID-less item requires
+// nothing.
 //
 // # From a response to blocks
 //

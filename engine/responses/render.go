@@ -71,6 +71,9 @@ func render(blocks []events.Block) (responses.ResponseInputParam, error) {
 			if p := b.Meta[MetaPhase]; p != "" {
 				m.OfMessage.Phase = responses.EasyInputMessagePhase(p)
 			}
+			if id := b.Meta[MetaItemID]; id != "" && pending >= 0 {
+				m = outputMessage(id, b)
+			}
 			item, follows = &m, true
 		case events.KindToolCall:
 			if b.CallID == "" || b.ToolName == "" {
@@ -80,9 +83,11 @@ func render(blocks []events.Block) (responses.ResponseInputParam, error) {
 			if strings.TrimSpace(args) == "" {
 				args = "{}"
 			}
-			item = &responses.ResponseInputItemUnionParam{OfFunctionCall: &responses.ResponseFunctionToolCallParam{
-				CallID: b.CallID, Name: b.ToolName, Arguments: args,
-			}}
+			call := &responses.ResponseFunctionToolCallParam{CallID: b.CallID, Name: b.ToolName, Arguments: args}
+			if id := b.Meta[MetaItemID]; id != "" && pending >= 0 {
+				call.ID, call.Status = param.NewOpt(id), responses.ResponseFunctionToolCallStatusCompleted
+			}
+			item = &responses.ResponseInputItemUnionParam{OfFunctionCall: call}
 			follows = true
 		case events.KindToolResult:
 			if b.CallID == "" {
@@ -136,6 +141,23 @@ func render(blocks []events.Block) (responses.ResponseInputParam, error) {
 		return nil, errors.New("the Turn has no block that becomes an input item; append a user or system block first")
 	}
 	return out, nil
+}
+
+// outputMessage is an assistant message sent back as the output item it
+// was, with its ID and status: the follower of a reasoning item, which the
+// API pairs with that item by the follower's ID.
+func outputMessage(id string, b events.Block) responses.ResponseInputItemUnionParam {
+	m := &responses.ResponseOutputMessageParam{
+		ID:     id,
+		Status: responses.ResponseOutputMessageStatusCompleted,
+		Content: []responses.ResponseOutputMessageContentUnionParam{{OfOutputText: &responses.ResponseOutputTextParam{
+			Text: b.Text, Annotations: []responses.ResponseOutputTextAnnotationUnionParam{},
+		}}},
+	}
+	if p := b.Meta[MetaPhase]; p != "" {
+		m.Phase = responses.ResponseOutputMessagePhase(p)
+	}
+	return responses.ResponseInputItemUnionParam{OfOutputMessage: m}
 }
 
 // reasoningItem rebuilds the reasoning item a block stores. ok is false for

@@ -102,6 +102,9 @@ func TestToolLoopSendsReasoningBack(t *testing.T) {
 			reqs := srv.Requests()
 			require.Len(t, reqs, 2)
 			assert.Equal(t, 1, reqs[1].Reasoning, "the reasoning item went back")
+			for _, r := range reqs {
+				assert.Equal(t, testKey, r.APIKey, "the configured key, as Authorization: Bearer")
+			}
 			assert.Equal(t, []string{"Be brief."}, reqs[1].System)
 			assert.Equal(t, []string{"18C"}, reqs[1].ToolResults)
 			// The request as the API documents it.
@@ -117,12 +120,30 @@ func TestToolLoopSendsReasoningBack(t *testing.T) {
 			assert.Equal(t, r.Encrypted, input[2]["encrypted_content"], "byte for byte")
 			assert.Equal(t, r.Meta[responses.MetaItemID], input[2]["id"])
 			assert.Equal(t, "function_call", input[3]["type"], "immediately followed by its function call")
-			assert.NotContains(t, input[3], "id", "output item IDs name nothing when store is false")
+			assert.Equal(t, call.Meta[responses.MetaItemID], input[3]["id"], "which carries its ID: the API pairs them by it")
 			assert.Equal(t, "function_call_output", input[4]["type"])
 			assert.Equal(t, call.CallID, input[4]["call_id"])
 			var tools []map[string]any
 			require.NoError(t, json.Unmarshal(body["tools"], &tools))
 			assert.Equal(t, false, tools[0]["strict"], "turnlog's schemas are not written for strict mode")
+
+			// The answer's reasoning goes back before its message, which
+			// is sent as the output message it was: its ID and status.
+			answer := out.Blocks[1]
+			appendOutput(turn, out)
+			turn.Blocks = append(turn.Blocks, events.Block{ID: "u2", Kind: events.KindUser, Text: "Thanks."})
+			_, err = e.Infer(context.Background(), engine.Input{Turn: turn, Tools: weatherTool}, nil)
+			require.NoError(t, err)
+			assert.Empty(t, srv.Violations())
+			reqs = srv.Requests()
+			require.Len(t, reqs, 3)
+			assert.Equal(t, 2, reqs[2].Reasoning)
+			input = nil
+			require.NoError(t, json.Unmarshal(reqs[2].Body["input"], &input))
+			require.Len(t, input, 8)
+			assert.Equal(t, "reasoning", input[5]["type"])
+			assert.Equal(t, map[string]any{"type": "message", "role": "assistant", "id": answer.Meta[responses.MetaItemID], "status": "completed",
+				"content": []any{map[string]any{"type": "output_text", "text": "It is 18C in Paris.", "annotations": []any{}}}}, input[6])
 		})
 	}
 }
@@ -160,16 +181,17 @@ func TestRenderRefusesWhatTheAPIRejects(t *testing.T) {
 		})
 	}
 
-	t.Run("another provider's reasoning is not sent", func(t *testing.T) {
+	t.Run("another provider's reasoning is not sent, nor the ID of its follower", func(t *testing.T) {
 		_, err := e.Infer(context.Background(), engine.Input{Turn: &projector.Turn{Blocks: []events.Block{
 			{ID: "u", Kind: events.KindUser, Text: "q"},
 			{ID: "x", Kind: events.KindReasoning, Text: "chat completions reasoning"},
-			{ID: "a", Kind: events.KindLLMText, Text: "x"},
+			{ID: "a", Kind: events.KindLLMText, Text: "x", Meta: map[string]string{responses.MetaItemID: "msg_from_elsewhere"}},
 			{ID: "u2", Kind: events.KindUser, Text: "more"},
 		}}}, nil)
-		require.NoError(t, err)
+		require.NoError(t, err, "an ID-less message requires no reasoning item")
 		reqs := srv.Requests()
 		assert.Equal(t, 0, reqs[len(reqs)-1].Reasoning)
+		assert.NotContains(t, string(reqs[len(reqs)-1].Body["input"]), `"id"`)
 	})
 
 	t.Run("a changed byte of encrypted content is refused by the server", func(t *testing.T) {

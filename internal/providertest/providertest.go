@@ -6,19 +6,29 @@
 //
 // They check what turnlog's engines must get right and a real server
 // rejects: a reasoning item immediately followed by its message or
-// function call, encrypted reasoning and thinking signatures sent back
-// byte for byte as issued (the server remembers what it issued), thinking
-// blocks returned in the assistant turn they came from, one system prompt,
-// tool calls and results matched by call ID, stateless Responses requests.
-// A request that breaks a rule is answered with the API's error status and
-// shape, and the broken rule is kept in Violations, so a test can assert
-// that none occurred.
+// function call, the two paired by the follower's item ID, encrypted
+// reasoning and thinking signatures sent back byte for byte as issued (the
+// server remembers what it issued), thinking blocks returned in the
+// assistant turn they came from, one system prompt, tool calls and results
+// matched by call ID, stateless Responses requests. A request that breaks a
+// rule is answered with the API's error status and shape, and the broken
+// rule is kept in Violations, so a test can assert that none occurred.
 //
-// Unlike engine/openai, whose tests also run against @dwmkerr/mock-llm,
-// these engines have no second implementation to test against: no package
-// on npm or the Go module proxy reachable here serves the Responses or the
-// Messages API by itself (mock-llm templates Chat Completions only; the
-// gateways that translate these APIs need a real upstream model).
+// Where an API's rule was relaxed on one endpoint but not on others, the
+// fakes keep the strict rule: Anthropic's endpoint now accepts an
+// assistant message first and combines consecutive messages of one role,
+// but Amazon Bedrock and the Messages API of 2024 reject both ("messages:
+// first message must use the "user" role"), so the Messages fake does too.
+//
+// No package on npm or the Go module proxy reachable here implements either
+// API by itself (the gateways that translate them need a real upstream
+// model), so these fakes are the tests' rule-checking servers. A second
+// implementation checks the engines' blocking calls all the same:
+// @dwmkerr/mock-llm (internal/mockllm), which matches rules on any path by
+// JMESPath over the request and answers any JSON template, stands for
+// each API in engine/responses' and engine/anthropic's TestMockLLM, as it
+// does for Chat Completions in engine/openai. Not for streaming: mock-llm
+// streams Chat Completions chunks whatever the path.
 package providertest
 
 import (
@@ -71,6 +81,9 @@ type Request struct {
 	Reasoning int
 	// Stream is whether the request asked for server-sent events.
 	Stream bool
+	// APIKey is the key the request carried where the API wants it:
+	// "Authorization: Bearer <key>" (Responses), "x-api-key" (Anthropic).
+	APIKey string
 }
 
 // recorder is what both servers share: the requests, the violations and

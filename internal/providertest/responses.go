@@ -24,7 +24,12 @@ type Responses struct {
 	// issued reasoning items by ID: what the server returned, which must
 	// come back byte for byte.
 	reasoning map[string]issuedReasoning
-	calls     map[string]bool // call IDs issued
+	calls     map[string]bool   // call IDs issued
+	items     map[string]string // message and function call item IDs issued -> type
+	// pairedWith maps the ID of the item that followed a reasoning item in
+	// an output to that reasoning item's ID, and back: the API pairs them
+	// by these IDs (see check).
+	pairedWith map[string]string
 }
 
 type issuedReasoning struct {
@@ -37,7 +42,8 @@ type issuedReasoning struct {
 // for an engine is URL + "/v1".
 func NewResponses(t testing.TB, reply func(Request) Reply) *Responses {
 	t.Helper()
-	s := &Responses{reply: reply, reasoning: map[string]issuedReasoning{}, calls: map[string]bool{}}
+	s := &Responses{reply: reply, reasoning: map[string]issuedReasoning{}, calls: map[string]bool{},
+		items: map[string]string{}, pairedWith: map[string]string{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 	return s
@@ -73,6 +79,7 @@ func (s *Responses) serve(w http.ResponseWriter, r *http.Request) {
 		s.openAIError(w, status, "invalid_request_error", msg)
 		return
 	}
+	req.APIKey, _ = strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	s.record(req)
 	out := s.output(s.reply(req))
 	resp := map[string]any{
@@ -146,22 +153,21 @@ func (s *Responses) check(body map[string]json.RawMessage) (Request, int, string
 			if !slices.Equal(got, issued.summary) {
 				return req, 400, fmt.Sprintf("the summary of reasoning item %s was not sent back as returned: got %q, want %q", id, got, issued.summary)
 			}
-			follower := ""
+			// Its follower must come next, carrying its ID: the API pairs
+			// them by the follower's ID (an ID-less message is not taken
+			// for it).
+			var next map[string]json.RawMessage
 			if i+1 < len(items) {
-				next := object(items[i+1])
-				follower = str(next["type"])
-				if follower == "" || follower == "message" {
-					follower = "message:" + str(next["role"])
-				}
+				next = object(items[i+1])
 			}
-			if follower != "function_call" && follower != "message:assistant" {
+			if next == nil || str(next["id"]) != s.pairedWith[id] {
 				return req, 400, fmt.Sprintf("Item '%s' of type 'reasoning' was provided without its required following item.", id)
 			}
 			req.Reasoning++
 		case "message":
 			role := str(item["role"])
-			if id := str(item["id"]); id != "" {
-				return req, 404, fmt.Sprintf("Item with id '%s' not found. Items are not persisted when `store` is set to false. Try again with `store` set to true, or remove this item from your input.", id)
+			if status, msg := s.checkItemID(items, i, "msg", "message"); msg != "" {
+				return req, status, msg
 			}
 			text := messageText(item["content"])
 			switch role {
@@ -178,8 +184,8 @@ func (s *Responses) check(body map[string]json.RawMessage) (Request, int, string
 			}
 		case "function_call":
 			callID := str(item["call_id"])
-			if id := str(item["id"]); id != "" {
-				return req, 404, fmt.Sprintf("Item with id '%s' not found. Items are not persisted when `store` is set to false. Try again with `store` set to true, or remove this item from your input.", id)
+			if status, msg := s.checkItemID(items, i, "fc", "function_call"); msg != "" {
+				return req, status, msg
 			}
 			if callID == "" || str(item["name"]) == "" || !json.Valid([]byte(str(item["arguments"]))) {
 				return req, 400, fmt.Sprintf("input[%d]: a function_call needs call_id, name and JSON arguments", i)
@@ -210,6 +216,39 @@ func (s *Responses) check(body map[string]json.RawMessage) (Request, int, string
 		return req, 400, "Invalid 'input': empty array."
 	}
 	return req, 0, ""
+}
+
+// checkItemID checks the ID of a message or function call item, when it
+// has one: an ID this server issued for an item of that type (its prefix
+// says which), a message's status beside it, and, for the item that
+// followed a reasoning item, that reasoning item immediately before it.
+// Without store, an ID names nothing the server kept; with encrypted
+// reasoning it pairs the item with its reasoning.
+func (s *Responses) checkItemID(items []json.RawMessage, i int, prefix, typ string) (int, string) {
+	item := object(items[i])
+	id := str(item["id"])
+	if id == "" {
+		return 0, ""
+	}
+	if !strings.HasPrefix(id, prefix) {
+		return 400, fmt.Sprintf("Invalid 'input[%d].id': '%s'. Expected an ID that begins with '%s'.", i, id, prefix)
+	}
+	if s.items[id] != typ {
+		return 404, fmt.Sprintf("Item with id '%s' not found. Items are not persisted when `store` is set to false. Try again with `store` set to true, or remove this item from your input.", id)
+	}
+	if typ == "message" && (str(item["role"]) != "assistant" || str(item["status"]) == "") {
+		return 400, fmt.Sprintf("Missing required parameter: 'input[%d].status'; an output message sent back has role assistant and its status.", i)
+	}
+	if rs := s.pairedWith[id]; rs != "" {
+		var prev map[string]json.RawMessage
+		if i > 0 {
+			prev = object(items[i-1])
+		}
+		if prev == nil || str(prev["type"]) != "reasoning" || str(prev["id"]) != rs {
+			return 400, fmt.Sprintf("Item '%s' of type '%s' was provided without its required 'reasoning' item: '%s'.", id, typ, rs)
+		}
+	}
+	return 0, ""
 }
 
 // messageText is a message's text, whether content is a string or parts.
@@ -244,18 +283,24 @@ func (s *Responses) output(rep Reply) []map[string]any {
 		out = append(out, map[string]any{"id": id, "type": "reasoning", "summary": summary, "encrypted_content": enc})
 	}
 	if rep.Text != "" || len(rep.Calls) == 0 {
+		id := fmt.Sprintf("msg_%d", s.next())
+		s.items[id] = "message"
 		out = append(out, map[string]any{
-			"id": fmt.Sprintf("msg_%d", s.next()), "type": "message", "status": "completed", "role": "assistant",
+			"id": id, "type": "message", "status": "completed", "role": "assistant",
 			"content": []any{map[string]any{"type": "output_text", "text": rep.Text, "annotations": []any{}, "logprobs": []any{}}},
 		})
 	}
 	for _, c := range rep.Calls {
-		callID := fmt.Sprintf("call_%d", s.next())
-		s.calls[callID] = true
+		callID, id := fmt.Sprintf("call_%d", s.next()), fmt.Sprintf("fc_%d", s.next())
+		s.calls[callID], s.items[id] = true, "function_call"
 		out = append(out, map[string]any{
-			"id": fmt.Sprintf("fc_%d", s.next()), "type": "function_call", "status": "completed",
+			"id": id, "type": "function_call", "status": "completed",
 			"call_id": callID, "name": c.Name, "arguments": string(argsObject(c.Arguments)),
 		})
+	}
+	if len(out) > 1 && out[0]["type"] == "reasoning" {
+		rs, follower := out[0]["id"].(string), out[1]["id"].(string)
+		s.pairedWith[rs], s.pairedWith[follower] = follower, rs
 	}
 	return out
 }
