@@ -167,7 +167,7 @@ func TestReadmeTour(t *testing.T) {
 			require.NoError(t, err, "serve exited: %s", serveOut.String())
 		default:
 		}
-		return strings.Contains(serveOut.String(), "workers ready")
+		return strings.Contains(serveOut.String(), "ready; try: ")
 	}, 60*time.Second, 50*time.Millisecond, "serve's banner: %s", serveOut.String())
 
 	outputs := map[string]string{}

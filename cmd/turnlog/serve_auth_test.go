@@ -90,7 +90,7 @@ func startServeIn(t *testing.T, data string, args ...string) *served {
 		if m := httpRe.FindStringSubmatch(out); m != nil {
 			s.httpURL = m[1]
 		}
-		if strings.Contains(out, "workers ready") {
+		if strings.Contains(out, "ready; try: ") {
 			return s
 		}
 		select {
