@@ -9,8 +9,11 @@ package natsconn
 
 import (
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -94,6 +97,11 @@ type Plan struct {
 	// Looked lists where Resolve looked for a key when it found none.
 	Looked string
 	opts   []nats.Option
+	// clientCert is the TLS client certificate's file ("": none); tls
+	// says whether any TLS setting was given, tlsFirst whether the TLS
+	// handshake comes first. Explain words a TLS failure with them.
+	clientCert    string
+	tls, tlsFirst bool
 }
 
 // Resolve applies the rules: the command line, then TURNLOG_ variables,
@@ -122,12 +130,12 @@ func (s Settings) Resolve() (*Plan, error) {
 	}
 
 	p := &Plan{Credential: "none"}
-	var tls layer
+	var sec layer // the TLS settings and inbox prefix, each from the first layer that has it
 	for _, l := range layers {
 		p.URL = first(p.URL, l.url)
-		tls.ca, tls.cert, tls.key = first(tls.ca, l.ca), first(tls.cert, l.cert), first(tls.key, l.key)
-		tls.inboxPrefix = first(tls.inboxPrefix, l.inboxPrefix)
-		tls.tlsFirst = tls.tlsFirst || l.tlsFirst
+		sec.ca, sec.cert, sec.key = first(sec.ca, l.ca), first(sec.cert, l.cert), first(sec.key, l.key)
+		sec.inboxPrefix = first(sec.inboxPrefix, l.inboxPrefix)
+		sec.tlsFirst = sec.tlsFirst || l.tlsFirst
 	}
 	p.URL = first(p.URL, DefaultURL)
 	credFound := false
@@ -162,20 +170,22 @@ func (s Settings) Resolve() (*Plan, error) {
 			p.Looked = key
 		}
 	}
-	if tls.cert != "" || tls.key != "" {
-		if tls.cert == "" || tls.key == "" {
+	if sec.cert != "" || sec.key != "" {
+		if sec.cert == "" || sec.key == "" {
 			return nil, errors.New("a TLS client certificate needs both its certificate and its key; pass both (--tls-cert and --tls-key, or NATS_CERT and NATS_KEY)")
 		}
-		p.opts = append(p.opts, nats.ClientCert(tls.cert, tls.key))
+		p.opts = append(p.opts, nats.ClientCert(sec.cert, sec.key))
+		p.clientCert = sec.cert
 	}
-	if tls.ca != "" {
-		p.opts = append(p.opts, nats.RootCAs(tls.ca))
+	if sec.ca != "" {
+		p.opts = append(p.opts, nats.RootCAs(sec.ca))
 	}
-	if tls.tlsFirst {
+	if sec.tlsFirst {
 		p.opts = append(p.opts, nats.TLSHandshakeFirst())
 	}
-	if tls.inboxPrefix != "" {
-		p.opts = append(p.opts, nats.CustomInboxPrefix(tls.inboxPrefix))
+	p.tls, p.tlsFirst = sec.ca != "" || sec.cert != "" || sec.tlsFirst, sec.tlsFirst
+	if sec.inboxPrefix != "" {
+		p.opts = append(p.opts, nats.CustomInboxPrefix(sec.inboxPrefix))
 	}
 	return p, nil
 }
@@ -281,6 +291,9 @@ func (p *Plan) Connect(extra ...nats.Option) (*nats.Conn, error) {
 
 // Explain turns a connection error into one that says what to do.
 func (p *Plan) Explain(err error) error {
+	if e := p.explainTLS(err); e != nil {
+		return e
+	}
 	if !isAuthError(err) {
 		return fmt.Errorf("connect to NATS at %s: %w; start one with `turnlog serve` or pass --nats-url", p.URL, err)
 	}
@@ -296,4 +309,28 @@ func isAuthError(err error) bool {
 		return true
 	}
 	return strings.Contains(strings.ToLower(err.Error()), "authorization violation")
+}
+
+// explainTLS words a failed TLS connection (nil for any other error): a
+// server certificate no CA given vouches for, a server that wants a
+// client certificate, a server that wants the handshake first.
+func (p *Plan) explainTLS(err error) error {
+	var verify *tls.CertificateVerificationError
+	// The server's refusal of a client certificate reaches the client
+	// either while nats.go completes the handshake (ErrTLS) or, in TLS
+	// 1.3 where the client finishes first, as the server's alert on the
+	// first read ("remote error: tls: certificate required").
+	var op *net.OpError
+	refused := errors.Is(err, nats.ErrTLS) || errors.As(err, &op) && op.Op == "remote error"
+	switch {
+	case errors.As(err, &verify):
+		return fmt.Errorf("the NATS server at %s presented a TLS certificate turnlog cannot verify: %w; pass the CA that signed it with --tls-ca (or NATS_CA, or ca in the nats context)", p.URL, err)
+	case refused && p.clientCert == "":
+		return fmt.Errorf("the NATS server at %s ended the TLS handshake: %w; if it verifies its clients, pass a client certificate with --tls-cert and --tls-key (or NATS_CERT and NATS_KEY, or cert and key in the nats context)", p.URL, err)
+	case refused:
+		return fmt.Errorf("the NATS server at %s ended the TLS handshake with the client certificate %s: %w; use a certificate signed by a CA the server trusts", p.URL, p.clientCert, err)
+	case errors.Is(err, io.EOF) && p.tls && !p.tlsFirst:
+		return fmt.Errorf("connect to NATS at %s: the server closed the connection (%w); if it expects the TLS handshake first (handshake_first), set \"tls_first\": true in the nats context", p.URL, err)
+	}
+	return nil
 }

@@ -451,7 +451,7 @@ func TestWriteText(t *testing.T) {
 		`~ changed  data        "tz" "UTC" -> "Europe/Paris"`,
 		"duplicates:\n  B by content  system       B[3], B[6]  ids S, S9",
 		"violations:\n  B[4]  reasoning    r1  reasoning_without_follower: is followed by user at B[5]",
-		"different: 5 block changes (1 moved, 1 changed, 2 added, 1 removed), system prompt changed, 1 data changes; 1 duplicates, 1 violations",
+		"different: 5 block changes (1 moved, 1 changed, 2 added, 1 removed), system prompt changed, 1 data change; 1 duplicate, 1 violation",
 	} {
 		assert.Contains(t, out, want)
 	}

@@ -42,7 +42,7 @@ func Example() {
 	}
 
 	// A model: any engine.Engine (the openai and scripted providers are
-	// two). This one answers in upper case.
+	// two). This one echoes the last block of its input after "OK: ".
 	model := engine.EngineFunc(func(ctx context.Context, in engine.Input, _ func(engine.Delta)) (engine.Output, error) {
 		last := in.Turn.Blocks[len(in.Turn.Blocks)-1].Text
 		return engine.Output{Blocks: []events.Block{{Kind: events.KindLLMText, Text: "OK: " + last}}}, nil
@@ -51,7 +51,7 @@ func Example() {
 	// One request, as a worker records it: the user's block, then the
 	// loop (model calls through the chain), each step appended to the log.
 	conv := "demo"
-	tx := engine.NewTx(projector.New(conv), ulid.Make().String(), engine.WithLog(l), engine.WithModel("upper-1"))
+	tx := engine.NewTx(projector.New(conv), ulid.Make().String(), engine.WithLog(l), engine.WithModel("echo-1"))
 	if err := tx.Emit("my-app", events.UserAppended{BlockID: engine.NewID(), Text: "ship it"}); err != nil {
 		log.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func Example() {
 	fmt.Println("every input matches the log:", v.OK(), "model calls:", v.Inferences)
 
 	// Output:
-	// model call #1 (upper-1) verified=true, input:
+	// model call #1 (echo-1) verified=true, input:
 	//   user "ship it"
 	// every input matches the log: true model calls: 1
 }

@@ -23,16 +23,18 @@ type Conversation struct {
 	LastActivity time.Time `json:"last_activity"`
 	// Events, ModelCalls (inference.started events) and LastRequestFailed
 	// (its latest request ended in request.failed) are read from its
-	// history by Describe; they are zero until then.
-	Events            int  `json:"events,omitempty"`
-	ModelCalls        int  `json:"model_calls,omitempty"`
-	LastRequestFailed bool `json:"last_request_failed,omitempty"`
+	// history by Describe; they are zero until then. Their keys are
+	// always in the JSON (`turnlog ls --json`), zero and false included,
+	// so that a script can read them without checking for them.
+	Events            int  `json:"events"`
+	ModelCalls        int  `json:"model_calls"`
+	LastRequestFailed bool `json:"last_request_failed"`
 	// LastFailure is the reason of that failed request.
 	LastFailure string `json:"last_failure,omitempty"`
 	// Quarantined counts the messages on its subject that are not its
 	// steps (see eventlog.ErrCorruptMessage): `turnlog repair` removes
-	// them.
-	Quarantined int `json:"quarantined,omitempty"`
+	// them. Always in the JSON, as the counts above.
+	Quarantined int `json:"quarantined"`
 }
 
 // Lister is what Newest reads: the conversations the log holds, and one

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/internal/plural"
 )
 
 // ANSI colours, used only when WriteText is asked for colour.
@@ -179,7 +180,7 @@ func (r Result) summary() string {
 	if r.Equal() {
 		s := "equal"
 		if n := r.MatchedByContent; n > 0 {
-			s += fmt.Sprintf(" (%d blocks matched by content: IDs differ)", n)
+			s += fmt.Sprintf(" (%s matched by content: IDs differ)", plural.Count(n, "block"))
 		}
 		return s + findings(r)
 	}
@@ -193,7 +194,7 @@ func (r Result) summary() string {
 			parts = append(parts, fmt.Sprintf("%d %s", count[op], op))
 		}
 	}
-	s := fmt.Sprintf("different: %d block changes", len(r.Changes))
+	s := "different: " + plural.Count(len(r.Changes), "block change")
 	if len(parts) > 0 {
 		s += " (" + strings.Join(parts, ", ") + ")"
 	}
@@ -201,7 +202,7 @@ func (r Result) summary() string {
 		s += ", system prompt changed"
 	}
 	if len(r.Data) > 0 {
-		s += fmt.Sprintf(", %d data changes", len(r.Data))
+		s += ", " + plural.Count(len(r.Data), "data change")
 	}
 	return s + findings(r)
 }
@@ -210,7 +211,7 @@ func findings(r Result) string {
 	if len(r.Duplicates) == 0 && len(r.Violations) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("; %d duplicates, %d violations", len(r.Duplicates), len(r.Violations))
+	return "; " + plural.Count(len(r.Duplicates), "duplicate") + ", " + plural.Count(len(r.Violations), "violation")
 }
 
 func pos(s Side, i int) string { return string(s) + "[" + strconv.Itoa(i) + "]" }

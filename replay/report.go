@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/internal/plural"
 	"github.com/turnlog/turnlog/projector"
 )
 
@@ -58,9 +59,9 @@ func WriteTimeline(w io.Writer, conversation string, entries iter.Seq2[*Entry, e
 			writeInference(bw, e.Inference, "        ")
 		}
 	}
-	fmt.Fprintf(bw, "%s, %s", count(n, "event"), count(calls, "model call"))
+	fmt.Fprintf(bw, "%s, %s", plural.Count(n, "event"), plural.Count(calls, "model call"))
 	if quarantined > 0 {
-		fmt.Fprintf(bw, ", %s (turnlog repair %s --yes removes them)", count(quarantined, "quarantined message"), safe(conversation))
+		fmt.Fprintf(bw, ", %s (turnlog repair %s --yes removes them)", plural.Count(quarantined, "quarantined message"), safe(conversation))
 	}
 	fmt.Fprintln(bw)
 	return bw.Flush()
@@ -170,7 +171,7 @@ func writePrompt(w io.Writer, p *ActivePrompt, indent string) {
 		if p.ReplacedBy != "" {
 			by = " by " + safe(p.ReplacedBy)
 		}
-		parts = append(parts, fmt.Sprintf("last replaced at event %d%s (%d replacements)", p.ReplacedAt, by, p.Replacements))
+		parts = append(parts, fmt.Sprintf("last replaced at event %d%s (%s)", p.ReplacedAt, by, plural.Count(p.Replacements, "replacement")))
 	}
 	if p.Locked {
 		lock := "locked"
@@ -196,7 +197,7 @@ func writePrompt(w io.Writer, p *ActivePrompt, indent string) {
 }
 
 func writeTurn(w io.Writer, t *projector.Turn, indent string) {
-	fmt.Fprintf(w, "%sturn: %d blocks", indent, len(t.Blocks))
+	fmt.Fprintf(w, "%sturn: %s", indent, plural.Count(len(t.Blocks), "block"))
 	if len(t.Data) > 0 {
 		fmt.Fprintf(w, ", data %s", kvList(t.Data))
 	}
@@ -217,7 +218,7 @@ func writeTurn(w io.Writer, t *projector.Turn, indent string) {
 			attrs = append(attrs, "error")
 		}
 		if len(b.Untrusted) > 0 {
-			attrs = append(attrs, fmt.Sprintf("%d untrusted spans", len(b.Untrusted)))
+			attrs = append(attrs, plural.Count(len(b.Untrusted), "untrusted span"))
 		}
 		if len(b.Meta) > 0 {
 			other := make(map[string]string, len(b.Meta))
@@ -242,7 +243,7 @@ func writeTurn(w io.Writer, t *projector.Turn, indent string) {
 // its active system prompt.
 func (p *Point) WriteText(w io.Writer) error {
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "%s@%d (of %d events)\n", safe(p.Conversation), p.At, p.Events)
+	fmt.Fprintf(bw, "%s@%d (of %s)\n", safe(p.Conversation), p.At, plural.Count(p.Events, "event"))
 	writePrompt(bw, p.SystemPrompt, "")
 	writeTurn(bw, p.Turn, "")
 	return bw.Flush()
@@ -256,13 +257,13 @@ func (v *Verification) WriteText(w io.Writer) error {
 		fmt.Fprintf(bw, "MISMATCH event %d (seq %d) %s: %s\n", m.N, m.Seq, m.Field, safe(m.Message))
 	}
 	if v.OK() {
-		match := "all " + count(v.Inferences, "model input") + " match"
+		match := "all " + plural.Count(v.Inferences, "model input") + " match"
 		if v.Inferences == 1 {
 			match = "its 1 model input matches"
 		}
-		fmt.Fprintf(bw, "verified %s: %s the log (%s)\n", safe(v.Conversation), match, count(v.Events, "event"))
+		fmt.Fprintf(bw, "verified %s: %s the log (%s)\n", safe(v.Conversation), match, plural.Count(v.Events, "event"))
 	} else {
-		fmt.Fprintf(bw, "verification of %s FAILED: %s (%s, %s)\n", safe(v.Conversation), count(len(v.Mismatches), "mismatch"), count(v.Inferences, "model call"), count(v.Events, "event"))
+		fmt.Fprintf(bw, "verification of %s FAILED: %s (%s, %s)\n", safe(v.Conversation), plural.Count(len(v.Mismatches), "mismatch"), plural.Count(v.Inferences, "model call"), plural.Count(v.Events, "event"))
 	}
 	return bw.Flush()
 }
@@ -271,8 +272,8 @@ func (v *Verification) WriteText(w io.Writer) error {
 // difference, where it is and both sides' events.
 func (r *RerunResult) WriteText(w io.Writer) error {
 	bw := bufio.NewWriter(w)
-	head := fmt.Sprintf("re-ran %d requests of %s (%d groups of events taken as recorded), compared %d events",
-		r.Requests, safe(r.Conversation), r.Skipped, r.Events)
+	head := fmt.Sprintf("re-ran %s of %s (%s of events taken as recorded), compared %s",
+		plural.Count(r.Requests, "request"), safe(r.Conversation), plural.Count(r.Skipped, "group"), plural.Count(r.Events, "event"))
 	d := r.Difference
 	if d == nil {
 		fmt.Fprintln(bw, head+": no difference")
@@ -293,16 +294,4 @@ func (r *RerunResult) WriteText(w io.Writer) error {
 		fmt.Fprintf(bw, "  the re-run's chain returned: %s\n", safe(d.RerunError))
 	}
 	return bw.Flush()
-}
-
-// count says "1 event", "2 events", "0 events": n and the noun, plural
-// unless n is 1 ("mismatch" takes "es").
-func count(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	if strings.HasSuffix(noun, "ch") {
-		return fmt.Sprintf("%d %ses", n, noun)
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/internal/plural"
 	"github.com/turnlog/turnlog/projector"
 )
 
@@ -195,7 +196,7 @@ func (b *binder) compare(g, w *events.Event) string {
 	}
 	gi, wi := collect(g.Payload), collect(w.Payload)
 	if len(gi) != len(wi) {
-		return fmt.Sprintf("the log's %s names %d blocks, the re-run's %d", w.Type, len(wi), len(gi))
+		return fmt.Sprintf("the log's %s names %s, the re-run's %d", w.Type, plural.Count(len(wi), "block"), len(gi))
 	}
 	for i := range gi {
 		if reason := b.bind(gi[i], wi[i]); reason != "" {

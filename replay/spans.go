@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/internal/plural"
 )
 
 // Marks that bracket variable content in a prompt written for a person:
@@ -76,5 +77,5 @@ func spanNote(spans []events.Span) string {
 	for _, s := range spans {
 		n += s.End - s.Start
 	}
-	return fmt.Sprintf("%d bytes from variables (untrusted, marked ⟦var⟧…⟦/⟧ and \"!\" below)", n)
+	return plural.Count(n, "byte") + " from variables (untrusted, marked ⟦var⟧…⟦/⟧ and \"!\" below)"
 }

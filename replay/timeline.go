@@ -11,6 +11,7 @@ import (
 
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/internal/plural"
 	"github.com/turnlog/turnlog/projector"
 )
 
@@ -291,7 +292,7 @@ func Summary(e events.Event) string {
 			parts = append(parts, "profile "+quote(p.Profile))
 		}
 		if len(p.Blocks) > 0 {
-			parts = append(parts, fmt.Sprintf("%d blocks", len(p.Blocks)))
+			parts = append(parts, plural.Count(len(p.Blocks), "block"))
 		}
 		if len(p.Data) > 0 {
 			parts = append(parts, "data "+keyList(p.Data))
@@ -347,15 +348,15 @@ func Summary(e events.Event) string {
 		}
 		return s + " " + quote(p.Text)
 	case events.BlocksReordered:
-		return fmt.Sprintf("%d blocks reordered%s", len(p.Order), reason(p.Reason))
+		return fmt.Sprintf("%s reordered%s", plural.Count(len(p.Order), "block"), reason(p.Reason))
 	case events.BlocksRemoved:
 		return fmt.Sprintf("removed %s%s", idList(p.BlockIDs), reason(p.Reason))
 	case events.BlockAnnotated:
 		return fmt.Sprintf("annotated %s %s%s", safe(p.BlockID), kvList(p.Meta), reason(p.Reason))
 	case events.BlockSplit:
-		return fmt.Sprintf("split %s into %d blocks%s", safe(p.BlockID), len(p.Into), reason(p.Reason))
+		return fmt.Sprintf("split %s into %s%s", safe(p.BlockID), plural.Count(len(p.Into), "block"), reason(p.Reason))
 	case events.TurnCompacted:
-		s := fmt.Sprintf("compacted %d blocks", len(p.Removed))
+		s := "compacted " + plural.Count(len(p.Removed), "block")
 		if p.Summary != nil {
 			s += " into " + safe(p.Summary.ID) + " " + quote(p.Summary.Text)
 		}
@@ -370,7 +371,7 @@ func Summary(e events.Event) string {
 		}
 		return "data " + strings.Join(parts, ", ")
 	case events.InferenceStarted:
-		s := fmt.Sprintf("model %s, %d blocks, input %s", quote(p.Model), p.Blocks, short(p.InputHash))
+		s := fmt.Sprintf("model %s, %s, input %s", quote(p.Model), plural.Count(p.Blocks, "block"), short(p.InputHash))
 		if p.Purpose != "" {
 			s += ", purpose " + quote(p.Purpose)
 		}
@@ -388,7 +389,7 @@ func Summary(e events.Event) string {
 		}
 		return s
 	case events.RequestCompleted:
-		return "completed after " + count(p.Inferences, "model call")
+		return "completed after " + plural.Count(p.Inferences, "model call")
 	case events.RequestFailed:
 		return "failed: " + quote(p.Reason)
 	case events.MessageRemoved:

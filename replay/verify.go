@@ -12,6 +12,7 @@ import (
 
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/internal/plural"
 	"github.com/turnlog/turnlog/projector"
 )
 
@@ -266,7 +267,7 @@ func (j checkJob) check() []Mismatch {
 	}
 	if len(t.Blocks) != p.Blocks {
 		add(FieldBlocks, strconv.Itoa(p.Blocks), strconv.Itoa(len(t.Blocks)),
-			fmt.Sprintf("%s: recorded %d input blocks, the log re-projects to %d", where, p.Blocks, len(t.Blocks)))
+			fmt.Sprintf("%s: recorded %s, the log re-projects to %d", where, plural.Count(p.Blocks, "input block"), len(t.Blocks)))
 	}
 	var id, hash string
 	if sp, _, ok := t.SystemPrompt(); ok {

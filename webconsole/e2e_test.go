@@ -411,6 +411,7 @@ func TestE2ETimelineShowsTheActivePrompt(t *testing.T) {
 	assert.Equal(t, 3, eval[int](c, `document.querySelectorAll("#timeline tr.model-call .badge.verified").length`), "each input hash verified")
 	kinds := eval[[]string](c, `[...new Set([...document.querySelectorAll("#timeline tbody tr")].map(r => [...r.classList].find(k => k.startsWith("kind-"))))]`)
 	assert.Subset(t, kinds, []string{"kind-user", "kind-systemprompt", "kind-inference", "kind-llm_text", "kind-tool", "kind-request"}, "rows are coloured by kind")
+	assert.Equal(t, fmt.Sprintf("%d events, 3 model calls.", len(tl["events"].([]any))), eval[string](c, `document.getElementById("timeline-status").textContent`))
 	c.screenshot("timeline")
 
 	// A model call's exact input Turn.
@@ -421,6 +422,12 @@ func TestE2ETimelineShowsTheActivePrompt(t *testing.T) {
 		eval[[]string](c, `[...document.querySelectorAll("#turn-view .block .block-text")].map(e => e.textContent)`))
 	assert.NotContains(t, eval[string](c, `document.getElementById("turn-view").innerText`), "null")
 	c.screenshot("timeline-input-turn")
+
+	// One model call is counted in the singular (issue 17: "1 model calls").
+	c.open("/ui/conversations/e2e-older")
+	c.waitFor("the other timeline", `document.getElementById("timeline").dataset.ready === "true"`)
+	older := c.api("GET", "/conversations/e2e-older/timeline", nil)
+	assert.Equal(t, fmt.Sprintf("%d events, 1 model call.", len(older["events"].([]any))), eval[string](c, `document.getElementById("timeline-status").textContent`))
 	c.checkClean()
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/internal/plural"
 )
 
 func init() { commands = append(commands, newEraseCmd) }
@@ -62,7 +63,7 @@ refuses unless --yes is given.`,
 			if got.History {
 				snap += " and history cache"
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "erased %s: %d event messages, %s, %d pending requests\n", conv, got.Messages, snap, got.Requests)
+			fmt.Fprintf(cmd.OutOrStdout(), "erased %s: %s, %s, %s\n", conv, plural.Count(int(got.Messages), "event message"), snap, plural.Count(int(got.Requests), "pending request"))
 			return nil
 		},
 	}

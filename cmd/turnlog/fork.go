@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/turnlog/turnlog/internal/plural"
 	"github.com/turnlog/turnlog/replay"
 )
 
@@ -57,7 +58,7 @@ Without new-id an ID is generated (a ULID). It prints the new ID.`,
 				return err
 			}
 			return write(cmd.OutOrStdout(), asJSON, f, func(w io.Writer) error {
-				_, err := fmt.Fprintf(w, "forked %s@%d into %s (%d blocks)\n", f.From, f.At, f.Conversation, f.Blocks)
+				_, err := fmt.Fprintf(w, "forked %s@%d into %s (%s)\n", f.From, f.At, f.Conversation, plural.Count(f.Blocks, "block"))
 				return err
 			})
 		},

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/turnlog/turnlog/internal/plural"
 	"github.com/turnlog/turnlog/replay"
 )
 
@@ -86,7 +87,7 @@ is refused.`,
 					if r.Status == replay.StatusUnchanged {
 						fmt.Fprintf(w, "%s: %s unchanged: this content was imported before\n", r.Path, r.Conversation)
 					} else {
-						fmt.Fprintf(w, "%s: imported as %s (%d events)\n", r.Path, r.Conversation, r.Events)
+						fmt.Fprintf(w, "%s: imported as %s (%s)\n", r.Path, r.Conversation, plural.Count(r.Events, "event"))
 					}
 				}
 				return nil

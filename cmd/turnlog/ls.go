@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/internal/plural"
 	"github.com/turnlog/turnlog/replay"
 )
 
@@ -82,7 +83,7 @@ matching conversation.`,
 					last = "failed: " + oneLine(c.LastFailure, 60)
 				}
 				if c.Quarantined > 0 {
-					last = fmt.Sprintf("%d quarantined messages (turnlog repair %s); %s", c.Quarantined, c.ID, last)
+					last = fmt.Sprintf("%s (turnlog repair %s); %s", plural.Count(c.Quarantined, "quarantined message"), c.ID, last)
 				}
 				fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\n", c.ID, c.LastActivity.Local().Format(time.DateTime), c.Events, c.ModelCalls, last)
 			}
@@ -90,7 +91,7 @@ matching conversation.`,
 				return err
 			}
 			if total > len(cs) {
-				fmt.Fprintf(cmd.ErrOrStderr(), "%d of %d conversations shown; use --limit, --id-prefix or --search\n", len(cs), total)
+				fmt.Fprintf(cmd.ErrOrStderr(), "%d of %s shown; use --limit, --id-prefix or --search\n", len(cs), plural.Count(total, "conversation"))
 			}
 			return nil
 		},

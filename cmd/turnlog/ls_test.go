@@ -157,6 +157,42 @@ func TestLs(t *testing.T) {
 	assert.Contains(t, errOut, "--limit 0")
 }
 
+// Issue 17: `ls --json` dropped model_calls and last_request_failed when
+// they were 0 and false, so a script reading .model_calls found nothing.
+func TestLsJSONHasEveryKey(t *testing.T) {
+	e := newAuditEnv(t, true)
+	e.ask("answered", "hello")
+	// A request with an unknown profile fails before any model call.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := worker.Send(ctx, e.log, worker.Request{Conversation: "refused", Text: "x", Profile: "nope"})
+	require.NoError(t, err)
+	_, err = worker.Await(ctx, e.log, "refused", req.RequestID, 0, 0)
+	require.ErrorIs(t, err, worker.ErrFailed)
+
+	out, errOut, code := e.run("", "ls", "--json")
+	require.Equal(t, 0, code, errOut)
+	var doc struct {
+		Conversations []map[string]any `json:"conversations"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc), out)
+	got := map[string]map[string]any{}
+	for _, c := range doc.Conversations {
+		got[c["id"].(string)] = c
+	}
+	require.Len(t, got, 2, out)
+	for _, key := range []string{"id", "messages", "last_activity", "events", "model_calls", "last_request_failed", "quarantined"} {
+		for id, c := range got {
+			assert.Contains(t, c, key, "%s: every conversation has %q", id, key)
+		}
+	}
+	assert.Equal(t, 0.0, got["refused"]["model_calls"])
+	assert.Equal(t, true, got["refused"]["last_request_failed"])
+	assert.Equal(t, 1.0, got["answered"]["model_calls"])
+	assert.Equal(t, false, got["answered"]["last_request_failed"])
+	assert.NotContains(t, got["answered"], "last_failure", "the reason is there only when the last request failed")
+}
+
 func TestLsEmpty(t *testing.T) {
 	e := newAuditEnv(t, false)
 	out, errOut, code := e.run("", "ls")

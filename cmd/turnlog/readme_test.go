@@ -167,7 +167,7 @@ func TestReadmeTour(t *testing.T) {
 			require.NoError(t, err, "serve exited: %s", serveOut.String())
 		default:
 		}
-		return strings.Contains(serveOut.String(), "workers ready")
+		return strings.Contains(serveOut.String(), "ready; try: ")
 	}, 60*time.Second, 50*time.Millisecond, "serve's banner: %s", serveOut.String())
 
 	outputs := map[string]string{}
@@ -223,5 +223,28 @@ func TestShellWords(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, got)
 		})
+	}
+}
+
+// Issue 17: the README used the nats CLI (`nats context add`, `nats pub`)
+// before it said how to install it. The paragraph of its first command
+// says how, and every install line names the same pinned version.
+func TestReadmeSaysHowToInstallTheNatsCLI(t *testing.T) {
+	data, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	const install = "go install github.com/nats-io/natscli/nats@v0.5.1"
+	paragraphs := strings.Split(string(data), "\n\n")
+	command := regexp.MustCompile("(`|^)nats [a-z-]+")
+	first := -1
+	for i, p := range paragraphs {
+		if command.MatchString(p) {
+			first = i
+			break
+		}
+	}
+	require.NotEqual(t, -1, first, "the README uses the nats CLI")
+	assert.Contains(t, paragraphs[first], install, "the paragraph that first uses the nats CLI says how to install it:\n%s", paragraphs[first])
+	for _, m := range regexp.MustCompile(`go install github.com/nats-io/natscli/nats@\S+`).FindAllString(string(data), -1) {
+		assert.Equal(t, install, strings.TrimRight(m, "`;,)"), "one pinned version everywhere")
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/internal/plural"
 	"github.com/turnlog/turnlog/repair"
 )
 
@@ -82,8 +83,8 @@ conversation is in flight; if it changed meanwhile, run it again.`,
 			if asJSON {
 				return printJSON(out, res)
 			}
-			fmt.Fprintf(out, "repaired %s: removed %d messages and %d reasoning blocks (cause %s); `turnlog replay %s` shows the records\n",
-				conv, res.RemovedMessages, res.RemovedBlocks, res.Cause, conv)
+			fmt.Fprintf(out, "repaired %s: removed %s and %s (cause %s); `turnlog replay %s` shows the records\n",
+				conv, plural.Count(res.RemovedMessages, "message"), plural.Count(res.RemovedBlocks, "reasoning block"), res.Cause, conv)
 			return nil
 		},
 	}
@@ -99,7 +100,7 @@ func writePlan(w io.Writer, p *repair.Plan) {
 	fmt.Fprintf(w, "conversation %s\n", p.Conversation)
 	m := p.Messages
 	for _, c := range m.Corrupt {
-		fmt.Fprintf(w, "  remove message %d (%d bytes, sha256 %s): %s\n", c.Seq, c.Size, c.SHA256, printable(c.Reason, 200))
+		fmt.Fprintf(w, "  remove message %d (%s, sha256 %s): %s\n", c.Seq, plural.Count(c.Size, "byte"), c.SHA256, printable(c.Reason, 200))
 		keys := make([]string, 0, len(c.Headers))
 		for k := range c.Headers {
 			keys = append(keys, k)
@@ -110,10 +111,10 @@ func writePlan(w io.Writer, p *repair.Plan) {
 		}
 	}
 	if m.Restore > 0 {
-		fmt.Fprintf(w, "  store %d messages again, unchanged and in order (their stream sequences change, event positions do not)\n", m.Restore)
+		fmt.Fprintf(w, "  store %s again, unchanged and in order (their stream sequences change, event positions do not)\n", plural.Count(m.Restore, "message"))
 	}
 	if m.Leftovers > 0 {
-		fmt.Fprintf(w, "  drop %d copies an interrupted repair left (their originals stay)\n", m.Leftovers)
+		fmt.Fprintf(w, "  drop %s an interrupted repair left (their originals stay)\n", plural.Count(m.Leftovers, "copy"))
 	}
 	if m.Unfinished > 0 {
 		fmt.Fprintf(w, "  finish an earlier repair: purge the messages it superseded, below sequence %d\n", m.Unfinished)

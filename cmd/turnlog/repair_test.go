@@ -53,7 +53,7 @@ func TestRepairMakesACorruptConversationWorkAgain(t *testing.T) {
 
 	out, errOut, code = e.run("", "repair", "spoiled", "--yes")
 	require.Equal(t, 0, code, errOut)
-	assert.Contains(t, out, "repaired spoiled: removed 1 messages and 0 reasoning blocks")
+	assert.Contains(t, out, "repaired spoiled: removed 1 message and 0 reasoning blocks")
 
 	e.ask("spoiled", "and now?")
 	_, errOut, code = e.run("", "export", "spoiled")
@@ -82,7 +82,7 @@ func TestRepairRemovesAnOrphanedReasoningBlock(t *testing.T) {
 	assert.Contains(t, out, `remove reasoning block "r1" at index 0, followed by a user block`)
 	out, errOut, code = e.run("", "repair", "old", "--yes")
 	require.Equal(t, 0, code, errOut)
-	assert.Contains(t, out, "removed 0 messages and 1 reasoning blocks")
+	assert.Contains(t, out, "removed 0 messages and 1 reasoning block")
 	e.ask("old", "hello again")
 
 	var removed []eventlog.Record
@@ -118,5 +118,5 @@ func TestLsShowsQuarantinedMessages(t *testing.T) {
 	out, errOut, code := e.run("", "ls")
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "spoiled")
-	assert.Contains(t, out, "1 quarantined messages (turnlog repair spoiled)")
+	assert.Contains(t, out, "1 quarantined message (turnlog repair spoiled)")
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/internal/plural"
 	"github.com/turnlog/turnlog/profile"
 	"github.com/turnlog/turnlog/replay"
 	"github.com/turnlog/turnlog/templates"
@@ -84,7 +85,7 @@ Exit codes: 0 ok, 1 --verify mismatch or --rerun difference, 2 error.`,
 					return err
 				}
 				if !v.OK() {
-					return &exitError{code: 1, err: fmt.Errorf("verify %s: %d mismatches; the log does not prove what the model received", conv, len(v.Mismatches))}
+					return &exitError{code: 1, err: fmt.Errorf("verify %s: %s; the log does not prove what the model received", conv, plural.Count(len(v.Mismatches), "mismatch"))}
 				}
 				return nil
 			case rerun:
@@ -136,7 +137,7 @@ Exit codes: 0 ok, 1 --verify mismatch or --rerun difference, 2 error.`,
 						return write(out, asJSON, inferenceDoc{Conversation: conv, Entry: e}, e.WriteText)
 					}
 				}
-				return fmt.Errorf("--inference %d: %s has %d model calls", inference, conv, calls)
+				return fmt.Errorf("--inference %d: %s has %s", inference, conv, plural.Count(calls, "model call"))
 			default:
 				// Streamed: a long conversation's Turns are never all in
 				// memory. Its output shows the progress on a terminal.

@@ -183,6 +183,17 @@ func TestReplayCommand(t *testing.T) {
 		assert.Equal(t, 2, code)
 		assert.Contains(t, errOut, "c1 has 4 model calls")
 	})
+	t.Run("one model call, in the singular", func(t *testing.T) {
+		e.ask("one", "hello")
+		out, errOut, code := e.run("", "replay", "one")
+		require.Equal(t, 0, code, errOut)
+		assert.Contains(t, out, "completed after 1 model call\n")
+		assert.Contains(t, out, " events, 1 model call\n")
+		_, errOut, code = e.run("", "replay", "one", "--inference", "2")
+		assert.Equal(t, 2, code)
+		assert.Contains(t, errOut, "--inference 2: one has 1 model call")
+		assert.NotContains(t, errOut, "1 model calls")
+	})
 	t.Run("verify", func(t *testing.T) {
 		out, errOut, code := e.run("", "replay", "c1", "--verify")
 		require.Equal(t, 0, code, errOut)

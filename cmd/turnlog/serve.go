@@ -16,6 +16,7 @@ import (
 	"github.com/turnlog/turnlog/embedded"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/httpapi"
+	"github.com/turnlog/turnlog/internal/plural"
 	"github.com/turnlog/turnlog/natsauth"
 	"github.com/turnlog/turnlog/profile"
 )
@@ -126,7 +127,7 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 					return srv.Connect(append(withKey(workerKey), refusalLogger(logger))...)
 				}, logOpts, logger)
 			}()
-			fmt.Fprintf(out, "turnlog: %d workers ready; try: %s (Ctrl-C to stop)\n", workers, chatHint(srv.ClientURL(), cmd.Flags().Changed("listen") || os.Getenv("TURNLOG_LISTEN") != ""))
+			fmt.Fprintf(out, "turnlog: %s ready; try: %s (Ctrl-C to stop)\n", plural.Count(workers, "worker"), chatHint(srv.ClientURL(), cmd.Flags().Changed("listen") || os.Getenv("TURNLOG_LISTEN") != ""))
 			err = <-done
 			fmt.Fprintln(out, "turnlog: stopped")
 			if err != nil && !errors.Is(err, context.Canceled) {

@@ -90,7 +90,7 @@ func startServeIn(t *testing.T, data string, args ...string) *served {
 		if m := httpRe.FindStringSubmatch(out); m != nil {
 			s.httpURL = m[1]
 		}
-		if strings.Contains(out, "workers ready") {
+		if strings.Contains(out, "ready; try: ") {
 			return s
 		}
 		select {
@@ -217,4 +217,20 @@ func TestServeNoAuth(t *testing.T) {
 	nc.Close()
 	_, err = os.Stat(filepath.Join(s.data, "auth"))
 	assert.True(t, os.IsNotExist(err), "no keys are made without authentication")
+}
+
+// Issue 17: the banner's hint ignored a non-default --listen, so the
+// command it suggested went to 127.0.0.1:4222, another server or none.
+// The banner serve prints names its address, and the hint works as pasted
+// (from serve's directory, whose data holds the key: TURNLOG_DATA here).
+func TestServeBannerNamesANonDefaultListen(t *testing.T) {
+	s := startServe(t) // --listen 127.0.0.1:0
+	hint := "turnlog chat --nats-url " + s.natsURL + " -m hello"
+	assert.Contains(t, s.out.String(), "turnlog: 1 worker ready; try: "+hint+" (Ctrl-C to stop)\n")
+
+	words, err := shellWords(hint)
+	require.NoError(t, err)
+	out, code := runCmd(t, []string{"TURNLOG_DATA=" + s.data}, "", words[1:]...)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "You said: hello")
 }

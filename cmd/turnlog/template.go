@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/internal/plural"
 	"github.com/turnlog/turnlog/middlewares/template"
 	"github.com/turnlog/turnlog/projector"
 	"github.com/turnlog/turnlog/templates"
@@ -118,7 +119,7 @@ means new conversations get no system prompt at all.`,
 			if err != nil {
 				return err
 			}
-			what := fmt.Sprintf("%d bytes", len(g.Text))
+			what := plural.Count(len(g.Text), "byte")
 			if g.Text == "" {
 				what = "empty: no system prompt"
 			}

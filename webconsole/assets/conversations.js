@@ -2,7 +2,7 @@
 // search by ID and a form to start a new chat.
 
 import { get, enc } from './api.js';
-import { h, when, debounce } from './dom.js';
+import { h, when, debounce, count } from './dom.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -49,7 +49,7 @@ async function load() {
     $('conversation-list').tBodies[0].replaceChildren(...rows);
     const shown = body.conversations.length;
     status.textContent =
-      body.total === 0 ? (q ? `No conversation ID contains “${q}”.` : 'No conversations yet: start a chat.') : shown < body.total ? `${shown} of ${body.total} conversations, newest first.` : `${body.total} conversation${body.total === 1 ? '' : 's'}, newest first.`;
+      body.total === 0 ? (q ? `No conversation ID contains “${q}”.` : 'No conversations yet: start a chat.') : shown < body.total ? `${shown} of ${count(body.total, 'conversation')}, newest first.` : `${count(body.total, 'conversation')}, newest first.`;
     $('conversation-list').dataset.ready = 'true';
   } catch (e) {
     if (mine !== seq) return;

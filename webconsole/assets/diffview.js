@@ -4,7 +4,7 @@
 // each side's duplicates and adjacency violations highlighted.
 
 import { get, enc } from './api.js';
-import { h, blockText } from './dom.js';
+import { h, blockText, count } from './dom.js';
 
 /** Splits "conv@n" into its conversation and position (null: latest). */
 export function parsePoint(p) {
@@ -145,7 +145,7 @@ function side(name, point, turn, marks, diffs) {
   return h(
     'section',
     { class: `side side-${name.toLowerCase()}`, 'aria-label': `Side ${name}` },
-    h('h3', null, `${name}: `, h('code', null, point), h('span', { class: 'muted' }, ` ${blocks.length} blocks, ${turn.events} events`)),
+    h('h3', null, `${name}: `, h('code', null, point), h('span', { class: 'muted' }, ` ${count(blocks.length, 'block')}, ${count(turn.events, 'event')}`)),
     blocks.length === 0 ? h('p', { class: 'muted' }, 'No blocks.') : null,
     blocks.map((b, i) => {
       const ms = marks.get(i) || [];

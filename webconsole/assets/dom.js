@@ -41,6 +41,15 @@ export function when(t) {
   return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
 }
 
+/**
+ * n and the noun, plural unless n is 1: count(1, 'model call') is
+ * "1 model call", count(2, 'event') "2 events" (every noun the console
+ * counts takes an s, as internal/plural writes them on the Go side).
+ */
+export function count(n, noun) {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
+}
+
 /** The first n characters of a hash, enough to compare by eye. */
 export function short(hash, n = 12) {
   return hash && hash.length > n ? hash.slice(0, n) + '…' : hash || '';

@@ -4,7 +4,7 @@
 // points. It reloads when a request of the conversation ends (stream).
 
 import { get, enc, eventStream } from './api.js';
-import { h, when, short, blockText, eventKind, debounce } from './dom.js';
+import { h, when, short, blockText, eventKind, debounce, count } from './dom.js';
 import { showDiff } from './diffview.js';
 
 const $ = (id) => document.getElementById(id);
@@ -34,7 +34,7 @@ async function load() {
   try {
     const tl = await get(`/conversations/${enc(conv)}/timeline`);
     render(tl);
-    status.textContent = `${tl.events.length} events, ${tl.inferences} model calls.`;
+    status.textContent = `${count(tl.events.length, 'event')}, ${count(tl.inferences, 'model call')}.`;
     $('timeline').dataset.ready = 'true';
   } catch (e) {
     status.textContent = '';
@@ -184,7 +184,7 @@ function showTurn(inf) {
   } else {
     const t = inf.turn;
     const parts = [
-      h('p', { class: 'muted' }, `${conv}@${inf.n - 1}: ${t.blocks ? t.blocks.length : 0} blocks; input hash ${short(inf.input_hash)} `, inf.verified ? '(verified against the log)' : '(does NOT match the log)'),
+      h('p', { class: 'muted' }, `${conv}@${inf.n - 1}: ${count(t.blocks ? t.blocks.length : 0, 'block')}; input hash ${short(inf.input_hash)} `, inf.verified ? '(verified against the log)' : '(does NOT match the log)'),
       h(
         'ol',
         { class: 'turn-blocks', start: 0 },
