@@ -16,8 +16,9 @@ type LoggingConfig struct {
 	// Level of a call that succeeded, or whose step was superseded by
 	// another writer or got no answer from the log (engine.ErrSuperseded,
 	// engine.ErrLogUnavailable: retried; default slog.LevelInfo); a call
-	// that failed transiently (retried) at slog.LevelWarn at least, and
-	// any other failure at slog.LevelError.
+	// that failed transiently (retried), or was refused for what its
+	// request carries (ErrCwdOutsideRoots, ErrReservedData), at
+	// slog.LevelWarn at least, and any other failure at slog.LevelError.
 	Level slog.Level
 	// Message of every record (default "model call").
 	Message string
@@ -59,6 +60,11 @@ func Logging(cfg LoggingConfig) (engine.Middleware, error) {
 				// retried later) and counted by the worker's
 				// turnlog_conflicts_total and turnlog_requests_total
 				// {outcome="retried"}: not an error.
+			case errors.Is(err, ErrCwdOutsideRoots), errors.Is(err, ErrReservedData):
+				// Refused for what the request carries: the sender's
+				// mistake, told to the sender by request.failed, not a
+				// fault of this worker.
+				level = max(level, slog.LevelWarn)
 			case engine.IsTransient(err):
 				// Worth a retry (a timeout, a rate limit): the request is
 				// tried again, and ends as request.failed only if the

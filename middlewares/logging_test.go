@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"testing"
 
@@ -22,6 +23,10 @@ func TestLogging(t *testing.T) {
 	}{
 		{"a call that succeeded", nil, "INFO"},
 		{"a call that failed", errors.New("rate limited"), "ERROR"},
+		// A request refused for what it carries is the sender's mistake,
+		// told to the sender by request.failed: not an error of the worker.
+		{"a request whose cwd is outside the roots", fmt.Errorf("template: %w", middlewares.ErrCwdOutsideRoots), "WARN"},
+		{"a request with a reserved data key", fmt.Errorf("data: %w", middlewares.ErrReservedData), "WARN"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -45,7 +50,7 @@ func TestLogging(t *testing.T) {
 			assert.Equal(t, float64(1), rec["blocks"])
 			assert.Contains(t, rec, "duration")
 			if tc.err != nil {
-				assert.Equal(t, "rate limited", rec["error"])
+				assert.Equal(t, tc.err.Error(), rec["error"])
 			} else {
 				assert.NotContains(t, rec, "error")
 			}
