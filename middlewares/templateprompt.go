@@ -186,7 +186,7 @@ func (p *templatePrompt) render(ctx context.Context, src string) (rendered, erro
 	if cwd := turn.Data[DataCwd]; filepath.IsAbs(cwd) {
 		env.Cwd = cwd
 		if resolve == nil && len(p.cfg.CwdRoots) > 0 {
-			if err := checkCwd(cwd, p.cfg.CwdRoots); err != nil {
+			if err := CheckCwd(cwd, p.cfg.CwdRoots); err != nil {
 				resolve = refuseCwd(err)
 			}
 		}
