@@ -215,6 +215,10 @@ func TestServeNoAuth(t *testing.T) {
 	nc, err := nats.Connect(s.natsURL)
 	require.NoError(t, err, "--no-auth lets anyone in")
 	nc.Close()
-	_, err = os.Stat(filepath.Join(s.data, "auth"))
-	assert.True(t, os.IsNotExist(err), "no keys are made without authentication")
+	keys, err := filepath.Glob(filepath.Join(s.data, "auth", "*.nk"))
+	require.NoError(t, err)
+	assert.Empty(t, keys, "no keys are made without authentication")
+	// The HTTP API keeps its token: --no-auth is about NATS only.
+	_, err = os.Stat(filepath.Join(s.data, "auth", "http.token"))
+	assert.NoError(t, err, "the HTTP API still has its token")
 }
