@@ -180,6 +180,7 @@ func (p *templatePrompt) render(ctx context.Context, src string) (rendered, erro
 		MaxFileBytes:   p.cfg.MaxFileBytes,
 		MaxPromptBytes: p.cfg.MaxPromptBytes,
 		GitTimeout:     p.cfg.GitTimeout,
+		DenyDirs:       p.cfg.DenyDirs,
 	}
 	// A relative directory would be relative to wherever the worker runs.
 	resolve := p.cfg.Resolve

@@ -116,6 +116,13 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 			if err != nil {
 				return err
 			}
+			// No template, previewed over HTTP or rendered for a request,
+			// reads the keys and the token.
+			authDir, err := filepath.Abs(natsauth.Dir(data))
+			if err != nil {
+				return err
+			}
+			wf.denyDirs = []string{authDir}
 			fmt.Fprintf(out, "turnlog: NATS with JetStream listening on %s (data in %s, sync %s, %s)\n", srv.ClientURL(), data, syncName(sync), authName(noAuth))
 			if httpAt != "" {
 				profiles, err := profile.Load(wf.profiles)
@@ -127,10 +134,6 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 					return err
 				}
 				roots, err := absCwdRoots(wf.cwdRoots)
-				if err != nil {
-					return err
-				}
-				authDir, err := filepath.Abs(natsauth.Dir(data))
 				if err != nil {
 					return err
 				}

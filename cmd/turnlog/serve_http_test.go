@@ -190,3 +190,31 @@ func TestServeRenderReadsOnlyWhereWorkersMay(t *testing.T) {
 	status, body = postJSON(t, s.httpURL+"/system-prompt/render", token, map[string]string{"template": "[system:date]", "cwd": elsewhere})
 	assert.Equal(t, http.StatusOK, status, "a template that reads no file renders whatever the cwd, as in a worker: %s", body)
 }
+
+// TestServeWorkersNeverReadTheKeys: a chat request whose cwd is serve's
+// <data>/auth, with a template naming the key files, gets a prompt without
+// them, even with cwd roots that allow every directory; the same template
+// reads a file of another directory.
+func TestServeWorkersNeverReadTheKeys(t *testing.T) {
+	s := startServe(t, "--cwd-root", "/")
+	seed, token := adminSeed(t, s.data), tokenOf(t, s.data)
+	admin := []string{"TURNLOG_DATA=" + s.data}
+	url := []string{"--nats-url", s.natsURL}
+	out, code := runCmd(t, admin, "Keys: [file:admin.nk] [file:http.token] [file:NOTES]", append([]string{"template", "set", "-"}, url...)...)
+	require.Equal(t, 0, code, out)
+
+	notes := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(notes, "NOTES"), []byte("visible notes"), 0o600))
+	for conv, cwd := range map[string]string{"keys": filepath.Join(s.data, "auth"), "notes": notes} {
+		out, code = runCmd(t, admin, "", append([]string{"chat", conv, "-m", "hi", "--cwd", cwd}, url...)...)
+		require.Equal(t, 0, code, out)
+	}
+	out, code = runCmd(t, admin, "", append([]string{"export", "keys"}, url...)...)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "Keys:", "the template was rendered")
+	assert.NotContains(t, out, seed)
+	assert.NotContains(t, out, token)
+	out, code = runCmd(t, admin, "", append([]string{"export", "notes"}, url...)...)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "visible notes", "elsewhere the template reads files")
+}
