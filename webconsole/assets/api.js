@@ -5,7 +5,7 @@
 
 const tokenKey = 'turnlog.token';
 
-// The address turnlog serve prints, http://HOST:PORT/#token=..., hands the
+// The address turnlog serve prints, the console's with #token=..., hands the
 // token over once: it is stored for the tab and taken out of the address
 // bar at once, so it is not bookmarked, shared with the URL, or kept in
 // the history. (A fragment is never sent to the server, nor in a Referer.)
