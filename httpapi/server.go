@@ -11,7 +11,8 @@
 //     message that says what was wrong and what to do.
 //   - A request body is at most Config.MaxBodyBytes (1 MiB): more gets 413.
 //     A body that is not the JSON the route expects gets 400.
-//   - When a token is configured, every request but the console's pages
+//   - When a token is configured (turnlog serve always configures one
+//     unless told --no-token), every request but the console's pages
 //     (GET / and /ui/..., which hold no data) needs
 //     "Authorization: Bearer <token>", reads as well as writes, else 401:
 //     a conversation's Turn can hold whatever its variables read.
@@ -36,6 +37,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -70,6 +72,16 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxBodyBytes bounds request bodies (default DefaultMaxBodyBytes).
 	MaxBodyBytes int64
+	// CwdRoots are the directories under which the "cwd" of POST
+	// /system-prompt/render must lie for a template that reads it (file:,
+	// git:, prompt:cwd), as the workers check a request's cwd
+	// (middlewares.CheckCwd); absolute. Empty means any directory: turnlog
+	// serve passes the workers' --cwd-root.
+	CwdRoots []string
+	// DenyDirs are directories a template preview never reads, whatever
+	// its cwd (template.Env.DenyDirs): turnlog serve passes <data>/auth,
+	// where the NATS keys and this API's token live. Absolute.
+	DenyDirs []string
 	// Profiles are the workers' profiles, for the reserved request data
 	// keys a profile allows (allow_request_data) in POST
 	// /conversations/{id}/messages. Without them, or for a profile they
@@ -88,6 +100,11 @@ func (c *Config) Validate() error {
 	for _, h := range c.AllowedHosts {
 		if h == "" || strings.ContainsAny(h, " \t/:@[]") {
 			return fmt.Errorf("httpapi: allowed host %q: give a host name without scheme, port or path, such as turnlog.example.com", h)
+		}
+	}
+	for _, d := range append(append([]string(nil), c.CwdRoots...), c.DenyDirs...) {
+		if !filepath.IsAbs(d) {
+			return fmt.Errorf("httpapi: directory %q of CwdRoots or DenyDirs is relative; use an absolute directory", d)
 		}
 	}
 	if c.Templates == nil {
@@ -191,11 +208,11 @@ func (s *Server) authorize(r *http.Request) (int, string) {
 	auth := r.Header.Get("Authorization")
 	scheme, token, found := strings.Cut(auth, " ")
 	if auth == "" || !found || !strings.EqualFold(scheme, "Bearer") {
-		return http.StatusUnauthorized, "this server requires a token for everything but the console's pages; send the header \"Authorization: Bearer <token>\" with the token turnlog serve was given (--token or TURNLOG_TOKEN)"
+		return http.StatusUnauthorized, "this server requires a token for everything but the console's pages; send the header \"Authorization: Bearer <token>\" with turnlog serve's token: the one in its data directory's auth/http.token, or the one it was given (TURNLOG_TOKEN or --token)"
 	}
 	got := sha256.Sum256([]byte(strings.TrimSpace(token)))
 	if subtle.ConstantTimeCompare(got[:], s.tokenHash[:]) != 1 {
-		return http.StatusUnauthorized, "the bearer token is wrong; use the token turnlog serve was given (--token or TURNLOG_TOKEN)"
+		return http.StatusUnauthorized, "the bearer token is wrong; use turnlog serve's token: the one in its data directory's auth/http.token, or the one it was given (TURNLOG_TOKEN or --token)"
 	}
 	return 0, ""
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/turnlog/turnlog/middlewares"
 	"github.com/turnlog/turnlog/middlewares/template"
 	"github.com/turnlog/turnlog/projector"
 	"github.com/turnlog/turnlog/templates"
@@ -111,8 +112,10 @@ func (s *Server) getVariables(w http.ResponseWriter, _ *http.Request) {
 }
 
 // render resolves a template as a conversation would, for a live preview.
-// It is a POST, so it needs the token: it reads files and runs git in the
-// directory the caller names.
+// It reads files and runs git in the directory the caller names, so it
+// needs the token, reads only where the workers may (Config.CwdRoots:
+// else 403) and never in Config.DenyDirs, whose files are as absent as
+// missing ones.
 func (s *Server) render(w http.ResponseWriter, r *http.Request) {
 	var req RenderRequest
 	if !decodeBody(w, r, &req, renderExample) {
@@ -137,9 +140,18 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request) {
 		}
 		src = g.Text
 	}
+	if req.Cwd != "" && len(s.cfg.CwdRoots) > 0 && middlewares.ReadsCwd(template.Parse(src).Variables()) {
+		// The workers would refuse this cwd; a preview must not read
+		// where a conversation may not.
+		if err := middlewares.CheckCwd(req.Cwd, s.cfg.CwdRoots); err != nil {
+			writeError(w, http.StatusForbidden, err.Error())
+			return
+		}
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), template.DefaultResolveTimeout)
 	defer cancel()
-	prompt, used, _, err := template.RenderWith(ctx, src, template.Env{Cwd: req.Cwd, Model: req.Model, ConversationID: req.ConversationID})
+	prompt, used, _, err := template.RenderWith(ctx, src, template.Env{Cwd: req.Cwd, Model: req.Model, ConversationID: req.ConversationID,
+		DenyDirs: s.cfg.DenyDirs})
 	if errors.Is(err, template.ErrTooLarge) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return

@@ -22,10 +22,12 @@ var ErrCwdOutsideRoots = errors.New("the request's cwd is outside the directorie
 // lists the allowed directories, for ErrCwdOutsideRoots's message.
 const ProfileCwdRoots = "cwd_roots (worker flag --cwd-root)"
 
-// checkCwd reports ErrCwdOutsideRoots unless cwd, with its symbolic links
+// CheckCwd reports ErrCwdOutsideRoots unless cwd, with its symbolic links
 // resolved, is one of roots or lies below one. A cwd that does not exist
-// is checked as written (its variables then find nothing anyway).
-func checkCwd(cwd string, roots []string) error {
+// is checked as written (its variables then find nothing anyway). The
+// worker checks a request's cwd with it, and the HTTP API the cwd of a
+// template preview, so that neither reads where the other may not.
+func CheckCwd(cwd string, roots []string) error {
 	real := resolvedPath(cwd)
 	for _, root := range roots {
 		if within(real, resolvedPath(root)) {
@@ -42,13 +44,22 @@ func checkCwd(cwd string, roots []string) error {
 // rendered whatever the request's cwd.
 func refuseCwd(err error) template.ResolveFunc {
 	return func(ctx context.Context, refs []template.Ref, env template.Env) (template.Values, error) {
-		for _, ref := range refs {
-			if ref.Type == "file" || ref.Type == "git" || (ref.Type == "prompt" && ref.Name == "cwd") {
-				return nil, err
-			}
+		if ReadsCwd(refs) {
+			return nil, err
 		}
 		return template.Resolve(ctx, refs, env)
 	}
+}
+
+// ReadsCwd reports whether any of refs depends on the working directory
+// (file:, git:, prompt:cwd), which CheckCwd must then allow.
+func ReadsCwd(refs []template.Ref) bool {
+	for _, ref := range refs {
+		if ref.Type == "file" || ref.Type == "git" || (ref.Type == "prompt" && ref.Name == "cwd") {
+			return true
+		}
+	}
+	return false
 }
 
 // resolvedPath is path cleaned, with its symbolic links resolved when it

@@ -180,13 +180,14 @@ func (p *templatePrompt) render(ctx context.Context, src string) (rendered, erro
 		MaxFileBytes:   p.cfg.MaxFileBytes,
 		MaxPromptBytes: p.cfg.MaxPromptBytes,
 		GitTimeout:     p.cfg.GitTimeout,
+		DenyDirs:       p.cfg.DenyDirs,
 	}
 	// A relative directory would be relative to wherever the worker runs.
 	resolve := p.cfg.Resolve
 	if cwd := turn.Data[DataCwd]; filepath.IsAbs(cwd) {
 		env.Cwd = cwd
 		if resolve == nil && len(p.cfg.CwdRoots) > 0 {
-			if err := checkCwd(cwd, p.cfg.CwdRoots); err != nil {
+			if err := CheckCwd(cwd, p.cfg.CwdRoots); err != nil {
 				resolve = refuseCwd(err)
 			}
 		}

@@ -57,6 +57,10 @@ type TemplatePromptConfig struct {
 	// Cwd is the operator's own setting and is not checked, and neither is
 	// a render whose values come from Resolve (`replay --rerun`).
 	CwdRoots []string
+	// DenyDirs are directories the variables never read, whatever the cwd
+	// (template.Env.DenyDirs): turnlog serve's <data>/auth, where the NATS
+	// keys and the HTTP API's token live.
+	DenyDirs []string
 	// Now, MaxFileBytes, MaxPromptBytes and GitTimeout are passed to the
 	// resolvers and the renderer (see template.Env); zero values mean
 	// their defaults. A prompt, or variables, past MaxPromptBytes fail the

@@ -63,15 +63,23 @@ func Ensure(dir string) ([]Role, error) {
 	return created, nil
 }
 
-// privateMode refuses path when group or others have any permission on it.
+// privateMode refuses path, which holds NATS keys, when group or others
+// have any permission on it.
 func privateMode(path string, want fs.FileMode) error {
+	return private(path, want, "NATS credentials", "make new keys if it was exposed (delete the key files; the next start makes new ones)")
+}
+
+// private refuses path, which holds secrets (what), when group or others
+// have any permission on it; renew says how to replace secrets that may
+// have leaked.
+func private(path string, want fs.FileMode, what, renew string) error {
 	info, err := os.Stat(path)
 	if err != nil {
 		return fmt.Errorf("check %s: %w", path, err)
 	}
 	if info.Mode().Perm()&0o077 != 0 {
-		return fmt.Errorf("%s holds NATS credentials but other users may read it (mode %04o); run chmod %o %s, and make new keys if it was exposed (delete the key files; the next start makes new ones)",
-			path, info.Mode().Perm(), want, path)
+		return fmt.Errorf("%s holds %s but other users may read it (mode %04o); run chmod %o %s, and %s",
+			path, what, info.Mode().Perm(), want, path, renew)
 	}
 	return nil
 }

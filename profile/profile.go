@@ -97,6 +97,10 @@ type Profile struct {
 	// live ones (the clock, files, git: template.Resolve). `replay --rerun`
 	// sets it to answer with the values the log recorded.
 	Resolve template.ResolveFunc `yaml:"-" json:"-"`
+	// DenyDirs are directories the template middleware's variables never
+	// read (see middlewares.TemplatePromptConfig.DenyDirs); the worker
+	// sets them from its Config.
+	DenyDirs []string `yaml:"-" json:"-"`
 	// CompactionTemplate says which template a compaction renders the
 	// template middleware's prompt from: "current" (default) adopts the
 	// global template as it is then, recorded as a prompt replacement

@@ -118,6 +118,7 @@ func (p Profile) templatePrompt() (engine.Middleware, error) {
 		Templates:      p.TemplateSource(),
 		Cwd:            p.Cwd,
 		CwdRoots:       p.CwdRoots,
+		DenyDirs:       p.DenyDirs,
 		Policy:         p.PromptPolicy,
 		Resolve:        p.Resolve,
 		KeepTemplate:   p.CompactionTemplate == CompactionTemplateOriginal,

@@ -9,8 +9,9 @@
 // a browser shows is what a script gets. When the server has a token, every
 // call (reads, writes and the live stream, which is read with fetch since
 // EventSource cannot send it) carries the API's bearer token, which a page
-// asks for once and keeps in sessionStorage; the pages themselves hold no
-// data and load without it.
+// takes from its address (/#token=..., the link turnlog serve prints; it is
+// removed from the address bar at once) or asks for, once, and keeps in
+// sessionStorage; the pages themselves hold no data and load without it.
 //
 // Pages:
 //

@@ -63,6 +63,10 @@ type Config struct {
 	// means any directory: `turnlog worker` and `serve` pass their
 	// --cwd-root, by default the directory they run in.
 	CwdRoots []string
+	// DenyDirs are directories the template variables never read, whatever
+	// a request's cwd (template.Env.DenyDirs): `turnlog serve` passes
+	// <data>/auth, where its keys and its HTTP token live.
+	DenyDirs []string
 	Logger   *slog.Logger
 	// Fault, for tests, is called at named points of a request ("user",
 	// "step", "completed"); an error there makes the worker drop the
@@ -170,6 +174,7 @@ func New(cfg Config) (*Worker, error) {
 		if p.CwdRoots == nil {
 			p.CwdRoots = cfg.CwdRoots
 		}
+		p.DenyDirs = append(p.DenyDirs, cfg.DenyDirs...)
 		b, err := p.Build(w.log, cfg.Tools)
 		if err != nil {
 			return nil, fmt.Errorf("worker: profile %q: %w", name, err)

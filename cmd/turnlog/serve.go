@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -35,6 +36,7 @@ func newServeCmd() *cobra.Command {
 		token   string
 		hosts   []string
 		noAuth  bool
+		noToken bool
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -55,6 +57,17 @@ flag; give client.nk to whoever may only chat and read, worker.nk to remote
 workers; nats --nkey FILE uses them too. --no-auth turns authentication
 off: then anyone who can reach --listen can read, write and erase every
 conversation.
+
+The HTTP API (--http, default 127.0.0.1:8080) needs a bearer token for
+every request but the console's pages: --token, or TURNLOG_TOKEN, or else
+the token in <data>/auth/http.token, which serve makes on first start
+(mode 0600) and reuses. Prefer TURNLOG_TOKEN or that file to --token: a
+command line is visible to every user of the machine (ps), and serve warns
+when it gets one. The banner says where the token is and the console's
+address with it (http://HOST:PORT/#token=...: the console keeps the token
+for the tab and takes it out of the address bar). --no-token turns the
+token off, with a warning: then anyone who can reach --http can read and
+change every conversation.
 
 Durability: by default JetStream fsyncs on an interval: a crash of the
 process loses nothing, a power loss can lose the writes of the last interval.
@@ -104,13 +117,29 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 			if err != nil {
 				return err
 			}
+			// No template, previewed over HTTP or rendered for a request,
+			// reads the keys and the token.
+			authDir, err := filepath.Abs(natsauth.Dir(data))
+			if err != nil {
+				return err
+			}
+			wf.denyDirs = []string{authDir}
 			fmt.Fprintf(out, "turnlog: NATS with JetStream listening on %s (data in %s, sync %s, %s)\n", srv.ClientURL(), data, syncName(sync), authName(noAuth))
 			if httpAt != "" {
 				profiles, err := profile.Load(wf.profiles)
 				if err != nil {
 					return err
 				}
-				api, err := httpapi.New(httpapi.Config{Log: l, Token: token, AllowedHosts: hosts, Logger: logger, Profiles: profiles})
+				tok, err := resolveHTTPToken(data, token, cmd.Flags().Changed("token"), noToken, httpAt, cmd.ErrOrStderr())
+				if err != nil {
+					return err
+				}
+				roots, err := absCwdRoots(wf.cwdRoots)
+				if err != nil {
+					return err
+				}
+				api, err := httpapi.New(httpapi.Config{Log: l, Token: tok.value, AllowedHosts: hosts, Logger: logger, Profiles: profiles,
+					CwdRoots: roots, DenyDirs: []string{authDir}})
 				if err != nil {
 					return err
 				}
@@ -119,7 +148,7 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 					return err
 				}
 				defer running.Close()
-				fmt.Fprintf(out, "turnlog: HTTP API and web console on %s\n", running.URL())
+				fmt.Fprint(out, tok.banner(running.URL(), isTerminal(out)))
 			}
 			done := make(chan error, 1)
 			go func() {
@@ -141,7 +170,8 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 	fs.StringVar(&listen, "listen", envOr("TURNLOG_LISTEN", "127.0.0.1:4222"), "HOST:PORT for NATS clients (env TURNLOG_LISTEN)")
 	fs.StringVar(&sync, "sync", envOr("TURNLOG_SYNC", embedded.SyncInterval), "fsync policy: interval or always (env TURNLOG_SYNC)")
 	fs.StringVar(&httpAt, "http", envOr("TURNLOG_HTTP", "127.0.0.1:8080"), "HOST:PORT of the HTTP API and web console ('' turns it off; env TURNLOG_HTTP)")
-	fs.StringVar(&token, "token", os.Getenv("TURNLOG_TOKEN"), "bearer token required by every HTTP API request, reads too (the console asks for it once; env TURNLOG_TOKEN; keep a token-less server on localhost)")
+	fs.StringVar(&token, "token", os.Getenv("TURNLOG_TOKEN"), "bearer token required by every HTTP API request, reads too (env TURNLOG_TOKEN; default: the token in <data>/auth/http.token, made on first start). Prefer the variable or the file: every user of the machine sees a command line (ps)")
+	fs.BoolVar(&noToken, "no-token", false, "serve the HTTP API without a token (anyone who reaches --http may read and change every conversation); default: a token, see --token")
 	fs.StringSliceVar(&hosts, "allowed-hosts", splitList(os.Getenv("TURNLOG_HTTP_ALLOWED_HOSTS")), "host names the HTTP API may be addressed by besides localhost and IP addresses, comma-separated (a proxy's or the LAN's name for this machine; env TURNLOG_HTTP_ALLOWED_HOSTS)")
 	fs.IntVar(&workers, "workers", 2, "workers to run in this process (0: none, NATS only)")
 	fs.BoolVar(&noAuth, "no-auth", false, "run NATS without authentication (anyone who reaches --listen may do anything); default: keys per role in <data>/auth/")

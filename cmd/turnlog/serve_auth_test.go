@@ -215,8 +215,12 @@ func TestServeNoAuth(t *testing.T) {
 	nc, err := nats.Connect(s.natsURL)
 	require.NoError(t, err, "--no-auth lets anyone in")
 	nc.Close()
-	_, err = os.Stat(filepath.Join(s.data, "auth"))
-	assert.True(t, os.IsNotExist(err), "no keys are made without authentication")
+	keys, err := filepath.Glob(filepath.Join(s.data, "auth", "*.nk"))
+	require.NoError(t, err)
+	assert.Empty(t, keys, "no keys are made without authentication")
+	// The HTTP API keeps its token: --no-auth is about NATS only.
+	_, err = os.Stat(filepath.Join(s.data, "auth", "http.token"))
+	assert.NoError(t, err, "the HTTP API still has its token")
 }
 
 // Issue 17: the banner's hint ignored a non-default --listen, so the

@@ -38,7 +38,8 @@ type workerFlags struct {
 	idleSnapshot time.Duration
 	compression  string
 	cwdRoots     []string
-	envErr       error // a malformed setting in the environment
+	denyDirs     []string // set by serve: its <data>/auth
+	envErr       error    // a malformed setting in the environment
 	eventShards  int
 }
 
@@ -148,7 +149,7 @@ func runWorkers(ctx context.Context, f *workerFlags, n int, dial func() (*nats.C
 		host, _ := os.Hostname()
 		w, err := worker.New(worker.Config{Log: l, Conn: nc, Profiles: profiles, Logger: logger, AckWait: f.ackWait,
 			Name:       fmt.Sprintf("%s-%d-w%d", host, os.Getpid(), i+1),
-			CacheBytes: int64(f.cacheBytes), IdleSnapshot: f.idleSnapshot, CwdRoots: cwdRoots})
+			CacheBytes: int64(f.cacheBytes), IdleSnapshot: f.idleSnapshot, CwdRoots: cwdRoots, DenyDirs: f.denyDirs})
 		if err != nil {
 			return err
 		}

@@ -41,10 +41,32 @@ func (e Env) workDir() (string, bool) {
 		return "", false
 	}
 	real, err := filepath.EvalSymlinks(abs)
-	if err != nil || inKernelDir(real) || onKernelFSPath(real) {
+	if err != nil || inKernelDir(real) || onKernelFSPath(real) || e.denied(abs) || e.denied(real) {
 		return "", false
 	}
 	return real, true
+}
+
+// denied reports whether the absolute path p is one of env.DenyDirs or
+// lies below one, as written or with the directory's links resolved.
+func (e Env) denied(p string) bool {
+	p = filepath.Clean(p)
+	for _, d := range e.DenyDirs {
+		d = filepath.Clean(d)
+		if under(p, d) {
+			return true
+		}
+		if real, err := filepath.EvalSymlinks(d); err == nil && under(p, real) {
+			return true
+		}
+	}
+	return false
+}
+
+// under reports whether the clean absolute path p is dir or below it.
+func under(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && filepath.IsLocal(rel)
 }
 
 // truncationNote ends a value cut at the file cap, so that the model, and
@@ -65,6 +87,8 @@ func truncationNote(ref string, limit int64) string {
 //   - Nothing in /proc, /sys or /dev is read (see workDir), nor on Linux
 //     any file on a kernel file system (procfs, sysfs, ...) wherever it is
 //     mounted.
+//   - Nothing in env.DenyDirs is read, by the path the file really has
+//     once open.
 //   - Only regular files are read: not directories, devices or FIFOs. The
 //     file is checked before it is opened and again once open, and it is
 //     opened non-blocking, so a FIFO swapped in between cannot hang the
@@ -87,7 +111,7 @@ func readFile(env Env, name string) (string, bool) {
 		}
 		name = rel
 	}
-	if inKernelDir(filepath.Join(cwd, name)) {
+	if inKernelDir(filepath.Join(cwd, name)) || env.denied(filepath.Join(cwd, name)) {
 		return "", false // e.g. cwd "/" and name "proc/self/environ"
 	}
 	root, err := os.OpenRoot(cwd)
@@ -106,6 +130,15 @@ func readFile(env Env, name string) (string, bool) {
 	defer f.Close()
 	if info, err = f.Stat(); err != nil || !info.Mode().IsRegular() || onKernelFS(f) {
 		return "", false
+	}
+	if len(env.DenyDirs) > 0 {
+		// Where the file really is, links inside the working directory
+		// followed: a link to <data>/auth that stays inside the working
+		// directory passes the root's check, not this one.
+		real, ok := openedPath(f, filepath.Join(cwd, name))
+		if !ok || env.denied(real) {
+			return "", false
+		}
 	}
 	limit := env.maxFileBytes()
 	b, err := readCapped(f, info.Size(), limit)

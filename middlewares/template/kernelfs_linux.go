@@ -58,3 +58,23 @@ func onKernelFSPath(path string) bool {
 	}
 	return kernelFSTypes[int64(st.Type)]
 }
+
+// openedPath is the path the kernel gives for the open file f, which
+// names the file itself whatever links led to it; false when it cannot be
+// told.
+func openedPath(f *os.File, _ string) (string, bool) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return "", false
+	}
+	var (
+		path string
+		rerr error
+	)
+	if err := rc.Control(func(fd uintptr) {
+		path, rerr = os.Readlink("/proc/self/fd/" + strconv.Itoa(int(fd)))
+	}); err != nil || rerr != nil {
+		return "", false
+	}
+	return path, true
+}

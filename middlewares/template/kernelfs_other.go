@@ -2,7 +2,10 @@
 
 package template
 
-import "os"
+import (
+	"os"
+	"path/filepath"
+)
 
 // onKernelFS: outside Linux, kernel files are refused by path only (see
 // kernelDirs).
@@ -10,3 +13,10 @@ func onKernelFS(*os.File) bool { return false }
 
 // onKernelFSPath: see onKernelFS.
 func onKernelFSPath(string) bool { return false }
+
+// openedPath: outside Linux, the file's path is its name with the links
+// resolved.
+func openedPath(_ *os.File, name string) (string, bool) {
+	real, err := filepath.EvalSymlinks(name)
+	return real, err == nil
+}

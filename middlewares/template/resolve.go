@@ -46,6 +46,12 @@ type Env struct {
 	MaxPromptBytes int64
 	// GitTimeout bounds each git command; 0 or less means DefaultGitTimeout.
 	GitTimeout time.Duration
+	// DenyDirs are absolute directories whose files no file: variable
+	// reads and in which no git: command runs, whatever path leads there
+	// (a symbolic link, a name with a directory, a working directory above
+	// them): the installation's secrets, such as the NATS keys and the
+	// HTTP token in <data>/auth/.
+	DenyDirs []string
 }
 
 func (e Env) now() time.Time {

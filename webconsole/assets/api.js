@@ -1,9 +1,33 @@
 // The JSON API, as README.md documents it for scripts: the console calls
 // nothing else. When the server has a token, every call carries it (reads
-// too, and the live stream): it is asked for once per tab and kept in
-// sessionStorage.
+// too, and the live stream): it is asked for once per tab, or taken from
+// the address (#token=...), and kept in sessionStorage.
 
 const tokenKey = 'turnlog.token';
+
+// The address turnlog serve prints, the console's with #token=..., hands the
+// token over once: it is stored for the tab and taken out of the address
+// bar at once, so it is not bookmarked, shared with the URL, or kept in
+// the history. (A fragment is never sent to the server, nor in a Referer.)
+// Such a link pasted into a tab already on the page changes only the
+// fragment, which loads nothing: the page is loaded again with the token.
+takeTokenFromAddress();
+window.addEventListener('hashchange', () => {
+  if (takeTokenFromAddress()) location.reload();
+});
+
+/** Stores a #token=... of the address and removes it; true if there was one. */
+function takeTokenFromAddress() {
+  if (!location.hash.startsWith('#')) return false;
+  const params = new URLSearchParams(location.hash.slice(1));
+  const token = params.get('token');
+  if (token === null) return false;
+  if (token.trim()) sessionStorage.setItem(tokenKey, token.trim());
+  params.delete('token');
+  const rest = params.toString();
+  history.replaceState(history.state, '', location.pathname + location.search + (rest ? '#' + rest : ''));
+  return true;
+}
 
 /** An answer that was not 2xx: message is the API's {"error"} text. */
 export class ApiError extends Error {
@@ -193,7 +217,7 @@ export function askToken(reason) {
         showTokenState();
         resolve();
       } else {
-        reject(new ApiError(401, 'no token given: changes need the token turnlog serve was started with (--token or TURNLOG_TOKEN)'));
+        reject(new ApiError(401, 'no token given: this server needs the token in its data directory (.turnlog/auth/http.token) or the one it was given (TURNLOG_TOKEN)'));
       }
     }, { once: true });
   });
