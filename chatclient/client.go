@@ -82,7 +82,9 @@ func (e *NoAnswerError) Unwrap() error { return e.err }
 // JetStream deduplicates within the requests stream's duplicate window.
 //
 // It returns the Result with a nil error when the request completed, with
-// an error matching worker.ErrFailed when it ended in request.failed, and
+// an error matching worker.ErrFailed when it ended in request.failed, with
+// an error matching eventlog.ErrCauseReused, at once, when the request's
+// ID belongs to a request of another conversation (nothing was sent), and
 // a *NoAnswerError when ctx ended first. Transient unavailability (an
 // election, API error 10008, a timeout, a lost connection) is retried with
 // backoff within ctx, moving to another of the connection's servers when

@@ -62,6 +62,61 @@ func (l *Log) ClaimRequestID(ctx context.Context, id, conversation string) error
 	return fmt.Errorf("claim request ID %s: it keeps expiring and reappearing; try again", id)
 }
 
+// ReleaseRequestID undoes ClaimRequestID(id, conversation) for a request
+// that was refused after all: PublishRequest found the ID used by another
+// conversation, which the bucket did not know of (it was sent over NATS,
+// where nothing claims IDs). owner, that conversation when known, takes
+// the claim, so that the ID sent to any other conversation is refused at
+// once from now on; when owner is "" the claim is removed. A claim that
+// names neither conversation is left as it is.
+func (l *Log) ReleaseRequestID(ctx context.Context, id, conversation, owner string) error {
+	kv, err := l.requestIDBucket(ctx)
+	if err != nil {
+		return fmt.Errorf("release request ID %s: %w", id, err)
+	}
+	e, err := kv.Get(ctx, id)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("release request ID %s: %w", id, err)
+	case string(e.Value()) != conversation:
+		return nil
+	case owner != "":
+		_, err = kv.Update(ctx, id, []byte(owner), e.Revision())
+	default:
+		err = kv.Delete(ctx, id, jetstream.LastRevision(e.Revision()))
+	}
+	if err != nil && !errors.Is(err, jetstream.ErrKeyExists) && !isWrongLastSequence(err) {
+		// Either: the claim changed meanwhile, and the newer one stands.
+		return fmt.Errorf("release request ID %s: %w", id, err)
+	}
+	return nil
+}
+
+// claimOf returns the conversation the request IDs bucket says id was sent
+// to, "" when it has no claim of it (or there is no bucket).
+func (l *Log) claimOf(ctx context.Context, id string) (string, error) {
+	if !validKey(id) {
+		return "", nil
+	}
+	kv, err := l.requestIDBucket(ctx)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	e, err := kv.Get(ctx, id)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("bucket %s: %w", l.names.RequestIDsBucket, err)
+	}
+	return string(e.Value()), nil
+}
+
 // requestIDBucket is the request IDs bucket, looked up on first use by a
 // log from Attach.
 func (l *Log) requestIDBucket(ctx context.Context) (jetstream.KeyValue, error) {

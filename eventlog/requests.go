@@ -75,17 +75,31 @@ func (l *Log) requestsConfig() jetstream.StreamConfig {
 }
 
 // PublishRequest stores data, a chat request, on subject (a conversation's
-// Names().ChatSubject) with the message ID msgID, so that a re-send
-// within the requests stream's duplicate window is stored once. It
-// returns the request's sequence in the requests stream. It takes the
-// path appends take (see publish), which costs the sender less than
-// jetstream.PublishMsg and returns the same errors: a refusal by the
-// stream's limits is a *jetstream.APIError (10077).
+// Names().ChatSubject) with the message ID msgID, the request's ID, so
+// that a re-send within the requests stream's duplicate window is stored
+// once. It returns the request's sequence in the requests stream (the
+// first copy's, for a re-send).
+//
+// Message IDs are deduplicated across the whole stream, so the same ID
+// sent to another conversation within the window would be dropped as a
+// duplicate too, and the request would vanish: a duplicate is checked
+// (see checkDuplicateRequest), and a request ID that another conversation
+// used is refused with a *RequestIDReusedError, which matches
+// ErrCauseReused.
+//
+// It takes the path appends take (see publish), which costs the sender
+// less than jetstream.PublishMsg and returns the same errors: a refusal by
+// the stream's limits is a *jetstream.APIError (10077).
 func (l *Log) PublishRequest(ctx context.Context, subject string, data []byte, msgID string) (uint64, error) {
 	msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{jetstream.MsgIDHeader: []string{msgID}}}
 	ack, err := l.publish(ctx, msg, l.names.RequestsStream)
 	if err != nil {
 		return 0, err
+	}
+	if ack.Duplicate {
+		if err := l.checkDuplicateRequest(ctx, l.names.ConversationOf(subject), msgID, ack.Sequence); err != nil {
+			return 0, err
+		}
 	}
 	return ack.Sequence, nil
 }

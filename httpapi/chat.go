@@ -127,6 +127,21 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	req, err := worker.Send(r.Context(), s.cfg.Log, worker.Request{Conversation: id, RequestID: body.RequestID,
 		Text: body.Text, Profile: body.Profile, Model: body.Model, Data: body.Data})
+	if errors.Is(err, eventlog.ErrCauseReused) {
+		// The ID was sent over NATS to another conversation, which the
+		// claims did not know of: JetStream dropped this request as a
+		// duplicate. The claim just made must not stick.
+		var reused *eventlog.RequestIDReusedError
+		owner := ""
+		if errors.As(err, &reused) {
+			owner = reused.Owner
+		}
+		if rerr := s.cfg.Log.ReleaseRequestID(context.WithoutCancel(r.Context()), body.RequestID, id, owner); rerr != nil {
+			s.cfg.Logger.Warn("request ID claim not released", "conversation", id, "request", body.RequestID, "err", rerr)
+		}
+		writeError(w, http.StatusConflict, fmt.Sprintf("request_id %s: %v; send every request with a fresh request_id (or none, to have one generated)", body.RequestID, eventlog.ErrCauseReused))
+		return
+	}
 	if errors.Is(err, worker.ErrQueueFull) {
 		w.Header().Set("Retry-After", "10")
 		writeError(w, http.StatusServiceUnavailable, err.Error())

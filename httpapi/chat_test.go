@@ -294,3 +294,40 @@ func TestPostMessageRefusesARequestIDOfAnotherConversation(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, n, "nothing reached the other conversation")
 }
+
+// TestPostMessageRefusesARequestIDUsedOverNATS: a request_id first sent
+// over NATS (worker.Send, `turnlog chat`), which the API's claims do not
+// know of, is refused with 409 when posted to another conversation within
+// the requests stream's duplicate window. It used to be answered 202 and
+// dropped by JetStream as a duplicate. The refused claim does not stick:
+// the owner can still re-send the request through the API.
+func TestPostMessageRefusesARequestIDUsedOverNATS(t *testing.T) {
+	ts, l := startChatAPI(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	id := ulid.Make().String()
+	_, err := worker.Send(ctx, l, worker.Request{Conversation: "owner", RequestID: id, Text: "hello"})
+	require.NoError(t, err)
+	_, err = worker.Await(ctx, l, "owner", id, 0, 0)
+	require.NoError(t, err)
+
+	body := `{"text": "hello", "request_id": "` + id + `"}`
+	status, out, _ := call(t, ts, "POST", "/conversations/thief/messages", "Bearer "+token, body)
+	assert.Equal(t, http.StatusConflict, status, "%v", out)
+	assert.Contains(t, out["error"], "already used by another conversation")
+	assert.Contains(t, out["error"], id)
+	n, err := l.LastSeq(ctx, "thief")
+	require.NoError(t, err)
+	assert.Zero(t, n, "nothing reached the other conversation")
+
+	status, out, _ = call(t, ts, "POST", "/conversations/owner/messages", "Bearer "+token, body)
+	assert.Equal(t, http.StatusAccepted, status, "the owner's re-send is idempotent: %v", out)
+	users := 0
+	for rec, err := range l.Events(ctx, "owner") {
+		require.NoError(t, err)
+		if rec.Type == events.TypeUserAppended {
+			users++
+		}
+	}
+	assert.Equal(t, 1, users, "stored once")
+}

@@ -98,6 +98,12 @@ func SpecFor(r Role, n eventlog.Names) Spec {
 			pub(api("CONSUMER.MSG.NEXT", ev)+".>", "follow a conversation live (ordered consumer)")
 		}
 		pub(api("CONSUMER.INFO", rq)+".>", "status: requests in progress")
+		// A request JetStream drops as a duplicate is a re-send, or a
+		// request ID of another conversation, which the sender must
+		// refuse (or the request vanishes): the first request tells.
+		pub(api("STREAM.MSG.GET", rq), "chat: find the conversation of a request whose ID JetStream reports as a duplicate")
+		pub(api("DIRECT.GET", ridKV)+".>", "chat: find the conversation a duplicate request ID was claimed for")
+		pub(api("STREAM.MSG.GET", ridKV), "chat: the same, from a bucket without direct gets")
 		pub(n.WorkersPing(), "status: ask the workers who they are")
 		sub(n.Prefix+".delta.>", "stream an answer as it is written")
 	case Worker:

@@ -224,8 +224,23 @@ func TestClientRole(t *testing.T) {
 			}
 		}
 		cancel()
-		_, err = worker.Send(ctx, cl, worker.Request{Conversation: "c2", Text: "hi"})
+		req, err := worker.Send(ctx, cl, worker.Request{Conversation: "c2", Text: "hi"})
 		require.NoError(t, err, "a client sends chat requests")
+		// A request ID of another conversation is refused, the request
+		// queued or answered (gone from the queue): the client reads
+		// what tells (the queued request, the request IDs bucket, the
+		// conversation's events).
+		req.Conversation = "c3"
+		_, err = worker.Send(ctx, cl, req)
+		assert.ErrorIs(t, err, eventlog.ErrCauseReused, "refused while queued")
+		assert.ErrorContains(t, err, `conversation "c2"`)
+		_, err = worker.Send(ctx, cl, worker.Request{Conversation: "c2", RequestID: req.RequestID, Text: "hi"})
+		require.NoError(t, err, "a re-send to its own conversation")
+		reqs, err := admin.JetStream().Stream(ctx, admin.Names().RequestsStream)
+		require.NoError(t, err)
+		require.NoError(t, reqs.Purge(ctx), "as a worker would, once it answered")
+		_, err = worker.Send(ctx, cl, req)
+		assert.ErrorIs(t, err, eventlog.ErrCauseReused, "refused once answered")
 		cc.assertNoRefusal(t)
 	})
 

@@ -16,7 +16,10 @@ import (
 // Send publishes a chat request on turnlog.chat.<conversation>, giving it a
 // fresh request ID when it has none (the ID is also the message's
 // Nats-Msg-Id, so a re-send within the duplicate window is dropped). It
-// returns the request as sent.
+// returns the request as sent. A request ID that another conversation used
+// within the duplicate window is refused with an error matching
+// eventlog.ErrCauseReused (see eventlog.RequestIDReusedError): JetStream
+// would drop the request as a duplicate, and nothing would answer it.
 func Send(ctx context.Context, l *eventlog.Log, r Request) (Request, error) {
 	if err := events.ValidateConversationID(r.Conversation); err != nil {
 		return r, fmt.Errorf("send: %w", err)

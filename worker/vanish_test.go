@@ -171,3 +171,55 @@ func TestSendSaysTheQueueIsFull(t *testing.T) {
 	require.ErrorIs(t, err, worker.ErrQueueFull)
 	assert.Contains(t, err.Error(), "maximum messages per subject exceeded")
 }
+
+// TestSendRefusesARequestIDOfAnotherConversation: worker.Send of a request
+// ID that another conversation used within the requests stream's
+// duplicate window is refused with an error matching
+// eventlog.ErrCauseReused, whether that request is still queued (the
+// error names its conversation) or already answered. JetStream drops such
+// a request as a duplicate, and Send used to return nil: the conversation
+// got no event, and there was no dead letter. The same request sent again
+// to its own conversation is still accepted, and stored once.
+func TestSendRefusesARequestIDOfAnotherConversation(t *testing.T) {
+	srv := natstest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l, err := eventlog.Open(ctx, srv.Conn)
+	require.NoError(t, err)
+	id := ulid.Make().String()
+	_, err = worker.Send(ctx, l, worker.Request{Conversation: "owner", RequestID: id, Text: "hello"})
+	require.NoError(t, err)
+
+	// No worker yet: the request waits in the queue.
+	_, err = worker.Send(ctx, l, worker.Request{Conversation: "thief", RequestID: id, Text: "hello"})
+	require.ErrorIs(t, err, eventlog.ErrCauseReused, "refused while the owner's request is queued")
+	assert.Contains(t, err.Error(), id)
+	assert.Contains(t, err.Error(), `conversation "owner"`, "the error names the conversation the ID was sent to")
+	_, err = worker.Send(ctx, l, worker.Request{Conversation: "owner", RequestID: id, Text: "hello"})
+	require.NoError(t, err, "a re-send to its own conversation is idempotent")
+
+	startWorker(t, srv, nil)
+	_, err = worker.Await(ctx, l, "owner", id, 0, 0)
+	require.NoError(t, err)
+	// Answered: the request left the queue, and is still within the
+	// duplicate window.
+	_, err = worker.Send(ctx, l, worker.Request{Conversation: "thief", RequestID: id, Text: "hello"})
+	require.ErrorIs(t, err, eventlog.ErrCauseReused, "refused once the owner's request was answered")
+	assert.Contains(t, err.Error(), id)
+	assert.Contains(t, err.Error(), "another conversation")
+	_, err = worker.Send(ctx, l, worker.Request{Conversation: "owner", RequestID: id, Text: "hello"})
+	require.NoError(t, err, "a re-send to its own conversation is idempotent")
+
+	require.Eventually(t, func() bool { return pending(t, l) == 0 }, 20*time.Second, 20*time.Millisecond, "nothing left in the queue")
+	n, err := l.LastSeq(ctx, "thief")
+	require.NoError(t, err)
+	assert.Zero(t, n, "nothing reached the other conversation")
+	users := 0
+	for rec, err := range l.Events(ctx, "owner") {
+		require.NoError(t, err)
+		if rec.Type == events.TypeUserAppended {
+			users++
+		}
+	}
+	assert.Equal(t, 1, users, "the owner's request is stored once")
+}

@@ -61,3 +61,28 @@ func TestChatTimeoutNamesTheRequestAndResendsOnce(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.True(t, strings.Contains(errOut, "not a ULID"), errOut)
 }
+
+// TestChatRefusesARequestIDOfAnotherConversation: `chat --request-id` with
+// the ID of a request sent to another conversation (the command printed by
+// a timeout, run against the wrong conversation) exits 1 at once, naming
+// the ID and the conversation it belongs to. It used to wait out
+// --timeout and exit 3: JetStream had dropped the request as a duplicate,
+// and nothing told the user.
+func TestChatRefusesARequestIDOfAnotherConversation(t *testing.T) {
+	e := newAuditEnv(t, false)
+	_, errOut, code := e.run("", "chat", "--timeout", "1s", "-m", "mine", "owner")
+	require.Equal(t, 3, code, errOut)
+	m := regexp.MustCompile(`--request-id ([0-9A-Z]{26})`).FindStringSubmatch(errOut)
+	require.NotNil(t, m, errOut)
+	id := m[1]
+
+	out, errOut, code := e.run("", "chat", "--timeout", "5s", "--request-id", id, "-m", "mine", "thief")
+	assert.Equal(t, 1, code, errOut)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, id)
+	assert.Contains(t, errOut, `conversation "owner"`)
+	assert.Contains(t, errOut, "fresh request_id")
+	n, err := e.log.LastSeq(context.Background(), "thief")
+	require.NoError(t, err)
+	assert.Zero(t, n, "nothing reached the other conversation")
+}
