@@ -1,0 +1,101 @@
+package httpapi
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// isConsolePage reports whether r asks for a page or an asset of the web
+// console: they hold no data (their scripts call the API, with the token),
+// so they load without the token, and the page can ask for it.
+func isConsolePage(r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	return r.URL.Path == "/" || strings.HasPrefix(r.URL.Path, "/ui/")
+}
+
+func isWrite(method string) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return false
+	}
+	return true
+}
+
+// authorize checks the bearer token of a request. The comparison is of
+// SHA-256 digests in constant time, so neither the token's bytes nor its
+// length leak through timing.
+func (s *Server) authorize(r *http.Request) (int, string) {
+	if s.cfg.Token == "" {
+		return 0, ""
+	}
+	auth := r.Header.Get("Authorization")
+	scheme, token, found := strings.Cut(auth, " ")
+	if auth == "" || !found || !strings.EqualFold(scheme, "Bearer") {
+		return http.StatusUnauthorized, "this server requires a token for everything but the console's pages; send the header \"Authorization: Bearer <token>\" with turnlog serve's token: the one in its data directory's auth/http.token, or the one it was given (TURNLOG_TOKEN or --token)"
+	}
+	got := sha256.Sum256([]byte(strings.TrimSpace(token)))
+	if subtle.ConstantTimeCompare(got[:], s.tokenHash[:]) != 1 {
+		return http.StatusUnauthorized, "the bearer token is wrong; use turnlog serve's token: the one in its data directory's auth/http.token, or the one it was given (TURNLOG_TOKEN or --token)"
+	}
+	return 0, ""
+}
+
+// crossSite returns why a request that a browser may have sent on behalf of
+// another site is refused, or "".
+func (s *Server) crossSite(r *http.Request) string {
+	if origin := r.Header.Get("Origin"); origin != "" {
+		u, err := url.Parse(origin)
+		if err != nil || !strings.EqualFold(u.Host, r.Host) {
+			return fmt.Sprintf("cross-origin request from %q refused; call the API from its own origin or from a non-browser client", origin)
+		}
+	}
+	if !s.allowedHost(r.Host) {
+		return fmt.Sprintf("host %q refused: the API answers only requests addressed to localhost, an IP address or a name given to turnlog serve with --allowed-hosts (a page from another site that resolves its own name to this machine must not reach it)", r.Host)
+	}
+	if isWrite(r.Method) {
+		switch site := r.Header.Get("Sec-Fetch-Site"); site {
+		case "", "same-origin", "none":
+		default:
+			return fmt.Sprintf("write refused: the browser says a page of another site sent it (Sec-Fetch-Site: %s); change things from the console of this server, or from a non-browser client", site)
+		}
+	}
+	return ""
+}
+
+// allowedHost reports whether a request addressed to hostport (the Host
+// header) may be served.
+func (s *Server) allowedHost(hostport string) bool {
+	if localHost(hostport) {
+		return true
+	}
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(host, ".")
+	for _, allowed := range s.cfg.AllowedHosts {
+		if strings.EqualFold(host, strings.TrimSuffix(allowed, ".")) {
+			return true
+		}
+	}
+	return false
+}
+
+// localHost reports whether the Host header names localhost or an IP
+// address, which a DNS-rebinding attack (a hostile name resolving to this
+// machine) cannot produce.
+func localHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	return strings.EqualFold(host, "localhost") || net.ParseIP(host) != nil
+}
