@@ -104,6 +104,17 @@ type Plan struct {
 	tls, tlsFirst bool
 }
 
+// Data is the data directory these settings name: DataDir, else
+// TURNLOG_DATA, else DefaultDataDir. A worker denies its auth/ directory
+// to template variables, whichever credential it connects with.
+func (s Settings) Data() string {
+	getenv := s.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	return first(s.DataDir, getenv(EnvDataDir), DefaultDataDir)
+}
+
 // Resolve applies the rules: the command line, then TURNLOG_ variables,
 // then NATS_ variables, then the nats CLI context (--context,
 // TURNLOG_NATS_CONTEXT or NATS_CONTEXT), then the role's key in the data
@@ -153,7 +164,7 @@ func (s Settings) Resolve() (*Plan, error) {
 		break
 	}
 	if !credFound {
-		data := first(s.DataDir, getenv(EnvDataDir), DefaultDataDir)
+		data := s.Data()
 		role := s.Role
 		if role == "" {
 			role = natsauth.Admin

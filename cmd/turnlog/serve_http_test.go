@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -217,4 +218,38 @@ func TestServeWorkersNeverReadTheKeys(t *testing.T) {
 	out, code = runCmd(t, admin, "", append([]string{"export", "notes"}, url...)...)
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, "visible notes", "elsewhere the template reads files")
+}
+
+// TestStandaloneWorkerNeverReadsTheKeys: a `turnlog worker` started on its
+// own (not by serve) denies its data directory's auth/ to the template's
+// variables as serve's workers do, even when its cwd roots allow any
+// directory: a request whose cwd is that directory must not put the
+// worker's key into the log, where clients read it.
+func TestStandaloneWorkerNeverReadsTheKeys(t *testing.T) {
+	s := startServe(t, "--workers", "0")
+	seed := adminSeed(t, s.data)
+	admin := []string{"TURNLOG_DATA=" + s.data}
+	url := []string{"--nats-url", s.natsURL}
+	out, code := runCmd(t, admin, "Keys: [file:admin.nk] [file:worker.nk]", append([]string{"template", "set", "-"}, url...)...)
+	require.Equal(t, 0, code, out)
+
+	root := newRootCmd()
+	logs := &syncBuffer{}
+	root.SetOut(logs)
+	root.SetErr(logs)
+	root.SetArgs([]string{"worker", "--nats-url", s.natsURL, "--data", s.data, "--cwd-root", "/", "--metrics", "", "--log-level", "error"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	out, code = runCmd(t, admin, "", append([]string{"chat", "keys", "-m", "hi", "--cwd", filepath.Join(s.data, "auth"), "--timeout", "30s"}, url...)...)
+	require.Equal(t, 0, code, "%s\nworker: %s", out, logs.String())
+	out, code = runCmd(t, admin, "", append([]string{"export", "keys"}, url...)...)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "Keys:", "the template was rendered")
+	assert.NotContains(t, out, seed, "the admin key reached the log")
+	workerSeed, err := os.ReadFile(filepath.Join(s.data, "auth", "worker.nk"))
+	require.NoError(t, err)
+	assert.NotContains(t, out, strings.TrimSpace(string(workerSeed)), "the worker key reached the log")
 }

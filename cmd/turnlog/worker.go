@@ -38,7 +38,7 @@ type workerFlags struct {
 	idleSnapshot time.Duration
 	compression  string
 	cwdRoots     []string
-	denyDirs     []string // set by serve: its <data>/auth
+	denyDirs     []string // the data directory's auth/ (serve's, or the one --data names)
 	envErr       error    // a malformed setting in the environment
 	eventShards  int
 }
@@ -229,6 +229,16 @@ global prompt, an appended house style) to copy from.`,
 				// (worker.OpenLog logs the wait).
 				return nf.dial(nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond),
 					nats.RetryOnFailedConnect(true), refusalLogger(logger))
+			}
+			if wf.denyDirs == nil {
+				// On its own as under serve, a worker never lets a
+				// request's cwd read the keys of its data directory
+				// into the log, whatever its cwd roots allow.
+				auth, err := filepath.Abs(natsauth.Dir(nf.settings.Data()))
+				if err != nil {
+					return err
+				}
+				wf.denyDirs = []string{auth}
 			}
 			err = runWorkers(ctx, &wf, n, dial, append(wf.logOptions(), eventlog.WithPrefix(nf.prefix)), logger)
 			if errors.Is(err, context.Canceled) {
