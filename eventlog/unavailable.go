@@ -14,7 +14,9 @@ import (
 // no responder while a cluster elects a leader, a server cut off from the
 // others ("JetStream system temporarily unavailable", API error 10008), a
 // connection lost or being re-established. Retrying later, perhaps through
-// another server, may succeed. A caller's own context ending is not
+// another server, may succeed. A refusal is not unavailability, even one
+// sent with status 503: a stream's limit refusing the message (10077), an
+// expected sequence not matching. A caller's own context ending is not
 // unavailability: check ctx.Err() first.
 func Unavailable(err error) bool {
 	if err == nil {
@@ -30,6 +32,11 @@ func Unavailable(err error) bool {
 			10118, 10119, 10194, 10195, // stream or consumer offline
 			10158: // duplicate message ID in process: an earlier try is not committed yet
 			return true
+		case 10077, // stream store failed: a limit of the stream refused the message
+			10063: // expected stream sequence does not match
+			// Answers with status 503 that say no: retried, they would
+			// hold the caller until its deadline and hide the reason.
+			return false
 		}
 		return apiErr.Code == 503
 	}

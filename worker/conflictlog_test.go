@@ -45,12 +45,13 @@ func (b *syncBuffer) String() string {
 func TestRecoveredConflictIsNotLoggedAsError(t *testing.T) {
 	srv := natstest.Start(t)
 	var logs syncBuffer
-	l := startWorker(t, srv, func(c *worker.Config) {
+	l, w := runWorker(t, srv, func(c *worker.Config) {
 		c.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		c.Name = "cached"
 	})
 	_, err := ask(t, l, "conflict", "hello")
 	require.NoError(t, err)
+	assert.Zero(t, metricValue(t, w.Metrics().Handler(), "turnlog_conflicts_total"), "no conflict yet")
 
 	// Another writer moves the conversation on behind the worker's cache.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -66,6 +67,7 @@ func TestRecoveredConflictIsNotLoggedAsError(t *testing.T) {
 
 	out := logs.String()
 	require.Contains(t, out, "expected last sequence", "the worker met the conflict (its cache was stale)")
+	assert.Equal(t, 1.0, metricValue(t, w.Metrics().Handler(), "turnlog_conflicts_total"), "the recovered conflict is counted once")
 	for _, line := range strings.Split(out, "\n") {
 		assert.NotContains(t, line, `"level":"ERROR"`, "a recovered conflict logged as an error")
 	}

@@ -112,11 +112,11 @@ func (w *Worker) startConsumer(ctx context.Context, js jetstream.JetStream, work
 		// pulls again when half of it is delivered (with 4, a pull for
 		// every second request, seen in the profile of bench --workers).
 		jetstream.PullMaxMessages(pullBatch),
-		// A pull waiting at a consumer leader that dies is lost; the client
-		// notices by missed heartbeats (half the expiry) and pulls again.
-		// The 30s default would stall the partition for 30s after every
-		// failover on a cluster.
-		jetstream.PullExpiry(5 * time.Second),
+		// A pull waiting at a consumer leader that dies, or sent while
+		// the consumer has no leader, is lost; the client notices by
+		// missed heartbeats (one every half expiry, two missed) and pulls
+		// again. See pullExpiry.
+		jetstream.PullExpiry(pullExpiry),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			if ctx.Err() != nil {
 				return
@@ -136,6 +136,15 @@ func (w *Worker) startConsumer(ctx context.Context, js jetstream.JetStream, work
 	}
 	return cc, nil
 }
+
+// pullExpiry is how long one pull of a partition waits at the server,
+// and so the longest a pull lost in an election leaves the partition
+// unserved once the consumer has a leader again. The 30 s default would
+// stall a partition for 30 s after every failover; 5 s stalled the
+// partitions for up to 5 s after the log answered again (the fault
+// matrix's minority scenario: partitions resumed one by one over 4.3 s),
+// where 2 s costs one pull per partition and worker every 2 s when idle.
+const pullExpiry = 2 * time.Second
 
 // pullBatch is how many requests one pull of a partition asks for.
 const pullBatch = 32

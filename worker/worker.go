@@ -92,8 +92,8 @@ func (c *Config) Validate() error {
 	if c.AckWait == 0 {
 		c.AckWait = DefaultAckWait
 	}
-	if c.AckWait < 300*time.Millisecond {
-		return fmt.Errorf("worker: ack wait %s: use at least 300ms (the worker reports progress every third of it)", c.AckWait)
+	if c.AckWait < MinAckWait {
+		return fmt.Errorf("worker: ack wait %s: use at least %s (the worker reports progress every third of it)", c.AckWait, MinAckWait)
 	}
 	if c.MaxDeliver == 0 {
 		c.MaxDeliver = 5
@@ -126,6 +126,11 @@ func (c *Config) Validate() error {
 // longer than this (a pause of the whole process) sees its request handed
 // to another worker, which is safe (appends are fenced) but redoes work.
 const DefaultAckWait = 3 * time.Second
+
+// MinAckWait is the shortest Config.AckWait: the worker reports progress
+// every third of it, and a shorter one would spend a request's time on
+// progress acks.
+const MinAckWait = 300 * time.Millisecond
 
 // LostDeliveries is how many deliveries beyond Config.MaxDeliver the
 // partition consumers allow, for deliveries that never reached a worker:

@@ -79,6 +79,9 @@ docker-compose.yml).
 Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := wf.check(); err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			out := cmd.OutOrStdout()

@@ -68,6 +68,20 @@ func (f *workerFlags) register(fs *pflag.FlagSet, metricsDefault string) {
 	fs.DurationVar(&f.idleSnapshot, "idle-snapshot", worker.DefaultIdleSnapshot, "save the snapshot of a cached conversation left unused this long, so its next load is short (negative: only when the cache lets go of it and at stop)")
 }
 
+// check reports a malformed setting before anything starts.
+func (f *workerFlags) check() error {
+	if f.envErr != nil {
+		return f.envErr
+	}
+	if c := f.compression; c != "" && c != "s2" && c != "none" {
+		return fmt.Errorf("--compression %q: use s2 or none", c)
+	}
+	if f.ackWait != 0 && f.ackWait < worker.MinAckWait {
+		return fmt.Errorf("--ack-wait %s (or TURNLOG_ACK_WAIT): use at least %s, the worker reports progress every third of it", f.ackWait, worker.MinAckWait)
+	}
+	return nil
+}
+
 func (f *workerFlags) logger() (*slog.Logger, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
@@ -116,11 +130,8 @@ func refusalLogger(logger *slog.Logger) nats.Option {
 // runWorkers runs n workers on their own connections from dial, serves
 // their metrics, and stops them when ctx ends.
 func runWorkers(ctx context.Context, f *workerFlags, n int, dial func() (*nats.Conn, error), logOpts []eventlog.Option, logger *slog.Logger) error {
-	if f.envErr != nil {
-		return f.envErr
-	}
-	if c := f.compression; c != "" && c != "s2" && c != "none" {
-		return fmt.Errorf("--compression %q: use s2 or none", c)
+	if err := f.check(); err != nil {
+		return err
 	}
 	profiles, err := profile.Load(f.profiles)
 	if err != nil {

@@ -125,6 +125,27 @@ func (b *logBuffer) count(s string) int {
 	return strings.Count(b.buf.String(), s)
 }
 
+// linkSettle bounds how long the counts of a worker's lost and regained
+// cluster wait for a loss still open: an election after the heal may cut
+// the worker's server off again for a few seconds, which the worker
+// reports, and reports over, on its own.
+const linkSettle = 30 * time.Second
+
+// settledLinkLog counts the losses and recoveries of the cluster w has
+// logged, once every loss is followed by its recovery or linkSettle has
+// passed: counted at once, a loss made by a post-heal election and not
+// over yet would read as a recovery never logged.
+func settledLinkLog(w *logBuffer) (lost, back int) {
+	deadline := time.Now().Add(linkSettle)
+	for {
+		lost, back = w.count("lost the NATS cluster"), w.count("NATS cluster reachable again")
+		if lost == back || time.Now().After(deadline) {
+			return lost, back
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // waitForWorkers waits until n workers pull from every partition.
 func waitForWorkers(t *testing.T, l *eventlog.Log, n int) {
 	t.Helper()

@@ -136,6 +136,16 @@ func runScenario(t *testing.T, sc scenario, sz size, fault time.Duration) {
 	go func() {
 		defer close(healed)
 		time.Sleep(time.Until(begin.Add(before)))
+		meta := "none (an election)"
+		leader := c.MetaLeader()
+		if leader >= 0 {
+			meta = fmt.Sprintf("n%d", leader+1)
+		}
+		if sc.cutOff != "" {
+			t.Logf("the fault starts; JetStream meta leader: %s; the node cut off (n%d) leads: %t", meta, secondWorkerNode+1, leader == secondWorkerNode)
+		} else {
+			t.Logf("the fault starts; JetStream meta leader: %s", meta)
+		}
 		heal := sc.inject(t, c, l.Names().EventsStream)
 		time.Sleep(fault)
 		if sc.cutOff != "" {
@@ -163,7 +173,8 @@ func runScenario(t *testing.T, sc scenario, sz size, fault time.Duration) {
 		// The worker that lost the cluster says so, and that it is back,
 		// once each per loss: not once per partition or request.
 		w := logs[sc.cutOff]
-		lost, back := w.count("lost the NATS cluster"), w.count("NATS cluster reachable again")
+		lost, back := settledLinkLog(w)
+		t.Logf("%s logged %d losses of the cluster (%d before the heal) and %d recoveries", sc.cutOff, lost, lostBeforeHeal, back)
 		// During the fault: elections after the heal (the server cut off
 		// comes back with a higher term) may make a loss of their own,
 		// which must not stand in for the one the fault made.
