@@ -86,6 +86,19 @@ func TestAskTouchesOnlyWhatItNeeds(t *testing.T) {
 	res, err := ask(t, c, worker.Request{Conversation: "touch", Text: "hello"}, 30*time.Second)
 	require.NoError(t, err)
 	assert.Equal(t, "You said: hello", res.Answer)
+	// As below: the callback may still have copies queued. The watch's
+	// consumer is the one request every chat makes.
+	assert.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for s := range seen {
+			if strings.Contains(s, ".CONSUMER.CREATE.") {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 10*time.Millisecond, "the chat created no consumer to watch its conversation")
+	require.NoError(t, srv.Conn.Flush())
 	require.NoError(t, sub.Unsubscribe())
 
 	mu.Lock()
@@ -115,13 +128,17 @@ func TestAskTouchesOnlyWhatItNeeds(t *testing.T) {
 	defer nc.Close()
 	_, err = eventlog.Open(context.Background(), nc)
 	require.NoError(t, err)
-	require.NoError(t, nc.Flush())
-	// The server sends the watcher what it saw before the PONG of this
-	// flush: without it the last lookups could arrive after Unsubscribe.
-	require.NoError(t, srv.Conn.Flush())
+	// The watcher's callback may run after a flush has returned (the
+	// connection reads the copies before the PONG, but hands them to the
+	// callback on another goroutine): wait for the lookup rather than
+	// unsubscribe and drop what is still queued.
+	assert.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return seen["$JS.API.STREAM.INFO.KV_TURNLOG_TEMPLATES"]
+	}, 10*time.Second, 10*time.Millisecond, "Open looks up the templates bucket")
 	require.NoError(t, sub.Unsubscribe())
 	mu.Lock()
-	assert.True(t, seen["$JS.API.STREAM.INFO.KV_TURNLOG_TEMPLATES"], "Open looks up the templates bucket: %v", seen)
 }
 
 // TestAskSameRequestIDStoredOnce: a request sent again under its ID is not
