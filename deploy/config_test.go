@@ -41,6 +41,26 @@ func roleKeys(t *testing.T) map[natsauth.Role]string {
 	return keys
 }
 
+// configDir copies the node configurations and auth.conf into a new
+// directory, as compose mounts them beside each other, and with cluster
+// gives it auth/cluster.conf as `turnlog auth init` makes it, for the
+// routes of docker-compose.yml. It returns the directory.
+func configDir(t *testing.T, cluster bool) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, name := range []string{"auth.conf", "nats-n1.conf", "nats-n2.conf", "nats-n3.conf"} {
+		data, err := os.ReadFile(name)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), data, 0o644))
+	}
+	if cluster {
+		created, err := natsauth.EnsureCluster(filepath.Join(dir, "auth"), natsauth.DefaultRoutes)
+		require.NoError(t, err)
+		require.True(t, created)
+	}
+	return dir
+}
+
 // TestAuthConfIsGenerated: deploy/auth.conf is exactly what `turnlog auth
 // conf` prints, so the cluster's permissions are the embedded server's.
 func TestAuthConfIsGenerated(t *testing.T) {
@@ -57,16 +77,29 @@ func TestNATSConfigsWithoutKeys(t *testing.T) {
 		t.Setenv(natsauth.EnvVar(r), "")
 		os.Unsetenv(natsauth.EnvVar(r))
 	}
-	_, err := server.ProcessConfigFile("nats-n1.conf")
+	_, err := server.ProcessConfigFile(filepath.Join(configDir(t, true), "nats-n1.conf"))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "TURNLOG_NKEY_ADMIN")
 }
 
+// TestNATSConfigsWithoutRouteCredential: a node without the route
+// credential does not start with routes open to anyone; it does not start.
+func TestNATSConfigsWithoutRouteCredential(t *testing.T) {
+	roleKeys(t)
+	dir := configDir(t, false)
+	for _, n := range nodes {
+		_, err := server.ProcessConfigFile(filepath.Join(dir, "nats-"+n+".conf"))
+		require.Error(t, err, "nats-%s.conf must not load without auth/cluster.conf", n)
+		assert.Contains(t, err.Error(), "cluster.conf", "the error must name the missing file")
+	}
+}
+
 func TestNATSConfigs(t *testing.T) {
 	keys := roleKeys(t)
+	dir := configDir(t, true)
 	opts := map[string]*server.Options{}
 	for _, n := range nodes {
-		o, err := server.ProcessConfigFile("nats-" + n + ".conf")
+		o, err := server.ProcessConfigFile(filepath.Join(dir, "nats-"+n+".conf"))
 		require.NoError(t, err, "nats-%s.conf must parse as nats-server parses it", n)
 		opts[n] = o
 	}
@@ -107,13 +140,25 @@ func TestNATSConfigs(t *testing.T) {
 				routes = append(routes, u.Host)
 			}
 			var want []string
-			for _, other := range nodes {
-				if other != n {
-					want = append(want, fmt.Sprintf("%s:%d", other, clusterPort))
-				}
+			for _, node := range nodes {
+				want = append(want, fmt.Sprintf("%s:%d", node, clusterPort))
 			}
 			slices.Sort(routes)
-			assert.Equal(t, want, routes, "routes must reach the two other nodes")
+			assert.Equal(t, want, routes, "routes must reach the other nodes (the one to itself is dropped)")
+
+			// Route authentication: a server joining on the cluster port
+			// must give the route user and password, and every route
+			// this node dials gives them (nats-server takes them from the
+			// URL only), the same on every node.
+			assert.Equal(t, natsauth.RouteUser, o.Cluster.Username, "routes must authenticate")
+			assert.Len(t, o.Cluster.Password, 64, "a random route password of 256 bits")
+			assert.Equal(t, opts[nodes[0]].Cluster.Password, o.Cluster.Password, "every node requires the same route password")
+			for _, u := range o.Routes {
+				require.NotNil(t, u.User, "route %s carries no credential", u.Host)
+				pass, _ := u.User.Password()
+				assert.Equal(t, o.Cluster.Username, u.User.Username(), "route %s", u.Host)
+				assert.Equal(t, o.Cluster.Password, pass, "route %s must give the password the nodes require", u.Host)
+			}
 		})
 	}
 }
@@ -124,7 +169,7 @@ type compose struct {
 		Image   string   `yaml:"image"`
 		Build   any      `yaml:"build"`
 		Command []string `yaml:"command"`
-		Volumes []string `yaml:"volumes"`
+		Volumes []any    `yaml:"volumes"`
 		Ports   []string `yaml:"ports"`
 		EnvFile string   `yaml:"env_file"`
 	} `yaml:"services"`
@@ -154,9 +199,20 @@ func TestCompose(t *testing.T) {
 	for _, n := range nodes {
 		s := c.Services[n]
 		conf := "./deploy/nats-" + n + ".conf"
-		var mountsConf, mountsData, mountsAuth bool
+		var mountsConf, mountsData, mountsAuth, mountsCluster bool
 		for _, v := range s.Volumes {
-			src, dst, _ := strings.Cut(v, ":")
+			if m, ok := v.(map[string]any); ok {
+				// Long syntax: the route credential.
+				if m["source"] == "./deploy/auth/cluster.conf" {
+					mountsCluster = true
+					assert.Equal(t, "/etc/nats/auth/cluster.conf", m["target"], "%s: the configuration includes ./auth/cluster.conf", n)
+					assert.Equal(t, true, m["read_only"], "%s: cluster.conf read-only", n)
+					assert.Equal(t, map[string]any{"create_host_path": false}, m["bind"],
+						"%s: a missing cluster.conf must stop compose, not become an empty directory", n)
+				}
+				continue
+			}
+			src, dst, _ := strings.Cut(v.(string), ":")
 			switch {
 			case src == "./deploy/auth.conf":
 				mountsAuth = true
@@ -173,6 +229,7 @@ func TestCompose(t *testing.T) {
 		}
 		assert.True(t, mountsConf, "%s must mount %s", n, conf)
 		assert.True(t, mountsAuth, "%s must mount deploy/auth.conf", n)
+		assert.True(t, mountsCluster, "%s must mount deploy/auth/cluster.conf, the route credential", n)
 		assert.Equal(t, "./deploy/auth/nkeys.env", s.EnvFile, "%s reads the roles' public keys from nkeys.env", n)
 		assert.True(t, mountsData, "%s must keep its store on its own volume at /data", n)
 		require.Len(t, s.Ports, 1, "%s publishes its client port", n)

@@ -31,11 +31,12 @@ with an nkey (a key file <role>.nk) and the subjects its work needs:
 turnlog serve makes the keys itself (in <data>/auth/) and configures its
 embedded server. For a cluster of your own NATS servers:
 
-  turnlog auth init --dir deploy/auth   # keys, and their public halves
+  turnlog auth init --dir deploy/auth   # keys, public halves, route password
   turnlog auth conf > deploy/auth.conf  # the servers' users and permissions
 
-then give each server the configuration (include it) and the public keys
-(nkeys.env), and each process its key: --creds FILE, NATS_CREDS=FILE, or
+then give each server the configuration (include it), the public keys
+(nkeys.env) and the route credential (include cluster.conf in its cluster
+block), and each process its key: --creds FILE, NATS_CREDS=FILE, or
 TURNLOG_NATS_SEED for a container. See README, "Security".`,
 		Args: cobra.NoArgs,
 	}
@@ -46,6 +47,7 @@ TURNLOG_NATS_SEED for a container. See README, "Security".`,
 func newAuthInitCmd() *cobra.Command {
 	var data, dir string
 	var workerEnv bool
+	var routes []string
 	cmd := &cobra.Command{
 		Use:   "init",
 		Short: "Make a key per role (kept if they exist) and print their public keys",
@@ -55,7 +57,14 @@ turnlog serve uses, and keeps any that exist. It also writes nkeys.env, the
 public keys as TURNLOG_NKEY_ADMIN=... lines that the configuration of
 turnlog auth conf reads (docker compose passes it to the NATS servers), and
 with --worker-env, worker.env: TURNLOG_NATS_SEED=<the worker's seed>, for
-worker containers that cannot read a mounted key file.`,
+worker containers that cannot read a mounted key file.
+
+It also writes cluster.conf (mode 0600, kept if it exists), the cluster's
+route credential: a user and a random password that every node requires
+of a server joining on its cluster port, and the routes of --routes with
+them, for include in each node's cluster block (deploy/nats-n*.conf). The
+default routes are those of docker-compose.yml's three nodes; to change
+them or the password, delete cluster.conf and run init again.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dir == "" {
@@ -87,6 +96,15 @@ worker containers that cannot read a mounted key file.`,
 				return fmt.Errorf("write %s: %w", envFile, err)
 			}
 			fmt.Fprintf(out, "public keys in %s\n", envFile)
+			made, err := natsauth.EnsureCluster(dir, routes)
+			if err != nil {
+				return err
+			}
+			state := "kept"
+			if made {
+				state = "created"
+			}
+			fmt.Fprintf(out, "route credential in %s (%s; secret)\n", natsauth.ClusterFile(dir), state)
 			if workerEnv {
 				seed, err := os.ReadFile(natsauth.KeyFile(dir, natsauth.Worker))
 				if err != nil {
@@ -119,6 +137,7 @@ worker containers that cannot read a mounted key file.`,
 	}
 	cmd.Flags().StringVar(&data, "data", envOr("TURNLOG_DATA", natsconn.DefaultDataDir), "data directory whose auth/ holds the keys (env TURNLOG_DATA)")
 	cmd.Flags().StringVar(&dir, "dir", "", "directory for the keys (default <data>/auth)")
+	cmd.Flags().StringSliceVar(&routes, "routes", natsauth.DefaultRoutes, "the cluster's route URLs for cluster.conf, when it is created (nats://HOST:PORT, comma-separated)")
 	cmd.Flags().BoolVar(&workerEnv, "worker-env", false, "also write worker.env with the worker's seed as TURNLOG_NATS_SEED (for containers)")
 	return cmd
 }

@@ -45,6 +45,12 @@ func TestAuthInit(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, seedLine, "worker.env: %s", workerEnv)
+	info, err = os.Stat(natsauth.ClusterFile(dir))
+	require.NoError(t, err, "init must make the cluster's route credential")
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "cluster.conf holds a secret")
+	cluster, err := os.ReadFile(natsauth.ClusterFile(dir))
+	require.NoError(t, err)
+	assert.Contains(t, out, "cluster.conf (created; secret)")
 
 	// Again: the keys are kept.
 	out, code = runCmd(t, nil, "", "auth", "init", "--dir", dir)
@@ -53,6 +59,9 @@ func TestAuthInit(t *testing.T) {
 	pub, err := natsauth.PublicKey(natsauth.KeyFile(dir, natsauth.Worker))
 	require.NoError(t, err)
 	assert.Equal(t, pubs[natsauth.Worker], pub)
+	again, err := os.ReadFile(natsauth.ClusterFile(dir))
+	require.NoError(t, err)
+	assert.Equal(t, string(cluster), string(again), "the route credential is kept: every node must hold the same")
 
 	// A server started on these keys lets the worker seed from the
 	// environment in, as a container would use it.
