@@ -202,7 +202,11 @@ func TestSendRefusesARequestIDOfAnotherConversation(t *testing.T) {
 	_, err = worker.Await(ctx, l, "owner", id, 0, 0)
 	require.NoError(t, err)
 	// Answered: the request left the queue, and is still within the
-	// duplicate window.
+	// duplicate window. The worker acknowledges a request after its end
+	// is stored, so Await can return while it is still queued: wait for
+	// the queue to be empty, or the refusal names the owner from the
+	// queued copy (the first case, above).
+	require.Eventually(t, func() bool { return pending(t, l) == 0 }, 20*time.Second, 20*time.Millisecond, "the answered request left the queue")
 	_, err = worker.Send(ctx, l, worker.Request{Conversation: "thief", RequestID: id, Text: "hello"})
 	require.ErrorIs(t, err, eventlog.ErrCauseReused, "refused once the owner's request was answered")
 	assert.Contains(t, err.Error(), id)
