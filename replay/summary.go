@@ -1,0 +1,198 @@
+package replay
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/internal/plural"
+)
+
+// Summary says in one line what an event did, for timelines in any
+// front end. Texts are quoted previews with control characters escaped, so
+// untrusted text cannot drive a terminal.
+func Summary(e events.Event) string {
+	switch p := e.Payload.(type) {
+	case events.ConversationStarted:
+		var parts []string
+		if p.ForkedFrom != "" {
+			parts = append(parts, fmt.Sprintf("forked from %s@%d", safe(p.ForkedFrom), p.ForkedAt))
+		}
+		if p.Profile != "" {
+			parts = append(parts, "profile "+quote(p.Profile))
+		}
+		if len(p.Blocks) > 0 {
+			parts = append(parts, plural.Count(len(p.Blocks), "block"))
+		}
+		if len(p.Data) > 0 {
+			parts = append(parts, "data "+keyList(p.Data))
+		}
+		if len(parts) == 0 {
+			return "started"
+		}
+		return "started: " + strings.Join(parts, ", ")
+	case events.UserAppended:
+		return fmt.Sprintf("user %s%s %s", safe(p.BlockID), trustNote(p.Trust), quote(p.Text))
+	case events.SystemPromptSet:
+		s := fmt.Sprintf("system %s at index %d%s", safe(p.BlockID), p.Index, trustNote(p.Trust))
+		if src := p.Meta[events.MetaSystemPromptSource]; src != "" {
+			s += " source " + quote(src)
+		}
+		if p.TemplateHash != "" {
+			s += " template " + short(p.TemplateHash)
+		}
+		return s + " " + quote(p.Text)
+	case events.SystemPromptReplaced:
+		s := fmt.Sprintf("system %s replaced", safe(p.BlockID))
+		if p.Reason != "" {
+			s += " (" + safe(p.Reason) + ")"
+		}
+		if src, ok := p.Meta[events.MetaSystemPromptSource]; ok || p.PreviousSource != "" {
+			from := p.PreviousSource
+			if from == "" {
+				from = "unknown"
+			}
+			if !ok {
+				src = from // the source did not change
+			}
+			s += " source " + quote(from) + " -> " + quote(src)
+		}
+		return s + ": " + quote(p.Previous) + " -> " + quote(p.Text)
+	case events.SystemPromptLocked:
+		return fmt.Sprintf("system %s locked by %s%s", safe(p.BlockID), safe(e.Actor), reason(p.Reason))
+	case events.SystemPromptUnlocked:
+		return fmt.Sprintf("system %s unlocked by %s%s", safe(p.BlockID), safe(e.Actor), reason(p.Reason))
+	case events.ReasoningAppended:
+		if p.Text == "" && p.Encrypted != "" {
+			return fmt.Sprintf("reasoning %s (encrypted)", safe(p.BlockID))
+		}
+		return fmt.Sprintf("reasoning %s %s", safe(p.BlockID), quote(p.Text))
+	case events.LLMTextAppended:
+		return fmt.Sprintf("llm_text %s %s", safe(p.BlockID), quote(p.Text))
+	case events.ToolCalled:
+		return fmt.Sprintf("tool_call %s %s call_id %s", safe(p.BlockID), quote(p.Name+"("+p.Arguments+")"), safe(p.CallID))
+	case events.ToolResult:
+		s := fmt.Sprintf("tool_result %s call_id %s", safe(p.BlockID), safe(p.CallID))
+		if p.IsError {
+			s += " error"
+		}
+		return s + " " + quote(p.Text)
+	case events.BlocksReordered:
+		return fmt.Sprintf("%s reordered%s", plural.Count(len(p.Order), "block"), reason(p.Reason))
+	case events.BlocksRemoved:
+		return fmt.Sprintf("removed %s%s", idList(p.BlockIDs), reason(p.Reason))
+	case events.BlockAnnotated:
+		return fmt.Sprintf("annotated %s %s%s", safe(p.BlockID), kvList(p.Meta), reason(p.Reason))
+	case events.BlockSplit:
+		return fmt.Sprintf("split %s into %s%s", safe(p.BlockID), plural.Count(len(p.Into), "block"), reason(p.Reason))
+	case events.TurnCompacted:
+		s := "compacted " + plural.Count(len(p.Removed), "block")
+		if p.Summary != nil {
+			s += " into " + safe(p.Summary.ID) + " " + quote(p.Summary.Text)
+		}
+		return s + reason(p.Reason)
+	case events.DataSet:
+		var parts []string
+		if len(p.Values) > 0 {
+			parts = append(parts, kvList(p.Values))
+		}
+		if len(p.Unset) > 0 {
+			parts = append(parts, "unset "+idList(p.Unset))
+		}
+		return "data " + strings.Join(parts, ", ")
+	case events.InferenceStarted:
+		s := fmt.Sprintf("model %s, %s, input %s", quote(p.Model), plural.Count(p.Blocks, "block"), short(p.InputHash))
+		if p.Purpose != "" {
+			s += ", purpose " + quote(p.Purpose)
+		}
+		return s
+	case events.InferenceFinished:
+		s := fmt.Sprintf("finished in %s, tokens %d in / %d out", p.Duration.Round(time.Microsecond), p.PromptTokens, p.CompletionTokens)
+		if p.StopReason != "" {
+			s += ", stop " + quote(p.StopReason)
+		}
+		return s
+	case events.InferenceFailed:
+		s := fmt.Sprintf("failed after %s: %s", p.Duration.Round(time.Microsecond), quote(p.Error))
+		if p.Transient {
+			s += " (transient)"
+		}
+		return s
+	case events.RequestCompleted:
+		return "completed after " + plural.Count(p.Inferences, "model call")
+	case events.RequestFailed:
+		return "failed: " + quote(p.Reason)
+	case events.MessageRemoved:
+		return fmt.Sprintf("removed message %d (%d bytes, sha256 %s): %s", p.Seq, p.Size, short(p.SHA256), quote(p.Reason))
+	}
+	return string(e.Type)
+}
+
+func trustNote(t events.Trust) string {
+	if t == events.Trusted {
+		return " trusted"
+	}
+	return ""
+}
+
+func reason(r string) string {
+	if r == "" {
+		return ""
+	}
+	return ": " + quote(r)
+}
+
+// short is the first 12 digits of a hash, enough to compare by eye, after
+// the format prefix of a Turn hash ("v2:"), which says how it was made.
+func short(h string) string {
+	n := 12
+	if i := strings.IndexByte(h, ':'); i >= 0 && i < 8 {
+		n += i + 1 // a Turn hash's format ("v2:") and then 12 digits
+	}
+	if len(h) > n {
+		return safe(h[:n]) + "…"
+	}
+	return safe(h)
+}
+
+// idList shows up to 5 IDs and how many more.
+func idList(ids []string) string {
+	const max = 5
+	var b strings.Builder
+	for i, id := range ids {
+		if i == max {
+			fmt.Fprintf(&b, " (+%d)", len(ids)-max)
+			break
+		}
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		b.WriteString(safe(id))
+	}
+	return b.String()
+}
+
+func keyList(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return idList(keys)
+}
+
+// kvList shows a string map as k="v" pairs in key order.
+func kvList(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = safe(k) + "=" + quote(m[k])
+	}
+	return strings.Join(parts, " ")
+}
