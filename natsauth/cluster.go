@@ -46,10 +46,7 @@ func ClusterFile(dir string) string { return filepath.Join(dir, ClusterFileName)
 // route (it takes them from the URL only). An existing file is kept as it
 // is, whatever routes says: every node must hold the same password.
 func EnsureCluster(dir string, routes []string) (created bool, err error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return false, fmt.Errorf("create key directory: %w", err)
-	}
-	if err := privateMode(dir, 0o700); err != nil {
+	if err := keyDir(dir); err != nil {
 		return false, err
 	}
 	path := ClusterFile(dir)
@@ -66,23 +63,12 @@ func EnsureCluster(dir string, routes []string) (created bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	err = writeSecret(path, []byte(body))
 	if errors.Is(err, fs.ErrExist) {
 		// Another init made it first: keep theirs.
 		return false, checkCluster(path)
 	}
 	if err != nil {
-		return false, fmt.Errorf("write the route credential: %w", err)
-	}
-	_, err = f.WriteString(body)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(path)
 		return false, fmt.Errorf("write the route credential: %w", err)
 	}
 	return true, nil

@@ -33,10 +33,7 @@ const keyHeader = "# turnlog NATS credential for the %s role: an nkey seed. Keep
 // other users may read is refused, not repaired: someone else may already
 // have the keys.
 func Ensure(dir string) ([]Role, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create key directory: %w", err)
-	}
-	if err := privateMode(dir, 0o700); err != nil {
+	if err := keyDir(dir); err != nil {
 		return nil, err
 	}
 	var created []Role
@@ -61,6 +58,15 @@ func Ensure(dir string) ([]Role, error) {
 		created = append(created, r)
 	}
 	return created, nil
+}
+
+// keyDir creates the key directory dir (mode 0700) when missing, and
+// refuses it when other users may read it.
+func keyDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create key directory: %w", err)
+	}
+	return privateMode(dir, 0o700)
 }
 
 // privateMode refuses path, which holds NATS keys, when group or others
@@ -98,13 +104,22 @@ func writeKey(path string, r Role) error {
 	fmt.Fprintf(&b, keyHeader, r, path, path)
 	b.Write(seed)
 	b.WriteByte('\n')
-	// O_EXCL: two servers starting on the same directory at once must not
-	// overwrite each other's key.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
+	if err := writeSecret(path, b.Bytes()); err != nil {
 		return fmt.Errorf("write key of role %s: %w", r, err)
 	}
-	_, err = f.Write(b.Bytes())
+	return nil
+}
+
+// writeSecret writes data to a new file at path, mode 0600, synced before
+// it returns; nothing is left behind when it fails. O_EXCL: two processes
+// starting on the same directory at once must not overwrite each other's
+// secret, so an existing file is an error matching fs.ErrExist.
+func writeSecret(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -113,7 +128,7 @@ func writeKey(path string, r Role) error {
 	}
 	if err != nil {
 		os.Remove(path)
-		return fmt.Errorf("write key of role %s: %w", r, err)
+		return err
 	}
 	return nil
 }

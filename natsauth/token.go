@@ -87,22 +87,7 @@ func writeToken(path string) (string, error) {
 		return "", fmt.Errorf("make the HTTP API token: %w", err)
 	}
 	token := base64.RawURLEncoding.EncodeToString(b)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return "", err
-		}
-		return "", fmt.Errorf("write the HTTP API token: %w", err)
-	}
-	_, err = f.WriteString(token + "\n")
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(path)
+	if err := writeSecret(path, []byte(token+"\n")); err != nil {
 		return "", fmt.Errorf("write the HTTP API token: %w", err)
 	}
 	return token, nil
