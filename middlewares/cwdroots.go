@@ -30,7 +30,7 @@ const ProfileCwdRoots = "cwd_roots (worker flag --cwd-root)"
 func CheckCwd(cwd string, roots []string) error {
 	real := resolvedPath(cwd)
 	for _, root := range roots {
-		if within(real, resolvedPath(root)) {
+		if template.Within(real, resolvedPath(root)) {
 			return nil
 		}
 	}
@@ -69,11 +69,4 @@ func resolvedPath(path string) string {
 		return real
 	}
 	return filepath.Clean(path)
-}
-
-// within reports whether path is root or below it; both are clean and
-// absolute.
-func within(path, root string) bool {
-	rel, err := filepath.Rel(root, path)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }

@@ -53,18 +53,20 @@ func (e Env) denied(p string) bool {
 	p = filepath.Clean(p)
 	for _, d := range e.DenyDirs {
 		d = filepath.Clean(d)
-		if under(p, d) {
+		if Within(p, d) {
 			return true
 		}
-		if real, err := filepath.EvalSymlinks(d); err == nil && under(p, real) {
+		if real, err := filepath.EvalSymlinks(d); err == nil && Within(p, real) {
 			return true
 		}
 	}
 	return false
 }
 
-// under reports whether the clean absolute path p is dir or below it.
-func under(p, dir string) bool {
+// Within reports whether the clean absolute path p is dir or lies below
+// it. The file variable's denied directories and the worker's cwd roots
+// (middlewares) are both judged by it.
+func Within(p, dir string) bool {
 	rel, err := filepath.Rel(dir, p)
 	return err == nil && filepath.IsLocal(rel)
 }
