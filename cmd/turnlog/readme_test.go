@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -98,25 +97,6 @@ func shellWords(s string) ([]string, error) {
 	return words, nil
 }
 
-// lockedBuffer is a bytes.Buffer safe to write from serve's goroutine
-// while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // freePort returns a TCP port nothing listens on right now.
 func freePort(t *testing.T) int {
 	t.Helper()
@@ -143,7 +123,7 @@ func TestReadmeTour(t *testing.T) {
 	t.Setenv("NO_COLOR", "1")
 
 	ctx, cancel := context.WithCancel(context.Background())
-	serveOut := &lockedBuffer{}
+	serveOut := &syncBuffer{}
 	served := make(chan error, 1)
 	go func() {
 		root := newRootCmd()

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -122,11 +121,9 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 			}
 			// No template, previewed over HTTP or rendered for a request,
 			// reads the keys and the token.
-			authDir, err := filepath.Abs(natsauth.Dir(data))
-			if err != nil {
+			if err := wf.denyKeysOf(data); err != nil {
 				return err
 			}
-			wf.denyDirs = []string{authDir}
 			fmt.Fprintf(out, "turnlog: NATS with JetStream listening on %s (data in %s, sync %s, %s)\n", srv.ClientURL(), data, syncName(sync), authName(noAuth))
 			if httpAt != "" {
 				profiles, err := profile.Load(wf.profiles)
@@ -142,7 +139,7 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 					return err
 				}
 				api, err := httpapi.New(httpapi.Config{Log: l, Token: tok.value, AllowedHosts: hosts, Logger: logger, Profiles: profiles,
-					CwdRoots: roots, DenyDirs: []string{authDir}})
+					CwdRoots: roots, DenyDirs: wf.denyDirs})
 				if err != nil {
 					return err
 				}

@@ -68,6 +68,18 @@ func (f *workerFlags) register(fs *pflag.FlagSet, metricsDefault string) {
 	fs.DurationVar(&f.idleSnapshot, "idle-snapshot", worker.DefaultIdleSnapshot, "save the snapshot of a cached conversation left unused this long, so its next load is short (negative: only when the cache lets go of it and at stop)")
 }
 
+// denyKeysOf denies the key directory of the data directory data (its
+// keys and the HTTP token) to the template variables of the workers and
+// of serve's previews.
+func (f *workerFlags) denyKeysOf(data string) error {
+	auth, err := filepath.Abs(natsauth.Dir(data))
+	if err != nil {
+		return err
+	}
+	f.denyDirs = []string{auth}
+	return nil
+}
+
 // check reports a malformed setting before anything starts.
 func (f *workerFlags) check() error {
 	if f.envErr != nil {
@@ -245,11 +257,9 @@ global prompt, an appended house style) to copy from.`,
 				// On its own as under serve, a worker never lets a
 				// request's cwd read the keys of its data directory
 				// into the log, whatever its cwd roots allow.
-				auth, err := filepath.Abs(natsauth.Dir(nf.settings.Data()))
-				if err != nil {
+				if err := wf.denyKeysOf(nf.settings.Data()); err != nil {
 					return err
 				}
-				wf.denyDirs = []string{auth}
 			}
 			err = runWorkers(ctx, &wf, n, dial, append(wf.logOptions(), eventlog.WithPrefix(nf.prefix)), logger)
 			if errors.Is(err, context.Canceled) {
