@@ -378,6 +378,12 @@ func openClusterLog(t *testing.T, c *natstest.Cluster, opts ...eventlog.Option) 
 				return nil
 			})
 			require.NoError(t, err)
+			// A batched read may be answered by another replica than the
+			// last-message get (seen right after the shard leaders were
+			// moved: Load returned the first of two messages, and a read
+			// of the concurrent writers' 400 appends returned 397), so
+			// wait for every replica of the conversation's stream as well.
+			waitStreamCurrent(t, ctx, c, l.Names().EventsStreamOf(conv))
 		},
 	}
 }
