@@ -54,3 +54,22 @@ func TestDeadLettersSurviveRestartsAndAreBounded(t *testing.T) {
 	assert.Len(t, all, 5)
 	assert.Equal(t, "reason 3", all[0].Reason, "the oldest went first")
 }
+
+// TestReadOnlyOpenOfAnInstallationWithoutDeadLetters: a read-only client
+// of an installation from before dead letters opens it all the same; the
+// dead letters are looked up when asked for, once a worker made them.
+func TestReadOnlyOpenOfAnInstallationWithoutDeadLetters(t *testing.T) {
+	ctx := context.Background()
+	srv := natstest.Start(t)
+	l := openLog(t, srv)
+	require.NoError(t, l.JetStream().DeleteStream(ctx, l.Names().DeadLettersStream))
+	require.NoError(t, l.JetStream().DeleteKeyValue(ctx, l.Names().RequestIDsBucket))
+
+	ro := openLog(t, srv, eventlog.ReadOnly())
+	_, err := ro.DeadLetterCount(ctx)
+	require.Error(t, err, "not there yet")
+	openLog(t, srv) // a worker or an admin starts
+	n, err := ro.DeadLetterCount(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, n)
+}

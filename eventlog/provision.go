@@ -12,6 +12,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
+// notYetForReaders reports whether err is a stream or bucket that a
+// read-only log found missing and may do without until first use.
+func (l *Log) notYetForReaders(err error) bool {
+	return l.opts.readOnly && errors.Is(err, errNotProvisioned)
+}
+
 func (l *Log) provision(ctx context.Context) error {
 	if err := l.provisionEvents(ctx); err != nil {
 		return err
@@ -20,7 +26,10 @@ func (l *Log) provision(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if l.deadLetters, err = l.ensureStream(ctx, l.deadLettersConfig()); err != nil {
+	// A read-only client of an installation from before dead letters and
+	// claimed request IDs existed goes on without them: they are looked
+	// up on first use (by then a worker or an admin has made them).
+	if l.deadLetters, err = l.ensureStream(ctx, l.deadLettersConfig()); err != nil && !l.notYetForReaders(err) {
 		return err
 	}
 	l.partitions = partitionsOf(reqs.CachedInfo().Config.SubjectTransform)
@@ -32,7 +41,7 @@ func (l *Log) provision(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	if l.requestIDs, err = l.ensureBucket(ctx, l.requestIDsConfig()); err != nil {
+	if l.requestIDs, err = l.ensureBucket(ctx, l.requestIDsConfig()); err != nil && !l.notYetForReaders(err) {
 		return err
 	}
 	if l.bigSnaps, err = l.ensureObjectStore(ctx, jetstream.ObjectStoreConfig{
@@ -113,7 +122,17 @@ func (l *Log) ensureFound(ctx context.Context, cfg jetstream.StreamConfig, found
 	if existing == nil {
 		s, err = l.js.CreateStream(ctx, cfg)
 	} else if needsUpdate(*existing, cfg) {
-		s, err = l.js.UpdateStream(ctx, cfg)
+		var updated jetstream.Stream
+		if updated, err = l.js.UpdateStream(ctx, cfg); err == nil {
+			s = updated
+		} else if ctx.Err() == nil {
+			// A role that may not change streams (a worker under NATS
+			// authentication: the server refuses and the request times
+			// out) works with the stream as it is; an admin's Open
+			// (turnlog serve, or any admin command) upgrades it.
+			l.opts.logger.Warn("stream not upgraded; open the log once as admin to apply the new settings", "stream", cfg.Name, "err", err)
+			err = nil
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", cfg.Name, err)

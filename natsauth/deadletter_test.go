@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/eventlog"
@@ -41,4 +42,32 @@ func TestDeadLettersUnderRoles(t *testing.T) {
 	assert.Len(t, dead, 3)
 	cc.assertNoRefusal(t)
 	wc.assertNoRefusal(t)
+}
+
+// TestWorkerOpensAnInstallationFromBeforeTheLimits: a requests stream made
+// before it had limits (nor dead letters) is opened by a worker, which may
+// not change streams: the worker starts all the same, and an admin's Open
+// applies the limits.
+func TestWorkerOpensAnInstallationFromBeforeTheLimits(t *testing.T) {
+	srv := natstest.Start(t, natstest.WithAuth())
+	ctx := context.Background()
+	admin, err := eventlog.Open(ctx, srv.Conn, eventlog.WithLogger(quiet))
+	require.NoError(t, err)
+	s, err := admin.JetStream().Stream(ctx, admin.Names().RequestsStream)
+	require.NoError(t, err)
+	old := s.CachedInfo().Config
+	old.MaxAge, old.MaxBytes, old.MaxMsgsPerSubject, old.Discard, old.DiscardNewPerSubject = 0, -1, -1, jetstream.DiscardOld, false
+	_, err = admin.JetStream().UpdateStream(ctx, old)
+	require.NoError(t, err)
+
+	wc := connectAs(t, srv, natsauth.Worker)
+	wl := wc.open(t)
+	_, err = wl.Append(ctx, "w", 0, userEvent("w", "r1", 0, "still works"))
+	require.NoError(t, err)
+
+	_, err = eventlog.Open(ctx, srv.Conn, eventlog.WithLogger(quiet))
+	require.NoError(t, err)
+	s, err = admin.JetStream().Stream(ctx, admin.Names().RequestsStream)
+	require.NoError(t, err)
+	assert.Equal(t, eventlog.DefaultRequestLimits.MaxPerConversation, s.CachedInfo().Config.MaxMsgsPerSubject, "the admin's Open upgraded it")
 }
