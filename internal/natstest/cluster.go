@@ -2,7 +2,6 @@ package natstest
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -48,6 +47,7 @@ type clusterNode struct {
 	port        int // clients
 	clusterPort int // routes
 	srv         *server.Server
+	watch       *listenWatch // srv's fatal errors
 }
 
 // StartCluster starts n servers (n >= 1; 3 for R3 streams), waits until
@@ -63,16 +63,39 @@ func StartCluster(tb testing.TB, n int) *Cluster {
 
 func startCluster(tb testing.TB, n int, faulty bool) *Cluster {
 	tb.Helper()
-	c := &Cluster{tb: tb}
+	var logDir string
 	if dir := os.Getenv(LogsEnv); dir != "" {
-		logDir, err := os.MkdirTemp(dir, "cluster-")
+		d, err := os.MkdirTemp(dir, "cluster-")
 		if err != nil {
 			tb.Fatalf("start cluster: %s: %v", LogsEnv, err)
 		}
-		c.logDir = logDir
+		logDir = d
 		tb.Logf("cluster logs in %s", logDir)
 	}
-	ports := freePorts(tb, 2*n)
+	// A port found free can be taken before the server binds it (see
+	// freePorts); the server then says so and the cluster starts again on
+	// other ports.
+	const attempts = 3
+	for attempt := 1; ; attempt++ {
+		c, err := tryStartCluster(tb, n, faulty, logDir)
+		if err == nil {
+			c.waitForMetaLeader(n)
+			return c
+		}
+		if attempt == attempts {
+			tb.Fatalf("start cluster: %v (attempt %d of %d)", err, attempt, attempts)
+		}
+		tb.Logf("start cluster: %v; starting again on other ports", err)
+	}
+}
+
+// tryStartCluster starts n servers on fresh ports and waits until each
+// listens. When a server cannot listen on its ports it fails, with every
+// server and proxy it started stopped again.
+func tryStartCluster(tb testing.TB, n int, faulty bool, logDir string) (*Cluster, error) {
+	tb.Helper()
+	c := &Cluster{tb: tb, logDir: logDir}
+	ports := pickPorts(tb, 2*n)
 	for i := range n {
 		c.nodes = append(c.nodes, &clusterNode{
 			name:        fmt.Sprintf("n%d", i+1),
@@ -84,48 +107,50 @@ func startCluster(tb testing.TB, n int, faulty bool) *Cluster {
 	if faulty {
 		f, err := newFaultNet(tb, c.nodes)
 		if err != nil {
-			tb.Fatalf("start cluster: %v", err)
+			return nil, err
 		}
 		c.net = f
 	}
 	tb.Cleanup(c.shutdown)
+	giveUp := func(err error) (*Cluster, error) {
+		c.shutdown()
+		if c.net != nil {
+			c.net.stop()
+		}
+		return nil, err
+	}
 	// Start every server before waiting for any: a lone server of a
 	// cluster waits for its peers before JetStream is usable.
 	for i := range c.nodes {
 		if err := c.start(i); err != nil {
-			tb.Fatalf("start cluster: %v", err)
+			return giveUp(err)
 		}
 	}
 	for i := range c.nodes {
-		if !c.nodes[i].srv.ReadyForConnections(clusterWait) {
-			tb.Fatalf("start cluster: server %s not ready after %s", c.nodes[i].name, clusterWait)
+		if err := c.waitListening(i); err != nil {
+			return giveUp(err)
 		}
 	}
-	c.waitForMetaLeader(n)
-	return c
+	return c, nil
 }
 
-// freePorts asks the kernel for count distinct free TCP ports on 127.0.0.1.
-// The routes of every server must name its peers' ports before any of them
-// starts, so port 0 (let the server pick) cannot be used.
-func freePorts(tb testing.TB, count int) []int {
-	tb.Helper()
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
+// waitListening waits until server i accepts clients and routes, or it
+// reports that it cannot listen.
+func (c *Cluster) waitListening(i int) error {
+	c.mu.Lock()
+	nd := c.nodes[i]
+	ns, watch := nd.srv, nd.watch
+	c.mu.Unlock()
+	deadline := time.Now().Add(clusterWait)
+	for !ns.ReadyForConnections(100 * time.Millisecond) {
+		if msg := watch.failure(); msg != "" {
+			return fmt.Errorf("server %s (client port %d, route port %d): %s", nd.name, nd.port, nd.clusterPort, msg)
 		}
-	}()
-	ports := make([]int, 0, count)
-	for range count {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			tb.Fatalf("start cluster: find a free port: %v", err)
+		if time.Now().After(deadline) {
+			return fmt.Errorf("server %s not ready after %s", nd.name, clusterWait)
 		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
-	return ports
+	return nil
 }
 
 // options builds server i's configuration: its own name, store and ports,
@@ -179,11 +204,14 @@ func (c *Cluster) start(i int) error {
 	if err != nil {
 		return fmt.Errorf("server %s: %w", c.nodes[i].name, err)
 	}
+	watch := &listenWatch{}
 	if c.logDir != "" {
 		ns.ConfigureLogger()
+		watch.next = ns.Logger()
 	}
+	ns.SetLoggerV2(watch, c.logDir != "", false, false)
 	go ns.Start()
-	c.nodes[i].srv = ns
+	c.nodes[i].srv, c.nodes[i].watch = ns, watch
 	return nil
 }
 
@@ -274,14 +302,12 @@ func (c *Cluster) Restart(i int) {
 	c.Stop(i)
 	c.mu.Lock()
 	err := c.start(i)
-	ns := c.nodes[i].srv
 	c.mu.Unlock()
+	if err == nil {
+		err = c.waitListening(i)
+	}
 	if err != nil {
 		c.tb.Fatalf("restart: %v", err)
-	}
-	if !ns.ReadyForConnections(clusterWait) {
-		c.tb.Fatalf("restart: server %s not ready after %s (is port %d or %d taken?)",
-			c.nodes[i].name, clusterWait, c.nodes[i].port, c.nodes[i].clusterPort)
 	}
 	c.waitForMetaLeader(len(c.nodes))
 }

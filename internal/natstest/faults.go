@@ -61,7 +61,7 @@ func newFaultNet(tb testing.TB, nodes []*clusterNode) (*faultNet, error) {
 		stopped: map[*toxiproxy.Proxy]bool{},
 	}
 	n := len(nodes)
-	ports := freePorts(tb, n*n+1)
+	ports := pickPorts(tb, n*n+1)
 	f.dead = "127.0.0.1:" + strconv.Itoa(ports[n*n])
 	f.routes = make([][]*toxiproxy.Proxy, n)
 	for i := range nodes {
@@ -120,7 +120,7 @@ func (c *Cluster) ClientURLs(name string) string {
 	defer f.mu.Unlock()
 	ps, ok := f.clients[name]
 	if !ok {
-		ports := freePorts(c.tb, len(c.nodes))
+		ports := pickPorts(c.tb, len(c.nodes))
 		for i, nd := range c.nodes {
 			p, err := f.proxy(fmt.Sprintf("client-%s-%s", name, nd.name), ports[i], nd.port)
 			if err != nil {
@@ -288,4 +288,23 @@ func (f *faultNet) addToxic(p *toxiproxy.Proxy, name, kind, stream, attributes s
 		f.tb.Fatalf("toxic %s on %s: %v", name, p.Name, err)
 	}
 	f.toxics[p] = append(f.toxics[p], name)
+}
+
+// stop stops every proxy, for a cluster that is given up before its test
+// uses it.
+func (f *faultNet) stop() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range f.routes {
+		for _, p := range f.routes[i] {
+			if p != nil {
+				p.Stop()
+			}
+		}
+	}
+	for _, ps := range f.clients {
+		for _, p := range ps {
+			p.Stop()
+		}
+	}
 }
