@@ -2,8 +2,8 @@ package worker_test
 
 import (
 	"context"
-	"net"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/embedded"
+	"github.com/turnlog/turnlog/internal/natstest"
 )
 
 // TestNATSRestartMidRun stops the server while requests are in flight and
@@ -87,10 +88,7 @@ func TestWorkerProcessStartedBeforeNATS(t *testing.T) {
 		t.Skip("builds the turnlog binary")
 	}
 	bin := buildTurnlog(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
+	addr := "127.0.0.1:" + strconv.Itoa(natstest.FreePort(t))
 
 	var stderr syncBuffer
 	child := exec.Command(bin, "worker", "--nats-url", "nats://"+addr, "--metrics", "")

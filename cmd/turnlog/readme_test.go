@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"regexp"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/internal/natstest"
 )
 
 // tourStep is one command of the README's tour.
@@ -97,15 +97,6 @@ func shellWords(s string) ([]string, error) {
 	return words, nil
 }
 
-// freePort returns a TCP port nothing listens on right now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // TestReadmeTour runs the README's tour as a newcomer pastes it: serve in
 // the background, then every other command, as written, each with the exit
 // code the README announces. Only the places differ: the environment
@@ -115,11 +106,11 @@ func freePort(t *testing.T) int {
 func TestReadmeTour(t *testing.T) {
 	steps := readmeTour(t)
 	require.Equal(t, []string{"serve"}, steps[0].args, "the tour starts the server")
-	port := freePort(t)
+	port := natstest.FreePort(t)
 	t.Setenv("TURNLOG_DATA", t.TempDir())
 	t.Setenv("TURNLOG_LISTEN", "127.0.0.1:"+strconv.Itoa(port))
 	t.Setenv("TURNLOG_NATS_URL", "nats://127.0.0.1:"+strconv.Itoa(port))
-	t.Setenv("TURNLOG_HTTP", "127.0.0.1:"+strconv.Itoa(freePort(t)))
+	t.Setenv("TURNLOG_HTTP", "127.0.0.1:"+strconv.Itoa(natstest.FreePort(t)))
 	t.Setenv("NO_COLOR", "1")
 
 	ctx, cancel := context.WithCancel(context.Background())

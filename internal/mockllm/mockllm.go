@@ -29,7 +29,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -40,6 +39,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/internal/natstest"
 )
 
 // Version is the version of @dwmkerr/mock-llm the tests install.
@@ -169,7 +169,7 @@ func mockLLMInstalled(prefix string) (mainJS string, ok bool) {
 // (worth another try on another port) and the error carries its output.
 func runMockLLM(t testing.TB, node, mainJS, config, dir string) (url string, exited bool, err error) {
 	t.Helper()
-	port := freePort(t)
+	port := natstest.FreePort(t)
 	logs := &syncBuffer{}
 	cmd := exec.Command(node, mainJS, "--config", config)
 	cmd.Dir = dir
@@ -209,14 +209,6 @@ func runMockLLM(t testing.TB, node, mainJS, config, dir string) (url string, exi
 	}
 	stop()
 	return "", false, fmt.Errorf("mock-llm did not answer %s/health within %v:\n%s", url, startTimeout, logs.String())
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // syncBuffer collects a child process's output, which exec writes from its

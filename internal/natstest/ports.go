@@ -141,3 +141,11 @@ func (w *listenWatch) Tracef(format string, v ...any) {
 		w.next.Tracef(format, v...)
 	}
 }
+
+// FreePort is a TCP port on 127.0.0.1 that nothing listens on right now,
+// from outside the kernel's ephemeral range (see freePorts), for a test
+// that must name a server's port before the server starts.
+func FreePort(tb testing.TB) int {
+	tb.Helper()
+	return freePorts(tb, 1)[0]
+}
