@@ -46,7 +46,9 @@ type Rule struct {
 	// Transient marks Fail as worth retrying.
 	Transient bool `yaml:"transient,omitempty" json:"transient,omitempty"`
 
-	re *regexp.Regexp
+	re                               *regexp.Regexp
+	reasoning, reply, after, failure template
+	arguments                        []template // one per ToolCalls
 }
 
 // ToolCall is a scripted tool call; Arguments is JSON and may use $1...
@@ -108,11 +110,18 @@ func (r *Rule) compile() error {
 		return fmt.Errorf("match %q: %w", r.Match, err)
 	}
 	r.re = re
+	r.arguments = r.arguments[:0]
 	for _, c := range r.ToolCalls {
 		if c.Name == "" {
 			return fmt.Errorf("a tool call has no name")
 		}
+		r.arguments = append(r.arguments, compileTemplate(c.Arguments))
 	}
+	after := r.AfterTools
+	if after == "" {
+		after = r.Reply
+	}
+	r.reasoning, r.reply, r.after, r.failure = compileTemplate(r.Reasoning), compileTemplate(r.Reply), compileTemplate(after), compileTemplate(r.Fail)
 	return nil
 }
 
@@ -155,7 +164,7 @@ func (e *Engine) Infer(ctx context.Context, in engine.Input, delta func(engine.D
 	}
 	rule, groups := e.match(msg)
 	if rule.Fail != "" {
-		err := fmt.Errorf("scripted failure: %s", expand(rule.Fail, groups, ""))
+		err := fmt.Errorf("scripted failure: %s", rule.failure.expand(groups, ""))
 		if rule.Transient {
 			err = engine.Transient(err)
 		}
@@ -173,7 +182,7 @@ func (e *Engine) Infer(ctx context.Context, in engine.Input, delta func(engine.D
 			return
 		}
 		if delta != nil {
-			for _, w := range strings.SplitAfter(text, " ") {
+			for w := range strings.SplitAfterSeq(text, " ") {
 				delta(engine.Delta{Kind: kind, Text: w})
 			}
 		}
@@ -181,26 +190,22 @@ func (e *Engine) Infer(ctx context.Context, in engine.Input, delta func(engine.D
 	}
 	switch {
 	case len(rule.ToolCalls) > 0 && len(results) == 0:
-		emit(events.KindReasoning, expand(rule.Reasoning, groups, ""))
+		emit(events.KindReasoning, rule.reasoning.expand(groups, ""))
 		for i, c := range rule.ToolCalls {
 			out.Blocks = append(out.Blocks, events.Block{
 				Kind:      events.KindToolCall,
 				CallID:    fmt.Sprintf("call_%s_%d", engine.NewID(), i),
 				ToolName:  c.Name,
-				Arguments: expand(c.Arguments, groups, ""),
+				Arguments: rule.arguments[i].expand(groups, ""),
 			})
 		}
 		out.StopReason = "tool_calls"
 	case len(results) > 0:
-		reply := rule.AfterTools
-		if reply == "" {
-			reply = rule.Reply
-		}
-		emit(events.KindLLMText, expand(reply, groups, strings.Join(results, ", ")))
+		emit(events.KindLLMText, rule.after.expand(groups, strings.Join(results, ", ")))
 		out.StopReason = "stop"
 	default:
-		emit(events.KindReasoning, expand(rule.Reasoning, groups, ""))
-		emit(events.KindLLMText, expand(rule.Reply, groups, ""))
+		emit(events.KindReasoning, rule.reasoning.expand(groups, ""))
+		emit(events.KindLLMText, rule.reply.expand(groups, ""))
 		out.StopReason = "stop"
 	}
 	out.Usage = engine.Usage{PromptTokens: approxTokens(blocks), CompletionTokens: approxTokens(out.Blocks)}
@@ -217,29 +222,17 @@ func (e *Engine) match(msg string) (*Rule, []string) {
 	if e.script.Default != nil {
 		return e.script.Default, []string{msg}
 	}
-	return &Rule{Reply: "You said: $0"}, []string{msg}
+	return echo, []string{msg}
 }
 
-var groupRef = regexp.MustCompile(`\$(\d)(json)?`)
-
-// expand replaces $N (and $Njson, the group as a JSON string) and
-// {{result}} in a template.
-func expand(tmpl string, groups []string, result string) string {
-	s := groupRef.ReplaceAllStringFunc(tmpl, func(ref string) string {
-		m := groupRef.FindStringSubmatch(ref)
-		n := int(m[1][0] - '0')
-		v := ""
-		if n < len(groups) {
-			v = groups[n]
-		}
-		if m[2] == "json" {
-			b, _ := json.Marshal(v)
-			return string(b)
-		}
-		return v
-	})
-	return strings.ReplaceAll(s, "{{result}}", result)
-}
+// echo answers when a script has neither a matching rule nor a default.
+var echo = func() *Rule {
+	r := &Rule{Reply: "You said: $0"}
+	if err := r.compile(); err != nil {
+		panic("scripted: the echo rule does not compile: " + err.Error())
+	}
+	return r
+}()
 
 func approxTokens(bs []events.Block) int {
 	n := 0

@@ -78,3 +78,19 @@ rules:
 	_, err = scripted.Parse([]byte("rules: [\n"))
 	assert.Error(t, err)
 }
+
+// BenchmarkInfer is the default script's answer to a chat message with
+// its deltas: the scripted engine stands in for the model in `turnlog
+// bench --workers`, so what it costs is counted against the worker.
+func BenchmarkInfer(b *testing.B) {
+	e := scripted.New(nil)
+	in := engine.Input{Turn: turn(events.Block{ID: "u", Kind: events.KindUser, Text: "message 17"})}
+	ctx := context.Background()
+	pieces := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.Infer(ctx, in, func(engine.Delta) { pieces++ }); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
