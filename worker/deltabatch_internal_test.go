@@ -50,11 +50,10 @@ func TestDeltaBatch(t *testing.T) {
 		want []Delta
 	}{
 		{
-			name: "a burst goes out as its first piece, then one delta per kind",
+			name: "a burst goes out as one delta per kind",
 			in:   append(pieces(reasoning, "Nothing ", "to ", "do."), pieces(text, "You ", "said: ", "hi")...),
 			want: []Delta{
-				{RequestID: "r", Kind: reasoning, Text: "Nothing "},
-				{RequestID: "r", Kind: reasoning, Text: "to do."},
+				{RequestID: "r", Kind: reasoning, Text: "Nothing to do."},
 				{RequestID: "r", Kind: text, Text: "You said: hi"},
 			},
 		},
@@ -70,14 +69,14 @@ func TestDeltaBatch(t *testing.T) {
 		{
 			name: "text past the size bound goes out at once",
 			in:   []engine.Delta{{Kind: text, Text: "a"}, {Kind: text, Text: strings.Repeat("x", maxDeltaBytes)}, {Kind: text, Text: "b"}},
-			want: []Delta{{RequestID: "r", Kind: text, Text: "a"}, {RequestID: "r", Kind: text, Text: strings.Repeat("x", maxDeltaBytes)}, {RequestID: "r", Kind: text, Text: "b"}},
+			want: []Delta{{RequestID: "r", Kind: text, Text: "a" + strings.Repeat("x", maxDeltaBytes)}, {RequestID: "r", Kind: text, Text: "b"}},
 		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var out published
 			b := newDeltaBatch("r", out.publish)
-			b.window = time.Hour // no timer fires during the test
+			b.window, b.lead = time.Hour, time.Hour // no timer fires during the test
 			for _, d := range tc.in {
 				b.add(d)
 			}
@@ -103,4 +102,24 @@ func TestDeltaBatchWaitsAtMostTheWindow(t *testing.T) {
 		}
 		return all.String() == "first second"
 	}, 10*time.Second, time.Millisecond, "the waiting text is published by the window's timer")
+}
+
+// TestDeltaBatchLeadsAfterAQuietSpell: the first piece after a quiet
+// spell does not wait for the window; it goes out after the short lead,
+// with what came right behind it, and the next piece waits for the rest
+// of the window.
+func TestDeltaBatchLeadsAfterAQuietSpell(t *testing.T) {
+	var out published
+	b := newDeltaBatch("r", out.publish)
+	b.window, b.lead = time.Hour, 100*time.Millisecond // long enough for both adds, even under -race
+	b.add(engine.Delta{Kind: events.KindLLMText, Text: "first "})
+	b.add(engine.Delta{Kind: events.KindLLMText, Text: "second "})
+	require.Eventually(t, func() bool { return len(out.get()) == 1 }, 10*time.Second, time.Millisecond,
+		"the lead's timer publishes the first pieces without a flush")
+	assert.Equal(t, "first second ", out.get()[0].Text)
+	b.add(engine.Delta{Kind: events.KindLLMText, Text: "third"})
+	time.Sleep(300 * time.Millisecond) // three leads: a lead would have fired, the window has not
+	assert.Len(t, out.get(), 1, "a piece inside the window waits for its end (or a flush)")
+	b.flush()
+	assert.Equal(t, "third", out.get()[1].Text)
 }
