@@ -72,6 +72,13 @@ func TestAckWaitReachesTheConsumers(t *testing.T) {
 		runWorkerCmd(t, []string{"TURNLOG_ACK_WAIT=5s"}, "--nats-url", srv.ClientURL())
 		assert.Equal(t, 5*time.Second, consumerAckWait(t, srv.Conn))
 	})
+	t.Run("worker flag over a malformed env", func(t *testing.T) {
+		// The flag is what the user gave; the environment is only its
+		// default, so its mistake does not stop the worker.
+		srv := natstest.Start(t)
+		runWorkerCmd(t, []string{"TURNLOG_ACK_WAIT=soon", "TURNLOG_CACHE_BYTES=lots"}, "--nats-url", srv.ClientURL(), "--ack-wait", "6s", "--cache-bytes", "64MiB")
+		assert.Equal(t, 6*time.Second, consumerAckWait(t, srv.Conn))
+	})
 	t.Run("worker default", func(t *testing.T) {
 		srv := natstest.Start(t)
 		runWorkerCmd(t, nil, "--nats-url", srv.ClientURL())

@@ -39,11 +39,20 @@ type workerFlags struct {
 	compression  string
 	cwdRoots     []string
 	denyDirs     []string // the data directory's auth/ (serve's, or the one --data names)
-	envErr       error    // a malformed setting in the environment
+	envErrs      []envErr // malformed settings in the environment
+	flags        *pflag.FlagSet
 	eventShards  int
 }
 
+// envErr is a malformed environment variable, which matters only if the
+// flag that it is the default of is not given.
+type envErr struct {
+	flag string
+	err  error
+}
+
 func (f *workerFlags) register(fs *pflag.FlagSet, metricsDefault string) {
+	f.flags = fs
 	fs.StringVar(&f.profiles, "profiles", os.Getenv("TURNLOG_PROFILES"), "profiles YAML file (env TURNLOG_PROFILES); without it the built-in default profile (see --help)")
 	fs.StringVar(&f.metrics, "metrics", envOr("TURNLOG_METRICS", metricsDefault), "HOST:PORT for Prometheus /metrics ('' turns it off; env TURNLOG_METRICS)")
 	fs.StringVar(&f.logLevel, "log-level", envOr("TURNLOG_LOG_LEVEL", "info"), "debug, info, warn or error")
@@ -54,14 +63,16 @@ func (f *workerFlags) register(fs *pflag.FlagSet, metricsDefault string) {
 	if v := os.Getenv("TURNLOG_ACK_WAIT"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {
-			f.envErr = fmt.Errorf("TURNLOG_ACK_WAIT %q: use a duration such as 3s", v)
+			f.envErrs = append(f.envErrs, envErr{"ack-wait", fmt.Errorf("TURNLOG_ACK_WAIT %q: use a duration such as 3s (or give --ack-wait)", v)})
 		}
 		ackWait = d
 	}
 	fs.DurationVar(&f.ackWait, "ack-wait", ackWait, "how long a request may go without a sign of life from its worker before another worker takes it: the longest a dead worker, or a delivery lost on the way, holds a partition (the worker reports progress every third of it; env TURNLOG_ACK_WAIT)")
 	var sizeErr error
 	f.cacheBytes, sizeErr = envByteSize("TURNLOG_CACHE_BYTES", worker.DefaultCacheBytes)
-	f.envErr = errors.Join(f.envErr, sizeErr)
+	if sizeErr != nil {
+		f.envErrs = append(f.envErrs, envErr{"cache-bytes", sizeErr})
+	}
 	fs.Var(&f.cacheBytes, "cache-bytes", "memory each worker's cache of conversations may hold, e.g. 256MiB or 2GiB (env TURNLOG_CACHE_BYTES); metric turnlog_turn_cache_bytes")
 	fs.StringVar(&f.compression, "compression", os.Getenv("TURNLOG_COMPRESSION"), "how the event streams store messages on disk: s2 (compressed, about half the bytes) or none (env TURNLOG_COMPRESSION; default: keep existing, none when new)")
 	fs.StringArrayVar(&f.cwdRoots, "cwd-root", filepath.SplitList(os.Getenv("TURNLOG_CWD_ROOTS")), "a directory under which a request's \"cwd\" data may lie for the template's file:, git: and prompt:cwd variables to read it (repeatable; env TURNLOG_CWD_ROOTS, a list like PATH; default: the directory the worker runs in; / allows any); a request with a cwd elsewhere fails, naming it. A profile's cwd_roots wins")
@@ -82,8 +93,10 @@ func (f *workerFlags) denyKeysOf(data string) error {
 
 // check reports a malformed setting before anything starts.
 func (f *workerFlags) check() error {
-	if f.envErr != nil {
-		return f.envErr
+	for _, e := range f.envErrs {
+		if f.flags == nil || !f.flags.Changed(e.flag) {
+			return e.err
+		}
 	}
 	if c := f.compression; c != "" && c != "s2" && c != "none" {
 		return fmt.Errorf("--compression %q: use s2 or none", c)
