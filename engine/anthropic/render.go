@@ -47,12 +47,12 @@ func render(blocks []events.Block) (request, error) {
 		}
 		content, role = nil, ""
 	}
-	// at is the index of the block being rendered; firstMessage that of
-	// the block that starts the first message.
-	at, firstMessage := 0, -1
-	add := func(side sdk.MessageParamRole, c ...sdk.ContentBlockParamUnion) {
+	// firstMessage is the index of the block that starts the first
+	// message.
+	firstMessage := -1
+	add := func(i int, side sdk.MessageParamRole, c ...sdk.ContentBlockParamUnion) {
 		if firstMessage < 0 {
-			firstMessage = at
+			firstMessage = i
 		}
 		if side != role {
 			flush()
@@ -61,7 +61,6 @@ func render(blocks []events.Block) (request, error) {
 		content = append(content, c...)
 	}
 	for i, b := range blocks {
-		at = i
 		if pending >= 0 {
 			switch b.Kind {
 			case events.KindLLMText, events.KindToolCall:
@@ -76,11 +75,11 @@ func render(blocks []events.Block) (request, error) {
 		case events.KindUser:
 			seenUser = true
 			if b.Text != "" {
-				add(sdk.MessageParamRoleUser, sdk.NewTextBlock(b.Text))
+				add(i, sdk.MessageParamRoleUser, sdk.NewTextBlock(b.Text))
 			}
 		case events.KindLLMText:
 			if b.Text != "" {
-				add(sdk.MessageParamRoleAssistant, sdk.NewTextBlock(b.Text))
+				add(i, sdk.MessageParamRoleAssistant, sdk.NewTextBlock(b.Text))
 			}
 		case events.KindToolCall:
 			if b.CallID == "" || b.ToolName == "" {
@@ -94,7 +93,7 @@ func render(blocks []events.Block) (request, error) {
 			if json.Unmarshal(input, &obj) != nil || obj == nil {
 				return request{}, fmt.Errorf("block %d (%s): the tool call's arguments are not a JSON object, which tool_use input must be: %.80q", i, b.ID, b.Arguments)
 			}
-			add(sdk.MessageParamRoleAssistant, sdk.NewToolUseBlock(b.CallID, input, b.ToolName))
+			add(i, sdk.MessageParamRoleAssistant, sdk.NewToolUseBlock(b.CallID, input, b.ToolName))
 		case events.KindToolResult:
 			if b.CallID == "" {
 				return request{}, fmt.Errorf("block %d (%s): tool_result needs the call ID of its tool_call", i, b.ID)
@@ -106,7 +105,7 @@ func render(blocks []events.Block) (request, error) {
 			if b.Text != "" {
 				res.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: b.Text}}}
 			}
-			add(sdk.MessageParamRoleUser, sdk.ContentBlockParamUnion{OfToolResult: &res})
+			add(i, sdk.MessageParamRoleUser, sdk.ContentBlockParamUnion{OfToolResult: &res})
 		case events.KindReasoning:
 			thinking, err := thinkingParams(b)
 			if errors.Is(err, errNotOurs) {
@@ -115,7 +114,7 @@ func render(blocks []events.Block) (request, error) {
 			if err != nil {
 				return request{}, fmt.Errorf("block %d (%s): %w", i, b.ID, err)
 			}
-			add(sdk.MessageParamRoleAssistant, thinking...)
+			add(i, sdk.MessageParamRoleAssistant, thinking...)
 			pending = i
 		case events.KindOther:
 			if !seenUser && b.Trust == events.Trusted {
@@ -126,7 +125,7 @@ func render(blocks []events.Block) (request, error) {
 				// must begin with a user message; in an assistant
 				// message it would also join the assistant turn after
 				// it, whose thinking must come back as it was returned.
-				add(sdk.MessageParamRoleUser, sdk.NewTextBlock(summaryPrefix+b.Text))
+				add(i, sdk.MessageParamRoleUser, sdk.NewTextBlock(summaryPrefix+b.Text))
 			}
 		default:
 			return request{}, fmt.Errorf("block %d (%s): kind %q has no Messages API rendering", i, b.ID, b.Kind)
