@@ -1,11 +1,9 @@
 package worker_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,27 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/internal/natstest"
+	"github.com/turnlog/turnlog/internal/syncbuf"
 	"github.com/turnlog/turnlog/worker"
 )
-
-// syncBuffer is a log destination that slog handlers on several
-// goroutines may share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestRecoveredConflictIsNotLoggedAsError: another writer appends to a
 // conversation the worker has cached, so the worker's next request is
@@ -44,7 +24,7 @@ func (b *syncBuffer) String() string {
 // would read it as a failure.
 func TestRecoveredConflictIsNotLoggedAsError(t *testing.T) {
 	srv := natstest.Start(t)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	l, w := runWorker(t, srv, func(c *worker.Config) {
 		c.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		c.Name = "cached"

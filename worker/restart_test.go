@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/embedded"
 	"github.com/turnlog/turnlog/internal/natstest"
+	"github.com/turnlog/turnlog/internal/syncbuf"
 )
 
 // TestNATSRestartMidRun stops the server while requests are in flight and
@@ -90,7 +91,7 @@ func TestWorkerProcessStartedBeforeNATS(t *testing.T) {
 	bin := buildTurnlog(t)
 	addr := "127.0.0.1:" + strconv.Itoa(natstest.FreePort(t))
 
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	child := exec.Command(bin, "worker", "--nats-url", "nats://"+addr, "--metrics", "")
 	child.Stderr = &stderr
 	require.NoError(t, child.Start())

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/internal/natstest"
+	"github.com/turnlog/turnlog/internal/syncbuf"
 	"github.com/turnlog/turnlog/worker"
 )
 
@@ -106,7 +107,7 @@ func runWorkerCmd(t *testing.T, env []string, args ...string) {
 		t.Setenv(k, v)
 	}
 	root := newRootCmd()
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	root.SetOut(out)
 	root.SetErr(out)
 	root.SetArgs(append([]string{"worker", "--metrics", "", "--log-level", "error"}, args...))

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/internal/natstest"
+	"github.com/turnlog/turnlog/internal/syncbuf"
 )
 
 // tourStep is one command of the README's tour.
@@ -114,7 +115,7 @@ func TestReadmeTour(t *testing.T) {
 	t.Setenv("NO_COLOR", "1")
 
 	ctx, cancel := context.WithCancel(context.Background())
-	serveOut := &syncBuffer{}
+	serveOut := &syncbuf.Buffer{}
 	served := make(chan error, 1)
 	go func() {
 		root := newRootCmd()

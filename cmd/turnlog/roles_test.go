@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/internal/syncbuf"
 )
 
 // TestREADMECommandsNeedNoFlags: `turnlog serve` in a directory, then
@@ -79,7 +80,7 @@ func TestClientKey(t *testing.T) {
 func TestWorkerCommandUsesTheWorkerKey(t *testing.T) {
 	s := startServe(t, "--workers", "0")
 	root := newRootCmd()
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	root.SetOut(out)
 	root.SetErr(out)
 	root.SetArgs([]string{"worker", "--nats-url", s.natsURL, "--data", s.data, "--metrics", "", "--log-level", "error"})

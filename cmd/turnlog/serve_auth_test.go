@@ -10,40 +10,21 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/internal/syncbuf"
 )
-
-// syncBuffer is a bytes.Buffer safe for a command writing while a test
-// reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // served is a `turnlog serve` running in this process.
 type served struct {
 	data    string
 	natsURL string
 	httpURL string
-	out     *syncBuffer
+	out     *syncbuf.Buffer
 }
 
 // startServe runs `turnlog serve` with args on free ports and a fresh data
@@ -57,7 +38,7 @@ func startServe(t *testing.T, args ...string) *served {
 // to its default, ./.turnlog).
 func startServeIn(t *testing.T, data string, args ...string) *served {
 	t.Helper()
-	s := &served{data: data, out: &syncBuffer{}}
+	s := &served{data: data, out: &syncbuf.Buffer{}}
 	base := []string{"serve", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--workers", "1", "--log-level", "error"}
 	if data != "" {
 		base = append(base, "--data", data)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/internal/syncbuf"
 )
 
 // adminSeed is the seed line of the data directory's admin key.
@@ -234,7 +235,7 @@ func TestStandaloneWorkerNeverReadsTheKeys(t *testing.T) {
 	require.Equal(t, 0, code, out)
 
 	root := newRootCmd()
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	root.SetOut(logs)
 	root.SetErr(logs)
 	root.SetArgs([]string{"worker", "--nats-url", s.natsURL, "--data", s.data, "--cwd-root", "/", "--metrics", "", "--log-level", "error"})

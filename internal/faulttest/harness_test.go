@@ -19,6 +19,7 @@ import (
 	"github.com/turnlog/turnlog/chatclient"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/internal/natstest"
+	"github.com/turnlog/turnlog/internal/syncbuf"
 	"github.com/turnlog/turnlog/profile"
 	"github.com/turnlog/turnlog/worker"
 )
@@ -95,22 +96,13 @@ func startWorker(t *testing.T, c *natstest.Cluster, name string, order []int) *l
 
 // logBuffer keeps a worker's log lines for the checks.
 type logBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
+	syncbuf.Buffer
 }
 
 // lines are the lines that contain s.
 func (b *logBuffer) lines(s string) []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	var out []string
-	for _, line := range strings.Split(b.buf.String(), "\n") {
+	for _, line := range strings.Split(b.String(), "\n") {
 		if strings.Contains(line, s) {
 			out = append(out, line)
 		}
@@ -120,9 +112,7 @@ func (b *logBuffer) lines(s string) []string {
 
 // count is how many lines contain s.
 func (b *logBuffer) count(s string) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Count(b.buf.String(), s)
+	return strings.Count(b.String(), s)
 }
 
 // linkSettle bounds how long the counts of a worker's lost and regained

@@ -25,7 +25,6 @@
 package mockllm
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -34,12 +33,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/internal/natstest"
+	"github.com/turnlog/turnlog/internal/syncbuf"
 )
 
 // Version is the version of @dwmkerr/mock-llm the tests install.
@@ -170,7 +169,7 @@ func mockLLMInstalled(prefix string) (mainJS string, ok bool) {
 func runMockLLM(t testing.TB, node, mainJS, config, dir string) (url string, exited bool, err error) {
 	t.Helper()
 	port := natstest.FreePort(t)
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	cmd := exec.Command(node, mainJS, "--config", config)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "HOST=127.0.0.1", "PORT="+strconv.Itoa(port))
@@ -209,23 +208,4 @@ func runMockLLM(t testing.TB, node, mainJS, config, dir string) (url string, exi
 	}
 	stop()
 	return "", false, fmt.Errorf("mock-llm did not answer %s/health within %v:\n%s", url, startTimeout, logs.String())
-}
-
-// syncBuffer collects a child process's output, which exec writes from its
-// own goroutines while the test may read it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
