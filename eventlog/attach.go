@@ -65,8 +65,8 @@ func (l *Log) ensureHandles(ctx context.Context) error {
 		shards := make([]jetstream.Stream, n)
 		for k := range shards {
 			name := names.EventsShardStream(k)
-			if shards[k], err = l.js.Stream(ctx, name); err != nil {
-				return fmt.Errorf("stream %s: %w", name, err)
+			if shards[k], err = l.stream(ctx, name); err != nil {
+				return err
 			}
 		}
 		l.eventShards.CompareAndSwap(0, int32(n))

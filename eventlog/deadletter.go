@@ -112,16 +112,7 @@ func (l *Log) AddDeadLetter(ctx context.Context, d DeadLetter) error {
 // deadLetterStream is the dead-letters stream, looked up on first use by
 // a log from Attach.
 func (l *Log) deadLetterStream(ctx context.Context) (jetstream.Stream, error) {
-	l.lookup.Lock()
-	defer l.lookup.Unlock()
-	if l.deadLetters == nil {
-		s, err := l.js.Stream(ctx, l.names.DeadLettersStream)
-		if err != nil {
-			return nil, fmt.Errorf("stream %s: %w", l.names.DeadLettersStream, err)
-		}
-		l.deadLetters = s
-	}
-	return l.deadLetters, nil
+	return firstUse(l, &l.deadLetters, func() (jetstream.Stream, error) { return l.stream(ctx, l.names.DeadLettersStream) })
 }
 
 // DeadLetterCount is how many dead letters are stored.

@@ -43,9 +43,9 @@ func (l *Log) Erase(ctx context.Context, conversation string) (Erased, error) {
 	}
 	// Requests first: a pending request processed between the two purges
 	// would write new events after the events purge.
-	reqs, err := l.js.Stream(ctx, l.names.RequestsStream)
+	reqs, err := l.requestsStream(ctx)
 	if err != nil {
-		return out, fmt.Errorf("erase %s: requests stream: %w", conversation, err)
+		return out, fmt.Errorf("erase %s: %w", conversation, err)
 	}
 	reqSubject := l.names.Prefix + ".chat.*." + conversation
 	if out.Requests, err = purge(ctx, reqs, reqSubject); err != nil {

@@ -21,6 +21,9 @@ type Log struct {
 	// attached log's subjects before that).
 	shards []jetstream.Stream
 	snaps  jetstream.KeyValue
+	// requests is the requests stream, known once a duplicate request has
+	// been checked (see checkDuplicateRequest) or by Open.
+	requests jetstream.Stream
 	// deadLetters keeps the requests that could not end in a conversation.
 	deadLetters jetstream.Stream
 	// bigSnaps holds the snapshots too large for a value of snaps.
@@ -81,3 +84,36 @@ func (l *Log) Names() Names { return l.names.WithEventShards(int(l.eventShards.L
 // JetStream returns the JetStream context the log uses, for components
 // (workers, templates) that share its connection.
 func (l *Log) JetStream() jetstream.JetStream { return l.js }
+
+// firstUse returns *handle, looked up with lookup while it is unset: the
+// streams and buckets that a log from Attach, or a read-only Open of an
+// installation that did not have them yet, finds on first use. l.lookup
+// guards the handles.
+func firstUse[T comparable](l *Log, handle *T, lookup func() (T, error)) (T, error) {
+	l.lookup.Lock()
+	defer l.lookup.Unlock()
+	var unset T
+	if *handle == unset {
+		h, err := lookup()
+		if err != nil {
+			return unset, err
+		}
+		*handle = h
+	}
+	return *handle, nil
+}
+
+// requestsStream is the requests stream, looked up on first use by a log
+// from Attach.
+func (l *Log) requestsStream(ctx context.Context) (jetstream.Stream, error) {
+	return firstUse(l, &l.requests, func() (jetstream.Stream, error) { return l.stream(ctx, l.names.RequestsStream) })
+}
+
+// stream looks up the stream called name.
+func (l *Log) stream(ctx context.Context, name string) (jetstream.Stream, error) {
+	s, err := l.js.Stream(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", name, err)
+	}
+	return s, nil
+}

@@ -32,6 +32,7 @@ func (l *Log) provision(ctx context.Context) error {
 	if l.deadLetters, err = l.ensureStream(ctx, l.deadLettersConfig()); err != nil && !l.notYetForReaders(err) {
 		return err
 	}
+	l.requests = reqs
 	l.partitions = partitionsOf(reqs.CachedInfo().Config.SubjectTransform)
 	if l.snaps, err = l.ensureBucket(ctx, jetstream.KeyValueConfig{
 		Bucket:      l.names.SnapshotsBucket,

@@ -54,7 +54,7 @@ func (l *Log) checkDuplicateRequest(ctx context.Context, conversation, id string
 	}
 	// Still queued (or in a worker's hands): its subject names its
 	// conversation.
-	reqs, err := l.js.Stream(ctx, l.names.RequestsStream)
+	reqs, err := l.requestsStream(ctx)
 	if err != nil {
 		return fmt.Errorf("check duplicate request %s: %w", id, err)
 	}

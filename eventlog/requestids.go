@@ -120,16 +120,13 @@ func (l *Log) claimOf(ctx context.Context, id string) (string, error) {
 // requestIDBucket is the request IDs bucket, looked up on first use by a
 // log from Attach.
 func (l *Log) requestIDBucket(ctx context.Context) (jetstream.KeyValue, error) {
-	l.lookup.Lock()
-	defer l.lookup.Unlock()
-	if l.requestIDs == nil {
+	return firstUse(l, &l.requestIDs, func() (jetstream.KeyValue, error) {
 		kv, err := l.js.KeyValue(ctx, l.names.RequestIDsBucket)
 		if err != nil {
 			return nil, fmt.Errorf("bucket %s: %w", l.names.RequestIDsBucket, err)
 		}
-		l.requestIDs = kv
-	}
-	return l.requestIDs, nil
+		return kv, nil
+	})
 }
 
 func validKey(k string) bool {
