@@ -63,16 +63,24 @@ func Ensure(dir string) ([]Role, error) {
 // keyDir creates the key directory dir (mode 0700) when missing, and
 // refuses it when other users may read it.
 func keyDir(dir string) error {
+	return keyDirHolding(dir, "NATS credentials", renewKeys)
+}
+
+// keyDirHolding is keyDir, saying that dir holds what (see private).
+func keyDirHolding(dir, what, renew string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create key directory: %w", err)
 	}
-	return privateMode(dir, 0o700)
+	return private(dir, 0o700, what, renew)
 }
+
+// renewKeys says how to replace NATS keys that may have leaked.
+const renewKeys = "make new keys if it was exposed (delete the key files; the next start makes new ones)"
 
 // privateMode refuses path, which holds NATS keys, when group or others
 // have any permission on it.
 func privateMode(path string, want fs.FileMode) error {
-	return private(path, want, "NATS credentials", "make new keys if it was exposed (delete the key files; the next start makes new ones)")
+	return private(path, want, "NATS credentials", renewKeys)
 }
 
 // private refuses path, which holds secrets (what), when group or others

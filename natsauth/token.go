@@ -33,10 +33,7 @@ const tokenBytes = 32
 // directory or token file that other users may read is refused, not
 // repaired, and so is an empty file or one whose token holds white space.
 func EnsureToken(dir string) (token string, created bool, err error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", false, fmt.Errorf("create key directory: %w", err)
-	}
-	if err := private(dir, 0o700, "the HTTP API's token and NATS credentials", "make a new token if it was exposed (delete "+TokenFileName+"; the next start makes a new one)"); err != nil {
+	if err := keyDirHolding(dir, "the HTTP API's token and NATS credentials", "make a new token if it was exposed (delete "+TokenFileName+"; the next start makes a new one)"); err != nil {
 		return "", false, err
 	}
 	path := TokenFile(dir)

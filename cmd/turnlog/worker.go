@@ -266,13 +266,11 @@ global prompt, an appended house style) to copy from.`,
 				return nf.dial(nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond),
 					nats.RetryOnFailedConnect(true), refusalLogger(logger))
 			}
-			if wf.denyDirs == nil {
-				// On its own as under serve, a worker never lets a
-				// request's cwd read the keys of its data directory
-				// into the log, whatever its cwd roots allow.
-				if err := wf.denyKeysOf(nf.settings.Data()); err != nil {
-					return err
-				}
+			// On its own as under serve, a worker never lets a request's
+			// cwd read the keys of its data directory into the log,
+			// whatever its cwd roots allow.
+			if err := wf.denyKeysOf(nf.settings.Data()); err != nil {
+				return err
 			}
 			err = runWorkers(ctx, &wf, n, dial, append(wf.logOptions(), eventlog.WithPrefix(nf.prefix)), logger)
 			if errors.Is(err, context.Canceled) {
