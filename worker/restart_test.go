@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/embedded"
-	"github.com/turnlog/turnlog/internal/natstest"
+	"github.com/turnlog/turnlog/internal/freeport"
 	"github.com/turnlog/turnlog/internal/syncbuf"
 )
 
@@ -89,7 +89,7 @@ func TestWorkerProcessStartedBeforeNATS(t *testing.T) {
 		t.Skip("builds the turnlog binary")
 	}
 	bin := buildTurnlog(t)
-	addr := "127.0.0.1:" + strconv.Itoa(natstest.FreePort(t))
+	addr := "127.0.0.1:" + strconv.Itoa(freeport.Port(t))
 
 	var stderr syncbuf.Buffer
 	child := exec.Command(bin, "worker", "--nats-url", "nats://"+addr, "--metrics", "")

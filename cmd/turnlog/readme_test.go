@@ -14,7 +14,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/turnlog/turnlog/internal/natstest"
+	"github.com/turnlog/turnlog/internal/freeport"
 	"github.com/turnlog/turnlog/internal/syncbuf"
 )
 
@@ -107,11 +107,11 @@ func shellWords(s string) ([]string, error) {
 func TestReadmeTour(t *testing.T) {
 	steps := readmeTour(t)
 	require.Equal(t, []string{"serve"}, steps[0].args, "the tour starts the server")
-	port := natstest.FreePort(t)
+	port := freeport.Port(t)
 	t.Setenv("TURNLOG_DATA", t.TempDir())
 	t.Setenv("TURNLOG_LISTEN", "127.0.0.1:"+strconv.Itoa(port))
 	t.Setenv("TURNLOG_NATS_URL", "nats://127.0.0.1:"+strconv.Itoa(port))
-	t.Setenv("TURNLOG_HTTP", "127.0.0.1:"+strconv.Itoa(natstest.FreePort(t)))
+	t.Setenv("TURNLOG_HTTP", "127.0.0.1:"+strconv.Itoa(freeport.Port(t)))
 	t.Setenv("NO_COLOR", "1")
 
 	ctx, cancel := context.WithCancel(context.Background())

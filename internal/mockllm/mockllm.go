@@ -37,7 +37,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/turnlog/turnlog/internal/natstest"
+	"github.com/turnlog/turnlog/internal/freeport"
 	"github.com/turnlog/turnlog/internal/syncbuf"
 )
 
@@ -168,7 +168,7 @@ func mockLLMInstalled(prefix string) (mainJS string, ok bool) {
 // (worth another try on another port) and the error carries its output.
 func runMockLLM(t testing.TB, node, mainJS, config, dir string) (url string, exited bool, err error) {
 	t.Helper()
-	port := natstest.FreePort(t)
+	port := freeport.Port(t)
 	logs := &syncbuf.Buffer{}
 	cmd := exec.Command(node, mainJS, "--config", config)
 	cmd.Dir = dir

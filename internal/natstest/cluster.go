@@ -73,8 +73,8 @@ func startCluster(tb testing.TB, n int, faulty bool) *Cluster {
 		tb.Logf("cluster logs in %s", logDir)
 	}
 	// A port found free can be taken before the server binds it (see
-	// freePorts); the server then says so and the cluster starts again on
-	// other ports.
+	// freeport.Ports); the server then says so and the cluster starts
+	// again on other ports.
 	const attempts = 3
 	for attempt := 1; ; attempt++ {
 		c, err := tryStartCluster(tb, n, faulty, logDir)

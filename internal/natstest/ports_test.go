@@ -2,39 +2,13 @@ package natstest
 
 import (
 	"net"
-	"os"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/internal/freeport"
 )
-
-// TestFreePortsAvoidTheEphemeralRange checks that the ports a cluster is
-// given are not ones the kernel hands out as source ports of outgoing
-// connections, which is how a port found free was taken before the
-// server bound it in CI.
-func TestFreePortsAvoidTheEphemeralRange(t *testing.T) {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		t.Skip("no /proc/sys/net/ipv4/ip_local_port_range here")
-	}
-	f := strings.Fields(string(b))
-	require.Len(t, f, 2)
-	lo, _ := strconv.Atoi(f[0])
-	hi, _ := strconv.Atoi(f[1])
-	if qlo, qhi := quietPortRange(); qlo == qhi {
-		t.Skipf("the ephemeral range %d-%d leaves no room", lo, hi)
-	}
-	ports := freePorts(t, 50)
-	seen := map[int]bool{}
-	for _, p := range ports {
-		assert.False(t, p >= lo && p <= hi, "port %d is in the ephemeral range %d-%d", p, lo, hi)
-		assert.False(t, seen[p], "port %d given twice", p)
-		seen[p] = true
-	}
-}
 
 // TestClusterStartsAgainWhenAPortIsTaken takes the client port of the
 // first ports the cluster is given, as an outgoing connection of another
@@ -49,13 +23,13 @@ func TestClusterStartsAgainWhenAPortIsTaken(t *testing.T) {
 	calls := 0
 	pickPorts = func(tb testing.TB, count int) []int {
 		calls++
-		ports := freePorts(tb, count)
+		ports := freeport.Ports(tb, count)
 		if calls == 1 {
 			ports[0] = takenPort // node n1's client port
 		}
 		return ports
 	}
-	defer func() { pickPorts = freePorts }()
+	defer func() { pickPorts = freeport.Ports }()
 
 	c := StartCluster(t, 3)
 	assert.Equal(t, 2, calls, "the cluster was started again on fresh ports")
@@ -69,7 +43,7 @@ func TestWaitListeningSaysWhichPortFailed(t *testing.T) {
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer taken.Close()
-	ports := freePorts(t, 1)
+	ports := freeport.Ports(t, 1)
 	c := &Cluster{tb: t, nodes: []*clusterNode{{
 		name:        "n1",
 		dir:         t.TempDir(),
