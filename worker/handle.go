@@ -75,7 +75,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	lastTry := meta.NumDelivered >= uint64(w.cfg.MaxDeliver)
 
 	// Keep the request ours while it runs.
-	stopAlive := w.keepAlive(m)
+	stopAlive := w.progress.hold(m)
 	out, err := w.serve(ctx, req, problem, lastTry, meta.NumDelivered == 1)
 	stopAlive()
 	if (out == retryLater || out == handBack) && meta.NumDelivered >= w.lastDelivery() {

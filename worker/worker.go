@@ -147,6 +147,7 @@ type Worker struct {
 	saves    chan saveJob // Turns to snapshot beside the requests
 	log      *slog.Logger
 	link     *clusterLink
+	progress *progress
 
 	handled  atomic.Int64
 	started  time.Time
@@ -166,6 +167,7 @@ func New(cfg Config) (*Worker, error) {
 		saves:    make(chan saveJob, 256),
 		log:      cfg.Logger.With("worker", cfg.Name),
 		started:  time.Now(),
+		progress: newProgress(),
 	}
 	w.cache = newTurnCache(cfg.CacheBytes, w.metrics)
 	w.cache.release = w.release
@@ -214,6 +216,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	})
 	defer nc.SetDisconnectErrHandler(prev)
 	go w.link.run(ctx)
+	// Requests in hand are reported as long as they run, past ctx's end
+	// through the grace period.
+	go w.progress.run(work, w.cfg.AckWait/3)
 
 	ping, err := w.cfg.Conn.Subscribe(w.names.WorkersPing(), w.pong)
 	if err != nil {
