@@ -41,15 +41,18 @@ var ErrLogUnavailable = errors.New("event log unavailable")
 // A Tx is used by one request at a time and is not safe for concurrent use.
 // After a Commit error its Turn is ahead of the log: reload and start over.
 type Tx struct {
-	turn      *projector.Turn
-	cause     string
-	step      int
-	log       Appender
-	delta     func(Delta)
-	model     string
-	tools     []ToolSpec
-	pending   []events.Event
-	committed []events.Event
+	turn  *projector.Turn
+	cause string
+	step  int
+	log   Appender
+	delta func(Delta)
+	model string
+	tools []ToolSpec
+	// evs are the events emitted, committed ones first: evs[:committed]
+	// are stored, the rest pending. One slice, so a commit moves an index
+	// instead of copying the step's events.
+	evs       []events.Event
+	committed int
 	// answerOpen: see WithAnswerOpen.
 	answerOpen bool
 }
@@ -87,7 +90,10 @@ func WithAnswerOpen() TxOption { return func(tx *Tx) { tx.answerOpen = true } }
 // NewTx starts a transaction on turn for the request cause. The Tx takes
 // ownership of turn: it changes it as events are emitted.
 func NewTx(turn *projector.Turn, cause string, opts ...TxOption) *Tx {
-	tx := &Tx{turn: turn, cause: cause}
+	// Room for a request's usual events (its input, a model call and its
+	// answer, the worker's end): one allocation instead of a growth per
+	// doubling.
+	tx := &Tx{turn: turn, cause: cause, evs: make([]events.Event, 0, 8)}
 	for _, o := range opts {
 		o(tx)
 	}
@@ -130,32 +136,34 @@ func (tx *Tx) Emit(actor string, p events.Payload) error {
 	if err := projector.Apply(tx.turn, e); err != nil {
 		return fmt.Errorf("%s: %w", actor, err)
 	}
-	tx.pending = append(tx.pending, e)
+	tx.evs = append(tx.evs, e)
 	return nil
 }
 
-// Pending returns the events emitted since the last Commit.
-func (tx *Tx) Pending() []events.Event { return tx.pending }
+// Pending returns the events emitted since the last Commit. The slice is
+// the Tx's own: read it, do not change it.
+func (tx *Tx) Pending() []events.Event { return tx.evs[tx.committed:len(tx.evs):len(tx.evs)] }
 
-// Committed returns every event this Tx has committed, in order.
-func (tx *Tx) Committed() []events.Event { return tx.committed }
+// Committed returns every event this Tx has committed, in order. The
+// slice is the Tx's own: read it, do not change it.
+func (tx *Tx) Committed() []events.Event { return tx.evs[:tx.committed:tx.committed] }
 
 // Commit appends the pending events as one step, atomically, expecting the
 // log to be where the Turn says (optimistic concurrency). With nothing
 // pending it does nothing and does not use up a step number.
 func (tx *Tx) Commit(ctx context.Context) error {
-	if len(tx.pending) == 0 {
+	pending := tx.Pending()
+	if len(pending) == 0 {
 		return nil
 	}
 	if tx.log != nil {
-		seq, err := tx.log.Append(ctx, tx.turn.Conversation, tx.turn.Seq, tx.pending...)
+		seq, err := tx.log.Append(ctx, tx.turn.Conversation, tx.turn.Seq, pending...)
 		if err != nil {
 			return fmt.Errorf("commit step %d: %w", tx.step, err)
 		}
 		tx.turn.Seq = seq
 	}
-	tx.committed = append(tx.committed, tx.pending...)
-	tx.pending = nil
+	tx.committed = len(tx.evs)
 	tx.step++
 	return nil
 }
