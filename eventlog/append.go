@@ -106,10 +106,13 @@ func (l *Log) appendStep(ctx context.Context, conversation string, expectedSeq u
 				conversation, events.ErrInvalid, i, StepID(e.Cause, e.Step), StepID(cause, step))
 		}
 	}
-	data, err := events.Encode(evs...)
+	sm := getStepMsg()
+	defer putStepMsg(sm)
+	data, err := events.AppendEncode(sm.buf[:0], evs...)
 	if err != nil {
 		return 0, fmt.Errorf("append to %s: %w", conversation, err)
 	}
+	sm.buf = data
 	if max := l.nc.MaxPayload(); int64(len(data)) > max-1024 {
 		return 0, fmt.Errorf("append to %s: %w: %d bytes encoded, the server accepts %d per message; shorten the text or split it over steps",
 			conversation, ErrTooLarge, len(data), max-1024)
@@ -118,8 +121,7 @@ func (l *Log) appendStep(ctx context.Context, conversation string, expectedSeq u
 		msgID = StepID(cause, step)
 	}
 	stream := l.streamFor(conversation)
-	sm := getStepMsg(l.Names().EventsSubject(conversation), data, msgID, strconv.FormatUint(expectedSeq, 10))
-	defer putStepMsg(sm)
+	sm.set(l.Names().EventsSubject(conversation), data, msgID, strconv.FormatUint(expectedSeq, 10))
 	msg := &sm.msg
 	ack, err := l.publish(ctx, msg, l.Names().EventsStreamOf(conversation))
 	if err == nil {

@@ -129,11 +129,18 @@ func parseAck(data []byte, stream string) (pubAck, bool) {
 
 // stepMsg is the message Append sends, kept for reuse: nats.Conn encodes
 // the header map per request and keeps no reference to the message, so
-// one map serves every append instead of a new one with two slices each.
+// one map serves every append instead of a new one with two slices each;
+// and the step's bytes are encoded into buf, which the message keeps for
+// the next append instead of a new array each.
 type stepMsg struct {
 	msg     nats.Msg
 	id, seq []string
+	buf     []byte
 }
+
+// maxPooledStep is the largest encoding buffer a stepMsg keeps: a rare
+// large step (a long pasted text) does not pin its memory in the pool.
+const maxPooledStep = 64 << 10
 
 var stepMsgs = sync.Pool{New: func() any {
 	sm := &stepMsg{id: make([]string, 1), seq: make([]string, 1)}
@@ -141,13 +148,16 @@ var stepMsgs = sync.Pool{New: func() any {
 	return sm
 }}
 
-func getStepMsg(subject string, data []byte, id, seq string) *stepMsg {
-	sm := stepMsgs.Get().(*stepMsg)
+func getStepMsg() *stepMsg { return stepMsgs.Get().(*stepMsg) }
+
+func (sm *stepMsg) set(subject string, data []byte, id, seq string) {
 	sm.msg.Subject, sm.msg.Data, sm.id[0], sm.seq[0] = subject, data, id, seq
-	return sm
 }
 
 func putStepMsg(sm *stepMsg) {
-	sm.msg.Subject, sm.msg.Data, sm.id[0], sm.seq[0] = "", nil, "", ""
+	sm.set("", nil, "", "")
+	if cap(sm.buf) > maxPooledStep {
+		sm.buf = nil
+	}
 	stepMsgs.Put(sm)
 }

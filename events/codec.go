@@ -40,6 +40,12 @@ var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // the body of one log message, which lands all or none.
 func Encode(evs ...Event) ([]byte, error) { return catalog.Encode(evs...) }
 
+// AppendEncode is Encode appending to dst, for a caller that keeps a
+// buffer for its messages: it returns dst with the message appended, and
+// allocates only when dst has no room left. On error dst's contents are
+// unspecified.
+func AppendEncode(dst []byte, evs ...Event) ([]byte, error) { return catalog.AppendEncode(dst, evs...) }
+
 // Decode decodes a message written by Encode, upcasting old versions, and
 // validates every event. A byte string that is not such a message gives an
 // error wrapping ErrInvalid, ErrUnknownEvent or ErrNewerVersion; it never
@@ -56,12 +62,34 @@ func DecodeOwned(data []byte) ([]Event, error) { return catalog.DecodeOwned(data
 
 // Encode is Encode with this registry's catalog.
 func (r *Registry) Encode(evs ...Event) ([]byte, error) {
-	if len(evs) == 0 {
-		return nil, fmt.Errorf("encode: %w: no events", ErrInvalid)
-	}
 	buf := bufPool.Get().(*bytes.Buffer)
 	defer bufPool.Put(buf)
 	buf.Reset()
+	if err := r.encode(buf, evs); err != nil {
+		return nil, err
+	}
+	return bytes.Clone(buf.Bytes()), nil
+}
+
+// AppendEncode is AppendEncode with this registry's catalog.
+func (r *Registry) AppendEncode(dst []byte, evs ...Event) ([]byte, error) {
+	buf := bufPool.Get().(*bytes.Buffer)
+	*buf = *bytes.NewBuffer(dst)
+	defer func() {
+		*buf = bytes.Buffer{} // the pool must not keep the caller's bytes
+		bufPool.Put(buf)
+	}()
+	if err := r.encode(buf, evs); err != nil {
+		return dst, err
+	}
+	return buf.Bytes(), nil
+}
+
+// encode appends the message of evs to buf.
+func (r *Registry) encode(buf *bytes.Buffer, evs []Event) error {
+	if len(evs) == 0 {
+		return fmt.Errorf("encode: %w: no events", ErrInvalid)
+	}
 	var enc *msgpack.Encoder // for payloads appendPayload does not know
 	defer func() {
 		if enc != nil {
@@ -72,12 +100,12 @@ func (r *Registry) Encode(evs ...Event) ([]byte, error) {
 	for i := range evs {
 		e := &evs[i]
 		if err := e.Validate(); err != nil {
-			return nil, fmt.Errorf("encode event %d (%s): %w", i, e.Type, err)
+			return fmt.Errorf("encode event %d (%s): %w", i, e.Type, err)
 		}
 		if cur := r.current(e.Type); cur == 0 {
-			return nil, fmt.Errorf("encode event %d: %w %q", i, ErrUnknownEvent, e.Type)
+			return fmt.Errorf("encode event %d: %w %q", i, ErrUnknownEvent, e.Type)
 		} else if e.Version != cur {
-			return nil, fmt.Errorf("encode event %d (%s): version %d, but writers must use the current version %d", i, e.Type, e.Version, cur)
+			return fmt.Errorf("encode event %d (%s): version %d, but writers must use the current version %d", i, e.Type, e.Version, cur)
 		}
 		// By hand, byte for byte as msgpack's reflection encoded the
 		// wireOut struct Encode once used (see appendEnvelope); a payload
@@ -92,11 +120,11 @@ func (r *Registry) Encode(evs ...Event) ([]byte, error) {
 				enc.SetSortMapKeys(true) // equal events, equal bytes
 			}
 			if err := enc.Encode(e.Payload); err != nil {
-				return nil, fmt.Errorf("encode event %d (%s): %w", i, e.Type, err)
+				return fmt.Errorf("encode event %d (%s): %w", i, e.Type, err)
 			}
 		}
 	}
-	return bytes.Clone(buf.Bytes()), nil
+	return nil
 }
 
 // Decode is Decode with this registry's catalog. The messages turnlog

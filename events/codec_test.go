@@ -116,6 +116,37 @@ func TestEncodeIsRepeatable(t *testing.T) {
 	assert.Equal(t, []events.Event{b}, got)
 }
 
+// TestAppendEncodeAppendsWhatEncodeReturns: AppendEncode writes the bytes
+// Encode returns after what dst holds, leaves that untouched, and writes in
+// place when dst has room.
+func TestAppendEncodeAppendsWhatEncodeReturns(t *testing.T) {
+	var in []events.Event
+	for i, p := range samplePayloads() {
+		in = append(in, events.New(testConv, "req-9", i, "test", p))
+	}
+	want, err := events.Encode(in...)
+	require.NoError(t, err)
+
+	got, err := events.AppendEncode([]byte("prefix"), in...)
+	require.NoError(t, err)
+	assert.Equal(t, append([]byte("prefix"), want...), got)
+
+	roomy := make([]byte, 0, len(want)+64)
+	got, err = events.AppendEncode(roomy, in...)
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+	assert.Same(t, &roomy[:1][0], &got[0], "written in dst's room, not a new array")
+
+	// The pool keeps nothing of dst: encoding again elsewhere leaves it be.
+	keep := bytes.Clone(got)
+	_, err = events.Encode(newEvent(events.RequestFailed{Reason: "x"}))
+	require.NoError(t, err)
+	assert.Equal(t, keep, got)
+
+	_, err = events.AppendEncode(nil)
+	assert.ErrorIs(t, err, events.ErrInvalid, "no events")
+}
+
 func TestEncodeErrors(t *testing.T) {
 	valid := newEvent(events.UserAppended{BlockID: "u1", Text: "hi"})
 	tests := []struct {
