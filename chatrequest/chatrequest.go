@@ -8,7 +8,6 @@ package chatrequest
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -49,9 +48,7 @@ func Parse(data []byte, conversation string, seq uint64, at time.Time, maxText i
 	// Whatever the body says, the request belongs to the subject's
 	// conversation: that is where its failure is recorded.
 	defer func() { r.Conversation = conversation }()
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(&r)
+	err := decode(data, &r)
 	if r.RequestID != "" {
 		if _, perr := ulid.ParseStrict(r.RequestID); perr != nil {
 			bad := r.RequestID
@@ -63,9 +60,7 @@ func Parse(data []byte, conversation string, seq uint64, at time.Time, maxText i
 	}
 	switch {
 	case err != nil:
-		return r, fmt.Sprintf("malformed request: %v; send JSON like {\"text\": \"hello\"}", err)
-	case dec.More():
-		return r, "malformed request: more than one JSON value"
+		return r, err.Error()
 	case r.Conversation != "" && r.Conversation != conversation:
 		return r, fmt.Sprintf("the request names conversation %q but was sent to %q; they must match", truncate(r.Conversation, 40), conversation)
 	case r.Text == "":
