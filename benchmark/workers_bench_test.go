@@ -73,10 +73,9 @@ func BenchmarkWorkersThroughput(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer rig.stop()
-	l := rig.log
 	cfg := WorkersConfig{Workers: 2, Conversations: 100, PerConv: 10}
 	// A warm-up round: the consumers exist and the workers pull.
-	if _, err := throughput(ctx, l, cfg, -1, false); err != nil {
+	if _, err := throughput(ctx, rig, cfg, -1, false); err != nil {
 		b.Fatal(err)
 	}
 	before := workerCounters(b, rig)
@@ -91,7 +90,7 @@ func BenchmarkWorkersThroughput(b *testing.B) {
 	cpu := cpuTime()
 	var sum float64
 	for i := 0; i < b.N; i++ {
-		res, err := throughput(ctx, l, cfg, i, false)
+		res, err := throughput(ctx, rig, cfg, i, false)
 		if err != nil {
 			b.Fatal(err)
 		}

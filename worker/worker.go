@@ -194,6 +194,11 @@ func New(cfg Config) (*Worker, error) {
 // Metrics returns the worker's Prometheus series.
 func (w *Worker) Metrics() *Metrics { return w.metrics }
 
+// Handled is how many requests the worker has finished and acknowledged
+// (`turnlog status` shows it): a count that costs nothing to read, for
+// whoever waits on the worker in the same process.
+func (w *Worker) Handled() int64 { return w.handled.Load() }
+
 // Run consumes requests until ctx ends, then stops taking new ones, lets
 // the requests in hand finish for up to ShutdownGrace and hands back the
 // rest (they are redelivered to another worker, which resumes them).
