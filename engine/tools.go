@@ -19,9 +19,10 @@ type Tool struct {
 	Func ToolFunc
 }
 
-// Tools is a registry of tools by name.
+// Tools is a registry of tools by name. It does not change once built.
 type Tools struct {
 	byName map[string]Tool
+	specs  []ToolSpec // sorted by name
 }
 
 // NewTools builds a registry; a name used twice is an error, since the
@@ -36,22 +37,20 @@ func NewTools(tools ...Tool) (*Tools, error) {
 			return nil, fmt.Errorf("tool %q registered twice", t.Spec.Name)
 		}
 		r.byName[t.Spec.Name] = t
+		r.specs = append(r.specs, t.Spec)
 	}
+	sort.Slice(r.specs, func(i, j int) bool { return r.specs[i].Name < r.specs[j].Name })
 	return r, nil
 }
 
 // Specs lists the tools for the model, sorted by name so the input (and
-// its hash) does not depend on map order.
+// its hash) does not depend on map order. The list is built once, with the
+// registry, and shared by every request: read it, do not change it.
 func (r *Tools) Specs() []ToolSpec {
 	if r == nil {
 		return nil
 	}
-	out := make([]ToolSpec, 0, len(r.byName))
-	for _, t := range r.byName {
-		out = append(out, t.Spec)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
+	return r.specs[:len(r.specs):len(r.specs)]
 }
 
 // Call runs the named tool. An unknown tool or a tool error comes back as
