@@ -145,7 +145,7 @@ func (w *Worker) start(ctx context.Context, req Request, optimistic bool) (turn 
 	if optimistic {
 		if t, cause := w.cache.take(conv); t != nil {
 			if cause != req.RequestID {
-				w.metrics.loads.WithLabelValues("cache").Inc()
+				w.metrics.cacheLoads.Inc()
 				return t, 0, false, nil
 			}
 			w.cache.put(t, cause) // this very request wrote it: see below
@@ -272,7 +272,7 @@ func (w *Worker) serveOnce(ctx context.Context, req Request, problem string, las
 	if err := w.fault("completed"); err != nil {
 		return drop, err
 	}
-	w.metrics.requests.WithLabelValues("completed").Inc()
+	w.metrics.completed.Inc()
 	return ack, nil
 }
 

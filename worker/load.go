@@ -30,7 +30,7 @@ func (w *Worker) load(ctx context.Context, conv string, lastSeq uint64) (*projec
 	if t != nil {
 		switch {
 		case t.Seq == lastSeq:
-			w.metrics.loads.WithLabelValues("cache").Inc()
+			w.metrics.cacheLoads.Inc()
 			return t, nil
 		case t.Seq < lastSeq:
 			caught, err := w.cfg.Log.CatchUp(ctx, t)

@@ -24,6 +24,10 @@ type Metrics struct {
 	cacheBytes   prometheus.Gauge
 	cacheTurns   prometheus.Gauge
 	snapshots    *prometheus.CounterVec
+
+	// The series every request touches, looked up once: a label lookup
+	// hashes the label values on every call.
+	completed, cacheLoads prometheus.Counter
 }
 
 func newMetrics() *Metrics {
@@ -74,6 +78,8 @@ func newMetrics() *Metrics {
 	m.registry.MustRegister(m.requests, m.redeliveries, m.conflicts, m.stepSeconds, m.inFlight, m.loads, m.deadLetters,
 		m.cacheBytes, m.cacheTurns, m.snapshots,
 		prometheus.NewGoCollector())
+	m.completed = m.requests.WithLabelValues("completed")
+	m.cacheLoads = m.loads.WithLabelValues("cache")
 	return m
 }
 
