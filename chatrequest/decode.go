@@ -22,6 +22,12 @@ func decode(data []byte, r *Request) error {
 		return nil
 	}
 	*r = Request{}
+	return decodeWithDecoder(data, r)
+}
+
+// decodeWithDecoder is how every request was read before decodePlain:
+// FuzzDecodeMatchesDecoder holds decode to it.
+func decodeWithDecoder(data []byte, r *Request) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(r); err != nil {

@@ -1,27 +1,10 @@
 package chatrequest
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"testing"
 )
-
-// decodeWithDecoder is how requests were decoded before decodePlain: the
-// reference decode must match everywhere.
-func decodeWithDecoder(data []byte, r *Request) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(r); err != nil {
-		return fmt.Errorf("malformed request: %v; send JSON like {\"text\": \"hello\"}", err)
-	}
-	if dec.More() {
-		return errors.New("malformed request: more than one JSON value")
-	}
-	return nil
-}
 
 var decodeSeeds = []string{
 	`{"text": "hello"}`,
