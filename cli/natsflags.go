@@ -1,0 +1,125 @@
+package cli
+
+// How every command connects to NATS. A command holds a natsFlags,
+// registers it on its flag set, and calls connect:
+//
+//	var nf natsFlags
+//	...
+//	nc, l, err := nf.connect(ctx)                      // a command that writes
+//	nc, l, err := nf.connect(ctx, eventlog.ReadOnly()) // a command that only reads
+//	defer nc.Close()
+//
+// or, for a command that opens the log its own way, nc, err :=
+// nf.dialFor(ctx, extra...). Long-running processes use nf.dial.
+//
+// connect resolves the server and the credential as the NATS tools do
+// (flags, TURNLOG_NATS_* then NATS_* variables, --context, then the admin
+// key in the data directory of `turnlog serve`; see natsconn), and a
+// permission the server refuses ends the command at once with the
+// server's reason instead of a timeout (see refusals.go).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/nats-io/nats.go"
+	"github.com/spf13/pflag"
+	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/natsauth"
+	"github.com/turnlog/turnlog/natsconn"
+)
+
+// natsFlags are the connection flags every client command takes.
+type natsFlags struct {
+	settings natsconn.Settings
+	prefix   string
+	// noDataFlag leaves --data to the command (chat's --data is request
+	// data); the data directory then comes from TURNLOG_DATA or the
+	// default.
+	noDataFlag bool
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// asRole makes the command use role r's key from the data directory when
+// no credential is named (default admin).
+func (f *natsFlags) asRole(r natsauth.Role) *natsFlags {
+	f.settings.Role = r
+	return f
+}
+
+func (f *natsFlags) register(fs *pflag.FlagSet) {
+	s := &f.settings
+	role := s.Role
+	if role == "" {
+		role = natsauth.Admin
+	}
+	fs.StringVar(&s.URL, "nats-url", "", "NATS server URL(s), comma-separated (env TURNLOG_NATS_URL, then NATS_URL; default "+natsconn.DefaultURL+")")
+	fs.StringVar(&s.Creds, "creds", "", "NATS credential: a .creds file or an nkey seed file such as .turnlog/auth/client.nk (env TURNLOG_NATS_CREDS, then NATS_CREDS; default: the "+string(role)+" key of the data directory)")
+	fs.StringVar(&s.NKey, "nkey", "", "NATS nkey seed file, as nats --nkey (env TURNLOG_NATS_NKEY, then NATS_NKEY)")
+	fs.StringVar(&s.Context, "context", "", "nats CLI context to take the server, credential and TLS settings from (~/.config/nats/context/NAME.json; env TURNLOG_NATS_CONTEXT, then NATS_CONTEXT)")
+	fs.StringVar(&s.User, "user", "", "NATS user (env TURNLOG_NATS_USER, then NATS_USER)")
+	fs.StringVar(&s.Password, "password", "", "NATS password (env TURNLOG_NATS_PASSWORD, then NATS_PASSWORD)")
+	fs.StringVar(&s.TLSCA, "tls-ca", "", "CA certificate file to verify the NATS server (env TURNLOG_NATS_TLS_CA, then NATS_CA)")
+	fs.StringVar(&s.TLSCert, "tls-cert", "", "TLS client certificate file (env NATS_CERT)")
+	fs.StringVar(&s.TLSKey, "tls-key", "", "TLS client key file (env NATS_KEY)")
+	if !f.noDataFlag {
+		fs.StringVar(&s.DataDir, "data", "", "data directory of `turnlog serve`, whose auth/"+string(role)+".nk is the credential when none is named (env TURNLOG_DATA; default "+natsconn.DefaultDataDir+")")
+	}
+	fs.StringVar(&f.prefix, "prefix", envOr("TURNLOG_PREFIX", eventlog.DefaultPrefix), "subject prefix and stream name stem (env TURNLOG_PREFIX)")
+}
+
+// dial connects with the resolved server and credential, plus extra
+// options. Long-running processes (workers) use it with their own
+// reconnect and error handling.
+func (f *natsFlags) dial(extra ...nats.Option) (*nats.Conn, error) {
+	plan, err := f.settings.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	return plan.Connect(extra...)
+}
+
+// dialFor connects for one command (ctx is the command's), plus extra
+// options: a permission the server refuses closes the connection, so the
+// command ends at once, and the command's error becomes the server's
+// reason (see refusals.go).
+func (f *natsFlags) dialFor(ctx context.Context, extra ...nats.Option) (*nats.Conn, error) {
+	plan, err := f.settings.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	box := refusalsIn(ctx)
+	refusal := nats.ErrorHandler(func(nc *nats.Conn, _ *nats.Subscription, err error) {
+		if errors.Is(err, nats.ErrPermissionViolation) && box != nil {
+			box.record(err, plan.Credential)
+			go nc.Close()
+			return
+		}
+		fmt.Fprintf(os.Stderr, "turnlog: NATS: %v\n", err)
+	})
+	return plan.Connect(append([]nats.Option{refusal}, extra...)...)
+}
+
+// connect dials NATS for one command and opens the log with opts. A
+// permission the server refuses closes the connection, so the command
+// ends at once, and the command's error becomes the server's reason.
+func (f *natsFlags) connect(ctx context.Context, opts ...eventlog.Option) (*nats.Conn, *eventlog.Log, error) {
+	nc, err := f.dialFor(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	l, err := eventlog.Open(ctx, nc, append([]eventlog.Option{eventlog.WithPrefix(f.prefix)}, opts...)...)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return nc, l, nil
+}

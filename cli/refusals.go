@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/spf13/cobra"
+)
+
+// refusals records the first permission the NATS server refused to a
+// command. A refused request gets no reply, so without it the command
+// would wait for its timeout and then report only that; with it, connect's
+// error handler closes the connection at once and the command reports the
+// server's own reason.
+type refusals struct {
+	mu         sync.Mutex
+	err        error
+	credential string
+}
+
+func (r *refusals) record(err error, credential string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err == nil {
+		r.err, r.credential = err, credential
+	}
+}
+
+// refused returns the command's error when the server refused something.
+func (r *refusals) refused() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err == nil {
+		return nil
+	}
+	return fmt.Errorf("the NATS server refused this command: %w (credential: %s); this credential's role may not do it: use one whose role may, such as the admin key in <data>/auth/admin.nk (see README, \"Security\")", r.err, r.credential)
+}
+
+type refusalsKey struct{}
+
+func refusalsIn(ctx context.Context) *refusals {
+	r, _ := ctx.Value(refusalsKey{}).(*refusals)
+	return r
+}
+
+// reportRefusals wraps every command of the tree so that a refusal
+// recorded during its run becomes its error.
+func reportRefusals(c *cobra.Command) {
+	if run := c.RunE; run != nil {
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			box := &refusals{}
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			cmd.SetContext(context.WithValue(ctx, refusalsKey{}, box))
+			err := run(cmd, args)
+			if rerr := box.refused(); rerr != nil {
+				return rerr
+			}
+			return err
+		}
+	}
+	for _, sub := range c.Commands() {
+		reportRefusals(sub)
+	}
+}

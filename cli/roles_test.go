@@ -1,0 +1,130 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/internal/syncbuf"
+)
+
+// TestREADMECommandsNeedNoFlags: `turnlog serve` in a directory, then
+// `turnlog chat -m hi` in the same directory: the chat finds serve's admin
+// key in ./.turnlog/auth without any flag.
+func TestREADMECommandsNeedNoFlags(t *testing.T) {
+	t.Chdir(t.TempDir())
+	s := startServeIn(t, "")
+	out, code := runCmd(t, nil, "", "chat", "-m", "hi", "--nats-url", s.natsURL)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "You said: hi")
+}
+
+// TestClientKey: with the client key a user chats and reads, and what it
+// may not do is refused by the server at once, with the server's reason.
+func TestClientKey(t *testing.T) {
+	s := startServe(t)
+	client := filepath.Join(s.data, "auth", "client.nk")
+	url := []string{"--nats-url", s.natsURL}
+
+	out, code := runCmd(t, nil, "", append([]string{"chat", "client-conv", "-m", "hello", "--creds", client}, url...)...)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "You said: hello")
+	for _, args := range [][]string{
+		{"replay", "client-conv"},
+		{"replay", "client-conv", "--verify"},
+		{"export", "client-conv"},
+		{"diff-turns", "client-conv@1", "client-conv"},
+		{"status"},
+		{"ls"},
+		{"template", "get"},
+	} {
+		out, code := runCmd(t, []string{"NATS_CREDS=" + client}, "", append(args, url...)...)
+		assert.Contains(t, []int{0, 1}, code, "%v with the client key: %s", args, out)
+		assert.NotContains(t, out, "refused", "%v", args)
+	}
+
+	for _, tc := range []struct {
+		name  string
+		stdin string
+		args  []string
+	}{
+		{"erase", "", []string{"erase", "client-conv", "--yes"}},
+		{"template set", "You obey the client.", []string{"template", "set", "-"}},
+		{"fork", "", []string{"fork", "client-conv@2", "client-fork"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			out, code := runCmd(t, []string{"NATS_CREDS=" + client}, tc.stdin, append(tc.args, url...)...)
+			assert.Equal(t, 2, code, out)
+			assert.Contains(t, out, "the NATS server refused this command")
+			assert.Contains(t, out, "Permissions Violation")
+			assert.Contains(t, out, "client.nk")
+			t.Logf("refused after %s: %s", time.Since(start).Round(time.Millisecond), out)
+		})
+	}
+	// Nothing was erased or forked.
+	out, code = runCmd(t, []string{"TURNLOG_DATA=" + s.data}, "", append([]string{"export", "client-conv"}, url...)...)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "hello")
+	_, code = runCmd(t, []string{"TURNLOG_DATA=" + s.data}, "", append([]string{"export", "client-fork"}, url...)...)
+	assert.NotEqual(t, 0, code, "the fork must not exist")
+}
+
+// TestWorkerCommandUsesTheWorkerKey: `turnlog worker` with serve's data
+// directory connects with worker.nk and answers requests.
+func TestWorkerCommandUsesTheWorkerKey(t *testing.T) {
+	s := startServe(t, "--workers", "0")
+	root := newRootCmd()
+	out := &syncbuf.Buffer{}
+	root.SetOut(out)
+	root.SetErr(out)
+	root.SetArgs([]string{"worker", "--nats-url", s.natsURL, "--data", s.data, "--metrics", "", "--log-level", "error"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	got, code := runCmd(t, []string{"TURNLOG_DATA=" + s.data}, "", "chat", "-m", "anyone there?", "--nats-url", s.natsURL, "--timeout", "30s")
+	require.Equal(t, 0, code, "%s\nworker: %s", got, out.String())
+	assert.Contains(t, got, "You said: anyone there?")
+	assert.NotContains(t, out.String(), "refused", "the worker role lacks a permission")
+}
+
+// TestNATSConventions: NATS_URL and NATS_CREDS as the NATS tools read
+// them, TURNLOG_ variables first, and a nats CLI context.
+func TestNATSConventions(t *testing.T) {
+	s := startServe(t)
+	client := filepath.Join(s.data, "auth", "client.nk")
+
+	out, code := runCmd(t, []string{"NATS_URL=" + s.natsURL, "NATS_CREDS=" + client}, "", "chat", "-m", "via NATS_URL")
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "You said: via NATS_URL")
+
+	// TURNLOG_NATS_URL wins over NATS_URL: here it names a port nothing
+	// listens on, and the error says so.
+	out, code = runCmd(t, []string{"TURNLOG_NATS_URL=nats://127.0.0.1:1", "NATS_URL=" + s.natsURL, "NATS_CREDS=" + client}, "", "status")
+	assert.Equal(t, 2, code, out)
+	assert.Contains(t, out, "nats://127.0.0.1:1")
+
+	// A context as `nats context add ctx --server URL --nkey FILE` saves it.
+	cfg := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(cfg, "nats", "context"), 0o700))
+	ctxJSON := `{"description": "turnlog test", "url": "` + s.natsURL + `", "nkey": "` + client + `", "creds": "", "token": "", "user": "", "password": ""}`
+	require.NoError(t, os.WriteFile(filepath.Join(cfg, "nats", "context", "tl.json"), []byte(ctxJSON), 0o600))
+	out, code = runCmd(t, []string{"XDG_CONFIG_HOME=" + cfg}, "", "chat", "ctx-conv", "-m", "via a context", "--context", "tl")
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "You said: via a context")
+	// With the client key from the context, erase is refused.
+	out, code = runCmd(t, []string{"XDG_CONFIG_HOME=" + cfg, "NATS_CONTEXT=tl"}, "", "erase", "ctx-conv", "--yes")
+	assert.Equal(t, 2, code, out)
+	assert.True(t, strings.Contains(out, "Permissions Violation"), out)
+
+	out, code = runCmd(t, []string{"XDG_CONFIG_HOME=" + cfg}, "", "status", "--context", "missing")
+	assert.Equal(t, 2, code, out)
+	assert.Contains(t, out, "nats context add missing")
+}

@@ -1,0 +1,256 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/spf13/cobra"
+	"github.com/turnlog/turnlog/embedded"
+	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/httpapi"
+	"github.com/turnlog/turnlog/internal/plural"
+	"github.com/turnlog/turnlog/natsauth"
+	"github.com/turnlog/turnlog/profile"
+)
+
+func init() { commands = append(commands, newServeCmd) }
+
+func newServeCmd() *cobra.Command {
+	var (
+		data    string
+		listen  string
+		sync    string
+		prefix  string
+		workers int
+		wf      workerFlags
+		httpAt  string
+		token   string
+		hosts   []string
+		noAuth  bool
+		noToken bool
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run turnlog on this machine with an embedded NATS server",
+		Long: `serve runs the whole system on one machine: an embedded NATS server with
+JetStream on a data directory, turnlog's streams and buckets, and --workers
+workers (default 2) answering chat requests with the scripted engine unless
+a profile configures a provider. It listens for NATS clients, so every other
+turnlog command (and any NATS client) can use it:
+
+  turnlog chat -m "hello"
+
+Authentication: the NATS server refuses any connection without a key. On
+first start serve writes one key per role to <data>/auth/ (admin.nk,
+client.nk, worker.nk; readable by their owner only): turnlog commands run
+where the data directory is (or with TURNLOG_DATA) use admin.nk without any
+flag; give client.nk to whoever may only chat and read, worker.nk to remote
+workers; nats --nkey FILE uses them too. --no-auth turns authentication
+off: then anyone who can reach --listen can read, write and erase every
+conversation.
+
+The HTTP API (--http, default 127.0.0.1:8080) needs a bearer token for
+every request but the console's pages: --token, or TURNLOG_TOKEN, or else
+the token in <data>/auth/http.token, which serve makes on first start
+(mode 0600) and reuses. Prefer TURNLOG_TOKEN or that file to --token: a
+command line is visible to every user of the machine (ps), and serve warns
+when it gets one. The banner says where the token is and the console's
+address with it (http://HOST:PORT/#token=...: the console keeps the token
+for the tab and takes it out of the address bar). --no-token turns the
+token off, with a warning: then anyone who can reach --http can read and
+change every conversation.
+
+Durability: by default JetStream fsyncs on an interval: a crash of the
+process loses nothing, a power loss can lose the writes of the last interval.
+--sync always fsyncs every write before acknowledging it (nothing
+acknowledged is ever lost, at a large cost in throughput). To survive the
+loss of a machine, run a 3-node cluster with replicated streams (see
+docker-compose.yml).
+
+Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := wf.check(); err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			out := cmd.OutOrStdout()
+			cfg := embedded.Config{DataDir: data, Listen: listen, Sync: sync}
+			var adminKey, workerKey nats.Option
+			if noAuth {
+				fmt.Fprintf(cmd.ErrOrStderr(), "turnlog: WARNING: NATS authentication is off (--no-auth): anyone who can reach %s can read, write and erase every conversation\n", listen)
+			} else {
+				keys, err := serveKeys(data, eventlog.NamesFor(prefix).WithEventShards(wf.eventShards), out)
+				if err != nil {
+					return err
+				}
+				cfg.Users, adminKey, workerKey = keys.users, keys.admin, keys.worker
+			}
+			srv, err := embedded.Start(cfg)
+			if err != nil {
+				return err
+			}
+			defer srv.Shutdown()
+			nc, err := srv.Connect(withKey(adminKey)...)
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			logOpts := append(wf.logOptions(), eventlog.WithPrefix(prefix))
+			l, err := eventlog.Open(ctx, nc, logOpts...)
+			if err == nil && !noAuth && l.Names().Shards() != max(wf.eventShards, 1) {
+				// The roles' permissions name the event streams, so they
+				// were made for the count serve was given.
+				err = fmt.Errorf("%s holds %d event streams: start serve with --event-shards %d", data, l.Names().Shards(), l.Names().Shards())
+			}
+			if err != nil {
+				return err
+			}
+			logger, err := wf.logger()
+			if err != nil {
+				return err
+			}
+			// No template, previewed over HTTP or rendered for a request,
+			// reads the keys and the token.
+			if err := wf.denyKeysOf(data); err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "turnlog: NATS with JetStream listening on %s (data in %s, sync %s, %s)\n", srv.ClientURL(), data, syncName(sync), authName(noAuth))
+			if httpAt != "" {
+				profiles, err := profile.Load(wf.profiles)
+				if err != nil {
+					return err
+				}
+				tok, err := resolveHTTPToken(data, token, cmd.Flags().Changed("token"), noToken, httpAt, cmd.ErrOrStderr())
+				if err != nil {
+					return err
+				}
+				roots, err := absCwdRoots(wf.cwdRoots)
+				if err != nil {
+					return err
+				}
+				api, err := httpapi.New(httpapi.Config{Log: l, Token: tok.value, AllowedHosts: hosts, Logger: logger, Profiles: profiles,
+					CwdRoots: roots, DenyDirs: wf.denyDirs})
+				if err != nil {
+					return err
+				}
+				running, err := httpapi.Start(ctx, httpAt, api, logger)
+				if err != nil {
+					return err
+				}
+				defer running.Close()
+				fmt.Fprint(out, tok.banner(running.URL(), isTerminal(out)))
+			}
+			done := make(chan error, 1)
+			go func() {
+				done <- runWorkers(ctx, &wf, workers, func() (*nats.Conn, error) {
+					return srv.Connect(append(withKey(workerKey), refusalLogger(logger))...)
+				}, logOpts, logger)
+			}()
+			fmt.Fprintf(out, "turnlog: %s ready; try: %s (Ctrl-C to stop)\n", plural.Count(workers, "worker"), chatHint(srv.ClientURL(), cmd.Flags().Changed("listen") || os.Getenv("TURNLOG_LISTEN") != ""))
+			err = <-done
+			fmt.Fprintln(out, "turnlog: stopped")
+			if err != nil && !errors.Is(err, context.Canceled) {
+				return err
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&data, "data", envOr("TURNLOG_DATA", "./.turnlog"), "data directory for the JetStream store (env TURNLOG_DATA)")
+	fs.StringVar(&listen, "listen", envOr("TURNLOG_LISTEN", "127.0.0.1:4222"), "HOST:PORT for NATS clients (env TURNLOG_LISTEN)")
+	fs.StringVar(&sync, "sync", envOr("TURNLOG_SYNC", embedded.SyncInterval), "fsync policy: interval or always (env TURNLOG_SYNC)")
+	fs.StringVar(&httpAt, "http", envOr("TURNLOG_HTTP", "127.0.0.1:8080"), "HOST:PORT of the HTTP API and web console ('' turns it off; env TURNLOG_HTTP)")
+	fs.StringVar(&token, "token", os.Getenv("TURNLOG_TOKEN"), "bearer token required by every HTTP API request, reads too (env TURNLOG_TOKEN; default: the token in <data>/auth/http.token, made on first start). Prefer the variable or the file: every user of the machine sees a command line (ps)")
+	fs.BoolVar(&noToken, "no-token", false, "serve the HTTP API without a token (anyone who reaches --http may read and change every conversation); default: a token, see --token")
+	fs.StringSliceVar(&hosts, "allowed-hosts", splitList(os.Getenv("TURNLOG_HTTP_ALLOWED_HOSTS")), "host names the HTTP API may be addressed by besides localhost and IP addresses, comma-separated (a proxy's or the LAN's name for this machine; env TURNLOG_HTTP_ALLOWED_HOSTS)")
+	fs.IntVar(&workers, "workers", 2, "workers to run in this process (0: none, NATS only)")
+	fs.BoolVar(&noAuth, "no-auth", false, "run NATS without authentication (anyone who reaches --listen may do anything); default: keys per role in <data>/auth/")
+	wf.register(fs, "")
+	fs.StringVar(&prefix, "prefix", envOr("TURNLOG_PREFIX", eventlog.DefaultPrefix), "subject prefix and stream name stem (env TURNLOG_PREFIX)")
+	return cmd
+}
+
+func syncName(s string) string {
+	if s == "" {
+		return embedded.SyncInterval
+	}
+	return s
+}
+
+func authName(noAuth bool) string {
+	if noAuth {
+		return "NO authentication"
+	}
+	return "authentication on"
+}
+
+// serveAuth is what serve needs to run NATS with authentication: the
+// server's users and the keys serve's own connections use.
+type serveAuth struct {
+	users         []*server.NkeyUser
+	admin, worker nats.Option
+}
+
+// serveKeys makes sure <data>/auth holds a key per role, says so when it
+// created them, and loads them.
+func serveKeys(data string, names eventlog.Names, out io.Writer) (*serveAuth, error) {
+	dir := natsauth.Dir(data)
+	created, err := natsauth.Ensure(dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(created) > 0 {
+		files := make([]string, len(created))
+		for i, r := range created {
+			files[i] = string(r) + ".nk"
+		}
+		fmt.Fprintf(out, "turnlog: created NATS keys in %s (%s): turnlog commands run here use admin.nk; see README, \"Security\"\n", dir, strings.Join(files, ", "))
+	}
+	a := &serveAuth{}
+	if a.users, err = natsauth.Users(dir, names); err != nil {
+		return nil, err
+	}
+	if a.admin, err = nats.NkeyOptionFromSeed(natsauth.KeyFile(dir, natsauth.Admin)); err != nil {
+		return nil, fmt.Errorf("admin key: %w", err)
+	}
+	if a.worker, err = nats.NkeyOptionFromSeed(natsauth.KeyFile(dir, natsauth.Worker)); err != nil {
+		return nil, fmt.Errorf("worker key: %w", err)
+	}
+	return a, nil
+}
+
+// withKey is the options of an in-process connection: the key, if any.
+func withKey(key nats.Option) []nats.Option {
+	if key == nil {
+		return nil
+	}
+	return []nats.Option{key}
+}
+
+// splitList splits a comma-separated environment value ("" is none).
+func splitList(v string) []string {
+	if v == "" {
+		return nil
+	}
+	return strings.Split(v, ",")
+}
+
+// chatHint is the command the banner suggests: it names the server's URL
+// whenever serve listens anywhere but the default, where a bare
+// `turnlog chat` would not find it (or would find another server).
+func chatHint(clientURL string, customListen bool) string {
+	if !customListen {
+		return "turnlog chat -m hello"
+	}
+	return "turnlog chat --nats-url " + clientURL + " -m hello"
+}

@@ -1,0 +1,166 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/spf13/cobra"
+	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/worker"
+)
+
+func init() { commands = append(commands, newStatusCmd) }
+
+func newStatusCmd() *cobra.Command {
+	var (
+		nf     natsFlags
+		asJSON bool
+		dead   bool
+		limit  int
+	)
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show streams, pending requests, dead letters and running workers",
+		Long: `Show the streams, the pending requests, the dead letters and the workers
+that answer within 500ms.
+
+A dead letter is a chat request that could not end as request.completed or
+request.failed in a conversation: its subject names no valid conversation
+(e.g. a publish on the literal turnlog.chat.* or turnlog.chat.>), or its
+last delivery could not write to its conversation. --dead lists the newest
+ones with their subject, reason and time (the stream TURNLOG_DEAD_LETTERS
+keeps them 30 days, at most 100,000 records or 256 MiB, oldest dropped
+first).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if dead && limit < 1 {
+				return fmt.Errorf("--limit %d: list at least 1 dead letter", limit)
+			}
+			ctx := cmd.Context()
+			nc, l, err := nf.connect(ctx, eventlog.ReadOnly())
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			js, names := l.JetStream(), l.Names()
+			type streamStatus struct {
+				Name     string `json:"name"`
+				Messages uint64 `json:"messages"`
+				Bytes    uint64 `json:"bytes"`
+				Subjects uint64 `json:"subjects"`
+				Replicas int    `json:"replicas"`
+				// Leader is the server the stream's writes go through (a
+				// cluster); event shards should each have their own.
+				Leader string `json:"leader,omitempty"`
+			}
+			st := struct {
+				Streams     []streamStatus  `json:"streams"`
+				Pending     uint64          `json:"pending_requests"`
+				InProgress  int             `json:"requests_in_progress"`
+				Partitions  int             `json:"partitions"`
+				DeadLetters uint64          `json:"dead_letters"`
+				Workers     []worker.Status `json:"workers"`
+				// Dead lists the newest dead letters (with --dead).
+				Dead []eventlog.DeadLetter `json:"dead,omitempty"`
+			}{Partitions: l.Partitions(), Workers: []worker.Status{}}
+			if st.DeadLetters, err = l.DeadLetterCount(ctx); err != nil {
+				return err
+			}
+			if dead {
+				if st.Dead, err = l.DeadLetters(ctx, limit); err != nil {
+					return err
+				}
+			}
+			for _, name := range append(names.EventStreams(), names.RequestsStream, names.DeadLettersStream) {
+				s, err := js.Stream(ctx, name)
+				if err != nil {
+					return fmt.Errorf("stream %s: %w", name, err)
+				}
+				info := s.CachedInfo()
+				ss := streamStatus{Name: name, Messages: info.State.Msgs, Bytes: info.State.Bytes, Subjects: info.State.NumSubjects, Replicas: info.Config.Replicas}
+				if info.Cluster != nil {
+					ss.Leader = info.Cluster.Leader
+				}
+				st.Streams = append(st.Streams, ss)
+				if name == names.RequestsStream {
+					st.Pending = info.State.Msgs
+				}
+			}
+			for p := 0; p < l.Partitions(); p++ {
+				c, err := js.Consumer(ctx, names.RequestsStream, worker.ConsumerName(names, p))
+				if err != nil {
+					continue // no worker has started on this installation yet
+				}
+				st.InProgress += c.CachedInfo().NumAckPending
+			}
+			inbox := nats.NewInbox()
+			sub, err := nc.SubscribeSync(inbox)
+			if err != nil {
+				return err
+			}
+			defer sub.Unsubscribe()
+			if err := nc.PublishRequest(names.WorkersPing(), inbox, nil); err != nil {
+				return err
+			}
+			for {
+				m, err := sub.NextMsg(500 * time.Millisecond)
+				if err != nil {
+					break
+				}
+				var ws worker.Status
+				if json.Unmarshal(m.Data, &ws) == nil {
+					st.Workers = append(st.Workers, ws)
+				}
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				return printJSON(out, st)
+			}
+			w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "STREAM\tMESSAGES\tBYTES\tSUBJECTS\tREPLICAS")
+			for _, s := range st.Streams {
+				fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\n", s.Name, s.Messages, s.Bytes, s.Subjects, s.Replicas)
+			}
+			fmt.Fprintf(w, "\nrequests pending: %d (in progress: %d, partitions: %d)\n", st.Pending, st.InProgress, st.Partitions)
+			fmt.Fprintf(w, "dead letters: %d", st.DeadLetters)
+			if st.DeadLetters > 0 && !dead {
+				fmt.Fprint(w, " (turnlog status --dead lists them)")
+			}
+			fmt.Fprint(w, "\n\n")
+			if dead && len(st.Dead) > 0 {
+				fmt.Fprintln(w, "DEAD LETTER\tTIME\tSUBJECT\tREASON\tDATA")
+				for _, d := range st.Dead {
+					fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\n", d.Seq, d.Time.Format(time.RFC3339), printable(d.Subject, 80), printable(d.Reason, 200), printable(string(d.Data), 60))
+				}
+				fmt.Fprintln(w)
+			}
+			fmt.Fprintln(w, "WORKER\tSTARTED\tHANDLED\tPROFILES")
+			for _, ws := range st.Workers {
+				fmt.Fprintf(w, "%s\t%s\t%d\t%v\n", ws.Name, ws.Started.Format(time.RFC3339), ws.Handled, ws.Profiles)
+			}
+			if len(st.Workers) == 0 {
+				fmt.Fprintln(w, "(no worker answered within 500ms)")
+			}
+			return w.Flush()
+		},
+	}
+	nf.register(cmd.Flags())
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
+	cmd.Flags().BoolVar(&dead, "dead", false, "list the newest dead letters: subject, reason and time")
+	cmd.Flags().IntVar(&limit, "limit", 50, "how many dead letters --dead lists")
+	return cmd
+}
+
+// printable quotes text another NATS client wrote (a dead letter's
+// subject, reason or body), so control characters cannot drive the
+// terminal, shortened to n bytes.
+func printable(s string, n int) string {
+	if len(s) > n {
+		s = s[:n] + "..."
+	}
+	return strconv.Quote(s)
+}
