@@ -37,7 +37,7 @@ embedded server. For a cluster of your own NATS servers:
 then give each server the configuration (include it), the public keys
 (nkeys.env) and the route credential (include cluster.conf in its cluster
 block), and each process its key: --creds FILE, NATS_CREDS=FILE, or
-TURNLOG_NATS_SEED for a container. See README, "Security".`,
+TURNLOG_NATS_SEED for a container. See docs/security.md.`,
 		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(newAuthInitCmd(), newAuthConfCmd())

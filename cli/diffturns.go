@@ -42,7 +42,7 @@ move is one line, not a removal plus an addition), a changed system
 prompt, data changes, and on either side duplicated blocks and adjacency
 violations (a reasoning block not followed by text or a tool call; a tool
 result without its call). Colour on a terminal, none with NO_COLOR set or
-when piped; -o json for tools (see "## Auditing" in README.md).
+when piped; -o json for tools (see docs/auditing.md).
 
 Exit codes: 0 the Turns are equal, 1 they differ, 2 error.`,
 		Args: cobra.ExactArgs(2),

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -199,24 +200,26 @@ func TestShellWords(t *testing.T) {
 }
 
 // Issue 17: the README used the nats CLI (`nats context add`, `nats pub`)
-// before it said how to install it. The paragraph of its first command
-// says how, and every install line names the same pinned version.
+// before it said how to install it. In README.md and in every docs/ file
+// (each may be a reader's first page), the paragraph of its first nats
+// command says how, and every install line names the same pinned version.
 func TestReadmeSaysHowToInstallTheNatsCLI(t *testing.T) {
-	data, err := os.ReadFile("../README.md")
-	require.NoError(t, err)
 	const install = "go install github.com/nats-io/natscli/nats@v0.5.1"
-	paragraphs := strings.Split(string(data), "\n\n")
 	command := regexp.MustCompile("(`|^)nats [a-z-]+")
-	first := -1
-	for i, p := range paragraphs {
-		if command.MatchString(p) {
-			first = i
-			break
+	users := 0
+	for _, f := range docFiles(t, "..") {
+		data, err := os.ReadFile(filepath.Join("..", f))
+		require.NoError(t, err)
+		for _, p := range strings.Split(string(data), "\n\n") {
+			if command.MatchString(p) {
+				users++
+				assert.Contains(t, p, install, "%s: the paragraph that first uses the nats CLI says how to install it:\n%s", f, p)
+				break
+			}
+		}
+		for _, m := range regexp.MustCompile(`go install github.com/nats-io/natscli/nats@\S+`).FindAllString(string(data), -1) {
+			assert.Equal(t, install, strings.TrimRight(m, "`;,)."), "%s: one pinned version everywhere", f)
 		}
 	}
-	require.NotEqual(t, -1, first, "the README uses the nats CLI")
-	assert.Contains(t, paragraphs[first], install, "the paragraph that first uses the nats CLI says how to install it:\n%s", paragraphs[first])
-	for _, m := range regexp.MustCompile(`go install github.com/nats-io/natscli/nats@\S+`).FindAllString(string(data), -1) {
-		assert.Equal(t, install, strings.TrimRight(m, "`;,)"), "one pinned version everywhere")
-	}
+	assert.NotZero(t, users, "the docs use the nats CLI")
 }

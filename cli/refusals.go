@@ -34,7 +34,7 @@ func (r *refusals) refused() error {
 	if r.err == nil {
 		return nil
 	}
-	return fmt.Errorf("the NATS server refused this command: %w (credential: %s); this credential's role may not do it: use one whose role may, such as the admin key in <data>/auth/admin.nk (see README, \"Security\")", r.err, r.credential)
+	return fmt.Errorf("the NATS server refused this command: %w (credential: %s); this credential's role may not do it: use one whose role may, such as the admin key in <data>/auth/admin.nk (see docs/security.md)", r.err, r.credential)
 }
 
 type refusalsKey struct{}

@@ -53,8 +53,8 @@ was set, last replaced and locked (by event n).
                   instead of calling a model or a tool; exit 1 at the first
                   difference from the log, 0 when there is none
 
--o json prints one JSON document (see "## Auditing" in README.md for the
-schemas). On a terminal, long reads show progress on stderr.
+-o json prints one JSON document (see docs/auditing.md, "JSON output", for
+the schemas). On a terminal, long reads show progress on stderr.
 
 Exit codes: 0 ok, 1 --verify mismatch or --rerun difference, 2 error.`,
 		Args: cobra.ExactArgs(1),

@@ -214,7 +214,7 @@ func serveKeys(data string, names eventlog.Names, out io.Writer) (*serveAuth, er
 		for i, r := range created {
 			files[i] = string(r) + ".nk"
 		}
-		fmt.Fprintf(out, "turnlog: created NATS keys in %s (%s): turnlog commands run here use admin.nk; see README, \"Security\"\n", dir, strings.Join(files, ", "))
+		fmt.Fprintf(out, "turnlog: created NATS keys in %s (%s): turnlog commands run here use admin.nk; see docs/security.md\n", dir, strings.Join(files, ", "))
 	}
 	a := &serveAuth{}
 	if a.users, err = natsauth.Users(dir, names); err != nil {

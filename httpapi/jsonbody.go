@@ -69,7 +69,7 @@ func (w *jsonErrorWriter) WriteHeader(code int) {
 	msg := http.StatusText(code)
 	switch code {
 	case http.StatusNotFound:
-		msg = "no such route; see the API routes in README.md"
+		msg = "no such route; see the API routes in docs/http-api.md"
 	case http.StatusMethodNotAllowed:
 		msg = "method not allowed here; the allowed methods are " + w.Header().Get("Allow")
 	}

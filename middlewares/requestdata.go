@@ -27,7 +27,7 @@ type DataKey struct {
 	FromRequest string `json:"from_request"`
 }
 
-// RequestDataKeys lists the data keys middlewares read. README.md's
+// RequestDataKeys lists the data keys middlewares read. docs/requests.md's
 // "Request data" table is this list.
 var RequestDataKeys = []DataKey{
 	{Key: DataCwd, ReadBy: "template", FromRequest: "yes",

@@ -4,7 +4,7 @@
 // needs no network, no CDN and no build step.
 //
 // The pages hold no data of their own: their scripts call the JSON API
-// that README.md documents for scripts (GET /conversations, the timeline,
+// that docs/http-api.md documents for scripts (GET /conversations, the timeline,
 // turns, /diff, /system-prompt, chat messages and the SSE stream), so what
 // a browser shows is what a script gets. When the server has a token, every
 // call (reads, writes and the live stream, which is read with fetch since

@@ -1,4 +1,4 @@
-// The JSON API, as README.md documents it for scripts: the console calls
+// The JSON API, as docs/http-api.md documents it for scripts: the console calls
 // nothing else. When the server has a token, every call carries it (reads
 // too, and the live stream): it is asked for once per tab, or taken from
 // the address (#token=...), and kept in sessionStorage.
