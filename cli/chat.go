@@ -18,6 +18,7 @@ import (
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/replay"
+	"github.com/turnlog/turnlog/tracing"
 	"github.com/turnlog/turnlog/worker"
 	"golang.org/x/term"
 )
@@ -100,6 +101,15 @@ directory of the template variables (prompt:cwd, git:, file:AGENTS.md).
 				fmt.Fprintf(cmd.ErrOrStderr(), "conversation %s\n", conv)
 			}
 			ctx := cmd.Context()
+			// A chat is the root of its trace (or a child of the one
+			// TRACEPARENT names): the worker continues it.
+			stopTracing, err := startTracing(ctx, "turnlog-chat", false, io.Discard)
+			if err != nil {
+				return err
+			}
+			defer stopTracing()
+			ctx, span := tracing.StartClient(ctx, "turnlog chat", conv)
+			defer span.End(nil)
 			// Reconnect for as long as the command runs, to any of the
 			// servers given: chatclient moves the connection on when the
 			// server in use stays unavailable.

@@ -83,6 +83,11 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
+			stopTracing, err := startTracing(ctx, "turnlog", wf.otel.content, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer stopTracing()
 			out := cmd.OutOrStdout()
 			cfg := embedded.Config{DataDir: data, Listen: listen, Sync: sync}
 			var adminKey, workerKey nats.Option

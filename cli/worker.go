@@ -28,6 +28,7 @@ func init() { commands = append(commands, newWorkerCmd) }
 
 // workerFlags are the settings `worker` and `serve` share.
 type workerFlags struct {
+	otel         otelFlags
 	profiles     string
 	metrics      string
 	logLevel     string
@@ -53,6 +54,7 @@ type envErr struct {
 
 func (f *workerFlags) register(fs *pflag.FlagSet, metricsDefault string) {
 	f.flags = fs
+	f.otel.register(fs)
 	fs.StringVar(&f.profiles, "profiles", os.Getenv("TURNLOG_PROFILES"), "profiles YAML file (env TURNLOG_PROFILES); without it the built-in default profile (see --help)")
 	fs.StringVar(&f.metrics, "metrics", envOr("TURNLOG_METRICS", metricsDefault), "HOST:PORT for Prometheus /metrics ('' turns it off; env TURNLOG_METRICS)")
 	fs.StringVar(&f.logLevel, "log-level", envOr("TURNLOG_LOG_LEVEL", "info"), "debug, info, warn or error")
@@ -259,6 +261,11 @@ global prompt, an appended house style) to copy from.`,
 			if err != nil {
 				return err
 			}
+			stopTracing, err := startTracing(ctx, "turnlog-worker", wf.otel.content, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer stopTracing()
 			dial := func() (*nats.Conn, error) {
 				// The first connection is retried like later ones: a
 				// worker started before its servers waits for them

@@ -73,8 +73,10 @@ func InferAside(ctx context.Context, tx *Tx, e Engine, a Aside) (Output, error) 
 		return Output{}, err
 	}
 	begin := time.Now()
-	out, err := e.Infer(WithPurpose(ctx, a.Purpose), a.Input, nil)
+	callCtx, span := startSpan(WithPurpose(ctx, a.Purpose), e, tx.Turn(), in.Blocks, started)
+	out, err := e.Infer(callCtx, a.Input, nil)
 	took := time.Since(begin)
+	span.End(spanResult(out, err))
 	if err != nil {
 		failed := events.InferenceFailed{InferenceID: started.InferenceID, Error: err.Error(), Transient: IsTransient(err), Duration: took}
 		if eerr := tx.Emit(ActorEngine, failed); eerr != nil {

@@ -62,8 +62,10 @@ func Infer(e Engine) Handler {
 		}
 
 		begin := time.Now()
-		out, err := e.Infer(ctx, Input{Turn: turn, Model: tx.Model(), Tools: tx.Tools()}, tx.Delta)
+		callCtx, span := startSpan(ctx, e, turn, turn.Blocks, started)
+		out, err := e.Infer(callCtx, Input{Turn: turn, Model: tx.Model(), Tools: tx.Tools()}, tx.Delta)
 		took := time.Since(begin)
+		span.End(spanResult(out, err))
 		if err != nil {
 			failed := events.InferenceFailed{InferenceID: started.InferenceID, Error: err.Error(), Transient: IsTransient(err), Duration: took}
 			if eerr := tx.Emit(ActorEngine, failed); eerr != nil {

@@ -54,6 +54,11 @@ type Output struct {
 	Blocks     []events.Block
 	Usage      Usage
 	StopReason string
+	// ResponseModel and ResponseID are what the provider said of its
+	// answer (the model that answered, its response ID), where it says
+	// so: they go on the call's trace span, not into the log.
+	ResponseModel string
+	ResponseID    string
 }
 
 // Usage is the token accounting a provider reports.

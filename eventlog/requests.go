@@ -7,6 +7,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/turnlog/turnlog/tracing"
 )
 
 // RequestLimits bound the requests stream, so that requests nobody serves
@@ -92,6 +94,9 @@ func (l *Log) requestsConfig() jetstream.StreamConfig {
 // the stream's limits is a *jetstream.APIError (10077).
 func (l *Log) PublishRequest(ctx context.Context, subject string, data []byte, msgID string) (uint64, error) {
 	msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{jetstream.MsgIDHeader: []string{msgID}}}
+	// The sender's trace goes with the request: the worker that serves
+	// it continues the trace (traceparent, W3C), whatever language sent it.
+	tracing.Inject(ctx, msg.Header)
 	ack, err := l.publish(ctx, msg, l.names.RequestsStream)
 	if err != nil {
 		return 0, err

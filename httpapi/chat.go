@@ -17,6 +17,7 @@ import (
 	"github.com/turnlog/turnlog/middlewares"
 	"github.com/turnlog/turnlog/profile"
 	"github.com/turnlog/turnlog/replay"
+	"github.com/turnlog/turnlog/tracing"
 	"github.com/turnlog/turnlog/worker"
 )
 
@@ -125,7 +126,9 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	req, err := worker.Send(r.Context(), s.cfg.Log, worker.Request{Conversation: id, RequestID: body.RequestID,
+	// A traceparent on the HTTP request goes on with the chat request:
+	// the worker's spans join the caller's trace.
+	req, err := worker.Send(tracing.Extract(r.Context(), r.Header), s.cfg.Log, worker.Request{Conversation: id, RequestID: body.RequestID,
 		Text: body.Text, Profile: body.Profile, Model: body.Model, Data: body.Data})
 	if errors.Is(err, eventlog.ErrCauseReused) {
 		// The ID was sent over NATS to another conversation, which the

@@ -18,6 +18,7 @@ import (
 	"github.com/turnlog/turnlog/middlewares"
 	"github.com/turnlog/turnlog/profile"
 	"github.com/turnlog/turnlog/projector"
+	"github.com/turnlog/turnlog/tracing"
 )
 
 // outcome is what happens to a request message after handling.
@@ -73,6 +74,11 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	}
 	req, problem := parseRequest(m.Data(), conv, meta.Sequence.Stream, meta.Timestamp, w.cfg.MaxTextBytes)
 	lastTry := meta.NumDelivered >= uint64(w.cfg.MaxDeliver)
+
+	// Continue the sender's trace, if its message carried one: the model
+	// calls' spans nest under this request's.
+	ctx, span := tracing.StartRequest(tracing.Extract(ctx, m.Headers()), conv, req.RequestID)
+	defer span.End(nil)
 
 	// Keep the request ours while it runs.
 	stopAlive := w.progress.hold(m)

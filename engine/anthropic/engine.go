@@ -121,3 +121,6 @@ func (e *Engine) inferOnce(ctx context.Context, params sdk.MessageNewParams, del
 	}
 	return out, nil
 }
+
+// Provider names the provider for trace spans (gen_ai.provider.name).
+func (e *Engine) Provider() string { return "anthropic" }

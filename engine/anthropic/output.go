@@ -14,7 +14,9 @@ import (
 // block an llm_text block, each tool_use block a tool_call block.
 func output(m *sdk.Message) (engine.Output, error) {
 	out := engine.Output{
-		StopReason: string(m.StopReason),
+		StopReason:    string(m.StopReason),
+		ResponseID:    m.ID,
+		ResponseModel: string(m.Model),
 		Usage: engine.Usage{
 			PromptTokens:     int(m.Usage.InputTokens + m.Usage.CacheCreationInputTokens + m.Usage.CacheReadInputTokens),
 			CompletionTokens: int(m.Usage.OutputTokens),

@@ -124,6 +124,7 @@ func (e *Engine) inferOnce(ctx context.Context, params oai.ChatCompletionNewPara
 	choice := cc.Choices[0]
 	msg := choice.Message
 	var r result
+	r.id, r.model = cc.ID, cc.Model
 	r.reasoning.WriteString(reasoningText(msg.JSON.ExtraFields))
 	r.text.WriteString(msg.Content)
 	r.refusal.WriteString(msg.Refusal)
@@ -190,6 +191,7 @@ type result struct {
 	byIndex                  map[int64]*toolCall
 	finish                   string
 	usage                    oai.CompletionUsage
+	id, model                string
 }
 
 type toolCall struct {
@@ -206,6 +208,9 @@ type toolCall struct {
 func (r *result) add(chunk oai.ChatCompletionChunk, delta func(engine.Delta)) {
 	if chunk.JSON.Usage.Valid() {
 		r.usage = chunk.Usage
+	}
+	if r.id == "" {
+		r.id, r.model = chunk.ID, chunk.Model
 	}
 	for _, ch := range chunk.Choices {
 		if ch.Index != 0 {
@@ -252,7 +257,9 @@ func (r *result) add(chunk oai.ChatCompletionChunk, delta func(engine.Delta)) {
 // reasoning, then its text, then its tool calls.
 func (r *result) output() (engine.Output, error) {
 	out := engine.Output{
-		StopReason: r.finish,
+		StopReason:    r.finish,
+		ResponseID:    r.id,
+		ResponseModel: r.model,
 		Usage: engine.Usage{
 			PromptTokens:     int(r.usage.PromptTokens),
 			CompletionTokens: int(r.usage.CompletionTokens),
@@ -317,3 +324,6 @@ func newCallID() string {
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails.
 	return "call_" + hex.EncodeToString(b[:])
 }
+
+// Provider names the provider for trace spans (gen_ai.provider.name).
+func (e *Engine) Provider() string { return "openai" }

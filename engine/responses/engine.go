@@ -135,3 +135,6 @@ func (e *Engine) inferOnce(ctx context.Context, params responses.ResponseNewPara
 	}
 	return out, nil
 }
+
+// Provider names the provider for trace spans (gen_ai.provider.name).
+func (e *Engine) Provider() string { return "openai" }

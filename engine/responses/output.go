@@ -15,7 +15,9 @@ import (
 // items (see the package documentation).
 func output(resp *responses.Response) (engine.Output, error) {
 	out := engine.Output{
-		StopReason: string(resp.Status),
+		StopReason:    string(resp.Status),
+		ResponseID:    resp.ID,
+		ResponseModel: string(resp.Model),
 		Usage: engine.Usage{
 			PromptTokens:     int(resp.Usage.InputTokens),
 			CompletionTokens: int(resp.Usage.OutputTokens),

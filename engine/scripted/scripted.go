@@ -262,3 +262,7 @@ func WordCount() engine.Tool {
 		},
 	}
 }
+
+// Provider names the provider for trace spans (gen_ai.provider.name): the
+// scripted engine answers inside turnlog.
+func (e *Engine) Provider() string { return "turnlog.scripted" }

@@ -1,0 +1,183 @@
+package otlp_test
+
+import (
+	"context"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/trace"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/internal/natstest"
+	"github.com/turnlog/turnlog/profile"
+	"github.com/turnlog/turnlog/tracing/otlp"
+	"github.com/turnlog/turnlog/worker"
+)
+
+// receiver is an OTLP/HTTP trace endpoint that decodes what it receives
+// with OpenTelemetry's own protobuf types (go.opentelemetry.io/proto/otlp),
+// not turnlog's: what it reads is what any collector would.
+type receiver struct {
+	mu    sync.Mutex
+	spans []*tracepb.Span
+	res   []*tracepb.ResourceSpans
+	path  string
+}
+
+func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	var req coltracepb.ExportTraceServiceRequest
+	if err := proto.Unmarshal(body, &req); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	rc.mu.Lock()
+	rc.path = r.URL.Path
+	for _, rs := range req.ResourceSpans {
+		rc.res = append(rc.res, rs)
+		for _, ss := range rs.ScopeSpans {
+			rc.spans = append(rc.spans, ss.Spans...)
+		}
+	}
+	rc.mu.Unlock()
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+	_, _ = w.Write(out)
+}
+
+func (rc *receiver) named(name string) []*tracepb.Span {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	var out []*tracepb.Span
+	for _, s := range rc.spans {
+		if s.Name == name {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func attrs(s *tracepb.Span) map[string]*commonpb.AnyValue {
+	m := map[string]*commonpb.AnyValue{}
+	for _, kv := range s.Attributes {
+		m[kv.Key] = kv.Value
+	}
+	return m
+}
+
+// TestModelCallSpansReachAnOTLPReceiver sends a chat request over NATS
+// with a caller's trace context, served by a worker with the scripted
+// engine, and checks what an OTLP receiver got: a GenAI span per model
+// call, in the caller's trace, under the worker's span for the request,
+// with the attributes that lead back to the record, and no content.
+func TestModelCallSpansReachAnOTLPReceiver(t *testing.T) {
+	rc := &receiver{}
+	collector := httptest.NewServer(rc)
+	t.Cleanup(collector.Close)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.URL)
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
+	t.Setenv("OTEL_SERVICE_NAME", "turnlog-under-test")
+	require.True(t, otlp.Enabled())
+	shutdown, err := otlp.Setup(context.Background(), "turnlog")
+	require.NoError(t, err)
+
+	srv := natstest.Start(t)
+	l, err := eventlog.Open(context.Background(), srv.Conn)
+	require.NoError(t, err)
+	profiles, err := profile.Load("")
+	require.NoError(t, err)
+	w, err := worker.New(worker.Config{Log: l, Conn: srv.Conn, Profiles: profiles, AckWait: 2 * time.Second, ShutdownGrace: time.Second,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = w.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	// The caller's span, as another service's SDK would have started it.
+	traceID, _ := trace.TraceIDFromHex("0af7651916cd43dd8448eb211c80319c")
+	parentID, _ := trace.SpanIDFromHex("b7ad6b7169203331")
+	caller := trace.ContextWithRemoteSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: traceID, SpanID: parentID, TraceFlags: trace.FlagsSampled, Remote: true,
+	}))
+	askCtx, askCancel := context.WithTimeout(caller, 30*time.Second)
+	defer askCancel()
+	req, err := worker.Send(askCtx, l, worker.Request{Conversation: "traced", Text: "count the words in a b c"})
+	require.NoError(t, err)
+	res, err := worker.Await(askCtx, l, "traced", req.RequestID, 0, 0)
+	require.NoError(t, err)
+	require.NotEmpty(t, res.Answer)
+
+	flushCtx, flushCancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer flushCancel()
+	require.NoError(t, shutdown(flushCtx))
+
+	requests := rc.named("process turnlog.chat")
+	require.Len(t, requests, 1, "one span for the worker serving the request")
+	reqSpan := requests[0]
+	assert.Equal(t, hex.EncodeToString(traceID[:]), hex.EncodeToString(reqSpan.TraceId), "the worker continues the caller's trace")
+	assert.Equal(t, hex.EncodeToString(parentID[:]), hex.EncodeToString(reqSpan.ParentSpanId), "the worker's span is the caller's child")
+
+	var calls []*tracepb.Span
+	rc.mu.Lock()
+	for _, s := range rc.spans {
+		if a := attrs(s); a["gen_ai.operation.name"].GetStringValue() == "chat" {
+			calls = append(calls, s)
+		}
+	}
+	assert.Equal(t, "/v1/traces", rc.path)
+	rc.mu.Unlock()
+	require.Len(t, calls, 2, "the tool loop makes two model calls: one that calls the tool, one that answers")
+	// What the log recorded of each call: its position and input hash.
+	recorded := map[int64]string{}
+	for rec, err := range l.Events(context.Background(), "traced") {
+		require.NoError(t, err)
+		if st, ok := rec.Event.Payload.(events.InferenceStarted); ok {
+			recorded[int64(rec.Pos)] = st.InputHash
+		}
+	}
+	require.Len(t, recorded, 2)
+	for _, s := range calls {
+		a := attrs(s)
+		assert.Equal(t, hex.EncodeToString(traceID[:]), hex.EncodeToString(s.TraceId))
+		assert.Equal(t, reqSpan.SpanId, s.ParentSpanId, "a model call nests under the request's span")
+		assert.Equal(t, tracepb.Span_SPAN_KIND_CLIENT, s.Kind)
+		model := a["gen_ai.request.model"].GetStringValue()
+		require.NotEmpty(t, model)
+		assert.Equal(t, "chat "+model, s.Name)
+		assert.Equal(t, "turnlog.scripted", a["gen_ai.provider.name"].GetStringValue())
+		assert.Equal(t, "traced", a["gen_ai.conversation.id"].GetStringValue())
+		assert.Equal(t, "traced", a["turnlog.conversation"].GetStringValue())
+		n := a["turnlog.event"].GetIntValue()
+		require.Contains(t, recorded, n, "turnlog.event is the n of a recorded inference.started")
+		assert.Equal(t, recorded[n], a["turnlog.input_hash"].GetStringValue(), "the span's input hash is the one recorded at that event")
+		assert.Contains(t, a, "gen_ai.usage.input_tokens")
+		assert.Contains(t, a, "gen_ai.usage.output_tokens")
+		assert.NotContains(t, a, "gen_ai.input.messages", "content stays off spans without --otel-content")
+		assert.NotContains(t, a, "error.type")
+	}
+	var service string
+	for _, kv := range rc.res[0].Resource.Attributes {
+		if kv.Key == "service.name" {
+			service = kv.Value.GetStringValue()
+		}
+	}
+	assert.Equal(t, "turnlog-under-test", service, "OTEL_SERVICE_NAME is honoured")
+}
