@@ -197,3 +197,22 @@ func TestStreams(t *testing.T) {
 		})
 	}
 }
+
+// A 200-call conversation whose client re-sends its whole history stores
+// at most 1/20 of what its request bodies add up to.
+func TestLogBytesOfALongConversation(t *testing.T) {
+	turn := projector.New("c")
+	msgs := []string{`{"role":"system","content":"` + strings.Repeat("You are a careful assistant. ", 20) + `"}`}
+	var requestBytes, logBytes int
+	for i := range 200 {
+		msgs = append(msgs, `{"role":"user","content":"question `+strings.Repeat("q", 200)+string(rune('a'+i%26))+`"}`)
+		body := `{"model":"m","temperature":0.2,"messages":[` + strings.Join(msgs, ",") + `]}`
+		answer := `{"role":"assistant","content":"answer ` + strings.Repeat("a", 300) + `"}`
+		_, n := record(t, turn, ChatCompletions, body, chatOutput(t, answer))
+		requestBytes += len(body)
+		logBytes += n
+		msgs = append(msgs, answer)
+	}
+	t.Logf("request bytes %d, log bytes %d (1/%d)", requestBytes, logBytes, requestBytes/logBytes)
+	assert.LessOrEqual(t, logBytes*20, requestBytes)
+}
