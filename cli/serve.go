@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/turnlog/turnlog/embedded"
 	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/gateway"
 	"github.com/turnlog/turnlog/httpapi"
 	"github.com/turnlog/turnlog/internal/plural"
 	"github.com/turnlog/turnlog/natsauth"
@@ -36,6 +37,7 @@ func newServeCmd() *cobra.Command {
 		hosts   []string
 		noAuth  bool
 		noToken bool
+		gf      gatewayFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -67,6 +69,11 @@ address with it (http://HOST:PORT/#token=...: the console keeps the token
 for the tab and takes it out of the address bar). --no-token turns the
 token off, with a warning: then anyone who can reach --http can read and
 change every conversation.
+
+The recording gateway is on the same listener: apps point their OpenAI or
+Anthropic SDK's base URL at http://HOST:PORT/v1 (OpenAI) or http://HOST:PORT
+(Anthropic) and every call is forwarded to --openai-upstream or
+--anthropic-upstream and recorded as conversation events (docs/gateway.md).
 
 Durability: by default JetStream fsyncs on an interval: a crash of the
 process loses nothing, a power loss can lose the writes of the last interval.
@@ -148,7 +155,13 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 				if err != nil {
 					return err
 				}
-				running, err := httpapi.Start(ctx, httpAt, api, logger)
+				gcfg := gf.config(l, nc, tok.value)
+				gcfg.Logger = logger
+				gw, err := gateway.New(gcfg)
+				if err != nil {
+					return err
+				}
+				running, err := httpapi.Start(ctx, httpAt, withGateway(api, gw), logger)
 				if err != nil {
 					return err
 				}
@@ -181,6 +194,7 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 	fs.IntVar(&workers, "workers", 2, "workers to run in this process (0: none, NATS only)")
 	fs.BoolVar(&noAuth, "no-auth", false, "run NATS without authentication (anyone who reaches --listen may do anything); default: keys per role in <data>/auth/")
 	wf.register(fs, "")
+	gf.register(fs)
 	fs.StringVar(&prefix, "prefix", envOr("TURNLOG_PREFIX", eventlog.DefaultPrefix), "subject prefix and stream name stem (env TURNLOG_PREFIX)")
 	return cmd
 }

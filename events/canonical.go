@@ -64,11 +64,12 @@ func canonical(p Payload) Payload {
 			v.Summary.Untrusted = nilIfNoSpans(v.Summary.Untrusted)
 		}
 	case InferenceStarted:
-		if v.InputBlocks != nil && len(v.InputBlocks) == 0 || hollowSpans(v.Untrusted) {
+		if v.InputBlocks != nil && len(v.InputBlocks) == 0 || hollowSpans(v.Untrusted) || hollow(v.Gateway) {
 			if len(v.InputBlocks) == 0 {
 				v.InputBlocks = nil
 			}
 			v.Untrusted = nilIfNoSpans(v.Untrusted)
+			v.Gateway = nilIfEmpty(v.Gateway)
 			return v
 		}
 	case MessageRemoved:

@@ -30,6 +30,8 @@ func decodeInferenceStarted(r *reader) (Payload, bool) {
 			ok = readString(r, &p.TemplateHash)
 		case "untrusted":
 			ok = readSpans(r, &p.Untrusted)
+		case "gateway":
+			ok = readStringMap(r, &p.Gateway)
 		default:
 			ok = false
 		}

@@ -235,7 +235,8 @@ func appendPayload(b []byte, p Payload) ([]byte, bool) {
 			present(p.Instructions != "")+
 			present(len(p.InputBlocks) != 0)+
 			present(p.TemplateHash != "")+
-			present(len(p.Untrusted) != 0))
+			present(len(p.Untrusted) != 0)+
+			present(len(p.Gateway) != 0))
 		b = appendField(b, "inference_id", p.InferenceID)
 		b = appendField(b, "model", p.Model)
 		b = appendField(b, "input_hash", p.InputHash)
@@ -260,6 +261,9 @@ func appendPayload(b []byte, p Payload) ([]byte, bool) {
 		}
 		if len(p.Untrusted) != 0 {
 			b = appendSpans(appendString(b, "untrusted"), p.Untrusted)
+		}
+		if len(p.Gateway) != 0 {
+			b = appendStringMap(appendString(b, "gateway"), p.Gateway)
 		}
 	case InferenceFinished:
 		b = appendMapLen(b, 2+

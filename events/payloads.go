@@ -207,6 +207,15 @@ type InferenceStarted struct {
 	// filled in (see Block.Untrusted).
 	TemplateHash string `msgpack:"template_hash,omitempty" json:"template_hash,omitempty"`
 	Untrusted    []Span `msgpack:"untrusted,omitempty" json:"untrusted,omitempty"`
+	// Gateway describes a call the recording gateway (or import --calls)
+	// recorded rather than a worker made: the API it was made in ("api"),
+	// the content address of its request parameters ("params"), the
+	// SHA-256 of the body bytes the client sent ("wire_sha256"), how its
+	// conversation was found ("threading": explicit, inferred or new) and,
+	// for a call whose body could not be read, why ("unparsed"). InputHash
+	// is then the canonical hash of the request (see package calls), which
+	// replay --verify re-renders from the Turn; nil for a worker's call.
+	Gateway map[string]string `msgpack:"gateway,omitempty" json:"gateway,omitempty"`
 }
 
 // InferenceFinished closes a model call that succeeded.

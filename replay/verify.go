@@ -128,7 +128,21 @@ func Verify(ctx context.Context, src Source, conversation string, opts ...Option
 			v.Inferences++
 			job := checkJob{turn: &projector.Turn{Blocks: w.turn.Blocks[:len(w.turn.Blocks):len(w.turn.Blocks)], Data: w.turn.Data},
 				hash: projector.Hash(w.turn), pos: r.Pos, seq: r.Seq, index: v.Inferences, p: p}
-			if isAside(p) {
+			if p.Gateway != nil {
+				// A call recorded by the gateway: its input is rendered
+				// again from the Turn, now, while the fold waits.
+				job.hash, job.inputBlocks = p.InputHash, len(w.turn.Blocks)
+				m, n := verifyGatewayCall(w.turn, p)
+				if m != "" {
+					direct = append(direct, Mismatch{N: r.Pos, Seq: r.Seq, Inference: v.Inferences, InferenceID: p.InferenceID,
+						Field: FieldInputHash, Recorded: p.InputHash,
+						Message: fmt.Sprintf("model call #%d (event %d, seq %d, recorded by the gateway): %s", v.Inferences, r.Pos, r.Seq, m)})
+				}
+				if n >= 0 {
+					job.inputBlocks = n
+				}
+				jobs <- job
+			} else if isAside(p) {
 				// Its input is rebuilt now, from the Turn as it stands:
 				// the fold goes on meanwhile.
 				in, _, err := asideInput(w.turn, p, r.Pos)
@@ -240,6 +254,9 @@ type checkJob struct {
 	seq   uint64
 	index int
 	p     events.InferenceStarted
+	// inputBlocks, for a gateway call, is the number of blocks its input
+	// had (its own, for a call continuing a stored response); -1 else.
+	inputBlocks int
 }
 
 // errStop ends a read early without being an error of the read.
@@ -265,9 +282,14 @@ func (j checkJob) check() []Mismatch {
 				", but the log re-projects to "+short(h)+": the model's input is not what the log says")
 		}
 	}
-	if len(t.Blocks) != p.Blocks {
-		add(FieldBlocks, strconv.Itoa(p.Blocks), strconv.Itoa(len(t.Blocks)),
-			fmt.Sprintf("%s: recorded %s, the log re-projects to %d", where, plural.Count(p.Blocks, "input block"), len(t.Blocks)))
+	if n := len(t.Blocks); p.Gateway != nil {
+		if j.inputBlocks != p.Blocks {
+			add(FieldBlocks, strconv.Itoa(p.Blocks), strconv.Itoa(j.inputBlocks),
+				fmt.Sprintf("%s: recorded %s, the log re-projects to %d", where, plural.Count(p.Blocks, "input block"), j.inputBlocks))
+		}
+	} else if n != p.Blocks {
+		add(FieldBlocks, strconv.Itoa(p.Blocks), strconv.Itoa(n),
+			fmt.Sprintf("%s: recorded %s, the log re-projects to %d", where, plural.Count(p.Blocks, "input block"), n))
 	}
 	var id, hash string
 	if sp, _, ok := t.SystemPrompt(); ok {

@@ -1,0 +1,309 @@
+package calls
+
+// How one input or output item reads as blocks, per API.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/turnlog/turnlog/events"
+)
+
+// part is a content part or content block: the fields of all three APIs
+// that carry what the blocks hold.
+type part struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Thinking  string          `json:"thinking"`
+	Signature string          `json:"signature"`
+	Data      string          `json:"data"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+	IsError   bool            `json:"is_error"`
+}
+
+// joinText is the text of content parts: their text members, one per line.
+func joinText(parts []part) string {
+	var texts []string
+	for _, p := range parts {
+		if p.Text != "" {
+			texts = append(texts, p.Text)
+		}
+	}
+	return strings.Join(texts, "\n")
+}
+
+// contentText reads a content member written as a string or as a list of
+// parts.
+func contentText(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return "", nil
+	}
+	if raw[0] == '"' {
+		var s string
+		err := json.Unmarshal(raw, &s)
+		return s, err
+	}
+	var parts []part
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", fmt.Errorf("content is neither a string nor a list of parts: %w", err)
+	}
+	return joinText(parts), nil
+}
+
+func kindOfRole(role string) (events.Kind, error) {
+	switch role {
+	case "system", "developer":
+		return events.KindSystem, nil
+	case "user":
+		return events.KindUser, nil
+	case "assistant":
+		return events.KindLLMText, nil
+	case "tool", "function":
+		return events.KindToolResult, nil
+	}
+	return "", fmt.Errorf("role %q is not system, developer, user, assistant or tool", role)
+}
+
+// itemBlocks reads one element of the list of messages or input items.
+// Every item gives at least one block.
+func itemBlocks(api API, raw json.RawMessage) ([]events.Block, error) {
+	switch api {
+	case ChatCompletions:
+		return chatBlocks(raw)
+	case Responses:
+		return responsesBlocks(raw)
+	case Messages:
+		return messagesBlocks(raw)
+	}
+	return nil, fmt.Errorf("unknown api %q", api)
+}
+
+type chatMessage struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCallID string          `json:"tool_call_id"`
+	ToolCalls  []struct {
+		ID       string `json:"id"`
+		Function struct {
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+		} `json:"function"`
+	} `json:"tool_calls"`
+}
+
+func chatBlocks(raw json.RawMessage) ([]events.Block, error) {
+	var m chatMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("not a message: %w", err)
+	}
+	kind, err := kindOfRole(m.Role)
+	if err != nil {
+		return nil, err
+	}
+	text, err := contentText(m.Content)
+	if err != nil {
+		return nil, err
+	}
+	switch kind {
+	case events.KindToolResult:
+		return []events.Block{{Kind: kind, CallID: orDash(m.ToolCallID), Text: text}}, nil
+	case events.KindLLMText:
+		var bs []events.Block
+		if text != "" || len(m.ToolCalls) == 0 {
+			bs = append(bs, events.Block{Kind: kind, Text: text})
+		}
+		for _, c := range m.ToolCalls {
+			bs = append(bs, events.Block{Kind: events.KindToolCall, CallID: orDash(c.ID), ToolName: orDash(c.Function.Name), Arguments: c.Function.Arguments})
+		}
+		return bs, nil
+	}
+	return []events.Block{{Kind: kind, Text: text}}, nil
+}
+
+// orDash stands for a missing ID or name, which blocks require: the item's
+// JSON (kept in MetaItem) says what was really sent.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+type responsesItem struct {
+	Type    string          `json:"type"`
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+	Summary []part          `json:"summary"`
+	Enc     string          `json:"encrypted_content"`
+	CallID  string          `json:"call_id"`
+	Name    string          `json:"name"`
+	Args    string          `json:"arguments"`
+	Output  json.RawMessage `json:"output"`
+}
+
+func responsesBlocks(raw json.RawMessage) ([]events.Block, error) {
+	var it responsesItem
+	if err := json.Unmarshal(raw, &it); err != nil {
+		return nil, fmt.Errorf("not an input item: %w", err)
+	}
+	switch it.Type {
+	case "", "message":
+		kind, err := kindOfRole(it.Role)
+		if err != nil {
+			return nil, err
+		}
+		text, err := contentText(it.Content)
+		if err != nil {
+			return nil, err
+		}
+		return []events.Block{{Kind: kind, Text: text}}, nil
+	case "reasoning":
+		texts := make([]string, len(it.Summary))
+		for i, s := range it.Summary {
+			texts[i] = s.Text
+		}
+		return []events.Block{{Kind: events.KindReasoning, Text: strings.Join(texts, "\n\n"), Encrypted: it.Enc}}, nil
+	case "function_call":
+		return []events.Block{{Kind: events.KindToolCall, CallID: orDash(it.CallID), ToolName: orDash(it.Name), Arguments: it.Args}}, nil
+	case "function_call_output":
+		text, err := contentText(it.Output)
+		if err != nil {
+			return nil, err
+		}
+		return []events.Block{{Kind: events.KindToolResult, CallID: orDash(it.CallID), Text: text}}, nil
+	}
+	// Other item types (item references, built-in tools' calls): kept
+	// whole in MetaItem, as the model's side of the conversation.
+	return []events.Block{{Kind: events.KindLLMText, Meta: map[string]string{"gateway.type": it.Type}}}, nil
+}
+
+type anthropicMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+func messagesBlocks(raw json.RawMessage) ([]events.Block, error) {
+	var m anthropicMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("not a message: %w", err)
+	}
+	kind, err := kindOfRole(m.Role)
+	if err != nil || (kind != events.KindUser && kind != events.KindLLMText) {
+		return nil, fmt.Errorf("role %q: the Messages API takes user and assistant messages", m.Role)
+	}
+	c := bytes.TrimSpace(m.Content)
+	if len(c) > 0 && c[0] == '"' {
+		var s string
+		if err := json.Unmarshal(c, &s); err != nil {
+			return nil, err
+		}
+		return []events.Block{{Kind: kind, Text: s}}, nil
+	}
+	var parts []part
+	if err := json.Unmarshal(c, &parts); err != nil {
+		return nil, fmt.Errorf("content is neither a string nor a list of content blocks: %w", err)
+	}
+	bs, err := anthropicBlocks(kind, parts)
+	if err != nil {
+		return nil, err
+	}
+	if len(bs) == 0 {
+		bs = append(bs, events.Block{Kind: kind})
+	}
+	return bs, nil
+}
+
+// anthropicBlocks reads content blocks of a message whose role gives kind.
+func anthropicBlocks(kind events.Kind, parts []part) ([]events.Block, error) {
+	var bs []events.Block
+	for _, p := range parts {
+		switch p.Type {
+		case "text":
+			bs = append(bs, events.Block{Kind: kind, Text: p.Text})
+		case "thinking":
+			bs = append(bs, events.Block{Kind: events.KindReasoning, Text: p.Thinking, Encrypted: p.Signature})
+		case "redacted_thinking":
+			bs = append(bs, events.Block{Kind: events.KindReasoning, Encrypted: p.Data, Meta: map[string]string{"gateway.type": p.Type}})
+		case "tool_use":
+			args, err := Canonical(orEmptyObject(p.Input))
+			if err != nil {
+				return nil, fmt.Errorf("tool_use %s input: %w", p.ID, err)
+			}
+			bs = append(bs, events.Block{Kind: events.KindToolCall, CallID: orDash(p.ID), ToolName: orDash(p.Name), Arguments: string(args)})
+		case "tool_result":
+			text, err := contentText(p.Content)
+			if err != nil {
+				return nil, err
+			}
+			bs = append(bs, events.Block{Kind: events.KindToolResult, CallID: orDash(p.ToolUseID), Text: text, IsError: p.IsError})
+		default:
+			// Images, documents, server tools' blocks: kept in MetaItem.
+			bs = append(bs, events.Block{Kind: kind, Meta: map[string]string{"gateway.type": p.Type}})
+		}
+	}
+	return bs, nil
+}
+
+func orEmptyObject(raw json.RawMessage) json.RawMessage {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return json.RawMessage("{}")
+	}
+	return raw
+}
+
+// defaultItem is the canonical JSON a lone block renders as when its item
+// keeps no MetaItem: the plain form of each API's common messages.
+func defaultItem(api API, field string, b *events.Block) ([]byte, bool) {
+	if field != "" {
+		if b.Kind == events.KindSystem || b.Kind == events.KindUser {
+			return appendString(nil, b.Text), true
+		}
+		return nil, false
+	}
+	obj := func(kv ...string) []byte {
+		m := make(map[string][]byte, len(kv)/2)
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = appendString(nil, kv[i+1])
+		}
+		return joinObject(m)
+	}
+	switch api {
+	case ChatCompletions:
+		switch b.Kind {
+		case events.KindSystem:
+			return obj("role", "system", "content", b.Text), true
+		case events.KindUser:
+			return obj("role", "user", "content", b.Text), true
+		case events.KindLLMText:
+			return obj("role", "assistant", "content", b.Text), true
+		case events.KindToolResult:
+			return obj("role", "tool", "tool_call_id", b.CallID, "content", b.Text), true
+		}
+	case Responses:
+		switch b.Kind {
+		case events.KindSystem:
+			return obj("role", "system", "content", b.Text), true
+		case events.KindUser:
+			return obj("role", "user", "content", b.Text), true
+		case events.KindToolResult:
+			return obj("type", "function_call_output", "call_id", b.CallID, "output", b.Text), true
+		case events.KindToolCall:
+			return obj("type", "function_call", "call_id", b.CallID, "name", b.ToolName, "arguments", b.Arguments), true
+		}
+	case Messages:
+		switch b.Kind {
+		case events.KindUser:
+			return obj("role", "user", "content", b.Text), true
+		case events.KindLLMText:
+			return obj("role", "assistant", "content", b.Text), true
+		}
+	}
+	return nil, false
+}

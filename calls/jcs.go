@@ -1,0 +1,193 @@
+package calls
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+)
+
+// Canonical returns the canonical form of a JSON text, as RFC 8785 (the
+// JSON Canonicalization Scheme, JCS) defines it: no white space, object
+// members sorted by the UTF-16 code units of their names, strings with the
+// shortest escapes (only '"', '\\' and control characters escaped,
+// everything else as UTF-8), numbers as ECMAScript writes an IEEE 754
+// double. Two JSON texts that mean the same have the same canonical form,
+// whatever their spacing, member order or escapes: the input hash of a call
+// is the SHA-256 of its canonical form, which replay --verify renders again
+// from the log.
+//
+// Limits, as in JCS: numbers are read as doubles, so integers past 2^53
+// lose their last digits in the canonical form (never in what is
+// forwarded); a name that occurs twice in one object keeps its last value;
+// invalid UTF-8 reads as U+FFFD.
+func Canonical(raw []byte) ([]byte, error) {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, fmt.Errorf("not JSON: %w", err)
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return nil, errors.New("not JSON: more than one value, or text after the value")
+	}
+	return appendCanonical(nil, v)
+}
+
+// canonicalValue is Canonical of an already decoded value (numbers as
+// json.Number).
+func appendCanonical(b []byte, v any) ([]byte, error) {
+	switch v := v.(type) {
+	case nil:
+		return append(b, "null"...), nil
+	case bool:
+		return strconv.AppendBool(b, v), nil
+	case json.Number:
+		f, err := strconv.ParseFloat(string(v), 64)
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
+			return nil, fmt.Errorf("number %s: %w", v, err)
+		}
+		if math.IsInf(f, 0) || math.IsNaN(f) {
+			return nil, fmt.Errorf("number %s is out of the range of a double, which canonical JSON cannot write", v)
+		}
+		return appendNumber(b, f), nil
+	case float64:
+		return appendNumber(b, v), nil
+	case string:
+		return appendString(b, v), nil
+	case []any:
+		b = append(b, '[')
+		for i, e := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var err error
+			if b, err = appendCanonical(b, e); err != nil {
+				return nil, err
+			}
+		}
+		return append(b, ']'), nil
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sortUTF16(keys)
+		b = append(b, '{')
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, k)
+			b = append(b, ':')
+			var err error
+			if b, err = appendCanonical(b, v[k]); err != nil {
+				return nil, err
+			}
+		}
+		return append(b, '}'), nil
+	}
+	return nil, fmt.Errorf("canonical JSON: unexpected %T", v)
+}
+
+// sortUTF16 sorts names by their UTF-16 code units, as JCS orders object
+// members (it differs from byte order only past U+FFFF against
+// U+E000..U+FFFF).
+func sortUTF16(keys []string) {
+	slices.SortFunc(keys, func(a, b string) int {
+		if isASCII(a) && isASCII(b) {
+			return strings.Compare(a, b)
+		}
+		return slices.Compare(utf16.Encode([]rune(a)), utf16.Encode([]rune(b)))
+	})
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// appendString writes s as a JCS string.
+func appendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c == '\b':
+			b = append(b, '\\', 'b')
+		case c == '\f':
+			b = append(b, '\\', 'f')
+		case c == '\n':
+			b = append(b, '\\', 'n')
+		case c == '\r':
+			b = append(b, '\\', 'r')
+		case c == '\t':
+			b = append(b, '\\', 't')
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
+}
+
+// appendNumber writes f as ECMAScript's Number.prototype.toString does,
+// which is what JCS prescribes.
+func appendNumber(b []byte, f float64) []byte {
+	if f == 0 {
+		return append(b, '0') // -0 too
+	}
+	if f < 0 {
+		b = append(b, '-')
+		f = -f
+	}
+	// Shortest round-trip digits and the exponent: d.ddde±x.
+	e := strconv.FormatFloat(f, 'e', -1, 64)
+	mant, exp, _ := strings.Cut(e, "e")
+	digits := strings.Replace(mant, ".", "", 1)
+	x, _ := strconv.Atoi(exp)
+	k, n := len(digits), x+1
+	switch {
+	case k <= n && n <= 21:
+		b = append(b, digits...)
+		for range n - k {
+			b = append(b, '0')
+		}
+	case 0 < n && n <= 21:
+		b = append(b, digits[:n]...)
+		b = append(b, '.')
+		b = append(b, digits[n:]...)
+	case -6 < n && n <= 0:
+		b = append(b, '0', '.')
+		for range -n {
+			b = append(b, '0')
+		}
+		b = append(b, digits...)
+	default:
+		b = append(b, digits[0])
+		if k > 1 {
+			b = append(b, '.')
+			b = append(b, digits[1:]...)
+		}
+		b = append(b, 'e')
+		if n-1 >= 0 {
+			b = append(b, '+')
+		}
+		b = strconv.AppendInt(b, int64(n-1), 10)
+	}
+	return b
+}

@@ -1,0 +1,401 @@
+package calls
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projector"
+)
+
+// Actor is the actor of every event the gateway records.
+const Actor = "gateway"
+
+// Threading says how a call's conversation was found, recorded in
+// inference.started's gateway "threading" key.
+const (
+	// ThreadExplicit: the client named it (Turnlog-Conversation, or a
+	// previous_response_id of a recorded call).
+	ThreadExplicit = "explicit"
+	// ThreadInferred: the call's input begins with a recorded call's input
+	// and output (see Index).
+	ThreadInferred = "inferred"
+	// ThreadNew: nothing matched; the call starts a conversation.
+	ThreadNew = "new"
+)
+
+// Call is a model call to record.
+type Call struct {
+	// ID identifies the call: the cause of its events and its inference
+	// ID. Empty: a ULID is made.
+	ID string
+	// Request is the parsed request; nil for an unparsed call, whose
+	// Unparsed says why.
+	Request  *Request
+	Unparsed string
+	// Wire is WireSHA256 of the body as the client sent it.
+	Wire string
+	// Threading is one of the Thread* values.
+	Threading string
+	// Fork, when set on a call to a conversation without events, starts it
+	// as a fork of another conversation's Turn (inferred threading that
+	// matched an earlier state).
+	Fork *Fork
+	// Time stamps the events (import --calls: the logged time); zero is
+	// now.
+	Time time.Time
+}
+
+// Fork is where a conversation branched off: From at position At, whose
+// Turn was Blocks and Data.
+type Fork struct {
+	From   string
+	At     int
+	Blocks []events.Block
+	Data   map[string]string
+}
+
+func (c *Call) event(conv string, step int, p events.Payload) events.Event {
+	e := events.New(conv, c.ID, step, Actor, p)
+	if !c.Time.IsZero() {
+		e.Time = c.Time.UTC()
+	}
+	return e
+}
+
+// PlanInput returns the events of a call's first step, its input, and
+// applies them to turn, which the caller owns: a conversation.started
+// when the conversation has no events; what the call changes in the Turn
+// (see below); the parameters the conversation's data lacks; and
+// inference.started. After them, the Turn renders exactly to the call's
+// input hash (checked before returning: an error means the call cannot be
+// recorded as parsed, and the caller records it as unparsed with the
+// reason).
+//
+// The call's input is compared with the Turn by the blocks' content (kind,
+// text, tool call, encrypted reasoning): blocks the Turn holds are not
+// stored again; new ones are appended with the events a worker's would be
+// (user.appended, systemprompt.set, tool.result, ...); a system prompt
+// that differs from the Turn's active one replaces it (systemprompt.replaced);
+// blocks the call left out are removed (blocks.removed); blocks the call
+// sends in another order are reordered (blocks.reordered); an item the
+// client writes otherwise than the Turn renders it is annotated
+// (block.annotated of MetaItem). A call continuing a stored response
+// (Responses' previous_response_id) sends only its new items: they are
+// appended, and inference.started names them (InputBlocks), since the
+// rest of its input is on the provider's side.
+func PlanInput(turn *projector.Turn, c *Call) ([]events.Event, error) {
+	if c.ID == "" {
+		c.ID = ulid.Make().String()
+	}
+	conv := turn.Conversation
+	var evs []events.Event
+	emit := func(step int, p events.Payload) error {
+		e := c.event(conv, step, p)
+		if err := projector.Apply(turn, e); err != nil {
+			return fmt.Errorf("record call %s: %w", c.ID, err)
+		}
+		evs = append(evs, e)
+		return nil
+	}
+	if turn.Events == 0 {
+		start := events.ConversationStarted{}
+		if c.Fork != nil {
+			start = events.ConversationStarted{ForkedFrom: c.Fork.From, ForkedAt: c.Fork.At, Blocks: c.Fork.Blocks, Data: c.Fork.Data}
+		}
+		if err := emit(0, start); err != nil {
+			return nil, err
+		}
+	}
+	gw := map[string]string{"wire_sha256": c.Wire, "threading": c.Threading}
+	if c.Request == nil {
+		gw["unparsed"] = c.Unparsed
+		err := emit(0, events.InferenceStarted{InferenceID: c.ID, InputHash: "sha256:" + c.Wire, Gateway: gw,
+			Blocks: len(turn.Blocks)})
+		return evs, err
+	}
+	req := c.Request
+	gw["api"], gw["params"] = string(req.API), req.Params.Hash
+	if req.PreviousResponseID != "" {
+		gw["previous_response_id"] = req.PreviousResponseID
+	}
+	var inputIDs []string
+	var err error
+	if req.PreviousResponseID != "" {
+		inputIDs, err = planAppended(turn, req, c, emit)
+	} else {
+		err = planFull(turn, req, c, emit)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if vals := req.Params.DataValues(turn.Data); vals != nil {
+		if err := emit(0, events.DataSet{Values: vals}); err != nil {
+			return nil, err
+		}
+	}
+	blocks := turn.Blocks
+	if inputIDs != nil {
+		blocks = make([]events.Block, len(inputIDs))
+		for i, id := range inputIDs {
+			blocks[i], _ = turn.Block(id)
+		}
+	}
+	got, err := RenderHash(req.API, blocks, turn.Data, req.Params.Hash)
+	if err != nil {
+		return nil, fmt.Errorf("the recorded call would not render again: %w", err)
+	}
+	if got != req.InputHash {
+		return nil, fmt.Errorf("the recorded call renders to %s, not to the request's %s", got, req.InputHash)
+	}
+	st := events.InferenceStarted{InferenceID: c.ID, Model: req.Model, InputHash: req.InputHash,
+		Blocks: len(blocks), InputBlocks: inputIDs, Gateway: gw}
+	if sp, _, ok := turn.SystemPrompt(); ok {
+		st.SystemPromptID, st.SystemPromptHash = sp.ID, projector.HashText(sp.Text)
+	}
+	return evs, emit(0, st)
+}
+
+// reqBlock is one block of the request with its item.
+type reqBlock struct {
+	b    events.Block
+	item *Item
+	at   int // index in the item
+}
+
+func flatten(req *Request) []reqBlock {
+	var out []reqBlock
+	for i := range req.Items {
+		it := &req.Items[i]
+		for j, b := range it.Blocks {
+			out = append(out, reqBlock{b: b, item: it, at: j})
+		}
+	}
+	return out
+}
+
+// planFull records a call that sends its whole input.
+func planFull(turn *projector.Turn, req *Request, c *Call, emit func(int, events.Payload) error) error {
+	rbs := flatten(req)
+	queues := map[[32]byte][]int{}
+	for i := range turn.Blocks {
+		k := Key(&turn.Blocks[i])
+		queues[k] = append(queues[k], i)
+	}
+	assign := make([]int, len(rbs))
+	used := make([]bool, len(turn.Blocks))
+	for i := range rbs {
+		assign[i] = -1
+		k := Key(&rbs[i].b)
+		if q := queues[k]; len(q) > 0 {
+			assign[i], queues[k] = q[0], q[1:]
+			used[q[0]] = true
+		}
+	}
+	ids := make([]string, len(rbs))
+	for i, a := range assign {
+		if a >= 0 {
+			ids[i] = turn.Blocks[a].ID
+		}
+	}
+	// A system prompt other than the Turn's active one replaces it.
+	if sp, s, ok := turn.SystemPrompt(); ok && !used[s] {
+		for i := range rbs {
+			if assign[i] < 0 && rbs[i].b.Kind == events.KindSystem {
+				meta := metaDiff(sp.Meta, rbs[i].b.Meta)
+				if err := emit(0, events.SystemPromptReplaced{BlockID: sp.ID, Text: rbs[i].b.Text, Previous: sp.Text, Meta: meta,
+					PreviousSource: sp.Meta[events.MetaSystemPromptSource],
+					Reason:         "the call's system prompt differs from the one the conversation had"}); err != nil {
+					return err
+				}
+				assign[i], used[s], ids[i] = s, true, sp.ID
+				break
+			}
+		}
+	}
+	var drop []string
+	for i, u := range used {
+		if !u {
+			drop = append(drop, turn.Blocks[i].ID)
+		}
+	}
+	if len(drop) > 0 {
+		if err := emit(0, events.BlocksRemoved{BlockIDs: drop, Reason: "absent from the call's input"}); err != nil {
+			return err
+		}
+	}
+	for i := range rbs {
+		if ids[i] == "" {
+			continue
+		}
+		b, _ := turn.Block(ids[i])
+		want := desiredMeta(req.API, rbs[i].item, rbs[i].at, b.Meta)
+		if d := metaDiff(b.Meta, want); len(d) > 0 {
+			if err := emit(0, events.BlockAnnotated{BlockID: ids[i], Meta: d, Reason: "the client writes this item otherwise"}); err != nil {
+				return err
+			}
+		}
+	}
+	for i := range rbs {
+		if ids[i] != "" {
+			continue
+		}
+		ids[i] = ulid.Make().String()
+		if err := emit(0, appendPayload(ids[i], &rbs[i].b, len(turn.Blocks))); err != nil {
+			return err
+		}
+	}
+	if !slices.EqualFunc(turn.Blocks, ids, func(b events.Block, id string) bool { return b.ID == id }) {
+		return emit(0, events.BlocksReordered{Order: ids, Reason: "the call sends its input in this order"})
+	}
+	return nil
+}
+
+// planAppended records a call that continues a stored response: its items
+// are new, but for instructions equal to the active system prompt.
+func planAppended(turn *projector.Turn, req *Request, c *Call, emit func(int, events.Payload) error) ([]string, error) {
+	rbs := flatten(req)
+	ids := make([]string, 0, len(rbs))
+	for i := range rbs {
+		b := &rbs[i].b
+		if rbs[i].item.Field != "" && b.Kind == events.KindSystem {
+			if sp, _, ok := turn.SystemPrompt(); ok {
+				if sp.Text != b.Text {
+					if err := emit(0, events.SystemPromptReplaced{BlockID: sp.ID, Text: b.Text, Previous: sp.Text, Meta: metaDiff(sp.Meta, b.Meta),
+						Reason: "the call's instructions differ from the conversation's system prompt"}); err != nil {
+						return nil, err
+					}
+				} else if d := metaDiff(sp.Meta, b.Meta); len(d) > 0 {
+					if err := emit(0, events.BlockAnnotated{BlockID: sp.ID, Meta: d, Reason: "the client writes this item otherwise"}); err != nil {
+						return nil, err
+					}
+				}
+				ids = append(ids, sp.ID)
+				continue
+			}
+		}
+		id := ulid.Make().String()
+		index := len(turn.Blocks)
+		if b.Kind == events.KindSystem {
+			if _, _, ok := turn.SystemPrompt(); !ok {
+				index = 0
+			}
+		}
+		if err := emit(0, appendPayload(id, b, index)); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// appendPayload is the event that adds b as block id (a system block at
+// index).
+func appendPayload(id string, b *events.Block, index int) events.Payload {
+	switch b.Kind {
+	case events.KindSystem:
+		return events.SystemPromptSet{BlockID: id, Text: b.Text, Index: index, Trust: events.Trusted, Meta: b.Meta}
+	case events.KindReasoning:
+		return events.ReasoningAppended{BlockID: id, Text: b.Text, Encrypted: b.Encrypted, Meta: b.Meta}
+	case events.KindLLMText:
+		return events.LLMTextAppended{BlockID: id, Text: b.Text, Meta: b.Meta}
+	case events.KindToolCall:
+		return events.ToolCalled{BlockID: id, CallID: b.CallID, Name: b.ToolName, Arguments: b.Arguments, Meta: b.Meta}
+	case events.KindToolResult:
+		return events.ToolResult{BlockID: id, CallID: b.CallID, Text: b.Text, IsError: b.IsError, Meta: b.Meta}
+	}
+	return events.UserAppended{BlockID: id, Text: b.Text, Meta: b.Meta}
+}
+
+// metaDiff returns what to merge into have to get want's gateway keys
+// ("" deletes), nil when nothing differs.
+func metaDiff(have, want map[string]string) map[string]string {
+	d := map[string]string{}
+	for _, k := range []string{MetaItem, MetaPart, MetaField, "gateway.type"} {
+		if have[k] != want[k] {
+			d[k] = want[k]
+		}
+	}
+	if len(d) == 0 {
+		return nil
+	}
+	return d
+}
+
+// Outcome is how a call ended.
+type Outcome struct {
+	// Output is the response read (nil when there was none to read).
+	Output *Output
+	// Failure, when set, makes the call failed with this reason (an
+	// upstream error status, a cut stream, a client gone); else it
+	// finished, unless Output reports an error.
+	Failure string
+	// Transient says a retry may succeed (5xx, 429, timeouts).
+	Transient bool
+	Duration  time.Duration
+}
+
+// PlanOutcome returns the events of a call's second step and applies them
+// to turn: the output's blocks and inference.finished, or
+// inference.failed with the reason (a failed call's partial output is not
+// added to the Turn: the client did not get an answer to continue from).
+func PlanOutcome(turn *projector.Turn, c *Call, o Outcome) ([]events.Event, error) {
+	conv := turn.Conversation
+	var evs []events.Event
+	emit := func(p events.Payload) error {
+		e := c.event(conv, 1, p)
+		if err := projector.Apply(turn, e); err != nil {
+			return fmt.Errorf("record call %s: %w", c.ID, err)
+		}
+		evs = append(evs, e)
+		return nil
+	}
+	failure := o.Failure
+	if failure == "" && o.Output != nil && o.Output.Error != "" {
+		failure = o.Output.Error
+	}
+	if failure != "" {
+		return evs, emit(events.InferenceFailed{InferenceID: c.ID, Error: summary(failure), Transient: o.Transient, Duration: o.Duration})
+	}
+	fin := events.InferenceFinished{InferenceID: c.ID, Duration: o.Duration}
+	if o.Output != nil {
+		for _, b := range o.Output.Blocks() {
+			if err := emit(appendPayload(ulid.Make().String(), &b, len(turn.Blocks))); err != nil {
+				return nil, err
+			}
+		}
+		fin.PromptTokens, fin.CompletionTokens, fin.StopReason = o.Output.PromptTokens, o.Output.CompletionTokens, o.Output.StopReason
+	}
+	return evs, emit(fin)
+}
+
+// Key is a block's content as threading and the delta compare it: kind,
+// text, tool call and result, encrypted reasoning; not its ID or how the
+// client writes it.
+func Key(b *events.Block) [32]byte {
+	h := sha256.New()
+	var n [binary.MaxVarintLen64]byte
+	str := func(s string) {
+		h.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
+		h.Write([]byte(s))
+	}
+	str(string(b.Kind))
+	str(b.Text)
+	str(b.CallID)
+	str(b.ToolName)
+	str(b.Arguments)
+	str(b.Encrypted)
+	str(b.Meta["gateway.type"])
+	if b.IsError {
+		str("1")
+	} else {
+		str("")
+	}
+	var k [32]byte
+	h.Sum(k[:0])
+	return k
+}

@@ -1,0 +1,72 @@
+package calls
+
+import (
+	"fmt"
+
+	"github.com/turnlog/turnlog/events"
+)
+
+// Render rebuilds the canonical request of a recorded call from blocks
+// (the Turn's, or the blocks its inference.started names) and the
+// parameters stored under paramsHash in data: each item from its first
+// block's MetaItem or default rendering, in the member its MetaField
+// names. Its hash (HashPrefix and the SHA-256) is what the gateway
+// recorded as the call's input hash when the log holds what the client
+// sent.
+func Render(api API, blocks []events.Block, data map[string]string, paramsHash string) ([]byte, error) {
+	members, inputs, err := loadParams(data, paramsHash)
+	if err != nil {
+		return nil, err
+	}
+	var list [][]byte
+	fields := map[string][]byte{}
+	for i := range blocks {
+		b := &blocks[i]
+		if b.Meta[MetaPart] != "" {
+			continue
+		}
+		field := b.Meta[MetaField]
+		v, ok := []byte(b.Meta[MetaItem]), b.Meta[MetaItem] != ""
+		if !ok {
+			if v, ok = defaultItem(api, field, b); !ok {
+				return nil, fmt.Errorf("block %s (%s) has neither %s nor a default form in %s", b.ID, b.Kind, MetaItem, api)
+			}
+		}
+		if field == "" {
+			list = append(list, v)
+			continue
+		}
+		if _, dup := fields[field]; dup {
+			return nil, fmt.Errorf("block %s: a second item for member %q", b.ID, field)
+		}
+		fields[field] = v
+	}
+	main := "messages"
+	if api == Responses {
+		main = "input"
+	}
+	for _, f := range inputs {
+		if v, ok := fields[f]; ok {
+			members[f] = v
+			continue
+		}
+		if f != main {
+			return nil, fmt.Errorf("the call had member %q, but no block holds it", f)
+		}
+		members[f] = joinArray(list)
+		list = nil
+	}
+	if len(list) > 0 {
+		return nil, fmt.Errorf("%d items but the call had no %q member", len(list), main)
+	}
+	return joinObject(members), nil
+}
+
+// RenderHash is the input hash of Render's result.
+func RenderHash(api API, blocks []events.Block, data map[string]string, paramsHash string) (string, error) {
+	c, err := Render(api, blocks, data, paramsHash)
+	if err != nil {
+		return "", err
+	}
+	return hashCanonical(c), nil
+}

@@ -1,0 +1,282 @@
+package calls
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/turnlog/turnlog/events"
+)
+
+// Block metadata the gateway sets (see the package doc).
+const (
+	// MetaItem is the canonical JSON of the input item whose first block
+	// this is, when the block's default rendering is not that JSON.
+	MetaItem = "gateway.item"
+	// MetaPart marks a block that is not the first of its item: the item
+	// is rendered by its first block.
+	MetaPart = "gateway.part"
+	// MetaField names the request member an item came from when it is not
+	// the API's list of messages or items: "instructions" (Responses),
+	// "input" (Responses' input as one string), "system" (Messages).
+	MetaField = "gateway.field"
+)
+
+// HashPrefix starts every input hash the gateway records: "jcs:" and the
+// hex SHA-256 of the request's canonical JSON (see Canonical). It tells
+// replay --verify to re-render the call (Render) rather than hash a Turn.
+const HashPrefix = "jcs:"
+
+// Request is a call's request as the gateway records it.
+type Request struct {
+	API API
+	// Model is the model the request names ("" when it names none).
+	Model string
+	// Stream is whether the client asked for server-sent events.
+	Stream bool
+	// PreviousResponseID is the Responses API's previous_response_id.
+	PreviousResponseID string
+	// Items are the input's items in order: the instructions or system
+	// first, then the messages or input items.
+	Items []Item
+	// Params is the request without its input, content-addressed (see
+	// Params).
+	Params Params
+	// InputHash is HashPrefix and the SHA-256 of the canonical request.
+	InputHash string
+}
+
+// Item is one element of a call's input or output.
+type Item struct {
+	// Field is the request member it came from ("" for the list of
+	// messages or items; see MetaField).
+	Field string
+	// Canon is the item's canonical JSON; nil for an output item read from
+	// a stream, whose JSON the client's SDK assembles.
+	Canon []byte
+	// Blocks are what it holds, without IDs; their Meta is set as the
+	// package doc says.
+	Blocks []events.Block
+}
+
+// inputFields are, per API, the request members that are the input and
+// how they may be written: as a list of items, or as a string (or, for
+// Messages' system, a list of text blocks, which is one item).
+var inputFields = map[API][]string{
+	ChatCompletions: {"messages"},
+	Responses:       {"instructions", "input"},
+	Messages:        {"system", "messages"},
+}
+
+// ParseRequest reads a request body of api. A body that is not a JSON
+// object, or whose input is not of the API's shape, is an error saying
+// what is wrong: the gateway then records the call as unparsed.
+func ParseRequest(api API, body []byte) (*Request, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(body, &top); err != nil {
+		return nil, fmt.Errorf("the body is not a JSON object: %w", err)
+	}
+	if top == nil {
+		return nil, fmt.Errorf("the body is null, not a JSON object")
+	}
+	req := &Request{API: api}
+	if m, ok := top["model"]; ok {
+		_ = json.Unmarshal(m, &req.Model)
+	}
+	if s, ok := top["stream"]; ok {
+		_ = json.Unmarshal(s, &req.Stream)
+	}
+	if p, ok := top["previous_response_id"]; ok && api == Responses {
+		_ = json.Unmarshal(p, &req.PreviousResponseID)
+	}
+	canon := make(map[string][]byte, len(top))
+	var inputs []string
+	for _, field := range inputFields[api] {
+		raw, ok := top[field]
+		if !ok {
+			continue
+		}
+		items, isInput, err := parseInput(api, field, raw)
+		if err != nil {
+			return nil, err
+		}
+		if !isInput {
+			continue // null and the like: a parameter like the others
+		}
+		inputs = append(inputs, field)
+		req.Items = append(req.Items, items...)
+	}
+	for k, v := range top {
+		c, err := Canonical(v)
+		if err != nil {
+			return nil, fmt.Errorf("member %q: %w", k, err)
+		}
+		canon[k] = c
+	}
+	req.Params = newParams(canon, inputs)
+	req.InputHash = hashCanonical(joinObject(canon))
+	return req, nil
+}
+
+// parseInput reads one input member. isInput is false when the member is
+// not written as input (a null instructions): it is then a parameter.
+func parseInput(api API, field string, raw json.RawMessage) (items []Item, isInput bool, err error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return nil, false, nil
+	}
+	switch {
+	case raw[0] == '"':
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, false, fmt.Errorf("%s: %w", field, err)
+		}
+		kind := events.KindSystem
+		if field == "input" || field == "messages" {
+			if field == "messages" {
+				return nil, false, fmt.Errorf("messages is a string; the API wants a list of messages")
+			}
+			kind = events.KindUser
+		}
+		it, err := newItem(api, field, raw, []events.Block{{Kind: kind, Text: s}})
+		return []Item{it}, true, err
+	case raw[0] == '[':
+		var list []json.RawMessage
+		if err := json.Unmarshal(raw, &list); err != nil {
+			return nil, false, fmt.Errorf("%s: %w", field, err)
+		}
+		if field == "system" || field == "instructions" {
+			// Anthropic's system as text blocks: one item.
+			var parts []part
+			if err := json.Unmarshal(raw, &parts); err != nil {
+				return nil, false, fmt.Errorf("%s: %w", field, err)
+			}
+			it, err := newItem(api, field, raw, []events.Block{{Kind: events.KindSystem, Text: joinText(parts)}})
+			return []Item{it}, true, err
+		}
+		for i, r := range list {
+			blocks, err := itemBlocks(api, r)
+			if err != nil {
+				return nil, false, fmt.Errorf("%s[%d]: %w", field, i, err)
+			}
+			it, err := newItem(api, "", r, blocks)
+			if err != nil {
+				return nil, false, fmt.Errorf("%s[%d]: %w", field, i, err)
+			}
+			items = append(items, it)
+		}
+		return items, true, nil
+	case bytes.Equal(raw, []byte("null")):
+		return nil, false, nil
+	}
+	return nil, false, fmt.Errorf("%s is neither a string nor a list", field)
+}
+
+// newItem canonicalises an item and marks its blocks.
+func newItem(api API, field string, raw []byte, blocks []events.Block) (Item, error) {
+	c, err := Canonical(raw)
+	if err != nil {
+		return Item{}, err
+	}
+	it := Item{Field: field, Canon: c, Blocks: blocks}
+	it.mark(api)
+	return it, nil
+}
+
+// mark sets the gateway metadata of the item's blocks: MetaItem on the
+// first unless its default rendering is the item, MetaPart on the others,
+// MetaField on all when the item is not in the list of messages.
+func (it *Item) mark(api API) {
+	for i := range it.Blocks {
+		b := &it.Blocks[i]
+		b.Meta = desiredMeta(api, it, i, b.Meta)
+	}
+}
+
+// desiredMeta returns meta with the gateway keys block i of it must have,
+// set or removed ("" values are removed from the result).
+func desiredMeta(api API, it *Item, i int, meta map[string]string) map[string]string {
+	want := map[string]string{MetaItem: "", MetaPart: "", MetaField: it.Field}
+	if i > 0 {
+		want[MetaPart] = "1"
+	} else if it.Canon != nil {
+		b := it.Blocks[0]
+		if d, ok := defaultItem(api, it.Field, &b); !ok || len(it.Blocks) != 1 || !bytes.Equal(d, it.Canon) {
+			want[MetaItem] = string(it.Canon)
+		}
+	}
+	out := make(map[string]string, len(meta)+2)
+	for k, v := range meta {
+		out[k] = v
+	}
+	for k, v := range want {
+		if v == "" {
+			delete(out, k)
+		} else {
+			out[k] = v
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// joinObject writes the canonical object of members that are canonical
+// already.
+func joinObject(members map[string][]byte) []byte {
+	keys := make([]string, 0, len(members))
+	n := 2
+	for k, v := range members {
+		keys = append(keys, k)
+		n += len(k) + len(v) + 4
+	}
+	sortUTF16(keys)
+	b := make([]byte, 0, n)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, k)
+		b = append(b, ':')
+		b = append(b, members[k]...)
+	}
+	return append(b, '}')
+}
+
+func joinArray(items [][]byte) []byte {
+	b := []byte{'['}
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, it...)
+	}
+	return append(b, ']')
+}
+
+func hashCanonical(c []byte) string {
+	sum := sha256.Sum256(c)
+	return HashPrefix + hex.EncodeToString(sum[:])
+}
+
+// WireSHA256 is the hex SHA-256 of body as it was sent: what the gateway
+// records as the call's wire hash.
+func WireSHA256(body []byte) string {
+	sum := sha256.Sum256(body)
+	return hex.EncodeToString(sum[:])
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,207 @@
+package calls
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/turnlog/turnlog/events"
+)
+
+// Output is what a call's response says, as the gateway records it.
+type Output struct {
+	// Items are the model's output items (Chat Completions: the first
+	// choice's message; Messages: the assistant message; Responses: each
+	// output item).
+	Items []Item
+	// ResponseID is the response's ID (Responses: what a later call's
+	// previous_response_id names).
+	ResponseID       string
+	PromptTokens     int
+	CompletionTokens int
+	StopReason       string
+	// Error is set when the response reports a failure (an error object, a
+	// failed or incomplete status, a stream's error event).
+	Error string
+}
+
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	InputTokens      int `json:"input_tokens"`
+	OutputTokens     int `json:"output_tokens"`
+}
+
+func (u *usage) fill(o *Output) {
+	if u == nil {
+		return
+	}
+	o.PromptTokens = max(u.PromptTokens, u.InputTokens)
+	o.CompletionTokens = max(u.CompletionTokens, u.OutputTokens)
+}
+
+type apiError struct {
+	Type    string `json:"type"`
+	Code    any    `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *apiError) String() string {
+	if e == nil {
+		return ""
+	}
+	if e.Type != "" {
+		return e.Type + ": " + e.Message
+	}
+	return e.Message
+}
+
+// ErrorMessage reads the error a provider answered (OpenAI's and
+// Anthropic's error shapes), for the record of a failed call; "" when body
+// says nothing readable.
+func ErrorMessage(body []byte) string {
+	var e struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(body, &e) != nil || len(e.Error) == 0 {
+		return ""
+	}
+	var obj apiError
+	if json.Unmarshal(e.Error, &obj) == nil && obj.Message != "" {
+		return obj.String()
+	}
+	var s string
+	if json.Unmarshal(e.Error, &s) == nil {
+		return s
+	}
+	return ""
+}
+
+// ParseResponse reads a response body (not streamed) of api.
+func ParseResponse(api API, body []byte) (*Output, error) {
+	switch api {
+	case ChatCompletions:
+		var r struct {
+			ID      string `json:"id"`
+			Choices []struct {
+				Message      json.RawMessage `json:"message"`
+				FinishReason string          `json:"finish_reason"`
+			} `json:"choices"`
+			Usage *usage    `json:"usage"`
+			Error *apiError `json:"error"`
+		}
+		if err := json.Unmarshal(body, &r); err != nil {
+			return nil, fmt.Errorf("response: %w", err)
+		}
+		o := &Output{ResponseID: r.ID, Error: r.Error.String()}
+		r.Usage.fill(o)
+		if len(r.Choices) > 0 {
+			c := r.Choices[0]
+			o.StopReason = c.FinishReason
+			bs, err := chatBlocks(c.Message)
+			if err != nil {
+				return nil, fmt.Errorf("response message: %w", err)
+			}
+			it, err := newItem(api, "", c.Message, bs)
+			if err != nil {
+				return nil, err
+			}
+			o.Items = append(o.Items, it)
+		}
+		return o, nil
+	case Responses:
+		return parseResponsesObject(body)
+	case Messages:
+		var r struct {
+			ID         string          `json:"id"`
+			Role       string          `json:"role"`
+			Content    json.RawMessage `json:"content"`
+			StopReason string          `json:"stop_reason"`
+			Usage      *usage          `json:"usage"`
+			Error      *apiError       `json:"error"`
+		}
+		if err := json.Unmarshal(body, &r); err != nil {
+			return nil, fmt.Errorf("response: %w", err)
+		}
+		o := &Output{ResponseID: r.ID, StopReason: r.StopReason, Error: r.Error.String()}
+		r.Usage.fill(o)
+		if len(r.Content) > 0 {
+			var parts []part
+			if err := json.Unmarshal(r.Content, &parts); err != nil {
+				return nil, fmt.Errorf("response content: %w", err)
+			}
+			bs, err := anthropicBlocks(events.KindLLMText, parts)
+			if err != nil {
+				return nil, err
+			}
+			if len(bs) > 0 {
+				// What an SDK user sends back: {"role": "assistant",
+				// "content": response.content}.
+				msg := joinObject(map[string][]byte{"role": appendString(nil, "assistant"), "content": r.Content})
+				it, err := newItem(api, "", msg, bs)
+				if err != nil {
+					return nil, err
+				}
+				o.Items = append(o.Items, it)
+			}
+		}
+		return o, nil
+	}
+	return nil, fmt.Errorf("unknown api %q", api)
+}
+
+// parseResponsesObject reads a Responses API response object.
+func parseResponsesObject(body []byte) (*Output, error) {
+	var r struct {
+		ID                string            `json:"id"`
+		Status            string            `json:"status"`
+		Output            []json.RawMessage `json:"output"`
+		Usage             *usage            `json:"usage"`
+		Error             *apiError         `json:"error"`
+		IncompleteDetails *struct {
+			Reason string `json:"reason"`
+		} `json:"incomplete_details"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, fmt.Errorf("response: %w", err)
+	}
+	o := &Output{ResponseID: r.ID, StopReason: r.Status, Error: r.Error.String()}
+	if r.Status == "incomplete" && r.IncompleteDetails != nil {
+		o.StopReason = "incomplete: " + r.IncompleteDetails.Reason
+	}
+	if r.Status == "failed" && o.Error == "" {
+		o.Error = "response failed"
+	}
+	r.Usage.fill(o)
+	for i, raw := range r.Output {
+		bs, err := responsesBlocks(raw)
+		if err != nil {
+			return nil, fmt.Errorf("output[%d]: %w", i, err)
+		}
+		it, err := newItem(Responses, "", raw, bs)
+		if err != nil {
+			return nil, err
+		}
+		o.Items = append(o.Items, it)
+	}
+	return o, nil
+}
+
+// Blocks returns the output's blocks in order.
+func (o *Output) Blocks() []events.Block {
+	var bs []events.Block
+	for _, it := range o.Items {
+		bs = append(bs, it.Blocks...)
+	}
+	return bs
+}
+
+// summary is a short description of an error body, for a failed call's
+// reason.
+func summary(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}

@@ -1,0 +1,355 @@
+package calls
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/turnlog/turnlog/events"
+)
+
+// Stream reads a streamed response (server-sent events) as it passes, one
+// piece at a time, into the Output it amounts to. It never changes or
+// holds back the bytes: the gateway forwards them and hands Stream a copy.
+// Its memory is what the output holds plus one unfinished event, bounded by
+// the caller's limit (see NewStream).
+type Stream struct {
+	api   API
+	limit int
+	buf   []byte // the unfinished line
+	event string
+	data  []byte
+	done  bool // the stream's final event was seen
+	err   string
+	over  bool
+
+	out Output
+	// Chat Completions.
+	chatText  strings.Builder
+	chatCalls map[int]*streamCall
+	// Messages.
+	blocks map[int]*streamBlock
+	// Responses: the final response object, when the stream sent it.
+	final []byte
+}
+
+type streamCall struct {
+	id, name string
+	args     strings.Builder
+}
+
+type streamBlock struct {
+	typ, id, name        string
+	text, sig, data, arg strings.Builder
+	input                json.RawMessage
+}
+
+// NewStream starts reading a stream of api; limit bounds the bytes it keeps
+// (an event larger than that, or an output, makes the record say so instead
+// of holding it).
+func NewStream(api API, limit int) *Stream {
+	return &Stream{api: api, limit: limit, chatCalls: map[int]*streamCall{}, blocks: map[int]*streamBlock{}}
+}
+
+// Done reports whether the stream's final event has been seen
+// ([DONE], response.completed/failed/incomplete, message_stop, error).
+func (s *Stream) Done() bool { return s.done }
+
+// Write feeds the next bytes of the stream. It never fails: what cannot be
+// read ends up in the Output's Error.
+func (s *Stream) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			if len(s.buf)+len(p) > s.limit {
+				s.over = true
+				s.buf = s.buf[:0]
+			} else {
+				s.buf = append(s.buf, p...)
+			}
+			break
+		}
+		line := p[:i]
+		if len(s.buf) > 0 {
+			line = append(s.buf, line...)
+			s.buf = s.buf[:0]
+		}
+		s.line(bytes.TrimSuffix(line, []byte("\r")))
+		p = p[i+1:]
+	}
+	return n, nil
+}
+
+func (s *Stream) line(l []byte) {
+	switch {
+	case len(l) == 0:
+		if len(s.data) > 0 || s.event != "" {
+			s.dispatch(s.event, s.data)
+		}
+		s.event, s.data = "", s.data[:0]
+	case bytes.HasPrefix(l, []byte("event:")):
+		s.event = string(bytes.TrimSpace(l[6:]))
+	case bytes.HasPrefix(l, []byte("data:")):
+		d := l[5:]
+		if len(d) > 0 && d[0] == ' ' {
+			d = d[1:]
+		}
+		if len(s.data) > 0 {
+			s.data = append(s.data, '\n')
+		}
+		if len(s.data)+len(d) > s.limit {
+			s.over = true
+			return
+		}
+		s.data = append(s.data, d...)
+	}
+}
+
+func (s *Stream) fail(msg string) {
+	if s.err == "" {
+		s.err = msg
+	}
+}
+
+func (s *Stream) dispatch(event string, data []byte) {
+	if s.done {
+		return
+	}
+	switch s.api {
+	case ChatCompletions:
+		s.chat(data)
+	case Responses:
+		s.responses(event, data)
+	case Messages:
+		s.messages(event, data)
+	}
+}
+
+func (s *Stream) chat(data []byte) {
+	if string(bytes.TrimSpace(data)) == "[DONE]" {
+		s.done = true
+		return
+	}
+	var c struct {
+		ID      string `json:"id"`
+		Choices []struct {
+			Index int `json:"index"`
+			Delta struct {
+				Content   string `json:"content"`
+				ToolCalls []struct {
+					Index    int    `json:"index"`
+					ID       string `json:"id"`
+					Function struct {
+						Name      string `json:"name"`
+						Arguments string `json:"arguments"`
+					} `json:"function"`
+				} `json:"tool_calls"`
+			} `json:"delta"`
+			FinishReason string `json:"finish_reason"`
+		} `json:"choices"`
+		Usage *usage    `json:"usage"`
+		Error *apiError `json:"error"`
+	}
+	if err := json.Unmarshal(data, &c); err != nil {
+		s.fail("a stream event is not JSON: " + err.Error())
+		return
+	}
+	if c.Error != nil {
+		s.fail(c.Error.String())
+		s.done = true
+		return
+	}
+	if c.ID != "" {
+		s.out.ResponseID = c.ID
+	}
+	c.Usage.fill(&s.out)
+	for _, ch := range c.Choices {
+		if ch.Index != 0 {
+			continue // the first choice is the one recorded
+		}
+		s.chatText.WriteString(ch.Delta.Content)
+		for _, tc := range ch.Delta.ToolCalls {
+			call := s.chatCalls[tc.Index]
+			if call == nil {
+				call = &streamCall{}
+				s.chatCalls[tc.Index] = call
+			}
+			if tc.ID != "" {
+				call.id = tc.ID
+			}
+			if tc.Function.Name != "" {
+				call.name = tc.Function.Name
+			}
+			call.args.WriteString(tc.Function.Arguments)
+		}
+		if ch.FinishReason != "" {
+			s.out.StopReason = ch.FinishReason
+		}
+	}
+}
+
+func (s *Stream) responses(event string, data []byte) {
+	var e struct {
+		Type     string          `json:"type"`
+		Response json.RawMessage `json:"response"`
+		Message  string          `json:"message"`
+	}
+	if err := json.Unmarshal(data, &e); err != nil {
+		s.fail("a stream event is not JSON: " + err.Error())
+		return
+	}
+	if e.Type == "" {
+		e.Type = event
+	}
+	switch e.Type {
+	case "response.completed", "response.failed", "response.incomplete":
+		s.final = append([]byte(nil), e.Response...)
+		s.done = true
+	case "error":
+		s.fail("error event: " + e.Message)
+		s.done = true
+	}
+}
+
+func (s *Stream) messages(event string, data []byte) {
+	var e struct {
+		Type    string `json:"type"`
+		Index   int    `json:"index"`
+		Message struct {
+			ID    string `json:"id"`
+			Usage *usage `json:"usage"`
+		} `json:"message"`
+		ContentBlock *part `json:"content_block"`
+		Delta        struct {
+			Type        string `json:"type"`
+			Text        string `json:"text"`
+			Thinking    string `json:"thinking"`
+			Signature   string `json:"signature"`
+			PartialJSON string `json:"partial_json"`
+			StopReason  string `json:"stop_reason"`
+		} `json:"delta"`
+		Usage *usage    `json:"usage"`
+		Error *apiError `json:"error"`
+	}
+	if err := json.Unmarshal(data, &e); err != nil {
+		s.fail("a stream event is not JSON: " + err.Error())
+		return
+	}
+	if e.Type == "" {
+		e.Type = event
+	}
+	switch e.Type {
+	case "message_start":
+		s.out.ResponseID = e.Message.ID
+		e.Message.Usage.fill(&s.out)
+	case "content_block_start":
+		if e.ContentBlock == nil {
+			return
+		}
+		b := &streamBlock{typ: e.ContentBlock.Type, id: e.ContentBlock.ID, name: e.ContentBlock.Name, input: e.ContentBlock.Input}
+		b.text.WriteString(e.ContentBlock.Text + e.ContentBlock.Thinking)
+		b.sig.WriteString(e.ContentBlock.Signature)
+		b.data.WriteString(e.ContentBlock.Data)
+		s.blocks[e.Index] = b
+	case "content_block_delta":
+		b := s.blocks[e.Index]
+		if b == nil {
+			s.fail(fmt.Sprintf("content_block_delta for block %d, which no content_block_start opened", e.Index))
+			return
+		}
+		b.text.WriteString(e.Delta.Text + e.Delta.Thinking)
+		b.sig.WriteString(e.Delta.Signature)
+		b.arg.WriteString(e.Delta.PartialJSON)
+	case "message_delta":
+		if e.Delta.StopReason != "" {
+			s.out.StopReason = e.Delta.StopReason
+		}
+		if e.Usage != nil && e.Usage.OutputTokens > 0 {
+			s.out.CompletionTokens = e.Usage.OutputTokens
+		}
+	case "message_stop":
+		s.done = true
+	case "error":
+		s.fail(e.Error.String())
+		s.done = true
+	}
+}
+
+// Output returns what the stream amounted to so far. A stream that ended
+// without its final event has Error set by the caller (see Cut).
+func (s *Stream) Output() (*Output, error) {
+	if s.over {
+		s.fail(fmt.Sprintf("the stream holds an event larger than %d bytes, which the record leaves out", s.limit))
+	}
+	var o *Output
+	switch s.api {
+	case Responses:
+		if s.final == nil {
+			o = &Output{}
+			break
+		}
+		var err error
+		if o, err = parseResponsesObject(s.final); err != nil {
+			return nil, err
+		}
+	case ChatCompletions:
+		o = &s.out
+		var bs []events.Block
+		if s.chatText.Len() > 0 || len(s.chatCalls) == 0 {
+			bs = append(bs, events.Block{Kind: events.KindLLMText, Text: s.chatText.String()})
+		}
+		for _, i := range sortedInts(s.chatCalls) {
+			c := s.chatCalls[i]
+			bs = append(bs, events.Block{Kind: events.KindToolCall, CallID: orDash(c.id), ToolName: orDash(c.name), Arguments: c.args.String()})
+		}
+		it := Item{Blocks: bs}
+		it.mark(s.api)
+		o.Items = []Item{it}
+	case Messages:
+		o = &s.out
+		var parts []part
+		for _, i := range sortedInts(s.blocks) {
+			b := s.blocks[i]
+			p := part{Type: b.typ, ID: b.id, Name: b.name}
+			switch b.typ {
+			case "text":
+				p.Text = b.text.String()
+			case "thinking":
+				p.Thinking, p.Signature = b.text.String(), b.sig.String()
+			case "redacted_thinking":
+				p.Data = b.data.String()
+			case "tool_use":
+				p.Input = b.input
+				if b.arg.Len() > 0 {
+					p.Input = json.RawMessage(b.arg.String())
+				}
+			}
+			parts = append(parts, p)
+		}
+		bs, err := anthropicBlocks(events.KindLLMText, parts)
+		if err != nil {
+			return nil, err
+		}
+		if len(bs) > 0 {
+			it := Item{Blocks: bs}
+			it.mark(s.api)
+			o.Items = []Item{it}
+		}
+	}
+	if o.Error == "" {
+		o.Error = s.err
+	}
+	return o, nil
+}
+
+func sortedInts[V any](m map[int]V) []int {
+	keys := make([]int, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	return keys
+}

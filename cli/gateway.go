@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/nats-io/nats.go"
+	"github.com/spf13/cobra"
+	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/gateway"
+	"github.com/turnlog/turnlog/httpapi"
+	"github.com/turnlog/turnlog/natsauth"
+)
+
+func init() { commands = append(commands, newGatewayCmd) }
+
+func newGatewayCmd() *cobra.Command {
+	var (
+		nf     natsFlags
+		gf     gatewayFlags
+		listen string
+		token  string
+	)
+	nf.asRole(natsauth.Worker)
+	cmd := &cobra.Command{
+		Use:   "gateway",
+		Short: "Run the recording gateway alone: apps call their provider through it, and every call is recorded",
+		Long: `gateway runs the recording gateway without the rest of serve, connected to a
+NATS server as a worker is, so that several can sit behind a load balancer:
+
+  TURNLOG_OPENAI_API_KEY=sk-... turnlog gateway --listen 0.0.0.0:8090 --nats-url nats://nats:4222 --creds worker.nk
+
+Clients point their SDK's base URL at it (OpenAI: http://HOST:PORT/v1,
+Anthropic: http://HOST:PORT). POST /v1/chat/completions and /v1/responses go
+to --openai-upstream, /v1/messages to --anthropic-upstream; other /v1/ paths
+are forwarded unrecorded.
+
+Keys: with TURNLOG_OPENAI_API_KEY or TURNLOG_ANTHROPIC_API_KEY set, clients use
+turnlog's token as their API key and the gateway sends the provider key
+upstream (managed); otherwise each call carries "Turnlog-Token: <token>" and
+its own provider key, which goes upstream unchanged (pass-through). The token
+is --token's, or TURNLOG_TOKEN, or the data directory's auth/http.token.
+Provider keys are never recorded or logged. See docs/gateway.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			tok := token
+			if tok == "" {
+				dir := natsauth.Dir(nf.settings.DataDir)
+				if nf.settings.DataDir == "" {
+					dir = natsauth.Dir(envOr("TURNLOG_DATA", "./.turnlog"))
+				}
+				raw, err := os.ReadFile(natsauth.TokenFile(dir))
+				if err != nil {
+					return fmt.Errorf("gateway: no token: set TURNLOG_TOKEN (or --token), or run where turnlog serve's data directory holds auth/http.token: %w", err)
+				}
+				tok = string(trimNewline(raw))
+			}
+			nc, err := nf.dial(nats.MaxReconnects(-1))
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			l, err := eventlog.Open(ctx, nc, eventlog.WithPrefix(nf.prefix))
+			if err != nil {
+				return err
+			}
+			cfg := gf.config(l, nc, tok)
+			g, err := gateway.New(cfg)
+			if err != nil {
+				return err
+			}
+			running, err := httpapi.Start(ctx, listen, g, nil)
+			if err != nil {
+				return err
+			}
+			defer running.Close()
+			fmt.Fprintf(cmd.OutOrStdout(), "turnlog: gateway on %s (OpenAI base URL %s/v1, Anthropic base URL %s), recording to NATS\n", running.URL(), running.URL(), running.URL())
+			<-ctx.Done()
+			if err := ctx.Err(); err != nil && !errors.Is(err, context.Canceled) {
+				return err
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&listen, "listen", envOr("TURNLOG_GATEWAY_LISTEN", "127.0.0.1:8090"), "HOST:PORT the gateway listens on (env TURNLOG_GATEWAY_LISTEN)")
+	fs.StringVar(&token, "token", os.Getenv("TURNLOG_TOKEN"), "turnlog's token, which clients send as their API key or in Turnlog-Token (env TURNLOG_TOKEN; default: <data>/auth/http.token)")
+	nf.register(fs)
+	gf.register(fs)
+	return cmd
+}
+
+func trimNewline(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r' || b[len(b)-1] == ' ') {
+		b = b[:len(b)-1]
+	}
+	return b
+}

@@ -1,0 +1,80 @@
+package gateway
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"net/http"
+	"strings"
+)
+
+// TokenHeader carries turnlog's token in pass-through mode, where the
+// provider's own credential headers go upstream unchanged.
+const TokenHeader = "Turnlog-Token"
+
+// ConversationHeader names a call's conversation (request) and says which
+// conversation a call was recorded in (response).
+const ConversationHeader = "Turnlog-Conversation"
+
+// authorize checks a call before anything is forwarded or recorded and
+// prepares its headers for the upstream: in managed mode (the gateway holds
+// the provider key) the client's API key must be the token and is replaced
+// by the provider key; in pass-through mode Turnlog-Token must be the token
+// and the provider headers are left as they came. No Turnlog-* header
+// goes upstream (the caller strips them). It returns "" or why the call is
+// refused (401).
+func (g *Gateway) authorize(h http.Header, anthropic bool, managedKey string) string {
+	if tok := h.Get(TokenHeader); tok != "" || managedKey == "" {
+		if g.cfg.Token == "" {
+			return ""
+		}
+		if tok == "" {
+			return "this gateway holds no provider key for this API, so each call must carry turnlog's token in the header " + TokenHeader +
+				" (and its provider key as usual); or start the gateway with TURNLOG_OPENAI_API_KEY / TURNLOG_ANTHROPIC_API_KEY and use the token as the API key"
+		}
+		if !g.tokenOK(tok) {
+			return "the " + TokenHeader + " header is not turnlog's token; use the one in the data directory's auth/http.token, or the one turnlog was given (TURNLOG_TOKEN)"
+		}
+		return ""
+	}
+	// Managed: the client's API key is turnlog's token.
+	key := bearer(h.Get("Authorization"))
+	if anthropic && h.Get("X-Api-Key") != "" {
+		key = h.Get("X-Api-Key")
+	}
+	if g.cfg.Token != "" && !g.tokenOK(key) {
+		return "the API key is not turnlog's token: this gateway sends its own provider key upstream, and clients use turnlog's token (auth/http.token, or TURNLOG_TOKEN) as their API key"
+	}
+	h.Del("Authorization")
+	h.Del("X-Api-Key")
+	if anthropic {
+		h.Set("X-Api-Key", managedKey)
+	} else {
+		h.Set("Authorization", "Bearer "+managedKey)
+	}
+	return ""
+}
+
+func bearer(v string) string {
+	scheme, tok, ok := strings.Cut(v, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(tok)
+}
+
+// tokenOK compares digests in constant time: neither the token's bytes nor
+// its length leak through timing.
+func (g *Gateway) tokenOK(tok string) bool {
+	got := sha256.Sum256([]byte(tok))
+	return subtle.ConstantTimeCompare(got[:], g.tokenHash[:]) == 1
+}
+
+// stripTurnlog removes every Turnlog-* header: they are for turnlog, never
+// for the provider.
+func stripTurnlog(h http.Header) {
+	for k := range h {
+		if strings.HasPrefix(strings.ToLower(k), "turnlog-") {
+			delete(h, k)
+		}
+	}
+}

@@ -1,0 +1,122 @@
+// Package gateway is the recording gateway's HTTP side: apps that turnlog
+// does not run point their OpenAI or Anthropic SDK's base URL at it, and it
+// forwards every call to the real provider unchanged while recording it as
+// conversation events (package calls turns a call into events). Routes:
+// POST /v1/chat/completions, /v1/responses (OpenAI-compatible upstream) and
+// /v1/messages (Anthropic upstream), streamed or not; other /v1/ paths are
+// forwarded unrecorded. See docs/gateway.md.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/turnlog/turnlog/calls"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projector"
+)
+
+// Default upstreams, as the providers' SDKs take their base URL.
+const (
+	DefaultOpenAIUpstream    = "https://api.openai.com/v1"
+	DefaultAnthropicUpstream = "https://api.anthropic.com"
+)
+
+// DefaultMaxBody bounds a request body, and the part of a response body
+// kept to record it, unless Config says otherwise.
+const DefaultMaxBody = 32 << 20
+
+// Log is what the gateway needs of the event log; *eventlog.Log
+// implements it. It appends like a worker: one message per step, fenced by
+// the conversation's expected last sequence.
+type Log interface {
+	Load(ctx context.Context, conversation string) (*projector.Turn, error)
+	LoadAt(ctx context.Context, conversation string, n int) (*projector.Turn, error)
+	Append(ctx context.Context, conversation string, expectedSeq uint64, evs ...events.Event) (uint64, error)
+}
+
+// Checker runs the rules of replay --check on a call as it is recorded:
+// given the Turn after the call and the call's events, it returns the
+// findings to record with the call's outcome. Nil records none.
+type Checker interface {
+	Check(turn *projector.Turn, call []events.Event) []events.Payload
+}
+
+// Config configures a Gateway. Log and Connected are required.
+type Config struct {
+	Log Log
+	// Connected reports whether the log's NATS connection is up: when it
+	// is not, calls are answered 503 without being forwarded.
+	Connected func() bool
+	// Token is turnlog's HTTP token: what a client sends as its API key
+	// (managed keys) or in Turnlog-Token (pass-through). Empty: calls need
+	// no token (serve --no-token).
+	Token string
+	// OpenAIUpstream and AnthropicUpstream are the providers' base URLs
+	// (defaults DefaultOpenAIUpstream, DefaultAnthropicUpstream).
+	OpenAIUpstream, AnthropicUpstream string
+	// OpenAIKey and AnthropicKey, when set, are sent upstream instead of
+	// the client's key (managed keys): the client's API key is then
+	// Token. They are never recorded or logged.
+	OpenAIKey, AnthropicKey string
+	// MaxBody bounds request bodies (413 past it) and the response bytes
+	// kept to record a call (default DefaultMaxBody).
+	MaxBody int64
+	// Transport reaches the upstreams (default a clone of
+	// http.DefaultTransport).
+	Transport http.RoundTripper
+	// Checker runs replay --check's rules as calls are recorded.
+	Checker Checker
+	// IndexSize bounds the states inferred threading remembers (default
+	// 100000).
+	IndexSize int
+	Logger    *slog.Logger
+}
+
+// Validate fills in defaults and reports what is wrong.
+func (c *Config) Validate() error {
+	if c.Log == nil || c.Connected == nil {
+		return errors.New("gateway: Config.Log and Config.Connected are required")
+	}
+	if c.OpenAIUpstream == "" {
+		c.OpenAIUpstream = DefaultOpenAIUpstream
+	}
+	if c.AnthropicUpstream == "" {
+		c.AnthropicUpstream = DefaultAnthropicUpstream
+	}
+	for name, u := range map[string]string{"--openai-upstream": c.OpenAIUpstream, "--anthropic-upstream": c.AnthropicUpstream} {
+		p, err := url.Parse(u)
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return fmt.Errorf("gateway: %s %q: give the provider's base URL as its SDK takes it, such as %s", name, u, DefaultOpenAIUpstream)
+		}
+	}
+	if strings.TrimSpace(c.Token) != c.Token {
+		return errors.New("gateway: the token starts or ends with white space; remove it")
+	}
+	if c.MaxBody <= 0 {
+		c.MaxBody = DefaultMaxBody
+	}
+	if c.Transport == nil {
+		c.Transport = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	if c.IndexSize <= 0 {
+		c.IndexSize = 100000
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}
+
+// providerKey is the managed key for api's provider ("" in pass-through).
+func (c *Config) providerKey(api calls.API) string {
+	if api.Anthropic() {
+		return c.AnthropicKey
+	}
+	return c.OpenAIKey
+}

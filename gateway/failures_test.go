@@ -1,0 +1,251 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/gateway"
+)
+
+func post(t *testing.T, url string, header map[string]string, body string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+const chatBody = `{"model":"gpt-test","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"%s"}]}`
+
+func managed(c *gateway.Config) { c.OpenAIKey = "sk-provider-secret" }
+
+func inferences(t *testing.T, r *rig, conv string) (started []events.InferenceStarted, finished int, failed []string) {
+	for _, e := range conversationEvents(t, r.log, conv) {
+		switch p := e.Payload.(type) {
+		case events.InferenceStarted:
+			started = append(started, p)
+		case events.InferenceFinished:
+			finished++
+		case events.InferenceFailed:
+			failed = append(failed, p.Error)
+		}
+	}
+	return
+}
+
+func TestRefusedBeforeForwarding(t *testing.T) {
+	up := newChatUpstream(t, "sk-provider-secret")
+	r := newRig(t, up.URL, up.URL, managed, func(c *gateway.Config) { c.MaxBody = 1000 })
+	for _, tc := range []struct {
+		name   string
+		path   string
+		header map[string]string
+		body   string
+		status int
+		shape  string
+	}{
+		{"no key", "/v1/chat/completions", nil, fmt.Sprintf(chatBody, "hi"), 401, `"code":"invalid_api_key"`},
+		{"wrong key", "/v1/chat/completions", map[string]string{"Authorization": "Bearer sk-provider-secret"}, fmt.Sprintf(chatBody, "hi"), 401, `"invalid_request_error"`},
+		{"wrong Turnlog-Token", "/v1/chat/completions", map[string]string{"Turnlog-Token": "nope", "Authorization": "Bearer x"}, fmt.Sprintf(chatBody, "hi"), 401, `"invalid_request_error"`},
+		{"anthropic without token", "/v1/messages", map[string]string{"X-Api-Key": "sk-ant"}, `{"model":"m","max_tokens":5,"messages":[]}`, 401, `"type":"authentication_error"`},
+		{"oversized", "/v1/chat/completions", map[string]string{"Authorization": "Bearer " + token}, fmt.Sprintf(chatBody, strings.Repeat("x", 2000)), 413, `"code":"request_too_large"`},
+		{"unforwardable conversation ID", "/v1/chat/completions", map[string]string{"Authorization": "Bearer " + token, "Turnlog-Conversation": "a.b"}, fmt.Sprintf(chatBody, "hi"), 400, `contains '.'`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := post(t, r.gw.URL+tc.path, tc.header, tc.body)
+			assert.Equal(t, tc.status, resp.StatusCode, "%s", body)
+			assert.Contains(t, string(body), tc.shape)
+			sent, _, _ := r.wire.snapshot()
+			assert.Empty(t, sent, "nothing was forwarded")
+		})
+	}
+}
+
+func TestNATSDownAnswers503WithoutForwarding(t *testing.T) {
+	up := newChatUpstream(t, "sk-provider-secret")
+	r := newRig(t, up.URL, "", managed)
+	r.srv.Conn.Close()
+	resp, body := post(t, r.gw.URL+"/v1/chat/completions", map[string]string{"Authorization": "Bearer " + token}, fmt.Sprintf(chatBody, "hi"))
+	assert.Equal(t, 503, resp.StatusCode)
+	assert.Contains(t, string(body), "NATS")
+	sent, _, _ := r.wire.snapshot()
+	assert.Empty(t, sent)
+}
+
+// storedBytes returns every stored message of the event streams, data and
+// headers.
+func storedBytes(t *testing.T, r *rig) []byte {
+	ctx := context.Background()
+	var all bytes.Buffer
+	js := r.log.JetStream()
+	for _, name := range r.log.Names().EventStreams() {
+		s, err := js.Stream(ctx, name)
+		require.NoError(t, err)
+		info, err := s.Info(ctx)
+		require.NoError(t, err)
+		for seq := info.State.FirstSeq; seq <= info.State.LastSeq && seq > 0; seq++ {
+			m, err := s.GetMsg(ctx, seq)
+			if err != nil {
+				continue
+			}
+			all.Write(m.Data)
+			for k, v := range m.Header {
+				fmt.Fprint(&all, k, v)
+			}
+		}
+	}
+	require.NotZero(t, all.Len())
+	return all.Bytes()
+}
+
+func TestKeysNeverStoredAndUpstreamErrorsRecorded(t *testing.T) {
+	up := newChatUpstream(t, "sk-provider-secret")
+	r := newRig(t, up.URL, "", managed)
+	resp, _ := post(t, r.gw.URL+"/v1/chat/completions", map[string]string{"Authorization": "Bearer " + token}, fmt.Sprintf(chatBody, "managed"))
+	require.Equal(t, 200, resp.StatusCode)
+	// Pass-through with a key the upstream refuses: the client gets the
+	// upstream's own 401, and the call is recorded as failed.
+	resp, body := post(t, r.gw.URL+"/v1/chat/completions", map[string]string{"Turnlog-Token": token, "Authorization": "Bearer sk-client-wrong-key"}, fmt.Sprintf(chatBody, "pass"))
+	assert.Equal(t, 401, resp.StatusCode)
+	assert.Contains(t, string(body), "Incorrect API key provided")
+	conv := resp.Header.Get("Turnlog-Conversation")
+	require.NotEmpty(t, conv)
+	started, finished, failed := inferences(t, r, conv)
+	require.Len(t, started, 1)
+	assert.Zero(t, finished)
+	require.Len(t, failed, 1)
+	assert.Contains(t, failed[0], "upstream answered 401")
+	verify(t, r.log, conv)
+
+	stored := storedBytes(t, r)
+	for _, secret := range []string{"sk-provider-secret", "sk-client-wrong-key", token} {
+		assert.NotContains(t, string(stored), secret, "a key is in the stream's stored bytes")
+	}
+}
+
+func TestThreadingByContent(t *testing.T) {
+	up := newChatUpstream(t, "")
+	r := newRig(t, up.URL, "")
+	h := map[string]string{"Turnlog-Token": token}
+	first := `{"role":"system","content":"s"},{"role":"user","content":"weather?"}`
+	call := func(msgs string) string {
+		resp, body := post(t, r.gw.URL+"/v1/chat/completions", h, `{"model":"m","messages":[`+msgs+`]}`)
+		require.Equal(t, 200, resp.StatusCode, "%s", body)
+		return resp.Header.Get("Turnlog-Conversation")
+	}
+	a := call(first)
+	b := call(first)
+	assert.NotEqual(t, a, b, "two chats with the same first call are two conversations")
+	// Chat a goes on: its tool call (as the upstream issued it to a: call_1) and result.
+	a1 := `{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Paris\"}"}}],"refusal":null,"annotations":[]}`
+	a2 := call(first + `,` + a1 + `,{"role":"tool","tool_call_id":"call_1","content":"sunny"}`)
+	assert.Equal(t, a, a2, "a call that begins with a's input and output continues a")
+	// Back to a's state after its first call, with another result: a fork.
+	f := call(first + `,` + a1 + `,{"role":"tool","tool_call_id":"call_1","content":"rainy"}`)
+	assert.NotEqual(t, a, f)
+	evs := conversationEvents(t, r.log, f)
+	start, ok := evs[0].Payload.(events.ConversationStarted)
+	require.True(t, ok)
+	assert.Equal(t, a, start.ForkedFrom)
+	started, _, _ := inferences(t, r, f)
+	require.Len(t, started, 1)
+	assert.Equal(t, "inferred", started[0].Gateway["threading"])
+	for _, c := range []string{a, b, f} {
+		verify(t, r.log, c)
+	}
+}
+
+func TestConcurrentCallsOfOneConversation(t *testing.T) {
+	up := newChatUpstream(t, "")
+	r := newRig(t, up.URL, "")
+	const n = 8
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, body := post(t, r.gw.URL+"/v1/chat/completions", map[string]string{"Turnlog-Token": token, "Turnlog-Conversation": "agents"},
+				fmt.Sprintf(chatBody, fmt.Sprintf("sub-agent %d", i)))
+			assert.Equal(t, 200, resp.StatusCode, "%s", body)
+		}()
+	}
+	wg.Wait()
+	started, finished, failed := inferences(t, r, "agents")
+	assert.Len(t, started, n)
+	assert.Equal(t, n, finished)
+	assert.Empty(t, failed)
+	verify(t, r.log, "agents")
+}
+
+func TestCutStreamAndClientDisconnect(t *testing.T) {
+	cut := make(chan struct{})
+	up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if strings.Contains(r.Header.Get("X-Test"), "slow") {
+			<-r.Context().Done()
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"id\":\"x\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"It\"}}]}\n\n")
+		w.(http.Flusher).Flush()
+		<-cut
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := &http.Server{Handler: up}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	r := newRig(t, "http://"+ln.Addr().String(), "")
+
+	t.Run("cut stream", func(t *testing.T) {
+		req, _ := http.NewRequest(http.MethodPost, r.gw.URL+"/v1/chat/completions", strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+		req.Header.Set("Turnlog-Token", token)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		buf := make([]byte, 10)
+		_, err = io.ReadAtLeast(resp.Body, buf, 5)
+		require.NoError(t, err, "the first event arrives before the stream ends")
+		close(cut)
+		_, err = io.ReadAll(resp.Body)
+		assert.Error(t, err, "the client sees the stream cut")
+		conv := resp.Header.Get("Turnlog-Conversation")
+		require.Eventually(t, func() bool { _, _, f := inferences(t, r, conv); return len(f) == 1 }, 10*time.Second, 20*time.Millisecond)
+		_, _, failed := inferences(t, r, conv)
+		assert.Contains(t, failed[0], "cut")
+	})
+	t.Run("client disconnect", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, r.gw.URL+"/v1/chat/completions", strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+		req.Header.Set("Turnlog-Token", token)
+		req.Header.Set("Turnlog-Conversation", "gone")
+		req.Header.Set("X-Test", "slow")
+		go func() { time.Sleep(200 * time.Millisecond); cancel() }()
+		_, err := http.DefaultClient.Do(req)
+		require.Error(t, err)
+		require.Eventually(t, func() bool { _, _, f := inferences(t, r, "gone"); return len(f) == 1 }, 10*time.Second, 20*time.Millisecond)
+		_, _, failed := inferences(t, r, "gone")
+		assert.Contains(t, failed[0], "client disconnected")
+	})
+}

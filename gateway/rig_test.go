@@ -1,0 +1,95 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/gateway"
+	"github.com/turnlog/turnlog/internal/natstest"
+	"github.com/turnlog/turnlog/internal/sdktest"
+	"github.com/turnlog/turnlog/replay"
+)
+
+const token = "tl-test-token-0123456789"
+
+// rig is a gateway on a real embedded JetStream server in front of
+// stand-in upstreams, with the wire between them logged.
+type rig struct {
+	srv  *natstest.Server
+	log  *eventlog.Log
+	gw   *httptest.Server
+	wire *wireLog
+}
+
+type rigOption func(*gateway.Config)
+
+func newRig(t *testing.T, openai, anthropic string, opts ...rigOption) *rig {
+	t.Helper()
+	s := natstest.Start(t)
+	l, err := eventlog.Open(context.Background(), s.Conn)
+	require.NoError(t, err)
+	wire := &wireLog{next: http.DefaultTransport}
+	cfg := gateway.Config{Log: l, Connected: s.Conn.IsConnected, Token: token, OpenAIUpstream: openai + "/v1",
+		AnthropicUpstream: anthropic, Transport: wire}
+	if openai == "" {
+		cfg.OpenAIUpstream = ""
+	}
+	if anthropic == "" {
+		cfg.AnthropicUpstream = ""
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	g, err := gateway.New(cfg)
+	require.NoError(t, err)
+	hs := httptest.NewServer(g)
+	t.Cleanup(hs.Close)
+	return &rig{srv: s, log: l, gw: hs, wire: wire}
+}
+
+// sdkResult is what the fixtures' wire.js reports.
+type sdkResult struct {
+	Sent          []string `json:"sent"`
+	Received      []string `json:"received"`
+	Conversations []string `json:"conversations"`
+	Texts         []string `json:"texts"`
+}
+
+func runSDK(t *testing.T, script string, env ...string) sdkResult {
+	t.Helper()
+	prefix := sdktest.Install(t)
+	out := sdktest.Run(t, prefix, filepath.Join("testdata", script), env...)
+	var res sdkResult
+	require.NoError(t, json.Unmarshal(out, &res), "script output: %s", out)
+	return res
+}
+
+// verify runs replay --verify's check on a conversation.
+func verify(t *testing.T, l *eventlog.Log, conv string) *replay.Verification {
+	t.Helper()
+	v, err := replay.Verify(context.Background(), l, conv)
+	require.NoError(t, err)
+	require.True(t, v.OK(), "replay --verify: %+v", v.Mismatches)
+	return v
+}
+
+// conversationEvents reads a conversation's events.
+func conversationEvents(t *testing.T, l *eventlog.Log, conv string) []events.Event {
+	t.Helper()
+	var out []events.Event
+	for r, err := range l.Events(context.Background(), conv) {
+		require.NoError(t, err)
+		out = append(out, r.Event)
+	}
+	return out
+}
+
+func TestMain(m *testing.M) { os.Exit(m.Run()) }

@@ -1,0 +1,149 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/turnlog/turnlog/calls"
+)
+
+// tee is a response body on its way to the client: every byte passes
+// through as it came (a stream's events as they arrive), and a copy is
+// read to record the call. The call's outcome is recorded, and
+// acknowledged by JetStream, before the response's last byte is handed
+// on: a JSON body's last byte is held back until its end is known; a
+// stream's final event is recorded before the piece that holds it is
+// passed on. If the outcome cannot be recorded, the response is cut, so a
+// client never gets a whole answer the log does not hold.
+type tee struct {
+	body   io.ReadCloser
+	st     *state
+	sse    bool
+	status int
+	limit  int
+	finish func(calls.Outcome) error
+
+	stream  *calls.Stream
+	buf     bytes.Buffer
+	over    bool
+	pending []byte // the held-back last byte
+	done    bool
+	endErr  error
+}
+
+func newTee(body io.ReadCloser, st *state, sse bool, status, limit int, finish func(calls.Outcome) error) *tee {
+	t := &tee{body: body, st: st, sse: sse, status: status, limit: limit, finish: finish}
+	if sse && status < 300 {
+		t.stream = calls.NewStream(st.api, limit)
+	}
+	return t
+}
+
+func (t *tee) observe(p []byte) {
+	if t.stream != nil {
+		t.stream.Write(p)
+		return
+	}
+	if t.buf.Len()+len(p) > t.limit {
+		t.over = true
+		return
+	}
+	t.buf.Write(p)
+}
+
+func (t *tee) Read(p []byte) (int, error) {
+	if t.done {
+		if len(t.pending) > 0 && len(p) > 0 {
+			p[0] = t.pending[0]
+			t.pending = nil
+			return 1, nil
+		}
+		return 0, t.endErr
+	}
+	off := copy(p, t.pending)
+	t.pending = nil
+	n, err := t.body.Read(p[off:])
+	t.observe(p[off : off+n])
+	total := off + n
+	switch {
+	case err == io.EOF:
+		if rerr := t.end(); rerr != nil {
+			return 0, rerr
+		}
+		t.done, t.endErr = true, io.EOF
+		return total, nil
+	case err != nil:
+		reason := "the upstream's response was cut: " + err.Error()
+		if errors.Is(err, context.Canceled) {
+			reason = "the client disconnected before the response ended"
+		}
+		t.fail(reason)
+		return total, err
+	}
+	if t.stream != nil {
+		if t.stream.Done() && !t.st.recorded {
+			if rerr := t.end(); rerr != nil {
+				return 0, rerr
+			}
+		}
+		return total, nil
+	}
+	if total > 0 {
+		t.pending = []byte{p[total-1]}
+		total--
+	}
+	return total, nil
+}
+
+// end records the call's outcome when the response is complete.
+func (t *tee) end() error {
+	if t.st.recorded {
+		return nil
+	}
+	o := calls.Outcome{Duration: time.Since(t.st.started)}
+	switch {
+	case t.status >= 300:
+		o.Failure = statusFailure(t.status, t.buf.Bytes())
+		o.Transient = t.status == 429 || t.status >= 500
+	case t.stream != nil:
+		out, err := t.stream.Output()
+		if err != nil {
+			o.Failure = "the response cannot be read: " + err.Error()
+		} else {
+			o.Output = out
+		}
+		if !t.stream.Done() {
+			o.Failure = "the stream ended before its final event"
+		}
+	case t.over:
+		o.Failure = "the response is larger than the gateway's --max-body; it reached the client but is not recorded"
+	case t.st.call.Request != nil:
+		out, err := calls.ParseResponse(t.st.api, t.buf.Bytes())
+		if err != nil {
+			o.Failure = "the response cannot be read: " + err.Error()
+		} else {
+			o.Output = out
+		}
+	}
+	if err := t.finish(o); err != nil {
+		return errors.New("turnlog could not record the call, so its response is cut: " + err.Error())
+	}
+	return nil
+}
+
+func (t *tee) fail(reason string) {
+	if !t.st.recorded {
+		_ = t.finish(calls.Outcome{Failure: reason, Transient: true, Duration: time.Since(t.st.started)})
+	}
+}
+
+// Close records a response the client stopped reading (it disconnected).
+func (t *tee) Close() error {
+	if !t.st.recorded {
+		t.fail("the client disconnected before the response ended")
+	}
+	return t.body.Close()
+}
