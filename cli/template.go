@@ -11,7 +11,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/internal/plural"
+	"github.com/turnlog/turnlog/middlewares"
 	"github.com/turnlog/turnlog/middlewares/template"
+	"github.com/turnlog/turnlog/natsauth"
+	"github.com/turnlog/turnlog/natsconn"
 	"github.com/turnlog/turnlog/projector"
 	"github.com/turnlog/turnlog/templates"
 )
@@ -71,8 +74,9 @@ func newTemplateGetCmd() *cobra.Command {
 
 func newTemplateSetCmd() *cobra.Command {
 	var (
-		nf    natsFlags
-		reset bool
+		nf     natsFlags
+		reset  bool
+		strict bool
 	)
 	cmd := &cobra.Command{
 		Use:   "set <file>",
@@ -81,7 +85,15 @@ func newTemplateSetCmd() *cobra.Command {
 from now on are prompted with it; conversations already started keep their
 prompt byte for byte until their next compaction, which renders this template
 (unless their profile says compaction_template: original). An empty file
-means new conversations get no system prompt at all.`,
+means new conversations get no system prompt at all.
+
+Before storing, set lists on stderr each suspicious construct of the
+template with its line and column: a variable of an unknown type
+([fiel:README.md]), an unknown name of a fixed type ([system:dat]), an
+[if], [else] or [endif] without its partner, a tag not closed on its line.
+They are stored all the same (unknown variables render as nothing,
+unmatched tags as literal text); with --strict a template with warnings is
+refused (exit 1) and nothing is stored.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if reset && len(args) > 0 {
 				return errors.New("set: give either a file or --default, not both")
@@ -100,6 +112,12 @@ means new conversations get no system prompt at all.`,
 				}
 				if err := templates.Validate(string(text)); err != nil {
 					return fmt.Errorf("%s: %w", args[0], err)
+				}
+				warnings := template.Lint(string(text))
+				printWarnings(cmd.ErrOrStderr(), templateName(args[0]), warnings)
+				if strict && len(warnings) > 0 {
+					return &exitError{code: 1, err: fmt.Errorf("template not set: %s (--strict); fix the template, or set it without --strict",
+						plural.Count(len(warnings), "warning"))}
 				}
 			}
 			nc, l, err := nf.connect(cmd.Context())
@@ -133,7 +151,24 @@ means new conversations get no system prompt at all.`,
 	}
 	nf.register(cmd.Flags())
 	cmd.Flags().BoolVar(&reset, "default", false, "go back to the built-in default template")
+	cmd.Flags().BoolVar(&strict, "strict", false, "refuse a template with warnings (exit 1): store nothing")
 	return cmd
+}
+
+// templateName is how warnings name the template: its file, or <stdin>.
+func templateName(arg string) string {
+	if arg == "-" {
+		return "<stdin>"
+	}
+	return arg
+}
+
+// printWarnings lists a template's warnings as compilers do,
+// "name:line:col: message", one a line.
+func printWarnings(w io.Writer, name string, warnings []template.Warning) {
+	for _, x := range warnings {
+		fmt.Fprintf(w, "turnlog: warning: %s:%s\n", name, x)
+	}
 }
 
 func newTemplateVariablesCmd() *cobra.Command {
@@ -164,6 +199,7 @@ func newTemplateRenderCmd() *cobra.Command {
 		nf                  natsFlags
 		cwd, file           string
 		model, conversation string
+		cwdRoots            []string
 		asJSON              bool
 	)
 	cmd := &cobra.Command{
@@ -173,7 +209,14 @@ func newTemplateRenderCmd() *cobra.Command {
 for a conversation's first turn, and prints the prompt. --cwd is the
 conversation's working directory (for prompt:cwd, git: and file:; without
 it those variables do not exist, as for a request that sends no "cwd" data).
-Nothing is printed when the template means "no system prompt".`,
+Nothing is printed when the template means "no system prompt".
+
+It reads only where workers may: a --cwd outside the --cwd-root
+directories (env TURNLOG_CWD_ROOTS; default the directory render runs in,
+as for workers) is refused (exit 1) when the template reads the working
+directory (file:, git:, prompt:cwd), and nothing in the data directory's
+auth/ (its keys) is ever read. The template's warnings (see template set
+--help) are listed on stderr, or under "warnings" with --json.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var src string
@@ -203,7 +246,28 @@ Nothing is printed when the template means "no system prompt".`,
 					return fmt.Errorf("--cwd %s is not a directory; give the conversation's working directory", cwd)
 				}
 				env.Cwd = abs
+				roots, err := absCwdRoots(cwdRoots)
+				if err != nil {
+					return err
+				}
+				if middlewares.ReadsCwd(template.Parse(src).Variables()) {
+					// A worker would refuse this cwd: a preview must not
+					// read where a conversation may not.
+					if err := middlewares.CheckCwd(abs, roots); err != nil {
+						return &exitError{code: 1, err: fmt.Errorf("render: %w", err)}
+					}
+				}
 			}
+			data := nf.settings.DataDir
+			if data == "" {
+				data = envOr("TURNLOG_DATA", natsconn.DefaultDataDir)
+			}
+			auth, err := filepath.Abs(natsauth.Dir(data))
+			if err != nil {
+				return err
+			}
+			env.DenyDirs = []string{auth}
+			warnings := template.Lint(src)
 			prompt, used, ok, err := template.RenderWith(cmd.Context(), src, env)
 			if err != nil {
 				return fmt.Errorf("render: %w", err)
@@ -212,8 +276,16 @@ Nothing is printed when the template means "no system prompt".`,
 				if used == nil {
 					used = template.Values{}
 				}
-				return printJSON(cmd.OutOrStdout(), map[string]any{"prompt": prompt, "variables": used})
+				if warnings == nil {
+					warnings = []template.Warning{}
+				}
+				return printJSON(cmd.OutOrStdout(), map[string]any{"prompt": prompt, "variables": used, "warnings": warnings})
 			}
+			name := "<stored template>"
+			if file != "" {
+				name = templateName(file)
+			}
+			printWarnings(cmd.ErrOrStderr(), name, warnings)
 			if !ok {
 				fmt.Fprintln(cmd.ErrOrStderr(), "turnlog: the template renders to nothing: no system prompt")
 				return nil
@@ -228,7 +300,8 @@ Nothing is printed when the template means "no system prompt".`,
 	fs.StringVar(&file, "file", "", "render this template file ('-' for standard input) instead of the stored one")
 	fs.StringVar(&model, "model", "", "the prompt:model value")
 	fs.StringVar(&conversation, "conversation", "", "the prompt:conversation_id value")
-	fs.BoolVar(&asJSON, "json", false, `print {"prompt": ..., "variables": {...}}, as the HTTP API does`)
+	fs.StringArrayVar(&cwdRoots, "cwd-root", filepath.SplitList(os.Getenv("TURNLOG_CWD_ROOTS")), "a directory under which --cwd may lie for file:, git: and prompt:cwd to read it, as for workers (repeatable; env TURNLOG_CWD_ROOTS; default: the directory render runs in; / allows any)")
+	fs.BoolVar(&asJSON, "json", false, `print {"prompt": ..., "variables": {...}, "warnings": [...]}, as the HTTP API does`)
 	return cmd
 }
 

@@ -73,7 +73,7 @@ func TestPutSystemPrompt(t *testing.T) {
 
 	status, body, _ := call(t, ts, "PUT", "/system-prompt", "Bearer "+token, string(in))
 	require.Equal(t, http.StatusOK, status, "%v", body)
-	assert.Equal(t, map[string]any{"template": tmpl}, body, "it returns what it stored")
+	assert.Equal(t, map[string]any{"template": tmpl, "warnings": []any{}}, body, "it returns what it stored, and no warning")
 
 	status, body, _ = call(t, ts, "GET", "/system-prompt", "Bearer "+token, "")
 	require.Equal(t, http.StatusOK, status)
@@ -189,7 +189,7 @@ func TestRender(t *testing.T) {
 
 	status, body, _ = call(t, ts, "POST", "/system-prompt/render", auth, `{"template": "  "}`)
 	require.Equal(t, http.StatusOK, status)
-	assert.Equal(t, map[string]any{"prompt": "", "variables": map[string]any{}}, body, "no system prompt")
+	assert.Equal(t, map[string]any{"prompt": "", "variables": map[string]any{}, "warnings": []any{}}, body, "no system prompt")
 
 	status, body, _ = call(t, ts, "POST", "/system-prompt/render", auth, `{"template": "x", "cwd": "relative/dir"}`)
 	assert.Equal(t, http.StatusBadRequest, status)

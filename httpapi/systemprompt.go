@@ -24,6 +24,16 @@ type TemplateBody struct {
 	Unavailable string  `json:"unavailable,omitempty"`
 }
 
+// SetTemplateResponse is the answer of PUT /system-prompt: the template as
+// stored, and the suspicious constructs template.Lint found in it
+// (unknown variables, unmatched [if]/[else]/[endif], unterminated tags),
+// each with its position; [] when there are none. The template is stored
+// whatever its warnings: they are for the person who typed it.
+type SetTemplateResponse struct {
+	Template *string            `json:"template"`
+	Warnings []template.Warning `json:"warnings"`
+}
+
 // VariablesBody is the answer of GET /system-prompt/variables.
 type VariablesBody struct {
 	Variables []template.Variable `json:"variables"`
@@ -40,11 +50,21 @@ type RenderRequest struct {
 }
 
 // RenderResponse is the answer of POST /system-prompt/render: the prompt a
-// conversation would get ("" for none) and the variables it used, as
-// systemprompt.set would record them.
+// conversation would get ("" for none), the variables it used, as
+// systemprompt.set would record them, and the template's warnings as PUT
+// would answer them, so an editor shows them while the template is typed.
 type RenderResponse struct {
-	Prompt    string            `json:"prompt"`
-	Variables map[string]string `json:"variables"`
+	Prompt    string             `json:"prompt"`
+	Variables map[string]string  `json:"variables"`
+	Warnings  []template.Warning `json:"warnings"`
+}
+
+// lint is template.Lint, never nil: the JSON says [] rather than null.
+func lint(src string) []template.Warning {
+	if ws := template.Lint(src); ws != nil {
+		return ws
+	}
+	return []template.Warning{}
 }
 
 const (
@@ -103,8 +123,10 @@ func (s *Server) putTemplate(w http.ResponseWriter, r *http.Request) {
 		s.unavailable(w, "store the global template", err)
 		return
 	}
-	s.cfg.Logger.Info("global template set", "bytes", len(g.Text), "hash", projector.HashText(g.Text), "revision", g.Revision, "remote", r.RemoteAddr)
-	writeJSON(w, http.StatusOK, TemplateBody{Template: &g.Text})
+	warnings := lint(g.Text)
+	s.cfg.Logger.Info("global template set", "bytes", len(g.Text), "hash", projector.HashText(g.Text), "revision", g.Revision,
+		"warnings", len(warnings), "remote", r.RemoteAddr)
+	writeJSON(w, http.StatusOK, SetTemplateResponse{Template: &g.Text, Warnings: warnings})
 }
 
 func (s *Server) getVariables(w http.ResponseWriter, _ *http.Request) {
@@ -163,7 +185,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request) {
 	if used == nil {
 		used = template.Values{}
 	}
-	writeJSON(w, http.StatusOK, RenderResponse{Prompt: prompt, Variables: used})
+	writeJSON(w, http.StatusOK, RenderResponse{Prompt: prompt, Variables: used, Warnings: lint(src)})
 }
 
 // unavailable answers 503 when the templates store cannot be reached (the

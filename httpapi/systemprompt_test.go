@@ -91,3 +91,69 @@ func TestTemplateOutage(t *testing.T) {
 	status, _, _ = call(t, ts, "GET", "/system-prompt/variables", auth, "")
 	assert.Equal(t, http.StatusOK, status, "the catalog is static")
 }
+
+// Issue 23: PUT /system-prompt and the preview accepted typos silently.
+// Both answer a "warnings" array, each warning with its code and
+// position; the template is stored (and rendered) all the same.
+func TestSystemPromptWarnings(t *testing.T) {
+	ts, store := startAPI(t, token)
+	const tmpl = "Notes: [fiel:README.md]\nToday is [system:dat\n[if git:branch]On a branch.\n"
+	in, err := json.Marshal(map[string]string{"template": tmpl})
+	require.NoError(t, err)
+
+	type warning struct {
+		Code      string
+		Offset    int
+		Line, Col int
+		Text      string
+	}
+	want := []warning{
+		{"unknown_type", 7, 1, 8, "[fiel:README.md]"},
+		{"unterminated_tag", 33, 2, 10, "[system:dat"},
+		{"unmatched_if", 45, 3, 1, "[if git:branch]"},
+	}
+	warningsOf := func(raw []byte) []warning {
+		var doc struct {
+			Warnings []map[string]any `json:"warnings"`
+		}
+		require.NoError(t, json.Unmarshal(raw, &doc), string(raw))
+		var out []warning
+		for _, w := range doc.Warnings {
+			assert.NotEmpty(t, w["message"])
+			out = append(out, warning{w["code"].(string), int(w["offset"].(float64)), int(w["line"].(float64)), int(w["col"].(float64)), w["text"].(string)})
+		}
+		return out
+	}
+
+	status, raw := callRaw(t, ts, "PUT", "/system-prompt", string(in))
+	require.Equal(t, http.StatusOK, status, string(raw))
+	assert.Equal(t, want, warningsOf(raw))
+	stored, err := store.Template(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, tmpl, stored, "stored all the same")
+
+	status, raw = callRaw(t, ts, "POST", "/system-prompt/render", string(in))
+	require.Equal(t, http.StatusOK, status, string(raw))
+	assert.Equal(t, want, warningsOf(raw), "the preview lists them as the template is typed")
+	var doc httpapi.RenderResponse
+	require.NoError(t, json.Unmarshal(raw, &doc))
+	assert.Equal(t, "Notes: \nToday is [system:dat\n[if git:branch]On a branch.\n", doc.Prompt, "rendering is unchanged")
+
+	status, raw = callRaw(t, ts, "POST", "/system-prompt/render", `{}`)
+	require.Equal(t, http.StatusOK, status, string(raw))
+	assert.Equal(t, want, warningsOf(raw), "the stored template's warnings")
+}
+
+// callRaw sends an authorized request and returns the status and body.
+func callRaw(t *testing.T, ts *httptest.Server, method, path, body string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := ts.Client().Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	return res.StatusCode, raw
+}

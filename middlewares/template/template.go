@@ -61,6 +61,7 @@ const (
 type node struct {
 	kind   kind
 	text   string // kindText: the text; tags: their source, used if they end up literal
+	at     int    // byte offset of text in the source, for Lint's positions
 	ref    Ref
 	negate bool
 	// next is where rendering continues: for kindIf when the condition is
@@ -248,15 +249,15 @@ func lex(src string) []node {
 			continue
 		}
 		if textStart < i {
-			nodes = append(nodes, node{kind: kindText, text: src[textStart:i]})
+			nodes = append(nodes, node{kind: kindText, text: src[textStart:i], at: textStart})
 		}
-		n.text = src[i : closeAt+1]
+		n.text, n.at = src[i:closeAt+1], i
 		nodes = append(nodes, n)
 		i = closeAt + 1
 		textStart = i
 	}
 	if textStart < len(src) {
-		nodes = append(nodes, node{kind: kindText, text: src[textStart:]})
+		nodes = append(nodes, node{kind: kindText, text: src[textStart:], at: textStart})
 	}
 	return nodes
 }

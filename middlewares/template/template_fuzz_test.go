@@ -4,12 +4,15 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzRender checks that any template parses and renders without panicking,
 // in bounded time, within the documented output bound, that ok == false
 // exactly when the output is blank, and that the byte cap stops exactly at
-// its limit.
+// its limit. The lint (issue 23) never panics on the same input, stays
+// within MaxWarnings, and reports positions inside the template, in order,
+// each with the line and column its offset has.
 func FuzzRender(f *testing.F) {
 	for _, seed := range []string{
 		"",
@@ -25,6 +28,9 @@ func FuzzRender(f *testing.F) {
 		"[file:docs/a b.md]",
 		"[if x:y]\n[x:y]\n[endif]",
 		"[if  \t!git:status]clean[endif]",
+		"[fiel:README.md] [system:dat",
+		"[if file:x]\n[else]é[system:dat]\n",
+		"[[[[if a:b",
 	} {
 		f.Add(seed)
 	}
@@ -33,6 +39,7 @@ func FuzzRender(f *testing.F) {
 		maxValue = max(maxValue, len(v))
 	}
 	f.Fuzz(func(t *testing.T, src string) {
+		checkLint(t, src)
 		tpl := Parse(src)
 		got, ok := tpl.Render(testVars)
 		// Every variable occurrence starts with '[', so this bound follows
@@ -93,3 +100,27 @@ func FuzzRender(f *testing.F) {
 type lookupFunc func(Ref) (string, bool)
 
 func (f lookupFunc) Lookup(ref Ref) (string, bool) { return f(ref) }
+
+// checkLint is FuzzRender's property of Lint.
+func checkLint(t *testing.T, src string) {
+	ws := Lint(src)
+	if len(ws) > MaxWarnings {
+		t.Fatalf("%d warnings, more than MaxWarnings", len(ws))
+	}
+	prev := 0
+	for _, w := range ws {
+		if w.Offset < prev || w.Offset > len(src) || w.Message == "" || w.Code == "" {
+			t.Fatalf("bad warning %+v (previous offset %d, template length %d)", w, prev, len(src))
+		}
+		prev = w.Offset
+		before := src[:w.Offset]
+		line := strings.Count(before, "\n") + 1
+		col := utf8.RuneCountInString(before[strings.LastIndexByte(before, '\n')+1:]) + 1
+		if w.Line != line || w.Col != col {
+			t.Fatalf("warning at offset %d says %d:%d, want %d:%d", w.Offset, w.Line, w.Col, line, col)
+		}
+		if w.Code != WarnTooMany && !strings.HasPrefix(src[w.Offset:], w.Text) {
+			t.Fatalf("warning text %q is not the template's at offset %d", w.Text, w.Offset)
+		}
+	}
+}

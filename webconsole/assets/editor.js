@@ -159,6 +159,7 @@ async function preview() {
       .sort()
       .map((k) => h('tr', null, h('th', null, k), h('td', null, h('pre', null, res.variables[k]))));
     $('preview-variables').tBodies[0].replaceChildren(...rows);
+    showWarnings(res.warnings);
   } catch (e) {
     if (seq !== previewSeq) return;
     showError($('preview-error'), 'Preview failed: ' + e.message);
@@ -175,6 +176,7 @@ async function save() {
   try {
     const res = await write('PUT', '/system-prompt', { template: text });
     saved = res.template;
+    showWarnings(res.warnings);
     status.textContent = `Saved at ${new Date().toLocaleTimeString()}` + (res.template === '' ? ' (no system prompt for new conversations)' : '');
     showState();
   } catch (e) {
@@ -183,4 +185,37 @@ async function save() {
   } finally {
     button.disabled = false;
   }
+}
+
+/**
+ * Lists the template's warnings (template.Lint, as PUT /system-prompt and
+ * the preview answer them): "line L, column C: message", each selecting
+ * its construct in the source when clicked.
+ */
+function showWarnings(warnings) {
+  const list = warnings || [];
+  const items = list.map((w) =>
+    h(
+      'li',
+      { dataset: { code: w.code, line: String(w.line), col: String(w.col) } },
+      h('button', { type: 'button', class: 'quiet', onclick: () => selectWarning(w) }, `line ${w.line}, column ${w.col}`),
+      ' ' + w.message,
+    ),
+  );
+  $('template-warning-list').replaceChildren(...items);
+  $('template-warnings').hidden = items.length === 0;
+}
+
+/** Selects a warning's construct in the textarea: line and column count characters. */
+function selectWarning(w) {
+  const ta = $('template-source');
+  const lines = ta.value.split('\n');
+  if (w.line > lines.length) return;
+  let start = 0;
+  for (let i = 0; i < w.line - 1; i++) start += lines[i].length + 1;
+  // Columns count characters (code points); JavaScript indexes UTF-16 units.
+  start += Array.from(lines[w.line - 1]).slice(0, w.col - 1).join('').length;
+  const length = (w.text || '').length;
+  ta.focus();
+  ta.setSelectionRange(start, start + length);
 }
