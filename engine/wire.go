@@ -31,7 +31,7 @@ type WireRecorder struct {
 	wire events.Wire
 	keep bool
 	body []byte
-	sent    int
+	sent int
 }
 
 type wireKey struct{}
