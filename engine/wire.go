@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -188,3 +189,8 @@ type BlockNote struct {
 	// input for reasoning".
 	Note string `json:"note"`
 }
+
+// ErrUnknownRendering is returned (wrapped) by whatever renders recorded
+// calls again for a rendering version it does not know: a call recorded by
+// an engine this build does not have, or by a newer turnlog.
+var ErrUnknownRendering = errors.New("unknown wire rendering")
