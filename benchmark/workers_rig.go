@@ -6,6 +6,7 @@ package benchmark
 import (
 	"context"
 	"fmt"
+	_ "github.com/turnlog/turnlog/engine/scripted" // the rig's workers answer with the default profile's scripted engine
 	"io"
 	"log/slog"
 	"os"

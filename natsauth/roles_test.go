@@ -3,6 +3,7 @@ package natsauth_test
 import (
 	"context"
 	"errors"
+	_ "github.com/turnlog/turnlog/engine/scripted" // provider "scripted", the default profile's
 	"io"
 	"log/slog"
 	"strings"

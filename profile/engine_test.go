@@ -2,6 +2,7 @@ package profile_test
 
 import (
 	"context"
+	_ "github.com/turnlog/turnlog/engine/scripted" // provider "scripted", the default profile's
 	"testing"
 
 	"github.com/stretchr/testify/assert"

@@ -3,6 +3,7 @@ package templates_test
 import (
 	"context"
 	"errors"
+	_ "github.com/turnlog/turnlog/engine/scripted" // provider "scripted", the default profile's
 	"log/slog"
 	"os"
 	"path/filepath"

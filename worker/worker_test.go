@@ -3,6 +3,7 @@ package worker_test
 import (
 	"context"
 	"fmt"
+	_ "github.com/turnlog/turnlog/engine/scripted" // provider "scripted", the default profile's
 	"io"
 	"log/slog"
 	"sync"
