@@ -193,11 +193,8 @@ func (p Profile) Validate() error { return p.validate(true) }
 // validate is Validate; withEngine false leaves the provider unchecked,
 // for BuildWithEngine, which is given its engine.
 func (p Profile) validate(withEngine bool) error {
-	if withEngine {
-		if err := p.validateProvider(); err != nil {
-			return err
-		}
-	}
+	// The chain's names first: what a profile of your own is mostly
+	// about, and all that replay --rerun runs (it replays the model).
 	factories := make([]MiddlewareFactory, len(p.Middlewares))
 	for i, m := range p.Middlewares {
 		f, err := registered.middleware(m)
@@ -205,6 +202,11 @@ func (p Profile) validate(withEngine bool) error {
 			return err
 		}
 		factories[i] = f
+	}
+	if withEngine {
+		if err := p.validateProvider(); err != nil {
+			return err
+		}
 	}
 	for _, name := range sortedKeys(p.Options) {
 		if name != p.provider() && !slices.Contains(p.Middlewares, name) {
