@@ -33,7 +33,7 @@ func TestFeedOneCallAtATime(t *testing.T) {
 	}
 	assert.Equal(t, map[int][]check.Rule{
 		2: {check.RuleDuplicateSystemPrompt, check.RuleDuplicateSystemPrompt}, // same text, and a second prompt
-		4: {check.RuleHistoryRewritten},                                         // s2 removed by no allowed actor
+		4: {check.RuleHistoryRewritten},                                       // s2 removed by no allowed actor
 		5: {check.RuleDuplicateSystemPrompt, check.RuleDuplicateSystemPrompt},
 	}, perCall)
 	assert.Equal(t, 5, c.Calls())
