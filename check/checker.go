@@ -32,6 +32,7 @@ func WithAsideInput(fn AsideInput) Option { return func(c *Checker) { c.aside = 
 // middlewares' moves) and each reasoning block as the model produced it.
 // It belongs to one goroutine at a time.
 type Checker struct {
+	// turn is Feed's projection (nil when fed through Observe).
 	turn  *projector.Turn
 	aside AsideInput
 	calls int
@@ -126,10 +127,6 @@ func (iv *interval) reset() {
 // Calls counts the model calls (inference.started events) fed so far.
 func (c *Checker) Calls() int { return c.calls }
 
-// Turn is the Checker's projection: the conversation after the events fed
-// so far. It is the Checker's own; read it, never change it.
-func (c *Checker) Turn() *projector.Turn { return c.turn }
-
 // Feed folds the conversation's next event. At an inference.started it
 // checks the call's input and returns its findings (none otherwise, and
 // none for a fault the previous call's input already had). An event the
@@ -142,37 +139,42 @@ func (c *Checker) Feed(e events.Event) ([]Finding, error) {
 	if err := projector.Apply(c.turn, e); err != nil {
 		return nil, err
 	}
-	c.note(e)
+	return c.Observe(e, c.turn.Events, c.turn), nil
+}
+
+// Observe is Feed for a caller that folds the events itself (replay's
+// timeline does, and a gateway holds the Turn anyway), so the Turn is not
+// folded twice: turn is the conversation with e applied (for an
+// inference.started, the Turn before it is the same), n is e's position.
+// A Checker is fed either way, never both.
+func (c *Checker) Observe(e events.Event, n int, turn *projector.Turn) []Finding {
+	c.note(e, turn)
 	p, ok := e.Payload.(events.InferenceStarted)
 	if !ok {
-		return nil, nil
+		return nil
 	}
 	c.calls++
 	if p.Instructions != "" || len(p.InputBlocks) > 0 {
-		return c.asideCall(p), nil
+		if c.aside == nil {
+			return nil
+		}
+		in, err := c.aside(turn, p)
+		if err != nil || in == nil {
+			return nil
+		}
+		return c.stamp(c.inputRules(in.Blocks), n, c.reportedAside)
 	}
-	in := c.turn.Blocks
+	in := turn.Blocks
 	fs := c.inputRules(in)
 	fs = append(fs, c.reasoningAltered(in)...)
 	fs = append(fs, c.history(in)...)
 	fs = append(fs, c.promptChanged(in)...)
 	sortFindings(fs)
-	fs = c.stamp(fs, c.reported)
+	fs = c.stamp(fs, n, c.reported)
 	c.prev = snapshot(c.calls, in)
 	c.since.reset()
 	c.lastOutput = ""
-	return fs, nil
-}
-
-func (c *Checker) asideCall(p events.InferenceStarted) []Finding {
-	if c.aside == nil {
-		return nil
-	}
-	in, err := c.aside(c.turn, p)
-	if err != nil || in == nil {
-		return nil
-	}
-	return c.stamp(c.inputRules(in.Blocks), c.reportedAside)
+	return fs
 }
 
 // Conversation checks a whole conversation, its events in log order from
@@ -194,11 +196,11 @@ func Conversation(evs []events.Event, opts ...Option) (findings []Finding, calls
 
 // stamp numbers the findings with the current call, drops those the
 // previous call of the same kind already had and remembers the rest.
-func (c *Checker) stamp(fs []Finding, reported map[string]bool) []Finding {
+func (c *Checker) stamp(fs []Finding, n int, reported map[string]bool) []Finding {
 	now := make(map[string]bool, len(fs))
 	out := fs[:0]
 	for _, f := range fs {
-		f.Call, f.N = c.calls, c.turn.Events
+		f.Call, f.N = c.calls, n
 		if f.Blocks == nil {
 			f.Blocks = []string{}
 		}
@@ -231,15 +233,15 @@ func snapshot(call int, in []events.Block) *sent {
 
 // note records what an event (already applied) means for the rules across
 // calls.
-func (c *Checker) note(e events.Event) {
+func (c *Checker) note(e events.Event, turn *projector.Turn) {
 	operator := strings.HasPrefix(e.Actor, operatorPrefix)
 	output := func(id string) {
-		b, ok := c.turn.Block(id)
+		b, ok := turn.Block(id)
 		if !ok {
 			return
 		}
 		if prev := c.lastOutput; prev != "" {
-			if pb, ok := c.turn.Block(prev); ok && pb.Kind == events.KindReasoning && c.follower[prev] == "" &&
+			if pb, ok := turn.Block(prev); ok && pb.Kind == events.KindReasoning && c.follower[prev] == "" &&
 				(b.Kind == events.KindLLMText || b.Kind == events.KindToolCall) {
 				c.follower[prev] = id
 			}

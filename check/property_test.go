@@ -66,7 +66,7 @@ func TestCheckNeverPanics(t *testing.T) {
 			return &projector.Turn{Blocks: blocks(t, false)}, nil
 		})
 		c := check.New(aside)
-		var all []check.Finding
+		all := []check.Finding{}
 		for i, e := range evs {
 			fs, err := c.Feed(e)
 			require.NoError(t, err)
@@ -82,7 +82,15 @@ func TestCheckNeverPanics(t *testing.T) {
 		whole, calls, err := check.Conversation(evs, aside)
 		require.NoError(t, err)
 		assert.Equal(t, c.Calls(), calls)
-		assert.Equal(t, len(all), len(whole), "fed one by one or whole, the same findings")
+		assert.Equal(t, all, whole, "fed one by one or whole, the same findings")
+		// A caller that folds the events itself gets the same findings.
+		own, folded := check.New(aside), projector.New("c")
+		observed := []check.Finding{}
+		for i, e := range evs {
+			require.NoError(t, projector.Apply(folded, e))
+			observed = append(observed, own.Observe(e, i+1, folded)...)
+		}
+		assert.Equal(t, all, observed, "Observe with the caller's fold finds what Feed finds")
 	})
 }
 
