@@ -205,6 +205,11 @@ func (c *Checker) stamp(fs []Finding, n int, reported map[string]bool) []Finding
 			f.Blocks = []string{}
 		}
 		k := f.key()
+		if f.Rule == RuleReasoningWithoutFollower {
+			// One reasoning block out of place is one fault, whatever
+			// now follows it.
+			k = string(f.Rule) + "\x00" + f.Blocks[0]
+		}
 		now[k] = true
 		if reported[k] {
 			continue

@@ -24,6 +24,7 @@ func newReplayCmd() *cobra.Command {
 		at          int
 		inference   int
 		verify      bool
+		checkRules  bool
 		rerun       bool
 		output      string
 		profiles    string
@@ -47,6 +48,13 @@ was set, last replaced and locked (by event n).
                   hash (and the system prompt's) with what inference.started
                   recorded; exit 1 naming each mismatch by event n and seq,
                   0 when all match
+  --check         apply the rules of docs/auditing-check.md to every model
+                  input (duplicate_system_prompt, duplicate_blocks,
+                  reasoning_without_follower, reasoning_altered,
+                  tool_call_without_result, tool_result_without_call,
+                  history_rewritten, system_prompt_changed); exit 1 with
+                  the findings, each at the model call that received it,
+                  0 when there is none
   --rerun         run the recorded requests again through today's
                   middleware chain (--profiles, --profile), with the
                   model's recorded outputs and tool results replayed
@@ -56,7 +64,8 @@ was set, last replaced and locked (by event n).
 -o json prints one JSON document (see "## Auditing" in README.md for the
 schemas). On a terminal, long reads show progress on stderr.
 
-Exit codes: 0 ok, 1 --verify mismatch or --rerun difference, 2 error.`,
+Exit codes: 0 ok, 1 --verify mismatch, --check finding or --rerun
+difference, 2 error.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			conv := args[0]
@@ -86,6 +95,19 @@ Exit codes: 0 ok, 1 --verify mismatch or --rerun difference, 2 error.`,
 				}
 				if !v.OK() {
 					return &exitError{code: 1, err: fmt.Errorf("verify %s: %s; the log does not prove what the model received", conv, plural.Count(len(v.Mismatches), "mismatch"))}
+				}
+				return nil
+			case checkRules:
+				c, err := replay.Check(ctx, l, conv, opts...)
+				if err != nil {
+					return err
+				}
+				prog.done()
+				if err := write(out, asJSON, c, c.WriteText); err != nil {
+					return err
+				}
+				if !c.OK() {
+					return &exitError{code: 1, err: fmt.Errorf("check %s: %s in %s", conv, plural.Count(len(c.Findings), "finding"), plural.Count(c.Calls, "model call"))}
 				}
 				return nil
 			case rerun:
@@ -157,11 +179,12 @@ Exit codes: 0 ok, 1 --verify mismatch or --rerun difference, 2 error.`,
 	fs.IntVar(&at, "at", 0, "show the Turn after the conversation's n-th event (counting from 1)")
 	fs.IntVar(&inference, "inference", 0, "show the N-th model call only (counting from 1)")
 	fs.BoolVar(&verify, "verify", false, "re-project every recorded model input and check its hash; exit 1 on a mismatch")
+	fs.BoolVar(&checkRules, "check", false, "check every model input against the rules of docs/auditing-check.md; exit 1 with findings")
 	fs.BoolVar(&rerun, "rerun", false, "re-run the requests through today's middleware chain with the recorded model outputs; exit 1 at a difference")
 	fs.StringVarP(&output, "output", "o", "text", "output format: text or json")
 	fs.StringVar(&profiles, "profiles", os.Getenv("TURNLOG_PROFILES"), "profiles YAML file for --rerun (env TURNLOG_PROFILES); default: the built-in profiles")
 	fs.StringVar(&profileName, "profile", profile.DefaultName, "the profile whose chain --rerun runs")
-	cmd.MarkFlagsMutuallyExclusive("at", "inference", "verify", "rerun")
+	cmd.MarkFlagsMutuallyExclusive("at", "inference", "verify", "check", "rerun")
 	return cmd
 }
 

@@ -129,6 +129,9 @@ func writeInference(w io.Writer, in *Inference, indent string) {
 		s += ", purpose " + quote(in.Purpose)
 	}
 	fmt.Fprintln(w, indent+s)
+	for _, f := range in.Findings {
+		fmt.Fprintf(w, "%sFINDING %s: %s (blocks %s)\n", indent, f.Rule, safe(f.Detail), safe(strings.Join(f.Blocks, ", ")))
+	}
 	writePrompt(w, in.SystemPrompt, indent)
 	if in.Turn != nil {
 		writeTurn(w, in.Turn, indent)

@@ -7,6 +7,7 @@ import (
 	"iter"
 	"time"
 
+	"github.com/turnlog/turnlog/check"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/projector"
@@ -115,6 +116,9 @@ type Inference struct {
 	// Turn is the exact input, block by block; omitted for inferences
 	// WithTurns did not select.
 	Turn *projector.Turn `json:"turn,omitempty"`
+	// Findings are the rules this input broke (see Check), omitted when
+	// none: what the console marks the model call with.
+	Findings []check.Finding `json:"findings,omitempty"`
 }
 
 // read folds a conversation's events, calling visit before each event is
@@ -185,6 +189,7 @@ func Entries(ctx context.Context, src Source, conversation string, opts ...Optio
 		o := collect(opts)
 		inferences := 0
 		stopped := false
+		chk := NewChecker()
 		o.quarantine = func(bad *eventlog.CorruptMessageError) error {
 			q := &Quarantined{Seq: bad.Seq, Size: bad.Size, Reason: bad.Err.Error()}
 			e := &Entry{Seq: bad.Seq, Type: TypeQuarantined, Quarantined: q,
@@ -211,6 +216,8 @@ func Entries(ctx context.Context, src Source, conversation string, opts ...Optio
 					input, prompt, _ = asideInput(w.turn, p, r.Pos)
 				}
 				inf.SystemPrompt = prompt
+				// The Turn before an inference.started is the Turn after it.
+				inf.Findings = chk.Observe(r.Event, r.Pos, w.turn)
 				if input != nil {
 					inf.Verified = projector.HashMatches(input, p.InputHash)
 					if o.turns(inferences) {
@@ -223,7 +230,13 @@ func Entries(ctx context.Context, src Source, conversation string, opts ...Optio
 				stopped = true
 				return errStop
 			}
-			return w.apply(r)
+			if err := w.apply(r); err != nil {
+				return err
+			}
+			if e.Inference == nil {
+				chk.Observe(r.Event, r.Pos, w.turn)
+			}
+			return nil
 		})
 		if err != nil && !stopped {
 			yield(nil, fmt.Errorf("replay %s: %w", conversation, err))
