@@ -9,7 +9,9 @@ import (
 
 // BenchmarkConversation checks a conversation of 1,000 requests (a call
 // each, reasoning and an answer), whose last input has 3,001 blocks: what
-// `turnlog ls` adds to its read of such a conversation.
+// `turnlog ls` adds to its read of such a conversation (fold included).
+// On the 2-core dev machine: 2.3 s/op checking every input from scratch,
+// about 70 ms/op resuming from the previous call.
 func BenchmarkConversation(b *testing.B) {
 	r := &rec{}
 	r.prompt("s", "be brief")

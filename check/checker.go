@@ -52,17 +52,29 @@ type Checker struct {
 	// origin is the actor of the systemprompt.set that created a system
 	// block ("" for blocks that came otherwise: a fork, a split).
 	origin map[string]string
+	// runs scans each input for repeated runs, resuming where it differs
+	// from the previous one; carried holds the previous call's findings
+	// on reasoning blocks, by block, which hold again for a reasoning
+	// block and its follower that did not change. With them a call costs
+	// a comparison of its input with the previous one, and map work for
+	// what is new only.
+	state   inputState
+	carried map[string][]Finding
+	// verify, set by tests only, gets each call's findings of the rules
+	// that keep state from call to call, computed incrementally and from
+	// scratch.
+	verify func(incremental, fresh []Finding)
 	// reported holds the keys of the findings of the previous call (of
 	// each kind), so a fault an input still carries is reported once, at
 	// the call that first received it.
 	reported, reportedAside map[string]bool
 }
 
-// sent is what one call received, by block ID.
+// sent is what one call received, block by block.
 type sent struct {
-	call    int
-	ids     []string
-	content map[string]content
+	call     int
+	ids      []string
+	contents []content
 	// prompt is the active system prompt (first system block); "" none.
 	prompt     string
 	promptText string
@@ -79,6 +91,9 @@ type interval struct {
 	ordered bool
 	// removed names the blocks removed by an allowed event, and by whom.
 	removed map[string]string
+	// changed: an event may have changed, moved or removed a block the
+	// previous call sent (anything but appending blocks at the end).
+	changed bool
 	// outputs are the blocks the model and the tools appended, in order,
 	// with their content then: history from the next call on.
 	outputs []string
@@ -162,16 +177,23 @@ func (c *Checker) Observe(e events.Event, n int, turn *projector.Turn) []Finding
 		if err != nil || in == nil {
 			return nil
 		}
-		return c.stamp(c.inputRules(in.Blocks), n, c.reportedAside)
+		var fresh inputState
+		return c.stamp(c.inputRules(in.Blocks, &fresh, 0, nil), n, c.reportedAside)
 	}
 	in := turn.Blocks
-	fs := c.inputRules(in)
-	fs = append(fs, c.reasoningAltered(in)...)
-	fs = append(fs, c.history(in)...)
+	same := c.samePrefix(in)
+	carried := map[string][]Finding{}
+	fs := c.inputRules(in, &c.state, same, carried)
+	fs = append(fs, c.history(in, same)...)
+	if c.verify != nil {
+		var fresh inputState
+		c.verify(fs, append(c.inputRules(in, &fresh, 0, nil), c.history(in, 0)...))
+	}
+	c.carried = carried
 	fs = append(fs, c.promptChanged(in)...)
 	sortFindings(fs)
 	fs = c.stamp(fs, n, c.reported)
-	c.prev = snapshot(c.calls, in)
+	c.prev = c.prev.next(c.calls, in, same)
 	c.since.reset()
 	c.lastOutput = ""
 	return fs
@@ -223,17 +245,45 @@ func (c *Checker) stamp(fs []Finding, n int, reported map[string]bool) []Finding
 	return out
 }
 
-func snapshot(call int, in []events.Block) *sent {
-	s := &sent{call: call, ids: make([]string, len(in)), content: make(map[string]content, len(in))}
+// next is what call sent, in, whose first same blocks are those of s
+// (nil before the first call): s's slices are reused for them.
+func (s *sent) next(call int, in []events.Block, same int) *sent {
+	if s == nil {
+		s, same = &sent{}, 0
+	}
+	s.call = call
+	s.ids, s.contents = s.ids[:same], s.contents[:same]
+	for i := same; i < len(in); i++ {
+		s.ids = append(s.ids, in[i].ID)
+		s.contents = append(s.contents, contentOf(&in[i]))
+	}
+	s.prompt, s.promptText = "", ""
 	for i := range in {
-		b := &in[i]
-		s.ids[i] = b.ID
-		s.content[b.ID] = contentOf(b)
-		if s.prompt == "" && b.Kind == events.KindSystem {
-			s.prompt, s.promptText = b.ID, b.Text
+		if in[i].Kind == events.KindSystem {
+			s.prompt, s.promptText = in[i].ID, in[i].Text
+			break
 		}
 	}
 	return s
+}
+
+// samePrefix counts the first blocks of in that are the previous call's,
+// in the same places with the same content: usually all it sent.
+func (c *Checker) samePrefix(in []events.Block) int {
+	if c.prev == nil {
+		return 0
+	}
+	if !c.since.changed && len(in) >= len(c.prev.ids) {
+		// Only appended to: the previous input is all there.
+		return len(c.prev.ids)
+	}
+	n := min(len(in), len(c.prev.ids))
+	for i := range n {
+		if in[i].ID != c.prev.ids[i] || contentOf(&in[i]) != c.prev.contents[i] {
+			return i
+		}
+	}
+	return n
 }
 
 // note records what an event (already applied) means for the rules across
@@ -254,6 +304,16 @@ func (c *Checker) note(e events.Event, turn *projector.Turn) {
 		c.lastOutput = id
 		c.since.outputs = append(c.since.outputs, id)
 		c.since.content[id] = contentOf(&b)
+	}
+	switch p := e.Payload.(type) {
+	case events.UserAppended, events.LLMTextAppended, events.ReasoningAppended, events.ToolCalled, events.ToolResult,
+		events.InferenceStarted, events.InferenceFinished, events.InferenceFailed, events.RequestCompleted, events.RequestFailed,
+		events.DataSet, events.BlockAnnotated, events.SystemPromptLocked, events.SystemPromptUnlocked, events.MessageRemoved:
+		// They append a block at the end, or change nothing a model reads.
+	case events.SystemPromptSet:
+		c.since.changed = c.since.changed || p.Index != len(turn.Blocks)-1
+	default:
+		c.since.changed = true
 	}
 	switch p := e.Payload.(type) {
 	case events.ConversationStarted:

@@ -7,35 +7,28 @@ import (
 	"github.com/turnlog/turnlog/events"
 )
 
-// reasoningAltered: a reasoning block whose text or encrypted content
-// differs from what the model produced (the first reasoning.appended of
-// its ID, or the block a fork or import started with).
-func (c *Checker) reasoningAltered(in []events.Block) []Finding {
-	var fs []Finding
-	for i := range in {
-		b := &in[i]
-		if b.Kind != events.KindReasoning {
-			continue
-		}
-		p, ok := c.produced[b.ID]
-		if !ok {
-			continue
-		}
-		var what string
-		switch {
-		case b.Text != p.text && b.Encrypted != p.encrypted:
-			what = "its text and encrypted content differ"
-		case b.Text != p.text:
-			what = "its text differs (" + itoa(len(p.text)) + " bytes produced, " + itoa(len(b.Text)) + " sent)"
-		case b.Encrypted != p.encrypted:
-			what = "its encrypted content (which holds the provider's signature) differs"
-		default:
-			continue
-		}
-		fs = append(fs, Finding{Rule: RuleReasoningAltered, Blocks: ids(in, i),
-			Detail: blockAt(in, i) + " is not what the model produced: " + what})
+// reasoningAltered: the reasoning block at i has another text or
+// encrypted content than the model produced (the first reasoning.appended
+// of its ID, or the block a fork or import started with).
+func (c *Checker) reasoningAltered(in []events.Block, i int) []Finding {
+	b := &in[i]
+	p, ok := c.produced[b.ID]
+	if !ok {
+		return nil
 	}
-	return fs
+	var what string
+	switch {
+	case b.Text != p.text && b.Encrypted != p.encrypted:
+		what = "its text and encrypted content differ"
+	case b.Text != p.text:
+		what = "its text differs (" + itoa(len(p.text)) + " bytes produced, " + itoa(len(b.Text)) + " sent)"
+	case b.Encrypted != p.encrypted:
+		what = "its encrypted content (which holds the provider's signature) differs"
+	default:
+		return nil
+	}
+	return []Finding{{Rule: RuleReasoningAltered, Blocks: ids(in, i),
+		Detail: blockAt(in, i) + " is not what the model produced: " + what}}
 }
 
 // history: every block the previous call sent, and every block the model
@@ -50,22 +43,45 @@ func (c *Checker) reasoningAltered(in []events.Block) []Finding {
 //     rebuilt then) or by an operator (`turnlog prompt`, the global prompt).
 //
 // The active system prompt is left to system_prompt_changed.
-func (c *Checker) history(in []events.Block) []Finding {
+//
+// The first same blocks of in are the previous call's, in place: only the
+// rest is looked at.
+func (c *Checker) history(in []events.Block, same int) []Finding {
 	if c.prev == nil {
 		return nil
 	}
-	pos := make(map[string]int, len(in))
-	for i := range in {
-		pos[in[i].ID] = i
+	// Most of the history is where it was: look there first, and index
+	// the input only when a block is not.
+	var pos map[string]int
+	next := same // where the next block of history usually is
+	find := func(id string) (int, bool) {
+		if next < len(in) && in[next].ID == id {
+			next++
+			return next - 1, true
+		}
+		if pos == nil {
+			pos = make(map[string]int, len(in))
+			for i := range in {
+				pos[in[i].ID] = i
+			}
+		}
+		i, ok := pos[id]
+		if ok {
+			next = i + 1
+		}
+		return i, ok
 	}
 	var fs []Finding
 	var at []int // positions in in of the history kept, in history order
 	var was []string
 	check := func(id string, want content) {
 		if id == c.prev.prompt {
+			if next < len(in) && in[next].ID == id {
+				next++
+			}
 			return
 		}
-		i, ok := pos[id]
+		i, ok := find(id)
 		if !ok {
 			if _, allowed := c.since.removed[id]; !allowed {
 				fs = append(fs, Finding{Rule: RuleHistoryRewritten, Blocks: []string{id},
@@ -80,15 +96,13 @@ func (c *Checker) history(in []events.Block) []Finding {
 		at = append(at, i)
 		was = append(was, id)
 	}
-	for _, id := range c.prev.ids {
-		check(id, c.prev.content[id])
+	for k := same; k < len(c.prev.ids); k++ {
+		check(c.prev.ids[k], c.prev.contents[k])
 	}
 	for _, id := range c.since.outputs {
-		if _, sentBefore := c.prev.content[id]; !sentBefore {
-			check(id, c.since.content[id])
-		}
+		check(id, c.since.content[id])
 	}
-	if !c.since.ordered {
+	if !c.since.ordered && !slices.IsSorted(at) {
 		stable := increasing(at)
 		for k, i := range at {
 			if !stable[k] {

@@ -1,6 +1,10 @@
 package check
 
-import "github.com/turnlog/turnlog/events"
+import (
+	"slices"
+
+	"github.com/turnlog/turnlog/events"
+)
 
 // Run is a run of blocks whose content comes again, block for block,
 // later in the same input: First and Again are the indexes of the two
@@ -28,62 +32,136 @@ const candidates = 8
 // error flag; reasoning blocks are skipped. Runs do not overlap, and one
 // repeat is reported once, at its longest; O(len(blocks)).
 func Runs(blocks []events.Block) []Run {
-	var at []int // indexes of the blocks compared
-	for i := range blocks {
-		if blocks[i].Kind != events.KindReasoning {
-			at = append(at, i)
+	var s runScanner
+	return s.update(blocks, 0)
+}
+
+// runScanner is Runs for the inputs of one conversation, one call after
+// the other: most of an input is the previous one's, so the scan resumes
+// where the blocks begin to differ instead of starting over. The result is
+// Runs' (up to which of more than candidates earlier places is tried).
+type runScanner struct {
+	blocks int   // how many blocks the last input had
+	at     []int // indexes of the compared blocks (not reasoning)
+	keys   []int // their contents, interned
+	ids    map[content]int
+	pairs  map[[2]int][]int // pair of keys -> the places it starts at
+	steps  []runStep        // the scan's decisions, in order
+}
+
+// runStep is one decision of the scan: at key position i, a run of n (0:
+// none) found, having read keys up to reach.
+type runStep struct {
+	i, n, reach int
+	run         Run
+}
+
+// update scans blocks, whose first same blocks are those of the previous
+// input (same IDs and content), and returns the runs it finds.
+func (s *runScanner) update(blocks []events.Block, same int) []Run {
+	// Keys kept: those of the blocks in the unchanged prefix.
+	kept := 0
+	if same > 0 && same <= s.blocks {
+		for kept < len(s.at) && s.at[kept] < same {
+			kept++
 		}
 	}
-	if len(at) < 4 {
-		return nil
+	if kept == 0 || len(s.ids) > 4*len(blocks)+64 {
+		// Start over, and let the interned contents of blocks long gone
+		// go with the old map.
+		*s = runScanner{ids: make(map[content]int, len(blocks)), pairs: make(map[[2]int][]int, len(blocks))}
+		kept = 0
 	}
-	keys := make([]int, len(at))
-	byContent := make(map[content]int, len(at))
-	for k, i := range at {
+	// Decisions kept: those that read kept keys only.
+	steps := len(s.steps)
+	for steps > 0 && s.steps[steps-1].reach >= kept {
+		steps--
+	}
+	s.steps = s.steps[:steps]
+	from := 0
+	if kept > 0 {
+		from = s.at[kept-1] + 1
+	}
+	s.at, s.keys = s.at[:kept], s.keys[:kept]
+	for i := from; i < len(blocks); i++ {
+		if blocks[i].Kind == events.KindReasoning {
+			continue
+		}
 		c := contentOf(&blocks[i])
-		id, ok := byContent[c]
+		id, ok := s.ids[c]
 		if !ok {
-			id = len(byContent)
-			byContent[c] = id
+			id = len(s.ids)
+			s.ids[c] = id
 		}
-		keys[k] = id
+		s.at = append(s.at, i)
+		s.keys = append(s.keys, id)
 	}
-	pairs := make(map[[2]int][]int, len(keys))
-	remember := func(i int) {
-		if i+1 >= len(keys) {
-			return
-		}
-		p := [2]int{keys[i], keys[i+1]}
-		s := pairs[p]
-		if len(s) == candidates {
-			s = s[1:]
-		}
-		pairs[p] = append(s, i)
-	}
+	s.blocks = len(blocks)
+	s.scan(blocks)
 	var out []Run
-	for i := 0; i+1 < len(keys); {
-		bestJ, bestN := 0, 0
-		for _, j := range pairs[[2]int{keys[i], keys[i+1]}] {
+	for _, st := range s.steps {
+		if st.n > 0 {
+			out = append(out, st.run)
+		}
+	}
+	return out
+}
+
+// remember records that the pair of keys at position i starts there. A
+// place left from a scan that was undone is harmless: its keys no longer
+// match, or it is the same place again.
+func (s *runScanner) remember(i int) {
+	if i+1 >= len(s.keys) {
+		return
+	}
+	p := [2]int{s.keys[i], s.keys[i+1]}
+	l := s.pairs[p]
+	if n := len(l); n > 0 && l[n-1] >= i {
+		// Undone places at or after i go; i comes again below.
+		for n > 0 && l[n-1] >= i {
+			n--
+		}
+		l = l[:n]
+	}
+	if len(l) == candidates {
+		l = l[1:]
+	}
+	s.pairs[p] = append(l, i)
+}
+
+// scan goes on from the last decision kept to the end of the keys.
+func (s *runScanner) scan(blocks []events.Block) {
+	i := 0
+	if n := len(s.steps); n > 0 {
+		last := s.steps[n-1]
+		i = last.i + max(last.n, 1)
+	}
+	keys := s.keys
+	for i+1 < len(keys) {
+		bestJ, bestN, reach := 0, 0, i+1
+		for _, j := range s.pairs[[2]int{keys[i], keys[i+1]}] {
 			n := 0
 			for i+n < len(keys) && j+n < i && keys[j+n] == keys[i+n] {
 				n++
 			}
-			if n >= 2 && n > bestN && fault(blocks, at[j:j+n]) {
+			reach = max(reach, i+n)
+			if n >= 2 && n > bestN && fault(blocks, s.at[j:j+n]) {
 				bestJ, bestN = j, n
 			}
 		}
 		if bestN == 0 {
-			remember(i)
+			s.steps = append(s.steps, runStep{i: i, reach: reach})
+			s.remember(i)
 			i++
 			continue
 		}
-		out = append(out, Run{First: at[bestJ : bestJ+bestN : bestJ+bestN], Again: at[i : i+bestN : i+bestN]})
+		s.steps = append(s.steps, runStep{i: i, n: bestN, reach: reach,
+			run: Run{First: slices.Clone(s.at[bestJ : bestJ+bestN]), Again: slices.Clone(s.at[i : i+bestN])}})
 		for k := i; k < i+bestN; k++ {
-			remember(k)
+			s.remember(k)
 		}
 		i += bestN
 	}
-	return out
 }
 
 // fault reports whether a repeated run (the blocks at these indexes) is a
