@@ -223,3 +223,16 @@ func TestReplayCheckFindsTheLibraryAppsBugs(t *testing.T) {
 	assert.Regexp(t, `(?m)^buggy .*\b`+strconv.Itoa(len(buggy.Findings))+` \(replay --check\)`, table)
 	assert.Regexp(t, `(?m)^fixed .* - +ok$`, table)
 }
+
+// TestReplayCheckPassesTheDefaultProfile: conversations the workers answer
+// with the default profile (template prompt, ordering, reasoning guard,
+// compaction, tools) keep every rule.
+func TestReplayCheckPassesTheDefaultProfile(t *testing.T) {
+	e := newAuditEnv(t, true)
+	for _, q := range []string{"hello", "count the words in one two three", "thanks", "count the words in a b", "bye"} {
+		e.ask("plain", q)
+	}
+	out, errOut, code := e.run("", "replay", "--check", "plain")
+	assert.Equal(t, 0, code, "%s%s", out, errOut)
+	assert.Regexp(t, `^plain: \d+ model calls checked, no findings\n$`, out)
+}
