@@ -26,6 +26,7 @@ func newReplayCmd() *cobra.Command {
 		inference   int
 		wireFlag    bool
 		verify      bool
+		checkRules  bool
 		rerun       bool
 		output      string
 		profiles    string
@@ -57,6 +58,13 @@ was set, last replaced and locked (by event n).
                   and compare its hash; exit 1 naming each mismatch by event
                   n, seq and field (input_hash, wire_sha256, ...), 0 when
                   all match
+  --check         apply the rules of docs/auditing-check.md to every model
+                  input (duplicate_system_prompt, duplicate_blocks,
+                  reasoning_without_follower, reasoning_altered,
+                  tool_call_without_result, tool_result_without_call,
+                  history_rewritten, system_prompt_changed); exit 1 with
+                  the findings, each at the model call that received it,
+                  0 when there is none
   --rerun         run the recorded requests again through today's
                   middleware chain (--profiles, --profile), with the
                   model's recorded outputs and tool results replayed
@@ -66,7 +74,8 @@ was set, last replaced and locked (by event n).
 -o json prints one JSON document (see docs/auditing.md, "JSON output", for
 the schemas). On a terminal, long reads show progress on stderr.
 
-Exit codes: 0 ok, 1 --verify mismatch or --rerun difference, 2 error.`,
+Exit codes: 0 ok, 1 --verify mismatch, --check finding or --rerun
+difference, 2 error.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			conv := args[0]
@@ -112,6 +121,19 @@ Exit codes: 0 ok, 1 --verify mismatch or --rerun difference, 2 error.`,
 				}
 				if !v.OK() {
 					return &exitError{code: 1, err: fmt.Errorf("verify %s: %s; the log does not prove what the model received", conv, plural.Count(len(v.Mismatches), "mismatch"))}
+				}
+				return nil
+			case checkRules:
+				c, err := replay.Check(ctx, l, conv, opts...)
+				if err != nil {
+					return err
+				}
+				prog.done()
+				if err := write(out, asJSON, c, c.WriteText); err != nil {
+					return err
+				}
+				if !c.OK() {
+					return &exitError{code: 1, err: fmt.Errorf("check %s: %s in %s", conv, plural.Count(len(c.Findings), "finding"), plural.Count(c.Calls, "model call"))}
 				}
 				return nil
 			case rerun:
@@ -184,11 +206,12 @@ Exit codes: 0 ok, 1 --verify mismatch or --rerun difference, 2 error.`,
 	fs.IntVar(&inference, "inference", 0, "show the N-th model call only (counting from 1)")
 	fs.BoolVar(&wireFlag, "wire", false, "with --inference N: print the request body the call sent, rendered again from the log; exit 1 when it does not hash to what was recorded")
 	fs.BoolVar(&verify, "verify", false, "re-project every recorded model input and check its hash, and the wire request's; exit 1 on a mismatch")
+	fs.BoolVar(&checkRules, "check", false, "check every model input against the rules of docs/auditing-check.md; exit 1 with findings")
 	fs.BoolVar(&rerun, "rerun", false, "re-run the requests through today's middleware chain with the recorded model outputs; exit 1 at a difference")
 	fs.StringVarP(&output, "output", "o", "text", "output format: text or json")
 	fs.StringVar(&profiles, "profiles", os.Getenv("TURNLOG_PROFILES"), "profiles YAML file for --rerun (env TURNLOG_PROFILES); default: the built-in profiles")
 	fs.StringVar(&profileName, "profile", profile.DefaultName, "the profile whose chain --rerun runs")
-	cmd.MarkFlagsMutuallyExclusive("at", "inference", "verify", "rerun")
+	cmd.MarkFlagsMutuallyExclusive("at", "inference", "verify", "check", "rerun")
 	return cmd
 }
 

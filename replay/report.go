@@ -133,6 +133,9 @@ func writeInference(w io.Writer, in *Inference, indent string) {
 	if in.WireSHA256 != "" {
 		fmt.Fprintf(w, "%swire: request %s, rendering %s\n", indent, short(in.WireSHA256), quote(in.WireVersion))
 	}
+	for _, f := range in.Findings {
+		fmt.Fprintf(w, "%sFINDING %s: %s (blocks %s)\n", indent, f.Rule, safe(f.Detail), safe(strings.Join(f.Blocks, ", ")))
+	}
 	writePrompt(w, in.SystemPrompt, indent)
 	if in.Turn != nil {
 		writeTurn(w, in.Turn, indent, in.WireNotes)

@@ -7,6 +7,7 @@ import (
 	"iter"
 	"time"
 
+	"github.com/turnlog/turnlog/check"
 	"github.com/turnlog/turnlog/engine"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
@@ -130,6 +131,9 @@ type Inference struct {
 	// caller with the engines rendered the request again (`turnlog replay
 	// --inference N`; see engine.BlockNote).
 	WireNotes []engine.BlockNote `json:"wire_notes,omitempty"`
+	// Findings are the rules this input broke (see Check), omitted when
+	// none: what the console marks the model call with.
+	Findings []check.Finding `json:"findings,omitempty"`
 }
 
 // Wire is the request the call recorded, empty when none.
@@ -206,6 +210,7 @@ func Entries(ctx context.Context, src Source, conversation string, opts ...Optio
 		o := collect(opts)
 		inferences := 0
 		stopped := false
+		chk := NewChecker()
 		var (
 			held []*Entry
 			open = map[string]*Inference{} // held calls not closed yet
@@ -254,6 +259,8 @@ func Entries(ctx context.Context, src Source, conversation string, opts ...Optio
 					input, prompt, _ = asideInput(w.turn, p, r.Pos)
 				}
 				inf.SystemPrompt = prompt
+				// The Turn before an inference.started is the Turn after it.
+				inf.Findings = chk.Observe(r.Event, r.Pos, w.turn)
 				if input != nil {
 					inf.Verified = projector.HashMatches(input, p.InputHash)
 					if o.turns(inferences) {
@@ -290,7 +297,11 @@ func Entries(ctx context.Context, src Source, conversation string, opts ...Optio
 					}
 				}
 			}
-			return w.apply(r)
+			if err := w.apply(r); err != nil {
+				return err
+			}
+			chk.Observe(r.Event, r.Pos, w.turn)
+			return nil
 		})
 		if !stopped && flush() != nil {
 			return
