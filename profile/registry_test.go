@@ -123,6 +123,39 @@ func TestProfileNamesWhatIsNotRegistered(t *testing.T) {
 	}
 }
 
+// TestChainOnly: `replay --rerun` reads profiles with ChainOnly, since it
+// replays the model: a provider this binary lacks is no error then, a
+// middleware it lacks still is, and such a profile builds only around an
+// engine it is given.
+func TestChainOnly(t *testing.T) {
+	const yaml = "profiles:\n  default:\n    provider: acme.gpt\n    middlewares: [test.sysprompt]\n    options:\n      acme.gpt: {endpoint: x}\n      test.sysprompt: {prompt: Be brief.}\n"
+	_, err := profile.Parse([]byte(yaml))
+	require.ErrorIs(t, err, profile.ErrNotRegistered, "by default the provider must be registered")
+
+	set, err := profile.Parse([]byte(yaml), profile.ChainOnly())
+	require.NoError(t, err)
+	p := set[profile.DefaultName]
+	assert.Equal(t, "acme.gpt", p.ProviderName())
+	_, err = p.Build(nil, nil)
+	assert.ErrorContains(t, err, `provider "acme.gpt" is not registered in this binary`)
+	b, err := p.BuildWithEngine(engine.EngineFunc(func(context.Context, engine.Input, func(engine.Delta)) (engine.Output, error) {
+		return engine.Output{Blocks: []events.Block{{Kind: events.KindLLMText, Text: "recorded"}}}, nil
+	}), nil, nil)
+	require.NoError(t, err)
+	tx := engine.NewTx(projector.New("c"), "r1")
+	require.NoError(t, tx.Emit("test", events.UserAppended{BlockID: engine.NewID(), Text: "hello"}))
+	require.NoError(t, b.Loop.Run(context.Background(), tx))
+	sp, _, ok := tx.Turn().SystemPrompt()
+	require.True(t, ok)
+	assert.Equal(t, "Be brief.", sp.Text, "the chain ran")
+
+	_, err = profile.Parse([]byte("profiles:\n  default:\n    provider: acme.gpt\n    middlewares: [acme.sysprompt]\n"), profile.ChainOnly())
+	assert.ErrorContains(t, err, `middleware "acme.sysprompt" is not registered in this binary`, "the chain is what a rerun runs")
+	_, err = profile.Parse([]byte("profiles:\n  default:\n    provider: acme.gpt\n    middlewares: [test.sysprompt]\n"), profile.ChainOnly())
+	assert.ErrorContains(t, err, "middleware test.sysprompt: options: prompt is required", "the chain's settings are checked")
+	assert.Equal(t, "scripted", profile.Profile{}.ProviderName())
+}
+
 func TestOptionsAreChecked(t *testing.T) {
 	cases := []struct {
 		name, yaml, want string
