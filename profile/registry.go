@@ -19,7 +19,8 @@ import (
 // importing the package, and a profile that names something this binary
 // does not have fails when it is read, naming it. turnlog's own engines
 // and middlewares register the same way (engine/openai, engine/responses,
-// engine/anthropic, engine/scripted; the middlewares in builtin.go).
+// engine/anthropic, engine/scripted; the middlewares in builtin.go). An
+// engine registers the renderings of its wire requests with it (wire.go).
 
 // EngineFactory makes the engine of a profile whose provider is the name
 // the factory was registered under. It is called with spec.CheckOnly set
