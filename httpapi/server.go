@@ -134,6 +134,7 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) routes() {
 	s.systemPromptRoutes()
 	s.conversationRoutes()
+	s.callRoutes()
 	s.chatRoutes()
 	s.promptRoutes()
 	webconsole.Register(s.mux, webconsole.Options{TokenRequired: s.cfg.Token != ""})
