@@ -135,6 +135,7 @@ func (s *Server) routes() {
 	s.systemPromptRoutes()
 	s.conversationRoutes()
 	s.callRoutes()
+	s.callWireRoutes()
 	s.chatRoutes()
 	s.promptRoutes()
 	webconsole.Register(s.mux, webconsole.Options{TokenRequired: s.cfg.Token != ""})
