@@ -297,6 +297,11 @@ func TestEncodeMatchesReflectionOnPayloads(t *testing.T) {
 	num := rapid.OneOf(rapid.Just(0), rapid.Int(), rapid.IntRange(-40_000, 70_000))
 	dur := rapid.Custom(func(t *rapid.T) time.Duration { return time.Duration(rapid.Int64().Draw(t, "duration")) })
 	trust := rapid.SampledFrom([]events.Trust{events.Untrusted, events.Trusted})
+	// A wire request: valid, empty, or with a hash that is not one (refused).
+	wire := rapid.Custom(func(t *rapid.T) events.Wire {
+		return events.Wire{SHA256: rapid.OneOf(rapid.Just(""), rapid.StringMatching(`[0-9a-f]{64}`), str).Draw(t, "sha256"),
+			Version: str.Draw(t, "version"), Params: str.Draw(t, "params")}
+	})
 	meta := rapid.OneOf(
 		rapid.Just[map[string]string](nil),
 		rapid.Just(map[string]string{}),
@@ -403,10 +408,11 @@ func TestEncodeMatchesReflectionOnPayloads(t *testing.T) {
 		}),
 		rapid.Custom(func(t *rapid.T) events.Payload {
 			return events.InferenceFinished{InferenceID: id.Draw(t, "id"), PromptTokens: num.Draw(t, "prompt"), CompletionTokens: num.Draw(t, "completion"),
-				StopReason: str.Draw(t, "stop"), Duration: dur.Draw(t, "duration")}
+				StopReason: str.Draw(t, "stop"), Duration: dur.Draw(t, "duration"), Wire: wire.Draw(t, "wire")}
 		}),
 		rapid.Custom(func(t *rapid.T) events.Payload {
-			return events.InferenceFailed{InferenceID: id.Draw(t, "id"), Error: str.Draw(t, "error"), Transient: rapid.Bool().Draw(t, "transient"), Duration: dur.Draw(t, "duration")}
+			return events.InferenceFailed{InferenceID: id.Draw(t, "id"), Error: str.Draw(t, "error"), Transient: rapid.Bool().Draw(t, "transient"), Duration: dur.Draw(t, "duration"),
+				Wire: wire.Draw(t, "wire")}
 		}),
 		rapid.Custom(func(t *rapid.T) events.Payload {
 			return events.RequestCompleted{Inferences: num.Draw(t, "inferences")}

@@ -131,10 +131,12 @@ func Normalize(p events.Payload, id func(string) string) events.Payload {
 		}
 		return v
 	case events.InferenceFinished:
-		v.InferenceID, v.Duration = "", 0
+		// The wire request is the engine's, and a re-run sends none: what
+		// the engine rendered is checked by --verify and --wire instead.
+		v.InferenceID, v.Duration, v.Wire = "", 0, events.Wire{}
 		return v
 	case events.InferenceFailed:
-		v.InferenceID, v.Duration = "", 0
+		v.InferenceID, v.Duration, v.Wire = "", 0, events.Wire{}
 		return v
 	}
 	return p

@@ -150,6 +150,9 @@ func (e *Engine) Infer(ctx context.Context, in engine.Input, delta func(engine.D
 	if err := ctx.Err(); err != nil {
 		return engine.Output{}, err
 	}
+	if err := record(ctx, in); err != nil {
+		return engine.Output{}, err
+	}
 	blocks := in.Turn.Blocks
 	userIdx := -1
 	for i := len(blocks) - 1; i >= 0; i-- {
