@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -85,8 +83,7 @@ func (s *Server) callWire(w http.ResponseWriter, r *http.Request) {
 		out.Description = "the request the client sent through the recording gateway, in the canonical form (JCS) its input hash is of: " +
 			"the client's own bytes differ in spacing and member order only, and are recorded by their SHA-256 (wire_sha256)"
 		out.Body, out.Recorded, out.Verified = string(body), rec.Started.InputHash, matches
-		sum := sha256.Sum256(body)
-		out.SHA256 = hex.EncodeToString(sum[:])
+		out.SHA256 = replay.WireSHA256(body)
 		writeJSON(w, http.StatusOK, out)
 		return
 	}

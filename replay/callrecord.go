@@ -31,6 +31,18 @@ type CallRecord struct {
 	Closed events.Payload
 }
 
+// Wire is the request the call's closing event recorded (a worker's
+// engine records it there), empty when none.
+func (c *CallRecord) Wire() events.Wire {
+	switch p := c.Closed.(type) {
+	case events.InferenceFinished:
+		return p.Wire
+	case events.InferenceFailed:
+		return p.Wire
+	}
+	return events.Wire{}
+}
+
 // CallAt re-projects a conversation up to its model call number call and
 // reads on to the event that closed it. A call the conversation does not
 // have is an eventlog.ErrNotFound that says how many it has.

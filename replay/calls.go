@@ -171,6 +171,7 @@ func Calls(ctx context.Context, src Source, conversation string, page Page, opts
 		switch p := r.Payload.(type) {
 		case events.InferenceFinished:
 			if c := byID[p.InferenceID]; c != nil {
+				c.closedBy(p.Wire)
 				c.Status = CallFinished
 				c.LatencyMS = millis(p.Duration)
 				if p.PromptTokens != 0 || p.CompletionTokens != 0 {
@@ -180,6 +181,7 @@ func Calls(ctx context.Context, src Source, conversation string, page Page, opts
 			}
 		case events.InferenceFailed:
 			if c := byID[p.InferenceID]; c != nil {
+				c.closedBy(p.Wire)
 				c.Status, c.Error = CallFailed, p.Error
 				c.LatencyMS = millis(p.Duration)
 				delete(byID, p.InferenceID)
@@ -210,6 +212,18 @@ func Calls(ctx context.Context, src Source, conversation string, page Page, opts
 		}
 	}
 	return out, nil
+}
+
+// closedBy takes from the event that closed the call the request it sent,
+// which a worker's engine records there (the gateway records the client's
+// bytes' hash in inference.started).
+func (c *Call) closedBy(w events.Wire) {
+	if c.WireSHA256 == "" {
+		c.WireSHA256 = w.SHA256
+	}
+	if c.Provider == "" {
+		c.Provider = providerOf(events.InferenceStarted{}, w.Version)
+	}
 }
 
 // prevInput is the input of the latest call of a purpose; turn is nil
