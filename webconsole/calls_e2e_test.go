@@ -31,6 +31,15 @@ func TestE2ECallsView(t *testing.T) {
 	c.waitFor("the call", `document.getElementById("call-view").dataset.ready === "true"`)
 	assert.Equal(t, []string{"added", "added", "added"}, eval[[]string](c, `[...document.querySelectorAll("#call-diff li.change .op")].map(e => e.textContent)`))
 	assert.Equal(t, []string{"reasoning", "tool_call"}, eval[[]string](c, `[...document.querySelectorAll("#call-output .block .kind")].map(e => e.textContent)`))
+	// The request it sent, rendered again from the log and matching the
+	// recorded hash; the reasoning it carried back shown as opaque.
+	assert.Equal(t, "matches the record", eval[string](c, `document.querySelector("#call-wire .badge.verified").textContent`))
+	wire := eval[string](c, `document.querySelector("#call-wire pre.json").textContent`)
+	assert.Contains(t, wire, `"count the words in one two three"`)
+	assert.Contains(t, wire, `"kind": "reasoning"`)
+	assert.NotContains(t, wire, "Nothing to look up", "reasoning content is opaque")
+	assert.Contains(t, eval[string](c, `document.querySelector("#call-wire .opaque").textContent`), "‹opaque text, 37 characters›")
+	assert.Contains(t, eval[string](c, `document.querySelector("#call-wire pre.raw").textContent`), "Nothing to look up", "the exact bytes are there")
 	c.screenshot("calls")
 
 	// A call made while the page is open appears, live.

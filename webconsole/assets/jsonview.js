@@ -8,9 +8,10 @@ import { h } from './dom.js';
 // Keys whose values are opaque wherever they are.
 const opaqueKeys = new Set(['signature', 'encrypted_content', 'reasoning_content', 'redacted_content']);
 // Items that are the model's reasoning (Responses "reasoning", Anthropic
-// "thinking" and "redacted_thinking"): every member but these is opaque.
+// "thinking" and "redacted_thinking", the scripted engine's blocks of kind
+// "reasoning"): every member but these is opaque.
 const reasoningTypes = new Set(['reasoning', 'thinking', 'redacted_thinking']);
-const plainKeys = new Set(['type', 'id', 'status']);
+const plainKeys = new Set(['type', 'kind', 'id', 'status']);
 
 /** A <pre> with value pretty-printed, two spaces an indent. */
 export function jsonView(value) {
@@ -26,7 +27,7 @@ function node(v, depth) {
   if (v !== null && typeof v === 'object') {
     const keys = Object.keys(v);
     if (keys.length === 0) return '{}';
-    const reasoning = reasoningTypes.has(v.type);
+    const reasoning = reasoningTypes.has(v.type) || v.kind === 'reasoning';
     return [
       '{\n',
       keys.map((k, i) => [
