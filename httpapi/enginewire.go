@@ -34,7 +34,7 @@ func (s *Server) engineWire(r *http.Request, rec *replay.CallRecord, out *WireBo
 		return fmt.Errorf("%w: the request (rendering %q) cannot be rendered again from the log: %v", errNoWire, w.Version, err)
 	}
 	out.Rendering, out.Recorded = w.Version, w.SHA256
-	out.Description = "the request body as the engine sent it, rendered again from the log by the same engine: what `turnlog replay --inference N --wire` prints"
+	out.Description = "the request body as the engine sent it, rendered again from the log by the same engine: what turnlog replay --inference N --wire prints"
 	out.Body, out.SHA256 = string(body), replay.WireSHA256(body)
 	out.Verified = out.SHA256 == w.SHA256
 	for _, n := range notes {

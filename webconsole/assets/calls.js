@@ -270,7 +270,7 @@ async function showWire(el, c, mine) {
   } catch {
     pretty = h('pre', { class: 'json' }, w.body);
   }
-  el.replaceChildren(
+  const parts = [
     h('h3', null, 'Request sent'),
     h(
       'p',
@@ -281,7 +281,8 @@ async function showWire(el, c, mine) {
     (w.notes || []).length ? h('ul', { class: 'wire-notes' }, w.notes.map((n) => h('li', null, `block ${n.index} (`, h('code', null, n.id), `): ${n.note}`))) : null,
     pretty,
     h('details', { class: 'exact' }, h('summary', null, `Exact bytes (${w.body.length} characters)`), h('pre', { class: 'raw' }, w.body)),
-  );
+  ];
+  el.replaceChildren(...parts.filter(Boolean));
 }
 
 async function showDiffOf(el, c, mine) {
