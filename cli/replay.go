@@ -74,6 +74,20 @@ Exit codes: 0 ok, 1 --verify mismatch or --rerun difference, 2 error.`,
 			if err != nil {
 				return err
 			}
+			// --rerun's profile is read first: a binary that lacks one of
+			// its engines or middlewares says so before connecting.
+			var rerunProfile profile.Profile
+			if rerun {
+				set, err := profile.Load(profiles)
+				if err != nil {
+					return err
+				}
+				p, ok := set[profileName]
+				if !ok {
+					return fmt.Errorf("--profile %q: the profiles are %v; pick one (or pass --profiles FILE)", profileName, set.Names())
+				}
+				rerunProfile = p
+			}
 			ctx := cmd.Context()
 			nc, l, err := nf.connect(ctx, eventlog.ReadOnly())
 			if err != nil {
@@ -101,14 +115,7 @@ Exit codes: 0 ok, 1 --verify mismatch or --rerun difference, 2 error.`,
 				}
 				return nil
 			case rerun:
-				set, err := profile.Load(profiles)
-				if err != nil {
-					return err
-				}
-				p, ok := set[profileName]
-				if !ok {
-					return fmt.Errorf("--profile %q: the profiles are %v; pick one (or pass --profiles FILE)", profileName, set.Names())
-				}
+				p := rerunProfile
 				if p.Templates == nil {
 					p.Templates = templates.New(l) // as the workers do
 				}

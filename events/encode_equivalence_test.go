@@ -264,6 +264,9 @@ func oneKeyMaps(p events.Payload) events.Payload {
 	case events.BlockSplit:
 		v.Into = blocks(v.Into)
 		return v
+	case events.BlockInserted:
+		v.Block.Meta = one(v.Block.Meta)
+		return v
 	case events.TurnCompacted:
 		if v.Summary != nil {
 			s := *v.Summary
@@ -388,6 +391,9 @@ func TestEncodeMatchesReflectionOnPayloads(t *testing.T) {
 		}),
 		rapid.Custom(func(t *rapid.T) events.Payload {
 			return events.BlockSplit{BlockID: id.Draw(t, "id"), Into: blocks.Draw(t, "into"), Reason: str.Draw(t, "reason")}
+		}),
+		rapid.Custom(func(t *rapid.T) events.Payload {
+			return events.BlockInserted{Index: rapid.IntRange(-1, math.MaxInt).Draw(t, "index"), Block: block.Draw(t, "block"), Reason: str.Draw(t, "reason")}
 		}),
 		rapid.Custom(func(t *rapid.T) events.Payload {
 			var summary *events.Block

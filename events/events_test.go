@@ -56,6 +56,8 @@ func samplePayloads() []events.Payload {
 		events.BlocksReordered{Order: []string{"b2", "b1", "b3"}, Reason: "system first"},
 		events.BlocksRemoved{BlockIDs: []string{"r1", "r2"}, Reason: "orphan reasoning"},
 		events.BlockAnnotated{BlockID: "u1", Meta: meta("role_marker", "1", "old", ""), Reason: "found [system] in user text"},
+		events.BlockInserted{Index: 2, Block: events.Block{ID: "i1", Kind: events.KindOther, Text: "Reminder: cite sources.", Trust: events.Trusted,
+			Meta: meta(events.MetaSection, "post_conversation"), Untrusted: []events.Span{{Start: 0, End: 8, Var: "file:x"}}}, Reason: "reminder"},
 		events.BlockSplit{BlockID: "s1", Into: []events.Block{
 			{ID: "s1", Kind: events.KindSystem, Text: "part 1", Trust: events.Trusted, Untrusted: []events.Span{{Start: 5, End: 6, Var: "system:os"}}},
 			{ID: "s1b", Kind: events.KindUser, Text: "part 2", Meta: meta("split_from", "s1")},

@@ -206,6 +206,8 @@ func appendPayload(b []byte, p Payload) ([]byte, bool) {
 		if p.Reason != "" {
 			b = appendField(b, "reason", p.Reason)
 		}
+	case BlockInserted:
+		b = appendBlockInserted(b, p)
 	case TurnCompacted:
 		b = appendMapLen(b, 1+
 			present(p.Summary != nil)+

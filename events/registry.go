@@ -65,6 +65,7 @@ func NewRegistry() *Registry {
 	Register[BlocksRemoved](r, 1)
 	Register[BlockAnnotated](r, 1)
 	Register[BlockSplit](r, 1)
+	Register[BlockInserted](r, 1)
 	Register[TurnCompacted](r, 1)
 	Register[DataSet](r, 1)
 	Register[InferenceStarted](r, 1)

@@ -72,7 +72,7 @@ func (c OrderingConfig) Validate() error {
 // sort is stable, so blocks of one section keep their order, and it moves
 // units, never single blocks: a reasoning block stays right before the
 // block that follows it, and a tool call stays with its result (see
-// units). A unit goes where its first non-reasoning block goes.
+// Units). A unit goes where its first non-reasoning block goes.
 //
 // It emits one blocks.reordered when the order changes, and nothing when
 // the Turn is already in order.
@@ -182,17 +182,17 @@ func (o *orderer) order(blocks []events.Block) []string {
 		return nil
 	}
 	type unit struct {
-		span
+		Unit
 		rank int
 	}
 	var ranked []unit
 	for _, u := range units(blocks) {
-		ranked = append(ranked, unit{u, o.unitRank(blocks, u.start, u.end)})
+		ranked = append(ranked, unit{u, o.unitRank(blocks, u.Start, u.End)})
 	}
 	slices.SortStableFunc(ranked, func(a, b unit) int { return a.rank - b.rank })
 	order := make([]string, 0, len(blocks))
 	for _, u := range ranked {
-		for i := u.start; i < u.end; i++ {
+		for i := u.Start; i < u.End; i++ {
 			order = append(order, blocks[i].ID)
 		}
 	}

@@ -112,6 +112,9 @@ func Normalize(p events.Payload, id func(string) string) events.Payload {
 		v.BlockID = id(v.BlockID)
 		v.Into = blocks(v.Into)
 		return v
+	case events.BlockInserted:
+		v.Block.ID = id(v.Block.ID)
+		return v
 	case events.TurnCompacted:
 		v.Removed = ids(v.Removed)
 		if v.Summary != nil {

@@ -6,7 +6,6 @@ package scripted
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"regexp"
@@ -245,26 +244,9 @@ func approxTokens(bs []events.Block) int {
 	return n
 }
 
-// WordCount is the tool the default script calls: it counts the words of
-// {"text": "..."}.
-func WordCount() engine.Tool {
-	return engine.Tool{
-		Spec: engine.ToolSpec{
-			Name:        "word_count",
-			Description: "Counts the words in a text.",
-			Parameters:  json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
-		},
-		Func: func(ctx context.Context, args json.RawMessage) (string, error) {
-			var a struct {
-				Text string `json:"text"`
-			}
-			if err := json.Unmarshal(args, &a); err != nil {
-				return "", fmt.Errorf("arguments: %w", err)
-			}
-			return fmt.Sprint(len(strings.Fields(a.Text))), nil
-		},
-	}
-}
+// WordCount is the tool the default script calls: engine.WordCount, kept
+// here for the programs that found it here first.
+func WordCount() engine.Tool { return engine.WordCount() }
 
 // Provider names the provider for trace spans (gen_ai.provider.name): the
 // scripted engine answers inside turnlog.
