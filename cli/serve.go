@@ -75,6 +75,11 @@ acknowledged is ever lost, at a large cost in throughput). To survive the
 loss of a machine, run a 3-node cluster with replicated streams (see
 docker-compose.yml).
 
+One server per data directory: serve locks --data (an OS file lock, which
+the kernel releases when the process ends, even on SIGKILL) before it opens
+anything there, and a second serve on the same directory is refused at once
+with the PID and NATS address of the one that holds it.
+
 Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -84,13 +89,21 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			out := cmd.OutOrStdout()
-			cfg := embedded.Config{DataDir: data, Listen: listen, Sync: sync}
+			// The directory is locked before anything is written into it
+			// (keys, the store): a second server is refused before it
+			// touches a file.
+			lock, err := embedded.LockDataDir(data)
+			if err != nil {
+				return err
+			}
+			cfg := embedded.Config{DataDir: data, Listen: listen, Sync: sync, Lock: lock}
 			var adminKey, workerKey nats.Option
 			if noAuth {
 				fmt.Fprintf(cmd.ErrOrStderr(), "turnlog: WARNING: NATS authentication is off (--no-auth): anyone who can reach %s can read, write and erase every conversation\n", listen)
 			} else {
 				keys, err := serveKeys(data, eventlog.NamesFor(prefix).WithEventShards(wf.eventShards), out)
 				if err != nil {
+					lock.Release()
 					return err
 				}
 				cfg.Users, adminKey, workerKey = keys.users, keys.admin, keys.worker
