@@ -16,6 +16,14 @@ type Delta struct {
 	RequestID string      `json:"request_id"`
 	Kind      events.Kind `json:"kind"`
 	Text      string      `json:"text"`
+	// Step is the step of the request that the text will be stored in:
+	// every event of the steps before it (a tool call, its result, the
+	// model call's inference.started) is stored before the text streams.
+	// A client that shows events and text together (interactive chat)
+	// holds the text until it has seen step Step-1, so that a tool's
+	// result never shows after the answer it led to. 0 from workers that
+	// predate it.
+	Step int `json:"step,omitempty"`
 }
 
 // deltas is where a request's streamed text goes: coalesced (see
