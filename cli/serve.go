@@ -163,6 +163,13 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 				defer running.Close()
 				fmt.Fprint(out, tok.banner(running.URL(), isTerminal(out)))
 			}
+			if workers > 0 {
+				profiles, err := profile.Load(wf.profiles)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "turnlog: %s\n", defaultAnswerer(profiles))
+			}
 			done := make(chan error, 1)
 			go func() {
 				done <- runWorkers(ctx, &wf, workers, func() (*nats.Conn, error) {
@@ -266,4 +273,33 @@ func chatHint(clientURL string, customListen bool) string {
 		return "turnlog chat -m hello"
 	}
 	return "turnlog chat --nats-url " + clientURL + " -m hello"
+}
+
+// defaultAnswerer says who answers a request that names no profile: the
+// banner's line, so that nobody takes the scripted engine's echo for a
+// model's answer, or wonders which model a profile reached.
+func defaultAnswerer(profiles profile.Set) string {
+	p, ok := profiles[profile.DefaultName]
+	if !ok {
+		return fmt.Sprintf("no profile is named %q: a request must name one of %s", profile.DefaultName, strings.Join(profiles.Names(), ", "))
+	}
+	s := p.Summary(profile.DefaultName)
+	line := fmt.Sprintf("answers with profile %q: %s", s.Name, describeAnswerer(s))
+	if s.Provider == profile.ProviderScripted {
+		line += " (scripted answers, no model; --profiles FILE configures a real one)"
+	}
+	return line
+}
+
+// describeAnswerer is a profile's provider, model and endpoint in words.
+func describeAnswerer(s profile.Summary) string {
+	model := s.Model
+	if model == "" {
+		model = "none set (a request must name one)"
+	}
+	out := fmt.Sprintf("provider %s, model %s", s.Provider, model)
+	if s.BaseURL != "" {
+		out += " at " + s.BaseURL
+	}
+	return out
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/profile"
 )
 
 // Delta is what live clients receive on turnlog.delta.<conversation>.
@@ -39,9 +40,13 @@ type Status struct {
 	Started  time.Time `json:"started"`
 	Handled  int64     `json:"handled"`
 	Profiles []string  `json:"profiles"`
+	// Summaries say who answers for each profile: provider, model and
+	// endpoint as this worker's engines use them (`turnlog status`).
+	Summaries []profile.Summary `json:"summaries,omitempty"`
 }
 
 func (w *Worker) pong(m *nats.Msg) {
-	data, _ := json.Marshal(Status{Name: w.cfg.Name, Started: w.started, Handled: w.handled.Load(), Profiles: w.cfg.Profiles.Names()})
+	data, _ := json.Marshal(Status{Name: w.cfg.Name, Started: w.started, Handled: w.handled.Load(), Profiles: w.cfg.Profiles.Names(),
+		Summaries: w.cfg.Profiles.Summaries()})
 	_ = m.Respond(data)
 }
