@@ -128,7 +128,7 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 			if err != nil {
 				return err
 			}
-			logger, err := wf.logger()
+			logger, err := wf.logger(cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
