@@ -40,7 +40,9 @@ func lineReader(in io.Reader, out io.Writer) (lineInput, error) {
 			io.Writer
 		}{f, out}, "> ")
 		read := func() (string, error) {
-			if width, height, err := term.GetSize(fd); err == nil {
+			// A terminal that reports no size (a bare pseudo-terminal)
+			// keeps the editor's default rather than a width of 0.
+			if width, height, err := term.GetSize(fd); err == nil && width > 0 && height > 0 {
 				_ = t.SetSize(width, height)
 			}
 			state, err := term.MakeRaw(fd)

@@ -33,30 +33,46 @@ func openPTY(t *testing.T) (terminal, program *os.File) {
 
 // TestLineEditorUsesTheTerminalsWidth (issue 23, item 6): the interactive
 // line editor wrapped at 80 columns in a 200-column terminal. A line of
-// 150 characters typed at a 200-column terminal is echoed on one row.
+// 150 characters typed at a 200-column terminal is echoed on one row; a
+// terminal that reports no size keeps the editor's 80 columns (a width of
+// 0 broke the line after every character).
 func TestLineEditorUsesTheTerminalsWidth(t *testing.T) {
-	terminal, program := openPTY(t)
-	require.NoError(t, unix.IoctlSetWinsize(int(program.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 50, Col: 200}))
-	screen := &syncbuf.Buffer{}
-	go func() { _, _ = io.Copy(screen, terminal) }()
+	for _, tc := range []struct {
+		name  string
+		cols  uint16
+		typed int
+	}{
+		{name: "200 columns", cols: 200, typed: 150},
+		{name: "no size reported", cols: 0, typed: 60},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			terminal, program := openPTY(t)
+			if tc.cols > 0 {
+				require.NoError(t, unix.IoctlSetWinsize(int(program.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 50, Col: tc.cols}))
+			}
+			screen := &syncbuf.Buffer{}
+			go func() { _, _ = io.Copy(screen, terminal) }()
 
-	input, err := lineReader(program, program)
-	require.NoError(t, err)
-	defer input.close()
-	typed := strings.Repeat("a", 150)
-	got := make(chan lineRead, 1)
-	go func() {
-		line, err := input.read()
-		got <- lineRead{line, err}
-	}()
-	// The prompt shows once the editor has the terminal in raw mode:
-	// typed before, the line would be echoed by the terminal itself.
-	eventually(t, "the prompt shows", func() bool { return strings.Contains(screen.String(), "> ") })
-	_, err = terminal.WriteString(typed + "\r")
-	require.NoError(t, err)
-	r := <-got
-	require.NoError(t, r.err)
-	assert.Equal(t, typed, r.line)
-	eventually(t, "the line is echoed", func() bool { return strings.Count(screen.String(), "a") >= len(typed) })
-	assert.Contains(t, screen.String(), "> "+typed, "echoed on one row, not wrapped at 80 columns: %q", screen.String())
+			input, err := lineReader(program, program)
+			require.NoError(t, err)
+			defer input.close()
+			typed := strings.Repeat("a", tc.typed)
+			got := make(chan lineRead, 1)
+			go func() {
+				line, err := input.read()
+				got <- lineRead{line, err}
+			}()
+			// The prompt shows once the editor has the terminal in raw
+			// mode: typed before, the line would be echoed by the
+			// terminal itself.
+			eventually(t, "the prompt shows", func() bool { return strings.Contains(screen.String(), "> ") })
+			_, err = terminal.WriteString(typed + "\r")
+			require.NoError(t, err)
+			r := <-got
+			require.NoError(t, r.err)
+			assert.Equal(t, typed, r.line)
+			eventually(t, "the line is echoed", func() bool { return strings.Count(screen.String(), "a") >= len(typed) })
+			assert.Contains(t, screen.String(), "> "+typed, "echoed on one row: %q", screen.String())
+		})
+	}
 }
