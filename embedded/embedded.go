@@ -129,6 +129,10 @@ func Start(c Config) (srv *Server, err error) {
 		opts.Host, opts.Port = host, port
 		if port == 0 {
 			opts.Port = server.RANDOM_PORT
+		} else if err := portFree(c.Listen); err != nil {
+			// The server would only say so in its log (off) and time
+			// out: say it at once.
+			return nil, fmt.Errorf("start embedded NATS: %w", err)
 		}
 	}
 	ns, err := server.NewServer(opts)
@@ -190,4 +194,14 @@ func splitHostPort(hp string) (string, int, error) {
 		return "", 0, fmt.Errorf("port %q is not a number from 0 to 65535", ps)
 	}
 	return host, port, nil
+}
+
+// portFree reports whether hostPort can be listened on now: a server
+// already there is named at once instead of after the readiness timeout.
+func portFree(hostPort string) error {
+	ln, err := net.Listen("tcp", hostPort)
+	if err != nil {
+		return fmt.Errorf("cannot listen on %s (%v): is another server using it? pass another --listen", hostPort, err)
+	}
+	return ln.Close()
 }

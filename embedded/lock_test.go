@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -62,4 +63,18 @@ func TestStartUsesTheCallersLock(t *testing.T) {
 	lock, err = embedded.LockDataDir(dir)
 	require.NoError(t, err, "a failed Start releases the lock it was given")
 	lock.Release()
+}
+
+// TestBusyPortIsNamedAtOnce: a listen address another server holds is an
+// error that names it, not a 10 s wait for a server that never gets ready.
+func TestBusyPortIsNamedAtOnce(t *testing.T) {
+	first, err := embedded.Start(embedded.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0"})
+	require.NoError(t, err)
+	t.Cleanup(first.Shutdown)
+	busy := strings.TrimPrefix(first.ClientURL(), "nats://")
+
+	_, err = embedded.Start(embedded.Config{DataDir: t.TempDir(), Listen: busy})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "cannot listen on "+busy)
+	assert.NotContains(t, err.Error(), "not ready after")
 }
