@@ -154,7 +154,7 @@ directory of the template variables (prompt:cwd, git:, file:AGENTS.md).
 	cmd.Flags().StringVarP(&message, "message", "m", "", "send one message, print the answer, exit")
 	cmd.Flags().StringVar(&profile, "profile", "", "profile to answer with (default: the workers' default)")
 	cmd.Flags().StringVar(&model, "model", "", "model to ask for (default: the profile's)")
-	cmd.Flags().StringVar(&requestID, "request-id", "", "send -m under this request ID (a ULID), never twice: to wait again for a request that timed out")
+	cmd.Flags().StringVar(&requestID, "request-id", "", "send -m under this request ID (a ULID), never twice: to wait again for a request that timed out or was interrupted")
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "how long to wait for an answer")
 	cmd.Flags().StringVar(&cwd, "cwd", "", "working directory sent as the request's \"cwd\" data (made absolute), read by the template variables")
 	cmd.Flags().StringArrayVar(&data, "data", nil, "KEY=VALUE sent as request data (repeatable)")
