@@ -83,6 +83,11 @@ acknowledged is ever lost, at a large cost in throughput). To survive the
 loss of a machine, run a 3-node cluster with replicated streams (see
 docker-compose.yml).
 
+One server per data directory: serve locks --data (an OS file lock, which
+the kernel releases when the process ends, even on SIGKILL) before it opens
+anything there, and a second serve on the same directory is refused at once
+with the PID and NATS address of the one that holds it.
+
 Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -97,13 +102,21 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 			}
 			defer stopTracing()
 			out := cmd.OutOrStdout()
-			cfg := embedded.Config{DataDir: data, Listen: listen, Sync: sync}
+			// The directory is locked before anything is written into it
+			// (keys, the store): a second server is refused before it
+			// touches a file.
+			lock, err := embedded.LockDataDir(data)
+			if err != nil {
+				return err
+			}
+			cfg := embedded.Config{DataDir: data, Listen: listen, Sync: sync, Lock: lock}
 			var adminKey, workerKey nats.Option
 			if noAuth {
 				fmt.Fprintf(cmd.ErrOrStderr(), "turnlog: WARNING: NATS authentication is off (--no-auth): anyone who can reach %s can read, write and erase every conversation\n", listen)
 			} else {
 				keys, err := serveKeys(data, eventlog.NamesFor(prefix).WithEventShards(wf.eventShards), out)
 				if err != nil {
+					lock.Release()
 					return err
 				}
 				cfg.Users, adminKey, workerKey = keys.users, keys.admin, keys.worker
@@ -128,7 +141,7 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 			if err != nil {
 				return err
 			}
-			logger, err := wf.logger()
+			logger, err := wf.logger(cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -168,6 +181,13 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 				}
 				defer running.Close()
 				fmt.Fprint(out, tok.banner(running.URL(), isTerminal(out)))
+			}
+			if workers > 0 {
+				profiles, err := profile.Load(wf.profiles)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "turnlog: %s\n", defaultAnswerer(profiles))
 			}
 			done := make(chan error, 1)
 			go func() {
@@ -273,4 +293,33 @@ func chatHint(clientURL string, customListen bool) string {
 		return "turnlog chat -m hello"
 	}
 	return "turnlog chat --nats-url " + clientURL + " -m hello"
+}
+
+// defaultAnswerer says who answers a request that names no profile: the
+// banner's line, so that nobody takes the scripted engine's echo for a
+// model's answer, or wonders which model a profile reached.
+func defaultAnswerer(profiles profile.Set) string {
+	p, ok := profiles[profile.DefaultName]
+	if !ok {
+		return fmt.Sprintf("no profile is named %q: a request must name one of %s", profile.DefaultName, strings.Join(profiles.Names(), ", "))
+	}
+	s := p.Summary(profile.DefaultName)
+	line := fmt.Sprintf("answers with profile %q: %s", s.Name, describeAnswerer(s))
+	if s.Provider == profile.ProviderScripted {
+		line += " (scripted answers, no model; --profiles FILE configures a real one)"
+	}
+	return line
+}
+
+// describeAnswerer is a profile's provider, model and endpoint in words.
+func describeAnswerer(s profile.Summary) string {
+	model := s.Model
+	if model == "" {
+		model = "none set (a request must name one)"
+	}
+	out := fmt.Sprintf("provider %s, model %s", s.Provider, model)
+	if s.BaseURL != "" {
+		out += " at " + s.BaseURL
+	}
+	return out
 }

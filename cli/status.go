@@ -1,14 +1,18 @@
 package cli
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/profile"
 	"github.com/turnlog/turnlog/worker"
 )
 
@@ -63,9 +67,12 @@ first).`,
 				Partitions  int             `json:"partitions"`
 				DeadLetters uint64          `json:"dead_letters"`
 				Workers     []worker.Status `json:"workers"`
+				// Profiles say who answers for each profile the workers
+				// run: provider, model, endpoint.
+				Profiles []profile.Summary `json:"profiles"`
 				// Dead lists the newest dead letters (with --dead).
 				Dead []eventlog.DeadLetter `json:"dead,omitempty"`
-			}{Partitions: l.Partitions(), Workers: []worker.Status{}}
+			}{Partitions: l.Partitions(), Workers: []worker.Status{}, Profiles: []profile.Summary{}}
 			if st.DeadLetters, err = l.DeadLetterCount(ctx); err != nil {
 				return err
 			}
@@ -115,6 +122,7 @@ first).`,
 					st.Workers = append(st.Workers, ws)
 				}
 			}
+			st.Profiles = workersProfiles(st.Workers)
 			out := cmd.OutOrStdout()
 			if asJSON {
 				return printJSON(out, st)
@@ -144,6 +152,12 @@ first).`,
 			if len(st.Workers) == 0 {
 				fmt.Fprintln(w, "(no worker answered within 500ms)")
 			}
+			if len(st.Profiles) > 0 {
+				fmt.Fprintln(w, "\nPROFILE\tPROVIDER\tMODEL\tBASE URL")
+				for _, p := range st.Profiles {
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", p.Name, p.Provider, orDash(p.Model), orDash(p.BaseURL))
+				}
+			}
 			return w.Flush()
 		},
 	}
@@ -162,4 +176,31 @@ func printable(s string, n int) string {
 		s = s[:n] + "..."
 	}
 	return strconv.Quote(s)
+}
+
+// workersProfiles is every profile the workers said they run, once each:
+// workers with the same profiles file say the same; workers that differ
+// (a profile on another model) show each version.
+func workersProfiles(workers []worker.Status) []profile.Summary {
+	out := []profile.Summary{}
+	for _, ws := range workers {
+		for _, s := range ws.Summaries {
+			if !slices.Contains(out, s) {
+				out = append(out, s)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b profile.Summary) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.Provider, b.Provider),
+			strings.Compare(a.Model, b.Model), strings.Compare(a.BaseURL, b.BaseURL))
+	})
+	return out
+}
+
+// orDash is s, or "-" for nothing, so that a table's columns stay aligned.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

@@ -110,12 +110,22 @@ func (f *workerFlags) check() error {
 	return nil
 }
 
-func (f *workerFlags) logger() (*slog.Logger, error) {
+func (f *workerFlags) logger(w io.Writer) (*slog.Logger, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", f.logLevel)
 	}
-	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})), nil
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: durationText})), nil
+}
+
+// durationText writes durations as Go's duration strings ("48.9ms"), as
+// slog's text handler does: the JSON handler writes nanoseconds as a bare
+// number, which readers of the logs took for seconds or milliseconds.
+func durationText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.String(a.Key, a.Value.Duration().String())
+	}
+	return a
 }
 
 func (f *workerFlags) logOptions() []eventlog.Option {
@@ -264,7 +274,7 @@ docs/library.md.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			logger, err := wf.logger()
+			logger, err := wf.logger(cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

@@ -23,6 +23,12 @@ type ConversationInfo struct {
 	Messages uint64 `json:"messages"`
 	// UpdatedAt is when its last event was created.
 	UpdatedAt time.Time `json:"updated_at"`
+	// Events, ModelCalls and LastRequestFailed are what `turnlog ls`
+	// shows, under its JSON names, read the same way (replay.Describe):
+	// the console's list and ls never disagree.
+	Events            int  `json:"events"`
+	ModelCalls        int  `json:"model_calls"`
+	LastRequestFailed bool `json:"last_request_failed"`
 }
 
 // ConversationsBody is the answer of GET /conversations: the conversations
@@ -66,15 +72,22 @@ func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) {
 		s.serverError(w, "list conversations", err)
 		return
 	}
+	total := len(found)
+	if len(found) > limit {
+		found = found[:limit]
+	}
+	// Counting reads each listed conversation's history, as ls does:
+	// only those the answer holds.
+	if err := replay.DescribeAll(r.Context(), s.cfg.Log, found); err != nil {
+		s.serverError(w, "list conversations", err)
+		return
+	}
 	matches := make([]ConversationInfo, len(found))
 	for i, c := range found {
-		matches[i] = ConversationInfo{ID: c.ID, Messages: c.Messages, UpdatedAt: c.LastActivity}
+		matches[i] = ConversationInfo{ID: c.ID, Messages: c.Messages, UpdatedAt: c.LastActivity,
+			Events: c.Events, ModelCalls: c.ModelCalls, LastRequestFailed: c.LastRequestFailed}
 	}
-	body := ConversationsBody{Conversations: matches, Total: len(matches)}
-	if len(matches) > limit {
-		body.Conversations = matches[:limit]
-	}
-	writeJSON(w, http.StatusOK, body)
+	writeJSON(w, http.StatusOK, ConversationsBody{Conversations: matches, Total: total})
 }
 
 // conversationID reads and checks the {id} of the route; on failure it has

@@ -227,6 +227,7 @@ func (w *Worker) serveOnce(ctx context.Context, req Request, problem string, las
 		engine.WithTools(p.Tools.Specs()...),
 		engine.WithDelta(deltas.add),
 		engine.WithAnswerOpen())
+	deltas.stepOf = tx.Step
 	if problem != "" {
 		return w.fail(ctx, tx, problem)
 	}

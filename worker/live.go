@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/profile"
 )
 
 // Delta is what live clients receive on turnlog.delta.<conversation>.
@@ -16,6 +17,14 @@ type Delta struct {
 	RequestID string      `json:"request_id"`
 	Kind      events.Kind `json:"kind"`
 	Text      string      `json:"text"`
+	// Step is the step of the request that the text will be stored in:
+	// every event of the steps before it (a tool call, its result, the
+	// model call's inference.started) is stored before the text streams.
+	// A client that shows events and text together (interactive chat)
+	// holds the text until it has seen step Step-1, so that a tool's
+	// result never shows after the answer it led to. 0 from workers that
+	// predate it.
+	Step int `json:"step,omitempty"`
 }
 
 // deltas is where a request's streamed text goes: coalesced (see
@@ -31,9 +40,13 @@ type Status struct {
 	Started  time.Time `json:"started"`
 	Handled  int64     `json:"handled"`
 	Profiles []string  `json:"profiles"`
+	// Summaries say who answers for each profile: provider, model and
+	// endpoint as this worker's engines use them (`turnlog status`).
+	Summaries []profile.Summary `json:"summaries,omitempty"`
 }
 
 func (w *Worker) pong(m *nats.Msg) {
-	data, _ := json.Marshal(Status{Name: w.cfg.Name, Started: w.started, Handled: w.handled.Load(), Profiles: w.cfg.Profiles.Names()})
+	data, _ := json.Marshal(Status{Name: w.cfg.Name, Started: w.started, Handled: w.handled.Load(), Profiles: w.cfg.Profiles.Names(),
+		Summaries: w.cfg.Profiles.Summaries()})
 	_ = m.Respond(data)
 }

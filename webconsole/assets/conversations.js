@@ -34,14 +34,17 @@ async function load() {
   const mine = ++seq;
   const status = $('list-status');
   try {
-    const body = await get('/conversations' + (q ? `?q=${enc(q)}` : ''));
+    // Each row's counts cost a read of its conversation (as in turnlog ls):
+    // the newest 100 are shown, the search finds the others.
+    const body = await get('/conversations?limit=100' + (q ? `&q=${enc(q)}` : ''));
     if (mine !== seq) return;
     const rows = body.conversations.map((c) =>
       h(
         'tr',
         { dataset: { id: c.id } },
         h('td', null, h('a', { href: `/ui/conversations/${enc(c.id)}` }, c.id)),
-        h('td', { class: 'num' }, c.messages),
+        h('td', { class: 'num' }, c.events),
+        h('td', { class: 'num' }, c.model_calls),
         h('td', { class: 'time' }, when(c.updated_at)),
         h('td', null, h('a', { href: `/ui/chat/${enc(c.id)}`, class: 'quiet' }, 'chat')),
       ),
