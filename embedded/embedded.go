@@ -38,6 +38,13 @@ type Config struct {
 	// MaxPayload is the largest message the server accepts (default 8 MiB,
 	// so long tool results and snapshots fit).
 	MaxPayload int32
+	// MaxStore is the most bytes JetStream may keep on disk (max_store);
+	// 0 leaves the server's default, 75% of the space free at start.
+	// JetStream refuses writes past it with "insufficient resources", and
+	// accepts them again as soon as space is freed within it: a limit
+	// below the disk's free space keeps a full disk from ever failing a
+	// write with a file system error.
+	MaxStore int64
 	// Users, when not empty, turns authentication on: only these nkey
 	// users may connect (in-process connections too), each within its
 	// permissions (see natsauth.Users). Empty means anyone who reaches
@@ -89,6 +96,9 @@ func Start(c Config) (*Server, error) {
 	}
 	if c.MaxPayload > 0 {
 		opts.MaxPayload = c.MaxPayload
+	}
+	if c.MaxStore > 0 {
+		opts.JetStreamMaxStore = c.MaxStore
 	}
 	if len(c.Users) > 0 {
 		opts.Nkeys = c.Users

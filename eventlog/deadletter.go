@@ -104,7 +104,7 @@ func (l *Log) AddDeadLetter(ctx context.Context, d DeadLetter) error {
 		msg.Header.Set(jetstream.MsgIDHeader, l.names.RequestsStream+":"+strconv.FormatUint(d.RequestSeq, 10))
 	}
 	if _, err := l.js.PublishMsg(ctx, msg); err != nil {
-		return fmt.Errorf("dead letter for %s: %w", d.Subject, err)
+		return fmt.Errorf("dead letter for %s: %w", d.Subject, storageFull(err))
 	}
 	return nil
 }

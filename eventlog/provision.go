@@ -136,7 +136,7 @@ func (l *Log) ensureFound(ctx context.Context, cfg jetstream.StreamConfig, found
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("stream %s: %w", cfg.Name, err)
+		return nil, fmt.Errorf("stream %s: %w", cfg.Name, storageFull(err))
 	}
 	return s, nil
 }
