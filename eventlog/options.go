@@ -21,8 +21,12 @@ type options struct {
 	duplicates    time.Duration
 	requestLimits RequestLimits
 	deadLetters   DeadLetterLimits
-	compression   *jetstream.StoreCompression // nil: as the existing stream has it, none when creating
-	readOnly      bool
+	// bytesSet: an option set the requests' or dead letters' byte
+	// limits; otherwise an existing stream keeps its own (see
+	// WithStorageBudget).
+	bytesSet    bool
+	compression *jetstream.StoreCompression // nil: as the existing stream has it, none when creating
+	readOnly    bool
 }
 
 // defaultOptions are the settings of a log opened without options.

@@ -110,6 +110,11 @@ func (l *Log) ensureFound(ctx context.Context, cfg jetstream.StreamConfig, found
 			cfg.Compression = existing.Compression
 		}
 	}
+	if existing != nil && existing.MaxBytes > 0 && !l.opts.bytesSet && (cfg.Name == l.names.RequestsStream || cfg.Name == l.names.DeadLettersStream) {
+		// Fitted to the installation's storage (WithStorageBudget) by
+		// whoever made it: not this log's to change.
+		cfg.MaxBytes = existing.MaxBytes
+	}
 	if cfg.Name == l.names.RequestsStream {
 		n := l.opts.partitions
 		if n == 0 {

@@ -48,7 +48,7 @@ func WithRequestLimits(r RequestLimits) Option {
 		if err := r.Validate(); err != nil {
 			return err
 		}
-		o.requestLimits = r
+		o.requestLimits, o.bytesSet = r, true
 		return nil
 	}
 }

@@ -81,3 +81,21 @@ func TestStorageFullIsNamedAndPasses(t *testing.T) {
 	_, err = l.Append(ctx, "after", 0, events.New("after", "r1", 0, "test", events.UserAppended{BlockID: "b", Text: "hello"}))
 	assert.NoError(t, err, "space freed: writes pass again")
 }
+
+// A log opened without a budget (a worker, a command) leaves the byte
+// limits serve fitted to the store as they are: putting back the defaults
+// would reserve more than the store holds.
+func TestBudgetStays(t *testing.T) {
+	srv := natstest.Start(t, natstest.WithMaxStore(16<<20))
+	ctx := context.Background()
+	_, err := eventlog.Open(ctx, srv.Conn, eventlog.WithStorageBudget(16<<20))
+	require.NoError(t, err)
+	l, err := eventlog.Open(ctx, srv.Conn)
+	require.NoError(t, err)
+	req, dead := eventlog.Reservations(16 << 20)
+	for name, want := range map[string]int64{l.Names().RequestsStream: req, l.Names().DeadLettersStream: dead} {
+		s, err := l.JetStream().Stream(ctx, name)
+		require.NoError(t, err)
+		assert.Equal(t, want, s.CachedInfo().Config.MaxBytes, name)
+	}
+}

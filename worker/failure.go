@@ -24,6 +24,10 @@ func (w *Worker) afterError(ctx context.Context, tx *engine.Tx, err error, lastT
 		return handBack, err
 	case errors.Is(err, eventlog.ErrConflict):
 		return retryLater, err
+	case errors.Is(err, eventlog.ErrStorageFull):
+		// Nothing can be stored, a failure neither: the request waits
+		// for space (see holdWhileFull).
+		return retryLater, err
 	case errors.Is(err, errLogUnavailable):
 		// Not a try that failed: the log could not be reached (an
 		// election, a worker cut off), and a request.failed could not be
