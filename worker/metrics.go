@@ -20,13 +20,13 @@ type Metrics struct {
 	// storageFull counts the attempts at a request that found JetStream's
 	// storage full; the request waits in the worker's hands meanwhile.
 	storageFull prometheus.Counter
-	stepSeconds  prometheus.Histogram
-	inFlight     prometheus.Gauge
-	loads        *prometheus.CounterVec
-	deadLetters  prometheus.Counter
-	cacheBytes   prometheus.Gauge
-	cacheTurns   prometheus.Gauge
-	snapshots    *prometheus.CounterVec
+	stepSeconds prometheus.Histogram
+	inFlight    prometheus.Gauge
+	loads       *prometheus.CounterVec
+	deadLetters prometheus.Counter
+	cacheBytes  prometheus.Gauge
+	cacheTurns  prometheus.Gauge
+	snapshots   *prometheus.CounterVec
 
 	// The series every request touches, looked up once: a label lookup
 	// hashes the label values on every call.
