@@ -39,7 +39,8 @@ type Config struct {
 	// so long tool results and snapshots fit).
 	MaxPayload int32
 	// MaxStore is the most bytes JetStream may keep on disk (max_store);
-	// 0 leaves the server's default, 75% of the space free at start.
+	// 0 means AutoMaxStore (75% of the space free at start, plus what the
+	// store holds), -1 the server's own dynamic default.
 	// JetStream refuses writes past it with "insufficient resources", and
 	// accepts them again as soon as space is freed within it: a limit
 	// below the disk's free space keeps a full disk from ever failing a
@@ -72,8 +73,10 @@ func (c Config) Validate() error {
 
 // Server is a running embedded NATS server.
 type Server struct {
-	ns   *server.Server
-	auth bool
+	ns      *server.Server
+	auth    bool
+	opts    *server.Options // as last given to the server (see RaiseMaxStore)
+	dataDir string
 }
 
 // Authenticated reports whether the server refuses connections without a
@@ -97,8 +100,15 @@ func Start(c Config) (*Server, error) {
 	if c.MaxPayload > 0 {
 		opts.MaxPayload = c.MaxPayload
 	}
-	if c.MaxStore > 0 {
+	switch {
+	case c.MaxStore > 0:
 		opts.JetStreamMaxStore = c.MaxStore
+	case c.MaxStore == 0:
+		// A number rather than the server's dynamic default, which
+		// cannot be raised while the server runs (see FollowDisk).
+		if n, ok := AutoMaxStore(c.DataDir); ok {
+			opts.JetStreamMaxStore = n
+		}
 	}
 	if len(c.Users) > 0 {
 		opts.Nkeys = c.Users
@@ -126,7 +136,7 @@ func Start(c Config) (*Server, error) {
 		ns.Shutdown()
 		return nil, fmt.Errorf("start embedded NATS: not ready after 10s (is %s already in use, or %s locked by another server?)", c.Listen, c.DataDir)
 	}
-	return &Server{ns: ns, auth: len(c.Users) > 0}, nil
+	return &Server{ns: ns, auth: len(c.Users) > 0, opts: opts.Clone(), dataDir: c.DataDir}, nil
 }
 
 // ClientURL is the nats:// URL clients on other processes connect to, or ""
