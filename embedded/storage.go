@@ -56,6 +56,9 @@ func storeBytes(dir string) int64 {
 	return n
 }
 
+// DataDir is where the server keeps its store.
+func (s *Server) DataDir() string { return s.dataDir }
+
 // Storage reports the server's storage.
 func (s *Server) Storage() (Storage, error) {
 	info, err := s.ns.Jsz(&server.JSzOptions{})

@@ -127,8 +127,9 @@ const storageRetry = time.Second
 // bounded number of times, and a request whose last delivery ended while
 // nothing could be stored would be lost, neither answered nor failed nor
 // dead-lettered. Writes pass again as soon as space is freed, and the
-// request goes on from what the log holds. A worker that stops meanwhile
-// hands the request back.
+// request goes on from what the log holds. A worker told to stop hands the
+// request back at once: no grace period can store what the storage
+// refuses.
 func (w *Worker) holdWhileFull(ctx context.Context, req Request, problem string, lastTry bool, out outcome, err error) (outcome, error) {
 	if !errors.Is(err, eventlog.ErrStorageFull) {
 		return out, err
@@ -136,10 +137,16 @@ func (w *Worker) holdWhileFull(ctx context.Context, req Request, problem string,
 	w.log.Warn("JetStream storage is full: request held until space is freed", "conversation", req.Conversation, "request", req.RequestID, "err", err)
 	t := time.NewTicker(storageRetry)
 	defer t.Stop()
+	stopping := context.Background().Done()
+	if w.intake != nil {
+		stopping = w.intake.Done()
+	}
 	for errors.Is(err, eventlog.ErrStorageFull) {
 		w.metrics.storageFull.Inc()
 		select {
 		case <-ctx.Done():
+			return handBack, err
+		case <-stopping:
 			return handBack, err
 		case <-t.C:
 		}
@@ -340,7 +347,9 @@ func (a appender) Append(ctx context.Context, conv string, expected uint64, evs 
 	case err == nil || ctx.Err() != nil:
 	case errors.Is(err, eventlog.ErrStorageFull):
 		// The server answered: no link to suspect. The request is held
-		// until space is freed (see holdWhileFull).
+		// until space is freed (see holdWhileFull), so to the chain it
+		// is a step that will be retried, not a failed call.
+		err = fmt.Errorf("%w: %w", errLogUnavailable, err)
 	case errors.Is(err, eventlog.ErrConflict):
 		err = fmt.Errorf("%w: %w", engine.ErrSuperseded, err)
 	case !refused(err):

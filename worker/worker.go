@@ -148,6 +148,10 @@ type Worker struct {
 	log      *slog.Logger
 	link     *clusterLink
 	progress *progress
+	// intake is Run's context: it ends when the worker is told to stop,
+	// before the requests in hand get their grace period (see
+	// holdWhileFull). Set by Run before any request is taken.
+	intake context.Context
 
 	handled  atomic.Int64
 	started  time.Time
@@ -207,6 +211,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	// hands back what is still running after the grace period.
 	work, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()
+	w.intake = ctx
 
 	// A lost connection is the plainest sign of a lost cluster.
 	nc := w.cfg.Conn
