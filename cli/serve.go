@@ -19,6 +19,7 @@ import (
 	"github.com/turnlog/turnlog/internal/plural"
 	"github.com/turnlog/turnlog/natsauth"
 	"github.com/turnlog/turnlog/profile"
+	"github.com/turnlog/turnlog/worker"
 )
 
 func init() { commands = append(commands, newServeCmd) }
@@ -146,6 +147,13 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 			}
 			fmt.Fprintf(out, "turnlog: NATS with JetStream listening on %s (data in %s, sync %s, %s)\n", srv.ClientURL(), data, syncName(sync), authName(noAuth))
 			fmt.Fprintln(out, store.banner(srv))
+			wf.storage = func() *worker.Storage {
+				st, err := srv.Storage()
+				if err != nil {
+					return nil
+				}
+				return &worker.Storage{MaxStore: st.MaxStore, Used: st.Used, Reserved: st.Reserved, DiskFree: st.DiskFree}
+			}
 			if store.auto {
 				go srv.FollowDisk(ctx, followDiskEvery, func(from, to int64) {
 					logger.Info("disk space freed: JetStream storage raised", "from", formatBytes(from), "to", formatBytes(to))

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -135,4 +136,29 @@ func TestServeStopsWithFullStorage(t *testing.T) {
 	res, err := worker.Await(wctx, l2, "held", req.RequestID, 0, 0)
 	require.NoError(t, err, "the held request is answered once there is room")
 	assert.Equal(t, "You said: "+strings.Repeat("h", 60<<10), res.Answer)
+}
+
+// `turnlog status` shows the storage used and free, the limit serve set
+// and the disk's free space.
+func TestStatusShowsStorage(t *testing.T) {
+	s := startServe(t, "--max-store", "16MiB")
+	env := []string{"TURNLOG_DATA=" + s.data, "TURNLOG_NATS_URL=" + s.natsURL}
+	out, code := runCmd(t, env, "", "status")
+	require.Equal(t, 0, code, out)
+	assert.Regexp(t, `storage: [0-9.]+ [KMG]?i?B used of 16\.0 MiB, [0-9.]+ MiB free \([0-9.]+ MiB reserved\); [0-9.]+ [KMGT]iB free on the disk`, out)
+
+	out, code = runCmd(t, env, "", "status", "--json")
+	require.Equal(t, 0, code, out)
+	var st struct {
+		Storage struct {
+			Used     int64 `json:"used"`
+			MaxStore int64 `json:"max_store"`
+			Free     int64 `json:"free"`
+			DiskFree int64 `json:"disk_free"`
+		} `json:"storage"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &st))
+	assert.Equal(t, int64(16<<20), st.Storage.MaxStore)
+	assert.Equal(t, st.Storage.MaxStore-st.Storage.Used, st.Storage.Free)
+	assert.Positive(t, st.Storage.DiskFree)
 }

@@ -26,7 +26,9 @@ func newStatusCmd() *cobra.Command {
 		Use:   "status",
 		Short: "Show streams, pending requests, dead letters and running workers",
 		Long: `Show the streams, the pending requests, the dead letters and the workers
-that answer within 500ms.
+that answer within 500ms, and JetStream's storage: what it holds, and,
+when a worker of turnlog serve answers, its limit (--max-store), what it
+may still take and the disk's free space.
 
 A dead letter is a chat request that could not end as request.completed or
 request.failed in a conversation: its subject names no valid conversation
@@ -64,6 +66,11 @@ first).`,
 				Partitions  int             `json:"partitions"`
 				DeadLetters uint64          `json:"dead_letters"`
 				Workers     []worker.Status `json:"workers"`
+				// Storage is JetStream's storage: what the account
+				// stores, and, from a worker that runs beside the server
+				// (serve's), the limit, what it may still take and the
+				// disk's free space.
+				Storage storageStatus `json:"storage"`
 				// Dead lists the newest dead letters (with --dead).
 				Dead []eventlog.DeadLetter `json:"dead,omitempty"`
 			}{Partitions: l.Partitions(), Workers: []worker.Status{}}
@@ -116,6 +123,7 @@ first).`,
 					st.Workers = append(st.Workers, ws)
 				}
 			}
+			st.Storage = readStorage(ctx, js, st.Workers)
 			out := cmd.OutOrStdout()
 			if asJSON {
 				return printJSON(out, st)
@@ -125,7 +133,8 @@ first).`,
 			for _, s := range st.Streams {
 				fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\n", s.Name, s.Messages, s.Bytes, s.Subjects, s.Replicas)
 			}
-			fmt.Fprintf(w, "\nrequests pending: %d (in progress: %d, partitions: %d)\n", st.Pending, st.InProgress, st.Partitions)
+			fmt.Fprintf(w, "\nstorage: %s\n", st.Storage)
+			fmt.Fprintf(w, "requests pending: %d (in progress: %d, partitions: %d)\n", st.Pending, st.InProgress, st.Partitions)
 			fmt.Fprintf(w, "dead letters: %d", st.DeadLetters)
 			if st.DeadLetters > 0 && !dead {
 				fmt.Fprint(w, " (turnlog status --dead lists them)")

@@ -68,6 +68,9 @@ type Config struct {
 	// <data>/auth, where its keys and its HTTP token live.
 	DenyDirs []string
 	Logger   *slog.Logger
+	// Storage, if set, reports the JetStream storage of the server this
+	// worker runs beside, for its status (see Storage); nil when unknown.
+	Storage func() *Storage
 	// Fault, for tests, is called at named points of a request ("user",
 	// "step", "completed"); an error there makes the worker drop the
 	// request on the floor as if it had crashed: no ack, no more events.
