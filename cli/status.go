@@ -26,9 +26,10 @@ func newStatusCmd() *cobra.Command {
 		Use:   "status",
 		Short: "Show streams, pending requests, dead letters and running workers",
 		Long: `Show the streams, the pending requests, the dead letters and the workers
-that answer within 500ms, and JetStream's storage: what it holds, and,
-when a worker of turnlog serve answers, its limit (--max-store), what it
-may still take and the disk's free space.
+that answer within 500ms, and JetStream's storage: when a worker of
+turnlog serve answers, what the server stores, its limit (--max-store),
+what it may still take and the disk's free space; else what the streams
+hold.
 
 A dead letter is a chat request that could not end as request.completed or
 request.failed in a conversation: its subject names no valid conversation
@@ -66,10 +67,7 @@ first).`,
 				Partitions  int             `json:"partitions"`
 				DeadLetters uint64          `json:"dead_letters"`
 				Workers     []worker.Status `json:"workers"`
-				// Storage is JetStream's storage: what the account
-				// stores, and, from a worker that runs beside the server
-				// (serve's), the limit, what it may still take and the
-				// disk's free space.
+				// Storage is JetStream's storage (see storageStatus).
 				Storage storageStatus `json:"storage"`
 				// Dead lists the newest dead letters (with --dead).
 				Dead []eventlog.DeadLetter `json:"dead,omitempty"`
@@ -123,7 +121,11 @@ first).`,
 					st.Workers = append(st.Workers, ws)
 				}
 			}
-			st.Storage = readStorage(ctx, js, st.Workers)
+			var streamBytes int64
+			for _, s := range st.Streams {
+				streamBytes += int64(s.Bytes)
+			}
+			st.Storage = readStorage(st.Workers, streamBytes)
 			out := cmd.OutOrStdout()
 			if asJSON {
 				return printJSON(out, st)

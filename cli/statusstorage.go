@@ -3,16 +3,16 @@ package cli
 // This file holds the storage part of `turnlog status`.
 
 import (
-	"context"
 	"fmt"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/turnlog/turnlog/worker"
 )
 
-// storageStatus is JetStream's storage as status shows it. Used and
-// Reserved come from the account; the rest is known only where a worker
-// runs beside the server (turnlog serve), else it is -1.
+// storageStatus is JetStream's storage as status shows it. Where a worker
+// runs beside the server (turnlog serve's), it reports the server's
+// storage; else Used is what turnlog's streams listed above hold and the
+// rest is unknown (-1): a JetStream client is not told the server's limit
+// (and the account's figures need an API a client key may not call).
 type storageStatus struct {
 	Used     int64 `json:"used"`
 	Reserved int64 `json:"reserved"`
@@ -20,40 +20,24 @@ type storageStatus struct {
 	// Free is what JetStream may still store: MaxStore-Used.
 	Free     int64 `json:"free"`
 	DiskFree int64 `json:"disk_free"`
-	// Error says why Used could not be read ("" when it was).
-	Error string `json:"error,omitempty"`
 }
 
-// readStorage reads the account's storage and the first storage report
-// among workers.
-func readStorage(ctx context.Context, js jetstream.JetStream, workers []worker.Status) storageStatus {
-	st := storageStatus{MaxStore: -1, Free: -1, DiskFree: -1}
-	if ai, err := js.AccountInfo(ctx); err != nil {
-		st.Error = err.Error()
-	} else {
-		st.Used, st.Reserved = int64(ai.Store), int64(ai.ReservedStore)
-	}
+// readStorage is the first storage report among workers, else what the
+// streams hold (streamBytes).
+func readStorage(workers []worker.Status, streamBytes int64) storageStatus {
 	for _, w := range workers {
 		if r := w.Storage; r != nil {
-			st.MaxStore, st.Free, st.DiskFree = r.MaxStore, max(r.MaxStore-r.Used, 0), r.DiskFree
-			if st.Error != "" {
-				st.Used, st.Reserved, st.Error = r.Used, r.Reserved, ""
-			}
-			break
+			return storageStatus{Used: r.Used, Reserved: r.Reserved, MaxStore: r.MaxStore, Free: max(r.MaxStore-r.Used, 0), DiskFree: r.DiskFree}
 		}
 	}
-	return st
+	return storageStatus{Used: streamBytes, Reserved: -1, MaxStore: -1, Free: -1, DiskFree: -1}
 }
 
 func (s storageStatus) String() string {
-	if s.Error != "" && s.MaxStore < 0 {
-		return "unknown (" + s.Error + ")"
-	}
-	out := fmt.Sprintf("%s used, %s reserved", formatBytes(s.Used), formatBytes(s.Reserved))
 	if s.MaxStore < 0 {
-		return out + "; the limit and the free space are known while turnlog serve runs its workers"
+		return fmt.Sprintf("the streams above hold %s; the limit and the free space are shown while turnlog serve runs its workers", formatBytes(s.Used))
 	}
-	out = fmt.Sprintf("%s used of %s, %s free (%s reserved)", formatBytes(s.Used), formatBytes(s.MaxStore), formatBytes(s.Free), formatBytes(s.Reserved))
+	out := fmt.Sprintf("%s used of %s, %s free (%s reserved)", formatBytes(s.Used), formatBytes(s.MaxStore), formatBytes(s.Free), formatBytes(s.Reserved))
 	if s.DiskFree >= 0 {
 		out += fmt.Sprintf("; %s free on the disk", formatBytes(s.DiskFree))
 	}
