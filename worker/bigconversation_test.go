@@ -54,3 +54,30 @@ func TestLargeConversationKeepsAnswering(t *testing.T) {
 	}
 	assert.Zero(t, failed, "no request failed")
 }
+
+// A step the server cannot store (its max_payload is small here, as on a
+// nats-server with its 1 MB default and a long message) fails its request
+// with what to do, and the conversation keeps no more than the failure:
+// the text that did not fit is not stored, and the next request is
+// answered.
+func TestStepTooLargeFailsWithoutGrowing(t *testing.T) {
+	srv := natstest.Start(t, natstest.WithMaxPayload(48<<10))
+	l := startWorker(t, srv, nil)
+	res, err := ask(t, l, "small", "hello")
+	require.NoError(t, err)
+	require.Empty(t, res.Failed)
+	before, err := l.Load(context.Background(), "small")
+	require.NoError(t, err)
+
+	res, err = ask(t, l, "small", strings.Repeat("y", 47<<10))
+	require.Error(t, err)
+	assert.Contains(t, res.Failed, "step too large")
+	assert.Contains(t, res.Failed, "send a shorter message")
+	after, err := l.Load(context.Background(), "small")
+	require.NoError(t, err)
+	assert.Equal(t, len(before.Blocks), len(after.Blocks), "the text that did not fit is not in the conversation")
+
+	res, err = ask(t, l, "small", "still there?")
+	require.NoError(t, err)
+	assert.Equal(t, "You said: still there?", res.Answer)
+}
