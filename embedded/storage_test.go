@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/embedded"
+	"github.com/turnlog/turnlog/internal/natstest"
+	"github.com/turnlog/turnlog/natsauth"
 )
 
 // publishUntilFull publishes 60 KB messages on a fresh stream until
@@ -107,4 +109,24 @@ func TestFollowDiskAfterSpaceIsFreed(t *testing.T) {
 	}
 	_, err = js.Publish(context.Background(), "s.a", []byte(strings.Repeat("d", 60<<10)))
 	assert.NoError(t, err, "writes pass again without a restart")
+}
+
+// Raising the limit of a server with authentication changes nothing else:
+// connections stay, with their permissions.
+func TestRaiseMaxStoreWithAuth(t *testing.T) {
+	srv := natstest.Start(t, natstest.WithAuth(), natstest.WithMaxStore(8<<20))
+	client := srv.ConnectAs(t, natsauth.Client)
+	js, err := jetstream.New(srv.Conn)
+	require.NoError(t, err)
+	_, err = js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Storage: jetstream.FileStorage})
+	require.NoError(t, err)
+	publishUntilFull(t, js, "s.a")
+	require.NoError(t, srv.RaiseMaxStore(16<<20))
+	_, err = js.Publish(context.Background(), "s.a", []byte("room again"))
+	assert.NoError(t, err)
+	assert.True(t, srv.Conn.IsConnected())
+	assert.True(t, client.IsConnected())
+	require.NoError(t, client.Publish("s.a", []byte("x")))
+	require.NoError(t, client.Flush())
+	assert.Error(t, client.LastError(), "the client key still may not publish there")
 }
