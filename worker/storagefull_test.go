@@ -74,3 +74,43 @@ func TestStorageFullKeepsAcceptedRequest(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, dead, "nothing was dead-lettered")
 }
+
+// A request that can only end as a dead letter (its subject names no valid
+// conversation) is not terminated while the storage is too full to take
+// the dead letter: it is held, and dead-lettered once space is freed.
+func TestStorageFullKeepsDeadLetter(t *testing.T) {
+	srv := natstest.Start(t, natstest.WithMaxStore(8<<20))
+	ctx := context.Background()
+	l, err := eventlog.Open(ctx, srv.Conn, eventlog.WithStorageBudget(8<<20))
+	require.NoError(t, err)
+	bad := strings.Repeat("x", 200) // longer than a conversation ID may be
+	_, err = l.PublishRequest(ctx, l.Names().ChatSubject(bad), []byte(`{"text":"hi"}`), "bad1")
+	require.NoError(t, err)
+
+	text := strings.Repeat("f", 60<<10)
+	var seq uint64
+	for i := 0; ; i++ {
+		require.Less(t, i, 10_000, "the storage never filled")
+		s, err := l.Append(ctx, "filler", seq, events.New("filler", fmt.Sprint("fill", i), 0, "test", events.UserAppended{BlockID: fmt.Sprint("b", i), Text: text}))
+		if err != nil {
+			require.ErrorIs(t, err, eventlog.ErrStorageFull)
+			break
+		}
+		seq = s
+	}
+	_, w := runWorker(t, srv, func(c *worker.Config) { c.Log = l; c.MaxDeliver = 1 })
+	require.Eventually(t, func() bool {
+		return metricValue(t, w.Metrics().Handler(), "turnlog_storage_full_total") >= 3
+	}, 60*time.Second, 50*time.Millisecond, "the request is held while its dead letter cannot be stored")
+	n, err := l.DeadLetterCount(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n)
+
+	s, err := l.JetStream().Stream(ctx, l.Names().EventsStream)
+	require.NoError(t, err)
+	require.NoError(t, s.Purge(ctx, jetstream.WithPurgeSubject(l.Names().EventsSubject("filler"))))
+	require.Eventually(t, func() bool {
+		n, err := l.DeadLetterCount(ctx)
+		return err == nil && n == 1
+	}, 30*time.Second, 50*time.Millisecond, "dead-lettered once there is room")
+}
