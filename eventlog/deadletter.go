@@ -64,7 +64,7 @@ func WithDeadLetterLimits(d DeadLetterLimits) Option {
 		if d.MaxAge < time.Minute || d.MaxMsgs < 1 || d.MaxBytes < 1<<20 {
 			return fmt.Errorf("dead-letter limits %+v: keep them at least a minute, one record and 1 MiB", d)
 		}
-		o.deadLetters, o.bytesSet = d, true
+		o.deadLetters, o.bytesSet, o.bytesAtLeast = d, true, false
 		return nil
 	}
 }

@@ -22,11 +22,13 @@ type options struct {
 	requestLimits RequestLimits
 	deadLetters   DeadLetterLimits
 	// bytesSet: an option set the requests' or dead letters' byte
-	// limits; otherwise an existing stream keeps its own (see
-	// WithStorageBudget).
-	bytesSet    bool
-	compression *jetstream.StoreCompression // nil: as the existing stream has it, none when creating
-	readOnly    bool
+	// limits; otherwise an existing stream keeps its own. bytesAtLeast:
+	// that option was WithStorageBudget, whose limits never lower an
+	// existing stream's (see ensureFound).
+	bytesSet     bool
+	bytesAtLeast bool
+	compression  *jetstream.StoreCompression // nil: as the existing stream has it, none when creating
+	readOnly     bool
 }
 
 // defaultOptions are the settings of a log opened without options.

@@ -48,7 +48,7 @@ func WithRequestLimits(r RequestLimits) Option {
 		if err := r.Validate(); err != nil {
 			return err
 		}
-		o.requestLimits, o.bytesSet = r, true
+		o.requestLimits, o.bytesSet, o.bytesAtLeast = r, true, false
 		return nil
 	}
 }

@@ -17,8 +17,10 @@ const MinMaxStore = 8 << 20
 // JetStream reserves in full, into maxStore, the storage JetStream may use
 // (the server's max_store): a quarter of it at most for pending requests
 // and a sixteenth for dead letters, never more than their defaults, so at
-// least 11/16 of it stays for conversations. Open applies it to new and
-// existing streams. A log opened without it (nor WithRequestLimits or
+// least 11/16 of it stays for conversations. Open applies it to new
+// streams and raises existing ones' limits to it, never lowers them: a
+// stream over a lowered limit would drop pending requests or dead
+// letters. A log opened without it (nor WithRequestLimits or
 // WithDeadLetterLimits) leaves existing streams' byte limits as they are,
 // so a worker or a command does not undo what serve fitted.
 func WithStorageBudget(maxStore int64) Option {
@@ -27,7 +29,7 @@ func WithStorageBudget(maxStore int64) Option {
 			return fmt.Errorf("storage budget %d bytes: turnlog needs at least %d MiB of JetStream storage", maxStore, MinMaxStore>>20)
 		}
 		o.requestLimits.MaxBytes, o.deadLetters.MaxBytes = Reservations(maxStore)
-		o.bytesSet = true
+		o.bytesSet, o.bytesAtLeast = true, true
 		return nil
 	}
 }

@@ -99,3 +99,25 @@ func TestBudgetStays(t *testing.T) {
 		assert.Equal(t, want, s.CachedInfo().Config.MaxBytes, name)
 	}
 }
+
+// A budget never lowers an existing stream's limit: the stream would drop
+// what it holds past the new one. It raises a lower one.
+func TestBudgetNeverLowers(t *testing.T) {
+	srv := natstest.Start(t, natstest.WithMaxStore(64<<20))
+	ctx := context.Background()
+	_, err := eventlog.Open(ctx, srv.Conn, eventlog.WithStorageBudget(32<<20))
+	require.NoError(t, err)
+	l, err := eventlog.Open(ctx, srv.Conn, eventlog.WithStorageBudget(16<<20))
+	require.NoError(t, err)
+	limit := func() int64 {
+		s, err := l.JetStream().Stream(ctx, l.Names().RequestsStream)
+		require.NoError(t, err)
+		return s.CachedInfo().Config.MaxBytes
+	}
+	req32, _ := eventlog.Reservations(32 << 20)
+	assert.Equal(t, req32, limit(), "not lowered")
+	_, err = eventlog.Open(ctx, srv.Conn, eventlog.WithStorageBudget(48<<20))
+	require.NoError(t, err)
+	req48, _ := eventlog.Reservations(48 << 20)
+	assert.Equal(t, req48, limit(), "raised")
+}
