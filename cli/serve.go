@@ -21,6 +21,7 @@ import (
 	"github.com/turnlog/turnlog/internal/plural"
 	"github.com/turnlog/turnlog/natsauth"
 	"github.com/turnlog/turnlog/profile"
+	"github.com/turnlog/turnlog/worker"
 )
 
 func init() { commands = append(commands, newServeCmd) }
@@ -40,6 +41,7 @@ func newServeCmd() *cobra.Command {
 		noToken bool
 		gf      gatewayFlags
 	)
+	maxStore, maxStoreErr := envByteSize("TURNLOG_MAX_STORE", 0)
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run turnlog on this machine with an embedded NATS server",
@@ -88,11 +90,23 @@ the kernel releases when the process ends, even on SIGKILL) before it opens
 anything there, and a second serve on the same directory is refused at once
 with the PID and NATS address of the one that holds it.
 
+Storage: JetStream may keep --max-store bytes in --data (default: what the
+store holds plus three quarters of the free space of its file system,
+raised while serve runs when space is freed there). Pending requests may
+reserve a quarter of it (at most 1 GiB) and dead letters a sixteenth (at
+most 256 MiB); the banner says how much. When it is full, new requests are
+refused with "JetStream storage is full", requests already accepted wait
+in the workers' hands, and everything goes on once space is freed: see
+docs/storage.md, "When the disk fills".
+
 Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := wf.check(); err != nil {
 				return err
+			}
+			if maxStoreErr != nil && !cmd.Flags().Changed("max-store") {
+				return maxStoreErr
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
@@ -109,7 +123,12 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 			if err != nil {
 				return err
 			}
-			cfg := embedded.Config{DataDir: data, Listen: listen, Sync: sync, Lock: lock}
+			store, err := planStorage(data, int64(maxStore))
+			if err != nil {
+				lock.Release()
+				return err
+			}
+			cfg := embedded.Config{DataDir: data, Listen: listen, Sync: sync, Lock: lock, MaxStore: store.maxStore}
 			var adminKey, workerKey nats.Option
 			if noAuth {
 				fmt.Fprintf(cmd.ErrOrStderr(), "turnlog: WARNING: NATS authentication is off (--no-auth): anyone who can reach %s can read, write and erase every conversation\n", listen)
@@ -132,6 +151,9 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 			}
 			defer nc.Close()
 			logOpts := append(wf.logOptions(), eventlog.WithPrefix(prefix))
+			if store.maxStore > 0 {
+				logOpts = append(logOpts, eventlog.WithStorageBudget(store.maxStore))
+			}
 			l, err := eventlog.Open(ctx, nc, logOpts...)
 			if err == nil && !noAuth && l.Names().Shards() != max(wf.eventShards, 1) {
 				// The roles' permissions name the event streams, so they
@@ -151,6 +173,19 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 				return err
 			}
 			fmt.Fprintf(out, "turnlog: NATS with JetStream listening on %s (data in %s, sync %s, %s)\n", srv.ClientURL(), data, syncName(sync), authName(noAuth))
+			fmt.Fprintln(out, store.banner(srv))
+			wf.storage = func() *worker.Storage {
+				st, err := srv.Storage()
+				if err != nil {
+					return nil
+				}
+				return &worker.Storage{MaxStore: st.MaxStore, Used: st.Used, Reserved: st.Reserved, DiskFree: st.DiskFree}
+			}
+			if store.auto {
+				go srv.FollowDisk(ctx, followDiskEvery, func(from, to int64) {
+					logger.Info("disk space freed: JetStream storage raised", "from", formatBytes(from), "to", formatBytes(to))
+				})
+			}
 			if httpAt != "" {
 				profiles, err := profile.Load(wf.profiles)
 				if err != nil {
@@ -216,6 +251,7 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 	fs.BoolVar(&noAuth, "no-auth", false, "run NATS without authentication (anyone who reaches --listen may do anything); default: keys per role in <data>/auth/")
 	wf.register(fs, "")
 	gf.register(fs)
+	fs.Var(&maxStore, "max-store", "JetStream storage limit in --data, like 512MiB or 20GiB (env TURNLOG_MAX_STORE; default: what the store holds plus 75% of the free disk space, raised as space is freed)")
 	fs.StringVar(&prefix, "prefix", envOr("TURNLOG_PREFIX", eventlog.DefaultPrefix), "subject prefix and stream name stem (env TURNLOG_PREFIX)")
 	return cmd
 }

@@ -29,7 +29,10 @@ func newStatusCmd() *cobra.Command {
 		Use:   "status",
 		Short: "Show streams, pending requests, dead letters and running workers",
 		Long: `Show the streams, the pending requests, the dead letters and the workers
-that answer within 500ms.
+that answer within 500ms, and JetStream's storage: when a worker of
+turnlog serve answers, what the server stores, its limit (--max-store),
+what it may still take and the disk's free space; else what the streams
+hold.
 
 A dead letter is a chat request that could not end as request.completed or
 request.failed in a conversation: its subject names no valid conversation
@@ -70,6 +73,8 @@ first).`,
 				// Profiles say who answers for each profile the workers
 				// run: provider, model, endpoint.
 				Profiles []profile.Summary `json:"profiles"`
+				// Storage is JetStream's storage (see storageStatus).
+				Storage storageStatus `json:"storage"`
 				// Dead lists the newest dead letters (with --dead).
 				Dead []eventlog.DeadLetter `json:"dead,omitempty"`
 			}{Partitions: l.Partitions(), Workers: []worker.Status{}, Profiles: []profile.Summary{}}
@@ -123,6 +128,11 @@ first).`,
 				}
 			}
 			st.Profiles = workersProfiles(st.Workers)
+			var streamBytes int64
+			for _, s := range st.Streams {
+				streamBytes += int64(s.Bytes)
+			}
+			st.Storage = readStorage(st.Workers, streamBytes)
 			out := cmd.OutOrStdout()
 			if asJSON {
 				return printJSON(out, st)
@@ -132,7 +142,8 @@ first).`,
 			for _, s := range st.Streams {
 				fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\n", s.Name, s.Messages, s.Bytes, s.Subjects, s.Replicas)
 			}
-			fmt.Fprintf(w, "\nrequests pending: %d (in progress: %d, partitions: %d)\n", st.Pending, st.InProgress, st.Partitions)
+			fmt.Fprintf(w, "\nstorage: %s\n", st.Storage)
+			fmt.Fprintf(w, "requests pending: %d (in progress: %d, partitions: %d)\n", st.Pending, st.InProgress, st.Partitions)
 			fmt.Fprintf(w, "dead letters: %d", st.DeadLetters)
 			if st.DeadLetters > 0 && !dead {
 				fmt.Fprint(w, " (turnlog status --dead lists them)")

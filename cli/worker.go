@@ -29,7 +29,10 @@ func init() { commands = append(commands, newWorkerCmd) }
 
 // workerFlags are the settings `worker` and `serve` share.
 type workerFlags struct {
-	otel         otelFlags
+	otel otelFlags
+	// storage reports the embedded server's storage to the workers of
+	// serve (worker.Config.Storage); nil elsewhere.
+	storage      func() *worker.Storage
 	profiles     string
 	metrics      string
 	logLevel     string
@@ -198,7 +201,7 @@ func runWorkers(ctx context.Context, f *workerFlags, n int, dial func() (*nats.C
 		host, _ := os.Hostname()
 		w, err := worker.New(worker.Config{Log: l, Conn: nc, Profiles: profiles, Logger: logger, AckWait: f.ackWait,
 			Name:       fmt.Sprintf("%s-%d-w%d", host, os.Getpid(), i+1),
-			CacheBytes: int64(f.cacheBytes), IdleSnapshot: f.idleSnapshot, CwdRoots: cwdRoots, DenyDirs: f.denyDirs})
+			CacheBytes: int64(f.cacheBytes), IdleSnapshot: f.idleSnapshot, CwdRoots: cwdRoots, DenyDirs: f.denyDirs, Storage: f.storage})
 		if err != nil {
 			return err
 		}

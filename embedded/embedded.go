@@ -39,6 +39,14 @@ type Config struct {
 	// MaxPayload is the largest message the server accepts (default 8 MiB,
 	// so long tool results and snapshots fit).
 	MaxPayload int32
+	// MaxStore is the most bytes JetStream may keep on disk (max_store);
+	// 0 means AutoMaxStore (75% of the space free at start, plus what the
+	// store holds), -1 the server's own dynamic default.
+	// JetStream refuses writes past it with "insufficient resources", and
+	// accepts them again as soon as space is freed within it: a limit
+	// below the disk's free space keeps a full disk from ever failing a
+	// write with a file system error.
+	MaxStore int64
 	// Users, when not empty, turns authentication on: only these nkey
 	// users may connect (in-process connections too), each within its
 	// permissions (see natsauth.Users). Empty means anyone who reaches
@@ -74,9 +82,11 @@ func (c Config) Validate() error {
 
 // Server is a running embedded NATS server.
 type Server struct {
-	ns   *server.Server
-	auth bool
-	lock *DataDirLock
+	ns      *server.Server
+	auth    bool
+	lock    *DataDirLock
+	opts    *server.Options // as last given to the server (see RaiseMaxStore)
+	dataDir string
 }
 
 // Authenticated reports whether the server refuses connections without a
@@ -114,6 +124,16 @@ func Start(c Config) (srv *Server, err error) {
 	if c.MaxPayload > 0 {
 		opts.MaxPayload = c.MaxPayload
 	}
+	switch {
+	case c.MaxStore > 0:
+		opts.JetStreamMaxStore = c.MaxStore
+	case c.MaxStore == 0:
+		// A number rather than the server's dynamic default, which
+		// cannot be raised while the server runs (see FollowDisk).
+		if n, ok := AutoMaxStore(c.DataDir); ok {
+			opts.JetStreamMaxStore = n
+		}
+	}
 	if len(c.Users) > 0 {
 		opts.Nkeys = c.Users
 	}
@@ -145,7 +165,7 @@ func Start(c Config) (srv *Server, err error) {
 		ns.WaitForShutdown()
 		return nil, fmt.Errorf("start embedded NATS: not ready after 10s (is %s already in use?)", c.Listen)
 	}
-	srv = &Server{ns: ns, auth: len(c.Users) > 0, lock: lock}
+	srv = &Server{ns: ns, auth: len(c.Users) > 0, lock: lock, opts: opts.Clone(), dataDir: c.DataDir}
 	if err := lock.SetNATS(srv.ClientURL()); err != nil {
 		ns.Shutdown()
 		ns.WaitForShutdown()

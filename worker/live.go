@@ -43,10 +43,32 @@ type Status struct {
 	// Summaries say who answers for each profile: provider, model and
 	// endpoint as this worker's engines use them (`turnlog status`).
 	Summaries []profile.Summary `json:"summaries,omitempty"`
+	// Storage is the JetStream storage of the server the worker runs
+	// beside (Config.Storage), when it runs beside one.
+	Storage *Storage `json:"storage,omitempty"`
+}
+
+// Storage is what a NATS server may store and holds, in bytes. A client
+// of JetStream sees what its account stores but not the server's limit nor
+// the disk: the process that runs the server (turnlog serve) tells its
+// workers, whose status `turnlog status` reads.
+type Storage struct {
+	// MaxStore is the server's JetStream limit (max_store).
+	MaxStore int64 `json:"max_store"`
+	// Used is what JetStream stores; MaxStore-Used is what it may still take.
+	Used int64 `json:"used"`
+	// Reserved is what streams with a byte limit reserve of MaxStore.
+	Reserved int64 `json:"reserved"`
+	// DiskFree is the free space of the store's file system (-1: unknown).
+	DiskFree int64 `json:"disk_free"`
 }
 
 func (w *Worker) pong(m *nats.Msg) {
-	data, _ := json.Marshal(Status{Name: w.cfg.Name, Started: w.started, Handled: w.handled.Load(), Profiles: w.cfg.Profiles.Names(),
-		Summaries: w.cfg.Profiles.Summaries()})
+	st := Status{Name: w.cfg.Name, Started: w.started, Handled: w.handled.Load(), Profiles: w.cfg.Profiles.Names(),
+		Summaries: w.cfg.Profiles.Summaries()}
+	if w.cfg.Storage != nil {
+		st.Storage = w.cfg.Storage()
+	}
+	data, _ := json.Marshal(st)
 	_ = m.Respond(data)
 }
