@@ -38,6 +38,12 @@ type Log interface {
 	Load(ctx context.Context, conversation string) (*projector.Turn, error)
 	LoadAt(ctx context.Context, conversation string, n int) (*projector.Turn, error)
 	Append(ctx context.Context, conversation string, expectedSeq uint64, evs ...events.Event) (uint64, error)
+	// LastSeq, CatchUp, SaveSnapshot and SnapshotEvery keep the gateway's
+	// cache of Turns current and its conversations quick to load.
+	LastSeq(ctx context.Context, conversation string) (uint64, error)
+	CatchUp(ctx context.Context, turn *projector.Turn) (*projector.Turn, error)
+	SaveSnapshot(ctx context.Context, turn *projector.Turn, lastMsgID string) error
+	SnapshotEvery() int
 }
 
 // Checker runs the rules of replay --check on a call as it is recorded:
@@ -47,7 +53,8 @@ type Checker interface {
 	Check(turn *projector.Turn, call []events.Event) []events.Payload
 }
 
-// Config configures a Gateway. Log and Connected are required.
+// Config configures a Gateway (Log and Connected are required) or a
+// Recorder (Log is).
 type Config struct {
 	Log Log
 	// Connected reports whether the log's NATS connection is up: when it
@@ -72,16 +79,32 @@ type Config struct {
 	Transport http.RoundTripper
 	// Checker runs replay --check's rules as calls are recorded.
 	Checker Checker
-	// IndexSize bounds the states inferred threading remembers (default
-	// 100000).
-	IndexSize int
-	Logger    *slog.Logger
+	// Threads keeps the threading index (see calls.Threads). Gateways
+	// behind one load balancer share one (eventlog.Log.Threads); default
+	// a calls.MemStore of 100,000 entries, this process's alone.
+	Threads calls.ThreadStore
+	// CacheBytes bounds the Turns the gateway keeps in memory (default
+	// DefaultCacheBytes; negative: none).
+	CacheBytes int64
+	// RecordOptional forwards calls while NATS is unreachable and keeps
+	// them in a spool, in SpoolDir (required then), of at most SpoolBytes
+	// (default DefaultSpoolBytes), recorded once NATS is back (Run).
+	RecordOptional bool
+	SpoolDir       string
+	SpoolBytes     int64
+	// Metrics receives the gateway's series (default a new set).
+	Metrics *Metrics
+	Logger  *slog.Logger
 }
+
+// DefaultCacheBytes bounds the gateway's cache of Turns unless Config
+// says otherwise.
+const DefaultCacheBytes = 256 << 20
 
 // Validate fills in defaults and reports what is wrong.
 func (c *Config) Validate() error {
-	if c.Log == nil || c.Connected == nil {
-		return errors.New("gateway: Config.Log and Config.Connected are required")
+	if c.Log == nil {
+		return errors.New("gateway: Config.Log is required")
 	}
 	if c.OpenAIUpstream == "" {
 		c.OpenAIUpstream = DefaultOpenAIUpstream
@@ -104,8 +127,20 @@ func (c *Config) Validate() error {
 	if c.Transport == nil {
 		c.Transport = http.DefaultTransport.(*http.Transport).Clone()
 	}
-	if c.IndexSize <= 0 {
-		c.IndexSize = 100000
+	if c.Threads == nil {
+		c.Threads = calls.NewMemStore(100000)
+	}
+	if c.CacheBytes == 0 {
+		c.CacheBytes = DefaultCacheBytes
+	}
+	if c.RecordOptional && c.SpoolDir == "" {
+		return errors.New("gateway: --record-optional needs a spool directory (--spool-dir)")
+	}
+	if c.SpoolBytes <= 0 {
+		c.SpoolBytes = DefaultSpoolBytes
+	}
+	if c.Metrics == nil {
+		c.Metrics = NewMetrics()
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

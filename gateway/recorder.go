@@ -1,0 +1,359 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/turnlog/turnlog/calls"
+	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projector"
+)
+
+// appendAttempts bounds the reloads after conflicts: concurrent calls of
+// one conversation (parallel sub-agents) each win in turn.
+const appendAttempts = 20
+
+// recordTimeout bounds one step's recording.
+const recordTimeout = 30 * time.Second
+
+// Recorder records model calls as conversation events: the gateway's
+// live calls, the calls import --calls reads from a file and those the
+// spool kept while NATS was away all go through it, so they are threaded,
+// stored and checked alike.
+type Recorder struct {
+	log     Log
+	threads *calls.Threads
+	checker Checker
+	cache   *turnCache
+	logger  *slog.Logger
+	metrics *Metrics
+}
+
+// NewRecorder returns a Recorder of cfg's log, threading store, checker
+// and cache (cfg.Validate's defaults apply; the HTTP settings are unused).
+func NewRecorder(cfg Config) (*Recorder, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return newRecorder(&cfg), nil
+}
+
+func newRecorder(cfg *Config) *Recorder {
+	return &Recorder{log: cfg.Log, threads: calls.NewThreads(cfg.Threads), checker: cfg.Checker,
+		cache: newTurnCache(cfg.CacheBytes), logger: cfg.Logger, metrics: cfg.Metrics}
+}
+
+// ConversationIDError is a conversation named by a client or a file that
+// cannot be one.
+type ConversationIDError struct{ Err error }
+
+func (e *ConversationIDError) Error() string { return e.Err.Error() }
+func (e *ConversationIDError) Unwrap() error { return e.Err }
+
+// Pending is a call whose recording began (Begin) and is not finished.
+type Pending struct {
+	// Conversation is the call's conversation.
+	Conversation string
+	// Threading is how it was found (calls.Thread*).
+	Threading string
+	call      *calls.Call
+	api       calls.API
+	started   time.Time
+	input     chan inputResult
+	finished  bool
+}
+
+// Call is what a call's recording needs to know of it.
+type Call struct {
+	API calls.API
+	// Body is the request body as the client sent it.
+	Body []byte
+	// Conversation is the conversation the client named ("": thread by
+	// content or previous_response_id).
+	Conversation string
+	// Time stamps its events (zero: now).
+	Time time.Time
+	// ID is the call's ID (zero: a new ULID); Threading, with
+	// Conversation, says how the conversation was found when it was found
+	// earlier (the spool), instead of explicit.
+	ID, Threading string
+}
+
+// Begin parses a call, finds its conversation and starts recording its
+// input (in the background: the caller forwards the call meanwhile).
+// Errors: a *ConversationIDError for a named conversation that cannot be
+// one; otherwise the threading index could not be read.
+func (r *Recorder) Begin(ctx context.Context, in Call) (*Pending, error) {
+	c := &calls.Call{ID: in.ID, Wire: calls.WireSHA256(in.Body), Time: in.Time}
+	if c.ID == "" {
+		c.ID = ulid.Make().String()
+	}
+	req, err := calls.ParseRequest(in.API, in.Body)
+	if err != nil {
+		c.Unparsed = err.Error()
+	} else {
+		c.Request = req
+	}
+	p := &Pending{call: c, api: in.API, started: time.Now(), input: make(chan inputResult, 1)}
+	var fork *calls.Ref
+	switch {
+	case in.Conversation != "":
+		if err := events.ValidateConversationID(in.Conversation); err != nil {
+			return nil, &ConversationIDError{err}
+		}
+		p.Conversation, c.Threading = in.Conversation, calls.ThreadExplicit
+		if in.Threading != "" {
+			c.Threading = in.Threading
+		}
+	case req != nil && req.PreviousResponseID != "":
+		conv, ok, err := r.threads.Response(ctx, req.PreviousResponseID)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			p.Conversation, c.Threading = conv, calls.ThreadExplicit
+		}
+	case req != nil:
+		ref, latest, ok, err := r.threads.Find(ctx, req.RequestBlocks())
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			c.Threading = calls.ThreadInferred
+			if latest {
+				p.Conversation = ref.Conversation
+			} else {
+				fork = &ref
+			}
+		}
+	}
+	fresh := p.Conversation == ""
+	if fresh {
+		p.Conversation = ulid.Make().String()
+		if c.Threading == "" {
+			c.Threading = calls.ThreadNew
+		}
+	}
+	p.Threading = c.Threading
+	go func() { p.input <- r.recordInput(context.WithoutCancel(ctx), p, fork, fresh) }()
+	return p, nil
+}
+
+type inputResult struct {
+	turn    *projector.Turn
+	evs     []events.Event
+	atStart int // the Turn's events before the call
+	err     error
+}
+
+// turn returns conv's Turn as the log holds it: the cached one when it is
+// still the log's last, brought up to date when others appended, else a
+// load. A conversation the gateway just named (fresh) has no events: its
+// first append's fence (expected sequence 0) refuses the empty Turn
+// should the log hold any after all.
+func (r *Recorder) turn(ctx context.Context, conv string, fresh bool) (*projector.Turn, error) {
+	if fresh {
+		return projector.New(conv), nil
+	}
+	if t := r.cache.take(conv); t != nil {
+		last, err := r.log.LastSeq(ctx, conv)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case last == t.Seq:
+			r.metrics.loads.WithLabelValues("cache").Inc()
+			return t, nil
+		case last > t.Seq:
+			if t, err := r.log.CatchUp(ctx, t); err == nil {
+				r.metrics.loads.WithLabelValues("cache_and_tail").Inc()
+				return t, nil
+			}
+		}
+	}
+	r.metrics.loads.WithLabelValues("log").Inc()
+	return r.log.Load(ctx, conv)
+}
+
+// recordInput records a call's first step: its input against the
+// conversation's Turn (or a fork's), then inference.started. On a
+// conflict (another call of the conversation appended first) it reloads
+// and plans again.
+func (r *Recorder) recordInput(ctx context.Context, p *Pending, fork *calls.Ref, fresh bool) inputResult {
+	ctx, cancel := context.WithTimeout(ctx, recordTimeout)
+	defer cancel()
+	if fork != nil {
+		from, err := r.log.LoadAt(ctx, fork.Conversation, fork.Events)
+		if err != nil {
+			return inputResult{err: fmt.Errorf("load %s@%d to fork it: %w", fork.Conversation, fork.Events, err)}
+		}
+		blocks := make([]events.Block, len(from.Blocks))
+		for i, b := range from.Blocks {
+			blocks[i] = b.Clone()
+		}
+		p.call.Fork = &calls.Fork{From: fork.Conversation, At: fork.Events, Blocks: blocks, Data: from.Data}
+	}
+	for attempt := 0; ; attempt++ {
+		turn, err := r.turn(ctx, p.Conversation, fresh && attempt == 0)
+		if err != nil {
+			return inputResult{err: err}
+		}
+		seq, n := turn.Seq, turn.Events
+		evs, err := calls.PlanInput(turn, p.call)
+		if err != nil && p.call.Request != nil {
+			// The call cannot be recorded as parsed (the gateway's own
+			// rendering would not prove it): record it unparsed, with
+			// why. The Turn was changed by the plan: load it again.
+			r.logger.Warn("gateway: call recorded as unparsed", "conversation", p.Conversation, "err", err)
+			p.call.Request, p.call.Unparsed = nil, err.Error()
+			continue
+		}
+		if err != nil {
+			return inputResult{err: err}
+		}
+		newSeq, err := r.log.Append(ctx, p.Conversation, seq, evs...)
+		if errors.Is(err, eventlog.ErrConflict) && attempt < appendAttempts {
+			r.metrics.conflicts.Inc()
+			continue
+		}
+		if err != nil {
+			return inputResult{err: fmt.Errorf("record the call's input: %w", err)}
+		}
+		turn.Seq = newSeq
+		return inputResult{turn: turn, evs: evs, atStart: n}
+	}
+}
+
+// Finish records a call's outcome after its input, and returns once
+// JetStream acknowledged it. It runs once per call; later calls return
+// nil.
+func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) error {
+	if p.finished {
+		return nil
+	}
+	p.finished = true
+	if o.Duration == 0 {
+		o.Duration = time.Since(p.started)
+	}
+	in := <-p.input
+	if in.err != nil {
+		r.metrics.calls.WithLabelValues(string(p.api), "unrecorded").Inc()
+		r.logger.Error("gateway: call not recorded", "conversation", p.Conversation, "err", in.err)
+		return in.err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	turn := in.turn
+	var findings []events.Payload
+	for attempt := 0; ; attempt++ {
+		evs, err := calls.PlanOutcome(turn, p.call, o)
+		if err != nil {
+			return err
+		}
+		findings = nil
+		if r.checker != nil {
+			findings = r.checker.Check(turn, append(in.evs[:len(in.evs):len(in.evs)], evs...))
+			for _, f := range findings {
+				e := events.New(p.Conversation, p.call.ID, 1, calls.Actor, f)
+				if !p.call.Time.IsZero() {
+					e.Time = p.call.Time.UTC()
+				}
+				if err := projector.Apply(turn, e); err != nil {
+					return fmt.Errorf("record a finding: %w", err)
+				}
+				evs = append(evs, e)
+			}
+		}
+		seq, err := r.log.Append(ctx, p.Conversation, turn.Seq, evs...)
+		if errors.Is(err, eventlog.ErrConflict) && attempt < appendAttempts {
+			r.metrics.conflicts.Inc()
+			if turn, err = r.log.Load(ctx, p.Conversation); err != nil {
+				return err
+			}
+			continue
+		}
+		if err != nil {
+			r.metrics.calls.WithLabelValues(string(p.api), "unrecorded").Inc()
+			r.logger.Error("gateway: call's outcome not recorded", "conversation", p.Conversation, "err", err)
+			return fmt.Errorf("record the call's outcome: %w", err)
+		}
+		turn.Seq = seq
+		break
+	}
+	r.metrics.countFindings(findings)
+	ok := o.Failure == "" && (o.Output == nil || o.Output.Error == "")
+	outcome := "finished"
+	if !ok {
+		outcome = "failed"
+	}
+	r.metrics.calls.WithLabelValues(string(p.api), outcome).Inc()
+	r.snapshot(ctx, turn, in.atStart, eventlog.StepID(p.call.ID, 1))
+	if ok {
+		respID := ""
+		if o.Output != nil {
+			respID = o.Output.ResponseID
+		}
+		if err := r.threads.Record(ctx, p.Conversation, turn.Events, turn.Blocks, respID); err != nil {
+			// The call is recorded; only a later call's threading by
+			// content can miss it (it then starts a conversation).
+			r.logger.Warn("gateway: call not indexed for threading", "conversation", p.Conversation, "err", err)
+		}
+	}
+	r.cache.put(turn)
+	return nil
+}
+
+// snapshot saves the conversation's snapshot when the call took it past a
+// multiple of the log's snapshot interval: the gateway serves a
+// conversation from its cache and rarely loads it, so a restarted gateway
+// (or another one) would otherwise fold its whole history.
+func (r *Recorder) snapshot(ctx context.Context, turn *projector.Turn, atStart int, lastMsgID string) {
+	every := r.log.SnapshotEvery()
+	if every <= 0 || turn.Events/every == atStart/every {
+		return
+	}
+	if err := r.log.SaveSnapshot(ctx, turn, lastMsgID); err != nil {
+		r.logger.Warn("gateway: snapshot not saved", "conversation", turn.Conversation, "err", err)
+	}
+}
+
+// Record records a logged call (import --calls, the spool) at its logged
+// time, threaded and checked as a live call is. It returns the call's
+// conversation.
+func (r *Recorder) Record(ctx context.Context, l *calls.Logged) (string, error) {
+	p, err := r.Begin(ctx, Call{API: l.API, Body: l.Request, Conversation: l.Conversation, Time: l.Time, ID: l.CallID, Threading: l.Threading})
+	if err != nil {
+		return "", err
+	}
+	return p.Conversation, r.Finish(ctx, p, l.Outcome())
+}
+
+// eventsLog is the part of *eventlog.Log that tells whether a call is
+// recorded.
+type eventsLog interface {
+	Events(ctx context.Context, conversation string) iter.Seq2[eventlog.Record, error]
+}
+
+// recorded reports whether conversation conv holds call id's
+// inference.started: a call the spool began to record before a crash.
+func (r *Recorder) recorded(ctx context.Context, conv, id string) (bool, error) {
+	el, ok := r.log.(eventsLog)
+	if !ok {
+		return false, nil
+	}
+	for rec, err := range el.Events(ctx, conv) {
+		if err != nil {
+			return false, err
+		}
+		if s, ok := rec.Event.Payload.(events.InferenceStarted); ok && s.InferenceID == id {
+			return true, nil
+		}
+	}
+	return false, nil
+}
