@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -137,6 +138,7 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 				return err
 			}
 			fmt.Fprintf(out, "turnlog: NATS with JetStream listening on %s (data in %s, sync %s, %s)\n", srv.ClientURL(), data, syncName(sync), authName(noAuth))
+			extraMetrics := map[string]http.Handler{}
 			if httpAt != "" {
 				profiles, err := profile.Load(wf.profiles)
 				if err != nil {
@@ -155,12 +157,17 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 				if err != nil {
 					return err
 				}
-				gcfg := gf.config(l, nc, tok.value)
+				gcfg, err := gf.config(ctx, l, nc, tok.value, data)
+				if err != nil {
+					return err
+				}
 				gcfg.Logger = logger
 				gw, err := gateway.New(gcfg)
 				if err != nil {
 					return err
 				}
+				go gw.Run(ctx)
+				extraMetrics["/metrics/gateway"] = gw.Metrics().Handler()
 				running, err := httpapi.Start(ctx, httpAt, withGateway(api, gw), logger)
 				if err != nil {
 					return err
@@ -172,7 +179,7 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 			go func() {
 				done <- runWorkers(ctx, &wf, workers, func() (*nats.Conn, error) {
 					return srv.Connect(append(withKey(workerKey), refusalLogger(logger))...)
-				}, logOpts, logger)
+				}, logOpts, logger, extraMetrics)
 			}()
 			fmt.Fprintf(out, "turnlog: %s ready; try: %s (Ctrl-C to stop)\n", plural.Count(workers, "worker"), chatHint(srv.ClientURL(), cmd.Flags().Changed("listen") || os.Getenv("TURNLOG_LISTEN") != ""))
 			err = <-done
