@@ -56,8 +56,9 @@ directory of mode 0700) to --dir, by default <data>/auth, the directory
 turnlog serve uses, and keeps any that exist. It also writes nkeys.env, the
 public keys as TURNLOG_NKEY_ADMIN=... lines that the configuration of
 turnlog auth conf reads (docker compose passes it to the NATS servers), and
-with --worker-env, worker.env: TURNLOG_NATS_SEED=<the worker's seed>, for
-worker containers that cannot read a mounted key file.
+with --worker-env, worker.env: TURNLOG_NATS_SEED=<the worker's seed> and
+TURNLOG_NATS_INBOX_PREFIX=_INBOX_worker, for worker containers that cannot
+read a mounted key file.
 
 It also writes cluster.conf (mode 0600, kept if it exists), the cluster's
 route credential: a user and a random password that every node requires
@@ -118,7 +119,8 @@ them or the password, delete cluster.conf and run init again.`,
 				}
 				clear(seed)
 				path := filepath.Join(dir, "worker.env")
-				body := "# The worker's secret key, for worker containers (docker compose env_file). Keep it secret.\n" + natsconn.EnvSeed + "=" + line + "\n"
+				body := "# The worker's secret key, for worker containers (docker compose env_file). Keep it secret.\n" + natsconn.EnvSeed + "=" + line + "\n" +
+					"# The only reply subjects the worker role may subscribe to.\n" + natsconn.EnvInboxPrefix + "=" + natsauth.InboxPrefix(natsauth.Worker) + "\n"
 				f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 				if err != nil {
 					return fmt.Errorf("write %s: %w", path, err)

@@ -68,7 +68,8 @@ func TestAuthInit(t *testing.T) {
 	srv := natstest.StartIn(t, data, natstest.WithAuth())
 	_, err = eventlog.Open(t.Context(), srv.Conn)
 	require.NoError(t, err)
-	out, code = runCmd(t, []string{seedLine}, "", "template", "get", "--nats-url", srv.ClientURL())
+	assert.Contains(t, string(workerEnv), "\nTURNLOG_NATS_INBOX_PREFIX=_INBOX_worker\n", "the worker's inbox prefix beside its seed")
+	out, code = runCmd(t, []string{seedLine, "TURNLOG_NATS_INBOX_PREFIX=_INBOX_worker"}, "", "template", "get", "--nats-url", srv.ClientURL())
 	assert.Equal(t, 0, code, out)
 }
 

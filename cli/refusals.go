@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/spf13/cobra"
@@ -33,6 +34,9 @@ func (r *refusals) refused() error {
 	defer r.mu.Unlock()
 	if r.err == nil {
 		return nil
+	}
+	if strings.Contains(r.err.Error(), `Subscription to "_INBOX`) {
+		return fmt.Errorf("the NATS server refused this command: %w (credential: %s); each role has its own reply subjects: name the key file after its role (client.nk, worker.nk, admin.nk) or pass --inbox-prefix _INBOX_<role> (see docs/roles.md)", r.err, r.credential)
 	}
 	return fmt.Errorf("the NATS server refused this command: %w (credential: %s); this credential's role may not do it: use one whose role may, such as the admin key in <data>/auth/admin.nk (see docs/security.md)", r.err, r.credential)
 }

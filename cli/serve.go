@@ -113,7 +113,7 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 				return err
 			}
 			defer srv.Shutdown()
-			nc, err := srv.Connect(withKey(adminKey)...)
+			nc, err := srv.Connect(append(withKey(adminKey), nats.CustomInboxPrefix(natsauth.InboxPrefix(natsauth.Admin)))...)
 			if err != nil {
 				return err
 			}
@@ -178,7 +178,7 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 			done := make(chan error, 1)
 			go func() {
 				done <- runWorkers(ctx, &wf, workers, func() (*nats.Conn, error) {
-					return srv.Connect(append(withKey(workerKey), refusalLogger(logger))...)
+					return srv.Connect(append(withKey(workerKey), refusalLogger(logger), nats.CustomInboxPrefix(natsauth.InboxPrefix(natsauth.Worker)))...)
 				}, logOpts, logger, extraMetrics)
 			}()
 			fmt.Fprintf(out, "turnlog: %s ready; try: %s (Ctrl-C to stop)\n", plural.Count(workers, "worker"), chatHint(srv.ClientURL(), cmd.Flags().Changed("listen") || os.Getenv("TURNLOG_LISTEN") != ""))

@@ -121,7 +121,7 @@ func runCmd(t *testing.T, env []string, stdin string, args ...string) (string, i
 
 // connectionEnv are the variables that steer how a command connects.
 var connectionEnv = []string{"TURNLOG_DATA", "TURNLOG_NATS_URL", "NATS_URL", "TURNLOG_NATS_CREDS", "NATS_CREDS",
-	"TURNLOG_NATS_NKEY", "NATS_NKEY", "TURNLOG_NATS_CONTEXT", "NATS_CONTEXT", "TURNLOG_NATS_SEED", "XDG_CONFIG_HOME",
+	"TURNLOG_NATS_NKEY", "NATS_NKEY", "TURNLOG_NATS_CONTEXT", "NATS_CONTEXT", "TURNLOG_NATS_SEED", "TURNLOG_NATS_INBOX_PREFIX", "XDG_CONFIG_HOME",
 	"TURNLOG_NATS_USER", "NATS_USER", "TURNLOG_NATS_PASSWORD", "NATS_PASSWORD"}
 
 // TestServeRefusesWhoeverHasNoCredential reproduces issue 15, item 1: the

@@ -7,7 +7,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/worker"
@@ -97,7 +96,7 @@ first).`,
 				}
 				st.InProgress += c.CachedInfo().NumAckPending
 			}
-			inbox := nats.NewInbox()
+			inbox := nc.NewInbox()
 			sub, err := nc.SubscribeSync(inbox)
 			if err != nil {
 				return err

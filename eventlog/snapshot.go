@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/synadia-io/orbit.go/jetstreamext"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/projector"
 	"github.com/vmihailenco/msgpack/v5"
@@ -173,9 +174,8 @@ func (l *Log) snapshot(ctx context.Context, conversation string) (*projector.Tur
 // the one the reference describes.
 //
 // The object's size and digest are checked against the reference before
-// its chunks are read; the client checks the bytes it reads against that
-// digest (a SHA-256) and fails the read otherwise, so the bytes decoded
-// are the ones the reference was written for, hashed once.
+// its chunks are read, and the bytes read against that digest (a SHA-256),
+// so the bytes decoded are the ones the reference was written for.
 func (l *Log) snapshotObject(ctx context.Context, conversation string, ref snapshotRecord) snapshotRecord {
 	warn := func(msg string, args ...any) snapshotRecord {
 		l.opts.logger.Warn("ignoring large snapshot: "+msg, append([]any{"conversation", conversation, "object", ref.Object}, args...)...)
@@ -199,25 +199,18 @@ func (l *Log) snapshotObject(ctx context.Context, conversation string, ref snaps
 	if err != nil || !bytes.Equal(digest, ref.SHA256) {
 		return warn("checksum mismatch")
 	}
-	res, err := l.bigSnaps.Get(ctx, ref.Object)
+	body, err := l.objectChunks(ctx, info, int(ref.Size))
 	if err != nil {
 		return warn("object not read", "err", err)
 	}
-	defer res.Close()
-	// Get read the description again: it must still be the one checked.
-	if again, err := res.Info(); err != nil || again.Digest != info.Digest || again.Size != info.Size {
+	if int64(len(body)) != ref.Size {
+		return warn("size mismatch", "size", len(body), "want", ref.Size)
+	}
+	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], ref.SHA256) {
 		return warn("object replaced while read")
 	}
-	var buf bytes.Buffer
-	buf.Grow(int(ref.Size))
-	if _, err := buf.ReadFrom(res); err != nil {
-		return warn("object not read", "err", err)
-	}
-	if int64(buf.Len()) != ref.Size {
-		return warn("size mismatch", "size", buf.Len(), "want", ref.Size)
-	}
 	var rec snapshotRecord
-	if err := msgpack.Unmarshal(buf.Bytes(), &rec); err != nil {
+	if err := msgpack.Unmarshal(body, &rec); err != nil {
 		return warn("undecodable", "err", err)
 	}
 	if rec.Format != snapshotFormat || rec.Turn == nil || rec.Turn.Conversation != conversation {
@@ -242,4 +235,42 @@ func (l *Log) SnapshotAt(ctx context.Context, conversation string) (seq uint64, 
 		return 0, 0, nil
 	}
 	return turn.Seq, turn.Events, nil
+}
+
+// objectChunks reads the chunks of the object info describes with batched
+// direct gets, in order, up to size bytes. The object store's own Get
+// reads them through a push consumer, which the roles that read snapshots
+// may not create (see natsauth: a push consumer delivers to any subject).
+func (l *Log) objectChunks(ctx context.Context, info *jetstream.ObjectInfo, size int) ([]byte, error) {
+	stream := "OBJ_" + l.names.SnapshotObjectsBucket
+	subject := "$O." + l.names.SnapshotObjectsBucket + ".C." + info.NUID
+	body := make([]byte, 0, size)
+	next, chunks := uint64(1), 0
+	for chunks < int(info.Chunks) {
+		batch, err := jetstreamext.GetBatch(ctx, l.js, stream, readBatch,
+			jetstreamext.GetBatchSeq(next), jetstreamext.GetBatchSubject(subject))
+		if err != nil {
+			return nil, err
+		}
+		got := 0
+		for raw, err := range batch {
+			if errors.Is(err, jetstreamext.ErrNoMessages) {
+				break
+			}
+			if err != nil {
+				return nil, err
+			}
+			got++
+			chunks++
+			next = raw.Sequence + 1
+			if len(body)+len(raw.Data) > size {
+				return nil, fmt.Errorf("chunks hold more than the %d bytes described", size)
+			}
+			body = append(body, raw.Data...)
+		}
+		if got == 0 {
+			return nil, fmt.Errorf("%d of %d chunks found", chunks, info.Chunks)
+		}
+	}
+	return body, nil
 }

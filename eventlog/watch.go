@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"iter"
 	"sort"
+	"strings"
+	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/turnlog/turnlog/events"
 )
@@ -17,64 +20,143 @@ import (
 // Pass a loaded Turn's Seq and Events to follow it live without a gap.
 // A message that is not a step of the conversation is yielded as a
 // *CorruptMessageError, and the watch goes on if the caller does.
+//
+// It creates no consumer: it subscribes to the conversation's events
+// subject, whose messages (the appends, as they are published) are only a
+// notice that something may have been stored, and reads what was stored
+// with direct gets, as EventsAfter does. So a client needs no right to
+// create consumers on the events stream, a right nats-server cannot grant
+// without also letting it create durable consumers that fill the stream's
+// limit, or push consumers that deliver to any subject (issue 24). A notice
+// can come before the server stored the message, or for an append it
+// refused: the read after a notice that finds nothing is tried again a few
+// times, and the log is read every watchResync besides, for notices lost
+// on a slow connection.
 func (l *Log) Watch(ctx context.Context, conversation string, afterSeq uint64, afterPos int) iter.Seq2[Record, error] {
 	return func(yield func(Record, error) bool) {
 		if err := events.ValidateConversationID(conversation); err != nil {
 			yield(Record{}, err)
 			return
 		}
-		stream, subject, err := l.eventsOf(ctx, conversation)
+		_, subject, err := l.eventsOf(ctx, conversation)
 		if err != nil {
 			yield(Record{}, fmt.Errorf("watch %s: %w", conversation, err))
 			return
 		}
-		cons, err := l.js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{
-			FilterSubjects: []string{subject},
-			DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
-			OptStartSeq:    afterSeq + 1,
-		})
+		bell := make(chan struct{}, 1)
+		ring := func(*nats.Msg) {
+			select {
+			case bell <- struct{}{}:
+			default:
+			}
+		}
+		var subs []*nats.Subscription
+		defer func() {
+			for _, s := range subs {
+				_ = s.Unsubscribe()
+			}
+		}()
+		for _, subj := range l.watchSubjects(conversation, subject) {
+			s, err := l.nc.Subscribe(subj, ring)
+			if err != nil {
+				yield(Record{}, fmt.Errorf("watch %s: %w", conversation, err))
+				return
+			}
+			subs = append(subs, s)
+		}
+		// The subscriptions are in place before the first read, so a step
+		// stored after the read rings.
+		fctx, cancel := context.WithTimeout(ctx, watchFlushTimeout)
+		err = l.nc.FlushWithContext(fctx)
+		cancel()
 		if err != nil {
-			yield(Record{}, fmt.Errorf("watch %s: %w", conversation, err))
+			if ctx.Err() == nil {
+				yield(Record{}, fmt.Errorf("watch %s: %w", conversation, err))
+			}
 			return
 		}
-		msgs, err := cons.Messages()
-		if err != nil {
-			yield(Record{}, fmt.Errorf("watch %s: %w", conversation, err))
-			return
-		}
-		defer msgs.Stop()
-		go func() { <-ctx.Done(); msgs.Stop() }()
-		pos := afterPos
+		last, pos := afterSeq, afterPos
+		resync := time.NewTicker(watchResync)
+		defer resync.Stop()
+		retry := time.NewTimer(time.Hour)
+		retry.Stop()
+		defer retry.Stop()
+		retries, backoff := 0, watchRetryFirst
 		for {
-			m, err := msgs.Next()
-			if err != nil {
-				if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+			got := false
+			for m, err := range l.messages(ctx, conversation, last+1) {
+				if err != nil {
+					if ctx.Err() != nil {
+						return
+					}
+					if errors.Is(err, ErrCorruptMessage) && m.seq > last {
+						// Named; the caller may go on past it.
+						last, got = m.seq, true
+						if !yield(Record{Seq: m.seq}, fmt.Errorf("watch %s: %w", conversation, unwrapRead(err))) {
+							return
+						}
+						continue
+					}
+					yield(Record{}, fmt.Errorf("watch %s: %w", conversation, unwrapRead(err)))
 					return
 				}
-				yield(Record{}, fmt.Errorf("watch %s: %w", conversation, err))
+				last, got = m.seq, true
+				for _, e := range m.events {
+					pos++
+					if !yield(Record{Seq: m.seq, Pos: pos, MsgID: m.msgID, Event: e}, nil) {
+						return
+					}
+				}
+			}
+			if got {
+				retries, backoff = 0, watchRetryFirst
+				retry.Stop()
+			} else if retries > 0 {
+				// A notice with nothing stored yet: try again, a few
+				// times, sooner than the resync.
+				retries--
+				retry.Reset(backoff)
+				backoff *= 2
+			}
+			select {
+			case <-ctx.Done():
 				return
-			}
-			meta, err := m.Metadata()
-			if err != nil {
-				yield(Record{}, fmt.Errorf("watch %s: %w", conversation, err))
-				return
-			}
-			evs, err := decodeStep(conversation, meta.Sequence.Stream, m.Data())
-			if err != nil {
-				// Named; the caller may go on past it.
-				if !yield(Record{Seq: meta.Sequence.Stream}, fmt.Errorf("watch %s: %w", conversation, err)) {
-					return
-				}
-				continue
-			}
-			for _, e := range evs {
-				pos++
-				if !yield(Record{Seq: meta.Sequence.Stream, Pos: pos, MsgID: m.Headers().Get(jetstream.MsgIDHeader), Event: e}, nil) {
-					return
-				}
+			case <-bell:
+				retries, backoff = watchRetries, watchRetryFirst
+			case <-retry.C:
+			case <-resync.C:
 			}
 		}
 	}
+}
+
+// watchFlushTimeout bounds the wait for the server to confirm a watch's
+// subscriptions.
+const watchFlushTimeout = 10 * time.Second
+
+// watchResync is how often a watch reads the log without a notice.
+const watchResync = 2 * time.Second
+
+// A notice whose step is not readable yet is read again after
+// watchRetryFirst, doubling, watchRetries times (about 0.5 s in all).
+const (
+	watchRetries    = 9
+	watchRetryFirst = time.Millisecond
+)
+
+// watchSubjects are the subjects whose messages tell a watch of
+// conversation that a step may have been stored.
+func (l *Log) watchSubjects(conversation, subject string) []string {
+	return []string{subject}
+}
+
+// unwrapRead drops the "read <conversation>: " that messages puts before
+// its errors, which the watch words itself.
+func unwrapRead(err error) error {
+	if u := errors.Unwrap(err); u != nil && strings.HasPrefix(err.Error(), "read ") {
+		return u
+	}
+	return err
 }
 
 // EventsAfter yields the conversation's events stored after the message at

@@ -76,27 +76,26 @@ func SpecFor(r Role, n eventlog.Names) Spec {
 	pub(api("STREAM.MSG.GET", snapKV), "read snapshots from a bucket without direct gets")
 	pub(api("DIRECT.GET", snapObj)+".>", "read a large snapshot's description")
 	pub(api("STREAM.MSG.GET", snapObj), "read a large snapshot's description without direct gets")
-	pub(api("CONSUMER.CREATE", snapObj)+".>", "read a large snapshot's chunks")
-	pub(api("CONSUMER.DELETE", snapObj)+".>", "end reading a large snapshot's chunks")
-	pub("$JS.FC."+snapObj+".>", "flow control while reading a large snapshot")
-	pub("$JS.FC.*.*."+snapObj+".>", "flow control while reading a large snapshot (v2 subjects)")
+	pub(api("DIRECT.GET", snapObj), "read a large snapshot's chunks (batched direct get: no consumer)")
 	// History caches: reads of whole histories start from them.
 	pub(api("DIRECT.GET", histKV)+".>", "read history caches")
 	pub(api("STREAM.MSG.GET", histKV), "read history caches from a bucket without direct gets")
 	// Templates: workers render them, clients show them.
 	pub(api("DIRECT.GET", tplKV)+".>", "read system prompt templates")
 	pub(api("STREAM.MSG.GET", tplKV), "read templates from a bucket without direct gets")
-	sub("_INBOX.>", "replies to its own requests (JetStream API, acks, direct gets)")
+	// No role but the admin creates a consumer on a stream another role
+	// writes: nats-server cannot tell, from the subject, a durable
+	// consumer from an ephemeral one or a pull consumer from a push one
+	// whose deliver subject is any subject of the account (the server
+	// itself then writes there, whatever the creator's permissions). So
+	// reads use direct gets, and a live view waits for the notice of a
+	// stored step (see eventlog.Log.Watch).
+	sub(InboxPrefix(r)+".>", "replies to its own requests (JetStream API, acks, direct gets); each role has its own inbox prefix")
 
 	switch r {
 	case Client:
 		pub(n.ChatWildcard(), "send chat requests")
-		for _, ev := range evs {
-			pub(api("CONSUMER.CREATE", ev)+".>", "follow a conversation live (ordered consumer)")
-			pub(api("CONSUMER.DELETE", ev)+".>", "stop following a conversation")
-			pub(api("CONSUMER.INFO", ev)+".>", "follow a conversation live (ordered consumer)")
-			pub(api("CONSUMER.MSG.NEXT", ev)+".>", "follow a conversation live (ordered consumer)")
-		}
+		sub(n.EventsWildcard(), "follow a conversation live: the notice of each step as it is appended (read then with direct gets)")
 		pub(api("CONSUMER.INFO", rq)+".>", "status: requests in progress")
 		// A request JetStream drops as a duplicate is a re-send, or a
 		// request ID of another conversation, which the sender must
@@ -114,8 +113,10 @@ func SpecFor(r Role, n eventlog.Names) Spec {
 		pub(api("STREAM.MSG.GET", rq), "find requests published on the literal "+n.Prefix+".chat.* or "+n.Prefix+".chat.> (no consumer sees them)")
 		pub(api("STREAM.MSG.DELETE", rq), "delete such a request once it is a dead letter")
 		pub("$JS.API.INFO", "account info: the probe that tells a lost cluster from a slow one (with "+rq+"'s info, granted above: does its leader hear from a majority), and creating a bucket (nats.go checks the account first)")
-		pub(api("CONSUMER.CREATE", rq)+".>", "the partition consumers of chat requests")
-		pub(api("CONSUMER.DURABLE.CREATE", rq)+".>", "the partition consumers of chat requests (older servers)")
+		// The filtered form only (the filter is in the subject, and the
+		// server checks it against the consumer's): a consumer of one
+		// partition's requests, nothing else of the stream.
+		pub(api("CONSUMER.CREATE", rq)+".*."+n.Prefix+".chat.*.*", "the partition consumers of chat requests, each filtered to its partition")
 		pub(api("CONSUMER.INFO", rq)+".>", "the partition consumers of chat requests")
 		pub(api("CONSUMER.MSG.NEXT", rq)+".>", "pull chat requests")
 		pub("$JS.ACK."+rq+".>", "acknowledge chat requests")
@@ -126,7 +127,6 @@ func SpecFor(r Role, n eventlog.Names) Spec {
 		pub("$O."+n.SnapshotObjectsBucket+".>", "write and drop large snapshots (a cache)")
 		pub("$KV."+n.HistoryBucket+".>", "write history caches (a cache)")
 		pub(api("STREAM.PURGE", snapObj), "drop a replaced large snapshot's chunks")
-		pub(api("CONSUMER.MSG.NEXT", snapObj)+".>", "read a large snapshot's chunks")
 		// The recording gateway runs as a worker: its threading index.
 		thrKV := "KV_" + n.ThreadsBucket
 		pub(api("STREAM.INFO", thrKV), "gateway: open the threading index")

@@ -14,6 +14,7 @@ package natsauth
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 )
 
@@ -35,6 +36,29 @@ const (
 
 // Roles lists every role, in the order documents show them.
 var Roles = []Role{Admin, Client, Worker}
+
+// InboxPrefix is the prefix of role r's reply subjects (nats.go's
+// nats.CustomInboxPrefix): each role may subscribe to its own prefix only,
+// so no credential reads the replies meant for another role (a worker's
+// pulled chat requests, the admin's reads). Two processes with the same
+// key share a prefix: they are one NATS user with the same rights, and the
+// replies of one (JetStream API answers, direct gets, status pongs) hold
+// nothing the other may not ask for itself.
+func InboxPrefix(r Role) string { return "_INBOX_" + string(r) }
+
+// RoleOfKeyFile returns the role whose key file is named like path
+// (<role>.nk, as `turnlog serve` and `turnlog auth init` write them), or
+// "" for any other name: how a command given --creds worker.nk knows the
+// inbox prefix the server allows it.
+func RoleOfKeyFile(path string) Role {
+	base := filepath.Base(path)
+	for _, r := range Roles {
+		if base == string(r)+".nk" {
+			return r
+		}
+	}
+	return ""
+}
 
 // ParseRole returns the role named s.
 func ParseRole(s string) (Role, error) {

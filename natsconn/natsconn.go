@@ -53,6 +53,12 @@ type Settings struct {
 	// commands (the owner of a data directory is its operator), worker
 	// for `turnlog worker`.
 	Role natsauth.Role
+	// InboxPrefix is the prefix of the connection's reply subjects. When
+	// none is given (here, in TURNLOG_NATS_INBOX_PREFIX or the nats
+	// context), a turnlog key (<role>.nk, named or from DataDir) gives
+	// its role's, natsauth.InboxPrefix, the only one its role may
+	// subscribe to; a credential of no such name, Role's if set.
+	InboxPrefix string
 	// Getenv reads the environment (default os.Getenv).
 	Getenv func(string) string
 }
@@ -69,6 +75,9 @@ const (
 	EnvTLSCA    = "TURNLOG_NATS_TLS_CA"
 	EnvContext  = "TURNLOG_NATS_CONTEXT"
 	EnvDataDir  = "TURNLOG_DATA"
+	// EnvInboxPrefix is the inbox prefix of a credential whose role
+	// turnlog cannot tell from its file name (see Settings.InboxPrefix).
+	EnvInboxPrefix = "TURNLOG_NATS_INBOX_PREFIX"
 	// EnvSeed holds an nkey seed itself rather than a file's path, for
 	// containers that cannot mount a file their user may read.
 	EnvSeed = "TURNLOG_NATS_SEED"
@@ -96,7 +105,10 @@ type Plan struct {
 	Credential string
 	// Looked lists where Resolve looked for a key when it found none.
 	Looked string
-	opts   []nats.Option
+	// Role is the turnlog role of the credential when its file says
+	// (<role>.nk), "" otherwise.
+	Role natsauth.Role
+	opts []nats.Option
 	// clientCert is the TLS client certificate's file ("": none); tls
 	// says whether any TLS setting was given, tlsFirst whether the TLS
 	// handshake comes first. Explain words a TLS failure with them.
@@ -126,8 +138,8 @@ func (s Settings) Resolve() (*Plan, error) {
 		getenv = os.Getenv
 	}
 	layers := []layer{
-		{from: "the command line", url: s.URL, creds: s.Creds, nkey: s.NKey, user: s.User, password: s.Password, ca: s.TLSCA, cert: s.TLSCert, key: s.TLSKey},
-		{from: "TURNLOG_NATS_* variables", url: getenv(EnvURL), creds: getenv(EnvCreds), nkey: getenv(EnvNKey), user: getenv(EnvUser), password: getenv(EnvPassword), ca: getenv(EnvTLSCA), seed: getenv(EnvSeed)},
+		{from: "the command line", url: s.URL, creds: s.Creds, nkey: s.NKey, user: s.User, password: s.Password, ca: s.TLSCA, cert: s.TLSCert, key: s.TLSKey, inboxPrefix: s.InboxPrefix},
+		{from: "TURNLOG_NATS_* variables", url: getenv(EnvURL), creds: getenv(EnvCreds), nkey: getenv(EnvNKey), user: getenv(EnvUser), password: getenv(EnvPassword), ca: getenv(EnvTLSCA), seed: getenv(EnvSeed), inboxPrefix: getenv(EnvInboxPrefix)},
 		{from: "NATS_* variables", url: getenv("NATS_URL"), creds: getenv("NATS_CREDS"), nkey: getenv("NATS_NKEY"), user: getenv("NATS_USER"), password: getenv("NATS_PASSWORD"), ca: getenv("NATS_CA"), cert: getenv("NATS_CERT"), key: getenv("NATS_KEY")},
 	}
 	ctxName := first(s.Context, getenv(EnvContext), getenv("NATS_CONTEXT"))
@@ -160,6 +172,7 @@ func (s Settings) Resolve() (*Plan, error) {
 		}
 		p.opts = append(p.opts, opt...)
 		p.Credential = desc
+		p.Role = natsauth.RoleOfKeyFile(first(l.creds, l.nkey))
 		credFound = true
 		break
 	}
@@ -177,6 +190,7 @@ func (s Settings) Resolve() (*Plan, error) {
 			}
 			p.opts = append(p.opts, opt)
 			p.Credential = key + " (the " + string(role) + " key of data directory " + data + ")"
+			p.Role = role
 		} else {
 			p.Looked = key
 		}
@@ -195,6 +209,11 @@ func (s Settings) Resolve() (*Plan, error) {
 		p.opts = append(p.opts, nats.TLSHandshakeFirst())
 	}
 	p.tls, p.tlsFirst = sec.ca != "" || sec.cert != "" || sec.tlsFirst, sec.tlsFirst
+	// The credential's role, else the command's (a worker signing with
+	// TURNLOG_NATS_SEED is a worker).
+	if inboxRole := first(string(p.Role), string(s.Role)); sec.inboxPrefix == "" && inboxRole != "" {
+		sec.inboxPrefix = natsauth.InboxPrefix(natsauth.Role(inboxRole))
+	}
 	if sec.inboxPrefix != "" {
 		p.opts = append(p.opts, nats.CustomInboxPrefix(sec.inboxPrefix))
 	}

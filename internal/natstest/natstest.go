@@ -109,14 +109,15 @@ func (s *Server) KeyFile(tb testing.TB, r natsauth.Role) string {
 }
 
 // ConnectAs opens a TCP connection as role r (on a server started WithAuth)
-// with extra options, closed by tb.Cleanup.
+// with the role's inbox prefix and extra options, closed by tb.Cleanup.
 func (s *Server) ConnectAs(tb testing.TB, r natsauth.Role, opts ...nats.Option) *nats.Conn {
 	tb.Helper()
 	key, err := nats.NkeyOptionFromSeed(s.KeyFile(tb, r))
 	if err != nil {
 		tb.Fatalf("natstest: key of %s: %v", r, err)
 	}
-	nc, err := nats.Connect(s.ClientURL(), append([]nats.Option{key, nats.Name("natstest-" + string(r))}, opts...)...)
+	nc, err := nats.Connect(s.ClientURL(), append([]nats.Option{key, nats.Name("natstest-" + string(r)),
+		nats.CustomInboxPrefix(natsauth.InboxPrefix(r))}, opts...)...)
 	if err != nil {
 		tb.Fatalf("natstest: connect as %s: %v", r, err)
 	}
