@@ -327,11 +327,11 @@ func (r *Recorder) snapshot(ctx context.Context, turn *projector.Turn, atStart i
 // time, threaded and checked as a live call is. It returns the call's
 // conversation.
 func (r *Recorder) Record(ctx context.Context, l *calls.Logged) (string, error) {
-	p, err := r.Begin(ctx, Call{API: l.API, Body: l.Request, Conversation: l.Conversation, Time: l.Time, ID: l.CallID, Threading: l.Threading})
+	res, err := r.Import(ctx, []LoggedLine{{Call: l}})
 	if err != nil {
-		return "", err
+		return "", errors.Unwrap(err)
 	}
-	return p.Conversation, r.Finish(ctx, p, l.Outcome())
+	return res[0].Conversation, nil
 }
 
 // eventsLog is the part of *eventlog.Log that tells whether a call is
