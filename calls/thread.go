@@ -59,15 +59,23 @@ type Ref struct {
 
 // Chain returns the state keys of each prefix of blocks: key i covers
 // blocks[:i+1].
-func Chain(blocks []events.Block) [][32]byte {
+func Chain(blocks []events.Block) [][32]byte { return chainOf(blocks, nil) }
+
+// chainOf is Chain with the blocks' content keys when known (nil: computed).
+func chainOf(blocks []events.Block, keys [][32]byte) [][32]byte {
 	out := make([][32]byte, len(blocks))
 	var prev [32]byte
+	var buf [64]byte
 	for i := range blocks {
-		k := Key(&blocks[i])
-		h := sha256.New()
-		h.Write(prev[:])
-		h.Write(k[:])
-		h.Sum(out[i][:0])
+		var k [32]byte
+		if keys != nil {
+			k = keys[i]
+		} else {
+			k = Key(&blocks[i])
+		}
+		copy(buf[:32], prev[:])
+		copy(buf[32:], k[:])
+		out[i] = sha256.Sum256(buf[:])
 		prev = out[i]
 	}
 	return out
@@ -105,10 +113,12 @@ func parseRef(v string) (Ref, bool) {
 // latest call, and that the call's response (Responses' ID, "" for none)
 // was produced in conv. A state that does not end with a model's output
 // block is not recorded (nothing could continue it by content).
-func (x *Threads) Record(ctx context.Context, conv string, n int, blocks []events.Block, responseID string) error {
+//
+// keys, when not nil, are the blocks' content keys (Key), known already.
+func (x *Threads) Record(ctx context.Context, conv string, n int, blocks []events.Block, keys [][32]byte, responseID string) error {
 	pairs := map[string]string{}
 	if len(blocks) > 0 && output(blocks[len(blocks)-1].Kind) {
-		keys := Chain(blocks)
+		keys := chainOf(blocks, keys)
 		pairs[stateKey(keys[len(keys)-1])] = Ref{conv, n}.value()
 		pairs[latestKey(conv)] = strconv.Itoa(n)
 	}
@@ -126,15 +136,19 @@ func (x *Threads) Record(ctx context.Context, conv string, n int, blocks []event
 
 // Find returns the recorded state that the longest prefix of blocks is,
 // and whether it is its conversation's latest call (continue) or not
-// (fork there). ok is false when no prefix was recorded.
-func (x *Threads) Find(ctx context.Context, blocks []events.Block) (ref Ref, latest, ok bool, err error) {
+// (fork there). ok is false when no prefix was recorded. blockKeys, when
+// not nil, are the blocks' content keys (Key), known already.
+func (x *Threads) Find(ctx context.Context, blocks []events.Block, blockKeys [][32]byte) (ref Ref, latest, ok bool, err error) {
 	var keys [][32]byte
 	for i := len(blocks) - 1; i >= 0; i-- {
 		if !output(blocks[i].Kind) {
 			continue
 		}
 		if keys == nil {
-			keys = Chain(blocks[:i+1])
+			if blockKeys != nil {
+				blockKeys = blockKeys[:i+1]
+			}
+			keys = chainOf(blocks[:i+1], blockKeys)
 		}
 		v, found, err := x.store.Get(ctx, stateKey(keys[i]))
 		if err != nil {
@@ -218,4 +232,25 @@ func (r *Request) RequestBlocks() []events.Block {
 		bs = append(bs, it.Blocks...)
 	}
 	return bs
+}
+
+// RequestKeys returns the content keys (Key) of RequestBlocks, computed
+// once per item (and kept with it in a ParseCache).
+func (r *Request) RequestKeys() [][32]byte {
+	var ks [][32]byte
+	for i := range r.Items {
+		ks = append(ks, r.Items[i].keys()...)
+	}
+	return ks
+}
+
+// keys returns the item's blocks' content keys.
+func (it *Item) keys() [][32]byte {
+	if len(it.blockKeys) != len(it.Blocks) {
+		it.blockKeys = make([][32]byte, len(it.Blocks))
+		for i := range it.Blocks {
+			it.blockKeys[i] = Key(&it.Blocks[i])
+		}
+	}
+	return it.blockKeys
 }

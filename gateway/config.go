@@ -75,7 +75,9 @@ type Config struct {
 	// kept to record a call (default DefaultMaxBody).
 	MaxBody int64
 	// Transport reaches the upstreams (default a clone of
-	// http.DefaultTransport).
+	// http.DefaultTransport that keeps up to 256 idle connections per
+	// upstream: the default's 2 would open a connection per call under
+	// concurrent load).
 	Transport http.RoundTripper
 	// Checker runs replay --check's rules as calls are recorded.
 	Checker Checker
@@ -125,7 +127,9 @@ func (c *Config) Validate() error {
 		c.MaxBody = DefaultMaxBody
 	}
 	if c.Transport == nil {
-		c.Transport = http.DefaultTransport.(*http.Transport).Clone()
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = 256
+		c.Transport = t
 	}
 	if c.Threads == nil {
 		c.Threads = calls.NewMemStore(100000)

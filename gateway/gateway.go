@@ -47,7 +47,7 @@ func New(cfg Config) (*Gateway, error) {
 	g := &Gateway{cfg: cfg, tokenHash: sha256.Sum256([]byte(cfg.Token)), rec: newRecorder(&cfg), local: calls.NewThreads(local)}
 	if cfg.RecordOptional {
 		var err error
-		if g.spool, err = openSpool(cfg.SpoolDir, cfg.SpoolBytes, cfg.Metrics); err != nil {
+		if g.spool, err = openSpool(cfg.SpoolDir, cfg.SpoolBytes, cfg.Metrics, g.rec.parse); err != nil {
 			return nil, err
 		}
 	}
@@ -242,7 +242,7 @@ func (g *Gateway) refuse(w http.ResponseWriter, anthropic bool, err error) {
 // conversation is the call's conversation, for its response's header.
 func (st *state) conversation() string {
 	if st.pending != nil {
-		return st.pending.Conversation
+		return st.pending.Conversation()
 	}
 	return st.spooled.Conversation
 }
@@ -251,7 +251,7 @@ func (st *state) conversation() string {
 // then read too).
 func (st *state) parsed() bool {
 	if st.pending != nil {
-		return st.pending.call.Request != nil
+		return st.pending.Parsed()
 	}
 	return st.spooled.req != nil
 }

@@ -103,7 +103,7 @@ func (r *Recorder) Import(ctx context.Context, lines []LoggedLine) ([]Imported, 
 		if err := r.Finish(ctx, p, l.Outcome()); err != nil {
 			return out, &LineError{Line: ln.Line, Err: err}
 		}
-		out = append(out, Imported{Line: ln.Line, Conversation: p.Conversation, Threading: p.Threading})
+		out = append(out, Imported{Line: ln.Line, Conversation: p.Conversation(), Threading: p.Threading()})
 	}
 	return out, nil
 }

@@ -19,6 +19,10 @@ import (
 // one conversation (parallel sub-agents) each win in turn.
 const appendAttempts = 20
 
+// parseCacheBytes bounds the items and parameters the recorder remembers
+// (calls.ParseCache).
+const parseCacheBytes = 64 << 20
+
 // recordTimeout bounds one step's recording.
 const recordTimeout = 30 * time.Second
 
@@ -33,6 +37,7 @@ type Recorder struct {
 	cache   *turnCache
 	logger  *slog.Logger
 	metrics *Metrics
+	parse   *calls.ParseCache
 }
 
 // NewRecorder returns a Recorder of cfg's log, threading store, checker
@@ -46,7 +51,8 @@ func NewRecorder(cfg Config) (*Recorder, error) {
 
 func newRecorder(cfg *Config) *Recorder {
 	return &Recorder{log: cfg.Log, threads: calls.NewThreads(cfg.Threads), checker: cfg.Checker,
-		cache: newTurnCache(cfg.CacheBytes), logger: cfg.Logger, metrics: cfg.Metrics}
+		cache: newTurnCache(cfg.CacheBytes), logger: cfg.Logger, metrics: cfg.Metrics,
+		parse: calls.NewParseCache(parseCacheBytes)}
 }
 
 // ConversationIDError is a conversation named by a client or a file that
@@ -58,16 +64,27 @@ func (e *ConversationIDError) Unwrap() error { return e.Err }
 
 // Pending is a call whose recording began (Begin) and is not finished.
 type Pending struct {
-	// Conversation is the call's conversation.
-	Conversation string
-	// Threading is how it was found (calls.Thread*).
-	Threading string
+	conv      string
+	threading string
+	parsed    bool
+	ready     chan struct{} // closed once conv, threading and parsed are known
 	call      *calls.Call
 	api       calls.API
 	started   time.Time
 	input     chan inputResult
 	finished  bool
 }
+
+// Conversation is the call's conversation, known once the call is read
+// and threaded (long before the upstream answers).
+func (p *Pending) Conversation() string { <-p.ready; return p.conv }
+
+// Threading is how the conversation was found (calls.Thread*).
+func (p *Pending) Threading() string { <-p.ready; return p.threading }
+
+// Parsed reports whether the request was of its API's shape (its response
+// is then read too).
+func (p *Pending) Parsed() bool { <-p.ready; return p.parsed }
 
 // Call is what a call's recording needs to know of it.
 type Call struct {
@@ -85,64 +102,80 @@ type Call struct {
 	ID, Threading string
 }
 
-// Begin parses a call, finds its conversation and starts recording its
-// input (in the background: the caller forwards the call meanwhile).
-// Errors: a *ConversationIDError for a named conversation that cannot be
-// one; otherwise the threading index could not be read.
+// Begin starts recording a call: in the background, it reads the call,
+// finds its conversation and records its input, while the caller forwards
+// the call. The only error is a *ConversationIDError, for a named
+// conversation that cannot be one.
 func (r *Recorder) Begin(ctx context.Context, in Call) (*Pending, error) {
-	c := &calls.Call{ID: in.ID, Wire: calls.WireSHA256(in.Body), Time: in.Time}
-	if c.ID == "" {
-		c.ID = ulid.Make().String()
-	}
-	req, err := calls.ParseRequest(in.API, in.Body)
-	if err != nil {
-		c.Unparsed = err.Error()
-	} else {
-		c.Request = req
-	}
-	p := &Pending{call: c, api: in.API, started: time.Now(), input: make(chan inputResult, 1)}
-	var fork *calls.Ref
-	switch {
-	case in.Conversation != "":
+	if in.Conversation != "" {
 		if err := events.ValidateConversationID(in.Conversation); err != nil {
 			return nil, &ConversationIDError{err}
 		}
-		p.Conversation, c.Threading = in.Conversation, calls.ThreadExplicit
+	}
+	c := &calls.Call{ID: in.ID, Time: in.Time}
+	if c.ID == "" {
+		c.ID = ulid.Make().String()
+	}
+	p := &Pending{call: c, api: in.API, started: time.Now(), ready: make(chan struct{}), input: make(chan inputResult, 1)}
+	go func() {
+		ctx := context.WithoutCancel(ctx)
+		fork, fresh := r.thread(ctx, p, in)
+		close(p.ready)
+		p.input <- r.recordInput(ctx, p, fork, fresh)
+	}()
+	return p, nil
+}
+
+// thread reads the call and finds its conversation: the one named, the one
+// of previous_response_id, or by content (a continuation, or a fork of an
+// earlier state); else a new one. A threading index that cannot be read
+// starts a new conversation (logged): the call is recorded all the same.
+func (r *Recorder) thread(ctx context.Context, p *Pending, in Call) (fork *calls.Ref, fresh bool) {
+	c := p.call
+	c.Wire = calls.WireSHA256(in.Body)
+	req, err := r.parse.ParseRequest(in.API, in.Body)
+	if err != nil {
+		c.Unparsed = err.Error()
+	} else {
+		c.Request, p.parsed = req, true
+	}
+	switch {
+	case in.Conversation != "":
+		p.conv, c.Threading = in.Conversation, calls.ThreadExplicit
 		if in.Threading != "" {
 			c.Threading = in.Threading
 		}
 	case req != nil && req.PreviousResponseID != "":
 		conv, ok, err := r.threads.Response(ctx, req.PreviousResponseID)
 		if err != nil {
-			return nil, err
+			r.logger.Warn("gateway: threading index unreadable; the call starts a conversation", "err", err)
 		}
 		if ok {
-			p.Conversation, c.Threading = conv, calls.ThreadExplicit
+			p.conv, c.Threading = conv, calls.ThreadExplicit
 		}
 	case req != nil:
-		ref, latest, ok, err := r.threads.Find(ctx, req.RequestBlocks())
+		ref, latest, ok, err := r.threads.Find(ctx, req.RequestBlocks(), req.RequestKeys())
 		if err != nil {
-			return nil, err
+			r.logger.Warn("gateway: threading index unreadable; the call starts a conversation", "err", err)
 		}
 		if ok {
 			c.Threading = calls.ThreadInferred
 			if latest {
-				p.Conversation = ref.Conversation
+				p.conv = ref.Conversation
 			} else {
 				fork = &ref
 			}
 		}
 	}
-	fresh := p.Conversation == ""
+	fresh = p.conv == ""
 	if fresh {
-		p.Conversation = ulid.Make().String()
+		p.conv = ulid.Make().String()
 		if c.Threading == "" {
 			c.Threading = calls.ThreadNew
 		}
 	}
-	p.Threading = c.Threading
-	go func() { p.input <- r.recordInput(context.WithoutCancel(ctx), p, fork, fresh) }()
-	return p, nil
+	p.threading = c.Threading
+	return fork, fresh
 }
 
 type inputResult struct {
@@ -200,7 +233,7 @@ func (r *Recorder) recordInput(ctx context.Context, p *Pending, fork *calls.Ref,
 		p.call.Fork = &calls.Fork{From: fork.Conversation, At: fork.Events, Blocks: blocks, Data: from.Data}
 	}
 	for attempt := 0; ; attempt++ {
-		turn, err := r.turn(ctx, p.Conversation, fresh && attempt == 0)
+		turn, err := r.turn(ctx, p.conv, fresh && attempt == 0)
 		if err != nil {
 			return inputResult{err: err}
 		}
@@ -210,14 +243,14 @@ func (r *Recorder) recordInput(ctx context.Context, p *Pending, fork *calls.Ref,
 			// The call cannot be recorded as parsed (the gateway's own
 			// rendering would not prove it): record it unparsed, with
 			// why. The Turn was changed by the plan: load it again.
-			r.logger.Warn("gateway: call recorded as unparsed", "conversation", p.Conversation, "err", err)
+			r.logger.Warn("gateway: call recorded as unparsed", "conversation", p.conv, "err", err)
 			p.call.Request, p.call.Unparsed = nil, err.Error()
 			continue
 		}
 		if err != nil {
 			return inputResult{err: err}
 		}
-		newSeq, err := r.log.Append(ctx, p.Conversation, seq, evs...)
+		newSeq, err := r.log.Append(ctx, p.conv, seq, evs...)
 		if errors.Is(err, eventlog.ErrConflict) && attempt < appendAttempts {
 			r.metrics.conflicts.Inc()
 			continue
@@ -244,12 +277,13 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 	in := <-p.input
 	if in.err != nil {
 		r.metrics.calls.WithLabelValues(string(p.api), "unrecorded").Inc()
-		r.logger.Error("gateway: call not recorded", "conversation", p.Conversation, "err", in.err)
+		r.logger.Error("gateway: call not recorded", "conversation", p.conv, "err", in.err)
 		return in.err
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	turn := in.turn
+	reloaded := false
 	var findings []events.Payload
 	for attempt := 0; ; attempt++ {
 		evs, err := calls.PlanOutcome(turn, p.call, o)
@@ -260,7 +294,7 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 		if r.checker != nil {
 			findings = r.checker.Check(turn, append(in.evs[:len(in.evs):len(in.evs)], evs...))
 			for _, f := range findings {
-				e := events.New(p.Conversation, p.call.ID, 1, calls.Actor, f)
+				e := events.New(p.conv, p.call.ID, 1, calls.Actor, f)
 				if !p.call.Time.IsZero() {
 					e.Time = p.call.Time.UTC()
 				}
@@ -270,17 +304,18 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 				evs = append(evs, e)
 			}
 		}
-		seq, err := r.log.Append(ctx, p.Conversation, turn.Seq, evs...)
+		seq, err := r.log.Append(ctx, p.conv, turn.Seq, evs...)
 		if errors.Is(err, eventlog.ErrConflict) && attempt < appendAttempts {
 			r.metrics.conflicts.Inc()
-			if turn, err = r.log.Load(ctx, p.Conversation); err != nil {
+			if turn, err = r.log.Load(ctx, p.conv); err != nil {
 				return err
 			}
+			reloaded = true
 			continue
 		}
 		if err != nil {
 			r.metrics.calls.WithLabelValues(string(p.api), "unrecorded").Inc()
-			r.logger.Error("gateway: call's outcome not recorded", "conversation", p.Conversation, "err", err)
+			r.logger.Error("gateway: call's outcome not recorded", "conversation", p.conv, "err", err)
 			return fmt.Errorf("record the call's outcome: %w", err)
 		}
 		turn.Seq = seq
@@ -299,14 +334,36 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 		if o.Output != nil {
 			respID = o.Output.ResponseID
 		}
-		if err := r.threads.Record(ctx, p.Conversation, turn.Events, turn.Blocks, respID); err != nil {
+		if err := r.threads.Record(ctx, p.conv, turn.Events, turn.Blocks, stateKeys(p.call, o, turn, reloaded), respID); err != nil {
 			// The call is recorded; only a later call's threading by
 			// content can miss it (it then starts a conversation).
-			r.logger.Warn("gateway: call not indexed for threading", "conversation", p.Conversation, "err", err)
+			r.logger.Warn("gateway: call not indexed for threading", "conversation", p.conv, "err", err)
 		}
 	}
 	r.cache.put(turn)
 	return nil
+}
+
+// stateKeys returns the content keys of the Turn's blocks after a call
+// that sent its whole input, from what the call already hashed: its
+// input's blocks (the Turn holds them in the call's order, as PlanInput
+// checked) and its output's. nil when that does not hold (previous_response_id,
+// other calls' blocks folded in after a conflict): Record then hashes the
+// Turn.
+func stateKeys(c *calls.Call, o calls.Outcome, turn *projector.Turn, reloaded bool) [][32]byte {
+	if reloaded || c.Request == nil || c.Request.PreviousResponseID != "" || o.Output == nil {
+		return nil
+	}
+	keys := c.Request.RequestKeys()
+	out := o.Output.Blocks()
+	if len(keys)+len(out) != len(turn.Blocks) {
+		return nil
+	}
+	keys = append(keys[:len(keys):len(keys)], make([][32]byte, len(out))...)
+	for i := range out {
+		keys[len(keys)-len(out)+i] = calls.Key(&out[i])
+	}
+	return keys
 }
 
 // snapshot saves the conversation's snapshot when the call took it past a

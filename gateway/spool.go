@@ -38,6 +38,7 @@ type spool struct {
 	limit int64
 	lock  *os.File
 	m     *Metrics
+	parse *calls.ParseCache
 
 	mu   sync.Mutex
 	used int64 // bytes of the files and of the calls admitted
@@ -59,7 +60,7 @@ type spoolCall struct {
 
 // openSpool opens (creating) dir, locked for this process: two gateways
 // draining one spool would record its calls twice.
-func openSpool(dir string, limit int64, m *Metrics) (*spool, error) {
+func openSpool(dir string, limit int64, m *Metrics, parse *calls.ParseCache) (*spool, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("gateway: the spool directory: %w", err)
 	}
@@ -71,7 +72,7 @@ func openSpool(dir string, limit int64, m *Metrics) (*spool, error) {
 		f.Close()
 		return nil, fmt.Errorf("gateway: the spool directory %s is in use by another gateway (each needs its own --spool-dir): %w", dir, err)
 	}
-	s := &spool{dir: dir, limit: limit, lock: f, m: m}
+	s := &spool{dir: dir, limit: limit, lock: f, m: m, parse: parse}
 	names, err := s.files()
 	if err != nil {
 		f.Close()
@@ -121,7 +122,7 @@ const spoolOverhead = 4096
 // gateway knows it (local: the calls it recorded and spooled).
 func (s *spool) admit(api calls.API, body []byte, named string, local *calls.Threads) (*spoolCall, error) {
 	c := &spoolCall{id: ulid.Make().String(), api: api, body: body, at: time.Now(), reserved: int64(len(body))*2 + spoolOverhead}
-	if req, err := calls.ParseRequest(api, body); err == nil {
+	if req, err := s.parse.ParseRequest(api, body); err == nil {
 		c.req = req
 	}
 	switch {
@@ -137,7 +138,7 @@ func (s *spool) admit(api calls.API, body []byte, named string, local *calls.Thr
 	case c.req != nil:
 		// A fork of a state recorded earlier cannot be made without the
 		// log: it starts a conversation.
-		if ref, latest, ok, _ := local.Find(context.Background(), c.req.RequestBlocks()); ok && latest {
+		if ref, latest, ok, _ := local.Find(context.Background(), c.req.RequestBlocks(), c.req.RequestKeys()); ok && latest {
 			c.Conversation, c.threading = ref.Conversation, calls.ThreadInferred
 		}
 	}
@@ -192,7 +193,7 @@ func (s *spool) keep(c *spoolCall, o calls.Outcome, t *tee, local *calls.Threads
 		// not known until it is recorded, so a stand-in that no real
 		// position equals marks it as its conversation's latest.
 		blocks := append(c.req.RequestBlocks(), o.Output.Blocks()...)
-		_ = local.Record(context.Background(), c.Conversation, -int(s.seq.Add(1)), blocks, o.Output.ResponseID)
+		_ = local.Record(context.Background(), c.Conversation, -int(s.seq.Add(1)), blocks, nil, o.Output.ResponseID)
 	}
 	return nil
 }
