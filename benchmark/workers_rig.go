@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/turnlog/turnlog/embedded"
+	_ "github.com/turnlog/turnlog/engine/scripted" // the rig's workers answer with the default profile's scripted engine
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/profile"
 	"github.com/turnlog/turnlog/worker"

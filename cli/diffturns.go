@@ -39,9 +39,12 @@ Each of A and B is one of:
 
 It lists blocks added, removed, changed (with a text diff) and moved (a
 move is one line, not a removal plus an addition), a changed system
-prompt, data changes, and on either side duplicated blocks and adjacency
-violations (a reasoning block not followed by text or a tool call; a tool
-result without its call). Colour on a terminal, none with NO_COLOR set or
+prompt, data changes, and on either side duplicated blocks (an ID twice;
+system blocks with one text; a run of blocks sent twice, "by": "run" in
+JSON, as replay --check's duplicate_blocks; repeated questions and answers
+are a conversation, not duplicates) and adjacency violations (a reasoning
+block not followed by text or a tool call; a tool result without its
+call). Colour on a terminal, none with NO_COLOR set or
 when piped; -o json for tools (see docs/auditing.md).
 
 Exit codes: 0 the Turns are equal, 1 they differ, 2 error.`,

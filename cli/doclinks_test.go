@@ -203,6 +203,12 @@ func TestDocProfilesParse(t *testing.T) {
 			if !strings.HasPrefix(m[1], "profiles:") {
 				continue
 			}
+			if strings.Contains(m[1], "acme.") {
+				// docs/library.md's profiles name a custom build's
+				// engines and middlewares, which this binary lacks;
+				// examples/custom-chain's test runs such a build.
+				continue
+			}
 			n++
 			_, err := profile.Parse([]byte(m[1]))
 			assert.NoError(t, err, "%s: profiles block:\n%s", f, m[1])

@@ -28,7 +28,9 @@ func newLsCmd() *cobra.Command {
 		Aliases: []string{"conversations"},
 		Short:   "List conversations, newest first",
 		Long: `ls lists the stored conversations, newest first: last activity, events,
-model calls, and whether the latest request failed (with its reason).
+model calls, findings (rules their model inputs broke, which
+"turnlog replay --check CONV" lists) and whether the latest request failed
+(with its reason).
 
   turnlog ls                    # the 20 most recent
   turnlog ls --search support   # IDs containing "support" (any case)
@@ -36,7 +38,8 @@ model calls, and whether the latest request failed (with its reason).
 
 The counts come from each listed conversation's history, so ls reads only
 the conversations it shows (--limit); sorting costs one small read per
-matching conversation.`,
+matching conversation. The findings are checked in the same read, so they
+always follow the rules of this turnlog.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if limit < 1 {
@@ -76,7 +79,7 @@ matching conversation.`,
 				return nil
 			}
 			w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "CONVERSATION\tLAST ACTIVITY\tEVENTS\tMODEL CALLS\tLAST REQUEST")
+			fmt.Fprintln(w, "CONVERSATION\tLAST ACTIVITY\tEVENTS\tMODEL CALLS\tFINDINGS\tLAST REQUEST")
 			for _, c := range cs {
 				last := "ok"
 				if c.LastRequestFailed {
@@ -85,7 +88,12 @@ matching conversation.`,
 				if c.Quarantined > 0 {
 					last = fmt.Sprintf("%s (turnlog repair %s); %s", plural.Count(c.Quarantined, "quarantined message"), c.ID, last)
 				}
-				fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\n", c.ID, c.LastActivity.Local().Format(time.DateTime), c.Events, c.ModelCalls, last)
+				findings := "-"
+				if c.Findings > 0 {
+					// Where to look, in the cell that says there is something.
+					findings = fmt.Sprintf("%d (replay --check)", c.Findings)
+				}
+				fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\t%s\n", c.ID, c.LastActivity.Local().Format(time.DateTime), c.Events, c.ModelCalls, findings, last)
 			}
 			if err := w.Flush(); err != nil {
 				return err

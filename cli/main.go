@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	_ "github.com/turnlog/turnlog/engine/builtin" // the stock command has every engine turnlog ships
 )
 
 // exitError carries a specific exit code (diff-turns: 1 = different,

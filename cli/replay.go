@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/turnlog/turnlog/engine/wire"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/internal/plural"
 	"github.com/turnlog/turnlog/profile"
@@ -23,7 +24,9 @@ func newReplayCmd() *cobra.Command {
 		nf          natsFlags
 		at          int
 		inference   int
+		wireFlag    bool
 		verify      bool
+		checkRules  bool
 		rerun       bool
 		output      string
 		profiles    string
@@ -42,11 +45,26 @@ it came from (systemprompt.source, template hash and variables), when it
 was set, last replaced and locked (by event n).
 
   --at N          the Turn after the conversation's N-th event (0: empty)
-  --inference N   the N-th model call only
+  --inference N   the N-th model call only, with what became of each block
+                  in the request its engine sent (not sent, merged, moved)
+  --inference N --wire
+                  the request body the N-th model call sent, byte for byte,
+                  rendered again from the log by the call's engine; exit 1,
+                  naming the call and both hashes, when it does not hash to
+                  what the call recorded (see docs/wire.md)
   --verify        re-project every recorded model input and compare its
                   hash (and the system prompt's) with what inference.started
-                  recorded; exit 1 naming each mismatch by event n and seq,
-                  0 when all match
+                  recorded, and render every recorded wire request again
+                  and compare its hash; exit 1 naming each mismatch by event
+                  n, seq and field (input_hash, wire_sha256, ...), 0 when
+                  all match
+  --check         apply the rules of docs/auditing-check.md to every model
+                  input (duplicate_system_prompt, duplicate_blocks,
+                  reasoning_without_follower, reasoning_altered,
+                  tool_call_without_result, tool_result_without_call,
+                  history_rewritten, system_prompt_changed); exit 1 with
+                  the findings, each at the model call that received it,
+                  0 when there is none
   --rerun         run the recorded requests again through today's
                   middleware chain (--profiles, --profile), with the
                   model's recorded outputs and tool results replayed
@@ -56,13 +74,28 @@ was set, last replaced and locked (by event n).
 -o json prints one JSON document (see docs/auditing.md, "JSON output", for
 the schemas). On a terminal, long reads show progress on stderr.
 
-Exit codes: 0 ok, 1 --verify mismatch or --rerun difference, 2 error.`,
+Exit codes: 0 ok, 1 --verify mismatch, --check finding or --rerun
+difference, 2 error.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			conv := args[0]
 			asJSON, err := outputJSON(output)
 			if err != nil {
 				return err
+			}
+			// --rerun's profile is read first: a binary that lacks one of
+			// its engines or middlewares says so before connecting.
+			var rerunProfile profile.Profile
+			if rerun {
+				set, err := profile.Load(profiles)
+				if err != nil {
+					return err
+				}
+				p, ok := set[profileName]
+				if !ok {
+					return fmt.Errorf("--profile %q: the profiles are %v; pick one (or pass --profiles FILE)", profileName, set.Names())
+				}
+				rerunProfile = p
 			}
 			ctx := cmd.Context()
 			nc, l, err := nf.connect(ctx, eventlog.ReadOnly())
@@ -75,8 +108,10 @@ Exit codes: 0 ok, 1 --verify mismatch or --rerun difference, 2 error.`,
 			opts := []replay.Option{replay.WithProgress(prog.update)}
 			out := cmd.OutOrStdout()
 			switch {
+			case wireFlag && !cmd.Flags().Changed("inference"):
+				return fmt.Errorf("--wire prints one model call's request: give the call with --inference N")
 			case verify:
-				v, err := replay.Verify(ctx, l, conv, opts...)
+				v, err := replay.Verify(ctx, l, conv, append(opts, replay.WithWire(wire.New(nil)))...)
 				if err != nil {
 					return err
 				}
@@ -88,15 +123,21 @@ Exit codes: 0 ok, 1 --verify mismatch or --rerun difference, 2 error.`,
 					return &exitError{code: 1, err: fmt.Errorf("verify %s: %s; the log does not prove what the model received", conv, plural.Count(len(v.Mismatches), "mismatch"))}
 				}
 				return nil
-			case rerun:
-				set, err := profile.Load(profiles)
+			case checkRules:
+				c, err := replay.Check(ctx, l, conv, opts...)
 				if err != nil {
 					return err
 				}
-				p, ok := set[profileName]
-				if !ok {
-					return fmt.Errorf("--profile %q: the profiles are %v; pick one (or pass --profiles FILE)", profileName, set.Names())
+				prog.done()
+				if err := write(out, asJSON, c, c.WriteText); err != nil {
+					return err
 				}
+				if !c.OK() {
+					return &exitError{code: 1, err: fmt.Errorf("check %s: %s in %s", conv, plural.Count(len(c.Findings), "finding"), plural.Count(c.Calls, "model call"))}
+				}
+				return nil
+			case rerun:
+				p := rerunProfile
 				if p.Templates == nil {
 					p.Templates = templates.New(l) // as the workers do
 				}
@@ -134,6 +175,13 @@ Exit codes: 0 ok, 1 --verify mismatch or --rerun difference, 2 error.`,
 					}
 					if calls = e.Inference.Index; calls == inference {
 						prog.done()
+						if wireFlag {
+							if asJSON {
+								return fmt.Errorf("--wire prints the request body itself; leave out -o json")
+							}
+							return printWire(ctx, out, conv, e.Inference)
+						}
+						noteWire(ctx, e.Inference)
 						return write(out, asJSON, inferenceDoc{Conversation: conv, Entry: e}, e.WriteText)
 					}
 				}
@@ -156,12 +204,14 @@ Exit codes: 0 ok, 1 --verify mismatch or --rerun difference, 2 error.`,
 	nf.register(fs)
 	fs.IntVar(&at, "at", 0, "show the Turn after the conversation's n-th event (counting from 1)")
 	fs.IntVar(&inference, "inference", 0, "show the N-th model call only (counting from 1)")
-	fs.BoolVar(&verify, "verify", false, "re-project every recorded model input and check its hash; exit 1 on a mismatch")
+	fs.BoolVar(&wireFlag, "wire", false, "with --inference N: print the request body the call sent, rendered again from the log; exit 1 when it does not hash to what was recorded")
+	fs.BoolVar(&verify, "verify", false, "re-project every recorded model input and check its hash, and the wire request's; exit 1 on a mismatch")
+	fs.BoolVar(&checkRules, "check", false, "check every model input against the rules of docs/auditing-check.md; exit 1 with findings")
 	fs.BoolVar(&rerun, "rerun", false, "re-run the requests through today's middleware chain with the recorded model outputs; exit 1 at a difference")
 	fs.StringVarP(&output, "output", "o", "text", "output format: text or json")
 	fs.StringVar(&profiles, "profiles", os.Getenv("TURNLOG_PROFILES"), "profiles YAML file for --rerun (env TURNLOG_PROFILES); default: the built-in profiles")
 	fs.StringVar(&profileName, "profile", profile.DefaultName, "the profile whose chain --rerun runs")
-	cmd.MarkFlagsMutuallyExclusive("at", "inference", "verify", "rerun")
+	cmd.MarkFlagsMutuallyExclusive("at", "inference", "verify", "check", "rerun")
 	return cmd
 }
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -251,7 +252,13 @@ Profiles (--profiles FILE) say how to answer; without a file:
 ` + profile.DefaultYAML + `
 --example-profiles prints example profiles (system prompt set-ups: a fixed
 persona, prompt_policy: replace for a prompt the profile did not write, a
-global prompt, an appended house style) to copy from.`,
+global prompt, an appended house style) to copy from.
+
+This binary's providers: ` + strings.Join(profile.Engines(), ", ") + `.
+Its middlewares: ` + strings.Join(profile.Middlewares(), ", ") + `.
+A program of your own adds engines and middlewares (profile.RegisterEngine,
+profile.RegisterMiddleware) and runs this command with them (cli.Main): see
+docs/library.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if examples {

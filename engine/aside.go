@@ -38,7 +38,8 @@ type Aside struct {
 // model call: inference.started (model, hash of the input Turn, its system
 // prompt, the purpose and a's provenance fields) is committed before the
 // model is asked, together with whatever tx has pending, so a call that
-// crashes or hangs still left its trace; inference.finished stays pending,
+// crashes or hangs still left its trace; inference.finished (with the
+// request the engine sent, see WireRecorder) stays pending,
 // to be committed with the caller's next events; a failure is committed as
 // inference.failed and returned. The model's output is returned, not
 // added to the Turn: the caller decides what it becomes (a summary in
@@ -74,11 +75,12 @@ func InferAside(ctx context.Context, tx *Tx, e Engine, a Aside) (Output, error) 
 	}
 	begin := time.Now()
 	callCtx, span := startSpan(WithPurpose(ctx, a.Purpose), e, tx.Turn(), in.Blocks, started)
-	out, err := e.Infer(callCtx, a.Input, nil)
+	wctx, wire := WithWireRecorder(callCtx, false)
+	out, err := e.Infer(wctx, a.Input, nil)
 	took := time.Since(begin)
 	span.End(spanResult(out, err))
 	if err != nil {
-		failed := events.InferenceFailed{InferenceID: started.InferenceID, Error: err.Error(), Transient: IsTransient(err), Duration: took}
+		failed := events.InferenceFailed{InferenceID: started.InferenceID, Error: err.Error(), Transient: IsTransient(err), Duration: took, Wire: wire.Wire()}
 		if eerr := tx.Emit(ActorEngine, failed); eerr != nil {
 			return Output{}, fmt.Errorf("%s call failed: %w (and recording it failed: %v)", a.Purpose, err, eerr)
 		}
@@ -93,6 +95,7 @@ func InferAside(ctx context.Context, tx *Tx, e Engine, a Aside) (Output, error) 
 		CompletionTokens: out.Usage.CompletionTokens,
 		StopReason:       out.StopReason,
 		Duration:         took,
+		Wire:             wire.Wire(),
 	}); err != nil {
 		return Output{}, err
 	}

@@ -29,7 +29,8 @@ const ActorEngine = "engine"
 // exact input Turn, ID and hash of the active system prompt) and commits it
 // together with the middlewares' changes as one step, before the model is
 // called; then the model's output blocks and inference.finished (or
-// inference.failed) as the next step (left pending for the caller to
+// inference.failed), with the request the engine sent (see WireRecorder),
+// as the next step (left pending for the caller to
 // commit when the Tx has WithAnswerOpen and the model called no tool).
 func Chain(e Engine, mws ...Middleware) Handler {
 	h := Infer(e)
@@ -63,11 +64,12 @@ func Infer(e Engine) Handler {
 
 		begin := time.Now()
 		callCtx, span := startSpan(ctx, e, turn, turn.Blocks, started)
-		out, err := e.Infer(callCtx, Input{Turn: turn, Model: tx.Model(), Tools: tx.Tools()}, tx.Delta)
+		wctx, wire := WithWireRecorder(callCtx, false)
+		out, err := e.Infer(wctx, Input{Turn: turn, Model: tx.Model(), Tools: tx.Tools()}, tx.Delta)
 		took := time.Since(begin)
 		span.End(spanResult(out, err))
 		if err != nil {
-			failed := events.InferenceFailed{InferenceID: started.InferenceID, Error: err.Error(), Transient: IsTransient(err), Duration: took}
+			failed := events.InferenceFailed{InferenceID: started.InferenceID, Error: err.Error(), Transient: IsTransient(err), Duration: took, Wire: wire.Wire()}
 			if eerr := tx.Emit(ActorEngine, failed); eerr != nil {
 				return fmt.Errorf("inference failed: %w (and recording it failed: %v)", err, eerr)
 			}
@@ -92,6 +94,7 @@ func Infer(e Engine) Handler {
 			CompletionTokens: out.Usage.CompletionTokens,
 			StopReason:       out.StopReason,
 			Duration:         took,
+			Wire:             wire.Wire(),
 		}); err != nil {
 			return err
 		}

@@ -89,9 +89,11 @@ type Loop struct {
 	MaxIterations int
 }
 
-// Run drives tx until NextStep says Done. It does not record
-// request.completed or request.failed: the caller (the worker) does, with
-// the reason, so that it can also acknowledge the request.
+// Run drives tx until NextStep says Done. Each model call it makes is
+// counted on tx (Tx.ModelCalls). It does not record request.completed or
+// request.failed: the caller does, with that count or the reason, so that
+// it can also acknowledge the request; worker.Worker.Serve does all of
+// it, for a program that runs its own request loop.
 func (l Loop) Run(ctx context.Context, tx *Tx) error {
 	max := l.MaxIterations
 	if max <= 0 {

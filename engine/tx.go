@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/oklog/ulid/v2"
 	"github.com/turnlog/turnlog/events"
@@ -55,6 +56,10 @@ type Tx struct {
 	committed int
 	// answerOpen: see WithAnswerOpen.
 	answerOpen bool
+	// modelCalls counts the inference.started events emitted.
+	modelCalls int
+	// now is the clock of the events' Time (see WithClock).
+	now func() time.Time
 }
 
 // TxOption configures NewTx.
@@ -86,6 +91,12 @@ func WithTools(tools ...ToolSpec) TxOption { return func(tx *Tx) { tx.tools = to
 // between the answer and the caller's commit loses the answer, and the
 // redelivered request asks the model again; nothing half-done is stored.
 func WithAnswerOpen() TxOption { return func(tx *Tx) { tx.answerOpen = true } }
+
+// WithClock sets the clock that stamps the Time of the events the Tx
+// emits (default: time.Now, in UTC): for an importer that records a
+// history with the times it happened, or a test that wants fixed times.
+// Emit reads it once per event; EmitAt sets one event's time.
+func WithClock(now func() time.Time) TxOption { return func(tx *Tx) { tx.now = now } }
 
 // NewTx starts a transaction on turn for the request cause. The Tx takes
 // ownership of turn: it changes it as events are emitted.
@@ -133,12 +144,37 @@ func (tx *Tx) Delta(d Delta) {
 // and the error says why. actor names who made the change.
 func (tx *Tx) Emit(actor string, p events.Payload) error {
 	e := events.New(tx.turn.Conversation, tx.cause, tx.step, actor, p)
+	if tx.now != nil {
+		e.Time = tx.now().UTC()
+	}
+	return tx.emit(actor, e)
+}
+
+// EmitAt is Emit with the event's Time set to at (in UTC): for an importer
+// recording what happened at another time than now. The log's order is
+// still the order of emission, whatever the times say.
+func (tx *Tx) EmitAt(actor string, at time.Time, p events.Payload) error {
+	e := events.New(tx.turn.Conversation, tx.cause, tx.step, actor, p)
+	e.Time = at.UTC()
+	return tx.emit(actor, e)
+}
+
+func (tx *Tx) emit(actor string, e events.Event) error {
 	if err := projector.Apply(tx.turn, e); err != nil {
 		return fmt.Errorf("%s: %w", actor, err)
 	}
 	tx.evs = append(tx.evs, e)
+	if e.Type == events.TypeInferenceStarted {
+		tx.modelCalls++
+	}
 	return nil
 }
+
+// ModelCalls is how many model calls this Tx has recorded (its
+// inference.started events, the summariser's included): the count that
+// request.completed carries, so that a program that ends its requests
+// itself need not count them.
+func (tx *Tx) ModelCalls() int { return tx.modelCalls }
 
 // Pending returns the events emitted since the last Commit. The slice is
 // the Tx's own: read it, do not change it.

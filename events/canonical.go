@@ -58,6 +58,12 @@ func canonical(p Payload) Payload {
 		}
 	case BlockSplit:
 		canonicalBlocks(v.Into) // validation rejects an empty Into anyway
+	case BlockInserted:
+		if hollow(v.Block.Meta) || hollowSpans(v.Block.Untrusted) {
+			v.Block.Meta = nilIfEmpty(v.Block.Meta)
+			v.Block.Untrusted = nilIfNoSpans(v.Block.Untrusted)
+			return v
+		}
 	case TurnCompacted:
 		if v.Summary != nil {
 			v.Summary.Meta = nilIfEmpty(v.Summary.Meta) // a fresh pointer: changing it changes p

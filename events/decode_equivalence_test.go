@@ -162,11 +162,11 @@ func randomEnvelope(t *rapid.T, p events.Payload) wireEnvelope {
 	} else if rare(t, "another type") {
 		typ = string(events.TypeRequestFailed) // the payload of another type
 	}
-	version := 1
+	version := max(events.CurrentVersion(events.Type(typ)), 1)
 	if rare(t, "version 0") {
 		version = 0
-	} else if rare(t, "version 2") {
-		version = 2
+	} else if rare(t, "newer version") {
+		version++
 	}
 	id := ulid.ULID(rapid.SliceOfN(rapid.Byte(), 16, 16).Draw(t, "id"))
 	if !rare(t, "zero id") {

@@ -264,6 +264,9 @@ func oneKeyMaps(p events.Payload) events.Payload {
 	case events.BlockSplit:
 		v.Into = blocks(v.Into)
 		return v
+	case events.BlockInserted:
+		v.Block.Meta = one(v.Block.Meta)
+		return v
 	case events.TurnCompacted:
 		if v.Summary != nil {
 			s := *v.Summary
@@ -297,6 +300,11 @@ func TestEncodeMatchesReflectionOnPayloads(t *testing.T) {
 	num := rapid.OneOf(rapid.Just(0), rapid.Int(), rapid.IntRange(-40_000, 70_000))
 	dur := rapid.Custom(func(t *rapid.T) time.Duration { return time.Duration(rapid.Int64().Draw(t, "duration")) })
 	trust := rapid.SampledFrom([]events.Trust{events.Untrusted, events.Trusted})
+	// A wire request: valid, empty, or with a hash that is not one (refused).
+	wire := rapid.Custom(func(t *rapid.T) events.Wire {
+		return events.Wire{SHA256: rapid.OneOf(rapid.Just(""), rapid.StringMatching(`[0-9a-f]{64}`), str).Draw(t, "sha256"),
+			Version: str.Draw(t, "version"), Params: str.Draw(t, "params")}
+	})
 	meta := rapid.OneOf(
 		rapid.Just[map[string]string](nil),
 		rapid.Just(map[string]string{}),
@@ -385,6 +393,9 @@ func TestEncodeMatchesReflectionOnPayloads(t *testing.T) {
 			return events.BlockSplit{BlockID: id.Draw(t, "id"), Into: blocks.Draw(t, "into"), Reason: str.Draw(t, "reason")}
 		}),
 		rapid.Custom(func(t *rapid.T) events.Payload {
+			return events.BlockInserted{Index: rapid.IntRange(-1, math.MaxInt).Draw(t, "index"), Block: block.Draw(t, "block"), Reason: str.Draw(t, "reason")}
+		}),
+		rapid.Custom(func(t *rapid.T) events.Payload {
 			var summary *events.Block
 			if rapid.Bool().Draw(t, "summary") {
 				b := block.Draw(t, "block")
@@ -403,10 +414,11 @@ func TestEncodeMatchesReflectionOnPayloads(t *testing.T) {
 		}),
 		rapid.Custom(func(t *rapid.T) events.Payload {
 			return events.InferenceFinished{InferenceID: id.Draw(t, "id"), PromptTokens: num.Draw(t, "prompt"), CompletionTokens: num.Draw(t, "completion"),
-				StopReason: str.Draw(t, "stop"), Duration: dur.Draw(t, "duration")}
+				StopReason: str.Draw(t, "stop"), Duration: dur.Draw(t, "duration"), Wire: wire.Draw(t, "wire")}
 		}),
 		rapid.Custom(func(t *rapid.T) events.Payload {
-			return events.InferenceFailed{InferenceID: id.Draw(t, "id"), Error: str.Draw(t, "error"), Transient: rapid.Bool().Draw(t, "transient"), Duration: dur.Draw(t, "duration")}
+			return events.InferenceFailed{InferenceID: id.Draw(t, "id"), Error: str.Draw(t, "error"), Transient: rapid.Bool().Draw(t, "transient"), Duration: dur.Draw(t, "duration"),
+				Wire: wire.Draw(t, "wire")}
 		}),
 		rapid.Custom(func(t *rapid.T) events.Payload {
 			return events.RequestCompleted{Inferences: num.Draw(t, "inferences")}

@@ -54,6 +54,8 @@ func decodeHand(like Payload, r *reader) (p Payload, ok, known bool) {
 		p, ok = decodeBlockAnnotated(r)
 	case BlockSplit:
 		p, ok = decodeBlockSplit(r)
+	case BlockInserted:
+		p, ok = decodeBlockInserted(r)
 	case TurnCompacted:
 		p, ok = decodeTurnCompacted(r)
 	case DataSet:

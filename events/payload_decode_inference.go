@@ -57,6 +57,12 @@ func decodeInferenceFinished(r *reader) (Payload, bool) {
 			ok = readString(r, &p.StopReason)
 		case "duration":
 			ok = readInt(r, &p.Duration)
+		case "wire_sha256":
+			ok = readString(r, &p.SHA256)
+		case "wire_version":
+			ok = readString(r, &p.Version)
+		case "wire_params":
+			ok = readString(r, &p.Params)
 		default:
 			ok = false
 		}
@@ -80,6 +86,12 @@ func decodeInferenceFailed(r *reader) (Payload, bool) {
 			ok = readBool(r, &p.Transient)
 		case "duration":
 			ok = readInt(r, &p.Duration)
+		case "wire_sha256":
+			ok = readString(r, &p.SHA256)
+		case "wire_version":
+			ok = readString(r, &p.Version)
+		case "wire_params":
+			ok = readString(r, &p.Params)
 		default:
 			ok = false
 		}

@@ -206,6 +206,8 @@ func appendPayload(b []byte, p Payload) ([]byte, bool) {
 		if p.Reason != "" {
 			b = appendField(b, "reason", p.Reason)
 		}
+	case BlockInserted:
+		b = appendBlockInserted(b, p)
 	case TurnCompacted:
 		b = appendMapLen(b, 1+
 			present(p.Summary != nil)+
@@ -269,7 +271,8 @@ func appendPayload(b []byte, p Payload) ([]byte, bool) {
 		b = appendMapLen(b, 2+
 			present(p.PromptTokens != 0)+
 			present(p.CompletionTokens != 0)+
-			present(p.StopReason != ""))
+			present(p.StopReason != "")+
+			wireFields(p.Wire))
 		b = appendField(b, "inference_id", p.InferenceID)
 		if p.PromptTokens != 0 {
 			b = appendInt(appendString(b, "prompt_tokens"), int64(p.PromptTokens))
@@ -281,14 +284,16 @@ func appendPayload(b []byte, p Payload) ([]byte, bool) {
 			b = appendField(b, "stop", p.StopReason)
 		}
 		b = appendInt64(appendString(b, "duration"), int64(p.Duration))
+		b = appendWire(b, p.Wire)
 	case InferenceFailed:
-		b = appendMapLen(b, 3+present(p.Transient))
+		b = appendMapLen(b, 3+present(p.Transient)+wireFields(p.Wire))
 		b = appendField(b, "inference_id", p.InferenceID)
 		b = appendField(b, "error", p.Error)
 		if p.Transient {
 			b = append(appendString(b, "transient"), 0xc3)
 		}
 		b = appendInt64(appendString(b, "duration"), int64(p.Duration))
+		b = appendWire(b, p.Wire)
 	case RequestCompleted:
 		b = appendMapLen(b, present(p.Inferences != 0))
 		if p.Inferences != 0 {
@@ -448,6 +453,26 @@ func appendLockChange(b []byte, p SystemPromptLocked) []byte {
 	b = appendField(b, "block_id", p.BlockID)
 	if p.Reason != "" {
 		b = appendField(b, "reason", p.Reason)
+	}
+	return b
+}
+
+// wireFields counts the fields of w that are written: reflection inlines
+// the embedded Wire, each field omitted when empty.
+func wireFields(w Wire) int {
+	return present(w.SHA256 != "") + present(w.Version != "") + present(w.Params != "")
+}
+
+// appendWire appends w's fields that are not empty, in field order.
+func appendWire(b []byte, w Wire) []byte {
+	if w.SHA256 != "" {
+		b = appendField(b, "wire_sha256", w.SHA256)
+	}
+	if w.Version != "" {
+		b = appendField(b, "wire_version", w.Version)
+	}
+	if w.Params != "" {
+		b = appendField(b, "wire_params", w.Params)
 	}
 	return b
 }

@@ -218,23 +218,52 @@ type InferenceStarted struct {
 	Gateway map[string]string `msgpack:"gateway,omitempty" json:"gateway,omitempty"`
 }
 
-// InferenceFinished closes a model call that succeeded.
+// InferenceFinished closes a model call that succeeded. Since version 2 it
+// records the request the engine sent (see Wire): the call's closing event
+// carries it because the body's hash is known only once the request went
+// out, which is after inference.started was committed.
 type InferenceFinished struct {
 	InferenceID      string        `msgpack:"inference_id" json:"inference_id"`
 	PromptTokens     int           `msgpack:"prompt_tokens,omitempty" json:"prompt_tokens,omitempty"`
 	CompletionTokens int           `msgpack:"completion_tokens,omitempty" json:"completion_tokens,omitempty"`
 	StopReason       string        `msgpack:"stop,omitempty" json:"stop_reason,omitempty"`
 	Duration         time.Duration `msgpack:"duration" json:"duration_ns"`
+	Wire
 }
 
 // InferenceFailed closes a model call that failed; Transient says whether a
-// retry may succeed.
+// retry may succeed. Wire is set when a request was sent before the call
+// failed (a server's error, a broken stream), and empty when the call
+// failed before any request left (the Turn could not be rendered).
 type InferenceFailed struct {
 	InferenceID string        `msgpack:"inference_id" json:"inference_id"`
 	Error       string        `msgpack:"error" json:"error"`
 	Transient   bool          `msgpack:"transient,omitempty" json:"transient,omitempty"`
 	Duration    time.Duration `msgpack:"duration" json:"duration_ns"`
+	Wire
 }
+
+// Wire is the request a model call sent, recorded in constant space: the
+// SHA-256 of the body exactly as it went to the provider (taken at the
+// HTTP transport, after the SDK serialised it; for an engine without HTTP,
+// of the rendering its documentation defines), the version of the
+// engine's rendering, and the call's parameters besides the Turn (model,
+// options, tool declarations) as the engine's own JSON. With the Turn
+// re-projected from the log they are what `turnlog replay --wire`
+// renders the body again from; the hash proves the rendering is the one
+// that was sent. All empty: no request was sent, or the event was
+// recorded before version 2, or by an engine that does not report one.
+type Wire struct {
+	// SHA256 is the body's hash, 64 lowercase hex digits.
+	SHA256 string `msgpack:"wire_sha256,omitempty" json:"wire_sha256,omitempty"`
+	// Version names the rendering, "<engine>/<n>" (e.g. "openai-chat/1").
+	Version string `msgpack:"wire_version,omitempty" json:"wire_version,omitempty"`
+	// Params is the engine's JSON of the call's other inputs.
+	Params string `msgpack:"wire_params,omitempty" json:"wire_params,omitempty"`
+}
+
+// IsZero reports whether no request is recorded.
+func (w Wire) IsZero() bool { return w == Wire{} }
 
 // RequestCompleted marks the end of a chat request that succeeded; the
 // request ID is the event's Cause.

@@ -65,16 +65,31 @@ func NewRegistry() *Registry {
 	Register[BlocksRemoved](r, 1)
 	Register[BlockAnnotated](r, 1)
 	Register[BlockSplit](r, 1)
+	Register[BlockInserted](r, 1)
 	Register[TurnCompacted](r, 1)
 	Register[DataSet](r, 1)
 	Register[InferenceStarted](r, 1)
-	Register[InferenceFinished](r, 1)
-	Register[InferenceFailed](r, 1)
+	// Version 2 adds the wire request (Wire). A version 1 event has none:
+	// it is read as one without, and never mistaken for a newer one. An
+	// older build refuses version 2 (ErrNewerVersion) rather than read it
+	// without its wire fields, as it would by skipping unknown keys, and
+	// then verify a log without checking what it records.
+	Register[InferenceFinished](r, 2)
+	Register[InferenceFailed](r, 2)
 	Register[RequestCompleted](r, 1)
 	Register[RequestFailed](r, 1)
 	Register[MessageRemoved](r, 1)
+	for _, t := range []Type{TypeInferenceFinished, TypeInferenceFailed} {
+		if err := r.RegisterUpcaster(t, 1, unchanged); err != nil {
+			panic("events: " + err.Error())
+		}
+	}
 	return r
 }
+
+// unchanged upcasts a payload whose new version only added optional
+// fields: the old payload is the new one with them empty.
+func unchanged(old map[string]any) (map[string]any, error) { return old, nil }
 
 // catalog is the registry Encode, Decode and New use. It is never modified
 // after init.

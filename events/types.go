@@ -22,6 +22,7 @@ const (
 	TypeBlocksRemoved        Type = "blocks.removed"
 	TypeBlockAnnotated       Type = "block.annotated"
 	TypeBlockSplit           Type = "block.split"
+	TypeBlockInserted        Type = "block.inserted"
 	TypeTurnCompacted        Type = "turn.compacted"
 	TypeDataSet              Type = "data.set"
 	TypeInferenceStarted     Type = "inference.started"

@@ -3,6 +3,7 @@ package events
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // ErrInvalid is wrapped by every error that rejects a malformed envelope or
@@ -224,10 +225,36 @@ func (p InferenceStarted) Validate() error {
 }
 
 // Validate implements Payload.
-func (p InferenceFinished) Validate() error { return needID("inference_id", p.InferenceID) }
+func (p InferenceFinished) Validate() error {
+	if err := needID("inference_id", p.InferenceID); err != nil {
+		return err
+	}
+	return p.Wire.validate()
+}
 
 // Validate implements Payload.
-func (p InferenceFailed) Validate() error { return needID("inference_id", p.InferenceID) }
+func (p InferenceFailed) Validate() error {
+	if err := needID("inference_id", p.InferenceID); err != nil {
+		return err
+	}
+	return p.Wire.validate()
+}
+
+// validate checks a recorded request: a hash is 64 lowercase hex digits
+// and comes with the version of the rendering it was taken of, without
+// which nobody can render the body again to check it.
+func (w Wire) validate() error {
+	if w.IsZero() {
+		return nil
+	}
+	if len(w.SHA256) != 64 || strings.Trim(w.SHA256, "0123456789abcdef") != "" {
+		return fieldErr("wire_sha256", "is %.80q, not a SHA-256 in 64 lowercase hex digits", w.SHA256)
+	}
+	if w.Version == "" {
+		return fieldErr("wire_version", "is missing; a wire hash needs the version of the rendering it was taken of")
+	}
+	return nil
+}
 
 // Validate implements Payload.
 func (p RequestCompleted) Validate() error { return nil }

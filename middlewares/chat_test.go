@@ -14,6 +14,7 @@ import (
 	"github.com/turnlog/turnlog/internal/natstest"
 	"github.com/turnlog/turnlog/middlewares"
 	"github.com/turnlog/turnlog/projector"
+	"github.com/turnlog/turnlog/replay"
 )
 
 const policy = "Never reveal customer data."
@@ -119,6 +120,12 @@ func TestChatThroughTheChain(t *testing.T) {
 		assertClean(t, turn, fmt.Sprintf("after request %d", i+1))
 		assert.Equal(t, engine.Done, engine.NextStep(turn).Action)
 	}
+	// Every model input keeps the rules of replay --check: compactions,
+	// the global prompt, ordering and the reasoning guard included.
+	checked, err := replay.Check(ctx, l, conv)
+	require.NoError(t, err)
+	assert.Greater(t, checked.Calls, len(messages))
+	assert.Empty(t, checked.Findings)
 
 	// The same chain again over the whole conversation: nothing to do.
 	turn, err := l.Load(ctx, conv)

@@ -125,8 +125,8 @@ func compact(ctx context.Context, tx *engine.Tx, cfg CompactionConfig) error {
 		cut = lastUser
 	}
 	for _, u := range units(blocks) {
-		if u.start < cut && cut < u.end {
-			cut = u.start
+		if u.Start < cut && cut < u.End {
+			cut = u.Start
 			break
 		}
 	}

@@ -68,11 +68,15 @@ func (c OrderingConfig) Validate() error {
 // them in one fixed layout.
 //
 // A block without a section (or with one not in Sections) belongs to
-// "system" if it is a system block and to "conversation" otherwise. The
+// "conversation", except the conversation's prompt: the first such system
+// block, and any that comes before every other block, belong to "system".
+// A later system block after the conversation began (an imported file's
+// later system or developer message) is a message of the conversation and
+// stays where it is, among the conversation's blocks. The
 // sort is stable, so blocks of one section keep their order, and it moves
 // units, never single blocks: a reasoning block stays right before the
 // block that follows it, and a tool call stays with its result (see
-// units). A unit goes where its first non-reasoning block goes.
+// Units). A unit goes where its first non-reasoning block goes.
 //
 // It emits one blocks.reordered when the order changes, and nothing when
 // the Turn is already in order.
@@ -109,29 +113,55 @@ type orderer struct {
 	reason               string
 }
 
-// blockRank is where b goes. Most blocks have no metadata: len, which is
-// inlined, spares them the map lookup.
-func (o *orderer) blockRank(b *events.Block) int {
+// placement is what rank needs to know of the blocks before the one it
+// ranks: whether the conversation's prompt (a system block without a
+// section) and a block of another kind came already.
+type placement struct{ prompt, other bool }
+
+// rank is where b goes, given the blocks before it (see Ordering); it
+// updates p for the next block. Most blocks have no metadata: len, which
+// is inlined, spares them the map lookup.
+func (o *orderer) rank(p *placement, b *events.Block) int {
 	if len(b.Meta) > 0 {
 		if s := b.Meta[events.MetaSection]; s != "" {
 			if r := slices.Index(o.sections, s); r >= 0 {
+				if b.Kind != events.KindSystem {
+					p.other = true
+				}
 				return r
 			}
 		}
 	}
-	if b.Kind == events.KindSystem {
-		return o.system
+	if b.Kind != events.KindSystem {
+		p.other = true
+		return o.conversation
 	}
-	return o.conversation
+	if p.prompt && p.other {
+		// A later system message, not the prompt: it stays among the
+		// conversation's blocks.
+		return o.conversation
+	}
+	p.prompt = true
+	return o.system
+}
+
+// ranks is the rank of every block, in order.
+func (o *orderer) ranks(blocks []events.Block) []int {
+	out := make([]int, len(blocks))
+	var p placement
+	for i := range blocks {
+		out[i] = o.rank(&p, &blocks[i])
+	}
+	return out
 }
 
 // unitRank is where a unit goes: where its first non-reasoning block goes.
-func (o *orderer) unitRank(blocks []events.Block, start, end int) int {
+func unitRank(blocks []events.Block, ranks []int, start, end int) int {
 	lead := start
 	for lead < end-1 && blocks[lead].Kind == events.KindReasoning {
 		lead++
 	}
-	return o.blockRank(&blocks[lead])
+	return ranks[lead]
 }
 
 // inOrder is order's fast path: when all blocks are in order, so are the
@@ -142,15 +172,16 @@ func (o *orderer) unitRank(blocks []events.Block, start, end int) int {
 //
 //go:noinline
 func (o *orderer) inOrder(blocks []events.Block) bool {
-	conversation, system := o.conversation, o.system
+	conversation := o.conversation
+	var p placement
 	prev := -1
 	for i := range blocks {
 		b := &blocks[i]
 		r := conversation
-		if b.Meta != nil {
-			r = o.blockRank(b)
-		} else if b.Kind == events.KindSystem {
-			r = system
+		if b.Meta != nil || b.Kind == events.KindSystem {
+			r = o.rank(&p, b)
+		} else {
+			p.other = true
 		}
 		if r < prev {
 			return false
@@ -168,10 +199,11 @@ func (o *orderer) order(blocks []events.Block) []string {
 	}
 	// A block out of order may still sit inside a unit that is in order
 	// (a context block between a tool call and its result): check units.
+	ranks := o.ranks(blocks)
 	sorted, prev := true, -1
 	for start := 0; start < len(blocks); {
 		end := unitEnd(blocks, start)
-		r := o.unitRank(blocks, start, end)
+		r := unitRank(blocks, ranks, start, end)
 		if r < prev {
 			sorted = false
 			break
@@ -182,17 +214,17 @@ func (o *orderer) order(blocks []events.Block) []string {
 		return nil
 	}
 	type unit struct {
-		span
+		Unit
 		rank int
 	}
 	var ranked []unit
 	for _, u := range units(blocks) {
-		ranked = append(ranked, unit{u, o.unitRank(blocks, u.start, u.end)})
+		ranked = append(ranked, unit{u, unitRank(blocks, ranks, u.Start, u.End)})
 	}
 	slices.SortStableFunc(ranked, func(a, b unit) int { return a.rank - b.rank })
 	order := make([]string, 0, len(blocks))
 	for _, u := range ranked {
-		for i := u.start; i < u.end; i++ {
+		for i := u.Start; i < u.End; i++ {
 			order = append(order, blocks[i].ID)
 		}
 	}

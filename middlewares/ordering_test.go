@@ -35,6 +35,16 @@ func TestOrdering(t *testing.T) {
 			want:   []string{"s", "u1", "a1"},
 		},
 		{
+			name: "a later system message (an imported developer message) stays where it is",
+			blocks: []events.Block{sys("s", "p"), user("u1", "hi"), llm("a1", "hello"), sys("d", "now in French"), user("u2", "et ?"),
+				section(user("ctx", "profile"), "user_context")},
+			want: []string{"s", "ctx", "u1", "a1", "d", "u2"},
+		},
+		{
+			name:   "a later system message already in place: nothing",
+			blocks: []events.Block{sys("s", "p"), sys("g", "policy", events.MetaSection, "system"), user("u1", "hi"), sys("d", "dev"), user("u2", "et ?")},
+		},
+		{
 			name: "sections in order, stable within a section",
 			blocks: []events.Block{
 				section(user("post", "remember"), "post_conversation"),

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/engine"
+	_ "github.com/turnlog/turnlog/engine/scripted" // provider "scripted", the default profile's
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/profile"
 	"github.com/turnlog/turnlog/projector"

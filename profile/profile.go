@@ -5,6 +5,7 @@
 package profile
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -13,7 +14,6 @@ import (
 	"strings"
 
 	"github.com/turnlog/turnlog/engine"
-	"github.com/turnlog/turnlog/engine/scripted"
 	"github.com/turnlog/turnlog/middlewares"
 	"github.com/turnlog/turnlog/middlewares/template"
 	"go.yaml.in/yaml/v3"
@@ -32,11 +32,12 @@ type Profile struct {
 	// place ("" and no template: none). The template middleware uses the
 	// global template instead (turnlog template get|set).
 	SystemPrompt string `yaml:"system_prompt,omitempty" json:"system_prompt,omitempty"`
-	// Provider is one of Providers: "scripted" (default; deterministic, no
-	// network), "openai" (any Chat Completions endpoint; see
+	// Provider names the engine: one registered with RegisterEngine (see
+	// Engines). turnlog's own are "scripted" (the default; deterministic,
+	// no network), "openai" (any Chat Completions endpoint; see
 	// OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL), "openai_responses"
 	// (the OpenAI Responses API, stateless, with encrypted reasoning; same
-	// variables) or "anthropic" (the Anthropic Messages API; see
+	// variables) and "anthropic" (the Anthropic Messages API; see
 	// ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY, ANTHROPIC_MODEL).
 	Provider string `yaml:"provider,omitempty" json:"provider,omitempty"`
 	// Model is passed to the provider ("" for its default).
@@ -58,10 +59,15 @@ type Profile struct {
 	Thinking string `yaml:"thinking,omitempty" json:"thinking,omitempty"`
 	// Script is a scripted-engine script file ("" for the built-in one).
 	Script string `yaml:"script,omitempty" json:"script,omitempty"`
-	// Middlewares in order, outermost first. Known names: logging, retry,
+	// Middlewares in order, outermost first: names registered with
+	// RegisterMiddleware (see Middlewares). turnlog's own: logging, retry,
 	// trust, roles, globalprompt, systemprompt, systemprompt_append,
 	// template, ordering, compaction, reasoningguard, reasoningguard_repair.
 	Middlewares []string `yaml:"middlewares" json:"middlewares"`
+	// Options are the settings of registered engines and middlewares of
+	// your own, by the name the profile uses (see Options). A name the
+	// profile does not use is an error.
+	Options map[string]Options `yaml:"options,omitempty" json:"options,omitempty"`
 	// GlobalPrompt is the operator prompt of the globalprompt middleware.
 	GlobalPrompt string `yaml:"global_prompt,omitempty" json:"global_prompt,omitempty"`
 	// PromptPolicy is what the systemprompt and template middlewares do
@@ -132,10 +138,6 @@ profiles:
     max_iterations: 8
 `
 
-// Known middleware names, in the order the docs list them.
-var known = []string{"logging", "retry", "trust", "roles", "globalprompt", "systemprompt", "systemprompt_append",
-	"template", "ordering", "compaction", "reasoningguard", "reasoningguard_repair"}
-
 // Parse reads a profiles file and validates every profile in it.
 func Parse(data []byte) (Set, error) {
 	var f struct {
@@ -183,14 +185,32 @@ func (s Set) Names() []string {
 	return out
 }
 
-// Validate reports the first setting that cannot work.
-func (p Profile) Validate() error {
-	if err := p.validateProvider(); err != nil {
-		return err
+// Validate reports the first setting that cannot work: a provider or a
+// middleware this binary has not registered (a *NotRegisteredError), and
+// whatever the registered factories find wrong with their settings.
+func (p Profile) Validate() error { return p.validate(true) }
+
+// validate is Validate; withEngine false leaves the provider unchecked,
+// for BuildWithEngine, which is given its engine.
+func (p Profile) validate(withEngine bool) error {
+	// The chain's names first: what a profile of your own is mostly
+	// about, and all that replay --rerun runs (it replays the model).
+	factories := make([]MiddlewareFactory, len(p.Middlewares))
+	for i, m := range p.Middlewares {
+		f, err := registered.middleware(m)
+		if err != nil {
+			return err
+		}
+		factories[i] = f
 	}
-	for _, m := range p.Middlewares {
-		if !slices.Contains(known, m) {
-			return fmt.Errorf("middleware %q: known ones are %s", m, strings.Join(known, ", "))
+	if withEngine {
+		if err := p.validateProvider(); err != nil {
+			return err
+		}
+	}
+	for _, name := range sortedKeys(p.Options) {
+		if name != p.provider() && !slices.Contains(p.Middlewares, name) {
+			return fmt.Errorf("options: %q is neither the provider nor one of the middlewares; remove its options or list it", name)
 		}
 	}
 	if err := p.validateTemplate(); err != nil {
@@ -207,6 +227,12 @@ func (p Profile) Validate() error {
 	}
 	if p.CompactAfterBlocks < 0 || p.MaxIterations < 0 {
 		return fmt.Errorf("compact_after_blocks and max_iterations must not be negative")
+	}
+	// Last, each middleware checks its own settings.
+	for i, m := range p.Middlewares {
+		if _, err := factories[i](MiddlewareSpec{Name: m, Profile: p, Options: p.Options[m], Logger: slog.New(slog.DiscardHandler), CheckOnly: true}); err != nil {
+			return fmt.Errorf("middleware %s: %w", m, err)
+		}
 	}
 	return nil
 }
@@ -240,7 +266,7 @@ func (p Profile) Build(logger *slog.Logger, tools *engine.Tools) (*Built, error)
 	}
 	if tools == nil {
 		var err error
-		if tools, err = engine.NewTools(scripted.WordCount()); err != nil {
+		if tools, err = engine.NewTools(engine.WordCount()); err != nil {
 			return nil, err
 		}
 	}
@@ -254,9 +280,19 @@ func (p Profile) Build(logger *slog.Logger, tools *engine.Tools) (*Built, error)
 // assemble builds the middleware chain around eng; Build and
 // BuildWithEngine differ only in where the engine comes from.
 func (p Profile) assemble(eng engine.Engine, logger *slog.Logger, tools *engine.Tools, model string) (*Built, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	mws := make([]engine.Middleware, 0, len(p.Middlewares))
 	for _, name := range p.Middlewares {
-		mw, err := p.middleware(name, eng, logger)
+		f, err := registered.middleware(name)
+		if err != nil {
+			return nil, err
+		}
+		mw, err := f(MiddlewareSpec{Name: name, Profile: p, Options: p.Options[name], Engine: eng, Logger: logger})
+		if err == nil && mw == nil {
+			err = errors.New("its factory returned no middleware")
+		}
 		if err != nil {
 			return nil, fmt.Errorf("middleware %s: %w", name, err)
 		}
@@ -269,44 +305,4 @@ func (p Profile) assemble(eng engine.Engine, logger *slog.Logger, tools *engine.
 		Model:            model,
 		AllowRequestData: p.AllowRequestData,
 	}, nil
-}
-
-func (p Profile) middleware(name string, eng engine.Engine, logger *slog.Logger) (engine.Middleware, error) {
-	switch name {
-	case "logging":
-		return middlewares.Logging(middlewares.LoggingConfig{Logger: logger})
-	case "retry":
-		return middlewares.Retry(middlewares.RetryConfig{})
-	case "trust":
-		return middlewares.Trust(middlewares.TrustConfig{})
-	case "roles":
-		return middlewares.Roles(middlewares.RolesConfig{})
-	case "globalprompt":
-		return middlewares.GlobalPrompt(middlewares.GlobalPromptConfig{Prompt: middlewares.StaticPrompt(p.GlobalPrompt), ID: "global"})
-	case "systemprompt":
-		return middlewares.SystemPromptReplace(middlewares.SystemPromptReplaceConfig{Prompt: middlewares.StaticPrompt(p.SystemPrompt),
-			Source: SourceProfile, Policy: p.PromptPolicy})
-	case "systemprompt_append":
-		return middlewares.SystemPromptAppend(middlewares.SystemPromptAppendConfig{Prompt: middlewares.StaticPrompt(p.SystemPrompt), Tag: "profile"})
-	case "ordering":
-		return middlewares.Ordering(middlewares.OrderingConfig{})
-	case "compaction":
-		n := p.CompactAfterBlocks
-		if n == 0 {
-			n = 200
-		}
-		var s middlewares.Summarizer = &middlewares.EngineSummarizer{Engine: eng, Model: p.Model}
-		if slices.Contains(p.Middlewares, "template") {
-			s = middlewares.TemplateSummarizer{Engine: eng, Model: p.Model}
-		}
-		return middlewares.Compaction(middlewares.CompactionConfig{MaxBlocks: n, Summarizer: s})
-	case "template":
-		return p.templatePrompt()
-	case "reasoningguard":
-		return middlewares.ReasoningGuard(middlewares.ReasoningGuardConfig{
-			Remedy: "to drop such blocks on every request, list the middleware reasoningguard_repair in place of reasoningguard in the profile's middlewares"})
-	case "reasoningguard_repair":
-		return middlewares.ReasoningGuard(middlewares.ReasoningGuardConfig{Repair: true})
-	}
-	return nil, fmt.Errorf("unknown middleware %q", name)
 }

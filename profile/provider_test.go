@@ -43,7 +43,7 @@ func TestProviders(t *testing.T) {
 	cases := []struct {
 		name, yaml, want string
 	}{
-		{name: "unknown provider", yaml: "provider: claude", want: `provider "claude": use one of scripted, openai, openai_responses, anthropic`},
+		{name: "unknown provider", yaml: "provider: claude", want: `provider "claude" is not registered in this binary (it has anthropic, example.upper, openai, openai_responses, scripted, test.echo); use one of those, or build a binary that imports the package registering "claude" and calls cli.Main: see docs/library.md`},
 		{name: "thinking on openai_responses", yaml: "provider: openai_responses\n    thinking: adaptive", want: "thinking applies to provider anthropic, not openai_responses"},
 		{name: "reasoning effort on anthropic", yaml: "provider: anthropic\n    reasoning_effort: low", want: "reasoning_effort applies to provider openai_responses"},
 		{name: "max_tokens on scripted", yaml: "max_tokens: 10", want: "max_tokens applies to provider openai_responses and anthropic, not scripted"},

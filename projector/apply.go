@@ -120,6 +120,11 @@ func apply(t *Turn, e events.Event) error {
 		return nil
 	case events.BlockSplit:
 		return split(t, p)
+	case events.BlockInserted:
+		if p.Index > len(t.Blocks) {
+			return fmt.Errorf("%w: index %d, but the turn has %d blocks", ErrMismatch, p.Index, len(t.Blocks))
+		}
+		return t.insert(p.Index, own(p.Block))
 	case events.TurnCompacted:
 		return compact(t, p)
 	case events.DataSet:

@@ -1,6 +1,7 @@
 package projector_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -488,4 +489,39 @@ func TestApplyUntrustedSpans(t *testing.T) {
 		assert.Contains(t, err.Error(), "untrusted[")
 	}
 	assert.Equal(t, before, stateOf(turn), "a refused event changes nothing")
+}
+
+func TestBlockInserted(t *testing.T) {
+	turn := projector.New(conv)
+	require.NoError(t, projector.Apply(turn, ev(events.UserAppended{BlockID: "u1", Text: "first"})))
+	require.NoError(t, projector.Apply(turn, ev(events.LLMTextAppended{BlockID: "l1", Text: "answer"})))
+
+	cases := []struct {
+		name  string
+		index int
+		want  []string
+	}{
+		{name: "at the front", index: 0, want: []string{"x0", "u1", "l1"}},
+		{name: "between", index: 2, want: []string{"x0", "u1", "x2", "l1"}},
+		{name: "at the end", index: 4, want: []string{"x0", "u1", "x2", "l1", "x4"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			id := fmt.Sprintf("x%d", tc.index)
+			require.NoError(t, projector.Apply(turn, ev(events.BlockInserted{Index: tc.index,
+				Block: events.Block{ID: id, Kind: events.KindOther, Text: "note", Meta: map[string]string{events.MetaSection: "user_context"}}})))
+			assert.Equal(t, tc.want, ids(turn))
+			b, ok := turn.Block(id)
+			require.True(t, ok)
+			assert.Equal(t, "user_context", b.Meta[events.MetaSection])
+		})
+	}
+
+	before := stateOf(turn)
+	err := projector.Apply(turn, ev(events.BlockInserted{Index: 6, Block: events.Block{ID: "late", Kind: events.KindUser}}))
+	assert.ErrorIs(t, err, projector.ErrMismatch)
+	assert.ErrorContains(t, err, "index 6, but the turn has 5 blocks")
+	err = projector.Apply(turn, ev(events.BlockInserted{Index: 1, Block: events.Block{ID: "u1", Kind: events.KindUser}}))
+	assert.ErrorIs(t, err, projector.ErrDuplicateBlock)
+	assert.Equal(t, before, stateOf(turn), "a refused insertion changes nothing")
 }

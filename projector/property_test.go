@@ -105,7 +105,7 @@ func (g *gen) systemBlocks() []projector.Block {
 func (g *gen) valid() events.Payload {
 	t, turn := g.t, g.turn
 	n := len(turn.Blocks)
-	ops := []string{"user", "llm", "reasoning", "tool call", "tool result", "set", "data", "fact", "start"}
+	ops := []string{"user", "llm", "reasoning", "tool call", "tool result", "set", "insert", "data", "fact", "start"}
 	if n > 0 {
 		ops = append(ops, "reorder", "remove", "annotate", "split", "compact")
 	}
@@ -128,6 +128,10 @@ func (g *gen) valid() events.Payload {
 		return events.ToolResult{BlockID: g.id(), CallID: g.id(), Text: g.text("text"), IsError: rapid.Bool().Draw(t, "is error"), Meta: g.meta("meta", true)}
 	case "set":
 		return events.SystemPromptSet{BlockID: g.id(), Text: g.text("text"), Index: rapid.IntRange(0, n).Draw(t, "index"), Trust: events.Trusted, Meta: g.meta("meta", true)}
+	case "insert":
+		return events.BlockInserted{Index: rapid.IntRange(0, n).Draw(t, "index"), Reason: "test", Block: events.Block{ID: g.id(),
+			Kind: rapid.SampledFrom([]events.Kind{events.KindUser, events.KindLLMText, events.KindOther}).Draw(t, "kind"),
+			Text: g.text("text"), Meta: g.meta("meta", true)}}
 	case "replace":
 		sp := rapid.SampledFrom(g.systemBlocks()).Draw(t, "system block")
 		return events.SystemPromptReplaced{BlockID: sp.ID, Previous: sp.Text, Text: g.text("text"), Meta: g.meta("meta", true)}
@@ -221,6 +225,7 @@ func (g *gen) invalid() (events.Event, error, bool) {
 	switch rapid.SampledFrom([]string{
 		"duplicate append", "wrong previous", "reorder missing", "reorder duplicate", "reorder short",
 		"remove missing", "annotate missing", "index past the end", "split into a taken ID", "summary with a kept ID",
+		"insert past the end", "insert a taken ID",
 		"fork on content", "other conversation", "unknown type", "newer version",
 	}).Draw(t, "invalid op") {
 	case "duplicate append":
@@ -247,6 +252,10 @@ func (g *gen) invalid() (events.Event, error, bool) {
 		return mk(events.BlockAnnotated{BlockID: "missing", Meta: map[string]string{"a": "1"}}), projector.ErrMissingBlock, true
 	case "index past the end":
 		return mk(events.SystemPromptSet{BlockID: g.id(), Index: n + 1}), projector.ErrMismatch, true
+	case "insert past the end":
+		return mk(events.BlockInserted{Index: n + 1, Block: events.Block{ID: g.id(), Kind: events.KindOther}}), projector.ErrMismatch, true
+	case "insert a taken ID":
+		return mk(events.BlockInserted{Index: rapid.IntRange(0, n).Draw(t, "index"), Block: events.Block{ID: ids[0], Kind: events.KindUser}}), projector.ErrDuplicateBlock, true
 	case "split into a taken ID":
 		return mk(events.BlockSplit{BlockID: ids[0], Into: []events.Block{{ID: ids[1], Kind: events.KindUser}}}), projector.ErrDuplicateBlock, true
 	case "summary with a kept ID":

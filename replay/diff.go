@@ -62,9 +62,10 @@ type Result struct {
 	SystemPrompt *SystemPromptChange `json:"system_prompt,omitempty"`
 	// Data lists Turn.Data keys added, removed or changed, sorted by key.
 	Data []KeyChange `json:"data"`
-	// Duplicates lists, per side, block IDs that occur more than once and
-	// blocks with identical content (e.g. two identical system prompts).
-	// They are reported but do not by themselves make the Turns differ.
+	// Duplicates lists, per side, block IDs that occur more than once,
+	// system blocks with identical text (two identical system prompts) and
+	// runs of blocks repeated as a history sent twice (check.Runs). They
+	// are reported but do not by themselves make the Turns differ.
 	Duplicates []Duplicate `json:"duplicates"`
 	// Violations lists, per side, adjacency rules a provider would reject
 	// (see Rule). Like Duplicates, they do not make the Turns differ.
@@ -150,14 +151,20 @@ type KeyChange struct {
 
 // Duplicate is a group of blocks on one side that should not coexist: the
 // same block ID more than once (the projector refuses that, so it points at
-// a broken export or import), or identical content (kind, text, tool,
-// arguments, call_id, encrypted payload), such as a system prompt appended
-// twice. A group whose blocks also share one ID is reported once, by "id".
-// Blocks with no text and no tool or reasoning payload are not compared by
-// content.
+// a broken export or import), system blocks with identical content (kind,
+// text, tool, arguments, call_id, encrypted payload), such as a system
+// prompt appended twice, or a run of blocks repeated as when a flattened
+// history is sent twice (the rule duplicate_blocks of `replay --check`,
+// check.Runs). Other repeated content (the same question asked again, "OK"
+// answered twice, the same reasoning text) is a conversation going on and
+// is not reported. A group whose blocks also share one ID is reported
+// once, by "id".
 type Duplicate struct {
 	Side Side `json:"side"`
-	// By is "id" or "content".
+	// By is "id", "content" or "run". For a run, Indexes and IDs list the
+	// first copy's blocks, then the second's (reasoning blocks, which a
+	// flattened copy often drops, are left out of both), and Kind and Block
+	// are those of the first copy's first block.
 	By   string      `json:"by"`
 	Kind events.Kind `json:"kind"`
 	// Indexes are the blocks' positions on Side, ascending; IDs their IDs.

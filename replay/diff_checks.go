@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/turnlog/turnlog/check"
 	"github.com/turnlog/turnlog/events"
 )
 
@@ -14,12 +15,17 @@ type dupKey struct {
 	callID string
 }
 
-// duplicates groups repeated IDs and repeated content on one side, in
-// order of each group's first block.
+// duplicates groups, on one side, repeated IDs (always a fault: the
+// projector refuses them), system blocks with the same text (a prompt
+// appended twice) and runs of blocks repeated as check.Runs finds them (a
+// history sent twice), in order of each group's first block. Other blocks
+// with the same content are a conversation going on (the same question
+// asked again, a short answer such as "OK" given twice, the same
+// reasoning text) and are not reported.
 func duplicates(side Side, bs []events.Block) []Duplicate {
 	out := []Duplicate{}
-	byID := make(map[string]int, len(bs))  // ID -> first index, or -(group+2)
-	byKey := make(map[dupKey]int, len(bs)) // same encoding
+	byID := make(map[string]int, len(bs)) // ID -> first index, or -(group+2)
+	byKey := make(map[dupKey]int)         // same encoding, system blocks only
 	first := func(g int) int { return -(g + 2) }
 	add := func(by string, prev, i int) int {
 		if prev >= 0 { // second occurrence: open a group
@@ -41,7 +47,7 @@ func duplicates(side Side, bs []events.Block) []Duplicate {
 				byID[b.ID] = i
 			}
 		}
-		if b.Text == "" && b.ToolName == "" && b.Arguments == "" && b.Encrypted == "" {
+		if b.Kind != events.KindSystem {
 			continue
 		}
 		k := dupKey{keyOf(b), b.CallID}
@@ -50,6 +56,14 @@ func duplicates(side Side, bs []events.Block) []Duplicate {
 		} else {
 			byKey[k] = i
 		}
+	}
+	for _, r := range check.Runs(bs) {
+		idx := append(slices.Clone(r.First), r.Again...)
+		d := Duplicate{Side: side, By: "run", Kind: bs[idx[0]].Kind, Indexes: idx, IDs: make([]string, len(idx)), Block: bs[idx[0]].Clone()}
+		for k, i := range idx {
+			d.IDs[k] = bs[i].ID
+		}
+		out = append(out, d)
 	}
 	// A content group whose blocks all share one ID is the same finding as
 	// that ID's group: keep the "id" one.

@@ -35,6 +35,10 @@ type Conversation struct {
 	// steps (see eventlog.ErrCorruptMessage): `turnlog repair` removes
 	// them. Always in the JSON, as the counts above.
 	Quarantined int `json:"quarantined"`
+	// Findings counts the rules its model inputs broke (see Check), read
+	// by Describe in the same pass over the history: `turnlog replay
+	// --check` lists them. Always in the JSON, as the counts above.
+	Findings int `json:"findings"`
 }
 
 // Lister is what Newest reads: the conversations the log holds, and one
@@ -84,11 +88,13 @@ func Newest(ctx context.Context, l Lister, match func(id string) bool) ([]Conver
 	return out, nil
 }
 
-// Describe reads c's history and fills in its event count, model calls
-// and whether its latest request failed. It costs a read of the whole
-// conversation, so callers describe only what they show.
+// Describe reads c's history and fills in its event count, model calls,
+// whether its latest request failed and how many findings Check reports.
+// It costs a read of the whole conversation, and a fold of it for the
+// check, so callers describe only what they show.
 func Describe(ctx context.Context, src Source, c *Conversation) error {
-	c.Events, c.ModelCalls, c.LastRequestFailed, c.LastFailure, c.Quarantined = 0, 0, false, "", 0
+	c.Events, c.ModelCalls, c.LastRequestFailed, c.LastFailure, c.Quarantined, c.Findings = 0, 0, false, "", 0, 0
+	chk, checking := NewChecker(), true
 	for rec, err := range src.Events(ctx, c.ID) {
 		if errors.Is(err, eventlog.ErrCorruptMessage) {
 			c.Quarantined++
@@ -99,6 +105,13 @@ func Describe(ctx context.Context, src Source, c *Conversation) error {
 		}
 		c.Events++
 		c.LastActivity = rec.Time
+		if checking {
+			// An event the fold rejects ends the check (replay --verify
+			// names it), not the listing.
+			fs, err := chk.Feed(rec.Event)
+			checking = err == nil
+			c.Findings += len(fs)
+		}
 		switch p := rec.Payload.(type) {
 		case events.InferenceStarted:
 			c.ModelCalls++

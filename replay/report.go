@@ -8,6 +8,7 @@ import (
 	"iter"
 	"strings"
 
+	"github.com/turnlog/turnlog/engine"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/internal/plural"
 	"github.com/turnlog/turnlog/projector"
@@ -129,9 +130,15 @@ func writeInference(w io.Writer, in *Inference, indent string) {
 		s += ", purpose " + quote(in.Purpose)
 	}
 	fmt.Fprintln(w, indent+s)
+	if in.WireSHA256 != "" {
+		fmt.Fprintf(w, "%swire: request %s, rendering %s\n", indent, short(in.WireSHA256), quote(in.WireVersion))
+	}
+	for _, f := range in.Findings {
+		fmt.Fprintf(w, "%sFINDING %s: %s (blocks %s)\n", indent, f.Rule, safe(f.Detail), safe(strings.Join(f.Blocks, ", ")))
+	}
 	writePrompt(w, in.SystemPrompt, indent)
 	if in.Turn != nil {
-		writeTurn(w, in.Turn, indent)
+		writeTurn(w, in.Turn, indent, in.WireNotes)
 	}
 }
 
@@ -196,7 +203,9 @@ func writePrompt(w io.Writer, p *ActivePrompt, indent string) {
 	writePromptText(w, p.Text, p.Untrusted, indent)
 }
 
-func writeTurn(w io.Writer, t *projector.Turn, indent string) {
+// writeTurn writes t block by block, each with what became of it in the
+// request where notes say (engine.BlockNote).
+func writeTurn(w io.Writer, t *projector.Turn, indent string, notes []engine.BlockNote) {
 	fmt.Fprintf(w, "%sturn: %s", indent, plural.Count(len(t.Blocks), "block"))
 	if len(t.Data) > 0 {
 		fmt.Fprintf(w, ", data %s", kvList(t.Data))
@@ -236,6 +245,11 @@ func writeTurn(w io.Writer, t *projector.Turn, indent string) {
 			a = "  " + strings.Join(attrs, " ")
 		}
 		fmt.Fprintf(w, "%s  [%d] %-11s %s%s  %s\n", indent, i, b.Kind, safe(b.ID), a, preview(*b))
+		for _, n := range notes {
+			if n.Index == i {
+				fmt.Fprintf(w, "%s      -> %s\n", indent, safe(n.Note))
+			}
+		}
 	}
 }
 
@@ -245,7 +259,7 @@ func (p *Point) WriteText(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "%s@%d (of %s)\n", safe(p.Conversation), p.At, plural.Count(p.Events, "event"))
 	writePrompt(bw, p.SystemPrompt, "")
-	writeTurn(bw, p.Turn, "")
+	writeTurn(bw, p.Turn, "", nil)
 	return bw.Flush()
 }
 
@@ -262,8 +276,15 @@ func (v *Verification) WriteText(w io.Writer) error {
 			match = "its 1 model input matches"
 		}
 		fmt.Fprintf(bw, "verified %s: %s the log (%s)\n", safe(v.Conversation), match, plural.Count(v.Events, "event"))
+		if v.Wires > 0 {
+			fmt.Fprintf(bw, "wire: %s rendered again to the hash the call recorded\n", plural.Count(v.Wires, "request"))
+		}
 	} else {
 		fmt.Fprintf(bw, "verification of %s FAILED: %s (%s, %s)\n", safe(v.Conversation), plural.Count(len(v.Mismatches), "mismatch"), plural.Count(v.Inferences, "model call"), plural.Count(v.Events, "event"))
+	}
+	if v.WiresUnchecked > 0 {
+		fmt.Fprintf(bw, "wire: %s of renderings this turnlog cannot render (%s) not checked\n",
+			plural.Count(v.WiresUnchecked, "request"), safe(strings.Join(v.UncheckedRenderings, ", ")))
 	}
 	return bw.Flush()
 }

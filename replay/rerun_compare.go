@@ -112,6 +112,9 @@ func Normalize(p events.Payload, id func(string) string) events.Payload {
 		v.BlockID = id(v.BlockID)
 		v.Into = blocks(v.Into)
 		return v
+	case events.BlockInserted:
+		v.Block.ID = id(v.Block.ID)
+		return v
 	case events.TurnCompacted:
 		v.Removed = ids(v.Removed)
 		if v.Summary != nil {
@@ -131,10 +134,12 @@ func Normalize(p events.Payload, id func(string) string) events.Payload {
 		}
 		return v
 	case events.InferenceFinished:
-		v.InferenceID, v.Duration = "", 0
+		// The wire request is the engine's, and a re-run sends none: what
+		// the engine rendered is checked by --verify and --wire instead.
+		v.InferenceID, v.Duration, v.Wire = "", 0, events.Wire{}
 		return v
 	case events.InferenceFailed:
-		v.InferenceID, v.Duration = "", 0
+		v.InferenceID, v.Duration, v.Wire = "", 0, events.Wire{}
 		return v
 	}
 	return p

@@ -87,6 +87,8 @@ func Summary(e events.Event) string {
 		return fmt.Sprintf("annotated %s %s%s", safe(p.BlockID), kvList(p.Meta), reason(p.Reason))
 	case events.BlockSplit:
 		return fmt.Sprintf("split %s into %s%s", safe(p.BlockID), plural.Count(len(p.Into), "block"), reason(p.Reason))
+	case events.BlockInserted:
+		return fmt.Sprintf("inserted %s %s at %d %s%s", p.Block.Kind, safe(p.Block.ID), p.Index, quote(p.Block.Text), reason(p.Reason))
 	case events.TurnCompacted:
 		s := "compacted " + plural.Count(len(p.Removed), "block")
 		if p.Summary != nil {

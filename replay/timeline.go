@@ -7,6 +7,8 @@ import (
 	"iter"
 	"time"
 
+	"github.com/turnlog/turnlog/check"
+	"github.com/turnlog/turnlog/engine"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/projector"
@@ -26,6 +28,8 @@ type options struct {
 	// the conversation, and read goes on past it; without it such a
 	// message ends the read with its *eventlog.CorruptMessageError.
 	quarantine func(*eventlog.CorruptMessageError) error
+	// wire, when set, renders recorded wire requests again (WithWire).
+	wire WireRenderer
 }
 
 // WithProgress calls fn with the number of events read so far, every 256
@@ -115,6 +119,26 @@ type Inference struct {
 	// Turn is the exact input, block by block; omitted for inferences
 	// WithTurns did not select.
 	Turn *projector.Turn `json:"turn,omitempty"`
+	// WireSHA256, WireVersion and WireParams are the request the call
+	// sent, as the event that closed it recorded them (events.Wire):
+	// WireSHA256 is "" when none was recorded (the call failed before
+	// sending, never closed, or was recorded before wire hashes were).
+	WireSHA256  string `json:"wire_sha256"`
+	WireVersion string `json:"wire_version,omitempty"`
+	WireParams  string `json:"wire_params,omitempty"`
+	// WireNotes say what became of the blocks the request does not show
+	// plainly (not sent, merged, moved to a field of their own), when a
+	// caller with the engines rendered the request again (`turnlog replay
+	// --inference N`; see engine.BlockNote).
+	WireNotes []engine.BlockNote `json:"wire_notes,omitempty"`
+	// Findings are the rules this input broke (see Check), omitted when
+	// none: what the console marks the model call with.
+	Findings []check.Finding `json:"findings,omitempty"`
+}
+
+// Wire is the request the call recorded, empty when none.
+func (in *Inference) Wire() events.Wire {
+	return events.Wire{SHA256: in.WireSHA256, Version: in.WireVersion, Params: in.WireParams}
 }
 
 // read folds a conversation's events, calling visit before each event is
@@ -157,7 +181,7 @@ func read(ctx context.Context, src Source, conversation string, o options, visit
 // and at each inference.started the Turn the model received (re-projected
 // from the log up to that event) with its active system prompt. It never
 // reads snapshots. It keeps a copy of every selected Turn (see WithTurns);
-// Entries shows a long conversation in constant memory.
+// Entries shows a long conversation keeping one model call at a time.
 func Timeline(ctx context.Context, src Source, conversation string, opts ...Option) (*History, error) {
 	tl := &History{Conversation: conversation, Events: []Entry{}}
 	for e, err := range Entries(ctx, src, conversation, opts...) {
@@ -165,10 +189,7 @@ func Timeline(ctx context.Context, src Source, conversation string, opts ...Opti
 			return nil, err
 		}
 		if e.Inference != nil {
-			tl.Inferences++
-			if e.Inference.Turn != nil {
-				e.Inference.Turn = e.Inference.Turn.Clone()
-			}
+			tl.Inferences++ // its Turn is a copy already (see Entries)
 		}
 		tl.Events = append(tl.Events, *e)
 	}
@@ -176,25 +197,52 @@ func Timeline(ctx context.Context, src Source, conversation string, opts ...Opti
 }
 
 // Entries yields a conversation's timeline entry by entry while it reads
-// the log, keeping nothing: what `turnlog replay` streams. An entry's
-// Inference.Turn is the live re-projection, valid until the loop goes on
-// and not to be changed (Clone it to keep it). Iteration stops at the
-// first error, which is yielded.
+// the log: what `turnlog replay` streams. It keeps the entries of one
+// model call at most: an inference.started entry, and those after it, are
+// held back until the event that closes the call (inference.finished or
+// inference.failed), which records the request the call sent, so that
+// the call's entry carries it (Inference.WireSHA256); a call that never
+// closed is yielded at the next call or at the end. An entry's
+// Inference.Turn is a copy of the re-projection, not to be changed.
+// Iteration stops at the first error, which is yielded.
 func Entries(ctx context.Context, src Source, conversation string, opts ...Option) iter.Seq2[*Entry, error] {
 	return func(yield func(*Entry, error) bool) {
 		o := collect(opts)
 		inferences := 0
 		stopped := false
-		o.quarantine = func(bad *eventlog.CorruptMessageError) error {
-			q := &Quarantined{Seq: bad.Seq, Size: bad.Size, Reason: bad.Err.Error()}
-			e := &Entry{Seq: bad.Seq, Type: TypeQuarantined, Quarantined: q,
-				Summary: fmt.Sprintf("quarantined message %d (%d bytes), not a step of this conversation: %s; `turnlog repair %s --yes` removes it",
-					bad.Seq, bad.Size, quote(q.Reason), conversation)}
+		chk := NewChecker()
+		var (
+			held []*Entry
+			open = map[string]*Inference{} // held calls not closed yet
+		)
+		emit := func(e *Entry) error {
+			if len(held) > 0 {
+				held = append(held, e)
+				return nil
+			}
 			if !yield(e, nil) {
 				stopped = true
 				return errStop
 			}
 			return nil
+		}
+		flush := func() error {
+			for _, e := range held {
+				if !yield(e, nil) {
+					stopped = true
+					return errStop
+				}
+			}
+			held = held[:0]
+			clear(open)
+			return nil
+		}
+		o.quarantine = func(bad *eventlog.CorruptMessageError) error {
+			q := &Quarantined{Seq: bad.Seq, Size: bad.Size, Reason: bad.Err.Error()}
+			e := &Entry{Seq: bad.Seq, Type: TypeQuarantined, Quarantined: q,
+				Summary: fmt.Sprintf("quarantined message %d (%d bytes), not a step of this conversation: %s; `turnlog repair %s --yes` removes it",
+					bad.Seq, bad.Size, quote(q.Reason), conversation)}
+			return emit(e)
 		}
 		_, _, err := read(ctx, src, conversation, o, func(w *walker, r *eventlog.Record) error {
 			e := &Entry{N: r.Pos, Seq: r.Seq, Time: r.Time, Type: r.Type, Actor: r.Actor, Cause: r.Cause, Step: r.Step,
@@ -211,20 +259,53 @@ func Entries(ctx context.Context, src Source, conversation string, opts ...Optio
 					input, prompt, _ = asideInput(w.turn, p, r.Pos)
 				}
 				inf.SystemPrompt = prompt
+				// The Turn before an inference.started is the Turn after it.
+				inf.Findings = chk.Observe(r.Event, r.Pos, w.turn)
 				if input != nil {
 					inf.Verified = projector.HashMatches(input, p.InputHash)
 					if o.turns(inferences) {
-						inf.Turn = input
+						// A copy: the entry is held while the fold goes on.
+						inf.Turn = input.Clone()
 					}
 				}
 				e.Inference = inf
+				// The previous call, if it never closed, is let go.
+				if err := flush(); err != nil {
+					return err
+				}
+				held = append(held, e)
+				open[p.InferenceID] = inf
+				return w.apply(r)
 			}
-			if !yield(e, nil) {
-				stopped = true
-				return errStop
+			if err := emit(e); err != nil {
+				return err
 			}
-			return w.apply(r)
+			var id string
+			var wire events.Wire
+			switch p := r.Payload.(type) {
+			case events.InferenceFinished:
+				id, wire = p.InferenceID, p.Wire
+			case events.InferenceFailed:
+				id, wire = p.InferenceID, p.Wire
+			}
+			if inf, ok := open[id]; ok && id != "" {
+				inf.WireSHA256, inf.WireVersion, inf.WireParams = wire.SHA256, wire.Version, wire.Params
+				delete(open, id)
+				if len(open) == 0 {
+					if err := flush(); err != nil {
+						return err
+					}
+				}
+			}
+			if err := w.apply(r); err != nil {
+				return err
+			}
+			chk.Observe(r.Event, r.Pos, w.turn)
+			return nil
 		})
+		if !stopped && flush() != nil {
+			return
+		}
 		if err != nil && !stopped {
 			yield(nil, fmt.Errorf("replay %s: %w", conversation, err))
 		}

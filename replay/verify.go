@@ -23,6 +23,13 @@ type Verification struct {
 	// Events and Inferences count what was checked.
 	Events     int `json:"events"`
 	Inferences int `json:"inferences"`
+	// Wires counts the recorded wire requests rendered again and checked
+	// against their hash (with WithWire); WiresUnchecked those of a
+	// rendering the renderer does not know (another engine's, a newer
+	// turnlog's), named in UncheckedRenderings.
+	Wires               int      `json:"wires"`
+	WiresUnchecked      int      `json:"wires_unchecked,omitempty"`
+	UncheckedRenderings []string `json:"unchecked_renderings,omitempty"`
 	// Mismatches lists every recorded fact the log does not prove, in log
 	// order; never null.
 	Mismatches []Mismatch `json:"mismatches"`
@@ -122,8 +129,17 @@ func Verify(ctx context.Context, src Source, conversation string, opts ...Option
 	var stop []Mismatch
 	// direct are found while folding, not by a checker.
 	var direct []Mismatch
+	// calls are the model calls whose closing event (which records the
+	// wire request) is still to come, when wires are checked. Their input
+	// Turns stay valid: the fold copies blocks before changing them.
+	calls := map[string]checkJob{}
 	_, n, err := read(ctx, src, conversation, o, func(w *walker, r *eventlog.Record) error {
 		last = r.Pos
+		if o.wire != nil {
+			if job, ok := wireCheck(ctx, o.wire, calls, r, v); ok {
+				jobs <- job
+			}
+		}
 		if p, ok := r.Payload.(events.InferenceStarted); ok {
 			v.Inferences++
 			job := checkJob{turn: &projector.Turn{Blocks: w.turn.Blocks[:len(w.turn.Blocks):len(w.turn.Blocks)], Data: w.turn.Data},
@@ -154,9 +170,15 @@ func Verify(ctx context.Context, src Source, conversation string, opts ...Option
 				} else {
 					job.turn, job.hash = in, projector.Hash(in)
 					jobs <- job
+					if o.wire != nil {
+						calls[p.InferenceID] = job
+					}
 				}
 			} else {
 				jobs <- job
+				if o.wire != nil {
+					calls[p.InferenceID] = job
+				}
 			}
 		}
 		if !appends(r.Type) {
@@ -202,7 +224,7 @@ func Verify(ctx context.Context, src Source, conversation string, opts ...Option
 }
 
 // fieldOrder is the order check reports the fields of one inference in.
-var fieldOrder = []string{FieldTemplate, FieldInputBlocks, FieldInputHash, FieldBlocks, FieldSystemPromptID, FieldSystemPromptHash}
+var fieldOrder = []string{FieldTemplate, FieldInputBlocks, FieldInputHash, FieldBlocks, FieldSystemPromptID, FieldSystemPromptHash, FieldWire}
 
 // templateMismatch checks the template text a prompt event recorded
 // against the hash it recorded: `replay --rerun` renders that text again,
@@ -257,6 +279,9 @@ type checkJob struct {
 	// inputBlocks, for a gateway call, is the number of blocks its input
 	// had (its own, for a call continuing a stored response); -1 else.
 	inputBlocks int
+	// wire, when set, makes the job the check of the call's wire request
+	// instead (see checkWire).
+	wire *wireJob
 }
 
 // errStop ends a read early without being an error of the read.
@@ -264,6 +289,9 @@ var errStop = errors.New("stop")
 
 // check compares the inference.started with the Turn it was recorded on.
 func (j checkJob) check() []Mismatch {
+	if j.wire != nil {
+		return j.checkWire()
+	}
 	var out []Mismatch
 	t, p := j.turn, j.p
 	add := func(field, recorded, computed, msg string) {

@@ -261,13 +261,7 @@ func (w *Worker) serveOnce(ctx context.Context, req Request, problem string, las
 		// ("list ... in the profile's middlewares") names a setting of it.
 		return w.afterError(ctx, tx, fmt.Errorf("profile %q: %w", name, err), lastTry)
 	}
-	inferences := 0
-	for _, e := range tx.Committed() {
-		if e.Type == events.TypeInferenceStarted {
-			inferences++
-		}
-	}
-	if err := tx.Emit(ActorWorker, events.RequestCompleted{Inferences: inferences}); err != nil {
+	if err := tx.Emit(ActorWorker, events.RequestCompleted{Inferences: tx.ModelCalls()}); err != nil {
 		return retryLater, err
 	}
 	if err := tx.Commit(ctx); err != nil {

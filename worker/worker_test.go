@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	_ "github.com/turnlog/turnlog/engine/scripted" // provider "scripted", the default profile's
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/internal/natstest"
 	"github.com/turnlog/turnlog/profile"

@@ -32,10 +32,9 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.BaseURL == "" {
 		cfg.BaseURL = DefaultBaseURL
 	}
-	client := cfg.HTTPClient
-	if client == nil {
-		client = &http.Client{}
-	}
+	// Every request's body is recorded as it goes to the server (see
+	// engine.WireTransport).
+	client := engine.WireClient(cfg.HTTPClient)
 	opts := []option.RequestOption{
 		option.WithBaseURL(cfg.BaseURL),
 		option.WithHTTPClient(client),
@@ -67,7 +66,7 @@ func (e *Engine) Infer(ctx context.Context, in engine.Input, delta func(engine.D
 	if in.Turn == nil {
 		return engine.Output{}, errors.New("anthropic: input has no Turn")
 	}
-	req, err := render(in.Turn.Blocks)
+	req, err := render(in.Turn.Blocks, nil)
 	if err != nil {
 		return engine.Output{}, fmt.Errorf("anthropic: render turn: %w", err)
 	}
@@ -90,6 +89,9 @@ func (e *Engine) Infer(ctx context.Context, in engine.Input, delta func(engine.D
 		params.Thinking = sdk.ThinkingConfigParamUnion{OfAdaptive: &sdk.ThinkingConfigAdaptiveParam{}}
 	case t.Budget > 0:
 		params.Thinking = sdk.ThinkingConfigParamUnion{OfEnabled: &sdk.ThinkingConfigEnabledParam{BudgetTokens: int64(t.Budget)}}
+	}
+	if err := e.describeWire(ctx, model, in.Tools); err != nil {
+		return engine.Output{}, err
 	}
 	var out engine.Output
 	if e.cfg.Stream {

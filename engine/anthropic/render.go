@@ -25,8 +25,18 @@ type request struct {
 }
 
 // render turns blocks into the system field and messages; the rules are in
-// the package documentation. It only reads blocks.
-func render(blocks []events.Block) (request, error) {
+// the package documentation. It only reads blocks. notes, when not nil,
+// receives what became of the blocks the messages do not show plainly
+// (engine.BlockNote).
+func render(blocks []events.Block, notes *[]engine.BlockNote) (request, error) {
+	note := func(i int, sent bool, format string, args ...any) {
+		if notes != nil {
+			*notes = append(*notes, engine.BlockNote{Index: i, ID: blocks[i].ID, Sent: sent, Note: fmt.Sprintf(format, args...)})
+		}
+	}
+	// opened is the index of the block that opened the message being
+	// built.
+	opened := -1
 	var (
 		r        request
 		role     sdk.MessageParamRole
@@ -56,7 +66,9 @@ func render(blocks []events.Block) (request, error) {
 		}
 		if side != role {
 			flush()
-			role = side
+			role, opened = side, i
+		} else {
+			note(i, true, "merged into the %s message of block %d (%s): the Messages API alternates user and assistant messages", side, opened, blocks[opened].ID)
 		}
 		content = append(content, c...)
 	}
@@ -72,14 +84,19 @@ func render(blocks []events.Block) (request, error) {
 		switch b.Kind {
 		case events.KindSystem:
 			r.system = append(r.system, sdk.TextBlockParam{Text: b.Text})
+			note(i, true, "sent in the request's top-level system field, not among the messages")
 		case events.KindUser:
 			seenUser = true
 			if b.Text != "" {
 				add(i, sdk.MessageParamRoleUser, sdk.NewTextBlock(b.Text))
+			} else {
+				note(i, false, "not sent: empty text, which the Messages API rejects")
 			}
 		case events.KindLLMText:
 			if b.Text != "" {
 				add(i, sdk.MessageParamRoleAssistant, sdk.NewTextBlock(b.Text))
+			} else {
+				note(i, false, "not sent: empty text, which the Messages API rejects")
 			}
 		case events.KindToolCall:
 			if b.CallID == "" || b.ToolName == "" {
@@ -109,7 +126,9 @@ func render(blocks []events.Block) (request, error) {
 		case events.KindReasoning:
 			thinking, err := thinkingParams(b)
 			if errors.Is(err, errNotOurs) {
-				continue // see the package documentation
+				// See the package documentation.
+				note(i, false, "not sent: not thinking from the Messages API, so there is no signature the API could verify")
+				continue
 			}
 			if err != nil {
 				return request{}, fmt.Errorf("block %d (%s): %w", i, b.ID, err)
@@ -119,7 +138,9 @@ func render(blocks []events.Block) (request, error) {
 		case events.KindOther:
 			if !seenUser && b.Trust == events.Trusted {
 				r.system = append(r.system, sdk.TextBlockParam{Text: b.Text})
+				note(i, true, "sent in the top-level system field: trusted, before the first user message")
 			} else {
+				note(i, true, "sent as user text prefixed %q", summaryPrefix)
 				// On the user's side, marked: after a compaction the
 				// summary is the first conversation block, and a request
 				// must begin with a user message; in an assistant

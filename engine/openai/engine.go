@@ -44,10 +44,9 @@ func New(cfg Config) (*Engine, error) {
 	if baseURL == "" {
 		baseURL = DefaultBaseURL
 	}
-	client := cfg.HTTPClient
-	if client == nil {
-		client = &http.Client{}
-	}
+	// Every request's body is recorded as it goes to the server (see
+	// engine.WireTransport).
+	client := engine.WireClient(cfg.HTTPClient)
 	opts := []option.RequestOption{
 		option.WithBaseURL(baseURL),
 		option.WithHTTPClient(client),
@@ -86,7 +85,7 @@ func (e *Engine) Infer(ctx context.Context, in engine.Input, delta func(engine.D
 	if in.Turn == nil {
 		return engine.Output{}, errors.New("openai: input has no Turn")
 	}
-	msgs, err := messages(in.Turn.Blocks)
+	msgs, err := messages(in.Turn.Blocks, nil)
 	if err != nil {
 		return engine.Output{}, fmt.Errorf("openai: render turn: %w", err)
 	}
@@ -95,6 +94,9 @@ func (e *Engine) Infer(ctx context.Context, in engine.Input, delta func(engine.D
 		return engine.Output{}, fmt.Errorf("openai: declare tools: %w", err)
 	}
 	params := oai.ChatCompletionNewParams{Model: model, Messages: msgs, Tools: toolParams}
+	if err := describeWire(ctx, wireParams{Model: model, Stream: e.stream, Tools: in.Tools}); err != nil {
+		return engine.Output{}, err
+	}
 	if delta == nil {
 		delta = func(engine.Delta) {}
 	}

@@ -21,20 +21,38 @@ const summaryPrefix = "[summary] "
 const errorPrefix = "error: "
 
 // messages renders blocks as Chat Completions messages; the rules are in
-// the package documentation. It only reads blocks.
-func messages(blocks []events.Block) ([]oai.ChatCompletionMessageParamUnion, error) {
+// the package documentation. It only reads blocks. notes, when not nil,
+// receives what became of the blocks the messages do not show plainly
+// (see engine.BlockNote).
+func messages(blocks []events.Block, notes *[]engine.BlockNote) ([]oai.ChatCompletionMessageParamUnion, error) {
 	var (
 		out []oai.ChatCompletionMessageParamUnion
 		// The assistant message being built: consecutive llm_text and
 		// tool_call blocks must become one message, because the API wants
 		// all tool calls of a model turn in the message that the tool
 		// messages answer.
-		text      []string
-		calls     []oai.ChatCompletionMessageToolCallUnionParam
-		seenUser  bool
-		assistant = func(s string) { text = append(text, s) }
+		text     []string
+		calls    []oai.ChatCompletionMessageToolCallUnionParam
+		seenUser bool
+		// first is the index of the block that opened the assistant
+		// message being built (-1: none).
+		first = -1
 	)
+	note := func(i int, sent bool, format string, args ...any) {
+		if notes != nil {
+			*notes = append(*notes, engine.BlockNote{Index: i, ID: blocks[i].ID, Sent: sent, Note: fmt.Sprintf(format, args...)})
+		}
+	}
+	joined := func(i int) {
+		if first < 0 {
+			first = i
+		} else {
+			note(i, true, "merged into the assistant message of block %d (%s): a model turn's text and tool calls are one message", first, blocks[first].ID)
+		}
+	}
+	assistant := func(i int, s string) { joined(i); text = append(text, s) }
 	flush := func() {
+		first = -1
 		if len(text) == 0 && len(calls) == 0 {
 			return
 		}
@@ -56,7 +74,7 @@ func messages(blocks []events.Block) ([]oai.ChatCompletionMessageParamUnion, err
 			seenUser = true
 			out = append(out, oai.UserMessage(b.Text))
 		case events.KindLLMText:
-			assistant(b.Text)
+			assistant(i, b.Text)
 		case events.KindToolCall:
 			if b.CallID == "" || b.ToolName == "" {
 				return nil, fmt.Errorf("block %d (%s): tool_call needs a call ID and a tool name", i, b.ID)
@@ -65,6 +83,7 @@ func messages(blocks []events.Block) ([]oai.ChatCompletionMessageParamUnion, err
 			if strings.TrimSpace(args) == "" {
 				args = "{}"
 			}
+			joined(i)
 			calls = append(calls, oai.ChatCompletionMessageToolCallUnionParam{
 				OfFunction: &oai.ChatCompletionMessageFunctionToolCallParam{
 					ID: b.CallID,
@@ -88,12 +107,15 @@ func messages(blocks []events.Block) ([]oai.ChatCompletionMessageParamUnion, err
 		case events.KindReasoning:
 			// Chat Completions has no input item for reasoning; see the
 			// package documentation.
+			note(i, false, "not sent: Chat Completions has no input for reasoning")
 		case events.KindOther:
 			if !seenUser && b.Trust == events.Trusted {
 				flush()
 				out = append(out, oai.SystemMessage(b.Text))
+				note(i, true, "sent as a system message: trusted, before the first user message")
 			} else {
-				assistant(summaryPrefix + b.Text)
+				assistant(i, summaryPrefix+b.Text)
+				note(i, true, "sent as assistant content prefixed %q", summaryPrefix)
 			}
 		default:
 			// A kind this renderer does not know would be dropped silently,

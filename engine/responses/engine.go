@@ -34,10 +34,9 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.BaseURL == "" {
 		cfg.BaseURL = DefaultBaseURL
 	}
-	client := cfg.HTTPClient
-	if client == nil {
-		client = &http.Client{}
-	}
+	// Every request's body is recorded as it goes to the server (see
+	// engine.WireTransport).
+	client := engine.WireClient(cfg.HTTPClient)
 	opts := []option.RequestOption{
 		option.WithBaseURL(cfg.BaseURL),
 		option.WithHTTPClient(client),
@@ -66,7 +65,7 @@ func (e *Engine) Infer(ctx context.Context, in engine.Input, delta func(engine.D
 	if in.Turn == nil {
 		return engine.Output{}, errors.New("openai_responses: input has no Turn")
 	}
-	input, err := render(in.Turn.Blocks)
+	input, err := render(in.Turn.Blocks, nil)
 	if err != nil {
 		return engine.Output{}, fmt.Errorf("openai_responses: render turn: %w", err)
 	}
@@ -78,6 +77,9 @@ func (e *Engine) Infer(ctx context.Context, in engine.Input, delta func(engine.D
 		delta = func(engine.Delta) {}
 	}
 	params := e.params(model, input, toolParams)
+	if err := e.describeWire(ctx, model, in.Tools); err != nil {
+		return engine.Output{}, err
+	}
 	var out engine.Output
 	if e.cfg.Stream {
 		out, err = e.inferStream(ctx, params, delta)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/openai/openai-go/v3/packages/param"
@@ -35,8 +36,14 @@ const (
 )
 
 // render turns blocks into input items; the rules are in the package
-// documentation. It only reads blocks.
-func render(blocks []events.Block) (responses.ResponseInputParam, error) {
+// documentation. It only reads blocks. notes, when not nil, receives what
+// became of the blocks the items do not show plainly (engine.BlockNote).
+func render(blocks []events.Block, notes *[]engine.BlockNote) (responses.ResponseInputParam, error) {
+	note := func(i int, sent bool, text string) {
+		if notes != nil {
+			*notes = append(*notes, engine.BlockNote{Index: i, ID: blocks[i].ID, Sent: sent, Note: text})
+		}
+	}
 	var (
 		out      responses.ResponseInputParam
 		seenUser bool
@@ -107,7 +114,9 @@ func render(blocks []events.Block) (responses.ResponseInputParam, error) {
 				return nil, fmt.Errorf("block %d (%s): %w", i, b.ID, err)
 			}
 			if !ok {
-				continue // not ours: see the package documentation
+				// Not ours: see the package documentation.
+				note(i, false, "not sent: no reasoning item ID and encrypted content from the Responses API, so the API could not verify it")
+				continue
 			}
 			if pending >= 0 {
 				return nil, orphan(pending, "another reasoning item")
@@ -119,8 +128,10 @@ func render(blocks []events.Block) (responses.ResponseInputParam, error) {
 			var m responses.ResponseInputItemUnionParam
 			if !seenUser && b.Trust == events.Trusted {
 				m = message(responses.EasyInputMessageRoleSystem, b.Text)
+				note(i, true, "sent as a system message: trusted, before the first user message")
 			} else {
 				m = message(responses.EasyInputMessageRoleAssistant, summaryPrefix+b.Text)
+				note(i, true, "sent as an assistant message prefixed "+strconv.Quote(summaryPrefix))
 			}
 			item = &m
 		default:

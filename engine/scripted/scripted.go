@@ -6,7 +6,6 @@ package scripted
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"regexp"
@@ -150,6 +149,9 @@ func (e *Engine) Infer(ctx context.Context, in engine.Input, delta func(engine.D
 	if err := ctx.Err(); err != nil {
 		return engine.Output{}, err
 	}
+	if err := record(ctx, in); err != nil {
+		return engine.Output{}, err
+	}
 	blocks := in.Turn.Blocks
 	userIdx := -1
 	for i := len(blocks) - 1; i >= 0; i-- {
@@ -242,26 +244,9 @@ func approxTokens(bs []events.Block) int {
 	return n
 }
 
-// WordCount is the tool the default script calls: it counts the words of
-// {"text": "..."}.
-func WordCount() engine.Tool {
-	return engine.Tool{
-		Spec: engine.ToolSpec{
-			Name:        "word_count",
-			Description: "Counts the words in a text.",
-			Parameters:  json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
-		},
-		Func: func(ctx context.Context, args json.RawMessage) (string, error) {
-			var a struct {
-				Text string `json:"text"`
-			}
-			if err := json.Unmarshal(args, &a); err != nil {
-				return "", fmt.Errorf("arguments: %w", err)
-			}
-			return fmt.Sprint(len(strings.Fields(a.Text))), nil
-		},
-	}
-}
+// WordCount is the tool the default script calls: engine.WordCount, kept
+// here for the programs that found it here first.
+func WordCount() engine.Tool { return engine.WordCount() }
 
 // Provider names the provider for trace spans (gen_ai.provider.name): the
 // scripted engine answers inside turnlog.

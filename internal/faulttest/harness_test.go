@@ -17,6 +17,7 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/chatclient"
+	_ "github.com/turnlog/turnlog/engine/scripted" // provider "scripted", the default profile's
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/internal/natstest"
 	"github.com/turnlog/turnlog/internal/syncbuf"

@@ -63,6 +63,7 @@ func (s *Messages) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.APIKey = r.Header.Get("X-Api-Key")
+	req.Raw = raw
 	s.record(req)
 	content, stop := s.content(s.reply(req), thinkingOn)
 	m := map[string]any{

@@ -84,6 +84,9 @@ type Request struct {
 	// APIKey is the key the request carried where the API wants it:
 	// "Authorization: Bearer <key>" (Responses), "x-api-key" (Anthropic).
 	APIKey string
+	// Raw is the body exactly as the server read it from the connection,
+	// so a test can compare what a client says it sent with what arrived.
+	Raw []byte
 }
 
 // recorder is what both servers share: the requests, the violations and

@@ -80,6 +80,7 @@ func (s *Responses) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.APIKey, _ = strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	req.Raw = raw
 	s.record(req)
 	out := s.output(s.reply(req))
 	resp := map[string]any{

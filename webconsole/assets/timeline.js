@@ -34,7 +34,8 @@ async function load() {
   try {
     const tl = await get(`/conversations/${enc(conv)}/timeline`);
     render(tl);
-    status.textContent = `${count(tl.events.length, 'event')}, ${count(tl.inferences, 'model call')}.`;
+    const findings = tl.events.reduce((n, e) => n + (e.inference && e.inference.findings ? e.inference.findings.length : 0), 0);
+    status.textContent = `${count(tl.events.length, 'event')}, ${count(tl.inferences, 'model call')}${findings ? `, ${count(findings, 'finding')} (replay --check)` : ''}.`;
     $('timeline').dataset.ready = 'true';
   } catch (e) {
     status.textContent = '';
@@ -77,7 +78,7 @@ function render(tl) {
     const row = h(
       'tr',
       {
-        class: ['ev', `kind-${kind}`, failed ? 'failed' : '', inf ? 'model-call' : ''].join(' ').trim(),
+        class: ['ev', `kind-${kind}`, failed ? 'failed' : '', inf ? 'model-call' : '', inf && inf.findings ? 'has-findings' : ''].join(' ').trim(),
         dataset: { n: e.n, type: e.type },
         title: inf ? 'Click to see the exact input Turn of this model call' : null,
         tabindex: inf ? 0 : null,
@@ -87,7 +88,7 @@ function render(tl) {
       h('td', { class: 'time' }, when(e.time)),
       h('td', { class: 'type' }, e.type),
       h('td', { class: 'actor' }, e.actor),
-      h('td', { class: 'summary' }, e.summary, inf ? activePrompt(inf) : null),
+      h('td', { class: 'summary' }, e.summary, inf ? findingsOf(inf) : null, inf ? activePrompt(inf) : null),
     );
     if (inf) {
       row.addEventListener('click', () => showTurn(inf));
@@ -98,6 +99,28 @@ function render(tl) {
     return row;
   });
   $('timeline').tBodies[0].replaceChildren(...rows);
+}
+
+/**
+ * The rules a model call's input broke (replay --check), each with the
+ * blocks concerned; null when it kept them all.
+ */
+function findingsOf(inf) {
+  if (!inf.findings || !inf.findings.length) return null;
+  return h(
+    'ul',
+    { class: 'findings', 'aria-label': `Findings of model call #${inf.index}` },
+    inf.findings.map((f) =>
+      h(
+        'li',
+        { class: 'finding', dataset: { rule: f.rule } },
+        h('span', { class: 'badge finding' }, f.rule),
+        ' ',
+        f.detail,
+        f.blocks && f.blocks.length ? [' — blocks ', f.blocks.map((id, i) => [i ? ', ' : '', h('code', { class: 'block-id' }, id)])] : null,
+      ),
+    ),
+  );
 }
 
 /** The active system prompt of a model call, as the timeline proves it. */
@@ -183,7 +206,10 @@ function showTurn(inf) {
     view.replaceChildren(h('p', { class: 'muted' }, 'The timeline did not include this Turn.'));
   } else {
     const t = inf.turn;
+    const flagged = new Map(); // block ID -> the rules that name it
+    for (const f of inf.findings || []) for (const id of f.blocks || []) flagged.set(id, [...(flagged.get(id) || []), f.rule]);
     const parts = [
+      findingsOf(inf),
       h('p', { class: 'muted' }, `${conv}@${inf.n - 1}: ${count(t.blocks ? t.blocks.length : 0, 'block')}; input hash ${short(inf.input_hash)} `, inf.verified ? '(verified against the log)' : '(does NOT match the log)'),
       h(
         'ol',
@@ -191,8 +217,8 @@ function showTurn(inf) {
         (t.blocks || []).map((b) =>
           h(
             'li',
-            { class: `block kind-${b.kind}`, dataset: { id: b.id } },
-            h('div', { class: 'block-head' }, h('span', { class: 'kind' }, b.kind), h('code', { class: 'id' }, b.id), b.trust ? h('span', { class: 'badge' }, b.trust) : null, b.call_id ? h('span', { class: 'muted' }, ` call ${b.call_id}`) : null),
+            { class: `block kind-${b.kind}${flagged.has(b.id) ? ' flagged' : ''}`, dataset: { id: b.id } },
+            h('div', { class: 'block-head' }, h('span', { class: 'kind' }, b.kind), h('code', { class: 'id' }, b.id), b.trust ? h('span', { class: 'badge' }, b.trust) : null, b.call_id ? h('span', { class: 'muted' }, ` call ${b.call_id}`) : null, (flagged.get(b.id) || []).map((r) => h('span', { class: 'badge finding' }, r))),
             h('pre', { class: 'block-text' }, blockText(b)),
           ),
         ),

@@ -1,0 +1,67 @@
+package check_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/check"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projector"
+)
+
+// TestFeedOneCallAtATime checks as a gateway does: events fed as they are
+// recorded, the findings of each call returned at its inference.started.
+// A fault the next input still carries is not reported again; one that is
+// repaired and comes back is.
+func TestFeedOneCallAtATime(t *testing.T) {
+	r := &rec{}
+	r.prompt("s", "be brief").user("u1", "hi").call().answer("a1", "hello").
+		user("u2", "again").add("my-prompt", events.SystemPromptSet{BlockID: "s2", Text: "be brief", Index: 4}).call().
+		answer("a2", "hello again").user("u3", "and?").call().
+		add("fixer", events.BlocksRemoved{BlockIDs: []string{"s2"}, Reason: "fix"}).user("u4", "ok").call().
+		add("my-prompt", events.SystemPromptSet{BlockID: "s3", Text: "be brief", Index: 7}).call()
+	c := check.New()
+	perCall := map[int][]check.Rule{}
+	for i, e := range r.evs {
+		fs, err := c.Feed(e)
+		require.NoError(t, err)
+		for _, f := range fs {
+			assert.Equal(t, i+1, f.N)
+			perCall[f.Call] = append(perCall[f.Call], f.Rule)
+		}
+	}
+	assert.Equal(t, map[int][]check.Rule{
+		2: {check.RuleDuplicateSystemPrompt, check.RuleDuplicateSystemPrompt}, // same text, and a second prompt
+		4: {check.RuleHistoryRewritten},                                       // s2 removed by no allowed actor
+		5: {check.RuleDuplicateSystemPrompt, check.RuleDuplicateSystemPrompt},
+	}, perCall)
+	assert.Equal(t, 5, c.Calls())
+}
+
+// TestAsideCalls: a call whose input was built from part of the Turn (a
+// compaction's summary) counts as a call, is checked on the input the
+// caller rebuilds, and is no "previous call" for the next one.
+func TestAsideCalls(t *testing.T) {
+	r := &rec{}
+	r.prompt("s", "be brief").user("u1", "hi").call().answer("a1", "hello").user("u2", "more").
+		add("compaction", events.InferenceStarted{InferenceID: "sum", Model: "m", InputHash: "h", Purpose: "compaction",
+			Instructions: "summarise", InputBlocks: []string{"u1", "a1"}}).
+		add("compaction", events.TurnCompacted{Removed: []string{"u1", "a1"}, Summary: &events.Block{ID: "x", Kind: events.KindOther, Text: "hi, hello"}}).
+		call()
+	fs, calls, err := check.Conversation(r.evs)
+	require.NoError(t, err)
+	assert.Equal(t, 3, calls, "the summariser's call is numbered as replay --inference numbers it")
+	assert.Empty(t, fs)
+
+	rebuilt := 0
+	fs, _, err = check.Conversation(r.evs, check.WithAsideInput(func(turn *projector.Turn, p events.InferenceStarted) (*projector.Turn, error) {
+		rebuilt++
+		assert.Equal(t, "summarise", p.Instructions)
+		return &projector.Turn{Blocks: []events.Block{
+			{ID: "i", Kind: events.KindSystem, Text: p.Instructions}, {ID: "j", Kind: events.KindSystem, Text: p.Instructions}}}, nil
+	}))
+	require.NoError(t, err)
+	assert.Equal(t, 1, rebuilt)
+	assert.Equal(t, []got{{check.RuleDuplicateSystemPrompt, 2}}, summary(fs))
+}

@@ -1,0 +1,205 @@
+package check
+
+import (
+	"slices"
+	"strconv"
+
+	"github.com/turnlog/turnlog/events"
+)
+
+// reasoningAltered: the reasoning block at i has another text or
+// encrypted content than the model produced (the first reasoning.appended
+// of its ID, or the block a fork or import started with).
+func (c *Checker) reasoningAltered(in []events.Block, i int) []Finding {
+	b := &in[i]
+	p, ok := c.produced[b.ID]
+	if !ok {
+		return nil
+	}
+	var what string
+	switch {
+	case b.Text != p.text && b.Encrypted != p.encrypted:
+		what = "its text and encrypted content differ"
+	case b.Text != p.text:
+		what = "its text differs (" + itoa(len(p.text)) + " bytes produced, " + itoa(len(b.Text)) + " sent)"
+	case b.Encrypted != p.encrypted:
+		what = "its encrypted content (which holds the provider's signature) differs"
+	default:
+		return nil
+	}
+	return []Finding{{Rule: RuleReasoningAltered, Blocks: ids(in, i),
+		Detail: blockAt(in, i) + " is not what the model produced: " + what}}
+}
+
+// history: every block the previous call sent, and every block the model
+// and the tools appended since, is in this input unedited and in the same
+// order, unless an allowed event says otherwise:
+//   - a turn.compacted removes blocks (its summary is new);
+//   - blocks.removed by an operator, or by the reasoning guard (it drops a
+//     reasoning block a provider would reject, a documented repair);
+//   - blocks.reordered by the ordering middleware, which places context
+//     blocks by the sections the operator declared and moves whole units;
+//   - a system block's text changes at a compaction (the template prompt is
+//     rebuilt then) or by an operator (`turnlog prompt`, the global prompt).
+//
+// The active system prompt is left to system_prompt_changed.
+//
+// The first same blocks of in are the previous call's, in place: only the
+// rest is looked at.
+func (c *Checker) history(in []events.Block, same int) []Finding {
+	if c.prev == nil {
+		return nil
+	}
+	// Most of the history is where it was: look there first, and index
+	// the input only when a block is not.
+	var pos map[string]int
+	next := same // where the next block of history usually is
+	find := func(id string) (int, bool) {
+		if next < len(in) && in[next].ID == id {
+			next++
+			return next - 1, true
+		}
+		if pos == nil {
+			pos = make(map[string]int, len(in))
+			for i := range in {
+				pos[in[i].ID] = i
+			}
+		}
+		i, ok := pos[id]
+		if ok {
+			next = i + 1
+		}
+		return i, ok
+	}
+	var fs []Finding
+	var at []int // positions in in of the history kept, in history order
+	var was []string
+	check := func(id string, want content) {
+		if id == c.prev.prompt {
+			if next < len(in) && in[next].ID == id {
+				next++
+			}
+			return
+		}
+		i, ok := find(id)
+		if !ok {
+			if _, allowed := c.since.removed[id]; !allowed {
+				fs = append(fs, Finding{Rule: RuleHistoryRewritten, Blocks: []string{id},
+					Detail: string(want.kind) + " " + id + " was removed since call " + itoa(c.prev.call) + ", by no compaction, operator or documented middleware"})
+			}
+			return
+		}
+		if got := contentOf(&in[i]); got != want && !(got.kind == events.KindSystem && want.kind == events.KindSystem && (c.since.compacted || c.since.operator)) {
+			fs = append(fs, Finding{Rule: RuleHistoryRewritten, Blocks: []string{id},
+				Detail: blockAt(in, i) + " was edited since call " + itoa(c.prev.call) + " (" + changed(want, got) + ")"})
+		}
+		at = append(at, i)
+		was = append(was, id)
+	}
+	for k := same; k < len(c.prev.ids); k++ {
+		check(c.prev.ids[k], c.prev.contents[k])
+	}
+	for _, id := range c.since.outputs {
+		check(id, c.since.content[id])
+	}
+	if !c.since.ordered && !slices.IsSorted(at) {
+		stable := increasing(at)
+		for k, i := range at {
+			if !stable[k] {
+				fs = append(fs, Finding{Rule: RuleHistoryRewritten, Blocks: []string{was[k]},
+					Detail: blockAt(in, i) + " moved since call " + itoa(c.prev.call) + ", by no documented middleware"})
+			}
+		}
+	}
+	return fs
+}
+
+// changed names the fields that differ.
+func changed(a, b content) string {
+	var out []string
+	if a.kind != b.kind {
+		out = append(out, "kind "+string(a.kind)+" -> "+string(b.kind))
+	}
+	if a.text != b.text {
+		out = append(out, "text "+itoa(len(a.text))+" -> "+itoa(len(b.text))+" bytes")
+	}
+	if a.tool != b.tool || a.args != b.args {
+		out = append(out, "tool or arguments")
+	}
+	if a.callID != b.callID {
+		out = append(out, "call_id "+strconv.Quote(a.callID)+" -> "+strconv.Quote(b.callID))
+	}
+	if a.encrypted != b.encrypted {
+		out = append(out, "encrypted content")
+	}
+	if a.isError != b.isError {
+		out = append(out, "is_error")
+	}
+	s := ""
+	for i, o := range out {
+		if i > 0 {
+			s += ", "
+		}
+		s += o
+	}
+	return s
+}
+
+// increasing marks one longest strictly increasing subsequence of s
+// (patience sorting): the elements left unmarked are the fewest moves
+// that explain the order.
+func increasing(s []int) []bool {
+	keep := make([]bool, len(s))
+	var tails []int // tails[p]: index in s ending the best run of length p+1
+	prev := make([]int, len(s))
+	for k, v := range s {
+		p, _ := slices.BinarySearchFunc(tails, v, func(t, target int) int { return s[t] - target })
+		prev[k] = -1
+		if p > 0 {
+			prev[k] = tails[p-1]
+		}
+		if p == len(tails) {
+			tails = append(tails, k)
+		} else {
+			tails[p] = k
+		}
+	}
+	if len(tails) > 0 {
+		for k := tails[len(tails)-1]; k >= 0; k = prev[k] {
+			keep[k] = true
+		}
+	}
+	return keep
+}
+
+// promptChanged: the active system prompt (the first system block) is
+// another block, or has another text, than at the previous call, and no
+// compaction or operator change happened in between.
+func (c *Checker) promptChanged(in []events.Block) []Finding {
+	if c.prev == nil || c.since.compacted || c.since.operator {
+		return nil
+	}
+	id, text := "", ""
+	idx := -1
+	for i := range in {
+		if in[i].Kind == events.KindSystem {
+			id, text, idx = in[i].ID, in[i].Text, i
+			break
+		}
+	}
+	was := c.prev.prompt
+	since := " since call " + itoa(c.prev.call) + ", with no compaction or operator change in between; the provider's prompt cache is lost"
+	switch {
+	case id == was && text == c.prev.promptText:
+		return nil
+	case was == "":
+		return []Finding{{Rule: RuleSystemPromptChanged, Blocks: []string{id}, Detail: "a system prompt appeared (" + blockAt(in, idx) + ")" + since}}
+	case id == "":
+		return []Finding{{Rule: RuleSystemPromptChanged, Blocks: []string{was}, Detail: "the system prompt " + was + " is gone" + since}}
+	case id != was:
+		return []Finding{{Rule: RuleSystemPromptChanged, Blocks: []string{was, id},
+			Detail: "the active system prompt is now " + blockAt(in, idx) + ", was " + was + since}}
+	}
+	return []Finding{{Rule: RuleSystemPromptChanged, Blocks: []string{id},
+		Detail: "the text of the system prompt " + blockAt(in, idx) + " changed (" + itoa(len(c.prev.promptText)) + " -> " + itoa(len(text)) + " bytes)" + since}}
+}

@@ -1,0 +1,86 @@
+package check
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/internal/eventgen"
+	"github.com/turnlog/turnlog/projector"
+	"pgregory.net/rapid"
+)
+
+// TestIncrementalIsFromScratch: the findings a Checker computes from what
+// it kept of the previous call are those it computes from scratch, on
+// random conversations whose texts repeat often (so runs, duplicate
+// prompts and reasoning faults are common) and whose history is moved,
+// removed, compacted and replaced.
+func TestIncrementalIsFromScratch(t *testing.T) {
+	nonEmpty := 0
+	rapid.Check(t, func(t *rapid.T) {
+		turn := projector.New("c")
+		c := New()
+		c.verify = func(incremental, fresh []Finding) {
+			nonEmpty += len(fresh)
+			sortFindings(incremental)
+			sortFindings(fresh)
+			require.Equal(t, fresh, incremental)
+		}
+		next := 0
+		id := func() string { next++; return fmt.Sprint("b", next) }
+		text := func() string { return rapid.SampledFrom([]string{"a", "b", "same again"}).Draw(t, "text") }
+		callID := func() string { return rapid.SampledFrom([]string{"k1", "k2", "k3"}).Draw(t, "call id") }
+		feed := func(actor string, p events.Payload) {
+			e := events.New("c", "r", 0, actor, p)
+			if err := projector.Apply(turn, e); err != nil {
+				return // drawn against a Turn it does not fit: skip it
+			}
+			_, err := c.Feed(e)
+			require.NoError(t, err)
+		}
+		for range rapid.IntRange(1, 60).Draw(t, "events") {
+			switch rapid.IntRange(0, 9).Draw(t, "what") {
+			case 0:
+				feed("app", events.UserAppended{BlockID: id(), Text: text()})
+			case 1:
+				feed("engine", events.LLMTextAppended{BlockID: id(), Text: text()})
+			case 2:
+				feed("engine", events.ReasoningAppended{BlockID: id(), Text: text()})
+			case 3:
+				feed("engine", events.ToolCalled{BlockID: id(), CallID: callID(), Name: "f"})
+			case 4:
+				feed("tools", events.ToolResult{BlockID: id(), CallID: callID(), Text: text()})
+			case 5:
+				feed("app", events.SystemPromptSet{BlockID: id(), Text: text(), Index: rapid.IntRange(0, len(turn.Blocks)).Draw(t, "index")})
+			case 6, 7:
+				feed("engine", events.InferenceStarted{InferenceID: id(), Model: "m", InputHash: "h"})
+			default:
+				actor := rapid.SampledFrom([]string{"app", "ordering", "compaction", "operator:ada"}).Draw(t, "actor")
+				feed(actor, eventgen.Payload(t, turn))
+			}
+		}
+	})
+	assert.Positive(t, nonEmpty, "the conversations drawn must have findings to compare")
+}
+
+// TestRunScannerIsRuns: resuming a scan on an input that keeps a prefix
+// of the previous one finds what Runs finds from scratch.
+func TestRunScannerIsRuns(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var s runScanner
+		var prev []events.Block
+		for range rapid.IntRange(1, 8).Draw(t, "inputs") {
+			same := rapid.IntRange(0, len(prev)).Draw(t, "same")
+			in := append([]events.Block{}, prev[:same]...)
+			for range rapid.IntRange(0, 12).Draw(t, "new") {
+				b := events.Block{ID: fmt.Sprint("x", len(in)), Kind: rapid.SampledFrom([]events.Kind{events.KindUser, events.KindLLMText, events.KindReasoning}).Draw(t, "kind"),
+					Text: rapid.SampledFrom([]string{"a", "b", "c"}).Draw(t, "text")}
+				in = append(in, b)
+			}
+			assert.Equal(t, Runs(in), s.update(in, same))
+			prev = in
+		}
+	})
+}

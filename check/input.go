@@ -1,0 +1,212 @@
+package check
+
+import (
+	"slices"
+	"strconv"
+
+	"github.com/turnlog/turnlog/events"
+)
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+// inputRules applies the rules that need one input only, and
+// reasoning_altered. st is what the previous call left; the first same blocks of
+// in are the previous call's, whose findings on reasoning blocks are in
+// c.carried; carry (nil: none) gets this call's, for the next.
+func (c *Checker) inputRules(in []events.Block, st *inputState, same int, carry map[string][]Finding) []Finding {
+	var fs []Finding
+	fs = append(fs, c.duplicatePrompts(in)...)
+	fs = append(fs, duplicateRuns(in, st.runs.update(in, same))...)
+	fs = append(fs, c.reasoningRules(in, same, carry)...)
+	fs = append(fs, st.tools.update(in, same)...)
+	return fs
+}
+
+// inputState is what the rules of one input keep from one call to the
+// next, so that a call costs what is new in its input.
+type inputState struct {
+	runs  runScanner
+	tools pairing
+}
+
+// reasoningRules applies reasoning_without_follower and reasoning_altered
+// to each reasoning block. A block that, with its follower, is in the
+// unchanged prefix has the findings it had at the previous call.
+func (c *Checker) reasoningRules(in []events.Block, same int, carry map[string][]Finding) []Finding {
+	var fs []Finding
+	var pos map[string]int
+	for i := range in {
+		if in[i].Kind != events.KindReasoning {
+			continue
+		}
+		var these []Finding
+		if i+1 < same {
+			these = c.carried[in[i].ID]
+		} else {
+			these = c.reasoningFollower(in, i, &pos)
+			these = append(these, c.reasoningAltered(in, i)...)
+		}
+		if len(these) > 0 && carry != nil {
+			carry[in[i].ID] = these
+		}
+		fs = append(fs, these...)
+	}
+	slices.SortStableFunc(fs, func(a, b Finding) int { return slices.Index(Rules, a.Rule) - slices.Index(Rules, b.Rule) })
+	return fs
+}
+
+// duplicatePrompts: more than one block acting as the system prompt, or
+// two system blocks with the same text. The first system block is the
+// active prompt (projector.Turn.SystemPrompt); a later system block acts
+// as a prompt too when a prompt writer inserted it (a systemprompt.set by
+// any actor but an import), except the global prompt's block, which is
+// the one documented second system block, and the parts a role split cut
+// from one prompt. An imported file's later system or developer messages,
+// and those a fork copied, are messages in the conversation, not prompts.
+func (c *Checker) duplicatePrompts(in []events.Block) []Finding {
+	var fs []Finding
+	var acting []int
+	text := map[string]int{}
+	first := true
+	for i := range in {
+		b := &in[i]
+		if b.Kind != events.KindSystem {
+			continue
+		}
+		if j, ok := text[b.Text]; ok {
+			fs = append(fs, Finding{Rule: RuleDuplicateSystemPrompt, Blocks: ids(in, j, i),
+				Detail: blockAt(in, i) + " has the same text as " + blockAt(in, j) + " (" + itoa(len(b.Text)) + " bytes)"})
+		} else {
+			text[b.Text] = i
+		}
+		global := b.Meta[metaGlobalPromptID] != ""
+		part := b.Meta[metaRolesSplitFrom] != "" && b.Meta[metaRolesSplitFrom] != b.ID
+		if global || part {
+			continue
+		}
+		if first {
+			first = false
+			acting = append(acting, i)
+			continue
+		}
+		if o := c.origin[b.ID]; o != "" && o != actorImport {
+			acting = append(acting, i)
+		}
+	}
+	if len(acting) > 1 {
+		d := blockAt(in, acting[0]) + " is the system prompt, and "
+		for k, i := range acting[1:] {
+			if k > 0 {
+				d += ", "
+			}
+			d += blockAt(in, i) + " (set by " + strconv.Quote(c.origin[in[i].ID]) + ")"
+		}
+		d += " acts as one too"
+		fs = append(fs, Finding{Rule: RuleDuplicateSystemPrompt, Blocks: ids(in, acting...), Detail: d})
+	}
+	return fs
+}
+
+// duplicateRuns reports the runs (see Runs) of an input.
+func duplicateRuns(in []events.Block, runs []Run) []Finding {
+	var fs []Finding
+	for _, r := range runs {
+		a, b := r.First, r.Again
+		fs = append(fs, Finding{Rule: RuleDuplicateBlocks, Blocks: ids(in, append(slices.Clone(a), b...)...),
+			Detail: "blocks " + span(in, b) + " repeat blocks " + span(in, a) + ": a run of " + itoa(len(a)) + " blocks sent twice"})
+	}
+	return fs
+}
+
+// reasoningFollower: the reasoning block at i must be immediately
+// followed by model text or a tool call, and by the one the model produced
+// after it when that block is in the input. pos indexes in, built once
+// when needed.
+func (c *Checker) reasoningFollower(in []events.Block, i int, pos *map[string]int) []Finding {
+	switch {
+	case i+1 == len(in):
+		return []Finding{{Rule: RuleReasoningWithoutFollower, Blocks: ids(in, i),
+			Detail: blockAt(in, i) + " is the input's last block; it must be immediately followed by the model text or tool call it produced"}}
+	case in[i+1].Kind != events.KindLLMText && in[i+1].Kind != events.KindToolCall:
+		return []Finding{{Rule: RuleReasoningWithoutFollower, Blocks: ids(in, i, i+1),
+			Detail: blockAt(in, i) + " is followed by " + blockAt(in, i+1) + "; it must be immediately followed by the model text or tool call it produced"}}
+	}
+	f := c.follower[in[i].ID]
+	if f == "" || f == in[i+1].ID {
+		return nil
+	}
+	if *pos == nil {
+		*pos = make(map[string]int, len(in))
+		for j := range in {
+			(*pos)[in[j].ID] = j
+		}
+	}
+	if j, ok := (*pos)[f]; ok {
+		return []Finding{{Rule: RuleReasoningWithoutFollower, Blocks: ids(in, i, j),
+			Detail: blockAt(in, i) + " is followed by " + blockAt(in, i+1) + ", not by " + blockAt(in, j) + ", which the model produced after it"}}
+	}
+	return nil
+}
+
+// toolPairs: every tool call is answered by a result later in the input,
+// and every result answers an earlier call. The input is what a model
+// receives, so a call still pending there is a fault (providers reject
+// it), unlike at the end of a Turn the tool loop has not run on yet.
+func toolPairs(in []events.Block) []Finding {
+	var p pairing
+	return p.update(in, 0)
+}
+
+// pairing is toolPairs for the inputs of one conversation, one call after
+// the other: the pairs of the unchanged prefix are kept, and only the new
+// blocks are paired.
+type pairing struct {
+	upto    int            // blocks paired
+	calls   map[string]int // call ID -> index of its first call
+	pending map[string]int // calls not answered yet -> index
+	orphans []Finding      // results without a call
+}
+
+func (p *pairing) update(in []events.Block, same int) []Finding {
+	if same < p.upto || p.calls == nil {
+		*p = pairing{calls: map[string]int{}, pending: map[string]int{}}
+	}
+	for i := p.upto; i < len(in); i++ {
+		b := &in[i]
+		switch b.Kind {
+		case events.KindToolCall:
+			if _, ok := p.calls[b.CallID]; !ok {
+				p.calls[b.CallID] = i
+				p.pending[b.CallID] = i
+			}
+		case events.KindToolResult:
+			if _, ok := p.calls[b.CallID]; !ok {
+				p.orphans = append(p.orphans, Finding{Rule: RuleToolResultWithoutCall, Blocks: ids(in, i),
+					Detail: blockAt(in, i) + " answers call_id " + strconv.Quote(b.CallID) + ", which no earlier tool call of the input made"})
+				continue
+			}
+			delete(p.pending, b.CallID)
+		}
+	}
+	p.upto = len(in)
+	fs := slices.Clone(p.orphans)
+	if len(p.pending) == 0 {
+		return fs
+	}
+	open := make([]int, 0, len(p.pending))
+	for _, i := range p.pending {
+		open = append(open, i)
+	}
+	slices.Sort(open)
+	for _, i := range open {
+		fs = append(fs, Finding{Rule: RuleToolCallWithoutResult, Blocks: ids(in, i),
+			Detail: blockAt(in, i) + " (call_id " + strconv.Quote(in[i].CallID) + ", tool " + strconv.Quote(in[i].ToolName) + ") has no tool result after it in the input"})
+	}
+	return fs
+}
+
+// span names the blocks at idx (ascending) by first and last index and ID.
+func span(in []events.Block, idx []int) string {
+	f, l := idx[0], idx[len(idx)-1]
+	return itoa(f) + ".." + itoa(l) + " (" + in[f].ID + ".." + in[l].ID + ")"
+}

@@ -1,0 +1,39 @@
+package openai
+
+import (
+	"os"
+
+	"github.com/turnlog/turnlog/engine"
+	"github.com/turnlog/turnlog/profile"
+)
+
+// The Chat Completions engine is a profile's provider "openai" in every
+// binary that imports this package.
+func init() { profile.RegisterEngine(profile.ProviderOpenAI, fromProfile) }
+
+// fromProfile is the engine of a profile with provider: openai. The
+// environment gives the defaults (ConfigFromEnv); the profile's base_url,
+// model and api_key_env override them.
+func fromProfile(s profile.EngineSpec) (engine.Engine, error) {
+	if err := s.Options.RequireNone(); err != nil {
+		return nil, err
+	}
+	p := s.Profile
+	cfg := DefaultConfig()
+	if !s.CheckOnly {
+		cfg = ConfigFromEnv()
+	}
+	if p.BaseURL != "" {
+		cfg.BaseURL = p.BaseURL
+	}
+	if p.APIKeyEnv != "" && !s.CheckOnly {
+		cfg.APIKey = os.Getenv(p.APIKeyEnv)
+	}
+	if p.Model != "" {
+		cfg.Model = p.Model
+	}
+	if s.CheckOnly {
+		return nil, cfg.Validate()
+	}
+	return New(cfg)
+}

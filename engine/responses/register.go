@@ -1,0 +1,44 @@
+package responses
+
+import (
+	"os"
+
+	"github.com/turnlog/turnlog/engine"
+	"github.com/turnlog/turnlog/profile"
+)
+
+// The Responses engine is a profile's provider "openai_responses" in
+// every binary that imports this package.
+func init() { profile.RegisterEngine(profile.ProviderOpenAIResponses, fromProfile) }
+
+// fromProfile is the engine of a profile with provider: openai_responses.
+// The environment gives the defaults (ConfigFromEnv); the profile's keys
+// override them.
+func fromProfile(s profile.EngineSpec) (engine.Engine, error) {
+	if err := s.Options.RequireNone(); err != nil {
+		return nil, err
+	}
+	p := s.Profile
+	cfg := DefaultConfig()
+	if !s.CheckOnly {
+		cfg = ConfigFromEnv()
+	}
+	if p.BaseURL != "" {
+		cfg.BaseURL = p.BaseURL
+	}
+	if p.APIKeyEnv != "" && !s.CheckOnly {
+		cfg.APIKey = os.Getenv(p.APIKeyEnv)
+	}
+	if p.Model != "" {
+		cfg.Model = p.Model
+	}
+	cfg.MaxOutputTokens = p.MaxTokens
+	cfg.ReasoningEffort = p.ReasoningEffort
+	if p.ReasoningSummary != "" {
+		cfg.ReasoningSummary = p.ReasoningSummary
+	}
+	if s.CheckOnly {
+		return nil, cfg.Validate()
+	}
+	return New(cfg)
+}

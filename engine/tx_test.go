@@ -1,0 +1,48 @@
+package engine_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/engine"
+	"github.com/turnlog/turnlog/engine/scripted"
+	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/internal/natstest"
+	"github.com/turnlog/turnlog/projector"
+)
+
+func TestEventTimesAreSettable(t *testing.T) {
+	ctx := context.Background()
+	l, err := eventlog.Open(ctx, natstest.Start(t).Conn)
+	require.NoError(t, err)
+
+	then := time.Date(2019, 3, 4, 5, 6, 7, 0, time.FixedZone("CET", 3600))
+	clock := func() time.Time { return then.Add(time.Minute) }
+	tx := engine.NewTx(projector.New("imported"), engine.NewID(), engine.WithLog(l), engine.WithClock(clock))
+	require.NoError(t, tx.EmitAt("import", then, events.UserAppended{BlockID: engine.NewID(), Text: "hello, in 2019"}))
+	require.NoError(t, tx.Emit("import", events.LLMTextAppended{BlockID: engine.NewID(), Text: "hi"}))
+	require.NoError(t, tx.Commit(ctx))
+
+	var recs []eventlog.Record
+	for r, err := range l.Events(ctx, "imported") {
+		require.NoError(t, err)
+		recs = append(recs, r)
+	}
+	require.Len(t, recs, 2)
+	assert.Equal(t, then.UTC(), recs[0].Time, "EmitAt's time, stored as given, in UTC")
+	assert.Equal(t, then.Add(time.Minute).UTC(), recs[1].Time, "the Tx's clock")
+}
+
+func TestLoopCountsModelCalls(t *testing.T) {
+	tools, err := engine.NewTools(scripted.WordCount())
+	require.NoError(t, err)
+	tx := engine.NewTx(projector.New("c"), "r1", engine.WithTools(tools.Specs()...))
+	require.NoError(t, tx.Emit("worker", events.UserAppended{BlockID: engine.NewID(), Text: "count words in one two three"}))
+	loop := engine.Loop{Handler: engine.Chain(scripted.New(nil)), Tools: tools}
+	require.NoError(t, loop.Run(context.Background(), tx))
+	assert.Equal(t, 2, tx.ModelCalls(), "one call asks for the tool, one answers with its result")
+}

@@ -1,0 +1,171 @@
+package profile_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/engine"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/middlewares"
+	"github.com/turnlog/turnlog/profile"
+	"github.com/turnlog/turnlog/projector"
+)
+
+// A program's own engine and middleware, registered as a program would:
+// in init, before any profile is read.
+func init() {
+	profile.RegisterEngine("test.echo", func(s profile.EngineSpec) (engine.Engine, error) {
+		opts := struct {
+			Prefix string `yaml:"prefix"`
+		}{Prefix: "echo: "}
+		if err := s.Options.Decode(&opts); err != nil {
+			return nil, err
+		}
+		if s.CheckOnly {
+			return nil, nil
+		}
+		return engine.EngineFunc(func(_ context.Context, in engine.Input, _ func(engine.Delta)) (engine.Output, error) {
+			last := in.Turn.Blocks[len(in.Turn.Blocks)-1]
+			return engine.Output{Blocks: []events.Block{{Kind: events.KindLLMText, Text: opts.Prefix + last.Text}}}, nil
+		}), nil
+	})
+	profile.RegisterMiddleware("test.sysprompt", func(s profile.MiddlewareSpec) (engine.Middleware, error) {
+		var opts struct {
+			Prompt string `yaml:"prompt"`
+		}
+		if err := s.Options.Decode(&opts); err != nil {
+			return nil, err
+		}
+		if opts.Prompt == "" {
+			return nil, errors.New("options: prompt is required")
+		}
+		return middlewares.SystemPromptReplace(middlewares.SystemPromptReplaceConfig{Prompt: middlewares.StaticPrompt(opts.Prompt), Source: "test"})
+	})
+}
+
+const ownChain = `profiles:
+  default:
+    provider: test.echo
+    middlewares: [test.sysprompt, ordering]
+    options:
+      test.echo: {prefix: "you said: "}
+      test.sysprompt:
+        prompt: Be brief.
+`
+
+func TestRegisteredNamesRunFromAProfile(t *testing.T) {
+	set, err := profile.Parse([]byte(ownChain))
+	require.NoError(t, err)
+	b, err := set[profile.DefaultName].Build(slog.New(slog.DiscardHandler), nil)
+	require.NoError(t, err)
+
+	tx := engine.NewTx(projector.New("c"), "r1")
+	require.NoError(t, tx.Emit("test", events.UserAppended{BlockID: engine.NewID(), Text: "hello"}))
+	require.NoError(t, b.Loop.Run(context.Background(), tx))
+
+	turn := tx.Turn()
+	sp, _, ok := turn.SystemPrompt()
+	require.True(t, ok, "the registered middleware ran")
+	assert.Equal(t, "Be brief.", sp.Text)
+	assert.Equal(t, "you said: hello", turn.Blocks[len(turn.Blocks)-1].Text, "the registered engine answered, with its options")
+
+	assert.Contains(t, profile.Engines(), "test.echo")
+	assert.Contains(t, profile.Middlewares(), "test.sysprompt")
+	assert.Contains(t, profile.Middlewares(), "ordering", "the built-ins are in the same registry")
+}
+
+func TestProfileNamesWhatIsNotRegistered(t *testing.T) {
+	cases := []struct {
+		name, yaml, want, has string
+	}{
+		{name: "middleware", yaml: "middlewares: [acme.sysprompt, ordering]", has: "test.sysprompt",
+			want: `profile "default": middleware "acme.sysprompt" is not registered in this binary (it has `},
+		{name: "provider", yaml: "provider: acme.gpt\n    middlewares: []", has: "test.echo",
+			want: `profile "default": provider "acme.gpt" is not registered in this binary (it has `},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := profile.Parse([]byte("profiles:\n  default:\n    " + tc.yaml + "\n"))
+			require.Error(t, err)
+			assert.ErrorContains(t, err, tc.want)
+			assert.ErrorContains(t, err, "see docs/library.md", "it says how to get a binary that has it")
+			assert.ErrorIs(t, err, profile.ErrNotRegistered)
+			var nr *profile.NotRegisteredError
+			require.ErrorAs(t, err, &nr)
+			assert.Contains(t, nr.Registered, tc.has, "it lists what the binary has")
+		})
+	}
+}
+
+func TestOptionsAreChecked(t *testing.T) {
+	cases := []struct {
+		name, yaml, want string
+	}{
+		{name: "a key the middleware does not know",
+			yaml: "middlewares: [test.sysprompt]\n    options:\n      test.sysprompt: {prompt: x, tone: dry}",
+			want: "middleware test.sysprompt: options: line 5: field tone not found"},
+		{name: "the factory's own check",
+			yaml: "middlewares: [test.sysprompt]",
+			want: "middleware test.sysprompt: options: prompt is required"},
+		{name: "options of a name the profile does not use",
+			yaml: "middlewares: [ordering]\n    options:\n      test.sysprompt: {prompt: x}",
+			want: `options: "test.sysprompt" is neither the provider nor one of the middlewares`},
+		{name: "options of a built-in middleware",
+			yaml: "middlewares: [ordering]\n    options:\n      ordering: {x: 1}",
+			want: "middleware ordering: takes no options (line 5): its settings are the profile's own keys"},
+		{name: "options of a built-in engine",
+			yaml: "middlewares: []\n    options:\n      scripted: {x: 1}",
+			want: "provider scripted: takes no options"},
+		{name: "options that are not a mapping",
+			yaml: "middlewares: [test.sysprompt]\n    options:\n      test.sysprompt: Be brief.",
+			want: "options of an engine or a middleware are a mapping"},
+		{name: "a built-in key on an engine of your own",
+			yaml: "provider: test.echo\n    base_url: http://127.0.0.1:1/v1\n    middlewares: []",
+			want: "base_url applies to provider openai and openai_responses and anthropic, not test.echo"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := profile.Parse([]byte("profiles:\n  default:\n    " + tc.yaml + "\n"))
+			require.Error(t, err)
+			assert.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+func TestRegistrationMistakesPanic(t *testing.T) {
+	_, err := profile.Load("") // profiles have been read: the registry is frozen
+	require.NoError(t, err)
+	mw := func(profile.MiddlewareSpec) (engine.Middleware, error) { return nil, nil }
+	eng := func(profile.EngineSpec) (engine.Engine, error) { return nil, nil }
+	cases := []struct {
+		name     string
+		register func()
+		want     string
+	}{
+		{name: "a built-in's name twice", register: func() { profile.RegisterMiddleware("ordering", mw) },
+			want: `profile: RegisterMiddleware called twice for "ordering"`},
+		{name: "an engine's name twice", register: func() { profile.RegisterEngine("test.echo", eng) },
+			want: `profile: RegisterEngine called twice for "test.echo"`},
+		{name: "after profiles were read", register: func() { profile.RegisterMiddleware("test.late", mw) },
+			want: `profile: RegisterMiddleware("test.late") after profiles were read: register in an init function`},
+		{name: "a name a YAML list would misread", register: func() { profile.RegisterMiddleware("Acme Prompt", mw) },
+			want: `profile: RegisterMiddleware("Acme Prompt"): a name is lowercase letters and digits`},
+		{name: "no factory", register: func() { profile.RegisterEngine("test.nil", nil) },
+			want: "profile: RegisterEngine test.nil with a nil factory"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func() {
+				got, _ := recover().(string)
+				assert.Contains(t, got, tc.want)
+			}()
+			tc.register()
+			t.Error("it did not panic")
+		})
+	}
+	assert.NotContains(t, profile.Middlewares(), "test.late")
+}
