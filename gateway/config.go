@@ -46,13 +46,6 @@ type Log interface {
 	SnapshotEvery() int
 }
 
-// Checker runs the rules of replay --check on a call as it is recorded:
-// given the Turn after the call and the call's events, it returns the
-// findings to record with the call's outcome. Nil records none.
-type Checker interface {
-	Check(turn *projector.Turn, call []events.Event) []events.Payload
-}
-
 // Config configures a Gateway (Log and Connected are required) or a
 // Recorder (Log is).
 type Config struct {
@@ -79,8 +72,10 @@ type Config struct {
 	// upstream: the default's 2 would open a connection per call under
 	// concurrent load).
 	Transport http.RoundTripper
-	// Checker runs replay --check's rules as calls are recorded.
-	Checker Checker
+	// NoCheck turns off checking each call with replay --check's rules
+	// as it is recorded (findings recorded as finding.recorded events and
+	// counted in turnlog_findings_total). Checks are on by default.
+	NoCheck bool
 	// Threads keeps the threading index (see calls.Threads). Gateways
 	// behind one load balancer share one (eventlog.Log.Threads); default
 	// a calls.MemStore of 100,000 entries, this process's alone.

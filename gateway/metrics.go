@@ -2,8 +2,6 @@ package gateway
 
 import (
 	"net/http"
-	"reflect"
-	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -66,16 +64,11 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
 }
 
-// countFindings counts recorded findings by their rule: a payload's Rule
-// field (see the check package), else its event type.
+// countFindings counts recorded findings by their rule.
 func (m *Metrics) countFindings(fs []events.Payload) {
 	for _, f := range fs {
-		rule := string(f.EventType())
-		if v := reflect.Indirect(reflect.ValueOf(f)); v.Kind() == reflect.Struct {
-			if r := v.FieldByName("Rule"); r.IsValid() && r.Kind() == reflect.String && r.String() != "" {
-				rule = r.String()
-			}
+		if f, ok := f.(events.FindingRecorded); ok {
+			m.findings.WithLabelValues(f.Rule).Inc()
 		}
-		m.findings.WithLabelValues(strings.TrimSpace(rule)).Inc()
 	}
 }

@@ -33,7 +33,8 @@ const recordTimeout = 30 * time.Second
 type Recorder struct {
 	log     Log
 	threads *calls.Threads
-	checker Checker
+	check   bool
+	checks  *checkers
 	cache   *turnCache
 	logger  *slog.Logger
 	metrics *Metrics
@@ -50,7 +51,7 @@ func NewRecorder(cfg Config) (*Recorder, error) {
 }
 
 func newRecorder(cfg *Config) *Recorder {
-	return &Recorder{log: cfg.Log, threads: calls.NewThreads(cfg.Threads), checker: cfg.Checker,
+	return &Recorder{log: cfg.Log, threads: calls.NewThreads(cfg.Threads), check: !cfg.NoCheck, checks: newCheckers(4096),
 		cache: newTurnCache(cfg.CacheBytes), logger: cfg.Logger, metrics: cfg.Metrics,
 		parse: calls.NewParseCache(parseCacheBytes)}
 }
@@ -285,24 +286,30 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 	turn := in.turn
 	reloaded := false
 	var findings []events.Payload
+	var checker *fedChecker
+	if r.check {
+		var err error
+		if checker, findings, err = r.checkInput(ctx, p.conv, p.call.ID, in.atStart, in.evs); err != nil {
+			// The call is recorded all the same; replay --check and ls
+			// check it again from the log.
+			r.logger.Warn("gateway: call not checked", "conversation", p.conv, "err", err)
+		}
+	}
+	var stored []events.Event
 	for attempt := 0; ; attempt++ {
 		evs, err := calls.PlanOutcome(turn, p.call, o)
 		if err != nil {
 			return err
 		}
-		findings = nil
-		if r.checker != nil {
-			findings = r.checker.Check(turn, append(in.evs[:len(in.evs):len(in.evs)], evs...))
-			for _, f := range findings {
-				e := events.New(p.conv, p.call.ID, 1, calls.Actor, f)
-				if !p.call.Time.IsZero() {
-					e.Time = p.call.Time.UTC()
-				}
-				if err := projector.Apply(turn, e); err != nil {
-					return fmt.Errorf("record a finding: %w", err)
-				}
-				evs = append(evs, e)
+		for _, f := range findings {
+			e := events.New(p.conv, p.call.ID, 1, calls.Actor, f)
+			if !p.call.Time.IsZero() {
+				e.Time = p.call.Time.UTC()
 			}
+			if err := projector.Apply(turn, e); err != nil {
+				return fmt.Errorf("record a finding: %w", err)
+			}
+			evs = append(evs, e)
 		}
 		seq, err := r.log.Append(ctx, p.conv, turn.Seq, evs...)
 		if errors.Is(err, eventlog.ErrConflict) && attempt < appendAttempts {
@@ -319,8 +326,10 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 			return fmt.Errorf("record the call's outcome: %w", err)
 		}
 		turn.Seq = seq
+		stored = evs
 		break
 	}
+	r.fedOutcome(checker, stored, !reloaded)
 	r.metrics.countFindings(findings)
 	ok := o.Failure == "" && (o.Output == nil || o.Output.Error == "")
 	outcome := "finished"
