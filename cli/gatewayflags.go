@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/pflag"
@@ -23,6 +24,7 @@ type gatewayFlags struct {
 	recordOptional    bool
 	spoolDir          string
 	spoolBytes        byteSize
+	upstreamTimeout   time.Duration
 }
 
 func (f *gatewayFlags) register(fs *pflag.FlagSet) {
@@ -32,6 +34,7 @@ func (f *gatewayFlags) register(fs *pflag.FlagSet) {
 		"base URL of the Anthropic API the gateway forwards /v1/messages to, as the Anthropic SDK takes it (without /v1; env TURNLOG_ANTHROPIC_UPSTREAM)")
 	f.maxBody = byteSize(gateway.DefaultMaxBody)
 	fs.Var(&f.maxBody, "max-body", "largest request body the gateway accepts (413 past it), and response bytes it keeps to record a call (e.g. 32MiB)")
+	fs.DurationVar(&f.upstreamTimeout, "upstream-timeout", gateway.DefaultUpstreamTimeout, "how long the gateway waits for the provider's answer to begin (its headers) before it answers 504 and records the call failed")
 	fs.BoolVar(&f.recordOptional, "record-optional", false, "while NATS is unreachable, forward calls anyway and keep them in an on-disk spool, recorded once NATS is back (default: answer 503 and forward nothing); a full spool answers 503")
 	fs.StringVar(&f.spoolDir, "spool-dir", os.Getenv("TURNLOG_SPOOL_DIR"), "directory of --record-optional's spool, one per gateway process (env TURNLOG_SPOOL_DIR; default <data>/gateway-spool)")
 	f.spoolBytes = byteSize(gateway.DefaultSpoolBytes)
@@ -56,10 +59,11 @@ func (f *gatewayFlags) config(ctx context.Context, l *eventlog.Log, nc *nats.Con
 	return gateway.Config{
 		Log: l, Connected: nc.IsConnected, Token: token, Threads: threads,
 		OpenAIUpstream: f.openaiUpstream, AnthropicUpstream: f.anthropicUpstream,
-		OpenAIKey:      strings.TrimSpace(os.Getenv("TURNLOG_OPENAI_API_KEY")),
-		AnthropicKey:   strings.TrimSpace(os.Getenv("TURNLOG_ANTHROPIC_API_KEY")),
-		MaxBody:        int64(f.maxBody),
-		RecordOptional: f.recordOptional, SpoolDir: spool, SpoolBytes: int64(f.spoolBytes),
+		OpenAIKey:       strings.TrimSpace(os.Getenv("TURNLOG_OPENAI_API_KEY")),
+		AnthropicKey:    strings.TrimSpace(os.Getenv("TURNLOG_ANTHROPIC_API_KEY")),
+		MaxBody:         int64(f.maxBody),
+		UpstreamTimeout: f.upstreamTimeout,
+		RecordOptional:  f.recordOptional, SpoolDir: spool, SpoolBytes: int64(f.spoolBytes),
 	}, nil
 }
 

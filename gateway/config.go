@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/turnlog/turnlog/calls"
 	"github.com/turnlog/turnlog/events"
@@ -72,6 +73,11 @@ type Config struct {
 	// upstream: the default's 2 would open a connection per call under
 	// concurrent load).
 	Transport http.RoundTripper
+	// UpstreamTimeout bounds the wait for the upstream's answer to begin
+	// (its headers; a stream's events may then take as long as they
+	// take): past it the call is answered 504 and recorded failed
+	// (default DefaultUpstreamTimeout).
+	UpstreamTimeout time.Duration
 	// NoCheck turns off checking each call with replay --check's rules
 	// as it is recorded (findings recorded as finding.recorded events and
 	// counted in turnlog_findings_total). Checks are on by default.
@@ -93,6 +99,11 @@ type Config struct {
 	Metrics *Metrics
 	Logger  *slog.Logger
 }
+
+// DefaultUpstreamTimeout is Config.UpstreamTimeout's default: a model
+// that writes a long answer without streaming sends its headers only at
+// the end.
+const DefaultUpstreamTimeout = 10 * time.Minute
 
 // DefaultCacheBytes bounds the gateway's cache of Turns unless Config
 // says otherwise.
@@ -125,6 +136,9 @@ func (c *Config) Validate() error {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConnsPerHost = 256
 		c.Transport = t
+	}
+	if c.UpstreamTimeout <= 0 {
+		c.UpstreamTimeout = DefaultUpstreamTimeout
 	}
 	if c.Threads == nil {
 		c.Threads = calls.NewMemStore(100000)

@@ -51,7 +51,7 @@ func New(cfg Config) (*Gateway, error) {
 			return nil, err
 		}
 	}
-	cfg.Transport = timedTransport{cfg.Transport}
+	cfg.Transport = timedTransport{next: cfg.Transport, timeout: cfg.UpstreamTimeout}
 	var err error
 	if g.openai, err = g.proxy(cfg.OpenAIUpstream, true, cfg.Transport); err != nil {
 		return nil, err
@@ -275,14 +275,31 @@ func (st *state) finish(ctx context.Context, g *Gateway, o calls.Outcome) error 
 	return g.spool.keep(st.spooled, o, st.tee, g.local)
 }
 
-// timedTransport notes when a recorded call is sent upstream.
-type timedTransport struct{ next http.RoundTripper }
+// timedTransport notes when a recorded call is sent upstream, and gives
+// up on an upstream whose answer does not begin within timeout.
+type timedTransport struct {
+	next    http.RoundTripper
+	timeout time.Duration
+}
+
+// errUpstreamTimeout is an upstream that did not begin to answer in time.
+type errUpstreamTimeout struct{ d time.Duration }
+
+func (e errUpstreamTimeout) Error() string {
+	return fmt.Sprintf("the upstream did not begin to answer within %v (--upstream-timeout)", e.d)
+}
 
 func (t timedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if st := stateOf(r.Context()); st != nil {
 		st.upstreamStart = time.Now()
 	}
-	return t.next.RoundTrip(r)
+	ctx, cancel := context.WithCancel(r.Context())
+	timer := time.AfterFunc(t.timeout, cancel)
+	resp, err := t.next.RoundTrip(r.WithContext(ctx))
+	if !timer.Stop() && err != nil && r.Context().Err() == nil {
+		return nil, errUpstreamTimeout{t.timeout}
+	}
+	return resp, err
 }
 
 // modifyResponse marks the response with its conversation and wraps its
@@ -322,6 +339,11 @@ func (g *Gateway) upstreamError(w http.ResponseWriter, r *http.Request, err erro
 	g.cfg.Metrics.errors.WithLabelValues("upstream").Inc()
 	if st != nil {
 		w.Header().Set(ConversationHeader, st.conversation())
+	}
+	var timeout errUpstreamTimeout
+	if errors.As(err, &timeout) {
+		writeError(w, anthropic, http.StatusGatewayTimeout, "turnlog's gateway: "+err.Error())
+		return
 	}
 	writeError(w, anthropic, http.StatusBadGateway, "turnlog's gateway could not reach the provider: "+err.Error())
 }
