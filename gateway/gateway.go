@@ -78,7 +78,16 @@ func (g *Gateway) Run(ctx context.Context) {
 // what it wrote, read while NATS is away.
 type mirrorStore struct{ shared, local calls.ThreadStore }
 
+// Get reads a state's or a response's entry from this gateway's copy when
+// it has it (what a state or a response maps to is written once, by the
+// call that made it), and everything else, the latest call of each
+// conversation above all, from the shared store.
 func (m mirrorStore) Get(ctx context.Context, key string) (string, bool, error) {
+	if strings.HasPrefix(key, "s.") || strings.HasPrefix(key, "r.") {
+		if v, ok, _ := m.local.Get(ctx, key); ok {
+			return v, true, nil
+		}
+	}
 	return m.shared.Get(ctx, key)
 }
 

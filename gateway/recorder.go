@@ -296,6 +296,12 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 		}
 	}
 	var stored []events.Event
+	ok := o.Failure == "" && (o.Output == nil || o.Output.Error == "")
+	respID := ""
+	if o.Output != nil {
+		respID = o.Output.ResponseID
+	}
+	var indexed chan error
 	for attempt := 0; ; attempt++ {
 		evs, err := calls.PlanOutcome(turn, p.call, o)
 		if err != nil {
@@ -311,9 +317,22 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 			}
 			evs = append(evs, e)
 		}
+		if ok && indexed == nil {
+			// Indexed for threading beside the append, not after it: the
+			// client's next call may come as soon as the answer ends. Should
+			// the append fail, the entry names a state the log lacks, and a
+			// call continuing it records those blocks as new.
+			indexed = make(chan error, 1)
+			n, blocks, keys := turn.Events, turn.Blocks, stateKeys(p.call, o, turn, false)
+			go func() { indexed <- r.threads.Record(ctx, p.conv, n, blocks, keys, respID) }()
+		}
 		seq, err := r.log.Append(ctx, p.conv, turn.Seq, evs...)
 		if errors.Is(err, eventlog.ErrConflict) && attempt < appendAttempts {
 			r.metrics.conflicts.Inc()
+			if err := <-indexed; err != nil {
+				r.logger.Warn("gateway: call not indexed for threading", "conversation", p.conv, "err", err)
+			}
+			indexed = nil
 			if turn, err = r.log.Load(ctx, p.conv); err != nil {
 				return err
 			}
@@ -321,6 +340,9 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 			continue
 		}
 		if err != nil {
+			if indexed != nil {
+				<-indexed
+			}
 			r.metrics.calls.WithLabelValues(string(p.api), "unrecorded").Inc()
 			r.logger.Error("gateway: call's outcome not recorded", "conversation", p.conv, "err", err)
 			return fmt.Errorf("record the call's outcome: %w", err)
@@ -331,24 +353,24 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 	}
 	r.fedOutcome(checker, stored, !reloaded)
 	r.metrics.countFindings(findings)
-	ok := o.Failure == "" && (o.Output == nil || o.Output.Error == "")
 	outcome := "finished"
 	if !ok {
 		outcome = "failed"
 	}
 	r.metrics.calls.WithLabelValues(string(p.api), outcome).Inc()
-	r.snapshot(ctx, turn, in.atStart, eventlog.StepID(p.call.ID, 1))
-	if ok {
-		respID := ""
-		if o.Output != nil {
-			respID = o.Output.ResponseID
-		}
-		if err := r.threads.Record(ctx, p.conv, turn.Events, turn.Blocks, stateKeys(p.call, o, turn, reloaded), respID); err != nil {
+	if indexed != nil {
+		if err := <-indexed; err != nil {
 			// The call is recorded; only a later call's threading by
 			// content can miss it (it then starts a conversation).
 			r.logger.Warn("gateway: call not indexed for threading", "conversation", p.conv, "err", err)
 		}
+	} else if ok {
+		// Planned again after a conflict: indexed at its final position.
+		if err := r.threads.Record(ctx, p.conv, turn.Events, turn.Blocks, nil, respID); err != nil {
+			r.logger.Warn("gateway: call not indexed for threading", "conversation", p.conv, "err", err)
+		}
 	}
+	r.snapshot(ctx, turn, in.atStart, eventlog.StepID(p.call.ID, 1))
 	r.cache.put(turn)
 	return nil
 }
