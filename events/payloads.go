@@ -296,7 +296,8 @@ type MessageRemoved struct {
 
 // EventType implementations tie each payload to its catalog entry.
 
-func (ConversationStarted) EventType() Type  { return TypeConversationStarted }
+func (ConversationStarted) EventType() Type { return TypeConversationStarted }
+
 // FindingRecorded records that a model call's input broke a rule of
 // replay --check when the call was recorded (the recording gateway checks
 // each call as it records it): the finding as the rules of that version
