@@ -173,9 +173,9 @@ func startGatewayRig(ctx context.Context, conns int) (_ *gatewayRig, err error) 
 	}
 	u, _ := url.Parse(upURL)
 	proxy := &httputil.ReverseProxy{
-		Rewrite:       func(pr *httputil.ProxyRequest) { pr.SetURL(u); pr.Out.Host = u.Host },
-		Transport:     transport(conns),
-		FlushInterval: -1,
+		Rewrite:   func(pr *httputil.ProxyRequest) { pr.SetURL(u); pr.Out.Host = u.Host },
+		Transport: transport(conns),
+		// As the gateway's: streams are flushed at every write anyway.
 	}
 	passURL, err := r.serve(proxy)
 	if err != nil {

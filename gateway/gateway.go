@@ -125,8 +125,10 @@ func (g *Gateway) proxy(base string, dropV1 bool, transport http.RoundTripper) (
 			// provider wrote it, not compressed for the client.
 			pr.Out.Header.Del("Accept-Encoding")
 		},
-		Transport:      transport,
-		FlushInterval:  -1,
+		Transport: transport,
+		// No FlushInterval: ReverseProxy flushes an event stream (and a
+		// body of unknown length) after every write whatever it says,
+		// and a JSON body needs no flush per read.
 		ModifyResponse: g.modifyResponse,
 		ErrorHandler:   g.upstreamError,
 		ErrorLog:       nil,
@@ -234,8 +236,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // refuse answers a call that cannot be recorded before it is forwarded:
-// 400 for a conversation that cannot be one, 503 otherwise (the threading
-// index unreadable, the spool full).
+// 400 for a conversation that cannot be one, 503 otherwise (the spool
+// full).
 func (g *Gateway) refuse(w http.ResponseWriter, anthropic bool, err error) {
 	var idErr *ConversationIDError
 	if errors.As(err, &idErr) {
