@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 	"github.com/turnlog/turnlog/embedded"
+	"github.com/turnlog/turnlog/engine/wire"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/gateway"
 	"github.com/turnlog/turnlog/httpapi"
@@ -153,7 +154,7 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 					return err
 				}
 				api, err := httpapi.New(httpapi.Config{Log: l, Token: tok.value, AllowedHosts: hosts, Logger: logger, Profiles: profiles,
-					CwdRoots: roots, DenyDirs: wf.denyDirs})
+					CwdRoots: roots, DenyDirs: wf.denyDirs, Wire: wire.New(nil)})
 				if err != nil {
 					return err
 				}

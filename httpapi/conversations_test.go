@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	_ "github.com/turnlog/turnlog/engine/scripted" // provider "scripted", the default profile's
+	"github.com/turnlog/turnlog/engine/wire"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/httpapi"
@@ -41,7 +42,7 @@ func startChatAPI(t *testing.T) (*httptest.Server, *eventlog.Log) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = w.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	api, err := httpapi.New(httpapi.Config{Log: l, Token: token, Logger: quiet})
+	api, err := httpapi.New(httpapi.Config{Log: l, Token: token, Logger: quiet, Wire: wire.New(nil)})
 	require.NoError(t, err)
 	ts := httptest.NewServer(api)
 	t.Cleanup(ts.Close)

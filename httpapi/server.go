@@ -36,6 +36,7 @@ import (
 
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/profile"
+	"github.com/turnlog/turnlog/replay"
 	"github.com/turnlog/turnlog/templates"
 	"github.com/turnlog/turnlog/webconsole"
 )
@@ -79,6 +80,11 @@ type Config struct {
 	// /conversations/{id}/messages. Without them, or for a profile they
 	// do not name, no reserved key is allowed.
 	Profiles profile.Set
+	// Wire renders the request a worker's model call sent again from the
+	// log, for GET /conversations/{id}/calls/{call}/wire: engine/wire's
+	// Renderer, which turnlog serve sets (it needs the engines, which the
+	// API does not import). Without it only gateway calls are rendered.
+	Wire replay.WireRenderer
 }
 
 // Validate fills in defaults and reports what is missing.
@@ -134,6 +140,8 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) routes() {
 	s.systemPromptRoutes()
 	s.conversationRoutes()
+	s.callRoutes()
+	s.callWireRoutes()
 	s.chatRoutes()
 	s.promptRoutes()
 	webconsole.Register(s.mux, webconsole.Options{TokenRequired: s.cfg.Token != ""})

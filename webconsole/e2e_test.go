@@ -25,6 +25,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	_ "github.com/turnlog/turnlog/engine/scripted" // provider "scripted", the default profile's
+	"github.com/turnlog/turnlog/engine/wire"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/httpapi"
@@ -86,7 +87,7 @@ func startConsole(t *testing.T) *console {
 	for i := range 2 {
 		startWorker(t, srv, fmt.Sprintf("e2e-w%d", i+1), quiet)
 	}
-	api, err := httpapi.New(httpapi.Config{Log: l, Token: e2eToken, Logger: quiet})
+	api, err := httpapi.New(httpapi.Config{Log: l, Token: e2eToken, Logger: quiet, Wire: wire.New(nil)})
 	require.NoError(t, err)
 	running, err := httpapi.Start(context.Background(), "127.0.0.1:0", api, quiet)
 	require.NoError(t, err)

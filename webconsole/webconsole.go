@@ -20,6 +20,12 @@
 //     event, coloured by kind, the active system prompt at every model
 //     call, the input Turn of a model call on click) and the diff of two
 //     picked points, side by side.
+//   - /ui/conversations/{id}/calls lists its model calls (number, time,
+//     model, tokens, latency, status, findings) as they arrive; a call
+//     opens the exact request it sent (GET .../calls/{call}/wire, pretty
+//     printed, reasoning and signatures shown as opaque), its output and
+//     what changed in its input since the previous call, findings marked
+//     at their blocks.
 //   - /ui/chat/{id} sends messages and streams the answers.
 //   - /ui/diff?a=<conversation>@<n>&b=<conversation>@<n> diffs any two
 //     points.
@@ -82,6 +88,7 @@ func Handler(opts Options) http.Handler {
 	})
 	mux.HandleFunc("GET /ui/{$}", c.page("conversations", "Conversations"))
 	mux.HandleFunc("GET /ui/conversations/{id}", c.conversationPage("conversation", "Conversation"))
+	mux.HandleFunc("GET /ui/conversations/{id}/calls", c.conversationPage("calls", "Model calls of"))
 	mux.HandleFunc("GET /ui/chat/{$}", c.page("chat", "Chat"))
 	mux.HandleFunc("GET /ui/chat/{id}", c.conversationPage("chat", "Chat"))
 	mux.HandleFunc("GET /ui/diff", c.page("diff", "Diff"))
@@ -114,7 +121,7 @@ type view struct {
 
 // pageNames are the templates under pages/, each rendered inside
 // layout.html.
-var pageNames = []string{"conversations", "conversation", "chat", "diff", "template", "error"}
+var pageNames = []string{"conversations", "conversation", "calls", "chat", "diff", "template", "error"}
 
 func parsePages() map[string]*template.Template {
 	out := make(map[string]*template.Template, len(pageNames))

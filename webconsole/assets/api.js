@@ -3,6 +3,8 @@
 // too, and the live stream): it is asked for once per tab, or taken from
 // the address (#token=...), and kept in sessionStorage.
 
+import { showModal } from './dom.js';
+
 const tokenKey = 'turnlog.token';
 
 // The address turnlog serve prints, the console's with #token=..., hands the
@@ -222,7 +224,7 @@ export function askToken(reason) {
     }, { once: true });
   });
   dialog.returnValue = '';
-  dialog.showModal();
+  showModal(dialog);
   input.focus();
   return asking;
 }

@@ -6,11 +6,13 @@ import { askToken, forgetToken, showTokenState, hasToken } from './api.js';
 import { initConversations } from './conversations.js';
 import { initConversation } from './timeline.js';
 import { initChat } from './chat.js';
+import { initCalls } from './calls.js';
 import { initDiffPage } from './diffpage.js';
 
 const pages = {
   conversations: initConversations,
   conversation: initConversation,
+  calls: initCalls,
   chat: initChat,
   diff: initDiffPage,
 };

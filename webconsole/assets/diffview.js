@@ -33,14 +33,32 @@ export async function showDiff(el, a, b) {
 
 const opText = { moved: 'moved', changed: 'changed', added: 'added', removed: 'removed' };
 
-function render(r, ta, tb, a, b) {
+/**
+ * The diff of r (replay.Result) over Turns ta and tb (either may be null:
+ * only the list of changes is shown), as elements; a and b name the two
+ * sides. Findings (check.Finding: rule, detail, blocks by ID) are marked
+ * on the blocks they name, on both sides.
+ */
+export function renderDiff(r, ta, tb, a, b, findings = []) {
+  return render(r, ta, tb, a, b, findings);
+}
+
+function render(r, ta, tb, a, b, findings = []) {
   const marks = { A: new Map(), B: new Map() }; // index -> [{cls, label}]
-  const mark = (side, i, cls, label) => {
+  const mark = (side, i, cls, label, rule) => {
     if (i < 0) return;
     const m = marks[side];
     if (!m.has(i)) m.set(i, []);
-    m.get(i).push({ cls, label });
+    m.get(i).push({ cls, label, rule });
   };
+  for (const f of findings) {
+    for (const id of f.blocks || []) {
+      for (const [side, t] of [['A', ta], ['B', tb]]) {
+        const i = t ? (t.blocks || []).findIndex((x) => x.id === id) : -1;
+        mark(side, i, 'finding', `finding: ${f.rule}`, f.rule);
+      }
+    }
+  }
   const diffs = new Map(); // B index -> text diff
   for (const c of r.changes) {
     switch (c.op) {
@@ -119,14 +137,16 @@ function render(r, ta, tb, a, b) {
       ),
     );
   }
-  out.push(
-    h(
-      'div',
-      { class: 'sides' },
-      side('A', a, ta, marks.A, null),
-      side('B', b, tb, marks.B, diffs),
-    ),
-  );
+  if (ta && tb) {
+    out.push(
+      h(
+        'div',
+        { class: 'sides' },
+        side('A', a, ta, marks.A, null),
+        side('B', b, tb, marks.B, diffs),
+      ),
+    );
+  }
   if (r.data.length) {
     out.push(
       h(
@@ -151,7 +171,7 @@ function side(name, point, turn, marks, diffs) {
       const ms = marks.get(i) || [];
       return h(
         'div',
-        { class: ['block', `kind-${b.kind}`, ...ms.map((m) => m.cls)].join(' '), dataset: { index: i, id: b.id } },
+        { class: ['block', `kind-${b.kind}`, ...ms.map((m) => m.cls)].join(' '), dataset: { index: i, id: b.id, rules: ms.filter((m) => m.rule).map((m) => m.rule).join(' ') } },
         h(
           'div',
           { class: 'block-head' },

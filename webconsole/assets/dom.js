@@ -87,3 +87,33 @@ export function eventKind(type) {
       return head;
   }
 }
+
+let pinned = 0; // modals open that pin the page
+let pinnedAt = 0;
+
+/**
+ * Opens dialog as a modal and pins the page under it until it closes. The
+ * overlay (::backdrop) is fixed to the viewport: a page that scrolled, or
+ * ran below the fold, would show uncovered under it. Pinned, the page keeps
+ * its place on screen and is no taller than the viewport; on close it is
+ * put back where it was.
+ */
+export function showModal(dialog) {
+  if (dialog.open) return;
+  if (pinned++ === 0) {
+    pinnedAt = window.scrollY;
+    document.body.style.top = `-${pinnedAt}px`;
+    document.body.classList.add('modal-open');
+  }
+  dialog.addEventListener(
+    'close',
+    () => {
+      if (--pinned > 0) return;
+      document.body.classList.remove('modal-open');
+      document.body.style.top = '';
+      window.scrollTo(0, pinnedAt);
+    },
+    { once: true },
+  );
+  dialog.showModal();
+}

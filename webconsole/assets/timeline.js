@@ -4,7 +4,7 @@
 // points. It reloads when a request of the conversation ends (stream).
 
 import { get, enc, eventStream } from './api.js';
-import { h, when, short, blockText, eventKind, debounce, count } from './dom.js';
+import { h, when, short, blockText, eventKind, debounce, count, showModal } from './dom.js';
 import { showDiff } from './diffview.js';
 
 const $ = (id) => document.getElementById(id);
@@ -229,5 +229,5 @@ function showTurn(inf) {
     ];
     view.replaceChildren(...parts.filter(Boolean));
   }
-  $('turn-dialog').showModal();
+  showModal($('turn-dialog'));
 }

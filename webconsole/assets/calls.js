@@ -1,0 +1,314 @@
+// A conversation's model calls (GET /conversations/{id}/calls), as they
+// arrive (the conversation's stream): number, time, model, tokens,
+// latency, status and findings. A call opens the exact request it sent
+// (GET /conversations/{id}/calls/{call}/wire), its output, and what changed
+// in its input since the previous call, findings marked at their blocks.
+
+import { get, enc, eventStream } from './api.js';
+import { h, when, short, blockText, debounce, count } from './dom.js';
+import { renderDiff } from './diffview.js';
+import { jsonView } from './jsonview.js';
+
+const $ = (id) => document.getElementById(id);
+const pageSize = 100;
+
+let conv = '';
+let calls = []; // loaded so far, in call order
+let total = 0;
+let next = 0;
+let opened = 0; // the call shown, 0 none
+let shown = 0; // counts renders of the call view, so a stale load is dropped
+
+export function initCalls() {
+  conv = document.body.dataset.conversation;
+  $('calls-more').addEventListener('click', more);
+  const want = Number(new URLSearchParams(location.search).get('call')) || 0;
+  load().then(() => {
+    if (want) open(want);
+  });
+  follow();
+}
+
+async function load() {
+  const status = $('calls-status');
+  try {
+    const page = await get(`/conversations/${enc(conv)}/calls?limit=${pageSize}`);
+    calls = page.calls;
+    total = page.total;
+    next = page.next || 0;
+    render();
+  } catch (e) {
+    status.textContent = '';
+    status.append(h('span', { class: 'error' }, e.message));
+  }
+}
+
+async function more() {
+  if (!next) return;
+  const page = await get(`/conversations/${enc(conv)}/calls?from=${next}&limit=${pageSize}`);
+  merge(page);
+}
+
+/**
+ * Asks again for what may have changed: the first call still open, or the
+ * calls after the last one loaded (only when every call is loaded: a page
+ * not loaded yet stays behind "More calls").
+ */
+async function refresh() {
+  const openCall = calls.find((c) => c.status === 'open');
+  const from = openCall ? openCall.call : calls.length + 1;
+  if (!openCall && next) return;
+  try {
+    merge(await get(`/conversations/${enc(conv)}/calls?from=${from}&limit=${pageSize}`));
+  } catch {
+    // the next event tries again
+  }
+}
+
+function merge(page) {
+  for (const c of page.calls) calls[c.call - 1] = c;
+  calls = calls.filter(Boolean);
+  total = page.total;
+  next = page.next || 0;
+  render();
+  const cur = opened && calls[opened - 1];
+  // A call that was open when shown has ended: show how.
+  if (cur && $('call-view').dataset.status === 'open' && cur.status !== 'open') open(opened);
+}
+
+/** Follows the conversation's stream: each model call's events refresh the list. */
+function follow() {
+  const live = $('live-state');
+  const again = debounce(refresh, 200);
+  const es = eventStream(`/conversations/${enc(conv)}/stream`);
+  let reconnect = false;
+  es.addEventListener('ready', () => {
+    live.textContent = 'live';
+    if (reconnect) again();
+    reconnect = true;
+  });
+  es.addEventListener('event', (m) => {
+    let type = '';
+    try {
+      type = JSON.parse(m.data).type || '';
+    } catch {
+      return;
+    }
+    if (type.startsWith('inference.') || type.startsWith('request.')) again();
+  });
+  es.addEventListener('end', () => (live.textContent = 'not live'));
+  es.onerror = () => (live.textContent = 'reconnecting…');
+}
+
+function render() {
+  const findings = calls.reduce((n, c) => n + (c.findings || []).length, 0);
+  $('calls-status').textContent =
+    total === 0
+      ? 'No model calls yet.'
+      : `${count(total, 'model call')}${calls.length < total ? `, ${calls.length} shown` : ''}` + (findings ? `, ${count(findings, 'finding')}.` : '.');
+  $('calls-more').hidden = !next;
+  $('calls').tBodies[0].replaceChildren(...calls.map(row));
+  $('calls').dataset.ready = 'true';
+  $('calls').dataset.total = total;
+}
+
+function row(c) {
+  const fs = c.findings || [];
+  const tr = h(
+    'tr',
+    {
+      class: ['call', `status-${c.status}`, fs.length ? 'has-findings' : '', c.call === opened ? 'selected' : ''].join(' ').trim(),
+      dataset: { call: c.call, n: c.n, status: c.status },
+      tabindex: 0,
+      title: 'Open the request this call sent, its output and what changed since the previous call',
+    },
+    h('td', { class: 'num' }, c.call),
+    h('td', { class: 'time' }, when(c.time)),
+    h('td', { class: 'model' }, c.model || '—', c.purpose ? h('span', { class: 'badge' }, c.purpose) : null),
+    h('td', { class: 'num tokens' }, c.usage ? `${c.usage.input_tokens} / ${c.usage.output_tokens}` : '—'),
+    h('td', { class: 'num latency' }, latency(c.latency_ms)),
+    h('td', null, h('span', { class: `badge status ${c.status}`, title: c.error || null }, c.status)),
+    h('td', { class: 'findings' }, fs.length ? fs.map((f) => h('span', { class: 'badge finding', dataset: { rule: f.rule }, title: f.detail }, f.rule)) : ''),
+    h('td', { class: 'since' }, since(c)),
+  );
+  tr.addEventListener('click', () => open(c.call));
+  tr.addEventListener('keydown', (ev) => {
+    if (ev.key === 'Enter') open(c.call);
+  });
+  return tr;
+}
+
+function latency(ms) {
+  if (ms === null || ms === undefined) return '—';
+  if (ms < 1) return `${Math.round(ms * 1000)} µs`;
+  if (ms < 1000) return `${ms.toFixed(1)} ms`;
+  return `${(ms / 1000).toFixed(2)} s`;
+}
+
+/** One line on what changed since the previous call. */
+function since(c) {
+  const r = c.since_previous;
+  if (!r) return h('span', { class: 'muted' }, c.previous ? 'input not in the log' : 'first call');
+  const counts = {};
+  for (const x of r.changes) counts[x.op] = (counts[x.op] || 0) + 1;
+  const parts = Object.entries(counts).map(([op, n]) => `${n} ${op}`);
+  return [
+    r.system_prompt ? h('span', { class: 'badge prompt-changed' }, 'system prompt changed') : null,
+    ' ',
+    parts.length ? parts.join(', ') : r.system_prompt ? '' : 'no change',
+  ];
+}
+
+async function open(n) {
+  const c = calls[n - 1];
+  if (!c) return;
+  opened = n;
+  const mine = ++shown;
+  for (const tr of $('calls').tBodies[0].rows) tr.classList.toggle('selected', Number(tr.dataset.call) === n);
+  const url = new URL(location.href);
+  url.searchParams.set('call', n);
+  history.replaceState(null, '', url);
+
+  const view = $('call-view');
+  view.hidden = false;
+  view.dataset.call = n;
+  view.dataset.status = c.status;
+  delete view.dataset.ready;
+  const wire = h('section', { id: 'call-wire', class: 'call-part', 'aria-label': 'Request sent' }, h('h3', null, 'Request sent'), h('p', { class: 'muted' }, 'Rendering the request again from the log…'));
+  const diff = h('section', { id: 'call-diff', class: 'call-part', 'aria-label': 'Since the previous call' }, h('h3', null, c.previous ? `Since model call #${c.previous}` : 'Since the previous call'));
+  const parts = [
+    h(
+      'header',
+      { class: 'call-head' },
+      h('h2', null, `Model call #${c.call}`),
+      h('button', { type: 'button', class: 'quiet', id: 'call-close', onclick: close }, 'Close'),
+    ),
+    h(
+      'p',
+      { class: 'muted call-meta' },
+      `event ${c.n} · ${when(c.time)} · model ${c.model || '—'}`,
+      c.provider ? ` · ${c.provider}` : '',
+      c.threading ? ` · threading ${c.threading}` : '',
+      ` · input ${short(c.input_hash, 18)} `,
+      h('span', { class: `badge ${c.verified ? 'verified' : 'unverified'}` }, c.verified ? 'input verified' : 'input not verified'),
+      c.wire_sha256 ? ` · wire sha256 ${short(c.wire_sha256, 16)}` : '',
+      ' · ',
+      h('code', null, `turnlog replay --inference ${c.call} ${conv}`),
+    ),
+    c.status === 'failed' ? h('p', { class: 'error' }, `Failed: ${c.error || 'no reason recorded'}`) : null,
+    c.status === 'open' ? h('p', { class: 'muted' }, 'No event closed this call yet: it is running, or what made it stopped.') : null,
+    findingsList(c.findings || []),
+    h('div', { class: 'call-parts' }, wire, output(c)),
+    diff,
+  ];
+  view.replaceChildren(...parts.filter(Boolean));
+  view.scrollIntoView({ block: 'start' });
+  await Promise.all([showWire(wire, c, mine), showDiffOf(diff, c, mine)]);
+  if (mine === shown) view.dataset.ready = 'true';
+}
+
+function close() {
+  opened = 0;
+  $('call-view').hidden = true;
+  for (const tr of $('calls').tBodies[0].rows) tr.classList.remove('selected');
+  const url = new URL(location.href);
+  url.searchParams.delete('call');
+  history.replaceState(null, '', url);
+}
+
+function findingsList(fs) {
+  if (!fs.length) return null;
+  return h(
+    'section',
+    { class: 'call-findings', 'aria-label': 'Findings' },
+    h('h3', null, `${count(fs.length, 'finding')} (replay --check)`),
+    h(
+      'ul',
+      null,
+      fs.map((f) => h('li', { class: 'finding', dataset: { rule: f.rule } }, h('strong', null, f.rule), ': ', f.detail, (f.blocks || []).length ? [' (blocks ', f.blocks.map((b, i) => [i ? ', ' : '', h('code', { class: 'block-id' }, b)]), ')'] : null)),
+    ),
+  );
+}
+
+function output(c) {
+  const blocks = c.output || [];
+  return h(
+    'section',
+    { id: 'call-output', class: 'call-part', 'aria-label': 'Output' },
+    h('h3', null, 'Output'),
+    blocks.length === 0
+      ? h('p', { class: 'muted' }, c.status === 'finished' ? 'The model produced nothing.' : 'No output: the call did not finish.')
+      : h(
+          'ol',
+          { class: 'turn-blocks' },
+          blocks.map((b) =>
+            h(
+              'li',
+              { class: `block kind-${b.kind}`, dataset: { id: b.id } },
+              h('div', { class: 'block-head' }, h('span', { class: 'kind' }, b.kind), h('code', { class: 'id' }, b.id), b.call_id ? h('span', { class: 'muted' }, ` call ${b.call_id}`) : null),
+              h('pre', { class: 'block-text' }, blockText(b)),
+              b.encrypted ? h('p', { class: 'opaque' }, `‹opaque encrypted reasoning, ${b.encrypted.length} characters›`) : null,
+            ),
+          ),
+        ),
+  );
+}
+
+async function showWire(el, c, mine) {
+  let w;
+  try {
+    w = await get(`/conversations/${enc(conv)}/calls/${c.call}/wire`);
+  } catch (e) {
+    if (mine !== shown) return;
+    el.replaceChildren(h('h3', null, 'Request sent'), h('p', { class: 'muted wire-missing' }, e.message));
+    return;
+  }
+  if (mine !== shown) return;
+  let pretty;
+  try {
+    pretty = jsonView(JSON.parse(w.body));
+  } catch {
+    pretty = h('pre', { class: 'json' }, w.body);
+  }
+  const parts = [
+    h('h3', null, 'Request sent'),
+    h(
+      'p',
+      { class: 'muted' },
+      `${w.description} · rendering ${w.rendering} · sha256 ${short(w.sha256, 16)} `,
+      h('span', { class: `badge ${w.verified ? 'verified' : 'unverified'}` }, w.verified ? 'matches the record' : 'does NOT match the record'),
+    ),
+    (w.notes || []).length ? h('ul', { class: 'wire-notes' }, w.notes.map((n) => h('li', null, `block ${n.index} (`, h('code', null, n.id), `): ${n.note}`))) : null,
+    pretty,
+    h('details', { class: 'exact' }, h('summary', null, `Exact bytes (${w.body.length} characters)`), h('pre', { class: 'raw' }, w.body)),
+  ];
+  el.replaceChildren(...parts.filter(Boolean));
+}
+
+async function showDiffOf(el, c, mine) {
+  const r = c.since_previous;
+  if (!r) {
+    el.append(h('p', { class: 'muted' }, c.previous ? `The input of this call or of call #${c.previous} cannot be rebuilt from the log.` : 'This is the first model call: nothing came before it.'));
+    return;
+  }
+  const prev = calls[c.previous - 1];
+  let ta = null;
+  let tb = null;
+  if (!c.purpose && prev) {
+    // A call on the conversation's Turn received the Turn before its
+    // inference.started.
+    try {
+      [ta, tb] = await Promise.all([get(`/conversations/${enc(conv)}/turn?at=${prev.n - 1}`), get(`/conversations/${enc(conv)}/turn?at=${c.n - 1}`)]);
+    } catch {
+      ta = tb = null;
+    }
+    // A call whose input was part of the Turn (a gateway call that
+    // continued a response on the provider's side) is shown by its
+    // changes only.
+    if (ta && tb && ((ta.blocks || []).length !== prev.input_blocks || (tb.blocks || []).length !== c.input_blocks)) ta = tb = null;
+  }
+  if (mine !== shown) return;
+  const a = prev ? `call #${prev.call} (${conv}@${prev.n - 1})` : `call #${c.previous}`;
+  const b = `call #${c.call} (${conv}@${c.n - 1})`;
+  el.append(h('div', { class: 'diff' }, ...renderDiff(r, ta, tb, a, b, c.findings || [])));
+}
