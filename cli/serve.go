@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -186,6 +187,7 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 					logger.Info("disk space freed: JetStream storage raised", "from", formatBytes(from), "to", formatBytes(to))
 				})
 			}
+			extraMetrics := map[string]http.Handler{}
 			if httpAt != "" {
 				profiles, err := profile.Load(wf.profiles)
 				if err != nil {
@@ -204,12 +206,17 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 				if err != nil {
 					return err
 				}
-				gcfg := gf.config(l, nc, tok.value)
+				gcfg, err := gf.config(ctx, l, nc, tok.value, data)
+				if err != nil {
+					return err
+				}
 				gcfg.Logger = logger
 				gw, err := gateway.New(gcfg)
 				if err != nil {
 					return err
 				}
+				go gw.Run(ctx)
+				extraMetrics["/metrics/gateway"] = gw.Metrics().Handler()
 				running, err := httpapi.Start(ctx, httpAt, withGateway(api, gw), logger)
 				if err != nil {
 					return err
@@ -228,7 +235,7 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 			go func() {
 				done <- runWorkers(ctx, &wf, workers, func() (*nats.Conn, error) {
 					return srv.Connect(append(withKey(workerKey), refusalLogger(logger), nats.CustomInboxPrefix(natsauth.InboxPrefix(natsauth.Worker)))...)
-				}, logOpts, logger)
+				}, logOpts, logger, extraMetrics)
 			}()
 			fmt.Fprintf(out, "turnlog: %s ready; try: %s (Ctrl-C to stop)\n", plural.Count(workers, "worker"), chatHint(srv.ClientURL(), cmd.Flags().Changed("listen") || os.Getenv("TURNLOG_LISTEN") != ""))
 			err = <-done

@@ -169,8 +169,8 @@ func refusalLogger(logger *slog.Logger) nats.Option {
 }
 
 // runWorkers runs n workers on their own connections from dial, serves
-// their metrics, and stops them when ctx ends.
-func runWorkers(ctx context.Context, f *workerFlags, n int, dial func() (*nats.Conn, error), logOpts []eventlog.Option, logger *slog.Logger) error {
+// their metrics (and extra's, by path), and stops them when ctx ends.
+func runWorkers(ctx context.Context, f *workerFlags, n int, dial func() (*nats.Conn, error), logOpts []eventlog.Option, logger *slog.Logger, extra map[string]http.Handler) error {
 	if err := f.check(); err != nil {
 		return err
 	}
@@ -187,6 +187,9 @@ func runWorkers(ctx context.Context, f *workerFlags, n int, dial func() (*nats.C
 		return nil
 	}
 	mux := http.NewServeMux()
+	for path, h := range extra {
+		mux.Handle(path, h)
+	}
 	errs := make(chan error, n)
 	for i := 0; i < n; i++ {
 		nc, err := dial()
@@ -299,7 +302,7 @@ docs/library.md.`,
 			if err := wf.denyKeysOf(nf.settings.Data()); err != nil {
 				return err
 			}
-			err = runWorkers(ctx, &wf, n, dial, append(wf.logOptions(), eventlog.WithPrefix(nf.prefix)), logger)
+			err = runWorkers(ctx, &wf, n, dial, append(wf.logOptions(), eventlog.WithPrefix(nf.prefix)), logger, nil)
 			if errors.Is(err, context.Canceled) {
 				return nil
 			}
