@@ -121,7 +121,18 @@ func (l *Log) appendStep(ctx context.Context, conversation string, expectedSeq u
 		msgID = StepID(cause, step)
 	}
 	stream := l.streamFor(conversation)
-	sm.set(l.Names().EventsSubject(conversation), data, msgID, strconv.FormatUint(expectedSeq, 10))
+	filter, err := l.appendFilter(ctx, conversation, expectedSeq)
+	if err != nil {
+		var conflict *ConflictError
+		if errors.As(err, &conflict) {
+			if done, ok := l.alreadyStored(ctx, conversation, msgID, data); ok {
+				return done, nil
+			}
+			return 0, err
+		}
+		return 0, fmt.Errorf("append to %s: %w", conversation, err)
+	}
+	sm.set(l.Names().EventsRoleSubject(conversation, l.opts.writerRole), data, msgID, strconv.FormatUint(expectedSeq, 10), filter)
 	msg := &sm.msg
 	ack, err := l.publish(ctx, msg, l.Names().EventsStreamOf(conversation))
 	if err == nil {
@@ -133,9 +144,10 @@ func (l *Log) appendStep(ctx context.Context, conversation string, expectedSeq u
 			if err != nil {
 				return 0, fmt.Errorf("append to %s: checking duplicate step %s: %w", conversation, msgID, err)
 			}
-			if stored.Subject != msg.Subject {
+			if !l.sameConversation(conversation, stored.Subject) {
+				owner, _, _ := l.Names().SplitEventsSubject(stored.Subject)
 				return 0, fmt.Errorf("append to %s: %w: step %s was already stored in conversation %s; use a fresh request ID per request",
-					conversation, ErrCauseReused, msgID, l.names.ConversationOf(stored.Subject))
+					conversation, ErrCauseReused, msgID, owner)
 			}
 			if !bytes.Equal(stored.Data, data) {
 				// Another attempt at this step stored other events (a
@@ -149,7 +161,7 @@ func (l *Log) appendStep(ctx context.Context, conversation string, expectedSeq u
 				// the same retry with a sequence conflict, handled below).
 				// Stored once: go on from it. A replica that does not show
 				// the step yet shows nothing after it either.
-				last, lerr := stream.GetLastMsgForSubject(ctx, msg.Subject)
+				last, lerr := l.lastMsg(ctx, conversation)
 				if lerr != nil && !errors.Is(lerr, jetstream.ErrMsgNotFound) {
 					return 0, fmt.Errorf("append to %s: checking duplicate step %s: %w", conversation, msgID, lerr)
 				}
@@ -174,7 +186,7 @@ func (l *Log) appendStep(ctx context.Context, conversation string, expectedSeq u
 	}
 	// The sequence check runs before deduplication, so a retry of a step
 	// that was stored comes back as a conflict. The last message tells.
-	last, lerr := stream.GetLastMsgForSubject(ctx, msg.Subject)
+	last, lerr := l.lastMsg(ctx, conversation)
 	if lerr != nil {
 		if errors.Is(lerr, jetstream.ErrMsgNotFound) {
 			return 0, &ConflictError{Conversation: conversation, Expected: expectedSeq, Actual: 0}
@@ -199,4 +211,14 @@ func isWrongLastSequence(err error) bool {
 	}
 	return apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
 		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
+}
+
+// alreadyStored reports whether the conversation's last message is this
+// step (a retried append that did succeed), and its sequence.
+func (l *Log) alreadyStored(ctx context.Context, conversation, msgID string, data []byte) (uint64, bool) {
+	last, err := l.lastMsg(ctx, conversation)
+	if err != nil || last.Header.Get(jetstream.MsgIDHeader) != msgID || !bytes.Equal(last.Data, data) {
+		return 0, false
+	}
+	return last.Sequence, true
 }

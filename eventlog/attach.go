@@ -99,15 +99,22 @@ func (l *Log) ensureHandles(ctx context.Context) error {
 // Open it is the stream's GetLastMsgForSubject; on an attached log that has
 // not looked the streams up, a direct get, which needs no lookup and which
 // any replica answers, even while the stream elects a leader.
+//
+// The last message is on one of the conversation's role subjects, or, for
+// a conversation with no role step yet, on its legacy subject.
 func (l *Log) lastMsg(ctx context.Context, conversation string) (*jetstream.RawStreamMsg, error) {
-	if l.ready.Load() {
-		return l.streamFor(conversation).GetLastMsgForSubject(ctx, l.Names().EventsSubject(conversation))
+	m, err := l.lastOn(ctx, conversation, l.Names().EventsConversationWildcard(conversation))
+	if !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return m, err
 	}
-	stream, subject, err := l.eventsOf(ctx, conversation)
-	if err != nil {
+	legacy, lerr := l.legacyLast(ctx, conversation)
+	if lerr != nil {
+		return nil, lerr
+	}
+	if legacy == nil {
 		return nil, err
 	}
-	return l.directLast(ctx, stream, subject)
+	return legacy, nil
 }
 
 // msgAt is a conversation's message at seq in its events stream (nil when

@@ -39,6 +39,10 @@ type Log struct {
 	// known (an attached log learns it on first use).
 	eventShards atomic.Int32
 
+	// noLegacy holds the conversations known to have no legacy
+	// (unattributed) messages (see writers.go).
+	noLegacy sync.Map
+
 	// ready is set once events, snaps and bigSnaps are known: by Open, or
 	// on first use of an attached log (see Attach); lookup guards that.
 	ready  atomic.Bool

@@ -126,18 +126,68 @@ func (n Names) EventsSubject(conversation string) string {
 	return n.Prefix + ".events." + strconv.Itoa(ShardOf(conversation, n.Shards())) + "." + conversation
 }
 
+// EventsRoleSubject is the subject a writer of role role appends a
+// conversation's steps to: EventsSubject(conversation) + "." + role. The
+// server lets each role publish to its own token only (see natsauth), so
+// the subject a step is stored on says which role wrote it, and the writer
+// cannot say otherwise. EventsSubject itself is the subject of the steps
+// written before roles had subjects (legacy, unattributed).
+func (n Names) EventsRoleSubject(conversation, role string) string {
+	return n.EventsSubject(conversation) + "." + role
+}
+
+// EventsConversationWildcard matches a conversation's role subjects:
+// the filter of its expected-sequence check and of its reads.
+func (n Names) EventsConversationWildcard(conversation string) string {
+	return n.EventsSubject(conversation) + ".*"
+}
+
+// EventsRoleWildcard matches the role subjects of role in every
+// conversation: what natsauth lets that role publish to.
+func (n Names) EventsRoleWildcard(role string) string {
+	if n.Shards() == 1 {
+		return n.Prefix + ".events.*." + role
+	}
+	return n.Prefix + ".events.*.*." + role
+}
+
+// SplitEventsSubject returns the conversation and the writer's role of an
+// events subject: role "" for a legacy subject (EventsSubject), ok false
+// for a subject that is not an events subject of this installation.
+func (n Names) SplitEventsSubject(subject string) (conversation, role string, ok bool) {
+	rest, found := strings.CutPrefix(subject, n.Prefix+".events.")
+	if !found {
+		return "", "", false
+	}
+	toks := strings.Split(rest, ".")
+	if n.Shards() > 1 {
+		if len(toks) < 2 {
+			return "", "", false
+		}
+		toks = toks[1:]
+	}
+	switch len(toks) {
+	case 1:
+		return toks[0], "", true
+	case 2:
+		return toks[0], toks[1], true
+	}
+	return "", "", false
+}
+
 // EventsWildcard matches every conversation's events subject, in every
 // event stream.
 func (n Names) EventsWildcard() string { return n.Prefix + ".events.>" }
 
 // EventsShardWildcard is the subjects of event stream k: every subject
 // when there is one stream (<prefix>.events.>, as before shards existed),
-// <prefix>.events.<k>.* when there are several.
+// <prefix>.events.<k>.> when there are several (a conversation's legacy
+// subject <k>.<conversation> and its role subjects <k>.<conversation>.<role>).
 func (n Names) EventsShardWildcard(k int) string {
 	if n.Shards() == 1 {
 		return n.EventsWildcard()
 	}
-	return n.Prefix + ".events." + strconv.Itoa(k) + ".*"
+	return n.Prefix + ".events." + strconv.Itoa(k) + ".>"
 }
 
 // ChatSubject is where chat requests for a conversation are published.

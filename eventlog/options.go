@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -23,11 +24,12 @@ type options struct {
 	deadLetters   DeadLetterLimits
 	compression   *jetstream.StoreCompression // nil: as the existing stream has it, none when creating
 	readOnly      bool
+	writerRole    string
 }
 
 // defaultOptions are the settings of a log opened without options.
 func defaultOptions() options {
-	return options{prefix: DefaultPrefix, snapshotEvery: 100, logger: slog.Default(), duplicates: 2 * time.Minute,
+	return options{prefix: DefaultPrefix, snapshotEvery: 100, logger: slog.Default(), duplicates: 2 * time.Minute, writerRole: DefaultWriterRole,
 		requestLimits: DefaultRequestLimits, deadLetters: DefaultDeadLetterLimits}
 }
 
@@ -169,4 +171,25 @@ func validPrefix(p string) error {
 		}
 	}
 	return nil
+}
+
+// DefaultWriterRole is the role a log writes as without WithWriterRole:
+// the admin, who may write anything. On a server without authentication
+// every connection may, so the attribution says nothing there; on one
+// with the roles' permissions, a process of another role must say which
+// it is, or the server refuses its appends.
+const DefaultWriterRole = "admin"
+
+// WithWriterRole sets the role this log's appends are written as: the last
+// token of their subject (Names.EventsRoleSubject), which the server lets
+// only that role's credential publish to (natsauth). turnlog's workers and
+// the recording gateway write as "worker", operator commands as "admin".
+func WithWriterRole(role string) Option {
+	return func(o *options) error {
+		if role == "" || strings.ContainsAny(role, ".*> \t\r\n") {
+			return fmt.Errorf("writer role %q: use a role name such as admin or worker", role)
+		}
+		o.writerRole = role
+		return nil
+	}
 }

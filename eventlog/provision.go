@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -143,6 +144,7 @@ func (l *Log) ensureFound(ctx context.Context, cfg jetstream.StreamConfig, found
 
 func needsUpdate(have, want jetstream.StreamConfig) bool {
 	return have.Replicas != want.Replicas || have.Description != want.Description ||
+		(len(want.Subjects) > 0 && !slices.Equal(have.Subjects, want.Subjects)) ||
 		have.AllowDirect != want.AllowDirect || have.Duplicates != want.Duplicates ||
 		have.DenyDelete != want.DenyDelete || have.Compression != want.Compression ||
 		have.MaxAge != want.MaxAge || unlimited(have.MaxBytes) != unlimited(want.MaxBytes) ||

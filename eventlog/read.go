@@ -28,6 +28,11 @@ type Record struct {
 	Pos int
 	// MsgID is the message's ID, <cause>:<step>.
 	MsgID string
+	// Writer is the role whose credential stored the message, as the
+	// server let it publish to the role's subject (see
+	// Names.EventsRoleSubject): "admin", "worker"; "" for a message
+	// stored before roles had subjects (unattributed).
+	Writer string
 	events.Event
 }
 
@@ -39,6 +44,7 @@ const readBatch = 512
 type message struct {
 	seq    uint64
 	msgID  string
+	writer string
 	events []events.Event
 	raw    *stored
 }
@@ -46,13 +52,40 @@ type message struct {
 // messages yields a conversation's messages from stream sequence from
 // (inclusive) to the end, decoded, using batched direct gets: one round
 // trip per readBatch messages, not one per message.
+//
+// The legacy messages come first (all of a conversation's legacy messages
+// precede its first role step, see writers.go), then those of the role
+// subjects; a conversation without legacy messages costs one read.
 func (l *Log) messages(ctx context.Context, conversation string, from uint64) iter.Seq2[message, error] {
 	return func(yield func(message, error) bool) {
-		stream, subject, err := l.eventsOf(ctx, conversation)
+		stream, legacySubject, err := l.eventsOf(ctx, conversation)
 		if err != nil {
 			yield(message{}, fmt.Errorf("read %s: %w", conversation, err))
 			return
 		}
+		legacy, err := l.legacyLast(ctx, conversation)
+		if err != nil {
+			yield(message{}, fmt.Errorf("read %s: %w", conversation, err))
+			return
+		}
+		if legacy != nil && legacy.Sequence >= from {
+			for m, err := range l.messagesOn(ctx, conversation, stream, legacySubject, from) {
+				if !yield(m, err) || (err != nil && !errors.Is(err, ErrCorruptMessage)) {
+					return
+				}
+			}
+		}
+		for m, err := range l.messagesOn(ctx, conversation, stream, l.Names().EventsConversationWildcard(conversation), from) {
+			if !yield(m, err) {
+				return
+			}
+		}
+	}
+}
+
+// messagesOn is messages for one subject (or wildcard) of the conversation.
+func (l *Log) messagesOn(ctx context.Context, conversation, stream, subject string, from uint64) iter.Seq2[message, error] {
+	return func(yield func(message, error) bool) {
 		next := max(from, 1)
 		// pending is how many messages the last one read said were still
 		// to come; a batch that ends with none while some are pending was
@@ -90,7 +123,7 @@ func (l *Log) messages(ctx context.Context, conversation string, from uint64) it
 					continue
 				}
 				st := storedFrom(raw)
-				if !yield(message{seq: st.seq, msgID: st.msgID, events: evs, raw: st}, nil) {
+				if !yield(message{seq: st.seq, msgID: st.msgID, writer: l.writerOf(raw.Subject), events: evs, raw: st}, nil) {
 					return
 				}
 			}
@@ -100,7 +133,7 @@ func (l *Log) messages(ctx context.Context, conversation string, from uint64) it
 				} else if pending > 0 || !l.nc.IsConnected() {
 					yield(message{}, fmt.Errorf("read %s: the batch from sequence %d ended before its messages arrived (connection %s)",
 						conversation, next, l.nc.Status()))
-				} else if err := l.confirmEnd(ctx, subject, next); err != nil {
+				} else if err := l.confirmEnd(ctx, conversation, subject, next); err != nil {
 					yield(message{}, fmt.Errorf("read %s: %w", conversation, err))
 				}
 				return
@@ -119,8 +152,8 @@ func (l *Log) messages(ctx context.Context, conversation string, from uint64) it
 // pass for an empty conversation (Load would return an empty Turn, and the
 // next append would be refused only by luck). One direct get, on the rare
 // empty batch (a new conversation, a load that is up to date).
-func (l *Log) confirmEnd(ctx context.Context, subject string, next uint64) error {
-	last, err := l.lastMsg(ctx, subject)
+func (l *Log) confirmEnd(ctx context.Context, conversation, subject string, next uint64) error {
+	last, err := l.lastOn(ctx, conversation, subject)
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
 		return nil
@@ -158,7 +191,7 @@ func (l *Log) Events(ctx context.Context, conversation string) iter.Seq2[Record,
 			}
 			for _, e := range m.events {
 				pos++
-				if !yield(Record{Seq: m.seq, Pos: pos, MsgID: m.msgID, Event: e}, nil) {
+				if !yield(Record{Seq: m.seq, Pos: pos, MsgID: m.msgID, Writer: m.writer, Event: e}, nil) {
 					return
 				}
 			}

@@ -155,11 +155,22 @@ func (l *Log) RemoveCorrupt(ctx context.Context, plan *RepairPlan, cause, actor 
 	if err := l.ensureHandles(ctx); err != nil {
 		return fmt.Errorf("repair %s: %w", conv, err)
 	}
-	subject := l.Names().EventsSubject(conv)
+	defer l.forgetLegacy(conv)
+	// The audit record is the repairer's; restored messages keep their
+	// subject, so their writer stays who wrote them.
+	subject := l.Names().EventsRoleSubject(conv, l.opts.writerRole)
+	purgeAll := func(below uint64) error {
+		for _, s := range []string{l.Names().EventsSubject(conv), l.Names().EventsConversationWildcard(conv)} {
+			if err := l.streamFor(conv).Purge(ctx, jetstream.WithPurgeSubject(s), jetstream.WithPurgeSequence(below)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	if plan.Unfinished > 0 {
 		// Finish what an earlier repair left: everything below its
 		// purge point is superseded.
-		if err := l.streamFor(conv).Purge(ctx, jetstream.WithPurgeSubject(subject), jetstream.WithPurgeSequence(plan.Unfinished)); err != nil {
+		if err := purgeAll(plan.Unfinished); err != nil {
 			return fmt.Errorf("repair %s: purge below %d: %w", conv, plan.Unfinished, err)
 		}
 	}
@@ -187,7 +198,7 @@ func (l *Log) RemoveCorrupt(ctx context.Context, plan *RepairPlan, cause, actor 
 			if !keep[raw.Sequence] {
 				continue
 			}
-			msg := &nats.Msg{Subject: subject, Data: raw.Data, Header: nats.Header{}}
+			msg := &nats.Msg{Subject: raw.Subject, Data: raw.Data, Header: nats.Header{}}
 			for k, v := range raw.Header {
 				if !strings.HasPrefix(k, "Nats-") && k != HeaderRepair && k != HeaderRestoredFrom {
 					msg.Header[k] = v
@@ -226,7 +237,7 @@ func (l *Log) RemoveCorrupt(ctx context.Context, plan *RepairPlan, cause, actor 
 			return err
 		}
 	}
-	if err := l.streamFor(conv).Purge(ctx, jetstream.WithPurgeSubject(subject), jetstream.WithPurgeSequence(purgeBelow)); err != nil {
+	if err := purgeAll(purgeBelow); err != nil {
 		return fmt.Errorf("repair %s: purge below %d (run the repair again to finish): %w", conv, purgeBelow, err)
 	}
 	return l.dropSnapshot(ctx, conv)
@@ -235,6 +246,17 @@ func (l *Log) RemoveCorrupt(ctx context.Context, plan *RepairPlan, cause, actor 
 // store publishes one message of a repair, expecting the subject at
 // expected.
 func (l *Log) store(ctx context.Context, conv string, msg *nats.Msg, expected uint64) (uint64, error) {
+	filter, err := l.appendFilter(ctx, conv, expected)
+	if err != nil {
+		return 0, fmt.Errorf("repair %s: %w: it changed while it was repaired; plan the repair again", conv, err)
+	}
+	if msg.Subject == l.Names().EventsSubject(conv) {
+		// A legacy message restored where it was: the check covers
+		// the legacy subject, which all of the conversation's
+		// messages are on until its first role step.
+		filter = msg.Subject
+	}
+	msg.Header.Set(ExpectedLastSubjSeqSubjHeader, filter)
 	ack, err := l.publish(ctx, msg, l.Names().EventsStreamOf(conv))
 	if isWrongLastSequence(err) {
 		return 0, fmt.Errorf("repair %s: %w: it changed while it was repaired; plan the repair again", conv, &ConflictError{Conversation: conv, Expected: expected})
@@ -260,7 +282,20 @@ func (l *Log) dropSnapshot(ctx context.Context, conv string) error {
 // rawMessages yields the conversation's messages as stored, undecoded.
 func (l *Log) rawMessages(ctx context.Context, conversation string) iter.Seq2[*jetstream.RawStreamMsg, error] {
 	names := l.Names()
-	subject := names.EventsSubject(conversation)
+	return func(yield func(*jetstream.RawStreamMsg, error) bool) {
+		for _, subject := range []string{names.EventsSubject(conversation), names.EventsConversationWildcard(conversation)} {
+			for m, err := range l.rawMessagesOn(ctx, conversation, subject) {
+				if !yield(m, err) || err != nil {
+					return
+				}
+			}
+		}
+	}
+}
+
+// rawMessagesOn is rawMessages for one subject (or wildcard).
+func (l *Log) rawMessagesOn(ctx context.Context, conversation, subject string) iter.Seq2[*jetstream.RawStreamMsg, error] {
+	names := l.Names()
 	return func(yield func(*jetstream.RawStreamMsg, error) bool) {
 		var next uint64 = 1
 		for {

@@ -103,7 +103,7 @@ func (l *Log) Watch(ctx context.Context, conversation string, afterSeq uint64, a
 				last, got = m.seq, true
 				for _, e := range m.events {
 					pos++
-					if !yield(Record{Seq: m.seq, Pos: pos, MsgID: m.msgID, Event: e}, nil) {
+					if !yield(Record{Seq: m.seq, Pos: pos, MsgID: m.msgID, Writer: m.writer, Event: e}, nil) {
 						return
 					}
 				}
@@ -147,7 +147,7 @@ const (
 // watchSubjects are the subjects whose messages tell a watch of
 // conversation that a step may have been stored.
 func (l *Log) watchSubjects(conversation, subject string) []string {
-	return []string{subject}
+	return []string{subject, l.Names().EventsConversationWildcard(conversation)}
 }
 
 // unwrapRead drops the "read <conversation>: " that messages puts before
@@ -178,7 +178,7 @@ func (l *Log) EventsAfter(ctx context.Context, conversation string, afterSeq uin
 			}
 			for _, e := range m.events {
 				pos++
-				if !yield(Record{Seq: m.seq, Pos: pos, MsgID: m.msgID, Event: e}, nil) {
+				if !yield(Record{Seq: m.seq, Pos: pos, MsgID: m.msgID, Writer: m.writer, Event: e}, nil) {
 					return
 				}
 			}
@@ -199,6 +199,7 @@ func (l *Log) Conversations(ctx context.Context) ([]Conversation, error) {
 		return nil, fmt.Errorf("list conversations: %w", err)
 	}
 	out := []Conversation{}
+	index := map[string]int{}
 	names := l.Names()
 	for k, stream := range l.shards {
 		info, err := stream.Info(ctx, jetstream.WithSubjectFilter(names.EventsShardWildcard(k)))
@@ -206,7 +207,18 @@ func (l *Log) Conversations(ctx context.Context) ([]Conversation, error) {
 			return nil, fmt.Errorf("list conversations: %w", err)
 		}
 		for subj, n := range info.State.Subjects {
-			out = append(out, Conversation{ID: names.ConversationOf(subj), Messages: n})
+			// A conversation has a subject per writing role, and
+			// its legacy one.
+			id, _, ok := names.SplitEventsSubject(subj)
+			if !ok {
+				continue
+			}
+			if i, seen := index[id]; seen {
+				out[i].Messages += n
+				continue
+			}
+			index[id] = len(out)
+			out = append(out, Conversation{ID: id, Messages: n})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
