@@ -121,20 +121,10 @@ func (l *Log) appendStep(ctx context.Context, conversation string, expectedSeq u
 		msgID = StepID(cause, step)
 	}
 	stream := l.streamFor(conversation)
-	filter, err := l.appendFilter(ctx, conversation, expectedSeq)
-	if err != nil {
-		var conflict *ConflictError
-		if errors.As(err, &conflict) {
-			if done, ok := l.alreadyStored(ctx, conversation, msgID, data); ok {
-				return done, nil
-			}
-			return 0, err
-		}
-		return 0, fmt.Errorf("append to %s: %w", conversation, err)
-	}
-	sm.set(l.Names().EventsRoleSubject(conversation, l.opts.writerRole), data, msgID, strconv.FormatUint(expectedSeq, 10), filter)
+	names := l.Names()
+	sm.set(names.EventsRoleSubject(conversation, l.opts.writerRole), data, msgID, strconv.FormatUint(expectedSeq, 10), names.EventsFilter(conversation))
 	msg := &sm.msg
-	ack, err := l.publish(ctx, msg, l.Names().EventsStreamOf(conversation))
+	ack, err := l.publish(ctx, msg, names.EventsStreamOf(conversation))
 	if err == nil {
 		if ack.Duplicate {
 			// Message IDs are deduplicated across the whole stream, so a
@@ -145,9 +135,8 @@ func (l *Log) appendStep(ctx context.Context, conversation string, expectedSeq u
 				return 0, fmt.Errorf("append to %s: checking duplicate step %s: %w", conversation, msgID, err)
 			}
 			if !l.sameConversation(conversation, stored.Subject) {
-				owner, _, _ := l.Names().SplitEventsSubject(stored.Subject)
 				return 0, fmt.Errorf("append to %s: %w: step %s was already stored in conversation %s; use a fresh request ID per request",
-					conversation, ErrCauseReused, msgID, owner)
+					conversation, ErrCauseReused, msgID, names.ConversationOf(stored.Subject))
 			}
 			if !bytes.Equal(stored.Data, data) {
 				// Another attempt at this step stored other events (a
@@ -211,14 +200,4 @@ func isWrongLastSequence(err error) bool {
 	}
 	return apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
 		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
-}
-
-// alreadyStored reports whether the conversation's last message is this
-// step (a retried append that did succeed), and its sequence.
-func (l *Log) alreadyStored(ctx context.Context, conversation, msgID string, data []byte) (uint64, bool) {
-	last, err := l.lastMsg(ctx, conversation)
-	if err != nil || last.Header.Get(jetstream.MsgIDHeader) != msgID || !bytes.Equal(last.Data, data) {
-		return 0, false
-	}
-	return last.Sequence, true
 }

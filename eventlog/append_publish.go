@@ -157,7 +157,7 @@ func getStepMsg() *stepMsg { return stepMsgs.Get().(*stepMsg) }
 
 // set makes the message a step on subject whose expected last sequence
 // seq is checked against the last message on filter (the conversation's
-// subjects, see Names.EventsConversationWildcard).
+// subjects, see Names.EventsFilter).
 func (sm *stepMsg) set(subject string, data []byte, id, seq, filter string) {
 	sm.msg.Subject, sm.msg.Data, sm.id[0], sm.seq[0], sm.filt[0] = subject, data, id, seq, filter
 }

@@ -95,26 +95,21 @@ func (l *Log) ensureHandles(ctx context.Context) error {
 	return nil
 }
 
-// lastMsg is the last message of a conversation's events. On a log from
-// Open it is the stream's GetLastMsgForSubject; on an attached log that has
-// not looked the streams up, a direct get, which needs no lookup and which
-// any replica answers, even while the stream elects a leader.
-//
-// The last message is on one of the conversation's role subjects, or, for
-// a conversation with no role step yet, on its legacy subject.
+// lastMsg is the last message of a conversation's events (on any of its
+// subjects, Names.EventsFilter). On a log from Open it is the stream's
+// GetLastMsgForSubject; on an attached log that has not looked the streams
+// up, a direct get, which needs no lookup and which any replica answers,
+// even while the stream elects a leader.
 func (l *Log) lastMsg(ctx context.Context, conversation string) (*jetstream.RawStreamMsg, error) {
-	m, err := l.lastOn(ctx, conversation, l.Names().EventsConversationWildcard(conversation))
-	if !errors.Is(err, jetstream.ErrMsgNotFound) {
-		return m, err
+	if l.ready.Load() {
+		return l.streamFor(conversation).GetLastMsgForSubject(ctx, l.Names().EventsFilter(conversation))
 	}
-	legacy, lerr := l.legacyLast(ctx, conversation)
-	if lerr != nil {
-		return nil, lerr
-	}
-	if legacy == nil {
+	n, err := l.shardCount(ctx, conversation)
+	if err != nil {
 		return nil, err
 	}
-	return legacy, nil
+	names := l.names.WithEventShards(n)
+	return l.directLast(ctx, names.EventsStreamOf(conversation), names.EventsFilter(conversation))
 }
 
 // msgAt is a conversation's message at seq in its events stream (nil when

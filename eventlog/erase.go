@@ -51,15 +51,10 @@ func (l *Log) Erase(ctx context.Context, conversation string) (Erased, error) {
 	if out.Requests, err = purge(ctx, reqs, reqSubject); err != nil {
 		return out, fmt.Errorf("erase %s: pending requests: %w", conversation, err)
 	}
-	// Its role subjects and its legacy one.
-	for _, subject := range []string{l.Names().EventsConversationWildcard(conversation), l.Names().EventsSubject(conversation)} {
-		n, err := purge(ctx, l.streamFor(conversation), subject)
-		if err != nil {
-			return out, fmt.Errorf("erase %s: events: %w", conversation, err)
-		}
-		out.Messages += n
+	// Its legacy subject and each role's, in one purge.
+	if out.Messages, err = purge(ctx, l.streamFor(conversation), l.Names().EventsFilter(conversation)); err != nil {
+		return out, fmt.Errorf("erase %s: events: %w", conversation, err)
 	}
-	l.forgetLegacy(conversation)
 	if _, err := l.snaps.Get(ctx, conversation); err == nil {
 		out.Snapshot = true
 	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -180,14 +179,14 @@ func validPrefix(p string) error {
 // it is, or the server refuses its appends.
 const DefaultWriterRole = "admin"
 
-// WithWriterRole sets the role this log's appends are written as: the last
-// token of their subject (Names.EventsRoleSubject), which the server lets
+// WithWriterRole sets the role this log's appends are written as: the
+// events-<role> token of their subject (Names.EventsRoleSubject), which the server lets
 // only that role's credential publish to (natsauth). turnlog's workers and
 // the recording gateway write as "worker", operator commands as "admin".
 func WithWriterRole(role string) Option {
 	return func(o *options) error {
-		if role == "" || strings.ContainsAny(role, ".*> \t\r\n") {
-			return fmt.Errorf("writer role %q: use a role name such as admin or worker", role)
+		if err := validWriterRole(role); err != nil {
+			return err
 		}
 		o.writerRole = role
 		return nil

@@ -51,41 +51,18 @@ type message struct {
 
 // messages yields a conversation's messages from stream sequence from
 // (inclusive) to the end, decoded, using batched direct gets: one round
-// trip per readBatch messages, not one per message.
-//
-// The legacy messages come first (all of a conversation's legacy messages
-// precede its first role step, see writers.go), then those of the role
-// subjects; a conversation without legacy messages costs one read.
+// trip per readBatch messages, not one per message. One filter
+// (Names.EventsFilter) reads the conversation's legacy and role subjects
+// together, in log order.
 func (l *Log) messages(ctx context.Context, conversation string, from uint64) iter.Seq2[message, error] {
 	return func(yield func(message, error) bool) {
-		stream, legacySubject, err := l.eventsOf(ctx, conversation)
+		n, err := l.shardCount(ctx, conversation)
 		if err != nil {
 			yield(message{}, fmt.Errorf("read %s: %w", conversation, err))
 			return
 		}
-		legacy, err := l.legacyLast(ctx, conversation)
-		if err != nil {
-			yield(message{}, fmt.Errorf("read %s: %w", conversation, err))
-			return
-		}
-		if legacy != nil && legacy.Sequence >= from {
-			for m, err := range l.messagesOn(ctx, conversation, stream, legacySubject, from) {
-				if !yield(m, err) || (err != nil && !errors.Is(err, ErrCorruptMessage)) {
-					return
-				}
-			}
-		}
-		for m, err := range l.messagesOn(ctx, conversation, stream, l.Names().EventsConversationWildcard(conversation), from) {
-			if !yield(m, err) {
-				return
-			}
-		}
-	}
-}
-
-// messagesOn is messages for one subject (or wildcard) of the conversation.
-func (l *Log) messagesOn(ctx context.Context, conversation, stream, subject string, from uint64) iter.Seq2[message, error] {
-	return func(yield func(message, error) bool) {
+		names := l.names.WithEventShards(n)
+		stream, subject := names.EventsStreamOf(conversation), names.EventsFilter(conversation)
 		next := max(from, 1)
 		// pending is how many messages the last one read said were still
 		// to come; a batch that ends with none while some are pending was
@@ -133,7 +110,7 @@ func (l *Log) messagesOn(ctx context.Context, conversation, stream, subject stri
 				} else if pending > 0 || !l.nc.IsConnected() {
 					yield(message{}, fmt.Errorf("read %s: the batch from sequence %d ended before its messages arrived (connection %s)",
 						conversation, next, l.nc.Status()))
-				} else if err := l.confirmEnd(ctx, conversation, subject, next); err != nil {
+				} else if err := l.confirmEnd(ctx, conversation, next); err != nil {
 					yield(message{}, fmt.Errorf("read %s: %w", conversation, err))
 				}
 				return
@@ -152,8 +129,8 @@ func (l *Log) messagesOn(ctx context.Context, conversation, stream, subject stri
 // pass for an empty conversation (Load would return an empty Turn, and the
 // next append would be refused only by luck). One direct get, on the rare
 // empty batch (a new conversation, a load that is up to date).
-func (l *Log) confirmEnd(ctx context.Context, conversation, subject string, next uint64) error {
-	last, err := l.lastOn(ctx, conversation, subject)
+func (l *Log) confirmEnd(ctx context.Context, conversation string, next uint64) error {
+	last, err := l.lastMsg(ctx, conversation)
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
 		return nil

@@ -155,17 +155,11 @@ func (l *Log) RemoveCorrupt(ctx context.Context, plan *RepairPlan, cause, actor 
 	if err := l.ensureHandles(ctx); err != nil {
 		return fmt.Errorf("repair %s: %w", conv, err)
 	}
-	defer l.forgetLegacy(conv)
 	// The audit record is the repairer's; restored messages keep their
 	// subject, so their writer stays who wrote them.
 	subject := l.Names().EventsRoleSubject(conv, l.opts.writerRole)
 	purgeAll := func(below uint64) error {
-		for _, s := range []string{l.Names().EventsSubject(conv), l.Names().EventsConversationWildcard(conv)} {
-			if err := l.streamFor(conv).Purge(ctx, jetstream.WithPurgeSubject(s), jetstream.WithPurgeSequence(below)); err != nil {
-				return err
-			}
-		}
-		return nil
+		return l.streamFor(conv).Purge(ctx, jetstream.WithPurgeSubject(l.Names().EventsFilter(conv)), jetstream.WithPurgeSequence(below))
 	}
 	if plan.Unfinished > 0 {
 		// Finish what an earlier repair left: everything below its
@@ -246,17 +240,7 @@ func (l *Log) RemoveCorrupt(ctx context.Context, plan *RepairPlan, cause, actor 
 // store publishes one message of a repair, expecting the subject at
 // expected.
 func (l *Log) store(ctx context.Context, conv string, msg *nats.Msg, expected uint64) (uint64, error) {
-	filter, err := l.appendFilter(ctx, conv, expected)
-	if err != nil {
-		return 0, fmt.Errorf("repair %s: %w: it changed while it was repaired; plan the repair again", conv, err)
-	}
-	if msg.Subject == l.Names().EventsSubject(conv) {
-		// A legacy message restored where it was: the check covers
-		// the legacy subject, which all of the conversation's
-		// messages are on until its first role step.
-		filter = msg.Subject
-	}
-	msg.Header.Set(ExpectedLastSubjSeqSubjHeader, filter)
+	msg.Header.Set(ExpectedLastSubjSeqSubjHeader, l.Names().EventsFilter(conv))
 	ack, err := l.publish(ctx, msg, l.Names().EventsStreamOf(conv))
 	if isWrongLastSequence(err) {
 		return 0, fmt.Errorf("repair %s: %w: it changed while it was repaired; plan the repair again", conv, &ConflictError{Conversation: conv, Expected: expected})
@@ -282,20 +266,7 @@ func (l *Log) dropSnapshot(ctx context.Context, conv string) error {
 // rawMessages yields the conversation's messages as stored, undecoded.
 func (l *Log) rawMessages(ctx context.Context, conversation string) iter.Seq2[*jetstream.RawStreamMsg, error] {
 	names := l.Names()
-	return func(yield func(*jetstream.RawStreamMsg, error) bool) {
-		for _, subject := range []string{names.EventsSubject(conversation), names.EventsConversationWildcard(conversation)} {
-			for m, err := range l.rawMessagesOn(ctx, conversation, subject) {
-				if !yield(m, err) || err != nil {
-					return
-				}
-			}
-		}
-	}
-}
-
-// rawMessagesOn is rawMessages for one subject (or wildcard).
-func (l *Log) rawMessagesOn(ctx context.Context, conversation, subject string) iter.Seq2[*jetstream.RawStreamMsg, error] {
-	names := l.Names()
+	subject := names.EventsFilter(conversation)
 	return func(yield func(*jetstream.RawStreamMsg, error) bool) {
 		var next uint64 = 1
 		for {

@@ -40,7 +40,7 @@ func (l *Log) eventsConfig(n Names, k int) jetstream.StreamConfig {
 	cfg := jetstream.StreamConfig{
 		Name:        n.EventsShardStream(k),
 		Description: "turnlog conversation events, one subject per conversation",
-		Subjects:    []string{n.EventsShardWildcard(k)},
+		Subjects:    n.EventsStreamSubjects(k),
 		Storage:     jetstream.FileStorage,
 		Retention:   jetstream.LimitsPolicy,
 		Duplicates:  l.opts.duplicates,
