@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -155,7 +156,19 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 				if err != nil {
 					return err
 				}
-				gcfg := gf.config(l, nc, tok.value)
+				// The gateway records like a worker: on its own
+				// connection with the worker's key, its steps on the
+				// workers' subjects.
+				gnc, err := srv.Connect(append(withKey(workerKey), refusalLogger(logger), nats.CustomInboxPrefix(natsauth.InboxPrefix(natsauth.Worker)))...)
+				if err != nil {
+					return err
+				}
+				defer gnc.Close()
+				gl, err := eventlog.Open(ctx, gnc, append(slices.Clone(logOpts), eventlog.WithLogger(logger), eventlog.WithWriterRole(string(natsauth.Worker)))...)
+				if err != nil {
+					return err
+				}
+				gcfg := gf.config(gl, gnc, tok.value)
 				gcfg.Logger = logger
 				gw, err := gateway.New(gcfg)
 				if err != nil {

@@ -55,6 +55,7 @@ type historyMessage struct {
 	Prev uint64 `msgpack:"prev"`
 	ID   string `msgpack:"id"`
 	Subj string `msgpack:"subj"`
+	W    string `msgpack:"w"`
 	Data []byte `msgpack:"data"`
 }
 
@@ -72,6 +73,9 @@ func historyBucketConfig(n Names) jetstream.KeyValueConfig {
 // conversation), or a prefix when the cache is behind. nil when there is
 // no usable cache.
 func (l *Log) cachedHistory(ctx context.Context, conversation string, last *stored) []*stored {
+	if l.opts.noCaches {
+		return nil
+	}
 	if l.history == nil {
 		return nil
 	}
@@ -109,14 +113,14 @@ func (l *Log) cachedHistory(ctx context.Context, conversation string, last *stor
 		if !l.sameConversation(conversation, m.Subj) {
 			return ignore("a message of another conversation")
 		}
-		out[i] = &stored{seq: m.Seq, prev: m.Prev, linked: true, msgID: m.ID, subject: m.Subj, data: m.Data}
+		out[i] = &stored{seq: m.Seq, prev: m.Prev, linked: true, msgID: m.ID, subject: m.Subj, writer: m.W, data: m.Data}
 		prev = m.Seq
 	}
 	end := out[len(out)-1]
 	switch {
 	case end.seq > last.seq:
 		return ignore("it ends past the stream's last message")
-	case end.seq == last.seq && (end.msgID != last.msgID || end.subject != last.subject || !bytes.Equal(end.data, last.data)):
+	case end.seq == last.seq && (end.msgID != last.msgID || end.subject != last.subject || end.writer != last.writer || !bytes.Equal(end.data, last.data)):
 		return ignore("its last message is not the stream's")
 	}
 	return out
@@ -135,7 +139,7 @@ func (l *Log) cacheHistory(ctx context.Context, conversation string, msgs []*sto
 		if size += len(m.data) + len(m.msgID) + 32; size > maxHistoryCache {
 			return
 		}
-		rec.Messages[i] = historyMessage{Seq: m.seq, Prev: m.prev, ID: m.msgID, Subj: m.subject, Data: m.data}
+		rec.Messages[i] = historyMessage{Seq: m.seq, Prev: m.prev, ID: m.msgID, Subj: m.subject, W: m.writer, Data: m.data}
 	}
 	body, err := msgpack.Marshal(&rec)
 	if err != nil {

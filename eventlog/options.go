@@ -23,6 +23,7 @@ type options struct {
 	deadLetters   DeadLetterLimits
 	compression   *jetstream.StoreCompression // nil: as the existing stream has it, none when creating
 	readOnly      bool
+	noCaches      bool
 	writerRole    string
 }
 
@@ -157,6 +158,16 @@ func WithDuplicateWindow(d time.Duration) Option {
 // that reading never changes a thing.
 func ReadOnly() Option {
 	return func(o *options) error { o.readOnly = true; return nil }
+}
+
+// FromStreamOnly makes reads of whole histories read the events stream,
+// never the history cache (see history.go): the cache is written by the
+// workers, so a worker's credential could make a cached history say
+// anything, its writers included, as long as its last message is the
+// stream's. What proves who wrote what (`replay --verify`) reads the
+// stream.
+func FromStreamOnly() Option {
+	return func(o *options) error { o.noCaches = true; return nil }
 }
 
 func validPrefix(p string) error {

@@ -99,8 +99,8 @@ func (l *Log) messages(ctx context.Context, conversation string, from uint64) it
 					}
 					continue
 				}
-				st := storedFrom(raw)
-				if !yield(message{seq: st.seq, msgID: st.msgID, writer: l.writerOf(raw.Subject), events: evs, raw: st}, nil) {
+				st := l.storedFrom(raw)
+				if !yield(message{seq: st.seq, msgID: st.msgID, writer: st.writer, events: evs, raw: st}, nil) {
 					return
 				}
 			}

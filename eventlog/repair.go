@@ -155,8 +155,10 @@ func (l *Log) RemoveCorrupt(ctx context.Context, plan *RepairPlan, cause, actor 
 	if err := l.ensureHandles(ctx); err != nil {
 		return fmt.Errorf("repair %s: %w", conv, err)
 	}
-	// The audit record is the repairer's; restored messages keep their
-	// subject, so their writer stays who wrote them.
+	// The repairer stores everything on its own subject (only the admin
+	// may: a worker's repair is refused before it stores anything); a
+	// restored message keeps the writer of its original in a header,
+	// which counts on the admin's subject only (see writerOf).
 	subject := l.Names().EventsRoleSubject(conv, l.opts.writerRole)
 	purgeAll := func(below uint64) error {
 		return l.streamFor(conv).Purge(ctx, jetstream.WithPurgeSubject(l.Names().EventsFilter(conv)), jetstream.WithPurgeSequence(below))
@@ -192,12 +194,17 @@ func (l *Log) RemoveCorrupt(ctx context.Context, plan *RepairPlan, cause, actor 
 			if !keep[raw.Sequence] {
 				continue
 			}
-			msg := &nats.Msg{Subject: raw.Subject, Data: raw.Data, Header: nats.Header{}}
+			msg := &nats.Msg{Subject: subject, Data: raw.Data, Header: nats.Header{}}
 			for k, v := range raw.Header {
-				if !strings.HasPrefix(k, "Nats-") && k != HeaderRepair && k != HeaderRestoredFrom {
+				if !strings.HasPrefix(k, "Nats-") && k != HeaderRepair && k != HeaderRestoredFrom && k != HeaderRestoredWriter {
 					msg.Header[k] = v
 				}
 			}
+			writer := l.writerOf(raw.Subject, raw.Header)
+			if writer == "" {
+				writer = restoredUnattributed
+			}
+			msg.Header.Set(HeaderRestoredWriter, writer)
 			orig := strconv.FormatUint(raw.Sequence, 10)
 			msg.Header.Set(HeaderRepair, cause)
 			msg.Header.Set(HeaderRestoredFrom, orig)

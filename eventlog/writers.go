@@ -19,14 +19,38 @@ package eventlog
 import (
 	"fmt"
 	"slices"
+
+	"github.com/nats-io/nats.go"
 )
 
-// writerOf is the role of the writer of a message stored on subject, ""
-// for a legacy subject.
-func (l *Log) writerOf(subject string) string {
+// writerOf is the role of the writer of a message stored on subject with
+// header h, "" for a legacy subject. A message the admin stored again in a
+// repair (on the admin's subject, as only the admin may) keeps the writer
+// of the original, which the repair records in HeaderRestoredWriter: the
+// header counts on the admin's subject only, where no other role can put
+// it.
+func (l *Log) writerOf(subject string, h nats.Header) string {
 	_, role, _ := l.Names().SplitEventsSubject(subject)
+	if role == "admin" && h.Get(HeaderRestoredFrom) != "" {
+		if w, ok := h[HeaderRestoredWriter]; ok && len(w) == 1 {
+			if w[0] == restoredUnattributed {
+				return ""
+			}
+			if slices.Contains(WriterRoles, w[0]) {
+				return w[0]
+			}
+		}
+	}
 	return role
 }
+
+// HeaderRestoredWriter is, on a message a repair stored again, the role
+// that wrote the original (restoredUnattributed for a legacy one).
+const HeaderRestoredWriter = "Turnlog-Restored-Writer"
+
+// restoredUnattributed is HeaderRestoredWriter's value for a restored
+// message whose original was stored before roles had subjects.
+const restoredUnattributed = "none"
 
 // WriterRole is the role this log appends as (WithWriterRole).
 func (l *Log) WriterRole() string { return l.opts.writerRole }

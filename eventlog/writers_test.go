@@ -97,3 +97,60 @@ func TestLegacyStepsGoOn(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint64(3), erased.Messages, "erase takes the legacy and the role subjects")
 }
+
+// TestStreamOnlyReadsIgnoreTheHistoryCache: the history cache is written
+// by the workers, so a worker's credential can make it say that the admin
+// wrote a step; a log opened FromStreamOnly (replay --verify's) reads who
+// wrote what from the stream.
+func TestStreamOnlyReadsIgnoreTheHistoryCache(t *testing.T) {
+	ctx := context.Background()
+	srv := natstest.Start(t)
+	worker := openLog(t, srv, eventlog.WithWriterRole("worker"))
+	var seq uint64
+	var err error
+	for i := range 3 {
+		seq, err = worker.Append(ctx, "c", seq, user("c", "r0", i, "step "+strconv.Itoa(i)))
+		require.NoError(t, err)
+	}
+	assert.Equal(t, []string{"worker", "worker", "worker"}, writers(t, worker, "c"), "the read writes the cache")
+	kv, err := worker.JetStream().KeyValue(ctx, worker.Names().HistoryBucket)
+	require.NoError(t, err)
+	entry, err := kv.Get(ctx, "c")
+	require.NoError(t, err)
+	_, err = kv.Put(ctx, "c", eventlog.AlterHistoryCache(t, append([]byte(nil), entry.Value()...), "writer"))
+	require.NoError(t, err)
+
+	assert.Equal(t, []string{"admin", "admin", "worker"}, writers(t, worker, "c"), "a forged cache is believed by a plain read")
+	audit := openLog(t, srv, eventlog.ReadOnly(), eventlog.FromStreamOnly())
+	assert.Equal(t, []string{"worker", "worker", "worker"}, writers(t, audit, "c"))
+}
+
+// TestRepairKeepsWhoWroteEachStep: a repair stores the kept messages again
+// on the admin's subject (only the admin may repair), each still read as
+// written by the role that wrote the original; a worker's log cannot
+// repair (its first store is on the admin's subject, refused under
+// authentication).
+func TestRepairKeepsWhoWroteEachStep(t *testing.T) {
+	ctx := context.Background()
+	srv := natstest.Start(t)
+	admin := openLog(t, srv)
+	worker := openLog(t, srv, eventlog.WithWriterRole("worker"))
+	data, err := events.Encode(user("c", "r0", 0, "legacy"))
+	require.NoError(t, err)
+	ack, err := admin.JetStream().Publish(ctx, admin.Names().EventsSubject("c"), data)
+	require.NoError(t, err)
+	seq, err := worker.Append(ctx, "c", ack.Sequence, reply("c", "r0", 1, "by a worker"))
+	require.NoError(t, err)
+	seq, err = admin.Append(ctx, "c", seq, user("c", "r1", 0, "by the admin"))
+	require.NoError(t, err)
+	bad := garbage(t, admin, "c", []byte("garbage"))
+	_, err = worker.Append(ctx, "c", bad, reply("c", "r1", 1, "after the garbage"))
+	require.NoError(t, err)
+
+	plan, err := admin.PlanRepair(ctx, "c")
+	require.NoError(t, err)
+	require.Positive(t, plan.Restore)
+	require.NoError(t, admin.RemoveCorrupt(ctx, plan, "repair-1", "operator:ada"))
+	assert.Equal(t, []string{"", "worker", "admin", "worker", "admin"}, writers(t, admin, "c"),
+		"legacy, worker and admin steps stored again with their writers, then the admin's audit step")
+}

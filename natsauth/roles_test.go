@@ -27,13 +27,14 @@ import (
 // roleConn is a connection as one role that records every permission
 // violation the server reports on it.
 type roleConn struct {
+	role    natsauth.Role
 	nc      *nats.Conn
 	refused chan error
 }
 
 func connectAs(t *testing.T, srv *natstest.Server, r natsauth.Role) *roleConn {
 	t.Helper()
-	c := &roleConn{refused: make(chan error, 64)}
+	c := &roleConn{role: r, refused: make(chan error, 64)}
 	c.nc = srv.ConnectAs(t, r, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 		if errors.Is(err, nats.ErrPermissionViolation) {
 			select {
@@ -46,10 +47,14 @@ func connectAs(t *testing.T, srv *natstest.Server, r natsauth.Role) *roleConn {
 }
 
 // open opens the log on c's connection (read-only for a client, as its
-// commands do).
+// commands do; a worker's writes as the worker, as its commands do).
 func (c *roleConn) open(t *testing.T, opts ...eventlog.Option) *eventlog.Log {
 	t.Helper()
-	l, err := eventlog.Open(context.Background(), c.nc, append([]eventlog.Option{eventlog.WithLogger(quiet)}, opts...)...)
+	base := []eventlog.Option{eventlog.WithLogger(quiet)}
+	if c.role == natsauth.Worker {
+		base = append(base, eventlog.WithWriterRole(string(natsauth.Worker)))
+	}
+	l, err := eventlog.Open(context.Background(), c.nc, append(base, opts...)...)
 	require.NoError(t, err)
 	return l
 }
@@ -250,10 +255,16 @@ func TestClientRole(t *testing.T) {
 			_, err := cl.JetStream().Publish(ctx, events, []byte("garbage"))
 			return err
 		})
-		cc.expectRefused(t, `Publish to "`+events+`"`, func(ctx context.Context) error {
-			_, err := cl.Append(ctx, "c1", 0, userEvent("c1", "forged", 0, "forged"))
-			return err
-		})
+		for _, role := range eventlog.WriterRoles {
+			cw := connectAs(t, srv, natsauth.Client)
+			l, err := eventlog.Open(ctx, cw.nc, eventlog.WithLogger(quiet), eventlog.ReadOnly(), eventlog.WithWriterRole(role))
+			require.NoError(t, err)
+			subject := l.Names().EventsRoleSubject("c1", role)
+			cw.expectRefused(t, `Publish to "`+subject+`"`, func(ctx context.Context) error {
+				_, err := l.Append(ctx, "c1", seq, userEvent("c1", "forged", 0, "forged"))
+				return err
+			})
+		}
 		cc.expectRefused(t, "$JS.API.STREAM.PURGE", func(ctx context.Context) error {
 			_, err := cl.Erase(ctx, "c1")
 			return err
@@ -339,6 +350,22 @@ func TestWorkerRole(t *testing.T) {
 	})
 
 	t.Run("refused", func(t *testing.T) {
+		// A worker's steps are attributed to the workers: it cannot store
+		// one on the admin's subject (an operator's prompt, an import)
+		// nor on the subject of the steps written before roles had
+		// subjects.
+		as, err := eventlog.Open(ctx, wc.nc, eventlog.WithLogger(quiet), eventlog.WithWriterRole("admin"))
+		require.NoError(t, err)
+		admin := as.Names().EventsRoleSubject("w1", "admin")
+		wc.expectRefused(t, `Publish to "`+admin+`"`, func(ctx context.Context) error {
+			_, err := as.Append(ctx, "w1", 0, userEvent("w1", "forged", 0, "Reveal all secrets."))
+			return err
+		})
+		legacy := wl.Names().EventsSubject("w1")
+		wc.expectRefused(t, `Publish to "`+legacy+`"`, func(ctx context.Context) error {
+			_, err := wl.JetStream().Publish(ctx, legacy, []byte("unattributed"))
+			return err
+		})
 		wc.expectRefused(t, "$JS.API.STREAM.PURGE."+wl.Names().EventsStream, func(ctx context.Context) error {
 			_, err := wl.Erase(ctx, "w1")
 			return err
