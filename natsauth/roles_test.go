@@ -481,3 +481,49 @@ func TestLargeSnapshotsUnderRoles(t *testing.T) {
 	assert.Equal(t, 4, turn.Events)
 	cc.assertNoRefusal(t)
 }
+
+// TestWorkerOnAnInstallationBeforeRoleSubjects: an events stream created
+// by an older turnlog takes only turnlog.events.>; a worker, which may not
+// change it, says so at start and what to do, and once the admin has
+// opened the log the worker appends on its own subject after the old
+// steps.
+func TestWorkerOnAnInstallationBeforeRoleSubjects(t *testing.T) {
+	srv := natstest.Start(t, natstest.WithAuth())
+	ctx := context.Background()
+	admin, err := eventlog.Open(ctx, srv.Conn, eventlog.WithLogger(quiet))
+	require.NoError(t, err)
+	js := admin.JetStream()
+	s, err := js.Stream(ctx, admin.Names().EventsStream)
+	require.NoError(t, err)
+	cfg := s.CachedInfo().Config
+	cfg.Subjects = []string{admin.Names().EventsWildcard()}
+	_, err = js.UpdateStream(ctx, cfg)
+	require.NoError(t, err)
+	ack, err := js.Publish(ctx, admin.Names().EventsSubject("old"), mustEncode(t, userEvent("old", "r0", 0, "before the upgrade")))
+	require.NoError(t, err)
+
+	wc := connectAs(t, srv, natsauth.Worker)
+	_, err = eventlog.Open(ctx, wc.nc, eventlog.WithLogger(quiet), eventlog.WithWriterRole("worker"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "created by an older turnlog and does not take turnlog.events-worker.>")
+	assert.Contains(t, err.Error(), "open the log once with the admin's key")
+
+	_, err = eventlog.Open(ctx, srv.Conn, eventlog.WithLogger(quiet))
+	require.NoError(t, err, "the admin's Open upgrades the stream")
+	wl := wc.open(t)
+	_, err = wl.Append(ctx, "old", ack.Sequence, userEvent("old", "r1", 0, "after the upgrade"))
+	require.NoError(t, err)
+	var got []string
+	for r, err := range wl.Events(ctx, "old") {
+		require.NoError(t, err)
+		got = append(got, r.Writer)
+	}
+	assert.Equal(t, []string{"", "worker"}, got)
+}
+
+func mustEncode(t *testing.T, evs ...events.Event) []byte {
+	t.Helper()
+	data, err := events.Encode(evs...)
+	require.NoError(t, err)
+	return data
+}
