@@ -96,6 +96,9 @@ func (l *Log) appendStep(ctx context.Context, conversation string, expectedSeq u
 	if err := l.ensureHandles(ctx); err != nil {
 		return 0, fmt.Errorf("append to %s: %w", conversation, err)
 	}
+	if err := l.checkServer(); err != nil {
+		return 0, fmt.Errorf("append to %s: %w", conversation, err)
+	}
 	cause, step := evs[0].Cause, evs[0].Step
 	for i, e := range evs {
 		if e.Conversation != conversation {

@@ -39,9 +39,9 @@ type Log struct {
 	// known (an attached log learns it on first use).
 	eventShards atomic.Int32
 
-	// noLegacy holds the conversations known to have no legacy
-	// (unattributed) messages (see writers.go).
-	noLegacy sync.Map
+	// serverOK is set once the server is known to check appends across a
+	// conversation's subjects (see checkServer).
+	serverOK atomic.Bool
 
 	// ready is set once events, snaps and bigSnaps are known: by Open, or
 	// on first use of an attached log (see Attach); lookup guards that.

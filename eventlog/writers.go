@@ -69,3 +69,31 @@ func validWriterRole(role string) error {
 	}
 	return nil
 }
+
+// serverTooOld reports whether a nats-server of version v (as the
+// connection reports it, "2.15.2") lacks
+// Nats-Expected-Last-Subject-Sequence-Subject (2.11+): it would ignore the
+// header and check an append against its writer's subject alone, so a
+// conversation written by two roles, or begun before roles had subjects,
+// could not be appended to. A version that does not parse is taken as
+// new enough.
+func serverTooOld(v string) bool {
+	var major, minor int
+	if n, _ := fmt.Sscanf(v, "%d.%d", &major, &minor); n != 2 {
+		return false
+	}
+	return major < 2 || (major == 2 && minor < 11)
+}
+
+// checkServer refuses appends through a server too old for them (see
+// serverTooOld), once per log.
+func (l *Log) checkServer() error {
+	if l.serverOK.Load() {
+		return nil
+	}
+	if v := l.nc.ConnectedServerVersion(); serverTooOld(v) {
+		return fmt.Errorf("nats-server %s is too old: turnlog needs 2.11 or newer, whose Nats-Expected-Last-Subject-Sequence-Subject keeps a conversation one ordered log across its writers' subjects; upgrade the servers", v)
+	}
+	l.serverOK.Store(true)
+	return nil
+}
