@@ -125,7 +125,8 @@ func (l *Log) appendStep(ctx context.Context, conversation string, expectedSeq u
 	}
 	stream := l.streamFor(conversation)
 	names := l.Names()
-	sm.set(names.EventsRoleSubject(conversation, l.opts.writerRole), data, msgID, strconv.FormatUint(expectedSeq, 10), names.EventsFilter(conversation))
+	subject, filter := l.appendSubjects(conversation)
+	sm.set(subject, data, msgID, strconv.FormatUint(expectedSeq, 10), filter)
 	msg := &sm.msg
 	ack, err := l.publish(ctx, msg, names.EventsStreamOf(conversation))
 	if err == nil {

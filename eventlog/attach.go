@@ -37,7 +37,9 @@ func Attach(nc *nats.Conn, opts ...Option) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("attach event log: %w", err)
 	}
-	return &Log{nc: nc, js: js, names: NamesFor(o.prefix), opts: o}, nil
+	l := &Log{nc: nc, js: js, names: NamesFor(o.prefix), opts: o}
+	l.setWriterPrefixes()
+	return l, nil
 }
 
 // ensureHandles looks up the events stream, the snapshots bucket and the

@@ -19,6 +19,7 @@ package eventlog
 import (
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/nats-io/nats.go"
 )
@@ -54,6 +55,24 @@ const restoredUnattributed = "none"
 
 // WriterRole is the role this log appends as (WithWriterRole).
 func (l *Log) WriterRole() string { return l.opts.writerRole }
+
+// appendSubjects are an append's subject (Names.EventsRoleSubject of this
+// log's writer) and the filter of its expected-sequence check
+// (Names.EventsFilter), built from prefixes made once: an append's hot
+// path, where going through Names cost more than the server's check.
+func (l *Log) appendSubjects(conversation string) (subject, filter string) {
+	tail := "." + conversation
+	if n := int(l.eventShards.Load()); n > 1 {
+		tail = "." + strconv.Itoa(ShardOf(conversation, n)) + tail
+	}
+	return l.rolePrefix + tail, l.filterPrefix + tail
+}
+
+// setWriterPrefixes makes the prefixes appendSubjects uses.
+func (l *Log) setWriterPrefixes() {
+	l.rolePrefix = l.names.Prefix + "." + eventsToken(l.opts.writerRole)
+	l.filterPrefix = l.names.Prefix + ".*"
+}
 
 // sameConversation reports whether subject is one of the conversation's
 // events subjects (legacy or a role's).

@@ -114,6 +114,12 @@ type Mismatch struct {
 // message that cannot be decoded, is reported as a mismatch and ends the
 // check; other errors (the log cannot be read) are returned. Mismatches
 // come in log order.
+//
+// It also checks who stored each step (see verify_writers.go): an
+// operator's action not stored by the admin is a FieldWriter mismatch, and
+// the Verification counts the events by writer and lists what no model
+// call produced. Give it a source that reads the stream, not a cache
+// another role writes (eventlog.FromStreamOnly), for that to be a proof.
 func Verify(ctx context.Context, src Source, conversation string, opts ...Option) (*Verification, error) {
 	o := collect(opts)
 	v := &Verification{Conversation: conversation, Mismatches: []Mismatch{}}

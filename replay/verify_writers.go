@@ -9,6 +9,7 @@ package replay
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -99,6 +100,9 @@ type writers struct {
 	unattributed int
 	mismatches   []Mismatch
 	runs         []Provenance
+	// modelCalls: an inference.started was seen; from then on only the
+	// runs of operator actions are kept.
+	modelCalls bool
 }
 
 func newWriters() *writers { return &writers{counts: map[string]int{}} }
@@ -110,14 +114,21 @@ func (ws *writers) check(r *eventlog.Record, added int) {
 	} else {
 		ws.counts[r.Writer]++
 	}
+	if _, ok := r.Payload.(events.InferenceStarted); ok && !ws.modelCalls {
+		ws.modelCalls = true
+		ws.runs = slices.DeleteFunc(ws.runs, func(p Provenance) bool { return !p.operator })
+	}
 	why := operatorAction(r)
+	if why == "" && ws.modelCalls {
+		return // what the model calls prove
+	}
 	if why != "" && r.Writer != adminWriter && r.Writer != "" {
 		ws.mismatches = append(ws.mismatches, Mismatch{N: r.Pos, Seq: r.Seq, Field: FieldWriter, Recorded: r.Actor, Computed: r.Writer,
 			Message: fmt.Sprintf("event %d (seq %d, %s by %s) is %s, but its step was stored by the %s role: only the admin's credential takes operator actions",
 				r.Pos, r.Seq, r.Type, quote(r.Actor), why, r.Writer)})
 	}
 	if n := len(ws.runs); n > 0 {
-		if p := &ws.runs[n-1]; p.Actor == r.Actor && p.Writer == r.Writer {
+		if p := &ws.runs[n-1]; p.Actor == r.Actor && p.Writer == r.Writer && p.N+p.Events == r.Pos {
 			p.Events++
 			p.Blocks += added
 			p.operator = p.operator || why != ""
