@@ -104,7 +104,7 @@ func TestServeStopsWithFullStorage(t *testing.T) {
 	}
 	es, err := l.JetStream().Stream(ctx, l.Names().EventsStream)
 	require.NoError(t, err)
-	require.NoError(t, es.Purge(ctx, jetstream.WithPurgeSubject(l.Names().EventsSubject("filler")), jetstream.WithPurgeKeep(uint64(stored-1))))
+	require.NoError(t, es.Purge(ctx, jetstream.WithPurgeSubject(l.Names().EventsFilter("filler")), jetstream.WithPurgeKeep(uint64(stored-1))))
 	req, err := worker.Send(ctx, l, worker.Request{Conversation: "held", Text: strings.Repeat("h", 60<<10)})
 	require.NoError(t, err, "accepted while there was room")
 

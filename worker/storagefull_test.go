@@ -63,7 +63,7 @@ func TestStorageFullKeepsAcceptedRequest(t *testing.T) {
 
 	s, err := l.JetStream().Stream(ctx, l.Names().EventsStream)
 	require.NoError(t, err)
-	require.NoError(t, s.Purge(ctx, jetstream.WithPurgeSubject(l.Names().EventsSubject("filler"))), "free space")
+	require.NoError(t, s.Purge(ctx, jetstream.WithPurgeSubject(l.Names().EventsFilter("filler"))), "free space")
 
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -108,7 +108,7 @@ func TestStorageFullKeepsDeadLetter(t *testing.T) {
 
 	s, err := l.JetStream().Stream(ctx, l.Names().EventsStream)
 	require.NoError(t, err)
-	require.NoError(t, s.Purge(ctx, jetstream.WithPurgeSubject(l.Names().EventsSubject("filler"))))
+	require.NoError(t, s.Purge(ctx, jetstream.WithPurgeSubject(l.Names().EventsFilter("filler"))))
 	require.Eventually(t, func() bool {
 		n, err := l.DeadLetterCount(ctx)
 		return err == nil && n == 1
