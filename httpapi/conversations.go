@@ -23,6 +23,10 @@ type ConversationInfo struct {
 	Messages uint64 `json:"messages"`
 	// UpdatedAt is when its last event was created.
 	UpdatedAt time.Time `json:"updated_at"`
+	// Findings counts the rules its model inputs broke, as `turnlog ls
+	// --json` counts them (replay.Describe); `turnlog replay --check`
+	// lists them.
+	Findings int `json:"findings"`
 }
 
 // ConversationsBody is the answer of GET /conversations: the conversations
@@ -48,8 +52,10 @@ func (s *Server) conversationRoutes() {
 	s.mux.HandleFunc("GET /diff", s.diff)
 }
 
-// listConversations answers GET /conversations?q=<substring>&limit=<n>.
-// The query matches IDs as a case-insensitive substring.
+// listConversations answers GET
+// /conversations?q=<substring>&limit=<n>&findings=true. The query matches
+// IDs as a case-insensitive substring; findings=true keeps the
+// conversations with findings only.
 func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) {
 	q := strings.ToLower(r.URL.Query().Get("q"))
 	limit := defaultListLimit
@@ -61,20 +67,29 @@ func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
+	onlyFindings, ok := onlyWithFindings(w, r)
+	if !ok {
+		return
+	}
 	found, err := replay.Newest(r.Context(), s.cfg.Log, func(id string) bool { return strings.Contains(strings.ToLower(id), q) })
+	if err == nil && onlyFindings {
+		found, err = s.withFindings(r.Context(), found)
+	}
+	total := len(found)
+	if err == nil {
+		// The counts of the listed conversations only, as ls reads them.
+		found = found[:min(limit, total)]
+		err = s.described.Describe(r.Context(), s.cfg.Log, found)
+	}
 	if err != nil {
 		s.serverError(w, "list conversations", err)
 		return
 	}
 	matches := make([]ConversationInfo, len(found))
 	for i, c := range found {
-		matches[i] = ConversationInfo{ID: c.ID, Messages: c.Messages, UpdatedAt: c.LastActivity}
+		matches[i] = ConversationInfo{ID: c.ID, Messages: c.Messages, UpdatedAt: c.LastActivity, Findings: c.Findings}
 	}
-	body := ConversationsBody{Conversations: matches, Total: len(matches)}
-	if len(matches) > limit {
-		body.Conversations = matches[:limit]
-	}
-	writeJSON(w, http.StatusOK, body)
+	writeJSON(w, http.StatusOK, ConversationsBody{Conversations: matches, Total: total})
 }
 
 // conversationID reads and checks the {id} of the route; on failure it has
