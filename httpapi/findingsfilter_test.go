@@ -13,7 +13,6 @@ import (
 	"github.com/turnlog/turnlog/replay"
 )
 
-
 // TestListConversationsWithFindings: GET /conversations gives each listed
 // conversation's findings as `turnlog ls --json` counts them, and
 // findings=true lists only the conversations that have some, newest
