@@ -68,8 +68,10 @@ was set, last replaced and locked (by event n).
   --rerun         run the recorded requests again through today's
                   middleware chain (--profiles, --profile), with the
                   model's recorded outputs and tool results replayed
-                  instead of calling a model or a tool; exit 1 at the first
-                  difference from the log, 0 when there is none
+                  instead of calling a model or a tool (so the profile's
+                  provider need not be in this binary; a note says when
+                  it is not); exit 1 at the first difference from the
+                  log, 0 when there is none
 
 -o json prints one JSON document (see docs/auditing.md, "JSON output", for
 the schemas). On a terminal, long reads show progress on stderr.
@@ -84,10 +86,12 @@ difference, 2 error.`,
 				return err
 			}
 			// --rerun's profile is read first: a binary that lacks one of
-			// its engines or middlewares says so before connecting.
+			// its middlewares says so before connecting. Its engine may be
+			// absent (ChainOnly): the re-run replays the model's outputs,
+			// and its result notes the engine's absence.
 			var rerunProfile profile.Profile
 			if rerun {
-				set, err := profile.Load(profiles)
+				set, err := profile.Load(profiles, profile.ChainOnly())
 				if err != nil {
 					return err
 				}

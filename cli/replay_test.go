@@ -268,6 +268,45 @@ func TestReplayCommand(t *testing.T) {
 		assert.Equal(t, 2, code)
 		assert.Contains(t, errOut, `--profile "nope"`)
 	})
+	t.Run("rerun without the profile's engine", func(t *testing.T) {
+		// The default chain, with an engine this binary does not have
+		// (an audit binary with a team's middlewares but not its
+		// provider): rerun replays the model's recorded outputs, so it
+		// needs only the middlewares, and says the engine is absent.
+		noEngine := e.file("no-engine.yaml", `profiles:
+  default:
+    provider: acme.gpt
+    options:
+      acme.gpt: {endpoint: "http://127.0.0.1:9"}
+    middlewares: [logging, retry, trust, template, ordering, reasoningguard, compaction]
+    compact_after_blocks: 200
+    max_iterations: 8
+`)
+		note := `provider "acme.gpt" is not registered in this binary; the re-run does not need it, since it replays the model's recorded outputs`
+		out, errOut, code := e.run("", "replay", "c1", "--rerun", "--profiles", noEngine)
+		require.Equal(t, 0, code, errOut+out)
+		assert.Contains(t, out, "re-ran 3 requests of c1")
+		assert.Contains(t, out, "no difference")
+		assert.Contains(t, out, "note: "+note)
+		out, errOut, code = e.run("", "replay", "c1", "--rerun", "--profiles", noEngine, "-o", "json")
+		require.Equal(t, 0, code, errOut+out)
+		var res replay.RerunResult
+		require.NoError(t, json.Unmarshal([]byte(out), &res))
+		assert.Nil(t, res.Difference)
+		assert.Equal(t, []string{note}, res.Notes)
+
+		// The middlewares are what it runs: one this binary lacks is
+		// still an error, naming it.
+		noMiddleware := e.file("no-middleware.yaml", "profiles:\n  default:\n    provider: acme.gpt\n    middlewares: [logging, acme.sysprompt]\n")
+		_, errOut, code = e.run("", "replay", "c1", "--rerun", "--profiles", noMiddleware)
+		assert.Equal(t, 2, code)
+		assert.Contains(t, errOut, `middleware "acme.sysprompt" is not registered in this binary`)
+
+		// Without a note when the binary has the engine.
+		out, _, code = e.run("", "replay", "c1", "--rerun", "-o", "json")
+		require.Equal(t, 0, code)
+		assert.NotContains(t, out, `"notes"`)
+	})
 	t.Run("errors", func(t *testing.T) {
 		for _, args := range [][]string{
 			{"replay", "nobody"},

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projector"
 )
 
 // The wire request of a model call is the body the engine sent, exactly:
@@ -189,6 +190,17 @@ type BlockNote struct {
 	// input for reasoning".
 	Note string `json:"note"`
 }
+
+// WireRenderFunc renders the request of a recorded model call again, from
+// the parameters the call recorded (events.Wire's Params, as the engine's
+// JSON) and its input Turn re-projected from the log: the body, and what
+// became of the blocks the body does not show plainly. An engine
+// registers one for each rendering version it records
+// (profile.WithWire), so that `turnlog replay --wire` and `--verify` of
+// any binary that has the engine can render its calls; it must produce
+// the very bytes the engine sent for that version, or every recorded call
+// reads as a mismatch.
+type WireRenderFunc func(ctx context.Context, params []byte, input *projector.Turn) ([]byte, []BlockNote, error)
 
 // ErrUnknownRendering is returned (wrapped) by whatever renders recorded
 // calls again for a rendering version it does not know: a call recorded by

@@ -138,8 +138,28 @@ profiles:
     max_iterations: 8
 `
 
+// LoadOption changes what Parse and Load check.
+type LoadOption func(*loadOptions)
+
+type loadOptions struct {
+	chainOnly bool
+}
+
+// ChainOnly makes Parse and Load check each profile's chain (its
+// middlewares, their options and the profile's other settings) and not
+// its provider, which may be a name this binary does not register. It is
+// for `turnlog replay --rerun`, which replays the model's recorded outputs
+// instead of calling it: a binary with a team's middlewares reruns their
+// profiles without linking their engine. Such a profile builds with
+// BuildWithEngine only; Build fails naming the provider.
+func ChainOnly() LoadOption { return func(o *loadOptions) { o.chainOnly = true } }
+
 // Parse reads a profiles file and validates every profile in it.
-func Parse(data []byte) (Set, error) {
+func Parse(data []byte, opts ...LoadOption) (Set, error) {
+	var o loadOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	var f struct {
 		Profiles Set `yaml:"profiles"`
 	}
@@ -152,7 +172,7 @@ func Parse(data []byte) (Set, error) {
 		return nil, fmt.Errorf("parse profiles: no profiles; see the format in `turnlog worker --help`")
 	}
 	for name, p := range f.Profiles {
-		if err := p.Validate(); err != nil {
+		if err := p.validate(!o.chainOnly); err != nil {
 			return nil, fmt.Errorf("profile %q: %w", name, err)
 		}
 	}
@@ -160,15 +180,15 @@ func Parse(data []byte) (Set, error) {
 }
 
 // Load reads a profiles file; path "" gives the default set.
-func Load(path string) (Set, error) {
+func Load(path string, opts ...LoadOption) (Set, error) {
 	if path == "" {
-		return Parse([]byte(DefaultYAML))
+		return Parse([]byte(DefaultYAML), opts...)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("load profiles: %w", err)
 	}
-	s, err := Parse(data)
+	s, err := Parse(data, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

@@ -19,6 +19,10 @@ const (
 	ProviderAnthropic       = "anthropic"
 )
 
+// ProviderName is the name of the profile's engine: Provider, or
+// "scripted" (ProviderScripted) when the profile names none.
+func (p Profile) ProviderName() string { return p.provider() }
+
 // provider is the profile's provider, the default filled in.
 func (p Profile) provider() string {
 	if p.Provider == "" {

@@ -19,7 +19,8 @@ import (
 // importing the package, and a profile that names something this binary
 // does not have fails when it is read, naming it. turnlog's own engines
 // and middlewares register the same way (engine/openai, engine/responses,
-// engine/anthropic, engine/scripted; the middlewares in builtin.go).
+// engine/anthropic, engine/scripted; the middlewares in builtin.go). An
+// engine registers the renderings of its wire requests with it (wire.go).
 
 // EngineFactory makes the engine of a profile whose provider is the name
 // the factory was registered under. It is called with spec.CheckOnly set
@@ -101,9 +102,11 @@ type registry struct {
 	frozen      bool
 	engines     map[string]EngineFactory
 	middlewares map[string]MiddlewareFactory
+	// wires are the engines' renderings, by version.
+	wires map[string]wireRendering
 }
 
-var registered = &registry{engines: map[string]EngineFactory{}, middlewares: map[string]MiddlewareFactory{}}
+var registered = &registry{engines: map[string]EngineFactory{}, middlewares: map[string]MiddlewareFactory{}, wires: map[string]wireRendering{}}
 
 // validName is what a registered name may be: lowercase words joined by
 // '.', '_' or '-', such as "acme.sysprompt". The dot is for a
@@ -111,17 +114,53 @@ var registered = &registry{engines: map[string]EngineFactory{}, middlewares: map
 var validName = regexp.MustCompile(`^[a-z0-9]+([._-][a-z0-9]+)*$`)
 
 // RegisterEngine makes the engine that factory builds available to
-// profiles as `provider: name`. Call it from an init function: it panics
-// if name is registered twice, if factory is nil, if name is not lowercase
-// letters, digits and '.', '_', '-' (use a prefix of your own, as in
-// "acme.gpt"), or if profiles have been read already.
-func RegisterEngine(name string, factory EngineFactory) {
+// profiles as `provider: name`, and with WithWire the renderings of its
+// wire requests to `turnlog replay --wire` and `--verify`. Call it from an
+// init function: it panics if name is registered twice, if factory is nil,
+// if name is not lowercase letters, digits and '.', '_', '-' (use a prefix
+// of your own, as in "acme.gpt"), if profiles have been read already, or
+// on a bad WithWire (see there).
+func RegisterEngine(name string, factory EngineFactory, opts ...EngineOption) {
 	if factory == nil {
 		panic("profile: RegisterEngine " + name + " with a nil factory")
 	}
+	var o engineOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	seen := map[string]bool{}
+	for _, w := range o.wires {
+		switch {
+		case !validWireVersion.MatchString(w.version):
+			panic(fmt.Sprintf("profile: RegisterEngine(%q): WithWire(%q): a rendering version is <name>/<number>, e.g. \"acme.gpt/1\"", name, w.version))
+		case w.render == nil:
+			panic(fmt.Sprintf("profile: RegisterEngine(%q): WithWire(%q) with a nil renderer", name, w.version))
+		case seen[w.version]:
+			panic(fmt.Sprintf("profile: RegisterEngine(%q): WithWire(%q) given twice", name, w.version))
+		}
+		seen[w.version] = true
+	}
 	registered.add("RegisterEngine", name,
-		func() bool { _, dup := registered.engines[name]; return dup },
-		func() { registered.engines[name] = factory })
+		func() string {
+			if _, dup := registered.engines[name]; dup {
+				return fmt.Sprintf("profile: RegisterEngine called twice for %q", name)
+			}
+			// A version names one rendering: two engines claiming one
+			// would render each other's calls.
+			for _, w := range o.wires {
+				if prev, dup := registered.wires[w.version]; dup {
+					return fmt.Sprintf("profile: RegisterEngine(%q): rendering %q is registered already, by engine %q; give yours a name of its own", name, w.version, prev.engine)
+				}
+			}
+			return ""
+		},
+		func() {
+			registered.engines[name] = factory
+			for _, w := range o.wires {
+				w.engine = name
+				registered.wires[w.version] = w
+			}
+		})
 }
 
 // RegisterMiddleware makes the middleware that factory builds available
@@ -132,19 +171,27 @@ func RegisterMiddleware(name string, factory MiddlewareFactory) {
 		panic("profile: RegisterMiddleware " + name + " with a nil factory")
 	}
 	registered.add("RegisterMiddleware", name,
-		func() bool { _, dup := registered.middlewares[name]; return dup },
+		func() string {
+			if _, dup := registered.middlewares[name]; dup {
+				return fmt.Sprintf("profile: RegisterMiddleware called twice for %q", name)
+			}
+			return ""
+		},
 		func() { registered.middlewares[name] = factory })
 }
 
-func (r *registry) add(fn, name string, exists func() bool, put func()) {
+// add registers what put adds, unless conflict (called under the lock)
+// says why it must not be.
+func (r *registry) add(fn, name string, conflict func() string, put func()) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	switch {
-	case !validName.MatchString(name):
+	if !validName.MatchString(name) {
 		panic(fmt.Sprintf("profile: %s(%q): a name is lowercase letters and digits joined by '.', '_' or '-', e.g. \"acme.sysprompt\"", fn, name))
-	case exists():
-		panic(fmt.Sprintf("profile: %s called twice for %q", fn, name))
-	case r.frozen:
+	}
+	if msg := conflict(); msg != "" {
+		panic(msg)
+	}
+	if r.frozen {
 		panic(fmt.Sprintf("profile: %s(%q) after profiles were read: register in an init function, before cli.Main or worker.New", fn, name))
 	}
 	put()

@@ -32,7 +32,7 @@ func init() {
 			last := in.Turn.Blocks[len(in.Turn.Blocks)-1]
 			return engine.Output{Blocks: []events.Block{{Kind: events.KindLLMText, Text: opts.Prefix + last.Text}}}, nil
 		}), nil
-	})
+	}, profile.WithWire("test.echo/1", renderTestEcho))
 	profile.RegisterMiddleware("test.sysprompt", func(s profile.MiddlewareSpec) (engine.Middleware, error) {
 		var opts struct {
 			Prompt string `yaml:"prompt"`
@@ -45,6 +45,12 @@ func init() {
 		}
 		return middlewares.SystemPromptReplace(middlewares.SystemPromptReplaceConfig{Prompt: middlewares.StaticPrompt(opts.Prompt), Source: "test"})
 	})
+}
+
+// renderTestEcho is test.echo's wire rendering: the recorded parameters
+// and the last block's text.
+func renderTestEcho(_ context.Context, params []byte, in *projector.Turn) ([]byte, []engine.BlockNote, error) {
+	return append(append(params, ' '), in.Blocks[len(in.Blocks)-1].Text...), nil, nil
 }
 
 const ownChain = `profiles:
@@ -78,6 +84,22 @@ func TestRegisteredNamesRunFromAProfile(t *testing.T) {
 	assert.Contains(t, profile.Middlewares(), "ordering", "the built-ins are in the same registry")
 }
 
+// TestWireRenderersComeWithTheirEngine: an engine's wire rendering is
+// registered with it, turnlog's own as a program's.
+func TestWireRenderersComeWithTheirEngine(t *testing.T) {
+	r := profile.WireRenderers()
+	require.Contains(t, r, "test.echo/1")
+	require.Contains(t, r, "scripted/1", "the built-in engines register theirs the same way")
+	turn := projector.New("c")
+	require.NoError(t, projector.Apply(turn, events.New("c", "r", 0, "t", events.UserAppended{BlockID: "u", Text: "hello"})))
+	body, _, err := r["test.echo/1"](context.Background(), []byte(`{"p":1}`), turn)
+	require.NoError(t, err)
+	assert.Equal(t, `{"p":1} hello`, string(body))
+
+	r["test.echo/1"] = nil
+	assert.NotNil(t, profile.WireRenderers()["test.echo/1"], "callers get a copy of the registry")
+}
+
 func TestProfileNamesWhatIsNotRegistered(t *testing.T) {
 	cases := []struct {
 		name, yaml, want, has string
@@ -99,6 +121,39 @@ func TestProfileNamesWhatIsNotRegistered(t *testing.T) {
 			assert.Contains(t, nr.Registered, tc.has, "it lists what the binary has")
 		})
 	}
+}
+
+// TestChainOnly: `replay --rerun` reads profiles with ChainOnly, since it
+// replays the model: a provider this binary lacks is no error then, a
+// middleware it lacks still is, and such a profile builds only around an
+// engine it is given.
+func TestChainOnly(t *testing.T) {
+	const yaml = "profiles:\n  default:\n    provider: acme.gpt\n    middlewares: [test.sysprompt]\n    options:\n      acme.gpt: {endpoint: x}\n      test.sysprompt: {prompt: Be brief.}\n"
+	_, err := profile.Parse([]byte(yaml))
+	require.ErrorIs(t, err, profile.ErrNotRegistered, "by default the provider must be registered")
+
+	set, err := profile.Parse([]byte(yaml), profile.ChainOnly())
+	require.NoError(t, err)
+	p := set[profile.DefaultName]
+	assert.Equal(t, "acme.gpt", p.ProviderName())
+	_, err = p.Build(nil, nil)
+	assert.ErrorContains(t, err, `provider "acme.gpt" is not registered in this binary`)
+	b, err := p.BuildWithEngine(engine.EngineFunc(func(context.Context, engine.Input, func(engine.Delta)) (engine.Output, error) {
+		return engine.Output{Blocks: []events.Block{{Kind: events.KindLLMText, Text: "recorded"}}}, nil
+	}), nil, nil)
+	require.NoError(t, err)
+	tx := engine.NewTx(projector.New("c"), "r1")
+	require.NoError(t, tx.Emit("test", events.UserAppended{BlockID: engine.NewID(), Text: "hello"}))
+	require.NoError(t, b.Loop.Run(context.Background(), tx))
+	sp, _, ok := tx.Turn().SystemPrompt()
+	require.True(t, ok)
+	assert.Equal(t, "Be brief.", sp.Text, "the chain ran")
+
+	_, err = profile.Parse([]byte("profiles:\n  default:\n    provider: acme.gpt\n    middlewares: [acme.sysprompt]\n"), profile.ChainOnly())
+	assert.ErrorContains(t, err, `middleware "acme.sysprompt" is not registered in this binary`, "the chain is what a rerun runs")
+	_, err = profile.Parse([]byte("profiles:\n  default:\n    provider: acme.gpt\n    middlewares: [test.sysprompt]\n"), profile.ChainOnly())
+	assert.ErrorContains(t, err, "middleware test.sysprompt: options: prompt is required", "the chain's settings are checked")
+	assert.Equal(t, "scripted", profile.Profile{}.ProviderName())
 }
 
 func TestOptionsAreChecked(t *testing.T) {
@@ -156,6 +211,17 @@ func TestRegistrationMistakesPanic(t *testing.T) {
 			want: `profile: RegisterMiddleware("Acme Prompt"): a name is lowercase letters and digits`},
 		{name: "no factory", register: func() { profile.RegisterEngine("test.nil", nil) },
 			want: "profile: RegisterEngine test.nil with a nil factory"},
+		{name: "a rendering another engine registered", register: func() {
+			profile.RegisterEngine("test.other", eng, profile.WithWire("scripted/1", renderTestEcho))
+		}, want: `profile: RegisterEngine("test.other"): rendering "scripted/1" is registered already, by engine "scripted"`},
+		{name: "a rendering version without its number", register: func() {
+			profile.RegisterEngine("test.other", eng, profile.WithWire("test.other", renderTestEcho))
+		}, want: `profile: RegisterEngine("test.other"): WithWire("test.other"): a rendering version is <name>/<number>`},
+		{name: "no renderer", register: func() { profile.RegisterEngine("test.other", eng, profile.WithWire("test.other/1", nil)) },
+			want: `profile: RegisterEngine("test.other"): WithWire("test.other/1") with a nil renderer`},
+		{name: "a rendering given twice", register: func() {
+			profile.RegisterEngine("test.other", eng, profile.WithWire("test.other/1", renderTestEcho), profile.WithWire("test.other/1", renderTestEcho))
+		}, want: `profile: RegisterEngine("test.other"): WithWire("test.other/1") given twice`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -168,4 +234,6 @@ func TestRegistrationMistakesPanic(t *testing.T) {
 		})
 	}
 	assert.NotContains(t, profile.Middlewares(), "test.late")
+	assert.NotContains(t, profile.Engines(), "test.other")
+	assert.NotContains(t, profile.WireRenderers(), "test.other/1")
 }

@@ -10,7 +10,9 @@ import (
 )
 
 // TestAuditLinksNoProvider checks that a program importing replay (to
-// verify, diff or check a log) links no provider SDK, nor do the packages
+// verify, diff or check a log), or engine/wire (to render recorded
+// requests with whatever engines the program registered), links no
+// provider SDK, nor do the packages
 // a program of its own chain is built from: the engines it does not
 // import stay out of its binary (they register themselves where they are
 // imported; see profile.RegisterEngine).
@@ -21,7 +23,7 @@ func TestAuditLinksNoProvider(t *testing.T) {
 	}
 	sdks := []string{"github.com/openai/openai-go", "github.com/anthropics/anthropic-sdk-go",
 		"github.com/turnlog/turnlog/engine/openai", "github.com/turnlog/turnlog/engine/responses", "github.com/turnlog/turnlog/engine/anthropic"}
-	for _, pkg := range []string{"./replay", "./profile", "./worker", "./engine", "./middlewares", "./eventlog"} {
+	for _, pkg := range []string{"./replay", "./engine/wire", "./profile", "./worker", "./engine", "./middlewares", "./eventlog"} {
 		t.Run(pkg, func(t *testing.T) {
 			cmd := exec.Command(goBin, "list", "-deps", pkg)
 			cmd.Dir = ".."

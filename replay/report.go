@@ -298,9 +298,15 @@ func (r *RerunResult) WriteText(w io.Writer) error {
 	d := r.Difference
 	if d == nil {
 		fmt.Fprintln(bw, head+": no difference")
+	} else {
+		fmt.Fprintln(bw, head)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(bw, "note: %s\n", safe(n))
+	}
+	if d == nil {
 		return bw.Flush()
 	}
-	fmt.Fprintln(bw, head)
 	fmt.Fprintf(bw, "DIFFERENCE at event %d (seq %d), request %s: %s\n", d.N, d.Seq, safe(d.Request), safe(d.Reason))
 	side := func(name string, v *EventView) {
 		if v == nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"github.com/turnlog/turnlog/engine"
 	"github.com/turnlog/turnlog/eventlog"
@@ -35,6 +36,10 @@ type RerunResult struct {
 	// Difference is the first point where the re-run differs from the
 	// log, null when it never does.
 	Difference *Difference `json:"difference"`
+	// Notes say what the re-run did without that a reader should know,
+	// e.g. the profile's provider, which this binary does not register
+	// and the re-run does not need; omitted when none.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // OK reports whether the re-run reproduced the log.
@@ -118,6 +123,12 @@ func Rerun(ctx context.Context, src Source, conversation string, p profile.Profi
 		return nil, fmt.Errorf("rerun %s: build the profile: %w", conversation, err)
 	}
 	res := &RerunResult{Conversation: conversation}
+	// The model is replayed, so the profile's engine need not be in this
+	// binary (profile.ChainOnly reads such a profile): say so, since a
+	// reader may expect the engine to have run.
+	if name := p.ProviderName(); !slices.Contains(profile.Engines(), name) {
+		res.Notes = append(res.Notes, fmt.Sprintf("provider %q is not registered in this binary; the re-run does not need it, since it replays the model's recorded outputs", name))
+	}
 	w := newWalker(conversation)
 	for start := 0; start < len(recs); {
 		end := start + 1

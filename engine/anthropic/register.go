@@ -8,8 +8,11 @@ import (
 )
 
 // The Messages engine is a profile's provider "anthropic" in every binary
-// that imports this package.
-func init() { profile.RegisterEngine(profile.ProviderAnthropic, fromProfile) }
+// that imports this package, and renders its recorded requests again
+// (WireVersion) for `turnlog replay --wire` and `--verify`.
+func init() {
+	profile.RegisterEngine(profile.ProviderAnthropic, fromProfile, profile.WithWire(WireVersion, RenderWire))
+}
 
 // fromProfile is the engine of a profile with provider: anthropic. The
 // environment gives the defaults (ConfigFromEnv); the profile's keys

@@ -8,8 +8,11 @@ import (
 )
 
 // The Chat Completions engine is a profile's provider "openai" in every
-// binary that imports this package.
-func init() { profile.RegisterEngine(profile.ProviderOpenAI, fromProfile) }
+// binary that imports this package, and renders its recorded requests
+// again (WireVersion) for `turnlog replay --wire` and `--verify`.
+func init() {
+	profile.RegisterEngine(profile.ProviderOpenAI, fromProfile, profile.WithWire(WireVersion, RenderWire))
+}
 
 // fromProfile is the engine of a profile with provider: openai. The
 // environment gives the defaults (ConfigFromEnv); the profile's base_url,

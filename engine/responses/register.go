@@ -8,8 +8,11 @@ import (
 )
 
 // The Responses engine is a profile's provider "openai_responses" in
-// every binary that imports this package.
-func init() { profile.RegisterEngine(profile.ProviderOpenAIResponses, fromProfile) }
+// every binary that imports this package, and renders its recorded
+// requests again (WireVersion) for `turnlog replay --wire` and `--verify`.
+func init() {
+	profile.RegisterEngine(profile.ProviderOpenAIResponses, fromProfile, profile.WithWire(WireVersion, RenderWire))
+}
 
 // fromProfile is the engine of a profile with provider: openai_responses.
 // The environment gives the defaults (ConfigFromEnv); the profile's keys

@@ -6,6 +6,7 @@
 //	go build -o custom-chain ./examples/custom-chain
 //	./custom-chain serve --profiles examples/custom-chain/profiles.yaml
 //	./custom-chain chat -m hello demo
+//	./custom-chain replay --inference 1 --wire demo
 //	./custom-chain replay --rerun --profiles examples/custom-chain/profiles.yaml demo
 //
 // A stock turnlog binary has neither name, and says so when a profile
@@ -19,10 +20,12 @@ import (
 
 // Registration happens in init, before cli.Main reads any profile. The
 // names carry a prefix of their own ("example."), so they can never
-// collide with turnlog's.
+// collide with turnlog's. The engine registers the rendering of the
+// requests it records with it, for `replay --inference N --wire` and
+// `replay --verify`.
 func init() {
 	profile.RegisterMiddleware("example.sysprompt", newSysprompt)
-	profile.RegisterEngine("example.echo", newEcho)
+	profile.RegisterEngine("example.echo", newEcho, profile.WithWire(echoWire, renderEchoWire))
 }
 
 func main() { cli.Main() }

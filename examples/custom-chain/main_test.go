@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -103,6 +105,44 @@ func TestCustomChainBinary(t *testing.T) {
 	r = run(t, ctx, data, custom, append([]string{"replay", "--verify", "demo"}, conn...)...)
 	assert.Equal(t, 0, r.code, "replay --verify: %s%s", r.stdout, r.stderr)
 
+	// example.echo records its request as the scripted engine does, and
+	// registers its rendering with the engine: this binary prints each
+	// call's request again, byte for byte, and --verify checks its hash.
+	r = run(t, ctx, data, custom, append([]string{"replay", "-o", "json", "demo"}, conn...)...)
+	require.Equal(t, 0, r.code, r.stderr)
+	recorded := wireHashes(t, r.stdout)
+	require.Len(t, recorded, 2, "each model call recorded its request")
+	for i, msg := range []string{"hello", "how are you?"} {
+		n := fmt.Sprint(i + 1)
+		r = run(t, ctx, data, custom, append([]string{"replay", "--inference", n, "--wire", "demo"}, conn...)...)
+		require.Equal(t, 0, r.code, "replay --inference %s --wire: %s", n, r.stderr)
+		body, err := json.Marshal(map[string]string{"prefix": "echo: ", "user": msg})
+		require.NoError(t, err)
+		assert.Equal(t, string(body), r.stdout, "call %s: the request example.echo answered from", n)
+		assert.Equal(t, recorded[i], fmt.Sprintf("%x", sha256.Sum256([]byte(r.stdout))), "call %s: the body whose hash the call recorded", n)
+	}
+	r = run(t, ctx, data, custom, append([]string{"replay", "--inference", "2", "demo"}, conn...)...)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "-> not sent: example.echo reads only the last user message", "the blocks the engine left out are shown as such")
+	r = run(t, ctx, data, custom, append([]string{"replay", "--verify", "-o", "json", "demo"}, conn...)...)
+	require.Equal(t, 0, r.code, "replay --verify: %s%s", r.stdout, r.stderr)
+	var v struct {
+		Wires               int      `json:"wires"`
+		UncheckedRenderings []string `json:"unchecked_renderings"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &v))
+	assert.Equal(t, 2, v.Wires, "--verify rendered both requests again and checked their hashes")
+	assert.Empty(t, v.UncheckedRenderings)
+
+	// The stock binary does not have example.echo's rendering: it says
+	// so, and never passes those requests as verified.
+	r = run(t, ctx, data, stock, append([]string{"replay", "--inference", "1", "--wire", "demo"}, conn...)...)
+	assert.Equal(t, 2, r.code, "the stock binary cannot render example.echo's request: %s", r.stdout)
+	assert.Contains(t, r.stderr, `unknown wire rendering "example.echo/1"`)
+	r = run(t, ctx, data, stock, append([]string{"replay", "--verify", "demo"}, conn...)...)
+	assert.Equal(t, 0, r.code, "the inputs still verify: %s%s", r.stdout, r.stderr)
+	assert.Contains(t, r.stdout, "2 requests of renderings this turnlog cannot render (example.echo/1) not checked")
+
 	rerun := append([]string{"replay", "--rerun", "--profiles", "profiles.yaml", "demo"}, conn...)
 	r = run(t, ctx, data, custom, rerun...)
 	assert.Equal(t, 0, r.code, "replay --rerun with the custom binary: %s%s", r.stdout, r.stderr)
@@ -120,4 +160,25 @@ func TestCustomChainBinary(t *testing.T) {
 	require.NoError(t, os.WriteFile(changed, bytes.Replace(yaml, []byte("Repeat what the user says."), []byte("Say it twice."), 1), 0o600))
 	r = run(t, ctx, data, custom, append([]string{"replay", "--rerun", "--profiles", changed, "demo"}, conn...)...)
 	assert.Equal(t, 1, r.code, "a rerun with another prompt differs: %s%s", r.stdout, r.stderr)
+}
+
+// wireHashes returns the wire_sha256 of every model call in the output of
+// `replay -o json`, in order.
+func wireHashes(t *testing.T, out string) []string {
+	t.Helper()
+	var doc struct {
+		Events []struct {
+			Inference *struct {
+				WireSHA256 string `json:"wire_sha256"`
+			} `json:"inference"`
+		} `json:"events"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	var hashes []string
+	for _, e := range doc.Events {
+		if e.Inference != nil {
+			hashes = append(hashes, e.Inference.WireSHA256)
+		}
+	}
+	return hashes
 }
