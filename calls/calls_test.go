@@ -1,6 +1,7 @@
 package calls
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -145,21 +146,29 @@ func TestResponsesReasoningRoundTrip(t *testing.T) {
 	assert.Equal(t, "gAAAA+opaque==", enc)
 }
 
-func TestIndexThreading(t *testing.T) {
-	x := NewIndex(100)
+func TestThreads(t *testing.T) {
+	ctx := context.Background()
+	x := NewThreads(NewMemStore(100))
 	a := []events.Block{{Kind: events.KindUser, Text: "hi"}, {Kind: events.KindLLMText, Text: "hello"}}
-	x.Record("A", 5, a)
-	_, _, ok := x.Find(a[:1])
+	require.NoError(t, x.Record(ctx, "A", 5, a, nil, "resp_1"))
+	_, _, ok, err := x.Find(ctx, a[:1], nil)
+	require.NoError(t, err)
 	assert.False(t, ok, "a call equal to another's first input starts its own conversation")
-	ref, latest, ok := x.Find(append(a, events.Block{Kind: events.KindUser, Text: "more"}))
+	ref, latest, ok, err := x.Find(ctx, append(a, events.Block{Kind: events.KindUser, Text: "more"}), nil)
+	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, Ref{"A", 5}, ref)
 	assert.True(t, latest)
-	x.Record("A", 9, append(a, events.Block{Kind: events.KindUser, Text: "more"}, events.Block{Kind: events.KindLLMText, Text: "ok"}))
-	ref, latest, ok = x.Find(append(a, events.Block{Kind: events.KindUser, Text: "other"}))
+	require.NoError(t, x.Record(ctx, "A", 9, append(a, events.Block{Kind: events.KindUser, Text: "more"}, events.Block{Kind: events.KindLLMText, Text: "ok"}), nil, ""))
+	ref, latest, ok, err = x.Find(ctx, append(a, events.Block{Kind: events.KindUser, Text: "other"}), nil)
+	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, Ref{"A", 5}, ref)
 	assert.False(t, latest, "an earlier state of A: a fork")
+	conv, ok, err := x.Response(ctx, "resp_1")
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, "A", conv)
 }
 
 func TestStreams(t *testing.T) {

@@ -267,42 +267,54 @@ func defaultItem(api API, field string, b *events.Block) ([]byte, bool) {
 		}
 		return nil, false
 	}
+	// obj writes a canonical object of string members given in the
+	// canonical order of their (ASCII) names.
 	obj := func(kv ...string) []byte {
-		m := make(map[string][]byte, len(kv)/2)
-		for i := 0; i < len(kv); i += 2 {
-			m[kv[i]] = appendString(nil, kv[i+1])
+		n := 2
+		for _, x := range kv {
+			n += len(x) + 4
 		}
-		return joinObject(m)
+		out := make([]byte, 0, n)
+		out = append(out, '{')
+		for i := 0; i < len(kv); i += 2 {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = appendString(out, kv[i])
+			out = append(out, ':')
+			out = appendString(out, kv[i+1])
+		}
+		return append(out, '}')
 	}
 	switch api {
 	case ChatCompletions:
 		switch b.Kind {
 		case events.KindSystem:
-			return obj("role", "system", "content", b.Text), true
+			return obj("content", b.Text, "role", "system"), true
 		case events.KindUser:
-			return obj("role", "user", "content", b.Text), true
+			return obj("content", b.Text, "role", "user"), true
 		case events.KindLLMText:
-			return obj("role", "assistant", "content", b.Text), true
+			return obj("content", b.Text, "role", "assistant"), true
 		case events.KindToolResult:
-			return obj("role", "tool", "tool_call_id", b.CallID, "content", b.Text), true
+			return obj("content", b.Text, "role", "tool", "tool_call_id", b.CallID), true
 		}
 	case Responses:
 		switch b.Kind {
 		case events.KindSystem:
-			return obj("role", "system", "content", b.Text), true
+			return obj("content", b.Text, "role", "system"), true
 		case events.KindUser:
-			return obj("role", "user", "content", b.Text), true
+			return obj("content", b.Text, "role", "user"), true
 		case events.KindToolResult:
-			return obj("type", "function_call_output", "call_id", b.CallID, "output", b.Text), true
+			return obj("call_id", b.CallID, "output", b.Text, "type", "function_call_output"), true
 		case events.KindToolCall:
-			return obj("type", "function_call", "call_id", b.CallID, "name", b.ToolName, "arguments", b.Arguments), true
+			return obj("arguments", b.Arguments, "call_id", b.CallID, "name", b.ToolName, "type", "function_call"), true
 		}
 	case Messages:
 		switch b.Kind {
 		case events.KindUser:
-			return obj("role", "user", "content", b.Text), true
+			return obj("content", b.Text, "role", "user"), true
 		case events.KindLLMText:
-			return obj("role", "assistant", "content", b.Text), true
+			return obj("content", b.Text, "role", "assistant"), true
 		}
 	}
 	return nil, false

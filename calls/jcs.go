@@ -117,12 +117,19 @@ func isASCII(s string) bool {
 	return true
 }
 
-// appendString writes s as a JCS string.
+// appendString writes s as a JCS string. Runs of bytes that need no
+// escape are copied at once: the strings are whole messages.
 func appendString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
+	start := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		b = append(b, s[start:i]...)
+		start = i + 1
 		switch {
 		case c == '"' || c == '\\':
 			b = append(b, '\\', c)
@@ -136,12 +143,11 @@ func appendString(b []byte, s string) []byte {
 			b = append(b, '\\', 'r')
 		case c == '\t':
 			b = append(b, '\\', 't')
-		case c < 0x20:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
 		default:
-			b = append(b, c)
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
 		}
 	}
+	b = append(b, s[start:]...)
 	return append(b, '"')
 }
 

@@ -181,16 +181,24 @@ func flatten(req *Request) []reqBlock {
 // planFull records a call that sends its whole input.
 func planFull(turn *projector.Turn, req *Request, c *Call, emit func(int, events.Payload) error) error {
 	rbs := flatten(req)
+	rkeys := req.RequestKeys()
+	assign := make([]int, len(rbs))
+	used := make([]bool, len(turn.Blocks))
+	// The common case first: the call re-sends the Turn's blocks in the
+	// Turn's order, compared in place without hashing the Turn.
+	same := 0
+	for same < len(rbs) && same < len(turn.Blocks) && sameContent(&turn.Blocks[same], &rbs[same].b) {
+		assign[same], used[same] = same, true
+		same++
+	}
 	queues := map[[32]byte][]int{}
-	for i := range turn.Blocks {
+	for i := same; i < len(turn.Blocks); i++ {
 		k := Key(&turn.Blocks[i])
 		queues[k] = append(queues[k], i)
 	}
-	assign := make([]int, len(rbs))
-	used := make([]bool, len(turn.Blocks))
-	for i := range rbs {
+	for i := same; i < len(rbs); i++ {
 		assign[i] = -1
-		k := Key(&rbs[i].b)
+		k := rkeys[i]
 		if q := queues[k]; len(q) > 0 {
 			assign[i], queues[k] = q[0], q[1:]
 			used[q[0]] = true
@@ -233,8 +241,9 @@ func planFull(turn *projector.Turn, req *Request, c *Call, emit func(int, events
 			continue
 		}
 		b, _ := turn.Block(ids[i])
-		want := desiredMeta(req.API, rbs[i].item, rbs[i].at, b.Meta)
-		if d := metaDiff(b.Meta, want); len(d) > 0 {
+		// The request's block carries the gateway keys its item wants
+		// (Item.mark); Key equal, so is its gateway.type.
+		if d := metaDiff(b.Meta, rbs[i].b.Meta); len(d) > 0 {
 			if err := emit(0, events.BlockAnnotated{BlockID: ids[i], Meta: d, Reason: "the client writes this item otherwise"}); err != nil {
 				return err
 			}
@@ -371,6 +380,13 @@ func PlanOutcome(turn *projector.Turn, c *Call, o Outcome) ([]events.Event, erro
 		fin.PromptTokens, fin.CompletionTokens, fin.StopReason = o.Output.PromptTokens, o.Output.CompletionTokens, o.Output.StopReason
 	}
 	return evs, emit(fin)
+}
+
+// sameContent reports whether a and b have the content Key compares.
+func sameContent(a, b *events.Block) bool {
+	return a.Kind == b.Kind && a.Text == b.Text && a.CallID == b.CallID && a.ToolName == b.ToolName &&
+		a.Arguments == b.Arguments && a.Encrypted == b.Encrypted && a.IsError == b.IsError &&
+		a.Meta["gateway.type"] == b.Meta["gateway.type"]
 }
 
 // Key is a block's content as threading and the delta compare it: kind,

@@ -60,6 +60,8 @@ type Item struct {
 	// Blocks are what it holds, without IDs; their Meta is set as the
 	// package doc says.
 	Blocks []events.Block
+	// blockKeys are the Blocks' content keys (Key), once computed.
+	blockKeys [][32]byte
 }
 
 // inputFields are, per API, the request members that are the input and
@@ -75,12 +77,24 @@ var inputFields = map[API][]string{
 // object, or whose input is not of the API's shape, is an error saying
 // what is wrong: the gateway then records the call as unparsed.
 func ParseRequest(api API, body []byte) (*Request, error) {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(body, &top); err != nil {
+	return (*ParseCache)(nil).ParseRequest(api, body)
+}
+
+// ParseRequest is ParseRequest reading through the cache: the items and
+// parameters it saw before, byte for byte, are not read again.
+func (c *ParseCache) ParseRequest(api API, body []byte) (*Request, error) {
+	members, err := splitObject(body)
+	if err != nil {
 		return nil, fmt.Errorf("the body is not a JSON object: %w", err)
 	}
-	if top == nil {
-		return nil, fmt.Errorf("the body is null, not a JSON object")
+	top := make(map[string][]byte, len(members))
+	for _, m := range members {
+		// A name given twice keeps its last value, as JCS reads it; the
+		// value it replaces must be JSON all the same.
+		if prev, ok := top[m.name]; ok && !json.Valid(prev) {
+			return nil, fmt.Errorf("the body is not JSON: member %q", m.name)
+		}
+		top[m.name] = m.raw
 	}
 	req := &Request{API: api}
 	if m, ok := top["model"]; ok {
@@ -99,7 +113,7 @@ func ParseRequest(api API, body []byte) (*Request, error) {
 		if !ok {
 			continue
 		}
-		items, isInput, err := parseInput(api, field, raw)
+		items, memberCanon, isInput, err := c.parseInput(api, field, raw)
 		if err != nil {
 			return nil, err
 		}
@@ -108,71 +122,84 @@ func ParseRequest(api API, body []byte) (*Request, error) {
 		}
 		inputs = append(inputs, field)
 		req.Items = append(req.Items, items...)
+		canon[field] = memberCanon
 	}
 	for k, v := range top {
-		c, err := Canonical(v)
+		if _, done := canon[k]; done {
+			continue
+		}
+		cv, err := c.canonical(v)
 		if err != nil {
 			return nil, fmt.Errorf("member %q: %w", k, err)
 		}
-		canon[k] = c
+		canon[k] = cv
 	}
 	req.Params = newParams(canon, inputs)
 	req.InputHash = hashCanonical(joinObject(canon))
 	return req, nil
 }
 
-// parseInput reads one input member. isInput is false when the member is
-// not written as input (a null instructions): it is then a parameter.
-func parseInput(api API, field string, raw json.RawMessage) (items []Item, isInput bool, err error) {
+// parseInput reads one input member, and returns its canonical JSON too.
+// isInput is false when the member is not written as input (a null
+// instructions): it is then a parameter.
+func (c *ParseCache) parseInput(api API, field string, raw []byte) (items []Item, canon []byte, isInput bool, err error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
-		return nil, false, nil
+		return nil, nil, false, nil
 	}
 	switch {
 	case raw[0] == '"':
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, false, fmt.Errorf("%s: %w", field, err)
+		if field == "messages" {
+			return nil, nil, false, fmt.Errorf("messages is a string; the API wants a list of messages")
 		}
-		kind := events.KindSystem
-		if field == "input" || field == "messages" {
-			if field == "messages" {
-				return nil, false, fmt.Errorf("messages is a string; the API wants a list of messages")
+		it, err := c.item(api, field, raw, func() (Item, error) {
+			var s string
+			if err := json.Unmarshal(raw, &s); err != nil {
+				return Item{}, fmt.Errorf("%s: %w", field, err)
 			}
-			kind = events.KindUser
-		}
-		it, err := newItem(api, field, raw, []events.Block{{Kind: kind, Text: s}})
-		return []Item{it}, true, err
+			kind := events.KindSystem
+			if field == "input" {
+				kind = events.KindUser
+			}
+			return newItem(api, field, raw, []events.Block{{Kind: kind, Text: s}})
+		})
+		return []Item{it}, it.Canon, true, err
 	case raw[0] == '[':
-		var list []json.RawMessage
-		if err := json.Unmarshal(raw, &list); err != nil {
-			return nil, false, fmt.Errorf("%s: %w", field, err)
-		}
 		if field == "system" || field == "instructions" {
 			// Anthropic's system as text blocks: one item.
-			var parts []part
-			if err := json.Unmarshal(raw, &parts); err != nil {
-				return nil, false, fmt.Errorf("%s: %w", field, err)
-			}
-			it, err := newItem(api, field, raw, []events.Block{{Kind: events.KindSystem, Text: joinText(parts)}})
-			return []Item{it}, true, err
+			it, err := c.item(api, field, raw, func() (Item, error) {
+				var parts []part
+				if err := json.Unmarshal(raw, &parts); err != nil {
+					return Item{}, fmt.Errorf("%s: %w", field, err)
+				}
+				return newItem(api, field, raw, []events.Block{{Kind: events.KindSystem, Text: joinText(parts)}})
+			})
+			return []Item{it}, it.Canon, true, err
 		}
+		list, err := splitArray(raw)
+		if err != nil {
+			return nil, nil, false, fmt.Errorf("%s: %w", field, err)
+		}
+		canons := make([][]byte, len(list))
 		for i, r := range list {
-			blocks, err := itemBlocks(api, r)
+			it, err := c.item(api, "", r, func() (Item, error) {
+				blocks, err := itemBlocks(api, r)
+				if err != nil {
+					return Item{}, err
+				}
+				return newItem(api, "", r, blocks)
+			})
 			if err != nil {
-				return nil, false, fmt.Errorf("%s[%d]: %w", field, i, err)
-			}
-			it, err := newItem(api, "", r, blocks)
-			if err != nil {
-				return nil, false, fmt.Errorf("%s[%d]: %w", field, i, err)
+				return nil, nil, false, fmt.Errorf("%s[%d]: %w", field, i, err)
 			}
 			items = append(items, it)
+			canons[i] = it.Canon
 		}
-		return items, true, nil
+		return items, joinArray(canons), true, nil
 	case bytes.Equal(raw, []byte("null")):
-		return nil, false, nil
+		return nil, nil, false, nil
 	}
-	return nil, false, fmt.Errorf("%s is neither a string nor a list", field)
+	return nil, nil, false, fmt.Errorf("%s is neither a string nor a list", field)
 }
 
 // newItem canonicalises an item and marks its blocks.
@@ -183,6 +210,7 @@ func newItem(api API, field string, raw []byte, blocks []events.Block) (Item, er
 	}
 	it := Item{Field: field, Canon: c, Blocks: blocks}
 	it.mark(api)
+	it.keys()
 	return it, nil
 }
 

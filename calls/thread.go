@@ -1,36 +1,54 @@
 package calls
 
 import (
+	"container/list"
+	"context"
 	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/turnlog/turnlog/events"
 )
 
-// Index finds the conversation of a call that names none, by content: a
+// ThreadStore keeps the threading index's entries: short keys made of
+// letters, digits, '.', '_' and '-', and short values. Gateways that must
+// thread alike (several behind a load balancer, or import --calls beside
+// them) share one store (eventlog's threads bucket); MemStore keeps one
+// process's. Get's ok is false for a key never put (or forgotten).
+type ThreadStore interface {
+	Get(ctx context.Context, key string) (value string, ok bool, err error)
+	// Put stores every pair; it returns once they are durable.
+	Put(ctx context.Context, pairs map[string]string) error
+}
+
+// Threads finds the conversation of a call that names none, by content: a
 // call whose input begins with the blocks of a recorded call's input and
 // output continues that conversation when that call is the latest
 // recorded in it, and forks it there otherwise. Only calls that finished
-// are indexed, and a state is the input with the output, never the input
-// alone: two conversations whose first calls are equal are never merged.
-// Responses' IDs map to their conversations for previous_response_id.
+// with an output are recorded, and a state is the input with the output,
+// never the input alone: two conversations whose first calls are equal are
+// never merged. Responses' IDs map to their conversations for
+// previous_response_id.
 //
-// An Index lives in one gateway's memory and holds at most its limit of
-// states (the oldest are forgotten first): after a restart, or behind a
-// load balancer that sends a conversation's calls to several gateways,
-// inferred threading starts new conversations where it cannot find the
-// earlier call; clients that name their conversation
-// (Turnlog-Conversation) are threaded whatever the gateway. It is safe for
-// concurrent use.
-type Index struct {
-	mu        sync.Mutex
-	limit     int
-	states    map[[32]byte]Ref
-	order     [][32]byte
-	latest    map[string]int
-	responses map[string]string
-	respOrder []string
+// The entries live in a ThreadStore under these keys:
+//
+//	s.<hex SHA-256 chain of the state's blocks>  "<conversation>@<events>"
+//	c.<conversation>                              "<events>" of its latest recorded call
+//	r.<hex SHA-256 of a response ID>              "<conversation>"
+//
+// A state's key is a chain of its blocks' content keys (Key), so the
+// state of every prefix of a call's input is known without rehashing; a
+// lookup tries only the prefixes that end with a model's output block
+// (the only places a recorded state can end), longest first.
+type Threads struct {
+	store ThreadStore
 }
+
+// NewThreads returns a threading index kept in store.
+func NewThreads(store ThreadStore) *Threads { return &Threads{store: store} }
 
 // Ref is a recorded state: conversation Conversation after its Events-th
 // event.
@@ -39,91 +57,171 @@ type Ref struct {
 	Events       int
 }
 
-// NewIndex returns an Index that keeps up to limit states.
-func NewIndex(limit int) *Index {
-	return &Index{limit: max(limit, 1), states: map[[32]byte]Ref{}, latest: map[string]int{}, responses: map[string]string{}}
-}
-
-// chain returns the state keys of each prefix of blocks: key i covers
+// Chain returns the state keys of each prefix of blocks: key i covers
 // blocks[:i+1].
-func chain(blocks []events.Block) [][32]byte {
+func Chain(blocks []events.Block) [][32]byte { return chainOf(blocks, nil) }
+
+// chainOf is Chain with the blocks' content keys when known (nil: computed).
+func chainOf(blocks []events.Block, keys [][32]byte) [][32]byte {
 	out := make([][32]byte, len(blocks))
 	var prev [32]byte
+	var buf [64]byte
 	for i := range blocks {
-		k := Key(&blocks[i])
-		h := sha256.New()
-		h.Write(prev[:])
-		h.Write(k[:])
-		h.Sum(out[i][:0])
+		var k [32]byte
+		if keys != nil {
+			k = keys[i]
+		} else {
+			k = Key(&blocks[i])
+		}
+		copy(buf[:32], prev[:])
+		copy(buf[32:], k[:])
+		out[i] = sha256.Sum256(buf[:])
 		prev = out[i]
 	}
 	return out
 }
 
-// Record notes that conversation conv, after its Events-th event, holds
-// blocks, the state a finished call left, and that it is the
-// conversation's latest call.
-func (x *Index) Record(conv string, n int, blocks []events.Block) {
-	if len(blocks) == 0 {
-		return
+// output reports whether a block of kind k can end a recorded state: what
+// a model writes.
+func output(k events.Kind) bool {
+	return k == events.KindLLMText || k == events.KindToolCall || k == events.KindReasoning
+}
+
+func stateKey(k [32]byte) string   { return "s." + hex.EncodeToString(k[:]) }
+func latestKey(conv string) string { return "c." + conv }
+func responseKey(id string) string {
+	h := sha256.Sum256([]byte(id))
+	return "r." + hex.EncodeToString(h[:])
+}
+func (r Ref) value() string { return r.Conversation + "@" + strconv.Itoa(r.Events) }
+
+// parseRef reads a state's value.
+func parseRef(v string) (Ref, bool) {
+	i := strings.LastIndexByte(v, '@')
+	if i <= 0 {
+		return Ref{}, false
 	}
-	keys := chain(blocks)
-	k := keys[len(keys)-1]
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if _, ok := x.states[k]; !ok {
-		x.order = append(x.order, k)
+	n, err := strconv.Atoi(v[i+1:])
+	if err != nil || events.ValidateConversationID(v[:i]) != nil {
+		return Ref{}, false
 	}
-	x.states[k] = Ref{Conversation: conv, Events: n}
-	x.latest[conv] = n
-	for len(x.order) > x.limit {
-		old := x.order[0]
-		x.order = x.order[1:]
-		if r, ok := x.states[old]; ok && x.latest[r.Conversation] == r.Events {
-			delete(x.latest, r.Conversation)
-		}
-		delete(x.states, old)
+	return Ref{Conversation: v[:i], Events: n}, true
+}
+
+// Record notes that conversation conv, after its n-th event, holds
+// blocks, the state a finished call left, that it is the conversation's
+// latest call, and that the call's response (Responses' ID, "" for none)
+// was produced in conv. A state that does not end with a model's output
+// block is not recorded (nothing could continue it by content).
+//
+// keys, when not nil, are the blocks' content keys (Key), known already.
+func (x *Threads) Record(ctx context.Context, conv string, n int, blocks []events.Block, keys [][32]byte, responseID string) error {
+	pairs := map[string]string{}
+	if len(blocks) > 0 && output(blocks[len(blocks)-1].Kind) {
+		keys := chainOf(blocks, keys)
+		pairs[stateKey(keys[len(keys)-1])] = Ref{conv, n}.value()
+		pairs[latestKey(conv)] = strconv.Itoa(n)
 	}
+	if responseID != "" {
+		pairs[responseKey(responseID)] = conv
+	}
+	if len(pairs) == 0 {
+		return nil
+	}
+	if err := x.store.Put(ctx, pairs); err != nil {
+		return fmt.Errorf("record the call for threading: %w", err)
+	}
+	return nil
 }
 
 // Find returns the recorded state that the longest prefix of blocks is,
 // and whether it is its conversation's latest call (continue) or not
-// (fork there). ok is false when no prefix was recorded.
-func (x *Index) Find(blocks []events.Block) (ref Ref, latest, ok bool) {
-	keys := chain(blocks)
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	for i := len(keys) - 1; i >= 0; i-- {
-		if r, found := x.states[keys[i]]; found {
-			return r, x.latest[r.Conversation] == r.Events, true
+// (fork there). ok is false when no prefix was recorded. blockKeys, when
+// not nil, are the blocks' content keys (Key), known already.
+func (x *Threads) Find(ctx context.Context, blocks []events.Block, blockKeys [][32]byte) (ref Ref, latest, ok bool, err error) {
+	var keys [][32]byte
+	for i := len(blocks) - 1; i >= 0; i-- {
+		if !output(blocks[i].Kind) {
+			continue
 		}
+		if keys == nil {
+			if blockKeys != nil {
+				blockKeys = blockKeys[:i+1]
+			}
+			keys = chainOf(blocks[:i+1], blockKeys)
+		}
+		v, found, err := x.store.Get(ctx, stateKey(keys[i]))
+		if err != nil {
+			return Ref{}, false, false, fmt.Errorf("thread the call: %w", err)
+		}
+		if !found {
+			continue
+		}
+		if ref, ok = parseRef(v); !ok {
+			continue // not an entry this code wrote: ignore it
+		}
+		l, found, err := x.store.Get(ctx, latestKey(ref.Conversation))
+		if err != nil {
+			return Ref{}, false, false, fmt.Errorf("thread the call: %w", err)
+		}
+		return ref, found && l == strconv.Itoa(ref.Events), true, nil
 	}
-	return Ref{}, false, false
-}
-
-// RecordResponse notes that response id was produced in conversation conv.
-func (x *Index) RecordResponse(id, conv string) {
-	if id == "" {
-		return
-	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if _, ok := x.responses[id]; !ok {
-		x.respOrder = append(x.respOrder, id)
-	}
-	x.responses[id] = conv
-	for len(x.respOrder) > x.limit {
-		delete(x.responses, x.respOrder[0])
-		x.respOrder = x.respOrder[1:]
-	}
+	return Ref{}, false, false, nil
 }
 
 // Response returns the conversation response id was produced in.
-func (x *Index) Response(id string) (string, bool) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	c, ok := x.responses[id]
-	return c, ok
+func (x *Threads) Response(ctx context.Context, id string) (string, bool, error) {
+	if id == "" {
+		return "", false, nil
+	}
+	v, ok, err := x.store.Get(ctx, responseKey(id))
+	if err != nil {
+		return "", false, fmt.Errorf("thread the call by its previous_response_id: %w", err)
+	}
+	return v, ok, nil
+}
+
+// MemStore is a ThreadStore in one process's memory, holding at most its
+// limit of entries (the least recently written are forgotten first): for
+// tests, and for a gateway that runs alone without a shared store.
+type MemStore struct {
+	mu    sync.Mutex
+	limit int
+	m     map[string]*list.Element
+	order *list.List // of [2]string, most recent first
+}
+
+// NewMemStore returns a MemStore of up to limit entries.
+func NewMemStore(limit int) *MemStore {
+	return &MemStore{limit: max(limit, 1), m: map[string]*list.Element{}, order: list.New()}
+}
+
+// Get implements ThreadStore.
+func (s *MemStore) Get(_ context.Context, key string) (string, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if el, ok := s.m[key]; ok {
+		return el.Value.([2]string)[1], true, nil
+	}
+	return "", false, nil
+}
+
+// Put implements ThreadStore.
+func (s *MemStore) Put(_ context.Context, pairs map[string]string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, v := range pairs {
+		if el, ok := s.m[k]; ok {
+			s.order.Remove(el)
+		}
+		s.m[k] = s.order.PushFront([2]string{k, v})
+	}
+	for s.order.Len() > s.limit {
+		el := s.order.Back()
+		s.order.Remove(el)
+		delete(s.m, el.Value.([2]string)[0])
+	}
+	return nil
 }
 
 // RequestBlocks returns the request's input blocks in order, what Find
@@ -134,4 +232,25 @@ func (r *Request) RequestBlocks() []events.Block {
 		bs = append(bs, it.Blocks...)
 	}
 	return bs
+}
+
+// RequestKeys returns the content keys (Key) of RequestBlocks, computed
+// once per item (and kept with it in a ParseCache).
+func (r *Request) RequestKeys() [][32]byte {
+	var ks [][32]byte
+	for i := range r.Items {
+		ks = append(ks, r.Items[i].keys()...)
+	}
+	return ks
+}
+
+// keys returns the item's blocks' content keys.
+func (it *Item) keys() [][32]byte {
+	if len(it.blockKeys) != len(it.Blocks) {
+		it.blockKeys = make([][32]byte, len(it.Blocks))
+		for i := range it.Blocks {
+			it.blockKeys[i] = Key(&it.Blocks[i])
+		}
+	}
+	return it.blockKeys
 }

@@ -90,8 +90,13 @@ func (e *NoAnswerError) Unwrap() error { return e.err }
 // backoff within ctx, moving to another of the connection's servers when
 // the one in use stays unavailable. onDelta, when set, receives the
 // answer's text as it streams (best effort: deltas are not stored).
-func (c *Client) Ask(ctx context.Context, req worker.Request, onDelta func(worker.Delta)) (worker.Result, error) {
+func (c *Client) Ask(ctx context.Context, req worker.Request, onDelta func(worker.Delta), opts ...AskOption) (worker.Result, error) {
 	began := time.Now()
+	var set askSettings
+	for _, o := range opts {
+		o(&set)
+	}
+	feed := &eventFeed{fn: set.onEvent}
 	if err := events.ValidateConversationID(req.Conversation); err != nil {
 		return worker.Result{}, err
 	}
@@ -129,11 +134,12 @@ func (c *Client) Ask(ctx context.Context, req worker.Request, onDelta func(worke
 			return worker.Result{}, err
 		}
 		if len(found) > 0 {
+			feed.add(found...)
 			if res, ended := worker.Outcome(found); ended {
 				return finished(res)
 			}
 			// Under way: wait for it from just before its first step.
-			return c.wait(ctx, r, req, found[0].Seq-1, noAnswer)
+			return c.wait(ctx, r, req, found[0].Seq-1, feed, noAnswer)
 		}
 	} else {
 		err := r.do(ctx, c.streamsMissing(func(ctx context.Context) error {
@@ -154,7 +160,7 @@ func (c *Client) Ask(ctx context.Context, req worker.Request, onDelta func(worke
 		}
 		return worker.Result{}, err
 	}
-	return c.wait(ctx, r, req, after, noAnswer)
+	return c.wait(ctx, r, req, after, feed, noAnswer)
 }
 
 // finished turns an ended request's Result into Ask's return values.

@@ -40,7 +40,7 @@ func (c *Client) follow(ctx context.Context, conv string, after uint64) <-chan w
 }
 
 // wait follows the conversation from after until req ends or ctx does.
-func (c *Client) wait(ctx context.Context, r *retrier, req worker.Request, after uint64, noAnswer func(bool, error) error) (worker.Result, error) {
+func (c *Client) wait(ctx context.Context, r *retrier, req worker.Request, after uint64, feed *eventFeed, noAnswer func(bool, error) error) (worker.Result, error) {
 	conv, id := req.Conversation, req.RequestID
 	var (
 		recs        []eventlog.Record // of the current watch
@@ -87,6 +87,7 @@ func (c *Client) wait(ctx context.Context, r *retrier, req worker.Request, after
 					continue
 				}
 				recs = append(recs, w.rec)
+				feed.add(w.rec)
 				if res, ended := worker.Outcome(recs); ended {
 					return finished(res)
 				}
@@ -97,10 +98,12 @@ func (c *Client) wait(ctx context.Context, r *retrier, req worker.Request, after
 			// on a server that says nothing. A read that succeeds proves
 			// little (a replica cut off answers from what it has), so
 			// only its failures count toward moving to another server.
-			res, ended, err := c.poll(ctx, conv, id, after)
+			recs, err := c.poll(ctx, conv, id, after)
 			if err != nil && ctx.Err() == nil {
 				r.failed(err)
 			}
+			feed.add(recs...)
+			res, ended := worker.Outcome(recs)
 			if ended {
 				return finished(res)
 			}
@@ -109,20 +112,19 @@ func (c *Client) wait(ctx context.Context, r *retrier, req worker.Request, after
 	}
 }
 
-// poll reads the conversation after sequence after, once, for the end of
-// request id.
-func (c *Client) poll(ctx context.Context, conv, id string, after uint64) (worker.Result, bool, error) {
+// poll reads the conversation after sequence after, once, for the events
+// of request id; on an error it returns none.
+func (c *Client) poll(ctx context.Context, conv, id string, after uint64) ([]eventlog.Record, error) {
 	attempt, cancel := context.WithTimeout(ctx, c.attempt)
 	defer cancel()
 	var recs []eventlog.Record
 	for rec, err := range c.log.EventsAfter(attempt, conv, after, 0) {
 		if err != nil {
-			return worker.Result{}, false, err
+			return nil, err
 		}
 		if rec.Cause == id {
 			recs = append(recs, rec)
 		}
 	}
-	res, ended := worker.Outcome(recs)
-	return res, ended, nil
+	return recs, nil
 }

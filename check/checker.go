@@ -308,7 +308,8 @@ func (c *Checker) note(e events.Event, turn *projector.Turn) {
 	switch p := e.Payload.(type) {
 	case events.UserAppended, events.LLMTextAppended, events.ReasoningAppended, events.ToolCalled, events.ToolResult,
 		events.InferenceStarted, events.InferenceFinished, events.InferenceFailed, events.RequestCompleted, events.RequestFailed,
-		events.DataSet, events.BlockAnnotated, events.SystemPromptLocked, events.SystemPromptUnlocked, events.MessageRemoved:
+		events.DataSet, events.BlockAnnotated, events.SystemPromptLocked, events.SystemPromptUnlocked, events.MessageRemoved,
+		events.FindingRecorded:
 		// They append a block at the end, or change nothing a model reads.
 	case events.SystemPromptSet:
 		c.since.changed = c.since.changed || p.Index != len(turn.Blocks)-1

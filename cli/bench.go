@@ -7,6 +7,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/turnlog/turnlog/benchmark"
@@ -20,6 +21,7 @@ func newBenchCmd() *cobra.Command {
 		quick      bool
 		workers    int
 		cpuProfile string
+		gw         bool
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -68,6 +70,20 @@ worker_memory_requests and worker_memory_conversations.`,
 				}
 				defer pprof.StopCPUProfile()
 			}
+			if gw {
+				cfg := benchmark.GatewayConfig{Progress: os.Stderr}
+				if quick {
+					cfg.Calls, cfg.Saturation = 400, time.Second
+				}
+				res, err := benchmark.RunGateway(cmd.Context(), cfg)
+				if err != nil {
+					return fmt.Errorf("bench --gateway: %w", err)
+				}
+				if asJSON {
+					return printJSON(out, res)
+				}
+				return writeGatewayBench(out, res)
+			}
 			if workers > 0 {
 				res, err := benchmark.RunWorkers(cmd.Context(), benchmark.WorkersConfig{Workers: workers, Progress: os.Stderr})
 				if err != nil {
@@ -104,10 +120,23 @@ worker_memory_requests and worker_memory_conversations.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the figures as one JSON object")
+	cmd.Flags().BoolVar(&gw, "gateway", false, "measure the recording gateway instead: added latency and calls/s against calling a stand-in upstream directly and through a reverse proxy that records nothing, and the log bytes of a 200-call conversation (see docs/gateway.md)")
 	cmd.Flags().IntVar(&workers, "workers", 0, "measure requests end to end with N workers (100 conversations, scripted engine) instead")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run (server, workers and client: all in this process) to `file`, for go tool pprof")
 	cmd.Flags().BoolVar(&quick, "quick", false, "a smaller run (10,000-event long conversation, 100,000-message stream, 1,000 requests for the memory figure) for a fast check; the sizes are in the output")
 	return cmd
+}
+
+// writeGatewayBench prints bench --gateway's figures.
+func writeGatewayBench(out io.Writer, r benchmark.GatewayResults) error {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "%d calls each, %d at once, upstream answering after %.0f ms (direct p50 %.2f ms, p99 %.2f ms)\t\t\n", r.Calls, r.Concurrency, r.UpstreamDelayMs, r.DirectP50Ms, r.DirectP99Ms)
+	fmt.Fprintf(w, "added latency, reverse proxy (records nothing)\tp50 %.2f ms\tp99 %.2f ms\t\n", r.PassthroughOverheadP50Ms, r.PassthroughOverheadP99Ms)
+	fmt.Fprintf(w, "added latency, gateway\tp50 %.2f ms\tp99 %.2f ms\t\n", r.GatewayOverheadP50Ms, r.GatewayOverheadP99Ms)
+	fmt.Fprintf(w, "added time to first byte, streamed\tproxy %.2f ms\tgateway %.2f ms\t\n", r.PassthroughTTFBMs, r.GatewayTTFBOverheadMs)
+	fmt.Fprintf(w, "calls/s at saturation (%d clients)\tdirect %.0f\tproxy %.0f\tgateway %.0f\n", r.SaturationClients, r.DirectCallsPerS, r.PassthroughCallsPerS, r.GatewayCallsPerS)
+	fmt.Fprintf(w, "200-call conversation\trequest bodies %d B\tlog %d B (%.3f)\t\n", r.GatewayRequestBytes200, r.GatewayLogBytes200, r.LogToRequestFraction)
+	return w.Flush()
 }
 
 // thousands writes n with commas: 100000 -> "100,000".

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -17,10 +16,8 @@ import (
 	"github.com/turnlog/turnlog/chatclient"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
-	"github.com/turnlog/turnlog/replay"
 	"github.com/turnlog/turnlog/tracing"
 	"github.com/turnlog/turnlog/worker"
-	"golang.org/x/term"
 )
 
 func init() { commands = append(commands, newChatCmd) }
@@ -59,9 +56,19 @@ within --timeout, moves to another of the --nats-url servers when the one it
 uses stays unavailable, and reads the log for the outcome when its watch of
 the conversation is lost.
 
-Without -m it is interactive: type a message and see the answer stream in.
-Commands: /replay (the conversation's events), /new (start a new
-conversation), /quit.
+Ctrl-C stops waiting at once; it does not cancel the request, which a
+worker answers all the same. chat prints the request's ID and the command
+that waits for its answer (` + "`turnlog chat --request-id ID -m TEXT CONVERSATION`" + `,
+which sends it under that ID if it never reached the server), and exits 130.
+When the connection to NATS is down for 2 s while a request is under way,
+chat says "waiting for NATS at URL…" on stderr; the request goes out, and
+its answer is read, once the server is back (within --timeout).
+
+Without -m it is interactive: type a message and see the answer stream in,
+with each tool call (name and arguments) and its result. Ctrl-C while an
+answer is awaited stops waiting, names the request as above and comes back
+to the prompt; Ctrl-C or Ctrl-D at the prompt leaves. Commands: /replay
+(the conversation's events), /new (start a new conversation), /quit.
 
 A new conversation ID is made when none is given; chat prints it on stderr
 (stdout stays the answer) so that you can continue it, replay it or verify
@@ -122,11 +129,17 @@ directory of the template variables (prompt:cwd, git:, file:AGENTS.md).
 			if err != nil {
 				return err
 			}
-			c := &chatClient{asker: chatclient.New(nc, l), log: l, profile: profile, model: model, data: reqData, timeout: timeout, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr()}
+			sigs, stopSigs := interrupts(ctx)
+			defer stopSigs()
+			c := &chatClient{asker: chatclient.New(nc, l), log: l, nc: nc, profile: profile, model: model, data: reqData, timeout: timeout,
+				out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(), interrupts: sigs, outageNotice: 2 * time.Second, lastURL: nc.ConnectedUrlRedacted()}
 			if message != "" {
-				res, err := c.ask(ctx, conv, message, requestID, nil)
+				res, err := c.ask(ctx, conv, message, requestID, nil, nil)
 				var noAnswer *chatclient.NoAnswerError
+				var interrupted *interruptedError
 				switch {
+				case errors.As(err, &interrupted):
+					return &exitError{code: 130, err: interrupted}
 				case errors.Is(err, worker.ErrFailed):
 					return &exitError{code: 1, err: fmt.Errorf("request failed: %s", res.Failed)}
 				case errors.Is(err, eventlog.ErrCauseReused):
@@ -151,7 +164,7 @@ directory of the template variables (prompt:cwd, git:, file:AGENTS.md).
 	cmd.Flags().StringVarP(&message, "message", "m", "", "send one message, print the answer, exit")
 	cmd.Flags().StringVar(&profile, "profile", "", "profile to answer with (default: the workers' default)")
 	cmd.Flags().StringVar(&model, "model", "", "model to ask for (default: the profile's)")
-	cmd.Flags().StringVar(&requestID, "request-id", "", "send -m under this request ID (a ULID), never twice: to wait again for a request that timed out")
+	cmd.Flags().StringVar(&requestID, "request-id", "", "send -m under this request ID (a ULID), never twice: to wait again for a request that timed out or was interrupted")
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "how long to wait for an answer")
 	cmd.Flags().StringVar(&cwd, "cwd", "", "working directory sent as the request's \"cwd\" data (made absolute), read by the template variables")
 	cmd.Flags().StringArrayVar(&data, "data", nil, "KEY=VALUE sent as request data (repeatable)")
@@ -173,79 +186,59 @@ func shellQuote(s string) string {
 type chatClient struct {
 	asker       *chatclient.Client
 	log         *eventlog.Log
+	nc          *nats.Conn
 	profile     string
 	model       string
 	data        map[string]string
 	timeout     time.Duration
 	out, errOut io.Writer
+	// interrupts is where Ctrl-C arrives (see interrupts).
+	interrupts <-chan os.Signal
+	// outageNotice is how long the connection may be down during a
+	// request before chat says it waits for NATS.
+	outageNotice time.Duration
+	// lastURL is the server chat was last connected to, named while the
+	// connection is down.
+	lastURL string
 }
+
+// errInterrupted is the cause of an ask's end when Ctrl-C stopped it.
+var errInterrupted = errors.New("interrupted")
 
 // ask sends one request (under requestID when it is set) and waits for its
-// end; onDelta, when set, receives the answer's text as it streams.
-func (c *chatClient) ask(ctx context.Context, conv, text, requestID string, onDelta func(worker.Delta)) (worker.Result, error) {
+// end; onDelta, when set, receives the answer's text as it streams, and
+// onEvent each stored event of the request. Ctrl-C stops the wait at once:
+// ask then returns an *interruptedError naming the request, which goes on.
+func (c *chatClient) ask(ctx context.Context, conv, text, requestID string, onDelta func(worker.Delta), onEvent func(eventlog.Record)) (worker.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
+	ctx, interrupt := context.WithCancelCause(ctx)
+	listening := make(chan struct{})
+	go func() {
+		defer close(listening)
+		select {
+		case <-c.interrupts:
+			interrupt(errInterrupted)
+		case <-ctx.Done():
+		}
+	}()
+	// Once ask returns, a Ctrl-C is the prompt's again.
+	defer func() {
+		interrupt(nil)
+		<-listening
+	}()
+	defer c.noticeOutage(ctx)()
 	req := worker.Request{Conversation: conv, RequestID: requestID, Text: text, Profile: c.profile, Model: c.model, Data: c.data}
-	return c.asker.Ask(ctx, req, onDelta)
-}
-
-func (c *chatClient) interactive(ctx context.Context, conv string, in io.Reader) error {
-	readLine, write, restore, err := lineReader(in, c.out)
-	if err != nil {
-		return err
+	var opts []chatclient.AskOption
+	if onEvent != nil {
+		opts = append(opts, chatclient.OnEvent(onEvent))
 	}
-	defer restore()
-	fmt.Fprintf(write, "conversation %s (/replay, /new, /quit)\n", conv)
-	for {
-		line, err := readLine()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		line = strings.TrimSpace(line)
-		switch {
-		case line == "":
-			continue
-		case line == "/quit" || line == "/exit":
-			return nil
-		case line == "/new":
-			conv = ulid.Make().String()
-			fmt.Fprintf(write, "conversation %s\n", conv)
-			continue
-		case line == "/replay":
-			for rec, err := range c.log.Events(ctx, conv) {
-				if err != nil {
-					fmt.Fprintln(write, "error:", err)
-					break
-				}
-				fmt.Fprintf(write, "%4d  %s  %-22s %-20s %s\n", rec.Pos, rec.Time.Format("15:04:05"), rec.Type, rec.Actor, replay.Summary(rec.Event))
-			}
-			continue
-		case strings.HasPrefix(line, "/"):
-			fmt.Fprintln(write, "commands: /replay, /new, /quit")
-			continue
-		}
-		streamed := false
-		res, err := c.ask(ctx, conv, line, "", func(d worker.Delta) {
-			if d.Kind == events.KindLLMText {
-				streamed = true
-				fmt.Fprint(write, d.Text)
-			}
-		})
-		if streamed {
-			fmt.Fprintln(write)
-		}
-		switch {
-		case errors.Is(err, worker.ErrFailed):
-			fmt.Fprintln(write, "request failed:", res.Failed)
-		case err != nil:
-			fmt.Fprintln(write, "error:", err)
-		case !streamed:
-			fmt.Fprintln(write, res.Answer)
-		}
+	res, err := c.asker.Ask(ctx, req, onDelta, opts...)
+	var noAnswer *chatclient.NoAnswerError
+	if errors.As(err, &noAnswer) && errors.Is(context.Cause(ctx), errInterrupted) {
+		return res, &interruptedError{noAnswer: noAnswer, text: text}
 	}
+	return res, err
 }
 
 // requestData builds a request's data from --data KEY=VALUE pairs and
@@ -281,31 +274,4 @@ func requestData(cwd string, pairs []string) (map[string]string, error) {
 		data["cwd"] = abs
 	}
 	return data, nil
-}
-
-// lineReader gives line editing and history on a terminal (x/term) and
-// plain line reading otherwise.
-func lineReader(in io.Reader, out io.Writer) (read func() (string, error), w io.Writer, restore func(), err error) {
-	if f, ok := in.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		state, err := term.MakeRaw(int(f.Fd()))
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		t := term.NewTerminal(struct {
-			io.Reader
-			io.Writer
-		}{f, out}, "> ")
-		return t.ReadLine, t, func() { _ = term.Restore(int(f.Fd()), state) }, nil
-	}
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	return func() (string, error) {
-		if !sc.Scan() {
-			if sc.Err() != nil {
-				return "", sc.Err()
-			}
-			return "", io.EOF
-		}
-		return sc.Text(), nil
-	}, out, func() {}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -44,7 +45,12 @@ turnlog's token as their API key and the gateway sends the provider key
 upstream (managed); otherwise each call carries "Turnlog-Token: <token>" and
 its own provider key, which goes upstream unchanged (pass-through). The token
 is --token's, or TURNLOG_TOKEN, or the data directory's auth/http.token.
-Provider keys are never recorded or logged. See docs/gateway.md.`,
+Provider keys are never recorded or logged.
+
+GET /metrics on the same listener serves the gateway's Prometheus series
+(turnlog_gateway_*, turnlog_findings_total). --record-optional forwards
+calls while NATS is unreachable and records them from an on-disk spool once
+it is back. See docs/gateway.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
@@ -70,12 +76,23 @@ Provider keys are never recorded or logged. See docs/gateway.md.`,
 			if err != nil {
 				return err
 			}
-			cfg := gf.config(l, nc, tok)
+			data := nf.settings.DataDir
+			if data == "" {
+				data = envOr("TURNLOG_DATA", "./.turnlog")
+			}
+			cfg, err := gf.config(ctx, l, nc, tok, data)
+			if err != nil {
+				return err
+			}
 			g, err := gateway.New(cfg)
 			if err != nil {
 				return err
 			}
-			running, err := httpapi.Start(ctx, listen, g, nil)
+			go g.Run(ctx)
+			mux := http.NewServeMux()
+			mux.Handle("/v1/", g)
+			mux.Handle("GET /metrics", g.Metrics().Handler())
+			running, err := httpapi.Start(ctx, listen, mux, nil)
 			if err != nil {
 				return err
 			}

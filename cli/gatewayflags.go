@@ -4,12 +4,16 @@ package cli
 // listener) and gateway (the gateway alone).
 
 import (
+	"context"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/pflag"
+	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/gateway"
 )
 
@@ -17,6 +21,10 @@ type gatewayFlags struct {
 	openaiUpstream    string
 	anthropicUpstream string
 	maxBody           byteSize
+	recordOptional    bool
+	spoolDir          string
+	spoolBytes        byteSize
+	upstreamTimeout   time.Duration
 }
 
 func (f *gatewayFlags) register(fs *pflag.FlagSet) {
@@ -26,19 +34,37 @@ func (f *gatewayFlags) register(fs *pflag.FlagSet) {
 		"base URL of the Anthropic API the gateway forwards /v1/messages to, as the Anthropic SDK takes it (without /v1; env TURNLOG_ANTHROPIC_UPSTREAM)")
 	f.maxBody = byteSize(gateway.DefaultMaxBody)
 	fs.Var(&f.maxBody, "max-body", "largest request body the gateway accepts (413 past it), and response bytes it keeps to record a call (e.g. 32MiB)")
+	fs.DurationVar(&f.upstreamTimeout, "upstream-timeout", gateway.DefaultUpstreamTimeout, "how long the gateway waits for the provider's answer to begin (its headers) before it answers 504 and records the call failed")
+	fs.BoolVar(&f.recordOptional, "record-optional", false, "while NATS is unreachable, forward calls anyway and keep them in an on-disk spool, recorded once NATS is back (default: answer 503 and forward nothing); a full spool answers 503")
+	fs.StringVar(&f.spoolDir, "spool-dir", os.Getenv("TURNLOG_SPOOL_DIR"), "directory of --record-optional's spool, one per gateway process (env TURNLOG_SPOOL_DIR; default <data>/gateway-spool)")
+	f.spoolBytes = byteSize(gateway.DefaultSpoolBytes)
+	fs.Var(&f.spoolBytes, "spool-bytes", "most bytes --record-optional's spool holds (e.g. 1GiB); past it calls are answered 503")
 }
 
 // config is the gateway's configuration: the provider keys come from the
 // environment only (TURNLOG_OPENAI_API_KEY, TURNLOG_ANTHROPIC_API_KEY),
 // never from a flag a process list would show.
-func (f *gatewayFlags) config(l gateway.Log, nc *nats.Conn, token string) gateway.Config {
-	return gateway.Config{
-		Log: l, Connected: nc.IsConnected, Token: token,
-		OpenAIUpstream: f.openaiUpstream, AnthropicUpstream: f.anthropicUpstream,
-		OpenAIKey:    strings.TrimSpace(os.Getenv("TURNLOG_OPENAI_API_KEY")),
-		AnthropicKey: strings.TrimSpace(os.Getenv("TURNLOG_ANTHROPIC_API_KEY")),
-		MaxBody:      int64(f.maxBody),
+// The threading index is the installation's shared bucket, so that
+// gateways behind one load balancer thread alike. dataDir is where the
+// spool goes unless --spool-dir says otherwise.
+func (f *gatewayFlags) config(ctx context.Context, l *eventlog.Log, nc *nats.Conn, token, dataDir string) (gateway.Config, error) {
+	threads, err := l.Threads(ctx)
+	if err != nil {
+		return gateway.Config{}, err
 	}
+	spool := f.spoolDir
+	if spool == "" {
+		spool = filepath.Join(dataDir, "gateway-spool")
+	}
+	return gateway.Config{
+		Log: l, Connected: nc.IsConnected, Token: token, Threads: threads,
+		OpenAIUpstream: f.openaiUpstream, AnthropicUpstream: f.anthropicUpstream,
+		OpenAIKey:       strings.TrimSpace(os.Getenv("TURNLOG_OPENAI_API_KEY")),
+		AnthropicKey:    strings.TrimSpace(os.Getenv("TURNLOG_ANTHROPIC_API_KEY")),
+		MaxBody:         int64(f.maxBody),
+		UpstreamTimeout: f.upstreamTimeout,
+		RecordOptional:  f.recordOptional, SpoolDir: spool, SpoolBytes: int64(f.spoolBytes),
+	}, nil
 }
 
 // withGateway serves /v1/ paths by the gateway, everything else by api.

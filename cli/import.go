@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/turnlog/turnlog/gateway"
 	"github.com/turnlog/turnlog/internal/plural"
 	"github.com/turnlog/turnlog/replay"
 )
@@ -16,12 +17,14 @@ func init() { commands = append(commands, newImportCmd) }
 
 func newImportCmd() *cobra.Command {
 	var (
-		nf     natsFlags
-		output string
+		nf      natsFlags
+		output  string
+		callsIn string
+		maxBody = byteSize(gateway.DefaultMaxBody)
 	)
 	cmd := &cobra.Command{
-		Use:   "import <file>...",
-		Short: "Turn OpenAI chat messages JSON files into conversations",
+		Use:   "import <file>... | import --calls FILE",
+		Short: "Turn OpenAI chat messages JSON files, or a log of model calls, into conversations",
 		Long: `import reads chat files in the shape turnlog export writes
 ({"id", "model", "messages", "created_at", "updated_at", "metadata"}) and
 records each as a conversation: conversation.started (metadata as data)
@@ -41,12 +44,39 @@ Every file is checked before anything is written: an invalid file is
 reported with its path and what is wrong, and then nothing is imported.
 Importing the same content again changes nothing (its request ID is
 derived from the content); a conversation that already holds other events
-is refused.`,
-		Args: cobra.MinimumNArgs(1),
+is refused.
+
+--calls FILE reads a log of model calls instead, one JSON object a line,
+what request/response logs of other gateways and SDK hooks hold:
+
+  {"api": "chat.completions"|"responses"|"messages", "time": RFC 3339,
+   "conversation": optional, "request": {...}, "response": {...}}
+
+("response" may be a stream's server-sent events as one string). Each call
+is recorded as the recording gateway records a live one (docs/gateway.md):
+at its logged time, in time order, threaded the same way (a named
+conversation, previous_response_id, or by content through the installation's
+threading index, so later calls through the gateway continue them) and
+checked the same way. Every line is checked first: a line that is not a
+call, or whose request or response is not of its API's shape, is reported
+with its number, and then nothing is recorded. Importing a file twice
+records its calls twice.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if callsIn != "" {
+				if len(args) > 0 {
+					return fmt.Errorf("import --calls reads one file of calls; give the chat files in another run")
+				}
+				return nil
+			}
+			return cobra.MinimumNArgs(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			asJSON, err := outputJSON(output)
 			if err != nil {
 				return err
+			}
+			if callsIn != "" {
+				return importCalls(cmd, &nf, callsIn, int(maxBody), asJSON)
 			}
 			now := time.Now()
 			var plans []*replay.ImportPlan
@@ -99,5 +129,51 @@ is refused.`,
 	}
 	nf.register(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringVar(&callsIn, "calls", "", "import a JSON-lines `FILE` of logged model calls (api, time, conversation, request, response) as the recording gateway records them")
+	cmd.Flags().Var(&maxBody, "max-body", "longest line --calls reads (e.g. 32MiB)")
 	return cmd
+}
+
+// importCalls is import --calls: every line checked, then each call
+// recorded through the gateway's recorder.
+func importCalls(cmd *cobra.Command, nf *natsFlags, path string, maxLine int, asJSON bool) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("import --calls: %w", err)
+	}
+	defer f.Close()
+	lines, err := gateway.ReadCalls(f, maxLine)
+	if err != nil {
+		return fmt.Errorf("import --calls %s: nothing imported; fix these lines and run again:\n%w", path, err)
+	}
+	if len(lines) == 0 {
+		return fmt.Errorf("import --calls %s: the file holds no calls", path)
+	}
+	ctx := cmd.Context()
+	nc, l, err := nf.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	threads, err := l.Threads(ctx)
+	if err != nil {
+		return err
+	}
+	rec, err := gateway.NewRecorder(gateway.Config{Log: l, Threads: threads})
+	if err != nil {
+		return err
+	}
+	res, err := rec.Import(ctx, lines)
+	if err != nil {
+		err = fmt.Errorf("import --calls %s: %w (the calls listed before it are recorded)", path, err)
+	}
+	if werr := write(cmd.OutOrStdout(), asJSON, res, func(w io.Writer) error {
+		for _, r := range res {
+			fmt.Fprintf(w, "%s:%d: recorded in %s (%s)\n", path, r.Line, r.Conversation, r.Threading)
+		}
+		return nil
+	}); werr != nil && err == nil {
+		err = werr
+	}
+	return err
 }

@@ -62,8 +62,11 @@ func newPromptShowCmd() *cobra.Command {
 			}
 			defer nc.Close()
 			v, err := operator.Show(cmd.Context(), l, args[0])
+			if errors.Is(err, replay.ErrNoEvents) {
+				return fmt.Errorf("prompt show %s: %w; turnlog ls lists the conversations", args[0], replay.ErrNoEvents)
+			}
 			if err != nil {
-				return err
+				return fmt.Errorf("prompt show %s: %w", args[0], err)
 			}
 			return write(cmd.OutOrStdout(), asJSON, v, func(w io.Writer) error { return replay.WritePrompt(w, v.SystemPrompt) })
 		},

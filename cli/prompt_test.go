@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -60,4 +61,16 @@ func TestPromptCommands(t *testing.T) {
 	_, errOut, code = e.run("", "prompt", "show", "nope")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "nope")
+}
+
+// TestPromptShowErrorNamesItsCommand (issue 23, item 6): `prompt show` of
+// a conversation that does not exist failed with "replay nosuch: ...",
+// naming a command the user did not run.
+func TestPromptShowErrorNamesItsCommand(t *testing.T) {
+	e := newAuditEnv(t, false)
+	_, errOut, code := e.run("", "prompt", "show", "nosuch")
+	assert.Equal(t, 2, code)
+	assert.True(t, strings.HasPrefix(errOut, "prompt show nosuch: "), errOut)
+	assert.NotContains(t, errOut, "replay")
+	assert.Contains(t, errOut, "turnlog ls", "says where the conversations are listed")
 }

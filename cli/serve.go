@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"github.com/turnlog/turnlog/internal/plural"
 	"github.com/turnlog/turnlog/natsauth"
 	"github.com/turnlog/turnlog/profile"
+	"github.com/turnlog/turnlog/worker"
 )
 
 func init() { commands = append(commands, newServeCmd) }
@@ -40,6 +42,7 @@ func newServeCmd() *cobra.Command {
 		noToken bool
 		gf      gatewayFlags
 	)
+	maxStore, maxStoreErr := envByteSize("TURNLOG_MAX_STORE", 0)
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run turnlog on this machine with an embedded NATS server",
@@ -83,11 +86,28 @@ acknowledged is ever lost, at a large cost in throughput). To survive the
 loss of a machine, run a 3-node cluster with replicated streams (see
 docker-compose.yml).
 
+One server per data directory: serve locks --data (an OS file lock, which
+the kernel releases when the process ends, even on SIGKILL) before it opens
+anything there, and a second serve on the same directory is refused at once
+with the PID and NATS address of the one that holds it.
+
+Storage: JetStream may keep --max-store bytes in --data (default: what the
+store holds plus three quarters of the free space of its file system,
+raised while serve runs when space is freed there). Pending requests may
+reserve a quarter of it (at most 1 GiB) and dead letters a sixteenth (at
+most 256 MiB); the banner says how much. When it is full, new requests are
+refused with "JetStream storage is full", requests already accepted wait
+in the workers' hands, and everything goes on once space is freed: see
+docs/storage.md, "When the disk fills".
+
 Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := wf.check(); err != nil {
 				return err
+			}
+			if maxStoreErr != nil && !cmd.Flags().Changed("max-store") {
+				return maxStoreErr
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
@@ -97,13 +117,26 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 			}
 			defer stopTracing()
 			out := cmd.OutOrStdout()
-			cfg := embedded.Config{DataDir: data, Listen: listen, Sync: sync}
+			// The directory is locked before anything is written into it
+			// (keys, the store): a second server is refused before it
+			// touches a file.
+			lock, err := embedded.LockDataDir(data)
+			if err != nil {
+				return err
+			}
+			store, err := planStorage(data, int64(maxStore))
+			if err != nil {
+				lock.Release()
+				return err
+			}
+			cfg := embedded.Config{DataDir: data, Listen: listen, Sync: sync, Lock: lock, MaxStore: store.maxStore}
 			var adminKey, workerKey nats.Option
 			if noAuth {
 				fmt.Fprintf(cmd.ErrOrStderr(), "turnlog: WARNING: NATS authentication is off (--no-auth): anyone who can reach %s can read, write and erase every conversation\n", listen)
 			} else {
 				keys, err := serveKeys(data, eventlog.NamesFor(prefix).WithEventShards(wf.eventShards), out)
 				if err != nil {
+					lock.Release()
 					return err
 				}
 				cfg.Users, adminKey, workerKey = keys.users, keys.admin, keys.worker
@@ -119,6 +152,9 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 			}
 			defer nc.Close()
 			logOpts := append(wf.logOptions(), eventlog.WithPrefix(prefix))
+			if store.maxStore > 0 {
+				logOpts = append(logOpts, eventlog.WithStorageBudget(store.maxStore))
+			}
 			l, err := eventlog.Open(ctx, nc, logOpts...)
 			if err == nil && !noAuth && l.Names().Shards() != max(wf.eventShards, 1) {
 				// The roles' permissions name the event streams, so they
@@ -128,7 +164,7 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 			if err != nil {
 				return err
 			}
-			logger, err := wf.logger()
+			logger, err := wf.logger(cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -138,6 +174,20 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 				return err
 			}
 			fmt.Fprintf(out, "turnlog: NATS with JetStream listening on %s (data in %s, sync %s, %s)\n", srv.ClientURL(), data, syncName(sync), authName(noAuth))
+			fmt.Fprintln(out, store.banner(srv))
+			wf.storage = func() *worker.Storage {
+				st, err := srv.Storage()
+				if err != nil {
+					return nil
+				}
+				return &worker.Storage{MaxStore: st.MaxStore, Used: st.Used, Reserved: st.Reserved, DiskFree: st.DiskFree}
+			}
+			if store.auto {
+				go srv.FollowDisk(ctx, followDiskEvery, func(from, to int64) {
+					logger.Info("disk space freed: JetStream storage raised", "from", formatBytes(from), "to", formatBytes(to))
+				})
+			}
+			extraMetrics := map[string]http.Handler{}
 			if httpAt != "" {
 				profiles, err := profile.Load(wf.profiles)
 				if err != nil {
@@ -156,12 +206,17 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 				if err != nil {
 					return err
 				}
-				gcfg := gf.config(l, nc, tok.value)
+				gcfg, err := gf.config(ctx, l, nc, tok.value, data)
+				if err != nil {
+					return err
+				}
 				gcfg.Logger = logger
 				gw, err := gateway.New(gcfg)
 				if err != nil {
 					return err
 				}
+				go gw.Run(ctx)
+				extraMetrics["/metrics/gateway"] = gw.Metrics().Handler()
 				running, err := httpapi.Start(ctx, httpAt, withGateway(api, gw), logger)
 				if err != nil {
 					return err
@@ -169,11 +224,18 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 				defer running.Close()
 				fmt.Fprint(out, tok.banner(running.URL(), isTerminal(out)))
 			}
+			if workers > 0 {
+				profiles, err := profile.Load(wf.profiles)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "turnlog: %s\n", defaultAnswerer(profiles))
+			}
 			done := make(chan error, 1)
 			go func() {
 				done <- runWorkers(ctx, &wf, workers, func() (*nats.Conn, error) {
 					return srv.Connect(append(withKey(workerKey), refusalLogger(logger), nats.CustomInboxPrefix(natsauth.InboxPrefix(natsauth.Worker)))...)
-				}, logOpts, logger)
+				}, logOpts, logger, extraMetrics)
 			}()
 			fmt.Fprintf(out, "turnlog: %s ready; try: %s (Ctrl-C to stop)\n", plural.Count(workers, "worker"), chatHint(srv.ClientURL(), cmd.Flags().Changed("listen") || os.Getenv("TURNLOG_LISTEN") != ""))
 			err = <-done
@@ -196,6 +258,7 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 	fs.BoolVar(&noAuth, "no-auth", false, "run NATS without authentication (anyone who reaches --listen may do anything); default: keys per role in <data>/auth/")
 	wf.register(fs, "")
 	gf.register(fs)
+	fs.Var(&maxStore, "max-store", "JetStream storage limit in --data, like 512MiB or 20GiB (env TURNLOG_MAX_STORE; default: what the store holds plus 75% of the free disk space, raised as space is freed)")
 	fs.StringVar(&prefix, "prefix", envOr("TURNLOG_PREFIX", eventlog.DefaultPrefix), "subject prefix and stream name stem (env TURNLOG_PREFIX)")
 	return cmd
 }
@@ -273,4 +336,33 @@ func chatHint(clientURL string, customListen bool) string {
 		return "turnlog chat -m hello"
 	}
 	return "turnlog chat --nats-url " + clientURL + " -m hello"
+}
+
+// defaultAnswerer says who answers a request that names no profile: the
+// banner's line, so that nobody takes the scripted engine's echo for a
+// model's answer, or wonders which model a profile reached.
+func defaultAnswerer(profiles profile.Set) string {
+	p, ok := profiles[profile.DefaultName]
+	if !ok {
+		return fmt.Sprintf("no profile is named %q: a request must name one of %s", profile.DefaultName, strings.Join(profiles.Names(), ", "))
+	}
+	s := p.Summary(profile.DefaultName)
+	line := fmt.Sprintf("answers with profile %q: %s", s.Name, describeAnswerer(s))
+	if s.Provider == profile.ProviderScripted {
+		line += " (scripted answers, no model; --profiles FILE configures a real one)"
+	}
+	return line
+}
+
+// describeAnswerer is a profile's provider, model and endpoint in words.
+func describeAnswerer(s profile.Summary) string {
+	model := s.Model
+	if model == "" {
+		model = "none set (a request must name one)"
+	}
+	out := fmt.Sprintf("provider %s, model %s", s.Provider, model)
+	if s.BaseURL != "" {
+		out += " at " + s.BaseURL
+	}
+	return out
 }

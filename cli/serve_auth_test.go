@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +26,9 @@ type served struct {
 	natsURL string
 	httpURL string
 	out     *syncbuf.Buffer
+	// stop stops serve as SIGTERM does and waits for it (at most 30 s,
+	// else the test fails); the test's cleanup calls it too.
+	stop func()
 }
 
 // startServe runs `turnlog serve` with args on free ports and a fresh data
@@ -52,7 +56,7 @@ func startServeIn(t *testing.T, data string, args ...string) *served {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()
-	t.Cleanup(func() {
+	s.stop = sync.OnceFunc(func() {
 		cancel()
 		select {
 		case <-done:
@@ -60,6 +64,7 @@ func startServeIn(t *testing.T, data string, args ...string) *served {
 			t.Error("serve did not stop within 30s")
 		}
 	})
+	t.Cleanup(s.stop)
 	natsRe := regexp.MustCompile(`listening on (nats://\S+)`)
 	httpRe := regexp.MustCompile(`console on (http://\S+)`)
 	deadline := time.Now().Add(60 * time.Second)

@@ -1,14 +1,18 @@
 package cli
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/profile"
 	"github.com/turnlog/turnlog/worker"
 )
 
@@ -25,7 +29,10 @@ func newStatusCmd() *cobra.Command {
 		Use:   "status",
 		Short: "Show streams, pending requests, dead letters and running workers",
 		Long: `Show the streams, the pending requests, the dead letters and the workers
-that answer within 500ms.
+that answer within 500ms, and JetStream's storage: when a worker of
+turnlog serve answers, what the server stores, its limit (--max-store),
+what it may still take and the disk's free space; else what the streams
+hold.
 
 A dead letter is a chat request that could not end as request.completed or
 request.failed in a conversation: its subject names no valid conversation
@@ -63,9 +70,14 @@ first).`,
 				Partitions  int             `json:"partitions"`
 				DeadLetters uint64          `json:"dead_letters"`
 				Workers     []worker.Status `json:"workers"`
+				// Profiles say who answers for each profile the workers
+				// run: provider, model, endpoint.
+				Profiles []profile.Summary `json:"profiles"`
+				// Storage is JetStream's storage (see storageStatus).
+				Storage storageStatus `json:"storage"`
 				// Dead lists the newest dead letters (with --dead).
 				Dead []eventlog.DeadLetter `json:"dead,omitempty"`
-			}{Partitions: l.Partitions(), Workers: []worker.Status{}}
+			}{Partitions: l.Partitions(), Workers: []worker.Status{}, Profiles: []profile.Summary{}}
 			if st.DeadLetters, err = l.DeadLetterCount(ctx); err != nil {
 				return err
 			}
@@ -115,6 +127,12 @@ first).`,
 					st.Workers = append(st.Workers, ws)
 				}
 			}
+			st.Profiles = workersProfiles(st.Workers)
+			var streamBytes int64
+			for _, s := range st.Streams {
+				streamBytes += int64(s.Bytes)
+			}
+			st.Storage = readStorage(st.Workers, streamBytes)
 			out := cmd.OutOrStdout()
 			if asJSON {
 				return printJSON(out, st)
@@ -124,7 +142,8 @@ first).`,
 			for _, s := range st.Streams {
 				fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\n", s.Name, s.Messages, s.Bytes, s.Subjects, s.Replicas)
 			}
-			fmt.Fprintf(w, "\nrequests pending: %d (in progress: %d, partitions: %d)\n", st.Pending, st.InProgress, st.Partitions)
+			fmt.Fprintf(w, "\nstorage: %s\n", st.Storage)
+			fmt.Fprintf(w, "requests pending: %d (in progress: %d, partitions: %d)\n", st.Pending, st.InProgress, st.Partitions)
 			fmt.Fprintf(w, "dead letters: %d", st.DeadLetters)
 			if st.DeadLetters > 0 && !dead {
 				fmt.Fprint(w, " (turnlog status --dead lists them)")
@@ -144,6 +163,12 @@ first).`,
 			if len(st.Workers) == 0 {
 				fmt.Fprintln(w, "(no worker answered within 500ms)")
 			}
+			if len(st.Profiles) > 0 {
+				fmt.Fprintln(w, "\nPROFILE\tPROVIDER\tMODEL\tBASE URL")
+				for _, p := range st.Profiles {
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", p.Name, p.Provider, orDash(p.Model), orDash(p.BaseURL))
+				}
+			}
 			return w.Flush()
 		},
 	}
@@ -162,4 +187,31 @@ func printable(s string, n int) string {
 		s = s[:n] + "..."
 	}
 	return strconv.Quote(s)
+}
+
+// workersProfiles is every profile the workers said they run, once each:
+// workers with the same profiles file say the same; workers that differ
+// (a profile on another model) show each version.
+func workersProfiles(workers []worker.Status) []profile.Summary {
+	out := []profile.Summary{}
+	for _, ws := range workers {
+		for _, s := range ws.Summaries {
+			if !slices.Contains(out, s) {
+				out = append(out, s)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b profile.Summary) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.Provider, b.Provider),
+			strings.Compare(a.Model, b.Model), strings.Compare(a.BaseURL, b.BaseURL))
+	})
+	return out
+}
+
+// orDash is s, or "-" for nothing, so that a table's columns stay aligned.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

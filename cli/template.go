@@ -29,8 +29,10 @@ func newTemplateCmd() *cobra.Command {
 TURNLOG_TEMPLATES bucket. Each conversation's prompt is rendered from it once,
 on its first turn, and reused byte for byte afterwards (so the provider's
 prompt cache keeps working); it is rendered again, with fresh values, only
-when the conversation is compacted. Setting a new template changes only the
-conversations started afterwards.
+when the conversation is compacted. A new template prompts the conversations
+started afterwards; conversations already started keep their prompt byte for
+byte until their next compaction, which renders the template as it is then
+(unless their profile says compaction_template: original).
 
 Language: [type:name] inserts a variable (empty when it does not exist);
 [if type:name]...[else]...[endif] and [if !type:name]...[endif] test one.

@@ -29,7 +29,10 @@ func init() { commands = append(commands, newWorkerCmd) }
 
 // workerFlags are the settings `worker` and `serve` share.
 type workerFlags struct {
-	otel         otelFlags
+	otel otelFlags
+	// storage reports the embedded server's storage to the workers of
+	// serve (worker.Config.Storage); nil elsewhere.
+	storage      func() *worker.Storage
 	profiles     string
 	metrics      string
 	logLevel     string
@@ -110,12 +113,22 @@ func (f *workerFlags) check() error {
 	return nil
 }
 
-func (f *workerFlags) logger() (*slog.Logger, error) {
+func (f *workerFlags) logger(w io.Writer) (*slog.Logger, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", f.logLevel)
 	}
-	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})), nil
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: durationText})), nil
+}
+
+// durationText writes durations as Go's duration strings ("48.9ms"), as
+// slog's text handler does: the JSON handler writes nanoseconds as a bare
+// number, which readers of the logs took for seconds or milliseconds.
+func durationText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.String(a.Key, a.Value.Duration().String())
+	}
+	return a
 }
 
 func (f *workerFlags) logOptions() []eventlog.Option {
@@ -156,8 +169,8 @@ func refusalLogger(logger *slog.Logger) nats.Option {
 }
 
 // runWorkers runs n workers on their own connections from dial, serves
-// their metrics, and stops them when ctx ends.
-func runWorkers(ctx context.Context, f *workerFlags, n int, dial func() (*nats.Conn, error), logOpts []eventlog.Option, logger *slog.Logger) error {
+// their metrics (and extra's, by path), and stops them when ctx ends.
+func runWorkers(ctx context.Context, f *workerFlags, n int, dial func() (*nats.Conn, error), logOpts []eventlog.Option, logger *slog.Logger, extra map[string]http.Handler) error {
 	if err := f.check(); err != nil {
 		return err
 	}
@@ -174,6 +187,9 @@ func runWorkers(ctx context.Context, f *workerFlags, n int, dial func() (*nats.C
 		return nil
 	}
 	mux := http.NewServeMux()
+	for path, h := range extra {
+		mux.Handle(path, h)
+	}
 	errs := make(chan error, n)
 	for i := 0; i < n; i++ {
 		nc, err := dial()
@@ -188,7 +204,7 @@ func runWorkers(ctx context.Context, f *workerFlags, n int, dial func() (*nats.C
 		host, _ := os.Hostname()
 		w, err := worker.New(worker.Config{Log: l, Conn: nc, Profiles: profiles, Logger: logger, AckWait: f.ackWait,
 			Name:       fmt.Sprintf("%s-%d-w%d", host, os.Getpid(), i+1),
-			CacheBytes: int64(f.cacheBytes), IdleSnapshot: f.idleSnapshot, CwdRoots: cwdRoots, DenyDirs: f.denyDirs})
+			CacheBytes: int64(f.cacheBytes), IdleSnapshot: f.idleSnapshot, CwdRoots: cwdRoots, DenyDirs: f.denyDirs, Storage: f.storage})
 		if err != nil {
 			return err
 		}
@@ -264,7 +280,7 @@ docs/library.md.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			logger, err := wf.logger()
+			logger, err := wf.logger(cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -286,7 +302,7 @@ docs/library.md.`,
 			if err := wf.denyKeysOf(nf.settings.Data()); err != nil {
 				return err
 			}
-			err = runWorkers(ctx, &wf, n, dial, append(wf.logOptions(), eventlog.WithPrefix(nf.prefix)), logger)
+			err = runWorkers(ctx, &wf, n, dial, append(wf.logOptions(), eventlog.WithPrefix(nf.prefix)), logger, nil)
 			if errors.Is(err, context.Canceled) {
 				return nil
 			}

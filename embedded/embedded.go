@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -38,11 +39,24 @@ type Config struct {
 	// MaxPayload is the largest message the server accepts (default 8 MiB,
 	// so long tool results and snapshots fit).
 	MaxPayload int32
+	// MaxStore is the most bytes JetStream may keep on disk (max_store);
+	// 0 means AutoMaxStore (75% of the space free at start, plus what the
+	// store holds), -1 the server's own dynamic default.
+	// JetStream refuses writes past it with "insufficient resources", and
+	// accepts them again as soon as space is freed within it: a limit
+	// below the disk's free space keeps a full disk from ever failing a
+	// write with a file system error.
+	MaxStore int64
 	// Users, when not empty, turns authentication on: only these nkey
 	// users may connect (in-process connections too), each within its
 	// permissions (see natsauth.Users). Empty means anyone who reaches
 	// the address may do anything.
 	Users []*server.NkeyUser
+	// Lock is a lock on DataDir that the caller took beforehand (serve
+	// does, before it writes keys into the directory); when nil, Start
+	// takes one. Either way the Server owns it from Start on, and
+	// Shutdown (or a failed Start) releases it.
+	Lock *DataDirLock
 }
 
 // Validate reports the first setting that cannot work.
@@ -60,24 +74,44 @@ func (c Config) Validate() error {
 			return fmt.Errorf("listen address %q: %v; use HOST:PORT such as 127.0.0.1:4222", c.Listen, err)
 		}
 	}
+	if c.Lock != nil && filepath.Clean(c.Lock.Dir()) != filepath.Clean(c.DataDir) {
+		return fmt.Errorf("the lock given is on %s, not on the data directory %s", c.Lock.Dir(), c.DataDir)
+	}
 	return nil
 }
 
 // Server is a running embedded NATS server.
 type Server struct {
-	ns   *server.Server
-	auth bool
+	ns      *server.Server
+	auth    bool
+	lock    *DataDirLock
+	opts    *server.Options // as last given to the server (see RaiseMaxStore)
+	dataDir string
 }
 
 // Authenticated reports whether the server refuses connections without a
 // key (Config.Users was set).
 func (s *Server) Authenticated() bool { return s.auth }
 
-// Start runs a server and waits until it accepts connections.
-func Start(c Config) (*Server, error) {
+// Start locks the data directory (see DataDirLock), runs a server on it
+// and waits until it accepts connections. A directory another process
+// holds is refused at once with a *LockedError naming the holder.
+func Start(c Config) (srv *Server, err error) {
 	if err := c.Validate(); err != nil {
+		c.Lock.Release()
 		return nil, fmt.Errorf("start embedded NATS: %w", err)
 	}
+	lock := c.Lock
+	if lock == nil {
+		if lock, err = LockDataDir(c.DataDir); err != nil {
+			return nil, err
+		}
+	}
+	defer func() {
+		if err != nil {
+			lock.Release()
+		}
+	}()
 	opts := &server.Options{
 		ServerName: "turnlog-embedded",
 		JetStream:  true,
@@ -89,6 +123,16 @@ func Start(c Config) (*Server, error) {
 	}
 	if c.MaxPayload > 0 {
 		opts.MaxPayload = c.MaxPayload
+	}
+	switch {
+	case c.MaxStore > 0:
+		opts.JetStreamMaxStore = c.MaxStore
+	case c.MaxStore == 0:
+		// A number rather than the server's dynamic default, which
+		// cannot be raised while the server runs (see FollowDisk).
+		if n, ok := AutoMaxStore(c.DataDir); ok {
+			opts.JetStreamMaxStore = n
+		}
 	}
 	if len(c.Users) > 0 {
 		opts.Nkeys = c.Users
@@ -105,6 +149,10 @@ func Start(c Config) (*Server, error) {
 		opts.Host, opts.Port = host, port
 		if port == 0 {
 			opts.Port = server.RANDOM_PORT
+		} else if err := portFree(c.Listen); err != nil {
+			// The server would only say so in its log (off) and time
+			// out: say it at once.
+			return nil, fmt.Errorf("start embedded NATS: %w", err)
 		}
 	}
 	ns, err := server.NewServer(opts)
@@ -114,9 +162,16 @@ func Start(c Config) (*Server, error) {
 	go ns.Start()
 	if !ns.ReadyForConnections(10 * time.Second) {
 		ns.Shutdown()
-		return nil, fmt.Errorf("start embedded NATS: not ready after 10s (is %s already in use, or %s locked by another server?)", c.Listen, c.DataDir)
+		ns.WaitForShutdown()
+		return nil, fmt.Errorf("start embedded NATS: not ready after 10s (is %s already in use?)", c.Listen)
 	}
-	return &Server{ns: ns, auth: len(c.Users) > 0}, nil
+	srv = &Server{ns: ns, auth: len(c.Users) > 0, lock: lock, opts: opts.Clone(), dataDir: c.DataDir}
+	if err := lock.SetNATS(srv.ClientURL()); err != nil {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+		return nil, err
+	}
+	return srv, nil
 }
 
 // ClientURL is the nats:// URL clients on other processes connect to, or ""
@@ -138,10 +193,12 @@ func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
 }
 
 // Shutdown stops the server and waits until it has flushed and closed its
-// store, so that a restart on the same directory finds everything.
+// store, so that a restart on the same directory finds everything, then
+// releases the directory's lock.
 func (s *Server) Shutdown() {
 	s.ns.Shutdown()
 	s.ns.WaitForShutdown()
+	s.lock.Release()
 }
 
 // NATS exposes the underlying server for tests and tools that need it.
@@ -157,4 +214,14 @@ func splitHostPort(hp string) (string, int, error) {
 		return "", 0, fmt.Errorf("port %q is not a number from 0 to 65535", ps)
 	}
 	return host, port, nil
+}
+
+// portFree reports whether hostPort can be listened on now: a server
+// already there is named at once instead of after the readiness timeout.
+func portFree(hostPort string) error {
+	ln, err := net.Listen("tcp", hostPort)
+	if err != nil {
+		return fmt.Errorf("cannot listen on %s (%v): is another server using it? pass another --listen", hostPort, err)
+	}
+	return ln.Close()
 }

@@ -62,7 +62,7 @@ func (l *Log) publish(ctx context.Context, msg *nats.Msg, stream string) (pubAck
 		return pubAck{}, jetstream.ErrInvalidJSAck
 	}
 	if full.Error != nil {
-		return pubAck{}, fmt.Errorf("nats: %w", full.Error)
+		return pubAck{}, fmt.Errorf("nats: %w", storageFull(full.Error))
 	}
 	if full.Stream == "" {
 		return pubAck{}, jetstream.ErrInvalidJSAck

@@ -64,7 +64,7 @@ func WithDeadLetterLimits(d DeadLetterLimits) Option {
 		if d.MaxAge < time.Minute || d.MaxMsgs < 1 || d.MaxBytes < 1<<20 {
 			return fmt.Errorf("dead-letter limits %+v: keep them at least a minute, one record and 1 MiB", d)
 		}
-		o.deadLetters = d
+		o.deadLetters, o.bytesSet, o.bytesAtLeast = d, true, false
 		return nil
 	}
 }
@@ -104,7 +104,7 @@ func (l *Log) AddDeadLetter(ctx context.Context, d DeadLetter) error {
 		msg.Header.Set(jetstream.MsgIDHeader, l.names.RequestsStream+":"+strconv.FormatUint(d.RequestSeq, 10))
 	}
 	if _, err := l.js.PublishMsg(ctx, msg); err != nil {
-		return fmt.Errorf("dead letter for %s: %w", d.Subject, err)
+		return fmt.Errorf("dead letter for %s: %w", d.Subject, storageFull(err))
 	}
 	return nil
 }

@@ -45,6 +45,9 @@ type Names struct {
 	// HistoryBucket caches each conversation's messages in one value, for
 	// reads of whole histories (a cache, rebuildable from the events).
 	HistoryBucket string
+	// ThreadsBucket is the recording gateway's threading index (see
+	// Threads).
+	ThreadsBucket string
 }
 
 // NamesFor derives every name from a prefix: "turnlog" gives stream
@@ -61,6 +64,7 @@ func NamesFor(prefix string) Names {
 		DeadLettersStream:     up + "_DEAD_LETTERS",
 		RequestIDsBucket:      up + "_REQUEST_IDS",
 		HistoryBucket:         up + "_HISTORY",
+		ThreadsBucket:         up + "_THREADS",
 	}
 }
 

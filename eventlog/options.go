@@ -21,8 +21,14 @@ type options struct {
 	duplicates    time.Duration
 	requestLimits RequestLimits
 	deadLetters   DeadLetterLimits
-	compression   *jetstream.StoreCompression // nil: as the existing stream has it, none when creating
-	readOnly      bool
+	// bytesSet: an option set the requests' or dead letters' byte
+	// limits; otherwise an existing stream keeps its own. bytesAtLeast:
+	// that option was WithStorageBudget, whose limits never lower an
+	// existing stream's (see ensureFound).
+	bytesSet     bool
+	bytesAtLeast bool
+	compression  *jetstream.StoreCompression // nil: as the existing stream has it, none when creating
+	readOnly     bool
 }
 
 // defaultOptions are the settings of a log opened without options.

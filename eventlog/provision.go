@@ -110,6 +110,19 @@ func (l *Log) ensureFound(ctx context.Context, cfg jetstream.StreamConfig, found
 			cfg.Compression = existing.Compression
 		}
 	}
+	if existing != nil && existing.MaxBytes > 0 && (cfg.Name == l.names.RequestsStream || cfg.Name == l.names.DeadLettersStream) {
+		switch {
+		case !l.opts.bytesSet:
+			// Fitted to the installation's storage (WithStorageBudget) by
+			// whoever made it: not this log's to change.
+			cfg.MaxBytes = existing.MaxBytes
+		case l.opts.bytesAtLeast:
+			// A budget computed from the disk never lowers a limit: a
+			// stream over its new limit would drop what it holds
+			// (pending requests, dead letters).
+			cfg.MaxBytes = max(cfg.MaxBytes, existing.MaxBytes)
+		}
+	}
 	if cfg.Name == l.names.RequestsStream {
 		n := l.opts.partitions
 		if n == 0 {
@@ -136,7 +149,7 @@ func (l *Log) ensureFound(ctx context.Context, cfg jetstream.StreamConfig, found
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("stream %s: %w", cfg.Name, err)
+		return nil, fmt.Errorf("stream %s: %w", cfg.Name, storageFull(err))
 	}
 	return s, nil
 }

@@ -45,7 +45,7 @@ func (l *Log) ClaimRequestID(ctx context.Context, id, conversation string) error
 			return nil
 		}
 		if !errors.Is(err, jetstream.ErrKeyExists) {
-			return fmt.Errorf("claim request ID %s: %w", id, err)
+			return fmt.Errorf("claim request ID %s: %w", id, storageFull(err))
 		}
 		e, err := kv.Get(ctx, id)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {

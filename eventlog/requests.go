@@ -50,7 +50,7 @@ func WithRequestLimits(r RequestLimits) Option {
 		if err := r.Validate(); err != nil {
 			return err
 		}
-		o.requestLimits = r
+		o.requestLimits, o.bytesSet, o.bytesAtLeast = r, true, false
 		return nil
 	}
 }

@@ -19,7 +19,10 @@ import (
 // expected sequence not matching. A caller's own context ending is not
 // unavailability: check ctx.Err() first.
 func Unavailable(err error) bool {
-	if err == nil {
+	if err == nil || errors.Is(err, ErrStorageFull) {
+		// Storage full (10023 from a publish is the server's max_store)
+		// is an answer: retried, it would hold the caller until its
+		// deadline and end as a timeout that hides the cause.
 		return false
 	}
 	var apiErr *jetstream.APIError

@@ -78,6 +78,11 @@ func canonical(p Payload) Payload {
 			v.Gateway = nilIfEmpty(v.Gateway)
 			return v
 		}
+	case FindingRecorded:
+		if v.Blocks != nil && len(v.Blocks) == 0 {
+			v.Blocks = nil
+			return v
+		}
 	case MessageRemoved:
 		if hollow(v.Headers) {
 			v.Headers = nil

@@ -430,6 +430,10 @@ func TestEncodeMatchesReflectionOnPayloads(t *testing.T) {
 			return events.MessageRemoved{Seq: num.Draw(t, "seq"), Size: num.Draw(t, "size"),
 				SHA256: rapid.OneOf(rapid.StringMatching(`[0-9a-f]{64}`), str).Draw(t, "sha256"), Headers: meta.Draw(t, "headers"), Reason: str.Draw(t, "reason")}
 		}),
+		rapid.Custom(func(t *rapid.T) events.Payload {
+			return events.FindingRecorded{InferenceID: id.Draw(t, "id"), Rule: str.Draw(t, "rule"), Detail: str.Draw(t, "detail"),
+				Blocks: rapid.SliceOfN(str, 0, 3).Draw(t, "blocks")}
+		}),
 	}
 	require.Len(t, payloads, len(samplePayloads()), "one generator per catalog type")
 	payload := rapid.OneOf(payloads...)

@@ -73,6 +73,7 @@ func samplePayloads() []events.Payload {
 		events.RequestCompleted{Inferences: 2},
 		events.RequestFailed{Reason: "the model is unreachable; retry later"},
 		events.MessageRemoved{Seq: 7, Size: 7, SHA256: strings.Repeat("ab", 32), Headers: meta("Nats-Msg-Id", "x"), Reason: "does not decode"},
+		events.FindingRecorded{InferenceID: "inf-1", Rule: "duplicate_system_prompt", Detail: "two system prompts", Blocks: []string{"s1", "s2"}},
 	}
 }
 

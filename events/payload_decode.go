@@ -38,6 +38,8 @@ func decodeHand(like Payload, r *reader) (p Payload, ok, known bool) {
 		p, ok = decodeSystemPromptUnlocked(r)
 	case MessageRemoved:
 		p, ok = decodeMessageRemoved(r)
+	case FindingRecorded:
+		p, ok = decodeFindingRecorded(r)
 	case ReasoningAppended:
 		p, ok = decodeReasoningAppended(r)
 	case LLMTextAppended:
@@ -217,6 +219,29 @@ func decodeDataSet(r *reader) (Payload, bool) {
 			ok = readStringMap(r, &p.Values)
 		case "unset":
 			ok = readStrings(r, &p.Unset)
+		default:
+			ok = false
+		}
+	}
+	if !ok {
+		return nil, false
+	}
+	return p, true
+}
+
+func decodeFindingRecorded(r *reader) (Payload, bool) {
+	var p FindingRecorded
+	n, ok := r.mapLen()
+	for ; ok && n > 0; n-- {
+		switch r.fieldKey() {
+		case "inference_id":
+			ok = readString(r, &p.InferenceID)
+		case "rule":
+			ok = readString(r, &p.Rule)
+		case "detail":
+			ok = readString(r, &p.Detail)
+		case "blocks":
+			ok = readStrings(r, &p.Blocks)
 		default:
 			ok = false
 		}

@@ -311,6 +311,14 @@ func appendPayload(b []byte, p Payload) ([]byte, bool) {
 			b = appendStringMap(appendString(b, "headers"), p.Headers)
 		}
 		b = appendField(b, "reason", p.Reason)
+	case FindingRecorded:
+		b = appendMapLen(b, 3+present(len(p.Blocks) != 0))
+		b = appendField(b, "inference_id", p.InferenceID)
+		b = appendField(b, "rule", p.Rule)
+		b = appendField(b, "detail", p.Detail)
+		if len(p.Blocks) != 0 {
+			b = appendStrings(appendString(b, "blocks"), p.Blocks)
+		}
 	default:
 		return b, false
 	}

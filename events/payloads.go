@@ -296,7 +296,26 @@ type MessageRemoved struct {
 
 // EventType implementations tie each payload to its catalog entry.
 
-func (ConversationStarted) EventType() Type  { return TypeConversationStarted }
+func (ConversationStarted) EventType() Type { return TypeConversationStarted }
+
+// FindingRecorded records that a model call's input broke a rule of
+// replay --check when the call was recorded (the recording gateway checks
+// each call as it records it): the finding as the rules of that version
+// saw it, beside the call, so that an auditor (and alerting on
+// turnlog_findings_total) learns of it when it happens. It changes
+// nothing in the Turn; replay --check and ls check the inputs again with
+// their own version's rules.
+type FindingRecorded struct {
+	// InferenceID is the model call the finding is about.
+	InferenceID string `msgpack:"inference_id" json:"inference_id"`
+	// Rule is a check rule ID (duplicate_system_prompt, ...).
+	Rule   string `msgpack:"rule" json:"rule"`
+	Detail string `msgpack:"detail" json:"detail"`
+	// Blocks are the IDs of the blocks concerned.
+	Blocks []string `msgpack:"blocks,omitempty" json:"blocks,omitempty"`
+}
+
+func (FindingRecorded) EventType() Type      { return TypeFindingRecorded }
 func (UserAppended) EventType() Type         { return TypeUserAppended }
 func (SystemPromptSet) EventType() Type      { return TypeSystemPromptSet }
 func (SystemPromptReplaced) EventType() Type { return TypeSystemPromptReplaced }

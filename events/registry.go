@@ -79,6 +79,7 @@ func NewRegistry() *Registry {
 	Register[RequestCompleted](r, 1)
 	Register[RequestFailed](r, 1)
 	Register[MessageRemoved](r, 1)
+	Register[FindingRecorded](r, 1)
 	for _, t := range []Type{TypeInferenceFinished, TypeInferenceFailed} {
 		if err := r.RegisterUpcaster(t, 1, unchanged); err != nil {
 			panic("events: " + err.Error())

@@ -31,6 +31,7 @@ const (
 	TypeRequestCompleted     Type = "request.completed"
 	TypeRequestFailed        Type = "request.failed"
 	TypeMessageRemoved       Type = "message.removed"
+	TypeFindingRecorded      Type = "finding.recorded"
 )
 
 // Kind says what a block is, which decides how a provider renders it

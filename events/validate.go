@@ -263,6 +263,17 @@ func (p RequestCompleted) Validate() error { return nil }
 func (p RequestFailed) Validate() error { return needID("reason", p.Reason) }
 
 // Validate implements Payload.
+func (p FindingRecorded) Validate() error {
+	if err := needID("inference_id", p.InferenceID); err != nil {
+		return err
+	}
+	if err := needID("rule", p.Rule); err != nil {
+		return err
+	}
+	return needIDs("blocks", p.Blocks)
+}
+
+// Validate implements Payload.
 func (p MessageRemoved) Validate() error {
 	switch {
 	case p.Seq < 1:

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/turnlog/turnlog/calls"
 	"github.com/turnlog/turnlog/events"
@@ -38,16 +39,16 @@ type Log interface {
 	Load(ctx context.Context, conversation string) (*projector.Turn, error)
 	LoadAt(ctx context.Context, conversation string, n int) (*projector.Turn, error)
 	Append(ctx context.Context, conversation string, expectedSeq uint64, evs ...events.Event) (uint64, error)
+	// LastSeq, CatchUp, SaveSnapshot and SnapshotEvery keep the gateway's
+	// cache of Turns current and its conversations quick to load.
+	LastSeq(ctx context.Context, conversation string) (uint64, error)
+	CatchUp(ctx context.Context, turn *projector.Turn) (*projector.Turn, error)
+	SaveSnapshot(ctx context.Context, turn *projector.Turn, lastMsgID string) error
+	SnapshotEvery() int
 }
 
-// Checker runs the rules of replay --check on a call as it is recorded:
-// given the Turn after the call and the call's events, it returns the
-// findings to record with the call's outcome. Nil records none.
-type Checker interface {
-	Check(turn *projector.Turn, call []events.Event) []events.Payload
-}
-
-// Config configures a Gateway. Log and Connected are required.
+// Config configures a Gateway (Log and Connected are required) or a
+// Recorder (Log is).
 type Config struct {
 	Log Log
 	// Connected reports whether the log's NATS connection is up: when it
@@ -68,20 +69,50 @@ type Config struct {
 	// kept to record a call (default DefaultMaxBody).
 	MaxBody int64
 	// Transport reaches the upstreams (default a clone of
-	// http.DefaultTransport).
+	// http.DefaultTransport that keeps up to 256 idle connections per
+	// upstream: the default's 2 would open a connection per call under
+	// concurrent load).
 	Transport http.RoundTripper
-	// Checker runs replay --check's rules as calls are recorded.
-	Checker Checker
-	// IndexSize bounds the states inferred threading remembers (default
-	// 100000).
-	IndexSize int
-	Logger    *slog.Logger
+	// UpstreamTimeout bounds the wait for the upstream's answer to begin
+	// (its headers; a stream's events may then take as long as they
+	// take): past it the call is answered 504 and recorded failed
+	// (default DefaultUpstreamTimeout).
+	UpstreamTimeout time.Duration
+	// NoCheck turns off checking each call with replay --check's rules
+	// as it is recorded (findings recorded as finding.recorded events and
+	// counted in turnlog_findings_total). Checks are on by default.
+	NoCheck bool
+	// Threads keeps the threading index (see calls.Threads). Gateways
+	// behind one load balancer share one (eventlog.Log.Threads); default
+	// a calls.MemStore of 100,000 entries, this process's alone.
+	Threads calls.ThreadStore
+	// CacheBytes bounds the Turns the gateway keeps in memory (default
+	// DefaultCacheBytes; negative: none).
+	CacheBytes int64
+	// RecordOptional forwards calls while NATS is unreachable and keeps
+	// them in a spool, in SpoolDir (required then), of at most SpoolBytes
+	// (default DefaultSpoolBytes), recorded once NATS is back (Run).
+	RecordOptional bool
+	SpoolDir       string
+	SpoolBytes     int64
+	// Metrics receives the gateway's series (default a new set).
+	Metrics *Metrics
+	Logger  *slog.Logger
 }
+
+// DefaultUpstreamTimeout is Config.UpstreamTimeout's default: a model
+// that writes a long answer without streaming sends its headers only at
+// the end.
+const DefaultUpstreamTimeout = 10 * time.Minute
+
+// DefaultCacheBytes bounds the gateway's cache of Turns unless Config
+// says otherwise.
+const DefaultCacheBytes = 256 << 20
 
 // Validate fills in defaults and reports what is wrong.
 func (c *Config) Validate() error {
-	if c.Log == nil || c.Connected == nil {
-		return errors.New("gateway: Config.Log and Config.Connected are required")
+	if c.Log == nil {
+		return errors.New("gateway: Config.Log is required")
 	}
 	if c.OpenAIUpstream == "" {
 		c.OpenAIUpstream = DefaultOpenAIUpstream
@@ -102,10 +133,27 @@ func (c *Config) Validate() error {
 		c.MaxBody = DefaultMaxBody
 	}
 	if c.Transport == nil {
-		c.Transport = http.DefaultTransport.(*http.Transport).Clone()
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = 256
+		c.Transport = t
 	}
-	if c.IndexSize <= 0 {
-		c.IndexSize = 100000
+	if c.UpstreamTimeout <= 0 {
+		c.UpstreamTimeout = DefaultUpstreamTimeout
+	}
+	if c.Threads == nil {
+		c.Threads = calls.NewMemStore(100000)
+	}
+	if c.CacheBytes == 0 {
+		c.CacheBytes = DefaultCacheBytes
+	}
+	if c.RecordOptional && c.SpoolDir == "" {
+		return errors.New("gateway: --record-optional needs a spool directory (--spool-dir)")
+	}
+	if c.SpoolBytes <= 0 {
+		c.SpoolBytes = DefaultSpoolBytes
+	}
+	if c.Metrics == nil {
+		c.Metrics = NewMetrics()
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

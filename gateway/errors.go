@@ -16,7 +16,7 @@ func writeError(w http.ResponseWriter, anthropic bool, status int, message strin
 		}
 		body = map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": message}}
 	} else {
-		typ := map[int]string{401: "invalid_request_error", 413: "invalid_request_error", 503: "service_unavailable", 502: "upstream_error", 400: "invalid_request_error"}[status]
+		typ := map[int]string{401: "invalid_request_error", 413: "invalid_request_error", 503: "service_unavailable", 502: "upstream_error", 504: "upstream_error", 400: "invalid_request_error"}[status]
 		code := map[int]any{401: "invalid_api_key", 413: "request_too_large"}[status]
 		body = map[string]any{"error": map[string]any{"message": message, "type": typ, "param": nil, "code": code}}
 	}

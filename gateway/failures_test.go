@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -248,4 +249,55 @@ func TestCutStreamAndClientDisconnect(t *testing.T) {
 		_, _, failed := inferences(t, r, "gone")
 		assert.Contains(t, failed[0], "client disconnected")
 	})
+}
+
+func TestUpstreamErrorsAndTimeout(t *testing.T) {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		switch r.Header.Get("X-Test") {
+		case "5xx":
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, `{"error":{"message":"The engine is currently overloaded","type":"server_error","param":null,"code":null}}`)
+		case "slow":
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+	}))
+	t.Cleanup(up.Close)
+	r := newRig(t, up.URL, "", func(c *gateway.Config) { c.UpstreamTimeout = 300 * time.Millisecond })
+	for _, tc := range []struct {
+		name, test string
+		status     int
+		body       string
+		recorded   string
+	}{
+		{"5xx as it came", "5xx", 503, "currently overloaded", "upstream answered 503 Service Unavailable: server_error: The engine is currently overloaded"},
+		{"no answer in time", "slow", 504, "did not begin to answer within 300ms", "did not begin to answer within 300ms"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conv := "upstream-" + tc.test
+			resp, body := post(t, r.gw.URL+"/v1/chat/completions", map[string]string{"Turnlog-Token": token, "Turnlog-Conversation": conv, "X-Test": tc.test},
+				fmt.Sprintf(chatBody, "hi"))
+			assert.Equal(t, tc.status, resp.StatusCode)
+			assert.Contains(t, string(body), tc.body)
+			assert.Equal(t, conv, resp.Header.Get("Turnlog-Conversation"))
+			started, finished, failed := inferences(t, r, conv)
+			assert.Len(t, started, 1)
+			assert.Zero(t, finished)
+			require.Len(t, failed, 1)
+			assert.Contains(t, failed[0], tc.recorded)
+			var transient bool
+			for _, e := range conversationEvents(t, r.log, conv) {
+				if p, ok := e.Payload.(events.InferenceFailed); ok {
+					transient = p.Transient
+				}
+			}
+			assert.True(t, transient, "a retry may succeed")
+		})
+	}
 }

@@ -14,16 +14,18 @@ import (
 	"strings"
 	"time"
 
-	"github.com/oklog/ulid/v2"
 	"github.com/turnlog/turnlog/calls"
-	"github.com/turnlog/turnlog/events"
 )
 
 // Gateway is the recording gateway as an http.Handler for /v1/ paths.
 type Gateway struct {
 	cfg       Config
 	tokenHash [sha256.Size]byte
-	index     *calls.Index
+	rec       *Recorder
+	// local is the threading index of the calls this gateway recorded or
+	// spooled, what threads calls while NATS is away.
+	local     *calls.Threads
+	spool     *spool
 	openai    *httputil.ReverseProxy
 	anthropic *httputil.ReverseProxy
 }
@@ -33,20 +35,77 @@ func New(cfg Config) (*Gateway, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	g := &Gateway{cfg: cfg, tokenHash: sha256.Sum256([]byte(cfg.Token)), index: calls.NewIndex(cfg.IndexSize)}
+	if cfg.Connected == nil {
+		return nil, errors.New("gateway: Config.Connected is required")
+	}
+	local := calls.NewMemStore(100000)
+	if m, ok := cfg.Threads.(*calls.MemStore); ok {
+		local = m
+	} else {
+		cfg.Threads = mirrorStore{shared: cfg.Threads, local: local}
+	}
+	g := &Gateway{cfg: cfg, tokenHash: sha256.Sum256([]byte(cfg.Token)), rec: newRecorder(&cfg), local: calls.NewThreads(local)}
+	if cfg.RecordOptional {
+		var err error
+		if g.spool, err = openSpool(cfg.SpoolDir, cfg.SpoolBytes, cfg.Metrics, g.rec.parse); err != nil {
+			return nil, err
+		}
+	}
+	cfg.Transport = timedTransport{next: cfg.Transport, timeout: cfg.UpstreamTimeout}
 	var err error
-	if g.openai, err = g.proxy(cfg.OpenAIUpstream, true); err != nil {
+	if g.openai, err = g.proxy(cfg.OpenAIUpstream, true, cfg.Transport); err != nil {
 		return nil, err
 	}
-	if g.anthropic, err = g.proxy(cfg.AnthropicUpstream, false); err != nil {
+	if g.anthropic, err = g.proxy(cfg.AnthropicUpstream, false, cfg.Transport); err != nil {
 		return nil, err
 	}
 	return g, nil
 }
 
+// Run records the calls the spool holds (--record-optional) whenever NATS
+// is up, until ctx ends; without a spool it only waits. Then it releases
+// the spool's directory.
+func (g *Gateway) Run(ctx context.Context) {
+	if g.spool == nil {
+		<-ctx.Done()
+		return
+	}
+	defer g.spool.lock.Close()
+	g.spool.run(ctx, g.rec, g.cfg.Connected, 250*time.Millisecond)
+}
+
+// mirrorStore is a shared threading store with this gateway's copy of
+// what it wrote, read while NATS is away.
+type mirrorStore struct{ shared, local calls.ThreadStore }
+
+// Get reads a state's or a response's entry from this gateway's copy when
+// it has it (what a state or a response maps to is written once, by the
+// call that made it), and everything else, the latest call of each
+// conversation above all, from the shared store.
+func (m mirrorStore) Get(ctx context.Context, key string) (string, bool, error) {
+	if strings.HasPrefix(key, "s.") || strings.HasPrefix(key, "r.") {
+		if v, ok, _ := m.local.Get(ctx, key); ok {
+			return v, true, nil
+		}
+	}
+	return m.shared.Get(ctx, key)
+}
+
+func (m mirrorStore) Put(ctx context.Context, pairs map[string]string) error {
+	_ = m.local.Put(ctx, pairs)
+	return m.shared.Put(ctx, pairs)
+}
+
+// Metrics returns the gateway's Prometheus series.
+func (g *Gateway) Metrics() *Metrics { return g.cfg.Metrics }
+
+// Recorder returns the gateway's recorder (import --calls and the spool
+// record through it).
+func (g *Gateway) Recorder() *Recorder { return g.rec }
+
 // proxy forwards to base. An OpenAI base URL ends with /v1 as its SDK
 // takes it, so the route's /v1 is dropped; Anthropic's does not.
-func (g *Gateway) proxy(base string, dropV1 bool) (*httputil.ReverseProxy, error) {
+func (g *Gateway) proxy(base string, dropV1 bool, transport http.RoundTripper) (*httputil.ReverseProxy, error) {
 	u, err := url.Parse(base)
 	if err != nil {
 		return nil, err
@@ -66,8 +125,10 @@ func (g *Gateway) proxy(base string, dropV1 bool) (*httputil.ReverseProxy, error
 			// provider wrote it, not compressed for the client.
 			pr.Out.Header.Del("Accept-Encoding")
 		},
-		Transport:      g.cfg.Transport,
-		FlushInterval:  -1,
+		Transport: transport,
+		// No FlushInterval: ReverseProxy flushes an event stream (and a
+		// body of unknown length) after every write whatever it says,
+		// and a JSON body needs no flush per read.
 		ModifyResponse: g.modifyResponse,
 		ErrorHandler:   g.upstreamError,
 		ErrorLog:       nil,
@@ -78,12 +139,16 @@ func (g *Gateway) proxy(base string, dropV1 bool) (*httputil.ReverseProxy, error
 type state struct {
 	api       calls.API
 	anthropic bool
-	conv      string
-	call      *calls.Call
+	pending   *Pending
 	started   time.Time
-	input     chan inputResult // the first step, recorded while upstream works
 	tee       *tee
-	recorded  bool
+	// spooled is set instead of pending when NATS was away and the call
+	// goes to the spool (--record-optional).
+	spooled *spoolCall
+	// upstream is the time from sending the call upstream to the
+	// upstream's last byte (set by timedTransport and the tee).
+	upstreamStart time.Time
+	upstream      time.Duration
 }
 
 type stateKey struct{}
@@ -110,6 +175,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !anthropic {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="turnlog"`)
 		}
+		g.cfg.Metrics.errors.WithLabelValues("unauthorized").Inc()
 		writeError(w, anthropic, http.StatusUnauthorized, msg)
 		return
 	}
@@ -121,77 +187,130 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		proxy.ServeHTTP(w, r)
 		return
 	}
+	started := time.Now()
 	body, err := io.ReadAll(io.LimitReader(r.Body, g.cfg.MaxBody+1))
 	if err != nil {
 		writeError(w, anthropic, http.StatusBadRequest, "reading the request body: "+err.Error())
 		return
 	}
 	if int64(len(body)) > g.cfg.MaxBody {
+		g.cfg.Metrics.errors.WithLabelValues("too_large").Inc()
 		writeError(w, anthropic, http.StatusRequestEntityTooLarge,
 			fmt.Sprintf("the request body is larger than this gateway's limit of %d bytes (--max-body); nothing was forwarded", g.cfg.MaxBody))
 		return
 	}
-	if !g.cfg.Connected() {
-		writeError(w, anthropic, http.StatusServiceUnavailable,
-			"turnlog cannot record this call: its NATS server is unreachable, and calls are not forwarded unrecorded; retry shortly")
-		return
-	}
-	st, msg := g.begin(r, api, body)
-	if msg != "" {
-		writeError(w, anthropic, http.StatusBadRequest, msg)
-		return
+	st := &state{api: api, anthropic: anthropic, started: started}
+	if !g.cfg.Connected() || (g.spool != nil && g.spool.waiting()) {
+		if g.spool == nil {
+			g.cfg.Metrics.errors.WithLabelValues("unavailable").Inc()
+			writeError(w, anthropic, http.StatusServiceUnavailable,
+				"turnlog cannot record this call: its NATS server is unreachable, and calls are not forwarded unrecorded; retry shortly")
+			return
+		}
+		sc, err := g.spool.admit(api, body, r.Header.Get(ConversationHeader), g.local)
+		if err != nil {
+			g.refuse(w, anthropic, err)
+			return
+		}
+		st.spooled = sc
+	} else {
+		p, err := g.rec.Begin(r.Context(), Call{API: api, Body: body, Conversation: r.Header.Get(ConversationHeader)})
+		if err != nil {
+			g.refuse(w, anthropic, err)
+			return
+		}
+		st.pending = p
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	r = r.WithContext(context.WithValue(r.Context(), stateKey{}, st))
 	proxy.ServeHTTP(w, r)
-	if !st.recorded {
+	if !st.done() {
 		// The proxy ended without a response body to finish (an error
 		// handled, or a panic recovered by net/http).
-		g.finish(r.Context(), st, calls.Outcome{Failure: "the call ended without a response"})
+		_ = st.finish(r.Context(), g, calls.Outcome{Failure: "the call ended without a response"})
+	}
+	if st.upstream > 0 {
+		g.cfg.Metrics.added.Observe((time.Since(started) - st.upstream).Seconds())
 	}
 }
 
-// begin parses the call, finds its conversation and starts recording its
-// input. msg is a 400's message (a conversation ID that cannot be one).
-func (g *Gateway) begin(r *http.Request, api calls.API, body []byte) (*state, string) {
-	c := &calls.Call{ID: ulid.Make().String(), Wire: calls.WireSHA256(body)}
-	req, err := calls.ParseRequest(api, body)
-	if err != nil {
-		c.Unparsed = err.Error()
-	} else {
-		c.Request = req
+// refuse answers a call that cannot be recorded before it is forwarded:
+// 400 for a conversation that cannot be one, 503 otherwise (the spool
+// full).
+func (g *Gateway) refuse(w http.ResponseWriter, anthropic bool, err error) {
+	var idErr *ConversationIDError
+	if errors.As(err, &idErr) {
+		g.cfg.Metrics.errors.WithLabelValues("bad_request").Inc()
+		writeError(w, anthropic, http.StatusBadRequest, "the "+ConversationHeader+" header: "+idErr.Error())
+		return
 	}
-	st := &state{api: api, anthropic: api.Anthropic(), call: c, started: time.Now(), input: make(chan inputResult, 1)}
-	var fork *calls.Ref
-	switch named := r.Header.Get(ConversationHeader); {
-	case named != "":
-		if err := events.ValidateConversationID(named); err != nil {
-			return nil, "the " + ConversationHeader + " header: " + err.Error()
-		}
-		st.conv, c.Threading = named, calls.ThreadExplicit
-	case req != nil && req.PreviousResponseID != "":
-		if conv, ok := g.index.Response(req.PreviousResponseID); ok {
-			st.conv, c.Threading = conv, calls.ThreadExplicit
-		}
-	case req != nil:
-		if ref, latest, ok := g.index.Find(req.RequestBlocks()); ok {
-			c.Threading = calls.ThreadInferred
-			if latest {
-				st.conv = ref.Conversation
-			} else {
-				fork = &ref
-			}
-		}
+	g.cfg.Metrics.errors.WithLabelValues("unavailable").Inc()
+	g.cfg.Logger.Warn("gateway: call refused", "err", err)
+	writeError(w, anthropic, http.StatusServiceUnavailable, "turnlog cannot record this call, so it was not forwarded: "+err.Error()+"; retry shortly")
+}
+
+// conversation is the call's conversation, for its response's header.
+func (st *state) conversation() string {
+	if st.pending != nil {
+		return st.pending.Conversation()
 	}
-	if st.conv == "" {
-		st.conv = ulid.Make().String()
-		if c.Threading == "" {
-			c.Threading = calls.ThreadNew
-		}
+	return st.spooled.Conversation
+}
+
+// parsed reports whether the call's request was read (its response is
+// then read too).
+func (st *state) parsed() bool {
+	if st.pending != nil {
+		return st.pending.Parsed()
 	}
-	go func() { st.input <- g.recordInput(context.WithoutCancel(r.Context()), st, fork) }()
-	return st, ""
+	return st.spooled.req != nil
+}
+
+func (st *state) done() bool {
+	if st.pending != nil {
+		return st.pending.finished
+	}
+	return st.spooled.finished
+}
+
+// finish records the call's outcome, or keeps it in the spool, and
+// returns once it is durable.
+func (st *state) finish(ctx context.Context, g *Gateway, o calls.Outcome) error {
+	if st.upstream == 0 && !st.upstreamStart.IsZero() {
+		st.upstream = time.Since(st.upstreamStart)
+	}
+	if st.pending != nil {
+		return g.rec.Finish(ctx, st.pending, o)
+	}
+	return g.spool.keep(st.spooled, o, st.tee, g.local)
+}
+
+// timedTransport notes when a recorded call is sent upstream, and gives
+// up on an upstream whose answer does not begin within timeout.
+type timedTransport struct {
+	next    http.RoundTripper
+	timeout time.Duration
+}
+
+// errUpstreamTimeout is an upstream that did not begin to answer in time.
+type errUpstreamTimeout struct{ d time.Duration }
+
+func (e errUpstreamTimeout) Error() string {
+	return fmt.Sprintf("the upstream did not begin to answer within %v (--upstream-timeout)", e.d)
+}
+
+func (t timedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if st := stateOf(r.Context()); st != nil {
+		st.upstreamStart = time.Now()
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	timer := time.AfterFunc(t.timeout, cancel)
+	resp, err := t.next.RoundTrip(r.WithContext(ctx))
+	if !timer.Stop() && err != nil && r.Context().Err() == nil {
+		return nil, errUpstreamTimeout{t.timeout}
+	}
+	return resp, err
 }
 
 // modifyResponse marks the response with its conversation and wraps its
@@ -201,11 +320,11 @@ func (g *Gateway) modifyResponse(resp *http.Response) error {
 	if st == nil {
 		return nil // a path forwarded unrecorded
 	}
-	resp.Header.Set(ConversationHeader, st.conv)
+	resp.Header.Set(ConversationHeader, st.conversation())
 	resp.Header.Set("X-Accel-Buffering", "no")
 	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
-	st.tee = newTee(resp.Body, st, sse, resp.StatusCode, int(g.cfg.MaxBody), func(o calls.Outcome) error {
-		return g.finish(resp.Request.Context(), st, o)
+	st.tee = newTee(resp.Body, st, sse, resp.StatusCode, int(g.cfg.MaxBody), st.spooled != nil, func(o calls.Outcome) error {
+		return st.finish(resp.Request.Context(), g, o)
 	})
 	resp.Body = st.tee
 	return nil
@@ -220,16 +339,22 @@ func (g *Gateway) upstreamError(w http.ResponseWriter, r *http.Request, err erro
 	if errors.Is(err, context.Canceled) {
 		reason = "the client disconnected before the upstream answered"
 	}
-	if st != nil && !st.recorded {
-		if ferr := g.finish(r.Context(), st, calls.Outcome{Failure: reason, Transient: true}); ferr != nil {
-			g.cfg.Logger.Error("gateway: call not recorded", "conversation", st.conv, "err", ferr)
+	if st != nil && !st.done() {
+		if ferr := st.finish(r.Context(), g, calls.Outcome{Failure: reason, Transient: true}); ferr != nil {
+			g.cfg.Logger.Error("gateway: call not recorded", "conversation", st.conversation(), "err", ferr)
 		}
 	}
 	if errors.Is(err, context.Canceled) {
 		return
 	}
+	g.cfg.Metrics.errors.WithLabelValues("upstream").Inc()
 	if st != nil {
-		w.Header().Set(ConversationHeader, st.conv)
+		w.Header().Set(ConversationHeader, st.conversation())
+	}
+	var timeout errUpstreamTimeout
+	if errors.As(err, &timeout) {
+		writeError(w, anthropic, http.StatusGatewayTimeout, "turnlog's gateway: "+err.Error())
+		return
 	}
 	writeError(w, anthropic, http.StatusBadGateway, "turnlog's gateway could not reach the provider: "+err.Error())
 }

@@ -24,6 +24,9 @@ type tee struct {
 	sse    bool
 	status int
 	limit  int
+	// keep: the response's bytes are kept, a stream's too (up to limit),
+	// for the spool.
+	keep   bool
 	finish func(calls.Outcome) error
 
 	stream  *calls.Stream
@@ -34,8 +37,8 @@ type tee struct {
 	endErr  error
 }
 
-func newTee(body io.ReadCloser, st *state, sse bool, status, limit int, finish func(calls.Outcome) error) *tee {
-	t := &tee{body: body, st: st, sse: sse, status: status, limit: limit, finish: finish}
+func newTee(body io.ReadCloser, st *state, sse bool, status, limit int, keep bool, finish func(calls.Outcome) error) *tee {
+	t := &tee{body: body, st: st, sse: sse, status: status, limit: limit, keep: keep, finish: finish}
 	if sse && status < 300 {
 		t.stream = calls.NewStream(st.api, limit)
 	}
@@ -45,7 +48,9 @@ func newTee(body io.ReadCloser, st *state, sse bool, status, limit int, finish f
 func (t *tee) observe(p []byte) {
 	if t.stream != nil {
 		t.stream.Write(p)
-		return
+		if !t.keep {
+			return
+		}
 	}
 	if t.buf.Len()+len(p) > t.limit {
 		t.over = true
@@ -84,7 +89,7 @@ func (t *tee) Read(p []byte) (int, error) {
 		return total, err
 	}
 	if t.stream != nil {
-		if t.stream.Done() && !t.st.recorded {
+		if t.stream.Done() && !t.st.done() {
 			if rerr := t.end(); rerr != nil {
 				return 0, rerr
 			}
@@ -100,9 +105,10 @@ func (t *tee) Read(p []byte) (int, error) {
 
 // end records the call's outcome when the response is complete.
 func (t *tee) end() error {
-	if t.st.recorded {
+	if t.st.done() {
 		return nil
 	}
+	t.st.upstream = time.Since(t.st.upstreamStart)
 	o := calls.Outcome{Duration: time.Since(t.st.started)}
 	switch {
 	case t.status >= 300:
@@ -120,7 +126,7 @@ func (t *tee) end() error {
 		}
 	case t.over:
 		o.Failure = "the response is larger than the gateway's --max-body; it reached the client but is not recorded"
-	case t.st.call.Request != nil:
+	case t.st.parsed():
 		out, err := calls.ParseResponse(t.st.api, t.buf.Bytes())
 		if err != nil {
 			o.Failure = "the response cannot be read: " + err.Error()
@@ -135,14 +141,14 @@ func (t *tee) end() error {
 }
 
 func (t *tee) fail(reason string) {
-	if !t.st.recorded {
+	if !t.st.done() {
 		_ = t.finish(calls.Outcome{Failure: reason, Transient: true, Duration: time.Since(t.st.started)})
 	}
 }
 
 // Close records a response the client stopped reading (it disconnected).
 func (t *tee) Close() error {
-	if !t.st.recorded {
+	if !t.st.done() {
 		t.fail("the client disconnected before the response ended")
 	}
 	return t.body.Close()

@@ -192,3 +192,10 @@ func (l *wireLog) snapshot() (sent, received []string, headers []http.Header) {
 	defer l.mu.Unlock()
 	return append([]string(nil), l.sent...), append([]string(nil), l.received...), append([]http.Header(nil), l.headers...)
 }
+
+// calls is how many calls the upstream answered.
+func (u *chatUpstream) calls() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.n
+}

@@ -23,10 +23,15 @@ type ConversationInfo struct {
 	Messages uint64 `json:"messages"`
 	// UpdatedAt is when its last event was created.
 	UpdatedAt time.Time `json:"updated_at"`
-	// Findings counts the rules its model inputs broke, as `turnlog ls
-	// --json` counts them (replay.Describe); `turnlog replay --check`
-	// lists them.
-	Findings int `json:"findings"`
+	// Events, ModelCalls, LastRequestFailed and Findings are what `turnlog
+	// ls` shows, under its JSON names, read the same way
+	// (replay.Describe): the console's list and ls never disagree.
+	// Findings counts the rules its model inputs broke; `turnlog replay
+	// --check` lists them.
+	Events            int  `json:"events"`
+	ModelCalls        int  `json:"model_calls"`
+	LastRequestFailed bool `json:"last_request_failed"`
+	Findings          int  `json:"findings"`
 }
 
 // ConversationsBody is the answer of GET /conversations: the conversations
@@ -77,7 +82,9 @@ func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) {
 	}
 	total := len(found)
 	if err == nil {
-		// The counts of the listed conversations only, as ls reads them.
+		// Counting reads each listed conversation's history, as ls does:
+		// only those the answer holds (or none, remembered from an earlier
+		// listing, when they have not changed).
 		found = found[:min(limit, total)]
 		err = s.described.Describe(r.Context(), s.cfg.Log, found)
 	}
@@ -87,7 +94,8 @@ func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) {
 	}
 	matches := make([]ConversationInfo, len(found))
 	for i, c := range found {
-		matches[i] = ConversationInfo{ID: c.ID, Messages: c.Messages, UpdatedAt: c.LastActivity, Findings: c.Findings}
+		matches[i] = ConversationInfo{ID: c.ID, Messages: c.Messages, UpdatedAt: c.LastActivity,
+			Events: c.Events, ModelCalls: c.ModelCalls, LastRequestFailed: c.LastRequestFailed, Findings: c.Findings}
 	}
 	writeJSON(w, http.StatusOK, ConversationsBody{Conversations: matches, Total: total})
 }

@@ -137,7 +137,7 @@ func TestListConversations(t *testing.T) {
 	var body httpapi.ConversationsBody
 	getJSON(t, ts, "/conversations?q=alpha", &body)
 	require.NotEmpty(t, body.Conversations)
-	assert.Equal(t, httpapi.ConversationInfo{ID: "alpha", Messages: 2, UpdatedAt: t0.Add(2 * time.Minute)}, body.Conversations[0],
+	assert.Equal(t, httpapi.ConversationInfo{ID: "alpha", Messages: 2, UpdatedAt: t0.Add(2 * time.Minute), Events: 2}, body.Conversations[0],
 		"messages counts steps; updated_at is the last event's time")
 
 	var raw map[string]any
@@ -284,4 +284,28 @@ func TestDiffRoute(t *testing.T) {
 			assert.Contains(t, out["error"], tc.want)
 		})
 	}
+}
+
+// TestListConversationsCountsAsLs (issue 23, item 6): the console's list
+// showed "Messages 9" where `turnlog ls` showed 23 events and 4 model
+// calls. GET /conversations gives the same counts as ls, under ls's JSON
+// names, read the same way (replay.Describe).
+func TestListConversationsCountsAsLs(t *testing.T) {
+	ts, l := startChatAPI(t)
+	chat(t, ts, l, "counted", "count the words in a b c") // two model calls
+	chat(t, ts, l, "counted", "hello")                    // one more
+
+	want := replay.Conversation{ID: "counted"}
+	require.NoError(t, replay.Describe(context.Background(), l, &want))
+	require.Equal(t, 3, want.ModelCalls)
+
+	var raw struct {
+		Conversations []map[string]any `json:"conversations"`
+	}
+	require.Equal(t, http.StatusOK, getJSON(t, ts, "/conversations", &raw))
+	require.Len(t, raw.Conversations, 1)
+	got := raw.Conversations[0]
+	assert.Equal(t, float64(want.Events), got["events"], "events as ls counts them: %v", got)
+	assert.Equal(t, float64(want.ModelCalls), got["model_calls"], "model calls as ls counts them: %v", got)
+	assert.Equal(t, false, got["last_request_failed"])
 }

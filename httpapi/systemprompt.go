@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/middlewares"
 	"github.com/turnlog/turnlog/middlewares/template"
 	"github.com/turnlog/turnlog/projector"
@@ -199,6 +200,14 @@ func (s *Server) unavailable(w http.ResponseWriter, what string, err error) {
 // serverError answers 500 for a failure that is not the caller's, and logs
 // it.
 func (s *Server) serverError(w http.ResponseWriter, what string, err error) {
+	if errors.Is(err, eventlog.ErrStorageFull) {
+		// Not the server failing: nothing can be stored until space is
+		// freed, and the error says how.
+		s.cfg.Logger.Warn("http api: "+what, "err", err)
+		w.Header().Set("Retry-After", "30")
+		writeError(w, http.StatusServiceUnavailable, what+": "+err.Error())
+		return
+	}
 	s.cfg.Logger.Error("http api: "+what, "err", err)
 	writeError(w, http.StatusInternalServerError, what+": "+err.Error()+"; check that NATS is reachable and try again")
 }

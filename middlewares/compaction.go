@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/turnlog/turnlog/engine"
 	"github.com/turnlog/turnlog/events"
@@ -51,11 +52,48 @@ type CompactionConfig struct {
 	// Summarizer writes the summary (required): EngineSummarizer in
 	// production, FirstWords in tests.
 	Summarizer Summarizer
+	// MaxSummaryBytes is the most a stored summary may hold (default
+	// DefaultMaxSummaryBytes): a longer one, whatever the model returned,
+	// is cut there. The summary travels in one step with the rest of the
+	// compaction, and a step the server cannot store would fail every
+	// later request of the conversation.
+	MaxSummaryBytes int
+	// MaxInputBytes bounds the transcript one compaction asks the model
+	// to summarize (default DefaultMaxSummaryInputBytes), and MaxInputBlocks
+	// the blocks it removes (default DefaultMaxSummaryInputBlocks): the
+	// oldest blocks that fit are compacted, the rest on later requests.
+	// A transcript past the model's context window fails the call, and
+	// the IDs of the removed blocks are stored in the compaction's step.
+	MaxInputBytes  int
+	MaxInputBlocks int
 }
+
+// Defaults of CompactionConfig's bounds.
+const (
+	// DefaultMaxSummaryBytes is the default cap of a stored summary:
+	// a few pages of text, far more than the few paragraphs the
+	// instruction asks for.
+	DefaultMaxSummaryBytes = 16 << 10
+	// DefaultMaxSummaryInputBytes is the default cap of one compaction's
+	// transcript: about 128k tokens, what current models accept.
+	DefaultMaxSummaryInputBytes = 512 << 10
+	// DefaultMaxSummaryInputBlocks is the default cap of the blocks one
+	// compaction removes: their IDs take about 60 KB of its step.
+	DefaultMaxSummaryInputBlocks = 1000
+)
 
 func (c *CompactionConfig) setDefaults() {
 	if c.KeepLast == 0 {
 		c.KeepLast = 8
+	}
+	if c.MaxSummaryBytes == 0 {
+		c.MaxSummaryBytes = DefaultMaxSummaryBytes
+	}
+	if c.MaxInputBytes == 0 {
+		c.MaxInputBytes = DefaultMaxSummaryInputBytes
+	}
+	if c.MaxInputBlocks == 0 {
+		c.MaxInputBlocks = DefaultMaxSummaryInputBlocks
 	}
 }
 
@@ -73,6 +111,11 @@ func (c CompactionConfig) Validate() error {
 		// again at once, and every call would summarize the summary.
 		return fmt.Errorf("compaction: KeepLast %d leaves no room under MaxBlocks %d for the summary; use a KeepLast below %d",
 			c.KeepLast, c.MaxBlocks, c.MaxBlocks-1)
+	case c.MaxSummaryBytes < 64 || c.MaxInputBytes < 0 || c.MaxInputBlocks < 0:
+		return fmt.Errorf("compaction: MaxSummaryBytes %d, MaxInputBytes %d, MaxInputBlocks %d: the summary needs at least 64 bytes and no bound may be negative",
+			c.MaxSummaryBytes, c.MaxInputBytes, c.MaxInputBlocks)
+	case c.MaxInputBlocks == 1:
+		return errors.New("compaction: MaxInputBlocks is 1; a compaction replaces at least 2 blocks with its summary")
 	case c.Summarizer == nil:
 		return errors.New("compaction: Summarizer is nil; use middlewares.EngineSummarizer or middlewares.FirstWords")
 	}
@@ -94,6 +137,12 @@ func (c CompactionConfig) Validate() error {
 // nor a tool call from its result: it moves back to keep the whole unit
 // (see units). Under budget, or with fewer than two blocks to remove, it
 // emits nothing.
+//
+// One compaction removes at most MaxInputBlocks blocks whose transcript
+// (see Transcript) fits in MaxInputBytes, the oldest first and at least
+// one whole unit: a Turn still over budget is compacted again on its next
+// request. The summary is cut at MaxSummaryBytes whatever the Summarizer
+// returns, so the step that stores it always fits in a message.
 //
 // The summary block is untrusted: it is derived from user, model and tool
 // text. A summary can itself be compacted later.
@@ -130,12 +179,7 @@ func compact(ctx context.Context, tx *engine.Tx, cfg CompactionConfig) error {
 			break
 		}
 	}
-	var removed []events.Block
-	for _, b := range blocks[:max(cut, 0)] {
-		if compactable(b) {
-			removed = append(removed, b)
-		}
-	}
+	removed := oldest(blocks, max(cut, 0), cfg)
 	if len(removed) < 2 {
 		return nil
 	}
@@ -143,12 +187,17 @@ func compact(ctx context.Context, tx *engine.Tx, cfg CompactionConfig) error {
 	if err != nil {
 		return fmt.Errorf("%s: summarize %d blocks: %w", ActorCompaction, len(removed), err)
 	}
+	cutNote := ""
+	if len(text) > cfg.MaxSummaryBytes {
+		cutNote = fmt.Sprintf("; the summary was cut from %d to at most %d bytes", len(text), cfg.MaxSummaryBytes)
+		text = truncateUTF8(text, cfg.MaxSummaryBytes)
+	}
 	ids := make([]string, len(removed))
 	for i, b := range removed {
 		ids[i] = b.ID
 	}
-	reason := fmt.Sprintf("%d blocks, ~%d tokens: over the budget of %s; summarized the %d oldest conversation blocks",
-		len(blocks), estimateTokens(blocks), budget(cfg), len(removed))
+	reason := fmt.Sprintf("%d blocks, ~%d tokens: over the budget of %s; summarized the %d oldest conversation blocks%s",
+		len(blocks), estimateTokens(blocks), budget(cfg), len(removed), cutNote)
 	return tx.Emit(ActorCompaction, events.TurnCompacted{
 		Removed: ids,
 		Summary: &events.Block{
@@ -159,6 +208,55 @@ func compact(ctx context.Context, tx *engine.Tx, cfg CompactionConfig) error {
 		},
 		Reason: reason,
 	})
+}
+
+// oldest returns the compactable blocks of the units before cut (a unit
+// boundary), oldest first, as many whole units as fit under the config's
+// input bounds, and at least one unit.
+func oldest(blocks []events.Block, cut int, cfg CompactionConfig) []events.Block {
+	var removed []events.Block
+	size := 0
+	for _, u := range units(blocks[:cut]) {
+		n, add := 0, 0
+		for _, b := range blocks[u.Start:u.End] {
+			if compactable(b) {
+				n++
+				add += transcriptBytes(b)
+			}
+		}
+		if len(removed) >= 2 && (size+add > cfg.MaxInputBytes || len(removed)+n > cfg.MaxInputBlocks) {
+			break
+		}
+		for _, b := range blocks[u.Start:u.End] {
+			if compactable(b) {
+				removed = append(removed, b)
+			}
+		}
+		size += add
+	}
+	return removed
+}
+
+// transcriptBytes is about what b adds to a Transcript.
+func transcriptBytes(b events.Block) int {
+	if b.Kind == events.KindReasoning {
+		return 0
+	}
+	return len(b.Text) + len(b.ToolName) + len(b.Arguments) + 20
+}
+
+// truncateUTF8 cuts s to at most n bytes, on a character boundary, ending
+// with "…" when anything was cut.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const ellipsis = "…"
+	end := n - len(ellipsis)
+	for end > 0 && !utf8.RuneStart(s[end]) {
+		end--
+	}
+	return s[:end] + ellipsis
 }
 
 func budget(cfg CompactionConfig) string {

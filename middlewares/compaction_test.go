@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -137,6 +138,53 @@ func TestCompaction(t *testing.T) {
 	}
 }
 
+// A summary is bounded whatever the summarizer returns, and one compaction
+// asks for a bounded transcript: issue 24's conversation whose summary
+// repeated its 8 MB transcript, a step no server stores.
+func TestCompactionBounds(t *testing.T) {
+	big := strings.Repeat("é", 3000) // 6000 bytes
+	var blocks []events.Block
+	blocks = append(blocks, sys("s", "p"))
+	for i := range 10 {
+		id := string(rune('a' + i))
+		blocks = append(blocks, user("u"+id, big), reasoning("r"+id), llm("l"+id, big))
+	}
+	var asked []events.Block
+	echo := middlewares.SummarizerFunc(func(_ context.Context, _ *engine.Tx, bs []events.Block) (string, error) {
+		asked = bs
+		return middlewares.Transcript(bs), nil // as long as the transcript, like the scripted engine's echo
+	})
+	mw := middlewares.Must(middlewares.Compaction(middlewares.CompactionConfig{MaxBlocks: 20, KeepLast: 3, Summarizer: echo,
+		MaxSummaryBytes: 1001, MaxInputBytes: 30000}))
+	tx := txOf(t, blocks...)
+	_, emitted, err := run(t, mw, tx)
+	require.NoError(t, err)
+	require.Len(t, emitted, 1)
+	p := emitted[0].Payload.(events.TurnCompacted)
+	assert.LessOrEqual(t, len(p.Summary.Text), 1001, "the stored summary is cut at MaxSummaryBytes")
+	assert.True(t, utf8.ValidString(p.Summary.Text), "and cut between characters")
+	assert.True(t, strings.HasSuffix(p.Summary.Text, "…"))
+	assert.Contains(t, p.Reason, "the summary was cut from")
+	assert.Equal(t, []string{"ua", "ra", "la", "ub", "rb", "lb"}, idsOf(asked),
+		"the oldest whole requests whose transcript fits in MaxInputBytes")
+	assert.Equal(t, idsOf(asked), p.Removed)
+	assertUnitsIntact(t, tx.Turn().Blocks)
+
+	// Still over budget: the next request compacts the summary and more.
+	_, emitted, err = run(t, mw, tx)
+	require.NoError(t, err)
+	require.Len(t, emitted, 1)
+	assert.Equal(t, "true", asked[0].Meta[middlewares.MetaCompactionSummary], "the earlier summary comes first")
+
+	// MaxInputBlocks bounds the blocks removed, and so the IDs stored.
+	mw = middlewares.Must(middlewares.Compaction(middlewares.CompactionConfig{MaxBlocks: 20, KeepLast: 3, Summarizer: echo, MaxInputBlocks: 4}))
+	tx = txOf(t, blocks...)
+	_, emitted, err = run(t, mw, tx)
+	require.NoError(t, err)
+	require.Len(t, emitted, 1)
+	assert.Equal(t, []string{"ua", "ra", "la", "ub"}, emitted[0].Payload.(events.TurnCompacted).Removed, "whole units only, at most 4 blocks")
+}
+
 func TestCompactionSummarizerError(t *testing.T) {
 	boom := errors.New("model down")
 	mw := middlewares.Must(middlewares.Compaction(middlewares.CompactionConfig{
@@ -173,7 +221,8 @@ func TestEngineSummarizer(t *testing.T) {
 	assert.Equal(t, events.KindSystem, input[0].Kind)
 	assert.Equal(t, middlewares.DefaultSummaryInstruction, input[0].Text)
 	assert.Equal(t, "[user] hello\n[tool call] word_count({\"text\":\"a b\"})\n[tool result] 2\n[assistant] there\n", input[1].Text)
-	assert.Equal(t, "You said: "+strings.TrimSpace(input[1].Text), got, "the scripted engine echoes the transcript")
+	assert.Equal(t, "Summary of 4 transcript lines: [user] hello [tool call] word_count({\"text\":\"a b\"}) [tool result] 2 [assistant] there", got,
+		"the scripted engine's summary is short")
 
 	// The call is in the log: started (committed before the model was
 	// asked, with what its input was made of), finished (pending).
@@ -251,6 +300,8 @@ func TestCompactionConfigValidate(t *testing.T) {
 		{"no summarizer", middlewares.CompactionConfig{MaxBlocks: 20}, "Summarizer is nil"},
 		{"no room for the summary", middlewares.CompactionConfig{MaxBlocks: 9, KeepLast: 8, Summarizer: s}, "leaves no room"},
 		{"keep nothing", middlewares.CompactionConfig{MaxBlocks: 9, KeepLast: -1, Summarizer: s}, "keep at least"},
+		{"tiny summary", middlewares.CompactionConfig{MaxBlocks: 20, MaxSummaryBytes: 10, Summarizer: s}, "at least 64 bytes"},
+		{"one block a compaction", middlewares.CompactionConfig{MaxBlocks: 20, MaxInputBlocks: 1, Summarizer: s}, "at least 2 blocks"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -127,6 +127,13 @@ func SpecFor(r Role, n eventlog.Names) Spec {
 		pub("$O."+n.SnapshotObjectsBucket+".>", "write and drop large snapshots (a cache)")
 		pub("$KV."+n.HistoryBucket+".>", "write history caches (a cache)")
 		pub(api("STREAM.PURGE", snapObj), "drop a replaced large snapshot's chunks")
+		// The recording gateway runs as a worker: its threading index.
+		thrKV := "KV_" + n.ThreadsBucket
+		pub(api("STREAM.INFO", thrKV), "gateway: open the threading index")
+		pub(api("STREAM.CREATE", thrKV), "gateway: create the threading index on first use")
+		pub(api("DIRECT.GET", thrKV)+".>", "gateway: look calls up in the threading index")
+		pub(api("STREAM.MSG.GET", thrKV), "gateway: the same, from a bucket without direct gets")
+		pub("$KV."+n.ThreadsBucket+".>", "gateway: index recorded calls for threading")
 		sub(n.WorkersPing(), "answer the status ping")
 		s.Responses = true
 	}

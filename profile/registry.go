@@ -104,9 +104,13 @@ type registry struct {
 	middlewares map[string]MiddlewareFactory
 	// wires are the engines' renderings, by version.
 	wires map[string]wireRendering
+	// defaults are the engines' endpoints and models when a profile
+	// names none (WithDefaults), by engine name.
+	defaults map[string]func() (baseURL, model string)
 }
 
-var registered = &registry{engines: map[string]EngineFactory{}, middlewares: map[string]MiddlewareFactory{}, wires: map[string]wireRendering{}}
+var registered = &registry{engines: map[string]EngineFactory{}, middlewares: map[string]MiddlewareFactory{}, wires: map[string]wireRendering{},
+	defaults: map[string]func() (string, string){}}
 
 // validName is what a registered name may be: lowercase words joined by
 // '.', '_' or '-', such as "acme.sysprompt". The dot is for a
@@ -156,6 +160,9 @@ func RegisterEngine(name string, factory EngineFactory, opts ...EngineOption) {
 		},
 		func() {
 			registered.engines[name] = factory
+			if o.defaults != nil {
+				registered.defaults[name] = o.defaults
+			}
 			for _, w := range o.wires {
 				w.engine = name
 				registered.wires[w.version] = w

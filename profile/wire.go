@@ -16,7 +16,8 @@ import (
 type EngineOption func(*engineOptions)
 
 type engineOptions struct {
-	wires []wireRendering
+	wires    []wireRendering
+	defaults func() (baseURL, model string)
 }
 
 // wireRendering is one registered rendering: its version, the function

@@ -142,7 +142,7 @@ func apply(t *Turn, e events.Event) error {
 		}
 		return nil
 	case events.InferenceStarted, events.InferenceFinished, events.InferenceFailed,
-		events.RequestCompleted, events.RequestFailed, events.MessageRemoved:
+		events.RequestCompleted, events.RequestFailed, events.MessageRemoved, events.FindingRecorded:
 		// Facts about the conversation, not changes to its Turn: they only
 		// advance the position.
 		return nil

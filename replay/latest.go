@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/turnlog/turnlog/eventlog"
@@ -14,8 +15,12 @@ import (
 func Latest(ctx context.Context, src Source, conversation string, opts ...Option) (*Point, error) {
 	o := collect(opts)
 	w, total, err := read(ctx, src, conversation, o, func(w *walker, r *eventlog.Record) error { return w.apply(r) })
+	if errors.Is(err, ErrNoEvents) {
+		return nil, err // it names the conversation
+	}
 	if err != nil {
-		return nil, fmt.Errorf("replay %s: %w", conversation, err)
+		// No command's name: `prompt show` and the HTTP API call it.
+		return nil, fmt.Errorf("re-project %s: %w", conversation, err)
 	}
 	return &Point{Conversation: conversation, At: total, Events: total, Turn: w.turn, SystemPrompt: w.active()}, nil
 }

@@ -126,6 +126,8 @@ func Summary(e events.Event) string {
 		return "completed after " + plural.Count(p.Inferences, "model call")
 	case events.RequestFailed:
 		return "failed: " + quote(p.Reason)
+	case events.FindingRecorded:
+		return fmt.Sprintf("finding %s at call %s: %s", safe(p.Rule), safe(p.InferenceID), quote(p.Detail))
 	case events.MessageRemoved:
 		return fmt.Sprintf("removed message %d (%d bytes, sha256 %s): %s", p.Seq, p.Size, short(p.SHA256), quote(p.Reason))
 	}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -31,6 +32,7 @@ import (
 	"github.com/turnlog/turnlog/httpapi"
 	"github.com/turnlog/turnlog/internal/natstest"
 	"github.com/turnlog/turnlog/profile"
+	"github.com/turnlog/turnlog/replay"
 	"github.com/turnlog/turnlog/worker"
 )
 
@@ -382,6 +384,14 @@ func TestE2ETimelineShowsTheActivePrompt(t *testing.T) {
 	c.waitFor("the list", `document.getElementById("conversation-list").dataset.ready === "true"`)
 	rows := `[...document.querySelectorAll("#conversation-list tbody tr")].map(r => r.dataset.id)`
 	assert.Equal(t, []string{"e2e-timeline", "e2e-older"}, eval[[]string](c, rows))
+	// The counts are ls's, named as ls names them (issue 23, item 6: the
+	// list showed "Messages", steps, where ls showed events and model calls).
+	assert.Equal(t, []string{"ID", "Events", "Model calls", "Last activity", "Findings", ""},
+		eval[[]string](c, `[...document.querySelectorAll("#conversation-list thead th")].map(th => th.textContent)`))
+	described := replay.Conversation{ID: "e2e-timeline"}
+	require.NoError(t, replay.Describe(context.Background(), c.log, &described))
+	assert.Equal(t, []string{"e2e-timeline", strconv.Itoa(described.Events), "3"},
+		eval[[]string](c, `[...document.querySelectorAll("#conversation-list tbody tr")[0].cells].slice(0, 3).map(td => td.textContent)`))
 	c.screenshot("conversations")
 	c.do(chromedp.SendKeys(chromedp.ID("search"), "OLD"))
 	c.waitFor("the search", `document.querySelectorAll("#conversation-list tbody tr").length === 1`)

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -25,8 +26,14 @@ func (w *Worker) deadLetter(ctx context.Context, m jetstream.Msg, meta *jetstrea
 		RequestSeq: meta.Sequence.Stream, Deliveries: meta.NumDelivered, Worker: w.cfg.Name,
 		Headers: m.Headers(), Data: m.Data()}
 	log := w.log.With("subject", subject, "request_seq", meta.Sequence.Stream, "reason", reason)
-	if err := w.cfg.Log.AddDeadLetter(context.WithoutCancel(ctx), d); err != nil {
-		if meta.NumDelivered < w.lastDelivery() {
+	err := w.cfg.Log.AddDeadLetter(context.WithoutCancel(ctx), d)
+	if errors.Is(err, eventlog.ErrStorageFull) {
+		err = w.holdDeadLetter(ctx, m, d, log, err)
+	}
+	if err != nil {
+		if meta.NumDelivered < w.lastDelivery() || errors.Is(err, eventlog.ErrStorageFull) {
+			// A request is not terminated for want of space, even on its
+			// last delivery: it stays in the requests stream.
 			log.Warn("dead letter not stored; the request will be tried again", "err", err)
 			_ = m.NakWithDelay(time.Duration(meta.NumDelivered) * time.Second)
 			return
@@ -38,6 +45,36 @@ func (w *Worker) deadLetter(ctx context.Context, m jetstream.Msg, meta *jetstrea
 		log.Warn("request dead-lettered")
 	}
 	_ = m.Term()
+}
+
+// holdDeadLetter keeps m, whose dead letter JetStream's storage was too
+// full to take (err), in the worker's hands and stores the dead letter as
+// soon as there is room, as holdWhileFull does for a request's steps: a
+// request is not terminated without a trace for want of space. It returns
+// the last error, which still matches eventlog.ErrStorageFull when the
+// worker was told to stop first.
+func (w *Worker) holdDeadLetter(ctx context.Context, m jetstream.Msg, d eventlog.DeadLetter, log *slog.Logger, err error) error {
+	release := w.progress.hold(m)
+	defer release()
+	log.Warn("JetStream storage is full: request held until its dead letter can be stored", "err", err)
+	t := time.NewTicker(storageRetry)
+	defer t.Stop()
+	stopping := context.Background().Done()
+	if w.intake != nil {
+		stopping = w.intake.Done()
+	}
+	for errors.Is(err, eventlog.ErrStorageFull) {
+		w.metrics.storageFull.Inc()
+		select {
+		case <-ctx.Done():
+			return err
+		case <-stopping:
+			return err
+		case <-t.C:
+		}
+		err = w.cfg.Log.AddDeadLetter(context.WithoutCancel(ctx), d)
+	}
+	return err
 }
 
 // endLastDelivery ends a request that would be retried (cause says why)

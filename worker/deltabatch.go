@@ -56,6 +56,10 @@ type deltaBatch struct {
 	timer *time.Timer // made on first use, then reset
 	armed bool        // the timer runs: text waits
 	data  []byte
+	// stepOf, when set, is the step the text streamed now will be
+	// stored in (the request's Tx.Step); step is the batch's.
+	stepOf func() int
+	step   int
 }
 
 func newDeltaBatch(request string, publish func(data []byte)) *deltaBatch {
@@ -71,6 +75,10 @@ func (b *deltaBatch) add(d engine.Delta) {
 	defer b.mu.Unlock()
 	if len(b.text) > 0 && d.Kind != b.kind {
 		b.flushLocked()
+	}
+	if len(b.text) == 0 && b.stepOf != nil {
+		// A batch never spans steps: it is flushed before each append.
+		b.step = b.stepOf()
 	}
 	b.kind = d.Kind
 	b.text = append(b.text, d.Text...)
@@ -108,7 +116,7 @@ func (b *deltaBatch) flushLocked() {
 	if len(b.text) == 0 {
 		return
 	}
-	b.data = appendDelta(b.data[:0], b.request, b.kind, b.text)
+	b.data = appendDelta(b.data[:0], b.request, b.kind, b.text, b.step)
 	b.text = b.text[:0]
 	b.last = time.Now()
 	b.publish(b.data)

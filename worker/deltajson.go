@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/turnlog/turnlog/events"
@@ -10,18 +11,22 @@ import (
 // (TestDeltaJSONMatchesEncodingJSON): a request publishes a few deltas,
 // and reflection cost more than the rest of a delta's way out.
 func appendDeltaJSON(dst []byte, d Delta) []byte {
-	return appendDelta(dst, d.RequestID, d.Kind, d.Text)
+	return appendDelta(dst, d.RequestID, d.Kind, d.Text, d.Step)
 }
 
 // appendDelta is appendDeltaJSON of the Delta with these fields, the text
 // in the bytes a deltaBatch collects it in.
-func appendDelta[S []byte | string](dst []byte, request string, kind events.Kind, text S) []byte {
+func appendDelta[S []byte | string](dst []byte, request string, kind events.Kind, text S, step int) []byte {
 	dst = append(dst, `{"request_id":`...)
 	dst = appendJSONString(dst, request)
 	dst = append(dst, `,"kind":`...)
 	dst = appendJSONString(dst, string(kind))
 	dst = append(dst, `,"text":`...)
 	dst = appendJSONString(dst, text)
+	if step != 0 {
+		dst = append(dst, `,"step":`...)
+		dst = strconv.AppendInt(dst, int64(step), 10)
+	}
 	return append(dst, '}')
 }
 

@@ -26,6 +26,7 @@ func TestDeltaJSONMatchesEncodingJSON(t *testing.T) {
 			RequestID: rapid.String().Draw(t, "request"),
 			Kind:      events.Kind(rapid.String().Draw(t, "kind")),
 			Text:      string(rapid.SliceOf(rapid.Byte()).Draw(t, "text")),
+			Step:      rapid.IntRange(-1, 1<<40).Draw(t, "step"),
 		}
 		if rapid.Bool().Draw(t, "valid utf8") {
 			d.Text = rapid.String().Draw(t, "text string")
@@ -37,7 +38,7 @@ func TestDeltaJSONMatchesEncodingJSON(t *testing.T) {
 		if got := appendDeltaJSON(nil, d); string(got) != string(want) {
 			t.Fatalf("got %s, want %s", got, want)
 		}
-		if got := appendDelta(nil, d.RequestID, d.Kind, []byte(d.Text)); string(got) != string(want) {
+		if got := appendDelta(nil, d.RequestID, d.Kind, []byte(d.Text), d.Step); string(got) != string(want) {
 			t.Fatalf("from bytes: got %s, want %s", got, want)
 		}
 	})

@@ -42,6 +42,8 @@ func TestDeltasComeBeforeTheirStep(t *testing.T) {
 
 	var streamed strings.Builder
 	deltas := 0
+	steps := map[int]bool{}
+	var answerStep int
 	timeout := time.After(30 * time.Second)
 	for {
 		var m *nats.Msg
@@ -56,15 +58,23 @@ func TestDeltasComeBeforeTheirStep(t *testing.T) {
 			if d.Kind == events.KindLLMText {
 				streamed.WriteString(d.Text)
 				deltas++
+				steps[d.Step] = true
 			}
 			continue
 		}
 		evs, err := events.Decode(m.Data)
 		require.NoError(t, err)
+		for _, e := range evs {
+			if e.Type == events.TypeLLMTextAppended {
+				answerStep = e.Step
+			}
+		}
 		if evs[len(evs)-1].Type == events.TypeRequestCompleted {
 			break
 		}
 	}
+	assert.Positive(t, answerStep)
+	assert.Equal(t, map[int]bool{answerStep: true}, steps, "every delta names the step its text is stored in")
 	assert.Equal(t, res.Answer, streamed.String(), "the answer's deltas, joined, all before the step that records it")
 	assert.Positive(t, deltas)
 }

@@ -24,6 +24,10 @@ func (w *Worker) afterError(ctx context.Context, tx *engine.Tx, err error, lastT
 		return handBack, err
 	case errors.Is(err, eventlog.ErrConflict):
 		return retryLater, err
+	case errors.Is(err, eventlog.ErrStorageFull):
+		// Nothing can be stored, a failure neither: the request waits
+		// for space (see holdWhileFull).
+		return retryLater, err
 	case errors.Is(err, errLogUnavailable):
 		// Not a try that failed: the log could not be reached (an
 		// election, a worker cut off), and a request.failed could not be
@@ -37,6 +41,12 @@ func (w *Worker) afterError(ctx context.Context, tx *engine.Tx, err error, lastT
 		// The reason does not name that conversation, which the sender
 		// of this request may have no right to know of.
 		return w.failAs(ctx, tx, fmt.Sprintf("request_id %s is already used by another conversation; send every request with a fresh request_id (or none, to have one generated)", tx.Cause()), true)
+	case errors.Is(err, eventlog.ErrTooLarge):
+		// The step is refused whole, and a retry would build the same
+		// step: fail now, saying what to do. The failure keeps the
+		// request's text only where that fits (see failAs).
+		return w.fail(ctx, tx, fmt.Sprintf("%v; the step was not stored: send a shorter message, or ask the model for a shorter answer; "+
+			"if every request of this conversation fails so, list the compaction middleware in the profile, or start a new conversation (turnlog fork)", err))
 	}
 	return w.fail(ctx, tx, err.Error())
 }

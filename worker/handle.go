@@ -83,8 +83,9 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	// Keep the request ours while it runs.
 	stopAlive := w.progress.hold(m)
 	out, err := w.serve(ctx, req, problem, lastTry, meta.NumDelivered == 1)
+	out, err = w.holdWhileFull(ctx, req, problem, lastTry, out, err)
 	stopAlive()
-	if (out == retryLater || out == handBack) && meta.NumDelivered >= w.lastDelivery() {
+	if (out == retryLater || out == handBack) && meta.NumDelivered >= w.lastDelivery() && !errors.Is(err, eventlog.ErrStorageFull) {
 		// JetStream will not deliver it again: end it now.
 		w.endLastDelivery(ctx, m, meta, req, err)
 		return
@@ -118,6 +119,47 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	case drop:
 		log().Warn("request dropped", "err", err)
 	}
+}
+
+// storageRetry is how often a request held while JetStream's storage is
+// full is tried again.
+const storageRetry = time.Second
+
+// holdWhileFull keeps a request whose outcome could not be stored because
+// JetStream's storage is full (err matches eventlog.ErrStorageFull) in the
+// worker's hands, trying it again every storageRetry until it ends
+// (completed, or failed for a reason of its own) or the worker stops. Its
+// delivery is not used up meanwhile: JetStream delivers a request a
+// bounded number of times, and a request whose last delivery ended while
+// nothing could be stored would be lost, neither answered nor failed nor
+// dead-lettered. Writes pass again as soon as space is freed, and the
+// request goes on from what the log holds. A worker told to stop hands the
+// request back at once: no grace period can store what the storage
+// refuses.
+func (w *Worker) holdWhileFull(ctx context.Context, req Request, problem string, lastTry bool, out outcome, err error) (outcome, error) {
+	if !errors.Is(err, eventlog.ErrStorageFull) {
+		return out, err
+	}
+	w.log.Warn("JetStream storage is full: request held until space is freed", "conversation", req.Conversation, "request", req.RequestID, "err", err)
+	t := time.NewTicker(storageRetry)
+	defer t.Stop()
+	stopping := context.Background().Done()
+	if w.intake != nil {
+		stopping = w.intake.Done()
+	}
+	for errors.Is(err, eventlog.ErrStorageFull) {
+		w.metrics.storageFull.Inc()
+		select {
+		case <-ctx.Done():
+			return handBack, err
+		case <-stopping:
+			return handBack, err
+		case <-t.C:
+		}
+		out, err = w.serve(ctx, req, problem, lastTry, false)
+	}
+	w.log.Info("storage available again: held request went on", "conversation", req.Conversation, "request", req.RequestID)
+	return out, err
 }
 
 // serve runs a request to its end, retrying on conflicts: another writer
@@ -227,6 +269,7 @@ func (w *Worker) serveOnce(ctx context.Context, req Request, problem string, las
 		engine.WithTools(p.Tools.Specs()...),
 		engine.WithDelta(deltas.add),
 		engine.WithAnswerOpen())
+	deltas.stepOf = tx.Step
 	if problem != "" {
 		return w.fail(ctx, tx, problem)
 	}
@@ -303,6 +346,11 @@ func (a appender) Append(ctx context.Context, conv string, expected uint64, evs 
 	a.w.metrics.stepSeconds.Observe(time.Since(start).Seconds())
 	switch {
 	case err == nil || ctx.Err() != nil:
+	case errors.Is(err, eventlog.ErrStorageFull):
+		// The server answered: no link to suspect. The request is held
+		// until space is freed (see holdWhileFull), so to the chain it
+		// is a step that will be retried, not a failed call.
+		err = fmt.Errorf("%w: %w", errLogUnavailable, err)
 	case errors.Is(err, eventlog.ErrConflict):
 		err = fmt.Errorf("%w: %w", engine.ErrSuperseded, err)
 	case !refused(err):

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/profile"
 )
 
 // Delta is what live clients receive on turnlog.delta.<conversation>.
@@ -16,6 +17,14 @@ type Delta struct {
 	RequestID string      `json:"request_id"`
 	Kind      events.Kind `json:"kind"`
 	Text      string      `json:"text"`
+	// Step is the step of the request that the text will be stored in:
+	// every event of the steps before it (a tool call, its result, the
+	// model call's inference.started) is stored before the text streams.
+	// A client that shows events and text together (interactive chat)
+	// holds the text until it has seen step Step-1, so that a tool's
+	// result never shows after the answer it led to. 0 from workers that
+	// predate it.
+	Step int `json:"step,omitempty"`
 }
 
 // deltas is where a request's streamed text goes: coalesced (see
@@ -31,9 +40,35 @@ type Status struct {
 	Started  time.Time `json:"started"`
 	Handled  int64     `json:"handled"`
 	Profiles []string  `json:"profiles"`
+	// Summaries say who answers for each profile: provider, model and
+	// endpoint as this worker's engines use them (`turnlog status`).
+	Summaries []profile.Summary `json:"summaries,omitempty"`
+	// Storage is the JetStream storage of the server the worker runs
+	// beside (Config.Storage), when it runs beside one.
+	Storage *Storage `json:"storage,omitempty"`
+}
+
+// Storage is what a NATS server may store and holds, in bytes. A client
+// of JetStream sees what its account stores but not the server's limit nor
+// the disk: the process that runs the server (turnlog serve) tells its
+// workers, whose status `turnlog status` reads.
+type Storage struct {
+	// MaxStore is the server's JetStream limit (max_store).
+	MaxStore int64 `json:"max_store"`
+	// Used is what JetStream stores; MaxStore-Used is what it may still take.
+	Used int64 `json:"used"`
+	// Reserved is what streams with a byte limit reserve of MaxStore.
+	Reserved int64 `json:"reserved"`
+	// DiskFree is the free space of the store's file system (-1: unknown).
+	DiskFree int64 `json:"disk_free"`
 }
 
 func (w *Worker) pong(m *nats.Msg) {
-	data, _ := json.Marshal(Status{Name: w.cfg.Name, Started: w.started, Handled: w.handled.Load(), Profiles: w.cfg.Profiles.Names()})
+	st := Status{Name: w.cfg.Name, Started: w.started, Handled: w.handled.Load(), Profiles: w.cfg.Profiles.Names(),
+		Summaries: w.cfg.Profiles.Summaries()}
+	if w.cfg.Storage != nil {
+		st.Storage = w.cfg.Storage()
+	}
+	data, _ := json.Marshal(st)
 	_ = m.Respond(data)
 }

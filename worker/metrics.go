@@ -17,13 +17,16 @@ type Metrics struct {
 	requests     *prometheus.CounterVec
 	redeliveries prometheus.Counter
 	conflicts    prometheus.Counter
-	stepSeconds  prometheus.Histogram
-	inFlight     prometheus.Gauge
-	loads        *prometheus.CounterVec
-	deadLetters  prometheus.Counter
-	cacheBytes   prometheus.Gauge
-	cacheTurns   prometheus.Gauge
-	snapshots    *prometheus.CounterVec
+	// storageFull counts the attempts at a request that found JetStream's
+	// storage full; the request waits in the worker's hands meanwhile.
+	storageFull prometheus.Counter
+	stepSeconds prometheus.Histogram
+	inFlight    prometheus.Gauge
+	loads       *prometheus.CounterVec
+	deadLetters prometheus.Counter
+	cacheBytes  prometheus.Gauge
+	cacheTurns  prometheus.Gauge
+	snapshots   *prometheus.CounterVec
 
 	// The series every request touches, looked up once: a label lookup
 	// hashes the label values on every call.
@@ -40,6 +43,10 @@ func newMetrics() *Metrics {
 		redeliveries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "turnlog_redeliveries_total",
 			Help: "Requests received more than once (after a crash, a timeout or a hand-back).",
+		}),
+		storageFull: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "turnlog_storage_full_total",
+			Help: "Attempts at a request that found JetStream's storage full; the request is held and tried again until space is freed.",
 		}),
 		conflicts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "turnlog_conflicts_total",
@@ -75,7 +82,7 @@ func newMetrics() *Metrics {
 			Help: "Snapshots the worker saved, by reason: interval (a request passed a multiple of the snapshot interval), evicted (the cache let go of the Turn), idle (the Turn was not used for --idle-snapshot), shutdown; and those not saved: failed, skipped (the queue of saves was full).",
 		}, []string{"reason"}),
 	}
-	m.registry.MustRegister(m.requests, m.redeliveries, m.conflicts, m.stepSeconds, m.inFlight, m.loads, m.deadLetters,
+	m.registry.MustRegister(m.requests, m.redeliveries, m.conflicts, m.storageFull, m.stepSeconds, m.inFlight, m.loads, m.deadLetters,
 		m.cacheBytes, m.cacheTurns, m.snapshots,
 		prometheus.NewGoCollector())
 	m.completed = m.requests.WithLabelValues("completed")

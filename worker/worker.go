@@ -68,6 +68,9 @@ type Config struct {
 	// <data>/auth, where its keys and its HTTP token live.
 	DenyDirs []string
 	Logger   *slog.Logger
+	// Storage, if set, reports the JetStream storage of the server this
+	// worker runs beside, for its status (see Storage); nil when unknown.
+	Storage func() *Storage
 	// Fault, for tests, is called at named points of a request ("user",
 	// "step", "completed"); an error there makes the worker drop the
 	// request on the floor as if it had crashed: no ack, no more events.
@@ -148,6 +151,10 @@ type Worker struct {
 	log      *slog.Logger
 	link     *clusterLink
 	progress *progress
+	// intake is Run's context: it ends when the worker is told to stop,
+	// before the requests in hand get their grace period (see
+	// holdWhileFull). Set by Run before any request is taken.
+	intake context.Context
 
 	handled  atomic.Int64
 	started  time.Time
@@ -207,6 +214,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	// hands back what is still running after the grace period.
 	work, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()
+	w.intake = ctx
 
 	// A lost connection is the plainest sign of a lost cluster.
 	nc := w.cfg.Conn

@@ -11,7 +11,8 @@ import (
 // binary that imports this package, and renders its recorded requests
 // again (WireVersion) for `turnlog replay --wire` and `--verify`.
 func init() {
-	profile.RegisterEngine(profile.ProviderOpenAI, fromProfile, profile.WithWire(WireVersion, RenderWire))
+	profile.RegisterEngine(profile.ProviderOpenAI, fromProfile, profile.WithWire(WireVersion, RenderWire),
+		profile.WithDefaults(func() (string, string) { c := ConfigFromEnv(); return c.BaseURL, c.Model }))
 }
 
 // fromProfile is the engine of a profile with provider: openai. The

@@ -12,7 +12,8 @@ import (
 // in every binary that imports this package, and renders its recorded
 // requests again (WireVersion) for `turnlog replay --wire` and `--verify`.
 func init() {
-	profile.RegisterEngine(profile.ProviderScripted, fromProfile, profile.WithWire(WireVersion, renderWire))
+	profile.RegisterEngine(profile.ProviderScripted, fromProfile, profile.WithWire(WireVersion, renderWire),
+		profile.WithDefaults(func() (string, string) { return "", "scripted" }))
 }
 
 // renderWire is RenderWire as profile.WithWire takes it: the scripted

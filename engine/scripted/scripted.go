@@ -10,6 +10,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/turnlog/turnlog/engine"
 	"github.com/turnlog/turnlog/events"
@@ -165,6 +166,9 @@ func (e *Engine) Infer(ctx context.Context, in engine.Input, delta func(engine.D
 		msg = blocks[userIdx].Text
 	}
 	rule, groups := e.match(msg)
+	if (rule == e.script.Default || rule == echo) && engine.PurposeFrom(ctx) == purposeCompaction {
+		return summary(msg), nil
+	}
 	if rule.Fail != "" {
 		err := fmt.Errorf("scripted failure: %s", rule.failure.expand(groups, ""))
 		if rule.Transient {
@@ -212,6 +216,38 @@ func (e *Engine) Infer(ctx context.Context, in engine.Input, delta func(engine.D
 	}
 	out.Usage = engine.Usage{PromptTokens: approxTokens(blocks), CompletionTokens: approxTokens(out.Blocks)}
 	return out, nil
+}
+
+// purposeCompaction is middlewares.PurposeCompaction, the purpose of the
+// calls that ask for a conversation's summary (an engine does not import
+// the middlewares).
+const purposeCompaction = "compaction"
+
+// summaryBytes bounds the summaries the engine writes: a summary is short,
+// whatever the transcript, as a model's would be.
+const summaryBytes = 200
+
+// summary answers a summarizing call that no rule of the script matches:
+// how many lines the transcript had, and its beginning. Echoing the
+// transcript, as the default rule would, makes a summary as long as what
+// it replaces.
+func summary(transcript string) engine.Output {
+	lines := strings.Count(transcript, "\n")
+	if lines == 0 && transcript != "" {
+		lines = 1
+	}
+	head := strings.Join(strings.Fields(transcript), " ")
+	if len(head) > summaryBytes {
+		end := summaryBytes
+		for end > 0 && !utf8.RuneStart(head[end]) {
+			end--
+		}
+		head = head[:end] + "…"
+	}
+	text := fmt.Sprintf("Summary of %d transcript lines: %s", lines, head)
+	b := []events.Block{{Kind: events.KindLLMText, Text: text}}
+	return engine.Output{Blocks: b, StopReason: "stop",
+		Usage: engine.Usage{PromptTokens: (len(transcript) + 3) / 4, CompletionTokens: approxTokens(b)}}
 }
 
 func (e *Engine) match(msg string) (*Rule, []string) {

@@ -3,6 +3,7 @@ package scripted_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -93,4 +94,24 @@ func BenchmarkInfer(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// A summarizing call gets a short summary, however long the transcript:
+// echoing it made summaries as long as what they replaced (issue 24).
+func TestSummaryIsShort(t *testing.T) {
+	transcript := strings.Repeat("[user] "+strings.Repeat("x", 64<<10)+"\n", 100)
+	in := engine.Input{Turn: turn(events.Block{ID: "i", Kind: events.KindSystem, Text: "Summarize."},
+		events.Block{ID: "t", Kind: events.KindUser, Text: transcript})}
+	out, err := scripted.New(nil).Infer(engine.WithPurpose(context.Background(), "compaction"), in, nil)
+	require.NoError(t, err)
+	require.Len(t, out.Blocks, 1)
+	assert.Equal(t, events.KindLLMText, out.Blocks[0].Kind)
+	assert.True(t, strings.HasPrefix(out.Blocks[0].Text, "Summary of 100 transcript lines: [user] xxx"), out.Blocks[0].Text[:60])
+	assert.Less(t, len(out.Blocks[0].Text), 300)
+
+	// A rule of the script that matches still answers, as written.
+	s, err := scripted.Parse([]byte("rules:\n  - match: 'xxx'\n    fail: no summaries today\n"))
+	require.NoError(t, err)
+	_, err = scripted.New(s).Infer(engine.WithPurpose(context.Background(), "compaction"), in, nil)
+	assert.ErrorContains(t, err, "no summaries today")
 }

@@ -29,6 +29,7 @@ type settings struct {
 	prefix      string
 	maxPayload  int32
 	eventShards int
+	maxStore    int64
 }
 
 // WithAuth starts the server with authentication as `turnlog serve` does:
@@ -48,6 +49,10 @@ func WithEventShards(n int) Option { return func(s *settings) { s.eventShards = 
 // can reach size limits (large snapshots) with small data.
 func WithMaxPayload(n int32) Option { return func(s *settings) { s.maxPayload = n } }
 
+// WithMaxStore sets the most bytes JetStream may store (max_store), so a
+// test can fill the storage with little data.
+func WithMaxStore(n int64) Option { return func(s *settings) { s.maxStore = n } }
+
 // Start runs an embedded JetStream server in tb.TempDir() and connects to
 // it in-process; both are shut down by tb.Cleanup.
 func Start(tb testing.TB, opts ...Option) *Server {
@@ -63,7 +68,7 @@ func StartIn(tb testing.TB, dir string, opts ...Option) *Server {
 	for _, o := range opts {
 		o(&st)
 	}
-	cfg := embedded.Config{DataDir: dir, Listen: "127.0.0.1:0", MaxPayload: st.maxPayload}
+	cfg := embedded.Config{DataDir: dir, Listen: "127.0.0.1:0", MaxPayload: st.maxPayload, MaxStore: st.maxStore}
 	var authDir string
 	if st.auth {
 		authDir = natsauth.Dir(dir)

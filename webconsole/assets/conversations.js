@@ -45,14 +45,18 @@ async function load() {
   if (onlyFindings) query.set('findings', 'true');
   if (onlyFindings) status.textContent = 'Checking conversations for findings…';
   try {
-    const body = await get('/conversations' + (query.size ? `?${query}` : ''));
+    // Each row's counts cost a read of its conversation (as in turnlog ls):
+    // the newest 100 are shown, the search finds the others.
+    query.set('limit', '100');
+    const body = await get(`/conversations?${query}`);
     if (mine !== seq) return;
     const rows = body.conversations.map((c) =>
       h(
         'tr',
         { dataset: { id: c.id } },
         h('td', null, h('a', { href: `/ui/conversations/${enc(c.id)}` }, c.id)),
-        h('td', { class: 'num' }, c.messages),
+        h('td', { class: 'num' }, c.events),
+        h('td', { class: 'num' }, c.model_calls),
         h('td', { class: 'time' }, when(c.updated_at)),
         h(
           'td',

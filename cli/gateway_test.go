@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/internal/syncbuf"
+	"github.com/turnlog/turnlog/natsauth"
+)
+
+// `turnlog gateway` beside a serve, as a second process would run it: the
+// worker's credential from the data directory, a call recorded (the
+// worker role opens and writes the threading index), and its metrics on
+// the gateway's listener.
+func TestGatewayCommand(t *testing.T) {
+	s := startServe(t)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Hello."},"finish_reason":"stop"}]}`)
+	}))
+	t.Cleanup(up.Close)
+
+	out := &syncbuf.Buffer{}
+	root := newRootCmd()
+	root.SetOut(out)
+	root.SetErr(out)
+	root.SetArgs([]string{"gateway", "--listen", "127.0.0.1:0", "--data", s.data, "--nats-url", s.natsURL,
+		"--openai-upstream", up.URL + "/v1", "--record-optional", "--spool-dir", filepath.Join(t.TempDir(), "spool")})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	urlRe := regexp.MustCompile(`gateway on (http://\S+)`)
+	var base string
+	require.Eventually(t, func() bool {
+		if m := urlRe.FindStringSubmatch(out.String()); m != nil {
+			base = m[1]
+		}
+		return base != ""
+	}, 60*time.Second, 20*time.Millisecond, "no banner: %s", out)
+
+	tok, err := os.ReadFile(natsauth.TokenFile(natsauth.Dir(s.data)))
+	require.NoError(t, err)
+	req, _ := http.NewRequest(http.MethodPost, base+"/v1/chat/completions", strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+	req.Header.Set("Turnlog-Token", strings.TrimSpace(string(tok)))
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode, "%s\n%s", body, out)
+	assert.NotEmpty(t, resp.Header.Get("Turnlog-Conversation"))
+
+	resp, err = http.Get(base + "/metrics")
+	require.NoError(t, err)
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Contains(t, string(metrics), `turnlog_gateway_calls_total{api="chat.completions",outcome="finished"} 1`)
+	assert.Contains(t, string(metrics), "turnlog_gateway_added_seconds_count 1")
+	assert.NotContains(t, out.String(), "Permissions Violation")
+}

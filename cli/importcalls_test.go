@@ -1,0 +1,111 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/gateway"
+	"github.com/turnlog/turnlog/replay"
+)
+
+// A logged chat: a first call answered with a tool call, its continuation
+// with the tool's result, and a fork of the first call's state with
+// another result; plus a call of a named conversation in the Messages API.
+const (
+	callSys     = `{"role":"system","content":"You answer about weather."},{"role":"user","content":"Weather in Paris?"}`
+	callAsk     = `{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Paris\"}"}}]}`
+	callAskResp = `{"id":"chatcmpl-1","object":"chat.completion","model":"gpt-x","choices":[{"index":0,"message":` + callAsk + `,"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":20,"completion_tokens":9}}`
+)
+
+func callLine(at, conv, api, req, resp string) string {
+	line := `{"api":"` + api + `","time":"` + at + `",`
+	if conv != "" {
+		line += `"conversation":"` + conv + `",`
+	}
+	return line + `"request":` + req + `,"response":` + resp + `}`
+}
+
+func chatReq(msgs string) string { return `{"model":"gpt-x","messages":[` + msgs + `]}` }
+
+func chatResp(text string) string {
+	return `{"id":"chatcmpl-2","object":"chat.completion","model":"gpt-x","choices":[{"index":0,"message":{"role":"assistant","content":"` + text + `"},"finish_reason":"stop"}],"usage":{"prompt_tokens":30,"completion_tokens":4}}`
+}
+
+func TestImportCalls(t *testing.T) {
+	e := newAuditEnv(t, false)
+	ctx := context.Background()
+	lines := []string{
+		callLine("2025-03-01T10:00:00Z", "", "chat.completions", chatReq(callSys), callAskResp),
+		// The fork comes later in time, earlier in the file: calls are
+		// recorded in time order.
+		callLine("2025-03-01T10:05:00Z", "", "chat.completions", chatReq(callSys+`,`+callAsk+`,{"role":"tool","tool_call_id":"call_1","content":"rainy"}`), chatResp("Rainy.")),
+		callLine("2025-03-01T10:01:00Z", "", "chat.completions", chatReq(callSys+`,`+callAsk+`,{"role":"tool","tool_call_id":"call_1","content":"sunny"}`), chatResp("Sunny.")),
+		"",
+		callLine("2025-03-01T12:00:00+01:00", "anthropic-chat", "messages", `{"model":"claude-x","max_tokens":100,"system":"Be brief.","messages":[{"role":"user","content":"Hi"}]}`,
+			`{"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[{"type":"text","text":"Hello."}],"stop_reason":"end_turn","usage":{"input_tokens":5,"output_tokens":2}}`),
+	}
+	file := e.file("calls.jsonl", strings.Join(lines, "\n")+"\n")
+
+	out, errOut, code := e.run("", "import", "--calls", file, "-o", "json")
+	require.Equal(t, 0, code, errOut)
+	var res []gateway.Imported
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	require.Len(t, res, 4)
+	assert.Equal(t, []int{1, 3, 2, 5}, []int{res[0].Line, res[1].Line, res[2].Line, res[3].Line}, "recorded in time order")
+	chat, cont, fork, named := res[0].Conversation, res[1].Conversation, res[2].Conversation, res[3].Conversation
+	assert.Equal(t, chat, cont, "the continuation is threaded into the chat")
+	assert.Equal(t, "inferred", res[1].Threading)
+	assert.NotEqual(t, chat, fork)
+	assert.Equal(t, "anthropic-chat", named)
+	assert.Equal(t, "explicit", res[3].Threading)
+
+	var started []events.Event
+	for r, err := range e.log.Events(ctx, chat) {
+		require.NoError(t, err)
+		if _, ok := r.Event.Payload.(events.InferenceStarted); ok {
+			started = append(started, r.Event)
+		}
+	}
+	require.Len(t, started, 2)
+	assert.Equal(t, time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC), started[0].Time, "recorded at the logged time")
+	assert.Equal(t, time.Date(2025, 3, 1, 10, 1, 0, 0, time.UTC), started[1].Time)
+	var first events.Event
+	for r, err := range e.log.Events(ctx, fork) {
+		require.NoError(t, err)
+		first = r.Event
+		break
+	}
+	start, ok := first.Payload.(events.ConversationStarted)
+	require.True(t, ok)
+	assert.Equal(t, chat, start.ForkedFrom, "the other result forks the chat at its first call")
+	for _, conv := range []string{chat, fork, named} {
+		v, err := replay.Verify(ctx, e.log, conv)
+		require.NoError(t, err)
+		assert.True(t, v.OK(), "replay --verify %s: %+v", conv, v.Mismatches)
+	}
+
+	t.Run("a bad line imports nothing", func(t *testing.T) {
+		bad := e.file("bad.jsonl", strings.Join([]string{
+			callLine("2025-03-02T10:00:00Z", "good-one", "chat.completions", chatReq(`{"role":"user","content":"hi"}`), chatResp("Hello.")),
+			callLine("yesterday", "", "chat.completions", chatReq(`{"role":"user","content":"hi"}`), chatResp("Hello.")),
+			callLine("2025-03-02T10:00:00Z", "", "chat.completions", `{"model":"m","messages":"not a list"}`, chatResp("x")),
+			`{"api":"chat.completions","time":"2025-03-02T10:00:00Z","request":` + chatReq(`{"role":"user","content":"hi"}`) + `,"response":{"trunc`,
+		}, "\n"))
+		_, errOut, code := e.run("", "import", "--calls", bad)
+		assert.Equal(t, 2, code)
+		assert.Contains(t, errOut, "nothing imported")
+		assert.Contains(t, errOut, `line 2: "time" "yesterday" is not RFC 3339`)
+		assert.Contains(t, errOut, `line 3: "request" is not a chat.completions request`)
+		assert.Contains(t, errOut, `line 4: not a logged call`)
+		assert.NotContains(t, errOut, "line 1:")
+		seq, err := e.log.LastSeq(ctx, "good-one")
+		require.NoError(t, err)
+		assert.Zero(t, seq, "the good line was not recorded either")
+	})
+}

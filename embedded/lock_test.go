@@ -1,0 +1,80 @@
+package embedded_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/embedded"
+)
+
+// TestSecondServerOnADirectoryIsRefused: one server per data directory
+// (issue 23, item 1); the refusal names the holder, and the directory is
+// free again once the holder shut down.
+func TestSecondServerOnADirectoryIsRefused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	first, err := embedded.Start(embedded.Config{DataDir: dir, Listen: "127.0.0.1:0"})
+	require.NoError(t, err)
+
+	second, err := embedded.Start(embedded.Config{DataDir: dir, Listen: "127.0.0.1:0"})
+	if second != nil {
+		second.Shutdown()
+	}
+	require.Error(t, err, "a second server on the same directory")
+	assert.True(t, errors.Is(err, embedded.ErrLocked), "%v", err)
+	var locked *embedded.LockedError
+	require.ErrorAs(t, err, &locked)
+	assert.Equal(t, embedded.Holder{PID: os.Getpid(), NATS: first.ClientURL()}, locked.Holder)
+	assert.Contains(t, err.Error(), dir)
+	assert.Contains(t, err.Error(), "PID "+strconv.Itoa(os.Getpid()))
+	assert.Contains(t, err.Error(), first.ClientURL())
+
+	_, err = embedded.LockDataDir(dir)
+	assert.ErrorIs(t, err, embedded.ErrLocked, "a bare lock is refused too")
+
+	first.Shutdown()
+	again, err := embedded.Start(embedded.Config{DataDir: dir})
+	require.NoError(t, err, "free once the first shut down")
+	again.Shutdown()
+}
+
+// TestStartUsesTheCallersLock: a caller that locked the directory first
+// (serve, before it writes keys there) hands the lock to Start, which
+// releases it on Shutdown; a lock on another directory is refused.
+func TestStartUsesTheCallersLock(t *testing.T) {
+	dir := t.TempDir()
+	lock, err := embedded.LockDataDir(dir)
+	require.NoError(t, err)
+	srv, err := embedded.Start(embedded.Config{DataDir: dir, Lock: lock})
+	require.NoError(t, err)
+	_, err = embedded.LockDataDir(dir)
+	assert.ErrorIs(t, err, embedded.ErrLocked)
+	srv.Shutdown()
+	lock, err = embedded.LockDataDir(dir)
+	require.NoError(t, err, "released by Shutdown")
+
+	_, err = embedded.Start(embedded.Config{DataDir: t.TempDir(), Lock: lock})
+	assert.ErrorContains(t, err, "not on the data directory")
+	lock, err = embedded.LockDataDir(dir)
+	require.NoError(t, err, "a failed Start releases the lock it was given")
+	lock.Release()
+}
+
+// TestBusyPortIsNamedAtOnce: a listen address another server holds is an
+// error that names it, not a 10 s wait for a server that never gets ready.
+func TestBusyPortIsNamedAtOnce(t *testing.T) {
+	first, err := embedded.Start(embedded.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0"})
+	require.NoError(t, err)
+	t.Cleanup(first.Shutdown)
+	busy := strings.TrimPrefix(first.ClientURL(), "nats://")
+
+	_, err = embedded.Start(embedded.Config{DataDir: t.TempDir(), Listen: busy})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "cannot listen on "+busy)
+	assert.NotContains(t, err.Error(), "not ready after")
+}

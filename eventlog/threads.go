@@ -1,0 +1,72 @@
+package eventlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Threads is the recording gateway's threading index, shared by every
+// gateway of the installation and kept across restarts: a KV bucket
+// (Names.ThreadsBucket) whose keys are hashes of calls' content and whose
+// values are conversations and positions (see calls.Threads). Several
+// gateways behind a load balancer, and import --calls, thread a
+// conversation's calls alike whichever of them records each call. It
+// implements calls.ThreadStore.
+type Threads struct {
+	js     jetstream.JetStream
+	kv     jetstream.KeyValue
+	prefix string
+}
+
+// Threads opens the installation's threading bucket, creating it when it
+// is missing (a worker's credential may).
+func (l *Log) Threads(ctx context.Context) (*Threads, error) {
+	kv, err := l.ensureBucket(ctx, jetstream.KeyValueConfig{
+		Bucket:      l.names.ThreadsBucket,
+		Description: "turnlog gateway threading index: content hashes of recorded calls to their conversations",
+		History:     1,
+		Storage:     jetstream.FileStorage,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open the gateway's threading index: %w", err)
+	}
+	return &Threads{js: l.js, kv: kv, prefix: "$KV." + l.names.ThreadsBucket + "."}, nil
+}
+
+// Get returns key's value; ok is false when it has none.
+func (t *Threads) Get(ctx context.Context, key string) (string, bool, error) {
+	e, err := t.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	return string(e.Value()), true, nil
+}
+
+// Put stores every pair, published together, and returns once JetStream
+// acknowledged them all.
+func (t *Threads) Put(ctx context.Context, pairs map[string]string) error {
+	futures := make([]jetstream.PubAckFuture, 0, len(pairs))
+	for k, v := range pairs {
+		f, err := t.js.PublishAsync(t.prefix+k, []byte(v))
+		if err != nil {
+			return err
+		}
+		futures = append(futures, f)
+	}
+	for _, f := range futures {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}

@@ -1,0 +1,109 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/turnlog/turnlog/calls"
+)
+
+// LineError is a line of a calls file that cannot be imported.
+type LineError struct {
+	Line int
+	Err  error
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+func (e *LineError) Unwrap() error { return e.Err }
+
+// LoggedLine is one call of a calls file, with its line number.
+type LoggedLine struct {
+	Line int
+	Call *calls.Logged
+}
+
+// ReadCalls reads a file of logged calls (import --calls) and checks every
+// line before anything is recorded: each must be a logged call whose
+// request and response are of its API's shape. It returns every bad line
+// (errors.Join of *LineError), or the calls in the order of their times
+// (stable: equal times keep the file's order), the order they are
+// recorded and threaded in. Blank lines are skipped.
+func ReadCalls(r io.Reader, maxLine int) ([]LoggedLine, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
+	var out []LoggedLine
+	var bad []error
+	for n := 1; sc.Scan(); n++ {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		l, err := checkLogged(bytes.Clone(line))
+		if err != nil {
+			bad = append(bad, &LineError{Line: n, Err: err})
+			continue
+		}
+		out = append(out, LoggedLine{Line: n, Call: l})
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			err = fmt.Errorf("a line is longer than %d bytes (--max-body)", maxLine)
+		}
+		return nil, errors.Join(append(bad, fmt.Errorf("after line %d: %w", len(out)+len(bad), err))...)
+	}
+	if len(bad) > 0 {
+		return nil, errors.Join(bad...)
+	}
+	slices.SortStableFunc(out, func(a, b LoggedLine) int { return a.Call.Time.Compare(b.Call.Time) })
+	return out, nil
+}
+
+// checkLogged reads a line and refuses what the gateway would record only
+// as unparsed or failed for want of a readable body: in a file, that is a
+// mistake (a wrong "api", a truncated body), not what the call was.
+func checkLogged(line []byte) (*calls.Logged, error) {
+	l, err := calls.ParseLogged(line)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := calls.ParseRequest(l.API, l.Request); err != nil {
+		return nil, fmt.Errorf(`"request" is not a %s request: %w`, l.API, err)
+	}
+	if l.Failure == "" && l.Status < 300 {
+		if o := l.Outcome(); o.Output == nil {
+			return nil, fmt.Errorf(`"response" is not a %s response: %s`, l.API, o.Failure)
+		}
+	}
+	return l, nil
+}
+
+// Imported is where an imported call was recorded.
+type Imported struct {
+	Line         int    `json:"line"`
+	Conversation string `json:"conversation"`
+	Threading    string `json:"threading"`
+}
+
+// Import records calls in order through r, as the gateway records live
+// calls, and returns where each went. It stops at the first call the log
+// refuses (the calls before it are recorded).
+func (r *Recorder) Import(ctx context.Context, lines []LoggedLine) ([]Imported, error) {
+	out := make([]Imported, 0, len(lines))
+	for _, ln := range lines {
+		l := ln.Call
+		p, err := r.Begin(ctx, Call{API: l.API, Body: l.Request, Conversation: l.Conversation, Time: l.Time, ID: l.CallID, Threading: l.Threading})
+		if err != nil {
+			return out, &LineError{Line: ln.Line, Err: err}
+		}
+		if err := r.Finish(ctx, p, l.Outcome()); err != nil {
+			return out, &LineError{Line: ln.Line, Err: err}
+		}
+		out = append(out, Imported{Line: ln.Line, Conversation: p.Conversation(), Threading: p.Threading()})
+	}
+	return out, nil
+}

@@ -1,0 +1,74 @@
+package gateway
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/turnlog/turnlog/events"
+)
+
+// Metrics are the gateway's Prometheus series, in a registry of their own
+// so that a gateway and workers can share a process.
+type Metrics struct {
+	registry  *prometheus.Registry
+	calls     *prometheus.CounterVec
+	errors    *prometheus.CounterVec
+	added     prometheus.Histogram
+	loads     *prometheus.CounterVec
+	conflicts prometheus.Counter
+	findings  *prometheus.CounterVec
+	spooled   prometheus.Gauge
+}
+
+// NewMetrics returns a gateway's series, registered.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		registry: prometheus.NewRegistry(),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "turnlog_gateway_calls_total",
+			Help: "Model calls through the gateway (and import --calls, the spool), by API and outcome: finished, failed (the upstream or the response failed; recorded), unrecorded (the log refused or could not be reached; see the error log), spooled (forwarded while NATS was away, kept in the spool for later).",
+		}, []string{"api", "outcome"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "turnlog_gateway_errors_total",
+			Help: "Calls the gateway answered with an error of its own, by reason: unauthorized (401), too_large (413), unavailable (503: NATS away, or the spool full), upstream (502: the provider could not be reached), bad_request (400).",
+		}, []string{"reason"}),
+		added: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "turnlog_gateway_added_seconds",
+			Help:    "Time a recorded call spent in the gateway beyond the upstream's own: its whole time minus the time from sending it upstream to the upstream's last byte.",
+			Buckets: prometheus.ExponentialBuckets(0.00005, 2, 16),
+		}),
+		loads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "turnlog_gateway_turn_loads_total",
+			Help: "Where a call found its conversation's Turn: the gateway's cache (cache), the cache plus what others appended since (cache_and_tail), the log (log). A new conversation needs none.",
+		}, []string{"source"}),
+		conflicts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "turnlog_gateway_conflicts_total",
+			Help: "Appends refused because the conversation moved on (concurrent calls of one conversation); each was planned again.",
+		}),
+		findings: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "turnlog_findings_total",
+			Help: "Findings of replay --check's rules on the calls as they were recorded, by rule.",
+		}, []string{"rule"}),
+		spooled: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "turnlog_gateway_spool_bytes",
+			Help: "Bytes of calls waiting in the --record-optional spool to be recorded.",
+		}),
+	}
+	m.registry.MustRegister(m.calls, m.errors, m.added, m.loads, m.conflicts, m.findings, m.spooled)
+	return m
+}
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
+}
+
+// countFindings counts recorded findings by their rule.
+func (m *Metrics) countFindings(fs []events.Payload) {
+	for _, f := range fs {
+		if f, ok := f.(events.FindingRecorded); ok {
+			m.findings.WithLabelValues(f.Rule).Inc()
+		}
+	}
+}

@@ -1,0 +1,447 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/turnlog/turnlog/calls"
+	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projector"
+)
+
+// appendAttempts bounds the reloads after conflicts: concurrent calls of
+// one conversation (parallel sub-agents) each win in turn.
+const appendAttempts = 20
+
+// parseCacheBytes bounds the items and parameters the recorder remembers
+// (calls.ParseCache).
+const parseCacheBytes = 64 << 20
+
+// recordTimeout bounds one step's recording.
+const recordTimeout = 30 * time.Second
+
+// Recorder records model calls as conversation events: the gateway's
+// live calls, the calls import --calls reads from a file and those the
+// spool kept while NATS was away all go through it, so they are threaded,
+// stored and checked alike.
+type Recorder struct {
+	log     Log
+	threads *calls.Threads
+	check   bool
+	checks  *checkers
+	cache   *turnCache
+	logger  *slog.Logger
+	metrics *Metrics
+	parse   *calls.ParseCache
+}
+
+// NewRecorder returns a Recorder of cfg's log, threading store, checker
+// and cache (cfg.Validate's defaults apply; the HTTP settings are unused).
+func NewRecorder(cfg Config) (*Recorder, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return newRecorder(&cfg), nil
+}
+
+func newRecorder(cfg *Config) *Recorder {
+	return &Recorder{log: cfg.Log, threads: calls.NewThreads(cfg.Threads), check: !cfg.NoCheck, checks: newCheckers(4096),
+		cache: newTurnCache(cfg.CacheBytes), logger: cfg.Logger, metrics: cfg.Metrics,
+		parse: calls.NewParseCache(parseCacheBytes)}
+}
+
+// ConversationIDError is a conversation named by a client or a file that
+// cannot be one.
+type ConversationIDError struct{ Err error }
+
+func (e *ConversationIDError) Error() string { return e.Err.Error() }
+func (e *ConversationIDError) Unwrap() error { return e.Err }
+
+// Pending is a call whose recording began (Begin) and is not finished.
+type Pending struct {
+	conv      string
+	threading string
+	parsed    bool
+	ready     chan struct{} // closed once conv, threading and parsed are known
+	call      *calls.Call
+	api       calls.API
+	started   time.Time
+	input     chan inputResult
+	finished  bool
+}
+
+// Conversation is the call's conversation, known once the call is read
+// and threaded (long before the upstream answers).
+func (p *Pending) Conversation() string { <-p.ready; return p.conv }
+
+// Threading is how the conversation was found (calls.Thread*).
+func (p *Pending) Threading() string { <-p.ready; return p.threading }
+
+// Parsed reports whether the request was of its API's shape (its response
+// is then read too).
+func (p *Pending) Parsed() bool { <-p.ready; return p.parsed }
+
+// Call is what a call's recording needs to know of it.
+type Call struct {
+	API calls.API
+	// Body is the request body as the client sent it.
+	Body []byte
+	// Conversation is the conversation the client named ("": thread by
+	// content or previous_response_id).
+	Conversation string
+	// Time stamps its events (zero: now).
+	Time time.Time
+	// ID is the call's ID (zero: a new ULID); Threading, with
+	// Conversation, says how the conversation was found when it was found
+	// earlier (the spool), instead of explicit.
+	ID, Threading string
+}
+
+// Begin starts recording a call: in the background, it reads the call,
+// finds its conversation and records its input, while the caller forwards
+// the call. The only error is a *ConversationIDError, for a named
+// conversation that cannot be one.
+func (r *Recorder) Begin(ctx context.Context, in Call) (*Pending, error) {
+	if in.Conversation != "" {
+		if err := events.ValidateConversationID(in.Conversation); err != nil {
+			return nil, &ConversationIDError{err}
+		}
+	}
+	c := &calls.Call{ID: in.ID, Time: in.Time}
+	if c.ID == "" {
+		c.ID = ulid.Make().String()
+	}
+	p := &Pending{call: c, api: in.API, started: time.Now(), ready: make(chan struct{}), input: make(chan inputResult, 1)}
+	go func() {
+		ctx := context.WithoutCancel(ctx)
+		fork, fresh := r.thread(ctx, p, in)
+		close(p.ready)
+		p.input <- r.recordInput(ctx, p, fork, fresh)
+	}()
+	return p, nil
+}
+
+// thread reads the call and finds its conversation: the one named, the one
+// of previous_response_id, or by content (a continuation, or a fork of an
+// earlier state); else a new one. A threading index that cannot be read
+// starts a new conversation (logged): the call is recorded all the same.
+func (r *Recorder) thread(ctx context.Context, p *Pending, in Call) (fork *calls.Ref, fresh bool) {
+	c := p.call
+	c.Wire = calls.WireSHA256(in.Body)
+	req, err := r.parse.ParseRequest(in.API, in.Body)
+	if err != nil {
+		c.Unparsed = err.Error()
+	} else {
+		c.Request, p.parsed = req, true
+	}
+	switch {
+	case in.Conversation != "":
+		p.conv, c.Threading = in.Conversation, calls.ThreadExplicit
+		if in.Threading != "" {
+			c.Threading = in.Threading
+		}
+	case req != nil && req.PreviousResponseID != "":
+		conv, ok, err := r.threads.Response(ctx, req.PreviousResponseID)
+		if err != nil {
+			r.logger.Warn("gateway: threading index unreadable; the call starts a conversation", "err", err)
+		}
+		if ok {
+			p.conv, c.Threading = conv, calls.ThreadExplicit
+		}
+	case req != nil:
+		ref, latest, ok, err := r.threads.Find(ctx, req.RequestBlocks(), req.RequestKeys())
+		if err != nil {
+			r.logger.Warn("gateway: threading index unreadable; the call starts a conversation", "err", err)
+		}
+		if ok {
+			c.Threading = calls.ThreadInferred
+			if latest {
+				p.conv = ref.Conversation
+			} else {
+				fork = &ref
+			}
+		}
+	}
+	fresh = p.conv == ""
+	if fresh {
+		p.conv = ulid.Make().String()
+		if c.Threading == "" {
+			c.Threading = calls.ThreadNew
+		}
+	}
+	p.threading = c.Threading
+	return fork, fresh
+}
+
+type inputResult struct {
+	turn    *projector.Turn
+	evs     []events.Event
+	atStart int // the Turn's events before the call
+	err     error
+}
+
+// turn returns conv's Turn as the log holds it: the cached one when it is
+// still the log's last, brought up to date when others appended, else a
+// load. A conversation the gateway just named (fresh) has no events: its
+// first append's fence (expected sequence 0) refuses the empty Turn
+// should the log hold any after all.
+func (r *Recorder) turn(ctx context.Context, conv string, fresh bool) (*projector.Turn, error) {
+	if fresh {
+		return projector.New(conv), nil
+	}
+	if t := r.cache.take(conv); t != nil {
+		last, err := r.log.LastSeq(ctx, conv)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case last == t.Seq:
+			r.metrics.loads.WithLabelValues("cache").Inc()
+			return t, nil
+		case last > t.Seq:
+			if t, err := r.log.CatchUp(ctx, t); err == nil {
+				r.metrics.loads.WithLabelValues("cache_and_tail").Inc()
+				return t, nil
+			}
+		}
+	}
+	r.metrics.loads.WithLabelValues("log").Inc()
+	return r.log.Load(ctx, conv)
+}
+
+// recordInput records a call's first step: its input against the
+// conversation's Turn (or a fork's), then inference.started. On a
+// conflict (another call of the conversation appended first) it reloads
+// and plans again.
+func (r *Recorder) recordInput(ctx context.Context, p *Pending, fork *calls.Ref, fresh bool) inputResult {
+	ctx, cancel := context.WithTimeout(ctx, recordTimeout)
+	defer cancel()
+	if fork != nil {
+		from, err := r.log.LoadAt(ctx, fork.Conversation, fork.Events)
+		if err != nil {
+			return inputResult{err: fmt.Errorf("load %s@%d to fork it: %w", fork.Conversation, fork.Events, err)}
+		}
+		blocks := make([]events.Block, len(from.Blocks))
+		for i, b := range from.Blocks {
+			blocks[i] = b.Clone()
+		}
+		p.call.Fork = &calls.Fork{From: fork.Conversation, At: fork.Events, Blocks: blocks, Data: from.Data}
+	}
+	for attempt := 0; ; attempt++ {
+		turn, err := r.turn(ctx, p.conv, fresh && attempt == 0)
+		if err != nil {
+			return inputResult{err: err}
+		}
+		seq, n := turn.Seq, turn.Events
+		evs, err := calls.PlanInput(turn, p.call)
+		if err != nil && p.call.Request != nil {
+			// The call cannot be recorded as parsed (the gateway's own
+			// rendering would not prove it): record it unparsed, with
+			// why. The Turn was changed by the plan: load it again.
+			r.logger.Warn("gateway: call recorded as unparsed", "conversation", p.conv, "err", err)
+			p.call.Request, p.call.Unparsed = nil, err.Error()
+			continue
+		}
+		if err != nil {
+			return inputResult{err: err}
+		}
+		newSeq, err := r.log.Append(ctx, p.conv, seq, evs...)
+		if errors.Is(err, eventlog.ErrConflict) && attempt < appendAttempts {
+			r.metrics.conflicts.Inc()
+			continue
+		}
+		if err != nil {
+			return inputResult{err: fmt.Errorf("record the call's input: %w", err)}
+		}
+		turn.Seq = newSeq
+		return inputResult{turn: turn, evs: evs, atStart: n}
+	}
+}
+
+// Finish records a call's outcome after its input, and returns once
+// JetStream acknowledged it. It runs once per call; later calls return
+// nil.
+func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) error {
+	if p.finished {
+		return nil
+	}
+	p.finished = true
+	if o.Duration == 0 {
+		o.Duration = time.Since(p.started)
+	}
+	in := <-p.input
+	if in.err != nil {
+		r.metrics.calls.WithLabelValues(string(p.api), "unrecorded").Inc()
+		r.logger.Error("gateway: call not recorded", "conversation", p.conv, "err", in.err)
+		return in.err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	turn := in.turn
+	reloaded := false
+	var findings []events.Payload
+	var checker *fedChecker
+	if r.check {
+		var err error
+		if checker, findings, err = r.checkInput(ctx, p.conv, p.call.ID, in.atStart, in.evs); err != nil {
+			// The call is recorded all the same; replay --check and ls
+			// check it again from the log.
+			r.logger.Warn("gateway: call not checked", "conversation", p.conv, "err", err)
+		}
+	}
+	var stored []events.Event
+	ok := o.Failure == "" && (o.Output == nil || o.Output.Error == "")
+	respID := ""
+	if o.Output != nil {
+		respID = o.Output.ResponseID
+	}
+	var indexed chan error
+	for attempt := 0; ; attempt++ {
+		evs, err := calls.PlanOutcome(turn, p.call, o)
+		if err != nil {
+			return err
+		}
+		for _, f := range findings {
+			e := events.New(p.conv, p.call.ID, 1, calls.Actor, f)
+			if !p.call.Time.IsZero() {
+				e.Time = p.call.Time.UTC()
+			}
+			if err := projector.Apply(turn, e); err != nil {
+				return fmt.Errorf("record a finding: %w", err)
+			}
+			evs = append(evs, e)
+		}
+		if ok && indexed == nil {
+			// Indexed for threading beside the append, not after it: the
+			// client's next call may come as soon as the answer ends. Should
+			// the append fail, the entry names a state the log lacks, and a
+			// call continuing it records those blocks as new.
+			indexed = make(chan error, 1)
+			n, blocks, keys := turn.Events, turn.Blocks, stateKeys(p.call, o, turn, false)
+			go func() { indexed <- r.threads.Record(ctx, p.conv, n, blocks, keys, respID) }()
+		}
+		seq, err := r.log.Append(ctx, p.conv, turn.Seq, evs...)
+		if errors.Is(err, eventlog.ErrConflict) && attempt < appendAttempts {
+			r.metrics.conflicts.Inc()
+			if err := <-indexed; err != nil {
+				r.logger.Warn("gateway: call not indexed for threading", "conversation", p.conv, "err", err)
+			}
+			indexed = nil
+			if turn, err = r.log.Load(ctx, p.conv); err != nil {
+				return err
+			}
+			reloaded = true
+			continue
+		}
+		if err != nil {
+			if indexed != nil {
+				<-indexed
+			}
+			r.metrics.calls.WithLabelValues(string(p.api), "unrecorded").Inc()
+			r.logger.Error("gateway: call's outcome not recorded", "conversation", p.conv, "err", err)
+			return fmt.Errorf("record the call's outcome: %w", err)
+		}
+		turn.Seq = seq
+		stored = evs
+		break
+	}
+	r.fedOutcome(checker, stored, !reloaded)
+	r.metrics.countFindings(findings)
+	outcome := "finished"
+	if !ok {
+		outcome = "failed"
+	}
+	r.metrics.calls.WithLabelValues(string(p.api), outcome).Inc()
+	if indexed != nil {
+		if err := <-indexed; err != nil {
+			// The call is recorded; only a later call's threading by
+			// content can miss it (it then starts a conversation).
+			r.logger.Warn("gateway: call not indexed for threading", "conversation", p.conv, "err", err)
+		}
+	} else if ok {
+		// Planned again after a conflict: indexed at its final position.
+		if err := r.threads.Record(ctx, p.conv, turn.Events, turn.Blocks, nil, respID); err != nil {
+			r.logger.Warn("gateway: call not indexed for threading", "conversation", p.conv, "err", err)
+		}
+	}
+	r.snapshot(ctx, turn, in.atStart, eventlog.StepID(p.call.ID, 1))
+	r.cache.put(turn)
+	return nil
+}
+
+// stateKeys returns the content keys of the Turn's blocks after a call
+// that sent its whole input, from what the call already hashed: its
+// input's blocks (the Turn holds them in the call's order, as PlanInput
+// checked) and its output's. nil when that does not hold (previous_response_id,
+// other calls' blocks folded in after a conflict): Record then hashes the
+// Turn.
+func stateKeys(c *calls.Call, o calls.Outcome, turn *projector.Turn, reloaded bool) [][32]byte {
+	if reloaded || c.Request == nil || c.Request.PreviousResponseID != "" || o.Output == nil {
+		return nil
+	}
+	keys := c.Request.RequestKeys()
+	out := o.Output.Blocks()
+	if len(keys)+len(out) != len(turn.Blocks) {
+		return nil
+	}
+	keys = append(keys[:len(keys):len(keys)], make([][32]byte, len(out))...)
+	for i := range out {
+		keys[len(keys)-len(out)+i] = calls.Key(&out[i])
+	}
+	return keys
+}
+
+// snapshot saves the conversation's snapshot when the call took it past a
+// multiple of the log's snapshot interval: the gateway serves a
+// conversation from its cache and rarely loads it, so a restarted gateway
+// (or another one) would otherwise fold its whole history.
+func (r *Recorder) snapshot(ctx context.Context, turn *projector.Turn, atStart int, lastMsgID string) {
+	every := r.log.SnapshotEvery()
+	if every <= 0 || turn.Events/every == atStart/every {
+		return
+	}
+	if err := r.log.SaveSnapshot(ctx, turn, lastMsgID); err != nil {
+		r.logger.Warn("gateway: snapshot not saved", "conversation", turn.Conversation, "err", err)
+	}
+}
+
+// Record records a logged call (import --calls, the spool) at its logged
+// time, threaded and checked as a live call is. It returns the call's
+// conversation.
+func (r *Recorder) Record(ctx context.Context, l *calls.Logged) (string, error) {
+	res, err := r.Import(ctx, []LoggedLine{{Call: l}})
+	if err != nil {
+		return "", errors.Unwrap(err)
+	}
+	return res[0].Conversation, nil
+}
+
+// eventsLog is the part of *eventlog.Log that tells whether a call is
+// recorded.
+type eventsLog interface {
+	Events(ctx context.Context, conversation string) iter.Seq2[eventlog.Record, error]
+}
+
+// recorded reports whether conversation conv holds call id's
+// inference.started: a call the spool began to record before a crash.
+func (r *Recorder) recorded(ctx context.Context, conv, id string) (bool, error) {
+	el, ok := r.log.(eventsLog)
+	if !ok {
+		return false, nil
+	}
+	for rec, err := range el.Events(ctx, conv) {
+		if err != nil {
+			return false, err
+		}
+		if s, ok := rec.Event.Payload.(events.InferenceStarted); ok && s.InferenceID == id {
+			return true, nil
+		}
+	}
+	return false, nil
+}

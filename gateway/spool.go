@@ -1,0 +1,308 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/turnlog/turnlog/calls"
+	"github.com/turnlog/turnlog/events"
+)
+
+// DefaultSpoolBytes bounds the spool unless Config says otherwise.
+const DefaultSpoolBytes = 1 << 30
+
+// ErrSpoolFull is why a call is refused (503) while NATS is away and the
+// spool holds its limit: refused before it is forwarded, rather than
+// forwarded and not recorded.
+var ErrSpoolFull = errors.New("NATS is unreachable and the spool of calls waiting to be recorded is full")
+
+// spool keeps the calls forwarded while NATS is away (--record-optional),
+// one file each in its directory, written and synced before the response's
+// last byte reaches the client, and records them once NATS is back, oldest
+// first, each with its logged time. It is bounded in bytes: a call that
+// might not fit is refused before it is forwarded. A file is renamed
+// *.recording while it is recorded, so that after a crash the call is
+// looked up in its conversation before it is recorded again.
+type spool struct {
+	dir   string
+	limit int64
+	lock  *os.File
+	m     *Metrics
+	parse *calls.ParseCache
+
+	mu   sync.Mutex
+	used int64 // bytes of the files and of the calls admitted
+	seq  atomic.Int64
+}
+
+// spoolCall is a call forwarded while NATS is away.
+type spoolCall struct {
+	Conversation string
+	threading    string
+	id           string
+	api          calls.API
+	body         []byte
+	req          *calls.Request
+	at           time.Time
+	reserved     int64
+	finished     bool
+}
+
+// openSpool opens (creating) dir, locked for this process: two gateways
+// draining one spool would record its calls twice.
+func openSpool(dir string, limit int64, m *Metrics, parse *calls.ParseCache) (*spool, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("gateway: the spool directory: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: the spool directory: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("gateway: the spool directory %s is in use by another gateway (each needs its own --spool-dir): %w", dir, err)
+	}
+	s := &spool{dir: dir, limit: limit, lock: f, m: m, parse: parse}
+	names, err := s.files()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	for _, n := range names {
+		if fi, err := os.Stat(filepath.Join(dir, n)); err == nil {
+			s.used += fi.Size()
+		}
+	}
+	m.spooled.Set(float64(s.used))
+	return s, nil
+}
+
+// waiting reports whether calls are in the spool or on their way to it:
+// while they are, new calls go to the spool too, so that calls are
+// recorded in the order they were made.
+func (s *spool) waiting() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.used > 0
+}
+
+// files lists the calls waiting, oldest first.
+func (s *spool) files() ([]string, error) {
+	ents, err := os.ReadDir(s.dir)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: read the spool: %w", err)
+	}
+	var names []string
+	for _, e := range ents {
+		if n := e.Name(); strings.HasSuffix(n, ".call") || strings.HasSuffix(n, ".call.recording") {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// spoolOverhead is what a spool file holds besides the request body and
+// the response, at most (the members of calls.Logged).
+const spoolOverhead = 4096
+
+// admit takes a call in while NATS is away: it reserves room for its
+// request (the response is kept if it fits, else the call is recorded
+// failed for want of room), and finds its conversation as far as this
+// gateway knows it (local: the calls it recorded and spooled).
+func (s *spool) admit(api calls.API, body []byte, named string, local *calls.Threads) (*spoolCall, error) {
+	c := &spoolCall{id: ulid.Make().String(), api: api, body: body, at: time.Now(), reserved: int64(len(body))*2 + spoolOverhead}
+	if req, err := s.parse.ParseRequest(api, body); err == nil {
+		c.req = req
+	}
+	switch {
+	case named != "":
+		if err := events.ValidateConversationID(named); err != nil {
+			return nil, &ConversationIDError{err}
+		}
+		c.Conversation, c.threading = named, calls.ThreadExplicit
+	case c.req != nil && c.req.PreviousResponseID != "":
+		if conv, ok, _ := local.Response(context.Background(), c.req.PreviousResponseID); ok {
+			c.Conversation, c.threading = conv, calls.ThreadExplicit
+		}
+	case c.req != nil:
+		// A fork of a state recorded earlier cannot be made without the
+		// log: it starts a conversation.
+		if ref, latest, ok, _ := local.Find(context.Background(), c.req.RequestBlocks(), c.req.RequestKeys()); ok && latest {
+			c.Conversation, c.threading = ref.Conversation, calls.ThreadInferred
+		}
+	}
+	if c.Conversation == "" {
+		c.Conversation, c.threading = ulid.Make().String(), calls.ThreadNew
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.used+c.reserved > s.limit {
+		return nil, fmt.Errorf("%w (%d of --spool-bytes %d used)", ErrSpoolFull, s.used, s.limit)
+	}
+	s.used += c.reserved
+	return c, nil
+}
+
+// keep writes a call's file and syncs it; it returns once the call is
+// durable on disk. A response that would not fit is left out and the call
+// kept as failed for want of room, which its reservation always allows.
+func (s *spool) keep(c *spoolCall, o calls.Outcome, t *tee, local *calls.Threads) error {
+	if c.finished {
+		return nil
+	}
+	c.finished = true
+	l := &calls.Logged{API: c.api, Time: c.at, Conversation: c.Conversation, Request: c.body, CallID: c.id,
+		Threading: c.threading, Failure: o.Failure, Transient: o.Transient, Duration: o.Duration}
+	if o.Failure == "" && t != nil {
+		l.Status, l.Response, l.Stream = t.status, t.buf.Bytes(), t.stream != nil
+		if t.over {
+			l.Response, l.Failure = nil, "the response is larger than the gateway's --max-body; it reached the client but is not recorded"
+		}
+	}
+	data := l.Marshal()
+	s.mu.Lock()
+	s.used -= c.reserved
+	if s.used+int64(len(data)) > s.limit {
+		l.Response, l.Failure = nil, "the spool was full: the response reached the client but was not kept"
+		data = l.Marshal()
+	}
+	s.used += int64(len(data))
+	s.m.spooled.Set(float64(s.used))
+	s.mu.Unlock()
+	name := c.id + ".call"
+	if err := writeSynced(s.dir, name, data); err != nil {
+		s.mu.Lock()
+		s.used -= int64(len(data))
+		s.mu.Unlock()
+		return fmt.Errorf("keep the call in the spool: %w", err)
+	}
+	s.m.calls.WithLabelValues(string(c.api), "spooled").Inc()
+	if o.Failure == "" && c.req != nil && o.Output != nil && o.Output.Error == "" {
+		// Later calls of the outage continue this one: its position is
+		// not known until it is recorded, so a stand-in that no real
+		// position equals marks it as its conversation's latest.
+		blocks := append(c.req.RequestBlocks(), o.Output.Blocks()...)
+		_ = local.Record(context.Background(), c.Conversation, -int(s.seq.Add(1)), blocks, nil, o.Output.ResponseID)
+	}
+	return nil
+}
+
+// writeSynced writes name in dir atomically: a temporary file, synced,
+// renamed, and the directory synced.
+func writeSynced(dir, name string, data []byte) error {
+	tmp, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// drain records the spooled calls, oldest first, while connected says
+// NATS is up; it stops at the first call the log does not take (NATS went
+// away again) and leaves it for the next drain.
+func (s *spool) drain(ctx context.Context, r *Recorder, connected func() bool) error {
+	for {
+		names, err := s.files()
+		if err != nil || len(names) == 0 {
+			return err
+		}
+		if err := s.drainFiles(ctx, r, connected, names); err != nil || !connected() || ctx.Err() != nil {
+			return err
+		}
+	}
+}
+
+func (s *spool) drainFiles(ctx context.Context, r *Recorder, connected func() bool, names []string) error {
+	for _, n := range names {
+		if !connected() || ctx.Err() != nil {
+			return nil
+		}
+		path := filepath.Join(s.dir, n)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("gateway: read spooled call %s: %w", n, err)
+		}
+		l, err := calls.ParseLogged(data)
+		if err != nil {
+			// Not lost: set aside under a name the drain skips, and said.
+			r.logger.Error("gateway: a spooled call cannot be read; it is set aside as .bad", "file", path, "err", err)
+			_ = os.Rename(path, path+".bad")
+			continue
+		}
+		recording := path
+		if !strings.HasSuffix(n, ".recording") {
+			recording = path + ".recording"
+			if err := os.Rename(path, recording); err != nil {
+				return fmt.Errorf("gateway: spooled call %s: %w", n, err)
+			}
+		} else if done, err := r.recorded(ctx, l.Conversation, l.CallID); err != nil {
+			return err
+		} else if done {
+			s.remove(recording, len(data))
+			continue
+		}
+		if _, err := r.Record(ctx, l); err != nil {
+			return fmt.Errorf("gateway: record spooled call %s: %w", n, err)
+		}
+		s.remove(recording, len(data))
+	}
+	return nil
+}
+
+func (s *spool) remove(path string, size int) {
+	if err := os.Remove(path); err == nil {
+		s.mu.Lock()
+		s.used -= int64(size)
+		s.m.spooled.Set(float64(s.used))
+		s.mu.Unlock()
+	}
+}
+
+// run drains the spool every interval until ctx ends.
+func (s *spool) run(ctx context.Context, r *Recorder, connected func() bool, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if connected() {
+			if err := s.drain(ctx, r, connected); err != nil && ctx.Err() == nil {
+				r.logger.Warn("gateway: spooled calls not recorded yet; retrying", "err", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,151 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/gateway"
+	"github.com/turnlog/turnlog/internal/natstest"
+)
+
+// cuttable is a gateway whose NATS connection goes through a proxy the
+// test can cut and restore: NATS unreachable, then back, the server and
+// its data untouched.
+type cuttable struct {
+	proxy *toxiproxy.Proxy
+	nc    *nats.Conn
+	gw    *httptest.Server
+	spool string
+	srv   *natstest.Server
+}
+
+func newCuttable(t *testing.T, upstream string, spoolBytes int64) *cuttable {
+	t.Helper()
+	s := natstest.Start(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	ln.Close()
+	api := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
+	p := toxiproxy.NewProxy(api, "nats", addr, strings.TrimPrefix(s.ClientURL(), "nats://"))
+	require.NoError(t, p.Start())
+	t.Cleanup(p.Stop)
+	nc, err := nats.Connect("nats://"+addr, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	ctx := context.Background()
+	l, err := eventlog.Open(ctx, nc)
+	require.NoError(t, err)
+	threads, err := l.Threads(ctx)
+	require.NoError(t, err)
+	dir := filepath.Join(t.TempDir(), "spool")
+	g, err := gateway.New(gateway.Config{Log: l, Connected: nc.IsConnected, Token: token, OpenAIUpstream: upstream + "/v1",
+		Threads: threads, RecordOptional: true, SpoolDir: dir, SpoolBytes: spoolBytes})
+	require.NoError(t, err)
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { g.Run(runCtx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	hs := httptest.NewServer(g)
+	t.Cleanup(hs.Close)
+	return &cuttable{proxy: p, nc: nc, gw: hs, spool: dir, srv: s}
+}
+
+func (c *cuttable) cut(t *testing.T) {
+	c.proxy.Stop()
+	require.Eventually(t, func() bool { return !c.nc.IsConnected() }, 10*time.Second, 10*time.Millisecond)
+}
+
+func (c *cuttable) restore(t *testing.T) {
+	require.NoError(t, c.proxy.Start())
+	require.Eventually(t, c.nc.IsConnected, 10*time.Second, 10*time.Millisecond)
+}
+
+func spooled(t *testing.T, dir string) int {
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	n := 0
+	for _, e := range ents {
+		if filepath.Ext(e.Name()) == ".call" {
+			n++
+		}
+	}
+	return n
+}
+
+func TestRecordOptionalSpoolsWhileNATSIsDown(t *testing.T) {
+	up := newChatUpstream(t, "")
+	c := newCuttable(t, up.URL, 1<<20)
+	h := map[string]string{"Turnlog-Token": token}
+	first := `{"role":"system","content":"s"},{"role":"user","content":"weather?"}`
+	resp, body := post(t, c.gw.URL+"/v1/chat/completions", h, `{"model":"m","messages":[`+first+`]}`)
+	require.Equal(t, 200, resp.StatusCode, "%s", body)
+	conv := resp.Header.Get("Turnlog-Conversation")
+
+	c.cut(t)
+	before := time.Now()
+	a1 := `{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Paris\"}"}}],"refusal":null,"annotations":[]}`
+	resp, body = post(t, c.gw.URL+"/v1/chat/completions", h, `{"model":"m","messages":[`+first+`,`+a1+`,{"role":"tool","tool_call_id":"call_1","content":"sunny"}]}`)
+	require.Equal(t, 200, resp.StatusCode, "NATS is down, and the call is forwarded all the same: %s", body)
+	assert.Equal(t, conv, resp.Header.Get("Turnlog-Conversation"), "threaded by what this gateway recorded")
+	resp, body = post(t, c.gw.URL+"/v1/chat/completions", map[string]string{"Turnlog-Token": token, "Turnlog-Conversation": "named"},
+		fmt.Sprintf(chatBody, "while down"))
+	require.Equal(t, 200, resp.StatusCode, "%s", body)
+	resp, body = post(t, c.gw.URL+"/v1/chat/completions", map[string]string{"Turnlog-Token": token, "Turnlog-Conversation": "streamed"},
+		`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	require.Equal(t, 200, resp.StatusCode, "%s", body)
+	assert.Contains(t, string(body), "data: ")
+	assert.Equal(t, 3, spooled(t, c.spool), "the calls wait in the spool")
+
+	c.restore(t)
+	require.Eventually(t, func() bool { return spooled(t, c.spool) == 0 }, 20*time.Second, 20*time.Millisecond, "the spool drains once NATS is back")
+	l, err := eventlog.Open(context.Background(), c.srv.Conn)
+	require.NoError(t, err)
+	for _, cv := range []string{conv, "named", "streamed"} {
+		verify(t, l, cv)
+	}
+	var started []events.Event
+	for _, e := range conversationEvents(t, l, conv) {
+		if _, ok := e.Payload.(events.InferenceStarted); ok {
+			started = append(started, e)
+		}
+	}
+	require.Len(t, started, 2, "the call made while NATS was down is in its conversation")
+	assert.WithinDuration(t, before, started[1].Time, 2*time.Second, "recorded at the time it was made")
+	assert.Equal(t, "inferred", started[1].Payload.(events.InferenceStarted).Gateway["threading"])
+	for _, cv := range []string{"named", "streamed"} {
+		_, finished, failed := inferences(t, &rig{log: l}, cv)
+		assert.Equal(t, 1, finished, cv)
+		assert.Empty(t, failed, cv)
+	}
+}
+
+func TestRecordOptionalFullSpoolAnswers503(t *testing.T) {
+	up := newChatUpstream(t, "")
+	// Room for one small call's reservation (twice its body and 4 KiB),
+	// not for a second one beside the first's file.
+	c := newCuttable(t, up.URL, 5000)
+	c.cut(t)
+	h := map[string]string{"Turnlog-Token": token}
+	resp, body := post(t, c.gw.URL+"/v1/chat/completions", h, fmt.Sprintf(chatBody, "fits"))
+	require.Equal(t, 200, resp.StatusCode, "%s", body)
+	resp, body = post(t, c.gw.URL+"/v1/chat/completions", h, fmt.Sprintf(chatBody, "does not fit"))
+	assert.Equal(t, 503, resp.StatusCode)
+	assert.Contains(t, string(body), "spool")
+	assert.Equal(t, 1, up.calls(), "the refused call was not forwarded")
+}

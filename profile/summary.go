@@ -1,0 +1,63 @@
+package profile
+
+import (
+	"net/url"
+)
+
+// Summary says who answers for a profile: the provider, the model and the
+// endpoint, as the engine will use them (the profile's keys over the
+// provider's environment variables). serve's banner and `turnlog status`
+// show it, so that a user knows whether the scripted engine or a real
+// model answers, and which.
+type Summary struct {
+	Name     string `json:"name"`
+	Provider string `json:"provider"`
+	// Model is the model asked for when a request names none; "" when
+	// neither the profile nor the environment sets one (the request
+	// must then name it).
+	Model string `json:"model"`
+	// BaseURL is where the network providers send their calls; "" for
+	// the scripted engine.
+	BaseURL string `json:"base_url"`
+}
+
+// Summary is p's summary under the name name, read from the environment
+// of this process for what the profile leaves to it.
+func (p Profile) Summary(name string) Summary {
+	s := Summary{Name: name, Provider: p.provider()}
+	registered.mu.Lock()
+	defaults := registered.defaults[s.Provider]
+	registered.mu.Unlock()
+	if defaults != nil {
+		s.BaseURL, s.Model = defaults()
+	}
+	if p.BaseURL != "" {
+		s.BaseURL = p.BaseURL
+	}
+	if p.Model != "" {
+		s.Model = p.Model
+	}
+	// A password in the URL stays on this machine.
+	if u, err := url.Parse(s.BaseURL); err == nil && u.User != nil {
+		s.BaseURL = u.Redacted()
+	}
+	return s
+}
+
+// WithDefaults tells who answers when a profile names no endpoint or
+// model: defaults returns the base URL and model the engine falls back on
+// (read from its environment, as its factory does). serve's banner and
+// `turnlog status` show them (Summary), so a user sees which model answers
+// without reading the engine's code.
+func WithDefaults(defaults func() (baseURL, model string)) EngineOption {
+	return func(o *engineOptions) { o.defaults = defaults }
+}
+
+// Summaries are the summaries of every profile of s, sorted by name.
+func (s Set) Summaries() []Summary {
+	out := make([]Summary, 0, len(s))
+	for _, name := range s.Names() {
+		out = append(out, s[name].Summary(name))
+	}
+	return out
+}
