@@ -64,7 +64,7 @@ func TestWorkerCountsFindings(t *testing.T) {
 	operatorAppends(t, l, "two-prompts", func(n int) events.Payload {
 		return events.SystemPromptSet{BlockID: "second-prompt", Text: "Also be brief.", Index: n, Trust: events.Trusted}
 	})
-	ask1("two-prompts", "hello again")                     // its call first gets the second prompt
+	ask1("two-prompts", "hello again")                      // its call first gets the second prompt
 	ask1("two-prompts", "count the words in one two three") // two calls that still carry it
 	ask1("stray-result", "hello")
 	operatorAppends(t, l, "stray-result", func(int) events.Payload {
