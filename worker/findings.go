@@ -21,8 +21,10 @@ import (
 	"github.com/turnlog/turnlog/events"
 )
 
-// checkedConversations bounds the checkers a worker keeps.
-const checkedConversations = 4096
+// checkersShare is the share of Config.CacheBytes the worker's checkers
+// may hold (check.Checker.Size): each holds its conversation's Turn, as
+// the cache of Turns does.
+const checkersShare = 4
 
 // checkJob is what a request committed: its events, after the
 // conversation's first at events.
@@ -104,23 +106,26 @@ func (w *Worker) rebuildChecker(ctx context.Context, conv string, n int) (*fedCh
 	return c, nil
 }
 
-// fedChecker is a conversation's checker and how many of its events it
-// was fed.
+// fedChecker is a conversation's checker, how many of its events it was
+// fed, and its size when it was put back.
 type fedChecker struct {
 	conv string
 	c    *check.Checker
 	n    int
+	size int64
 }
 
-// checkers holds the latest checkers, most recent first; at most limit.
+// checkers holds the latest checkers, most recent first, of at most
+// limit bytes in all (as check.Checker.Size estimates them).
 type checkers struct {
 	mu    sync.Mutex
-	limit int
+	limit int64
+	bytes int64
 	order *list.List // of *fedChecker
 	byID  map[string]*list.Element
 }
 
-func newCheckers(limit int) *checkers {
+func newCheckers(limit int64) *checkers {
 	return &checkers{limit: limit, order: list.New(), byID: map[string]*list.Element{}}
 }
 
@@ -133,29 +138,35 @@ func (cs *checkers) take(conv string) *fedChecker {
 	}
 	cs.order.Remove(el)
 	delete(cs.byID, conv)
-	return el.Value.(*fedChecker)
+	c := el.Value.(*fedChecker)
+	cs.bytes -= c.size
+	return c
 }
 
 func (cs *checkers) drop(conv string) { cs.take(conv) }
 
+// put keeps c (a checker taken out, or new), letting go of the least
+// recently used ones past the limit; one larger than the limit alone is
+// not kept (its conversation's next request rebuilds it).
 func (cs *checkers) put(c *fedChecker) {
+	c.size = int64(c.c.Size())
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
+	if c.size > cs.limit {
+		return
+	}
+	if el, ok := cs.byID[c.conv]; ok {
+		// Not expected (one checkLoop takes and puts), but never kept twice.
+		cs.order.Remove(el)
+		cs.bytes -= el.Value.(*fedChecker).size
+	}
 	cs.byID[c.conv] = cs.order.PushFront(c)
-	for cs.order.Len() > cs.limit {
+	cs.bytes += c.size
+	for cs.bytes > cs.limit {
 		el := cs.order.Back()
 		cs.order.Remove(el)
-		delete(cs.byID, el.Value.(*fedChecker).conv)
+		old := el.Value.(*fedChecker)
+		delete(cs.byID, old.conv)
+		cs.bytes -= old.size
 	}
-}
-
-// fedTo reports how many events of conv its checker was fed (-1: none
-// kept), for tests.
-func (cs *checkers) fedTo(conv string) int {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	if el, ok := cs.byID[conv]; ok {
-		return el.Value.(*fedChecker).n
-	}
-	return -1
 }

@@ -175,7 +175,7 @@ func New(cfg Config) (*Worker, error) {
 		metrics:  newMetrics(),
 		saves:    make(chan saveJob, 256),
 		checks:   make(chan checkJob, 256),
-		checkers: newCheckers(checkedConversations),
+		checkers: newCheckers(cfg.CacheBytes / checkersShare),
 		log:      cfg.Logger.With("worker", cfg.Name),
 		started:  time.Now(),
 		progress: newProgress(),
