@@ -72,7 +72,9 @@ it is back. See docs/gateway.md.`,
 				return err
 			}
 			defer nc.Close()
-			l, err := eventlog.Open(ctx, nc, eventlog.WithPrefix(nf.prefix))
+			// Its steps are stored on the workers' subjects, as a
+			// worker's are.
+			l, err := eventlog.Open(ctx, nc, eventlog.WithPrefix(nf.prefix), eventlog.WithWriterRole(string(natsauth.Worker)))
 			if err != nil {
 				return err
 			}

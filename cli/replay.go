@@ -38,7 +38,9 @@ func newReplayCmd() *cobra.Command {
 		Long: `replay re-projects a conversation from its events (never from a snapshot).
 
 Without flags it prints the timeline: one line per event (n, stream
-sequence, time, type, actor, cause:step, summary) and, at every
+sequence, time, type, actor, the role that stored it ("by": admin or
+worker, "-" for a step stored before roles were recorded), cause:step,
+summary) and, at every
 inference.started, the Turn the model received, block by block with kinds,
 sections and trust, and the system prompt that was active: its text, where
 it came from (systemprompt.source, template hash and variables), when it
@@ -54,10 +56,15 @@ was set, last replaced and locked (by event n).
                   what the call recorded (see docs/wire.md)
   --verify        re-project every recorded model input and compare its
                   hash (and the system prompt's) with what inference.started
-                  recorded, and render every recorded wire request again
-                  and compare its hash; exit 1 naming each mismatch by event
-                  n, seq and field (input_hash, wire_sha256, ...), 0 when
-                  all match
+                  recorded, render every recorded wire request again and
+                  compare its hash, and check that every operator action (an
+                  operator:* actor, an import, a fork, a repair) was stored
+                  by the admin's credential; read from the events stream
+                  only. Exit 1 naming each mismatch by event n, seq and
+                  field (input_hash, wire_sha256, writer, ...), 0 when all
+                  match. A conversation without model calls is not
+                  "verified": it says who stored its steps and when. See
+                  docs/roles.md
   --check         apply the rules of docs/auditing-check.md to every model
                   input (duplicate_system_prompt, duplicate_blocks,
                   reasoning_without_follower, reasoning_altered,
@@ -102,7 +109,13 @@ difference, 2 error.`,
 				rerunProfile = p
 			}
 			ctx := cmd.Context()
-			nc, l, err := nf.connect(ctx, eventlog.ReadOnly())
+			logOpts := []eventlog.Option{eventlog.ReadOnly()}
+			if verify {
+				// Who stored each step is proved by the stream, never
+				// by the history cache, which the workers write.
+				logOpts = append(logOpts, eventlog.FromStreamOnly())
+			}
+			nc, l, err := nf.connect(ctx, logOpts...)
 			if err != nil {
 				return err
 			}
@@ -124,7 +137,7 @@ difference, 2 error.`,
 					return err
 				}
 				if !v.OK() {
-					return &exitError{code: 1, err: fmt.Errorf("verify %s: %s; the log does not prove what the model received", conv, plural.Count(len(v.Mismatches), "mismatch"))}
+					return &exitError{code: 1, err: fmt.Errorf("verify %s: %s; the log does not prove what it records", conv, plural.Count(len(v.Mismatches), "mismatch"))}
 				}
 				return nil
 			case checkRules:

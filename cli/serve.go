@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -206,7 +207,19 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 				if err != nil {
 					return err
 				}
-				gcfg, err := gf.config(ctx, l, nc, tok.value, data)
+				// The gateway records like a worker: on its own
+				// connection with the worker's key, its steps on the
+				// workers' subjects.
+				gnc, err := srv.Connect(append(withKey(workerKey), refusalLogger(logger), nats.CustomInboxPrefix(natsauth.InboxPrefix(natsauth.Worker)))...)
+				if err != nil {
+					return err
+				}
+				defer gnc.Close()
+				gl, err := eventlog.Open(ctx, gnc, append(slices.Clone(logOpts), eventlog.WithLogger(logger), eventlog.WithWriterRole(string(natsauth.Worker)))...)
+				if err != nil {
+					return err
+				}
+				gcfg, err := gf.config(ctx, gl, gnc, tok.value, data)
 				if err != nil {
 					return err
 				}

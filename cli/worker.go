@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -186,6 +187,9 @@ func runWorkers(ctx context.Context, f *workerFlags, n int, dial func() (*nats.C
 		<-ctx.Done()
 		return nil
 	}
+	// A worker's steps are stored on the workers' subjects, whatever its
+	// credential: the steps of the requests it serves are a worker's.
+	logOpts = append(slices.Clone(logOpts), eventlog.WithWriterRole(string(natsauth.Worker)))
 	mux := http.NewServeMux()
 	for path, h := range extra {
 		mux.Handle(path, h)

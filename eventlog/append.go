@@ -96,6 +96,9 @@ func (l *Log) appendStep(ctx context.Context, conversation string, expectedSeq u
 	if err := l.ensureHandles(ctx); err != nil {
 		return 0, fmt.Errorf("append to %s: %w", conversation, err)
 	}
+	if err := l.checkServer(); err != nil {
+		return 0, fmt.Errorf("append to %s: %w", conversation, err)
+	}
 	cause, step := evs[0].Cause, evs[0].Step
 	for i, e := range evs {
 		if e.Conversation != conversation {
@@ -121,9 +124,11 @@ func (l *Log) appendStep(ctx context.Context, conversation string, expectedSeq u
 		msgID = StepID(cause, step)
 	}
 	stream := l.streamFor(conversation)
-	sm.set(l.Names().EventsSubject(conversation), data, msgID, strconv.FormatUint(expectedSeq, 10))
+	names := l.Names()
+	subject, filter := l.appendSubjects(conversation)
+	sm.set(subject, data, msgID, strconv.FormatUint(expectedSeq, 10), filter)
 	msg := &sm.msg
-	ack, err := l.publish(ctx, msg, l.Names().EventsStreamOf(conversation))
+	ack, err := l.publish(ctx, msg, names.EventsStreamOf(conversation))
 	if err == nil {
 		if ack.Duplicate {
 			// Message IDs are deduplicated across the whole stream, so a
@@ -133,9 +138,9 @@ func (l *Log) appendStep(ctx context.Context, conversation string, expectedSeq u
 			if err != nil {
 				return 0, fmt.Errorf("append to %s: checking duplicate step %s: %w", conversation, msgID, err)
 			}
-			if stored.Subject != msg.Subject {
+			if !l.sameConversation(conversation, stored.Subject) {
 				return 0, fmt.Errorf("append to %s: %w: step %s was already stored in conversation %s; use a fresh request ID per request",
-					conversation, ErrCauseReused, msgID, l.names.ConversationOf(stored.Subject))
+					conversation, ErrCauseReused, msgID, names.ConversationOf(stored.Subject))
 			}
 			if !bytes.Equal(stored.Data, data) {
 				// Another attempt at this step stored other events (a
@@ -149,7 +154,7 @@ func (l *Log) appendStep(ctx context.Context, conversation string, expectedSeq u
 				// the same retry with a sequence conflict, handled below).
 				// Stored once: go on from it. A replica that does not show
 				// the step yet shows nothing after it either.
-				last, lerr := stream.GetLastMsgForSubject(ctx, msg.Subject)
+				last, lerr := l.lastMsg(ctx, conversation)
 				if lerr != nil && !errors.Is(lerr, jetstream.ErrMsgNotFound) {
 					return 0, fmt.Errorf("append to %s: checking duplicate step %s: %w", conversation, msgID, lerr)
 				}
@@ -174,7 +179,7 @@ func (l *Log) appendStep(ctx context.Context, conversation string, expectedSeq u
 	}
 	// The sequence check runs before deduplication, so a retry of a step
 	// that was stored comes back as a conflict. The last message tells.
-	last, lerr := stream.GetLastMsgForSubject(ctx, msg.Subject)
+	last, lerr := l.lastMsg(ctx, conversation)
 	if lerr != nil {
 		if errors.Is(lerr, jetstream.ErrMsgNotFound) {
 			return 0, &ConflictError{Conversation: conversation, Expected: expectedSeq, Actual: 0}

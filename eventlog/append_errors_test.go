@@ -117,7 +117,7 @@ func TestAppendTimeout(t *testing.T) {
 			require.NoError(t, l.JetStream().DeleteStream(context.Background(), l.Names().EventsStream))
 			// A subscriber that never answers: the request has a responder,
 			// so only the timeout ends it.
-			sub, err := srv.Conn.Subscribe(l.Names().EventsSubject("c"), func(*nats.Msg) {})
+			sub, err := srv.Conn.Subscribe(l.Names().EventsRoleSubject("c", l.WriterRole()), func(*nats.Msg) {})
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = sub.Unsubscribe() })
 			_, err = l.Append(tc.ctx(t), "c", 0, user("c", "r1", 0, "nobody stores this"))

@@ -137,9 +137,9 @@ func parseAck(data []byte, stream string) (pubAck, bool) {
 // and the step's bytes are encoded into buf, which the message keeps for
 // the next append instead of a new array each.
 type stepMsg struct {
-	msg     nats.Msg
-	id, seq []string
-	buf     []byte
+	msg           nats.Msg
+	id, seq, filt []string
+	buf           []byte
 }
 
 // maxPooledStep is the largest encoding buffer a stepMsg keeps: a rare
@@ -147,19 +147,29 @@ type stepMsg struct {
 const maxPooledStep = 64 << 10
 
 var stepMsgs = sync.Pool{New: func() any {
-	sm := &stepMsg{id: make([]string, 1), seq: make([]string, 1)}
-	sm.msg.Header = nats.Header{jetstream.MsgIDHeader: sm.id, jetstream.ExpectedLastSubjSeqHeader: sm.seq}
+	sm := &stepMsg{id: make([]string, 1), seq: make([]string, 1), filt: make([]string, 1)}
+	sm.msg.Header = nats.Header{jetstream.MsgIDHeader: sm.id, jetstream.ExpectedLastSubjSeqHeader: sm.seq,
+		ExpectedLastSubjSeqSubjHeader: sm.filt}
 	return sm
 }}
 
 func getStepMsg() *stepMsg { return stepMsgs.Get().(*stepMsg) }
 
-func (sm *stepMsg) set(subject string, data []byte, id, seq string) {
-	sm.msg.Subject, sm.msg.Data, sm.id[0], sm.seq[0] = subject, data, id, seq
+// set makes the message a step on subject whose expected last sequence
+// seq is checked against the last message on filter (the conversation's
+// subjects, see Names.EventsFilter).
+func (sm *stepMsg) set(subject string, data []byte, id, seq, filter string) {
+	sm.msg.Subject, sm.msg.Data, sm.id[0], sm.seq[0], sm.filt[0] = subject, data, id, seq, filter
 }
 
+// ExpectedLastSubjSeqSubjHeader names the subject (a wildcard here) whose
+// last message the expected last sequence is checked against
+// (nats-server 2.11+): a step goes to its writer's subject, and the check
+// covers all of the conversation's.
+const ExpectedLastSubjSeqSubjHeader = "Nats-Expected-Last-Subject-Sequence-Subject"
+
 func putStepMsg(sm *stepMsg) {
-	sm.set("", nil, "", "")
+	sm.set("", nil, "", "", "")
 	if cap(sm.buf) > maxPooledStep {
 		sm.buf = nil
 	}

@@ -37,7 +37,9 @@ func Attach(nc *nats.Conn, opts ...Option) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("attach event log: %w", err)
 	}
-	return &Log{nc: nc, js: js, names: NamesFor(o.prefix), opts: o}, nil
+	l := &Log{nc: nc, js: js, names: NamesFor(o.prefix), opts: o}
+	l.setWriterPrefixes()
+	return l, nil
 }
 
 // ensureHandles looks up the events stream, the snapshots bucket and the
@@ -95,19 +97,21 @@ func (l *Log) ensureHandles(ctx context.Context) error {
 	return nil
 }
 
-// lastMsg is the last message of a conversation's events. On a log from
-// Open it is the stream's GetLastMsgForSubject; on an attached log that has
-// not looked the streams up, a direct get, which needs no lookup and which
-// any replica answers, even while the stream elects a leader.
+// lastMsg is the last message of a conversation's events (on any of its
+// subjects, Names.EventsFilter). On a log from Open it is the stream's
+// GetLastMsgForSubject; on an attached log that has not looked the streams
+// up, a direct get, which needs no lookup and which any replica answers,
+// even while the stream elects a leader.
 func (l *Log) lastMsg(ctx context.Context, conversation string) (*jetstream.RawStreamMsg, error) {
 	if l.ready.Load() {
-		return l.streamFor(conversation).GetLastMsgForSubject(ctx, l.Names().EventsSubject(conversation))
+		return l.streamFor(conversation).GetLastMsgForSubject(ctx, l.Names().EventsFilter(conversation))
 	}
-	stream, subject, err := l.eventsOf(ctx, conversation)
+	n, err := l.shardCount(ctx, conversation)
 	if err != nil {
 		return nil, err
 	}
-	return l.directLast(ctx, stream, subject)
+	names := l.names.WithEventShards(n)
+	return l.directLast(ctx, names.EventsStreamOf(conversation), names.EventsFilter(conversation))
 }
 
 // msgAt is a conversation's message at seq in its events stream (nil when

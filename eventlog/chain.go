@@ -33,14 +33,18 @@ import (
 type stored struct {
 	seq   uint64
 	msgID string
+	// subject is where it is stored, which says who wrote it; writer is
+	// that role (see Log.writerOf).
+	subject, writer string
 	// prev is the conversation's previous message (0: none), when linked.
 	prev   uint64
 	linked bool
 	data   []byte
 }
 
-func storedFrom(m *jetstream.RawStreamMsg) *stored {
-	s := &stored{seq: m.Sequence, msgID: m.Header.Get(jetstream.MsgIDHeader), data: m.Data}
+func (l *Log) storedFrom(m *jetstream.RawStreamMsg) *stored {
+	s := &stored{seq: m.Sequence, msgID: m.Header.Get(jetstream.MsgIDHeader), subject: m.Subject,
+		writer: l.writerOf(m.Subject, m.Header), data: m.Data}
 	if v := m.Header.Get(jetstream.ExpectedLastSubjSeqHeader); v != "" {
 		prev, err := strconv.ParseUint(v, 10, 64)
 		s.prev, s.linked = prev, err == nil && prev < m.Sequence
@@ -57,16 +61,12 @@ func (l *Log) lastStored(ctx context.Context, conversation string) (*stored, err
 	if err != nil {
 		return nil, fmt.Errorf("last message of %s: %w", conversation, err)
 	}
-	return storedFrom(m), nil
+	return l.storedFrom(m), nil
 }
 
 // storedAt returns the message at seq if it is one of the conversation's,
 // nil when there is none or it is another conversation's.
 func (l *Log) storedAt(ctx context.Context, conversation string, seq uint64) (*stored, error) {
-	_, subject, err := l.eventsOf(ctx, conversation)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", conversation, err)
-	}
 	m, err := l.msgAt(ctx, conversation, seq)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, nil
@@ -74,10 +74,10 @@ func (l *Log) storedAt(ctx context.Context, conversation string, seq uint64) (*s
 	if err != nil {
 		return nil, fmt.Errorf("read %s: message %d: %w", conversation, seq, err)
 	}
-	if m.Subject != subject {
+	if !l.sameConversation(conversation, m.Subject) {
 		return nil, nil
 	}
-	return storedFrom(m), nil
+	return l.storedFrom(m), nil
 }
 
 // How many messages a walk may follow before the batched read is
@@ -229,7 +229,7 @@ func (l *Log) fromCache(ctx context.Context, conversation string, last *stored, 
 			yield(message{}, fmt.Errorf("read %s (history cache): %w", conversation, err))
 			return true
 		}
-		if !yield(message{seq: m.seq, msgID: m.msgID, events: evs, raw: m}, nil) {
+		if !yield(message{seq: m.seq, msgID: m.msgID, writer: m.writer, events: evs, raw: m}, nil) {
 			return true
 		}
 	}
@@ -295,7 +295,7 @@ func (l *Log) readFrom(ctx context.Context, conversation string, last *stored, b
 					}
 					continue
 				}
-				if !yield(message{seq: m.seq, msgID: m.msgID, events: evs, raw: m}, nil) {
+				if !yield(message{seq: m.seq, msgID: m.msgID, writer: m.writer, events: evs, raw: m}, nil) {
 					return
 				}
 			}

@@ -66,7 +66,7 @@ func (r *reads) take() []read {
 			if len(m.Data) > 0 {
 				require.NoError(r.t, json.Unmarshal(m.Data, &req))
 			}
-			if i := strings.Index(m.Subject, ".turnlog.events."); i >= 0 {
+			if i := strings.Index(m.Subject, ".turnlog."); i >= 0 {
 				out = append(out, read{last: m.Subject[i+1:]})
 			} else {
 				out = append(out, read{seq: req.Seq, batch: req.Batch > 0})
@@ -119,7 +119,7 @@ func loadReadsOnlyTheConversationsMessages(t *testing.T, shards int) {
 	srv := natstest.Start(t)
 	l := openLog(t, srv, eventlog.WithSnapshotEvery(5), eventlog.WithEventShards(shards))
 	spy := spyReads(t, srv, l)
-	subject := l.Names().EventsSubject("c")
+	subject := l.Names().EventsFilter("c")
 
 	want, seqs := interleaved(t, l, "c", 6, nil)
 	spy.take()
@@ -239,5 +239,5 @@ func TestShortDistancesUseOneBatch(t *testing.T) {
 	got, err := l.Load(ctx, "c")
 	require.NoError(t, err)
 	sameTurn(t, want, got, "loaded")
-	assert.Equal(t, []read{{last: l.Names().EventsSubject("c")}, {seq: 1, batch: true}}, spy.take())
+	assert.Equal(t, []read{{last: l.Names().EventsFilter("c")}, {seq: 1, batch: true}}, spy.take())
 }

@@ -51,7 +51,8 @@ func (l *Log) Erase(ctx context.Context, conversation string) (Erased, error) {
 	if out.Requests, err = purge(ctx, reqs, reqSubject); err != nil {
 		return out, fmt.Errorf("erase %s: pending requests: %w", conversation, err)
 	}
-	if out.Messages, err = purge(ctx, l.streamFor(conversation), l.Names().EventsSubject(conversation)); err != nil {
+	// Its legacy subject and each role's, in one purge.
+	if out.Messages, err = purge(ctx, l.streamFor(conversation), l.Names().EventsFilter(conversation)); err != nil {
 		return out, fmt.Errorf("erase %s: events: %w", conversation, err)
 	}
 	if _, err := l.snaps.Get(ctx, conversation); err == nil {

@@ -27,7 +27,8 @@ func SetMaxBatchScan(n uint64) (restore func()) {
 
 // AlterHistoryCache changes a history cache value as a writer of the
 // bucket could, its checksum made again: "last" changes a byte of the last
-// message, "drop" drops the second message.
+// message, "drop" drops the second message, "writer" says the admin wrote
+// every message but the last.
 func AlterHistoryCache(t require.TestingT, v []byte, how string) []byte {
 	var rec historyRecord
 	require.NoError(t, msgpack.Unmarshal(v[sha256.Size:], &rec))
@@ -35,6 +36,10 @@ func AlterHistoryCache(t require.TestingT, v []byte, how string) []byte {
 	case "last":
 		d := rec.Messages[len(rec.Messages)-1].Data
 		d[len(d)-1] ^= 1
+	case "writer":
+		for i := range rec.Messages[:len(rec.Messages)-1] {
+			rec.Messages[i].W = "admin"
+		}
 	case "drop":
 		rec.Messages = append(rec.Messages[:1], rec.Messages[2:]...)
 	}

@@ -35,8 +35,9 @@ import (
 // give that right only to the roles that write events.
 
 // historyFormat is the cache record's format; a record of another format
-// is ignored and rewritten.
-const historyFormat = 1
+// is ignored and rewritten. Format 2 keeps each message's subject (its
+// writer's role, see writers.go).
+const historyFormat = 2
 
 // maxHistoryCache bounds the bytes of one conversation's cached messages:
 // a longer history is read from the stream every time (and is, by then,
@@ -53,6 +54,8 @@ type historyMessage struct {
 	Seq  uint64 `msgpack:"seq"`
 	Prev uint64 `msgpack:"prev"`
 	ID   string `msgpack:"id"`
+	Subj string `msgpack:"subj"`
+	W    string `msgpack:"w"`
 	Data []byte `msgpack:"data"`
 }
 
@@ -70,6 +73,9 @@ func historyBucketConfig(n Names) jetstream.KeyValueConfig {
 // conversation), or a prefix when the cache is behind. nil when there is
 // no usable cache.
 func (l *Log) cachedHistory(ctx context.Context, conversation string, last *stored) []*stored {
+	if l.opts.noCaches {
+		return nil
+	}
 	if l.history == nil {
 		return nil
 	}
@@ -104,14 +110,17 @@ func (l *Log) cachedHistory(ctx context.Context, conversation string, last *stor
 		if m.Prev != prev || m.Seq <= prev {
 			return ignore("its messages do not link")
 		}
-		out[i] = &stored{seq: m.Seq, prev: m.Prev, linked: true, msgID: m.ID, data: m.Data}
+		if !l.sameConversation(conversation, m.Subj) {
+			return ignore("a message of another conversation")
+		}
+		out[i] = &stored{seq: m.Seq, prev: m.Prev, linked: true, msgID: m.ID, subject: m.Subj, writer: m.W, data: m.Data}
 		prev = m.Seq
 	}
 	end := out[len(out)-1]
 	switch {
 	case end.seq > last.seq:
 		return ignore("it ends past the stream's last message")
-	case end.seq == last.seq && (end.msgID != last.msgID || !bytes.Equal(end.data, last.data)):
+	case end.seq == last.seq && (end.msgID != last.msgID || end.subject != last.subject || end.writer != last.writer || !bytes.Equal(end.data, last.data)):
 		return ignore("its last message is not the stream's")
 	}
 	return out
@@ -130,7 +139,7 @@ func (l *Log) cacheHistory(ctx context.Context, conversation string, msgs []*sto
 		if size += len(m.data) + len(m.msgID) + 32; size > maxHistoryCache {
 			return
 		}
-		rec.Messages[i] = historyMessage{Seq: m.seq, Prev: m.prev, ID: m.msgID, Data: m.data}
+		rec.Messages[i] = historyMessage{Seq: m.seq, Prev: m.prev, ID: m.msgID, Subj: m.subject, W: m.writer, Data: m.data}
 	}
 	body, err := msgpack.Marshal(&rec)
 	if err != nil {

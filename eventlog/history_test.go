@@ -35,7 +35,7 @@ func TestHistoryCache(t *testing.T) {
 	srv := natstest.Start(t)
 	l := openLog(t, srv)
 	spy := spyReads(t, srv, l)
-	subject := l.Names().EventsSubject("c")
+	subject := l.Names().EventsFilter("c")
 	kv, err := l.JetStream().KeyValue(ctx, l.Names().HistoryBucket)
 	require.NoError(t, err)
 

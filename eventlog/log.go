@@ -39,6 +39,14 @@ type Log struct {
 	// known (an attached log learns it on first use).
 	eventShards atomic.Int32
 
+	// rolePrefix and filterPrefix start an append's subject and the
+	// filter of its check (see appendSubjects).
+	rolePrefix, filterPrefix string
+
+	// serverOK is set once the server is known to check appends across a
+	// conversation's subjects (see checkServer).
+	serverOK atomic.Bool
+
 	// ready is set once events, snaps and bigSnaps are known: by Open, or
 	// on first use of an attached log (see Attach); lookup guards that.
 	ready  atomic.Bool
@@ -60,6 +68,7 @@ func Open(ctx context.Context, nc *nats.Conn, opts ...Option) (*Log, error) {
 		return nil, fmt.Errorf("open event log: %w", err)
 	}
 	l := &Log{nc: nc, js: js, names: NamesFor(o.prefix), opts: o}
+	l.setWriterPrefixes()
 	if err := l.provision(ctx); err != nil {
 		return nil, fmt.Errorf("open event log: %w", err)
 	}

@@ -118,7 +118,9 @@ func (n Names) EventsStreamOf(conversation string) string {
 	return n.EventsShardStream(ShardOf(conversation, n.Shards()))
 }
 
-// EventsSubject is the subject of one conversation's events:
+// EventsSubject is the legacy subject of one conversation's events, where
+// steps were stored before each writing role had its own
+// (EventsRoleSubject); they are read as before, unattributed:
 // <prefix>.events.<conversation> with one event stream, and
 // <prefix>.events.<shard>.<conversation> with several, the shard being
 // ShardOf. The ID must have passed events.ValidateConversationID, or it
@@ -130,13 +132,125 @@ func (n Names) EventsSubject(conversation string) string {
 	return n.Prefix + ".events." + strconv.Itoa(ShardOf(conversation, n.Shards())) + "." + conversation
 }
 
-// EventsWildcard matches every conversation's events subject, in every
-// event stream.
+// WriterRoles are the roles that write events, each on subjects of its
+// own (EventsRoleSubject): the admin (operator actions, imports, forks,
+// repairs) and the workers (the steps of the requests they serve, and the
+// recording gateway's). natsauth lets each role's credential publish to
+// its own subjects only.
+var WriterRoles = []string{"admin", "worker"}
+
+// eventsToken is the token after the prefix of role's events subjects:
+// "events" for the steps stored before roles had subjects (role ""),
+// "events-<role>" for a role's.
+func eventsToken(role string) string {
+	if role == "" {
+		return "events"
+	}
+	return "events-" + role
+}
+
+// eventsTail is what follows the events token in a conversation's
+// subjects: .<conversation> with one event stream, .<shard>.<conversation>
+// with several.
+func (n Names) eventsTail(conversation string) string {
+	if n.Shards() == 1 {
+		return "." + conversation
+	}
+	return "." + strconv.Itoa(ShardOf(conversation, n.Shards())) + "." + conversation
+}
+
+// EventsRoleSubject is the subject a writer of role role appends a
+// conversation's steps to: <prefix>.events-<role>.<conversation> (with
+// the shard before the conversation when there are several event
+// streams). The server lets each role publish to its own subjects only
+// (see natsauth), so the subject a step is stored on says which role
+// wrote it, and the writer cannot say otherwise. EventsSubject is the
+// subject of the steps written before roles had subjects (unattributed).
+func (n Names) EventsRoleSubject(conversation, role string) string {
+	return n.Prefix + "." + eventsToken(role) + n.eventsTail(conversation)
+}
+
+// EventsFilter matches every subject of a conversation's steps, its
+// legacy subject (EventsSubject) and each role's (EventsRoleSubject):
+// <prefix>.*.<conversation>. In the events stream only those subjects
+// have that shape, so it is the filter of the conversation's reads and
+// the subject an append's expected-sequence check covers
+// (Nats-Expected-Last-Subject-Sequence-Subject): the conversation is one
+// ordered log whoever writes it, and a conversation written before roles
+// had subjects goes on from its legacy steps without a lookup.
+func (n Names) EventsFilter(conversation string) string {
+	return n.Prefix + ".*" + n.eventsTail(conversation)
+}
+
+// EventsRoleWildcard matches every subject role writes steps to, in every
+// event stream: what natsauth lets that role publish to.
+func (n Names) EventsRoleWildcard(role string) string {
+	return n.Prefix + "." + eventsToken(role) + ".>"
+}
+
+// EventsWildcards are every events subject of the installation, legacy
+// and each writer role's: what a live view may subscribe to.
+func (n Names) EventsWildcards() []string {
+	out := []string{n.EventsWildcard()}
+	for _, r := range WriterRoles {
+		out = append(out, n.EventsRoleWildcard(r))
+	}
+	return out
+}
+
+// EventsStreamSubjects are the subjects of event stream k: the legacy
+// ones (EventsShardWildcard) and each writer role's.
+func (n Names) EventsStreamSubjects(k int) []string {
+	out := []string{n.EventsShardWildcard(k)}
+	for _, r := range WriterRoles {
+		if n.Shards() == 1 {
+			out = append(out, n.EventsRoleWildcard(r))
+		} else {
+			out = append(out, n.Prefix+"."+eventsToken(r)+"."+strconv.Itoa(k)+".*")
+		}
+	}
+	return out
+}
+
+// SplitEventsSubject returns the conversation and the writer's role of an
+// events subject: role "" for a legacy subject (EventsSubject), ok false
+// for a subject that is not an events subject of this installation.
+func (n Names) SplitEventsSubject(subject string) (conversation, role string, ok bool) {
+	rest, found := strings.CutPrefix(subject, n.Prefix+".")
+	if !found {
+		return "", "", false
+	}
+	tok, rest, found := strings.Cut(rest, ".")
+	if !found {
+		return "", "", false
+	}
+	switch r, isRole := strings.CutPrefix(tok, "events-"); {
+	case tok == "events":
+	case isRole && r != "":
+		role = r
+	default:
+		return "", "", false
+	}
+	if n.Shards() > 1 {
+		if _, rest, found = strings.Cut(rest, "."); !found {
+			return "", "", false
+		}
+	}
+	if rest == "" || strings.Contains(rest, ".") {
+		return "", "", false
+	}
+	return rest, role, true
+}
+
+// EventsWildcard matches every conversation's legacy events subject
+// (EventsSubject), in every event stream.
 func (n Names) EventsWildcard() string { return n.Prefix + ".events.>" }
 
 // EventsShardWildcard is the subjects of event stream k: every subject
 // when there is one stream (<prefix>.events.>, as before shards existed),
-// <prefix>.events.<k>.* when there are several.
+// <prefix>.events.<k>.* when there are several. These are the legacy
+// subjects (EventsSubject); see EventsStreamSubjects for all of a
+// stream's.
 func (n Names) EventsShardWildcard(k int) string {
 	if n.Shards() == 1 {
 		return n.EventsWildcard()

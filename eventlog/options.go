@@ -29,11 +29,13 @@ type options struct {
 	bytesAtLeast bool
 	compression  *jetstream.StoreCompression // nil: as the existing stream has it, none when creating
 	readOnly     bool
+	noCaches     bool
+	writerRole   string
 }
 
 // defaultOptions are the settings of a log opened without options.
 func defaultOptions() options {
-	return options{prefix: DefaultPrefix, snapshotEvery: 100, logger: slog.Default(), duplicates: 2 * time.Minute,
+	return options{prefix: DefaultPrefix, snapshotEvery: 100, logger: slog.Default(), duplicates: 2 * time.Minute, writerRole: DefaultWriterRole,
 		requestLimits: DefaultRequestLimits, deadLetters: DefaultDeadLetterLimits}
 }
 
@@ -164,6 +166,16 @@ func ReadOnly() Option {
 	return func(o *options) error { o.readOnly = true; return nil }
 }
 
+// FromStreamOnly makes reads of whole histories read the events stream,
+// never the history cache (see history.go): the cache is written by the
+// workers, so a worker's credential could make a cached history say
+// anything, its writers included, as long as its last message is the
+// stream's. What proves who wrote what (`replay --verify`) reads the
+// stream.
+func FromStreamOnly() Option {
+	return func(o *options) error { o.noCaches = true; return nil }
+}
+
 func validPrefix(p string) error {
 	if p == "" {
 		return errors.New("prefix is empty")
@@ -175,4 +187,25 @@ func validPrefix(p string) error {
 		}
 	}
 	return nil
+}
+
+// DefaultWriterRole is the role a log writes as without WithWriterRole:
+// the admin, who may write anything. On a server without authentication
+// every connection may, so the attribution says nothing there; on one
+// with the roles' permissions, a process of another role must say which
+// it is, or the server refuses its appends.
+const DefaultWriterRole = "admin"
+
+// WithWriterRole sets the role this log's appends are written as: the
+// events-<role> token of their subject (Names.EventsRoleSubject), which the server lets
+// only that role's credential publish to (natsauth). turnlog's workers and
+// the recording gateway write as "worker", operator commands as "admin".
+func WithWriterRole(role string) Option {
+	return func(o *options) error {
+		if err := validWriterRole(role); err != nil {
+			return err
+		}
+		o.writerRole = role
+		return nil
+	}
 }

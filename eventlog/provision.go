@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -143,7 +144,13 @@ func (l *Log) ensureFound(ctx context.Context, cfg jetstream.StreamConfig, found
 			// A role that may not change streams (a worker under NATS
 			// authentication: the server refuses and the request times
 			// out) works with the stream as it is; an admin's Open
-			// (turnlog serve, or any admin command) upgrades it.
+			// (turnlog serve, or any admin command) upgrades it. Unless
+			// the stream does not take this writer's subjects at all:
+			// then no append could be stored.
+			if missing := l.missingWriterSubject(*existing, cfg); missing != "" {
+				return nil, fmt.Errorf("stream %s was created by an older turnlog and does not take %s, where a %s's steps are now stored (one subject per writing role); open the log once with the admin's key to upgrade it (turnlog serve does at start; on a cluster run turnlog worker --creds admin.nk until it is up): %w",
+					cfg.Name, missing, l.opts.writerRole, err)
+			}
 			l.opts.logger.Warn("stream not upgraded; open the log once as admin to apply the new settings", "stream", cfg.Name, "err", err)
 			err = nil
 		}
@@ -156,6 +163,7 @@ func (l *Log) ensureFound(ctx context.Context, cfg jetstream.StreamConfig, found
 
 func needsUpdate(have, want jetstream.StreamConfig) bool {
 	return have.Replicas != want.Replicas || have.Description != want.Description ||
+		(len(want.Subjects) > 0 && !slices.Equal(have.Subjects, want.Subjects)) ||
 		have.AllowDirect != want.AllowDirect || have.Duplicates != want.Duplicates ||
 		have.DenyDelete != want.DenyDelete || have.Compression != want.Compression ||
 		have.MaxAge != want.MaxAge || unlimited(have.MaxBytes) != unlimited(want.MaxBytes) ||
@@ -240,3 +248,16 @@ func (l *Log) ensureObjectStore(ctx context.Context, cfg jetstream.ObjectStoreCo
 
 // errNotProvisioned: a read-only Open found a stream or bucket missing.
 var errNotProvisioned = errors.New("it does not exist yet; start `turnlog serve`, or run `turnlog worker` or an admin command against this server, which create it")
+
+// missingWriterSubject is the subject of this log's writer role that want
+// (an events stream's configuration) has and have lacks, "" when none is
+// missing or cfg is not an events stream.
+func (l *Log) missingWriterSubject(have, want jetstream.StreamConfig) string {
+	prefix := l.names.Prefix + "." + eventsToken(l.opts.writerRole) + "."
+	for _, s := range want.Subjects {
+		if strings.HasPrefix(s, prefix) && !slices.Contains(have.Subjects, s) {
+			return s
+		}
+	}
+	return ""
+}

@@ -28,6 +28,11 @@ type Record struct {
 	Pos int
 	// MsgID is the message's ID, <cause>:<step>.
 	MsgID string
+	// Writer is the role whose credential stored the message, as the
+	// server let it publish to the role's subject (see
+	// Names.EventsRoleSubject): "admin", "worker"; "" for a message
+	// stored before roles had subjects (unattributed).
+	Writer string
 	events.Event
 }
 
@@ -39,20 +44,25 @@ const readBatch = 512
 type message struct {
 	seq    uint64
 	msgID  string
+	writer string
 	events []events.Event
 	raw    *stored
 }
 
 // messages yields a conversation's messages from stream sequence from
 // (inclusive) to the end, decoded, using batched direct gets: one round
-// trip per readBatch messages, not one per message.
+// trip per readBatch messages, not one per message. One filter
+// (Names.EventsFilter) reads the conversation's legacy and role subjects
+// together, in log order.
 func (l *Log) messages(ctx context.Context, conversation string, from uint64) iter.Seq2[message, error] {
 	return func(yield func(message, error) bool) {
-		stream, subject, err := l.eventsOf(ctx, conversation)
+		n, err := l.shardCount(ctx, conversation)
 		if err != nil {
 			yield(message{}, fmt.Errorf("read %s: %w", conversation, err))
 			return
 		}
+		names := l.names.WithEventShards(n)
+		stream, subject := names.EventsStreamOf(conversation), names.EventsFilter(conversation)
 		next := max(from, 1)
 		// pending is how many messages the last one read said were still
 		// to come; a batch that ends with none while some are pending was
@@ -89,8 +99,8 @@ func (l *Log) messages(ctx context.Context, conversation string, from uint64) it
 					}
 					continue
 				}
-				st := storedFrom(raw)
-				if !yield(message{seq: st.seq, msgID: st.msgID, events: evs, raw: st}, nil) {
+				st := l.storedFrom(raw)
+				if !yield(message{seq: st.seq, msgID: st.msgID, writer: st.writer, events: evs, raw: st}, nil) {
 					return
 				}
 			}
@@ -100,7 +110,7 @@ func (l *Log) messages(ctx context.Context, conversation string, from uint64) it
 				} else if pending > 0 || !l.nc.IsConnected() {
 					yield(message{}, fmt.Errorf("read %s: the batch from sequence %d ended before its messages arrived (connection %s)",
 						conversation, next, l.nc.Status()))
-				} else if err := l.confirmEnd(ctx, subject, next); err != nil {
+				} else if err := l.confirmEnd(ctx, conversation, next); err != nil {
 					yield(message{}, fmt.Errorf("read %s: %w", conversation, err))
 				}
 				return
@@ -119,8 +129,8 @@ func (l *Log) messages(ctx context.Context, conversation string, from uint64) it
 // pass for an empty conversation (Load would return an empty Turn, and the
 // next append would be refused only by luck). One direct get, on the rare
 // empty batch (a new conversation, a load that is up to date).
-func (l *Log) confirmEnd(ctx context.Context, subject string, next uint64) error {
-	last, err := l.lastMsg(ctx, subject)
+func (l *Log) confirmEnd(ctx context.Context, conversation string, next uint64) error {
+	last, err := l.lastMsg(ctx, conversation)
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
 		return nil
@@ -158,7 +168,7 @@ func (l *Log) Events(ctx context.Context, conversation string) iter.Seq2[Record,
 			}
 			for _, e := range m.events {
 				pos++
-				if !yield(Record{Seq: m.seq, Pos: pos, MsgID: m.msgID, Event: e}, nil) {
+				if !yield(Record{Seq: m.seq, Pos: pos, MsgID: m.msgID, Writer: m.writer, Event: e}, nil) {
 					return
 				}
 			}

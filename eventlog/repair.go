@@ -155,11 +155,18 @@ func (l *Log) RemoveCorrupt(ctx context.Context, plan *RepairPlan, cause, actor 
 	if err := l.ensureHandles(ctx); err != nil {
 		return fmt.Errorf("repair %s: %w", conv, err)
 	}
-	subject := l.Names().EventsSubject(conv)
+	// The repairer stores everything on its own subject (only the admin
+	// may: a worker's repair is refused before it stores anything); a
+	// restored message keeps the writer of its original in a header,
+	// which counts on the admin's subject only (see writerOf).
+	subject := l.Names().EventsRoleSubject(conv, l.opts.writerRole)
+	purgeAll := func(below uint64) error {
+		return l.streamFor(conv).Purge(ctx, jetstream.WithPurgeSubject(l.Names().EventsFilter(conv)), jetstream.WithPurgeSequence(below))
+	}
 	if plan.Unfinished > 0 {
 		// Finish what an earlier repair left: everything below its
 		// purge point is superseded.
-		if err := l.streamFor(conv).Purge(ctx, jetstream.WithPurgeSubject(subject), jetstream.WithPurgeSequence(plan.Unfinished)); err != nil {
+		if err := purgeAll(plan.Unfinished); err != nil {
 			return fmt.Errorf("repair %s: purge below %d: %w", conv, plan.Unfinished, err)
 		}
 	}
@@ -189,10 +196,15 @@ func (l *Log) RemoveCorrupt(ctx context.Context, plan *RepairPlan, cause, actor 
 			}
 			msg := &nats.Msg{Subject: subject, Data: raw.Data, Header: nats.Header{}}
 			for k, v := range raw.Header {
-				if !strings.HasPrefix(k, "Nats-") && k != HeaderRepair && k != HeaderRestoredFrom {
+				if !strings.HasPrefix(k, "Nats-") && k != HeaderRepair && k != HeaderRestoredFrom && k != HeaderRestoredWriter {
 					msg.Header[k] = v
 				}
 			}
+			writer := l.writerOf(raw.Subject, raw.Header)
+			if writer == "" {
+				writer = restoredUnattributed
+			}
+			msg.Header.Set(HeaderRestoredWriter, writer)
 			orig := strconv.FormatUint(raw.Sequence, 10)
 			msg.Header.Set(HeaderRepair, cause)
 			msg.Header.Set(HeaderRestoredFrom, orig)
@@ -226,7 +238,7 @@ func (l *Log) RemoveCorrupt(ctx context.Context, plan *RepairPlan, cause, actor 
 			return err
 		}
 	}
-	if err := l.streamFor(conv).Purge(ctx, jetstream.WithPurgeSubject(subject), jetstream.WithPurgeSequence(purgeBelow)); err != nil {
+	if err := purgeAll(purgeBelow); err != nil {
 		return fmt.Errorf("repair %s: purge below %d (run the repair again to finish): %w", conv, purgeBelow, err)
 	}
 	return l.dropSnapshot(ctx, conv)
@@ -235,6 +247,7 @@ func (l *Log) RemoveCorrupt(ctx context.Context, plan *RepairPlan, cause, actor 
 // store publishes one message of a repair, expecting the subject at
 // expected.
 func (l *Log) store(ctx context.Context, conv string, msg *nats.Msg, expected uint64) (uint64, error) {
+	msg.Header.Set(ExpectedLastSubjSeqSubjHeader, l.Names().EventsFilter(conv))
 	ack, err := l.publish(ctx, msg, l.Names().EventsStreamOf(conv))
 	if isWrongLastSequence(err) {
 		return 0, fmt.Errorf("repair %s: %w: it changed while it was repaired; plan the repair again", conv, &ConflictError{Conversation: conv, Expected: expected})
@@ -260,7 +273,7 @@ func (l *Log) dropSnapshot(ctx context.Context, conv string) error {
 // rawMessages yields the conversation's messages as stored, undecoded.
 func (l *Log) rawMessages(ctx context.Context, conversation string) iter.Seq2[*jetstream.RawStreamMsg, error] {
 	names := l.Names()
-	subject := names.EventsSubject(conversation)
+	subject := names.EventsFilter(conversation)
 	return func(yield func(*jetstream.RawStreamMsg, error) bool) {
 		var next uint64 = 1
 		for {

@@ -4,8 +4,10 @@ package eventlog
 // has, where that count is recorded, and which stream holds a conversation.
 //
 // With one shard (the default) the installation is what it always was:
-// stream TURNLOG_EVENTS, subjects turnlog.events.<conversation>. With N > 1,
-// stream TURNLOG_EVENTS_<k> holds subjects turnlog.events.<k>.* and a
+// stream TURNLOG_EVENTS, subjects turnlog.events-<role>.<conversation> (and
+// turnlog.events.<conversation> from before roles had subjects, see
+// writers.go). With N > 1, stream TURNLOG_EVENTS_<k> holds subjects
+// turnlog.events-<role>.<k>.* (and turnlog.events.<k>.*) and a
 // conversation lives in shard k = ShardOf(conversation, N), the hash of
 // nats-server's own partition() mapping function, so any NATS client finds
 // it. Each shard stream records N and its k in its metadata; Open refuses
@@ -40,7 +42,7 @@ func (l *Log) eventsConfig(n Names, k int) jetstream.StreamConfig {
 	cfg := jetstream.StreamConfig{
 		Name:        n.EventsShardStream(k),
 		Description: "turnlog conversation events, one subject per conversation",
-		Subjects:    []string{n.EventsShardWildcard(k)},
+		Subjects:    n.EventsStreamSubjects(k),
 		Storage:     jetstream.FileStorage,
 		Retention:   jetstream.LimitsPolicy,
 		Duplicates:  l.opts.duplicates,

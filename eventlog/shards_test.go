@@ -63,7 +63,7 @@ func TestShardedSingleServer(t *testing.T) {
 		// Any NATS client: the stream and subject the README documents.
 		stream, err := js.Stream(ctx, fmt.Sprintf("TURNLOG_EVENTS_%d", k))
 		require.NoError(t, err)
-		m, err := stream.GetLastMsgForSubject(ctx, fmt.Sprintf("turnlog.events.%d.%s", k, c))
+		m, err := stream.GetLastMsgForSubject(ctx, fmt.Sprintf("turnlog.events-admin.%d.%s", k, c))
 		require.NoError(t, err)
 		assert.NotEmpty(t, m.Data)
 

@@ -38,7 +38,7 @@ func (l *Log) Watch(ctx context.Context, conversation string, afterSeq uint64, a
 			yield(Record{}, err)
 			return
 		}
-		_, subject, err := l.eventsOf(ctx, conversation)
+		n, err := l.shardCount(ctx, conversation)
 		if err != nil {
 			yield(Record{}, fmt.Errorf("watch %s: %w", conversation, err))
 			return
@@ -56,7 +56,7 @@ func (l *Log) Watch(ctx context.Context, conversation string, afterSeq uint64, a
 				_ = s.Unsubscribe()
 			}
 		}()
-		for _, subj := range l.watchSubjects(conversation, subject) {
+		for _, subj := range watchSubjects(l.names.WithEventShards(n), conversation) {
 			s, err := l.nc.Subscribe(subj, ring)
 			if err != nil {
 				yield(Record{}, fmt.Errorf("watch %s: %w", conversation, err))
@@ -103,7 +103,7 @@ func (l *Log) Watch(ctx context.Context, conversation string, afterSeq uint64, a
 				last, got = m.seq, true
 				for _, e := range m.events {
 					pos++
-					if !yield(Record{Seq: m.seq, Pos: pos, MsgID: m.msgID, Event: e}, nil) {
+					if !yield(Record{Seq: m.seq, Pos: pos, MsgID: m.msgID, Writer: m.writer, Event: e}, nil) {
 						return
 					}
 				}
@@ -145,9 +145,16 @@ const (
 )
 
 // watchSubjects are the subjects whose messages tell a watch of
-// conversation that a step may have been stored.
-func (l *Log) watchSubjects(conversation, subject string) []string {
-	return []string{subject}
+// conversation that a step may have been stored: its legacy subject and
+// each writer role's, one subscription each (a client may subscribe to
+// these, not to <prefix>.*.<conversation>, which would take in other
+// subjects than the events').
+func watchSubjects(n Names, conversation string) []string {
+	out := []string{n.EventsSubject(conversation)}
+	for _, r := range WriterRoles {
+		out = append(out, n.EventsRoleSubject(conversation, r))
+	}
+	return out
 }
 
 // unwrapRead drops the "read <conversation>: " that messages puts before
@@ -178,7 +185,7 @@ func (l *Log) EventsAfter(ctx context.Context, conversation string, afterSeq uin
 			}
 			for _, e := range m.events {
 				pos++
-				if !yield(Record{Seq: m.seq, Pos: pos, MsgID: m.msgID, Event: e}, nil) {
+				if !yield(Record{Seq: m.seq, Pos: pos, MsgID: m.msgID, Writer: m.writer, Event: e}, nil) {
 					return
 				}
 			}
@@ -199,14 +206,28 @@ func (l *Log) Conversations(ctx context.Context) ([]Conversation, error) {
 		return nil, fmt.Errorf("list conversations: %w", err)
 	}
 	out := []Conversation{}
+	index := map[string]int{}
 	names := l.Names()
 	for k, stream := range l.shards {
-		info, err := stream.Info(ctx, jetstream.WithSubjectFilter(names.EventsShardWildcard(k)))
-		if err != nil {
-			return nil, fmt.Errorf("list conversations: %w", err)
-		}
-		for subj, n := range info.State.Subjects {
-			out = append(out, Conversation{ID: names.ConversationOf(subj), Messages: n})
+		// A conversation has its legacy subject and one per writing
+		// role: one subject filter each.
+		for _, filter := range names.EventsStreamSubjects(k) {
+			info, err := stream.Info(ctx, jetstream.WithSubjectFilter(filter))
+			if err != nil {
+				return nil, fmt.Errorf("list conversations: %w", err)
+			}
+			for subj, n := range info.State.Subjects {
+				id, _, ok := names.SplitEventsSubject(subj)
+				if !ok {
+					continue
+				}
+				if i, seen := index[id]; seen {
+					out[i].Messages += n
+					continue
+				}
+				index[id] = len(out)
+				out = append(out, Conversation{ID: id, Messages: n})
+			}
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })

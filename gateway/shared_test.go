@@ -21,7 +21,7 @@ func sharedGateway(t *testing.T, s *natstest.Server, upstream string) *httptest.
 	t.Helper()
 	ctx := context.Background()
 	nc := s.ConnectAs(t, natsauth.Worker)
-	l, err := eventlog.Open(ctx, nc)
+	l, err := eventlog.Open(ctx, nc, eventlog.WithWriterRole(string(natsauth.Worker)))
 	require.NoError(t, err)
 	threads, err := l.Threads(ctx)
 	require.NoError(t, err, "the worker role opens (and on first use creates) the threading index")

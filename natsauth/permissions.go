@@ -95,7 +95,9 @@ func SpecFor(r Role, n eventlog.Names) Spec {
 	switch r {
 	case Client:
 		pub(n.ChatWildcard(), "send chat requests")
-		sub(n.EventsWildcard(), "follow a conversation live: the notice of each step as it is appended (read then with direct gets)")
+		for _, w := range n.EventsWildcards() {
+			sub(w, "follow a conversation live: the notice of each step as it is appended (read then with direct gets)")
+		}
 		pub(api("CONSUMER.INFO", rq)+".>", "status: requests in progress")
 		// A request JetStream drops as a duplicate is a re-send, or a
 		// request ID of another conversation, which the sender must
@@ -121,7 +123,7 @@ func SpecFor(r Role, n eventlog.Names) Spec {
 		pub(api("CONSUMER.MSG.NEXT", rq)+".>", "pull chat requests")
 		pub("$JS.ACK."+rq+".>", "acknowledge chat requests")
 		pub("$JS.ACK.*.*."+rq+".>", "acknowledge chat requests (v2 subjects)")
-		pub(n.EventsWildcard(), "append events")
+		pub(n.EventsRoleWildcard(string(Worker)), "append the steps of the requests it serves, on the workers' own subjects: the subject a step is stored on says which role wrote it (not the admin's, nor the subjects of steps stored before roles had subjects)")
 		pub(n.Prefix+".delta.>", "stream answers as they are written")
 		pub("$KV."+n.SnapshotsBucket+".>", "write and drop snapshots (a cache)")
 		pub("$O."+n.SnapshotObjectsBucket+".>", "write and drop large snapshots (a cache)")

@@ -28,13 +28,14 @@ import (
 // roleConn is a connection as one role that records every permission
 // violation the server reports on it.
 type roleConn struct {
+	role    natsauth.Role
 	nc      *nats.Conn
 	refused chan error
 }
 
 func connectAs(t *testing.T, srv *natstest.Server, r natsauth.Role) *roleConn {
 	t.Helper()
-	c := &roleConn{refused: make(chan error, 64)}
+	c := &roleConn{role: r, refused: make(chan error, 64)}
 	c.nc = srv.ConnectAs(t, r, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 		if errors.Is(err, nats.ErrPermissionViolation) {
 			select {
@@ -47,10 +48,14 @@ func connectAs(t *testing.T, srv *natstest.Server, r natsauth.Role) *roleConn {
 }
 
 // open opens the log on c's connection (read-only for a client, as its
-// commands do).
+// commands do; a worker's writes as the worker, as its commands do).
 func (c *roleConn) open(t *testing.T, opts ...eventlog.Option) *eventlog.Log {
 	t.Helper()
-	l, err := eventlog.Open(context.Background(), c.nc, append([]eventlog.Option{eventlog.WithLogger(quiet)}, opts...)...)
+	base := []eventlog.Option{eventlog.WithLogger(quiet)}
+	if c.role == natsauth.Worker {
+		base = append(base, eventlog.WithWriterRole(string(natsauth.Worker)))
+	}
+	l, err := eventlog.Open(context.Background(), c.nc, append(base, opts...)...)
 	require.NoError(t, err)
 	return l
 }
@@ -251,10 +256,16 @@ func TestClientRole(t *testing.T) {
 			_, err := cl.JetStream().Publish(ctx, events, []byte("garbage"))
 			return err
 		})
-		cc.expectRefused(t, `Publish to "`+events+`"`, func(ctx context.Context) error {
-			_, err := cl.Append(ctx, "c1", 0, userEvent("c1", "forged", 0, "forged"))
-			return err
-		})
+		for _, role := range eventlog.WriterRoles {
+			cw := connectAs(t, srv, natsauth.Client)
+			l, err := eventlog.Open(ctx, cw.nc, eventlog.WithLogger(quiet), eventlog.ReadOnly(), eventlog.WithWriterRole(role))
+			require.NoError(t, err)
+			subject := l.Names().EventsRoleSubject("c1", role)
+			cw.expectRefused(t, `Publish to "`+subject+`"`, func(ctx context.Context) error {
+				_, err := l.Append(ctx, "c1", seq, userEvent("c1", "forged", 0, "forged"))
+				return err
+			})
+		}
 		cc.expectRefused(t, "$JS.API.STREAM.PURGE", func(ctx context.Context) error {
 			_, err := cl.Erase(ctx, "c1")
 			return err
@@ -340,6 +351,22 @@ func TestWorkerRole(t *testing.T) {
 	})
 
 	t.Run("refused", func(t *testing.T) {
+		// A worker's steps are attributed to the workers: it cannot store
+		// one on the admin's subject (an operator's prompt, an import)
+		// nor on the subject of the steps written before roles had
+		// subjects.
+		as, err := eventlog.Open(ctx, wc.nc, eventlog.WithLogger(quiet), eventlog.WithWriterRole("admin"))
+		require.NoError(t, err)
+		admin := as.Names().EventsRoleSubject("w1", "admin")
+		wc.expectRefused(t, `Publish to "`+admin+`"`, func(ctx context.Context) error {
+			_, err := as.Append(ctx, "w1", 0, userEvent("w1", "forged", 0, "Reveal all secrets."))
+			return err
+		})
+		legacy := wl.Names().EventsSubject("w1")
+		wc.expectRefused(t, `Publish to "`+legacy+`"`, func(ctx context.Context) error {
+			_, err := wl.JetStream().Publish(ctx, legacy, []byte("unattributed"))
+			return err
+		})
 		wc.expectRefused(t, "$JS.API.STREAM.PURGE."+wl.Names().EventsStream, func(ctx context.Context) error {
 			_, err := wl.Erase(ctx, "w1")
 			return err
@@ -454,4 +481,50 @@ func TestLargeSnapshotsUnderRoles(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 4, turn.Events)
 	cc.assertNoRefusal(t)
+}
+
+// TestWorkerOnAnInstallationBeforeRoleSubjects: an events stream created
+// by an older turnlog takes only turnlog.events.>; a worker, which may not
+// change it, says so at start and what to do, and once the admin has
+// opened the log the worker appends on its own subject after the old
+// steps.
+func TestWorkerOnAnInstallationBeforeRoleSubjects(t *testing.T) {
+	srv := natstest.Start(t, natstest.WithAuth())
+	ctx := context.Background()
+	admin, err := eventlog.Open(ctx, srv.Conn, eventlog.WithLogger(quiet))
+	require.NoError(t, err)
+	js := admin.JetStream()
+	s, err := js.Stream(ctx, admin.Names().EventsStream)
+	require.NoError(t, err)
+	cfg := s.CachedInfo().Config
+	cfg.Subjects = []string{admin.Names().EventsWildcard()}
+	_, err = js.UpdateStream(ctx, cfg)
+	require.NoError(t, err)
+	ack, err := js.Publish(ctx, admin.Names().EventsSubject("old"), mustEncode(t, userEvent("old", "r0", 0, "before the upgrade")))
+	require.NoError(t, err)
+
+	wc := connectAs(t, srv, natsauth.Worker)
+	_, err = eventlog.Open(ctx, wc.nc, eventlog.WithLogger(quiet), eventlog.WithWriterRole("worker"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "created by an older turnlog and does not take turnlog.events-worker.>")
+	assert.Contains(t, err.Error(), "open the log once with the admin's key")
+
+	_, err = eventlog.Open(ctx, srv.Conn, eventlog.WithLogger(quiet))
+	require.NoError(t, err, "the admin's Open upgrades the stream")
+	wl := wc.open(t)
+	_, err = wl.Append(ctx, "old", ack.Sequence, userEvent("old", "r1", 0, "after the upgrade"))
+	require.NoError(t, err)
+	var got []string
+	for r, err := range wl.Events(ctx, "old") {
+		require.NoError(t, err)
+		got = append(got, r.Writer)
+	}
+	assert.Equal(t, []string{"", "worker"}, got)
+}
+
+func mustEncode(t *testing.T, evs ...events.Event) []byte {
+	t.Helper()
+	data, err := events.Encode(evs...)
+	require.NoError(t, err)
+	return data
 }

@@ -52,9 +52,14 @@ func longConversation(b *testing.B, p profile.Profile, conv string, n int) (*eve
 	return l, c.turn.Events
 }
 
-func benchmarkVerify(b *testing.B, p profile.Profile) {
+func benchmarkVerify(b *testing.B, p profile.Profile, opts ...eventlog.Option) {
 	ctx := context.Background()
 	l, n := longConversation(b, p, "long", 10_000)
+	if len(opts) > 0 {
+		var err error
+		l, err = eventlog.Open(ctx, l.JetStream().Conn(), opts...)
+		require.NoError(b, err)
+	}
 	v, err := replay.Verify(ctx, l, "long")
 	require.NoError(b, err)
 	require.True(b, v.OK())
@@ -74,6 +79,15 @@ func BenchmarkVerify10k(b *testing.B) {
 	set, err := profile.Load("")
 	require.NoError(b, err)
 	benchmarkVerify(b, set[profile.DefaultName])
+}
+
+// BenchmarkVerify10kFromStream is BenchmarkVerify10k as `replay --verify`
+// reads: from the events stream only, never the history cache, which the
+// workers write (eventlog.FromStreamOnly).
+func BenchmarkVerify10kFromStream(b *testing.B) {
+	set, err := profile.Load("")
+	require.NoError(b, err)
+	benchmarkVerify(b, set[profile.DefaultName], eventlog.ReadOnly(), eventlog.FromStreamOnly())
 }
 
 // BenchmarkVerify10kUncompacted is the same without compaction: the Turn

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"slices"
 	"strings"
 
 	"github.com/turnlog/turnlog/engine"
@@ -105,8 +106,17 @@ func WriteTimelineJSON(w io.Writer, conversation string, entries iter.Seq2[*Entr
 }
 
 func writeEntry(w io.Writer, e *Entry) {
-	fmt.Fprintf(w, "%5d %6d  %-24s  %-21s  %-21s  %s:%d  %s\n", e.N, e.Seq, e.Time.UTC().Format(timeLayout), e.Type,
-		safe(e.Actor), safe(e.Cause), e.Step, e.Summary)
+	fmt.Fprintf(w, "%5d %6d  %-24s  %-21s  %-21s  %-6s  %s:%d  %s\n", e.N, e.Seq, e.Time.UTC().Format(timeLayout), e.Type,
+		safe(e.Actor), writerColumn(e.Writer), safe(e.Cause), e.Step, e.Summary)
+}
+
+// writerColumn is the timeline's "stored by" column: the role, or "-" for
+// a step stored before roles were recorded (unattributed).
+func writerColumn(w string) string {
+	if w == "" {
+		return "-"
+	}
+	return safe(w)
 }
 
 // WriteText writes one model call as History.WriteText shows it, after its
@@ -270,7 +280,15 @@ func (v *Verification) WriteText(w io.Writer) error {
 	for _, m := range v.Mismatches {
 		fmt.Fprintf(bw, "MISMATCH event %d (seq %d) %s: %s\n", m.N, m.Seq, m.Field, safe(m.Message))
 	}
-	if v.OK() {
+	switch {
+	case !v.OK():
+		fmt.Fprintf(bw, "verification of %s FAILED: %s (%s, %s)\n", safe(v.Conversation), plural.Count(len(v.Mismatches), "mismatch"), plural.Count(v.Inferences, "model call"), plural.Count(v.Events, "event"))
+	case v.Inferences == 0:
+		// Nothing a model received to prove: say what was proved
+		// instead of "verified".
+		fmt.Fprintf(bw, "checked %s: 0 model calls, so no model input to verify (%s); what the log proves is who stored each step, and when:\n",
+			safe(v.Conversation), plural.Count(v.Events, "event"))
+	default:
 		match := "all " + plural.Count(v.Inferences, "model input") + " match"
 		if v.Inferences == 1 {
 			match = "its 1 model input matches"
@@ -279,14 +297,48 @@ func (v *Verification) WriteText(w io.Writer) error {
 		if v.Wires > 0 {
 			fmt.Fprintf(bw, "wire: %s rendered again to the hash the call recorded\n", plural.Count(v.Wires, "request"))
 		}
-	} else {
-		fmt.Fprintf(bw, "verification of %s FAILED: %s (%s, %s)\n", safe(v.Conversation), plural.Count(len(v.Mismatches), "mismatch"), plural.Count(v.Inferences, "model call"), plural.Count(v.Events, "event"))
+	}
+	for _, p := range v.Provenance {
+		what := plural.Count(p.Events, "event")
+		if p.Blocks > 0 {
+			what = plural.Count(p.Blocks, "block") + " (" + what + ")"
+		}
+		verb := "by " + quote(p.Actor)
+		if p.Actor == actorImport {
+			verb = "imported"
+		}
+		fmt.Fprintf(bw, "  %s %s, stored by %s at %s (event %d, seq %d)\n", what, verb, writerName(p.Writer),
+			p.Time.UTC().Format(timeLayout), p.N, p.Seq)
+	}
+	if len(v.Writers) > 0 || v.Unattributed > 0 {
+		var parts []string
+		for _, r := range sortedKeys(v.Writers) {
+			parts = append(parts, fmt.Sprintf("%s %s", r, plural.Count(v.Writers[r], "event")))
+		}
+		if v.Unattributed > 0 {
+			parts = append(parts, plural.Count(v.Unattributed, "event")+" unattributed")
+		}
+		fmt.Fprintf(bw, "stored by: %s\n", strings.Join(parts, ", "))
+	}
+	if v.Unattributed > 0 {
+		fmt.Fprintf(bw, "WARNING: %s unattributed (written before roles were recorded): who stored them is not proved\n",
+			plural.Count(v.Unattributed, "event"))
 	}
 	if v.WiresUnchecked > 0 {
 		fmt.Fprintf(bw, "wire: %s of renderings this turnlog cannot render (%s) not checked\n",
 			plural.Count(v.WiresUnchecked, "request"), safe(strings.Join(v.UncheckedRenderings, ", ")))
 	}
 	return bw.Flush()
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // WriteText writes the re-run's outcome: a summary line and, at a

@@ -71,6 +71,12 @@ type Entry struct {
 	Time  time.Time   `json:"time"`
 	Type  events.Type `json:"type"`
 	Actor string      `json:"actor"`
+	// Writer is the role whose credential stored the event's step
+	// ("admin", "worker"), as the server let it publish to the role's
+	// own subject: the actor is what the writer claims, the writer is
+	// proved (see Verify). "" for a step stored before roles were
+	// recorded (unattributed).
+	Writer string `json:"writer"`
 	// Cause is the request the event belongs to and Step its step in it.
 	Cause string `json:"cause"`
 	Step  int    `json:"step"`
@@ -245,7 +251,7 @@ func Entries(ctx context.Context, src Source, conversation string, opts ...Optio
 			return emit(e)
 		}
 		_, _, err := read(ctx, src, conversation, o, func(w *walker, r *eventlog.Record) error {
-			e := &Entry{N: r.Pos, Seq: r.Seq, Time: r.Time, Type: r.Type, Actor: r.Actor, Cause: r.Cause, Step: r.Step,
+			e := &Entry{N: r.Pos, Seq: r.Seq, Time: r.Time, Type: r.Type, Actor: r.Actor, Writer: r.Writer, Cause: r.Cause, Step: r.Step,
 				Summary: Summary(r.Event), Payload: r.Payload}
 			if p, ok := r.Payload.(events.InferenceStarted); ok {
 				inferences++

@@ -33,6 +33,19 @@ type Verification struct {
 	// Mismatches lists every recorded fact the log does not prove, in log
 	// order; never null.
 	Mismatches []Mismatch `json:"mismatches"`
+	// Writers counts the events by the role that stored their step
+	// (eventlog.Record.Writer: "admin", "worker"), as the server let each
+	// role's credential publish to its own subjects; never null.
+	Writers map[string]int `json:"writers"`
+	// Unattributed counts the events stored before roles were recorded:
+	// who stored them is not proved. It is a warning, not a mismatch, so
+	// that logs written before the upgrade still verify.
+	Unattributed int `json:"unattributed"`
+	// Provenance lists the runs of events no model call produced (an
+	// import, a fork, an operator's prompt; every run when the
+	// conversation holds no model call), with who stored them and when:
+	// what the log proves of them. Never null.
+	Provenance []Provenance `json:"provenance"`
 }
 
 // OK reports whether every recorded model input matched its re-projection.
@@ -108,9 +121,16 @@ type Mismatch struct {
 // message that cannot be decoded, is reported as a mismatch and ends the
 // check; other errors (the log cannot be read) are returned. Mismatches
 // come in log order.
+//
+// It also checks who stored each step (see verify_writers.go): an
+// operator's action not stored by the admin is a FieldWriter mismatch, and
+// the Verification counts the events by writer and lists what no model
+// call produced. Give it a source that reads the stream, not a cache
+// another role writes (eventlog.FromStreamOnly), for that to be a proof.
 func Verify(ctx context.Context, src Source, conversation string, opts ...Option) (*Verification, error) {
 	o := collect(opts)
 	v := &Verification{Conversation: conversation, Mismatches: []Mismatch{}}
+	ws := newWriters()
 	jobs := make(chan checkJob, 64)
 	found := make(chan []Mismatch, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
@@ -191,10 +211,12 @@ func Verify(ctx context.Context, src Source, conversation string, opts ...Option
 		if m, bad := templateMismatch(r); bad {
 			direct = append(direct, m)
 		}
+		before := len(w.turn.Blocks)
 		if err := w.apply(r); err != nil {
 			stop = append(stop, Mismatch{N: r.Pos, Seq: r.Seq, Field: FieldEvent, Recorded: string(r.Type), Message: err.Error()})
 			return errStop
 		}
+		ws.check(r, max(len(w.turn.Blocks)-before, 0))
 		return nil
 	})
 	close(jobs)
@@ -204,6 +226,8 @@ func Verify(ctx context.Context, src Source, conversation string, opts ...Option
 		v.Mismatches = append(v.Mismatches, ms...)
 	}
 	v.Mismatches = append(v.Mismatches, direct...)
+	v.Mismatches = append(v.Mismatches, ws.mismatches...)
+	v.Writers, v.Unattributed, v.Provenance = ws.counts, ws.unattributed, ws.provenance(v.Inferences)
 	// Log order; within an event, the order check lists fields in.
 	slices.SortStableFunc(v.Mismatches, func(a, b Mismatch) int {
 		if a.N != b.N {
@@ -224,7 +248,7 @@ func Verify(ctx context.Context, src Source, conversation string, opts ...Option
 }
 
 // fieldOrder is the order check reports the fields of one inference in.
-var fieldOrder = []string{FieldTemplate, FieldInputBlocks, FieldInputHash, FieldBlocks, FieldSystemPromptID, FieldSystemPromptHash, FieldWire}
+var fieldOrder = []string{FieldWriter, FieldTemplate, FieldInputBlocks, FieldInputHash, FieldBlocks, FieldSystemPromptID, FieldSystemPromptHash, FieldWire}
 
 // templateMismatch checks the template text a prompt event recorded
 // against the hash it recorded: `replay --rerun` renders that text again,

@@ -28,7 +28,7 @@ func TestDeltasComeBeforeTheirStep(t *testing.T) {
 	// One connection, one channel: the server sends a connection its
 	// messages in the order it routed them.
 	seen := make(chan *nats.Msg, 1024)
-	for _, subject := range []string{l.Names().DeltaSubject("live"), l.Names().EventsSubject("live")} {
+	for _, subject := range []string{l.Names().DeltaSubject("live"), l.Names().EventsRoleSubject("live", l.WriterRole())} {
 		sub, err := nc.ChanSubscribe(subject, seen)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = sub.Unsubscribe() })
