@@ -142,6 +142,27 @@ func (iv *interval) reset() {
 // Calls counts the model calls (inference.started events) fed so far.
 func (c *Checker) Calls() int { return c.calls }
 
+// entryBytes estimates what the Checker keeps per block besides its
+// text, which it shares with the Turn: an ID and a content's string
+// headers, a map entry.
+const entryBytes = 160
+
+// Size estimates the memory a Checker holds, in bytes: the Turn it folds
+// (projector.Size; none when fed through Observe) and what it keeps per
+// block of the previous call's input and per reasoning block. A component
+// that keeps a Checker per conversation bounds them with it, as it bounds
+// its Turns.
+func (c *Checker) Size() int {
+	n := entryBytes * (len(c.produced) + len(c.origin) + len(c.follower))
+	if c.turn != nil {
+		n += projector.Size(c.turn)
+	}
+	if c.prev != nil {
+		n += entryBytes * len(c.prev.ids)
+	}
+	return n
+}
+
 // Feed folds the conversation's next event. At an inference.started it
 // checks the call's input and returns its findings (none otherwise, and
 // none for a fault the previous call's input already had). An event the

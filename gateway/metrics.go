@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/internal/findingsmetric"
 )
 
 // Metrics are the gateway's Prometheus series, in a registry of their own
@@ -17,7 +18,7 @@ type Metrics struct {
 	added     prometheus.Histogram
 	loads     *prometheus.CounterVec
 	conflicts prometheus.Counter
-	findings  *prometheus.CounterVec
+	findings  *findingsmetric.Counter
 	spooled   prometheus.Gauge
 }
 
@@ -46,16 +47,13 @@ func NewMetrics() *Metrics {
 			Name: "turnlog_gateway_conflicts_total",
 			Help: "Appends refused because the conversation moved on (concurrent calls of one conversation); each was planned again.",
 		}),
-		findings: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "turnlog_findings_total",
-			Help: "Findings of replay --check's rules on the calls as they were recorded, by rule.",
-		}, []string{"rule"}),
+		findings: findingsmetric.New(),
 		spooled: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "turnlog_gateway_spool_bytes",
 			Help: "Bytes of calls waiting in the --record-optional spool to be recorded.",
 		}),
 	}
-	m.registry.MustRegister(m.calls, m.errors, m.added, m.loads, m.conflicts, m.findings, m.spooled)
+	m.registry.MustRegister(m.calls, m.errors, m.added, m.loads, m.conflicts, m.findings.Collector(), m.spooled)
 	return m
 }
 
@@ -68,7 +66,7 @@ func (m *Metrics) Handler() http.Handler {
 func (m *Metrics) countFindings(fs []events.Payload) {
 	for _, f := range fs {
 		if f, ok := f.(events.FindingRecorded); ok {
-			m.findings.WithLabelValues(f.Rule).Inc()
+			m.findings.Add(f.Rule)
 		}
 	}
 }

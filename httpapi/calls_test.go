@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/check"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/replay"
 )
@@ -109,6 +111,53 @@ func TestCallsOfAConversation(t *testing.T) {
 	past := callsOf(t, ts, url, "?from=9")
 	assert.Empty(t, past.Calls)
 	assert.Equal(t, 4, past.Total)
+}
+
+// TestCallsCarryTheirFindings: a conversation that got a second system
+// prompt between two requests (an operator's tool appended it); each call
+// of GET /conversations/{id}/calls carries the findings replay --check
+// reports for it, numbered alike, on any page.
+func TestCallsCarryTheirFindings(t *testing.T) {
+	ts, l := startChatAPI(t)
+	const conv = "calls-findings"
+	chat(t, ts, l, conv, "hello") // call 1
+	turn, err := l.Load(context.Background(), conv)
+	require.NoError(t, err)
+	appendAt(t, l, conv, time.Now(), events.SystemPromptSet{BlockID: "second-prompt", Text: "Also be brief.", Index: len(turn.Blocks), Trust: events.Trusted})
+	chat(t, ts, l, conv, "hello again")                  // call 2
+	chat(t, ts, l, conv, "count the words in red green") // calls 3 and 4
+	url := "/conversations/" + conv + "/calls"
+
+	checked, err := replay.Check(context.Background(), l, conv)
+	require.NoError(t, err)
+	require.NotEmpty(t, checked.Findings, "the conversation breaks a rule")
+	page := callsOf(t, ts, url, "")
+	require.Len(t, page.Calls, 4)
+	var all []check.Finding
+	for _, c := range page.Calls {
+		require.NotNil(t, c.Findings, "call %d: findings is a list, never null", c.Call)
+		for _, f := range c.Findings {
+			assert.Equal(t, c.Call, f.Call, "a call carries its own findings")
+			assert.Equal(t, c.N, f.N)
+		}
+		all = append(all, c.Findings...)
+	}
+	assert.Equal(t, checked.Findings, all, "the calls carry what replay --check reports, in the same order")
+	assert.Empty(t, page.Calls[0].Findings)
+	require.NotEmpty(t, page.Calls[1].Findings, "the call that first got the second prompt")
+	assert.Equal(t, check.RuleDuplicateSystemPrompt, page.Calls[1].Findings[0].Rule)
+	assert.Contains(t, page.Calls[1].Findings[0].Blocks, "second-prompt")
+	assert.Empty(t, page.Calls[2].Findings, "a fault a later input still carries is reported once")
+
+	// A page that starts after the fault reports it where it was found
+	// only; a page holding that call alone carries it.
+	assert.Equal(t, page.Calls[1].Findings, callsOf(t, ts, url, "?from=2&limit=1").Calls[0].Findings)
+	assert.Empty(t, callsOf(t, ts, url, "?from=3").Calls[0].Findings)
+
+	// In the JSON, "findings" is always there.
+	_, body, _ := call(t, ts, "GET", url+"?limit=1", "Bearer "+token, "")
+	first := body["calls"].([]any)[0].(map[string]any)
+	assert.Equal(t, []any{}, first["findings"])
 }
 
 func TestCallsRefusals(t *testing.T) {

@@ -23,12 +23,15 @@ type ConversationInfo struct {
 	Messages uint64 `json:"messages"`
 	// UpdatedAt is when its last event was created.
 	UpdatedAt time.Time `json:"updated_at"`
-	// Events, ModelCalls and LastRequestFailed are what `turnlog ls`
-	// shows, under its JSON names, read the same way (replay.Describe):
-	// the console's list and ls never disagree.
+	// Events, ModelCalls, LastRequestFailed and Findings are what `turnlog
+	// ls` shows, under its JSON names, read the same way
+	// (replay.Describe): the console's list and ls never disagree.
+	// Findings counts the rules its model inputs broke; `turnlog replay
+	// --check` lists them.
 	Events            int  `json:"events"`
 	ModelCalls        int  `json:"model_calls"`
 	LastRequestFailed bool `json:"last_request_failed"`
+	Findings          int  `json:"findings"`
 }
 
 // ConversationsBody is the answer of GET /conversations: the conversations
@@ -54,8 +57,10 @@ func (s *Server) conversationRoutes() {
 	s.mux.HandleFunc("GET /diff", s.diff)
 }
 
-// listConversations answers GET /conversations?q=<substring>&limit=<n>.
-// The query matches IDs as a case-insensitive substring.
+// listConversations answers GET
+// /conversations?q=<substring>&limit=<n>&findings=true. The query matches
+// IDs as a case-insensitive substring; findings=true keeps the
+// conversations with findings only.
 func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) {
 	q := strings.ToLower(r.URL.Query().Get("q"))
 	limit := defaultListLimit
@@ -67,25 +72,30 @@ func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	found, err := replay.Newest(r.Context(), s.cfg.Log, func(id string) bool { return strings.Contains(strings.ToLower(id), q) })
-	if err != nil {
-		s.serverError(w, "list conversations", err)
+	onlyFindings, ok := onlyWithFindings(w, r)
+	if !ok {
 		return
 	}
-	total := len(found)
-	if len(found) > limit {
-		found = found[:limit]
+	found, err := replay.Newest(r.Context(), s.cfg.Log, func(id string) bool { return strings.Contains(strings.ToLower(id), q) })
+	if err == nil && onlyFindings {
+		found, err = s.withFindings(r.Context(), found)
 	}
-	// Counting reads each listed conversation's history, as ls does:
-	// only those the answer holds.
-	if err := replay.DescribeAll(r.Context(), s.cfg.Log, found); err != nil {
+	total := len(found)
+	if err == nil {
+		// Counting reads each listed conversation's history, as ls does:
+		// only those the answer holds (or none, remembered from an earlier
+		// listing, when they have not changed).
+		found = found[:min(limit, total)]
+		err = s.described.Describe(r.Context(), s.cfg.Log, found)
+	}
+	if err != nil {
 		s.serverError(w, "list conversations", err)
 		return
 	}
 	matches := make([]ConversationInfo, len(found))
 	for i, c := range found {
 		matches[i] = ConversationInfo{ID: c.ID, Messages: c.Messages, UpdatedAt: c.LastActivity,
-			Events: c.Events, ModelCalls: c.ModelCalls, LastRequestFailed: c.LastRequestFailed}
+			Events: c.Events, ModelCalls: c.ModelCalls, LastRequestFailed: c.LastRequestFailed, Findings: c.Findings}
 	}
 	writeJSON(w, http.StatusOK, ConversationsBody{Conversations: matches, Total: total})
 }

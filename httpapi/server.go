@@ -123,6 +123,9 @@ type Server struct {
 	cfg       Config
 	mux       *http.ServeMux
 	tokenHash [sha256.Size]byte
+	// described remembers what the conversation list read of each
+	// conversation's history (see withFindings).
+	described *replay.Descriptions
 }
 
 // New builds the API's routes.
@@ -130,7 +133,8 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), tokenHash: sha256.Sum256([]byte(cfg.Token))}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), tokenHash: sha256.Sum256([]byte(cfg.Token)),
+		described: replay.NewDescriptions(describedConversations)}
 	s.routes()
 	return s, nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/turnlog/turnlog/check"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/projector"
@@ -77,6 +78,11 @@ type Call struct {
 	// Output is what the model produced (reasoning, text, tool calls), in
 	// order, as it was appended; empty for a failed or open call.
 	Output []events.Block `json:"output"`
+	// Findings are the rules the call's input broke, as `replay --check`
+	// reports them (the same call numbers; a fault a later input still
+	// carries is listed at the call that first received it only); never
+	// null.
+	Findings []check.Finding `json:"findings"`
 	// Previous is the call whose input SincePrevious compares with: the
 	// latest earlier call with the same Purpose (a compaction's summary is
 	// compared with the previous summary, not with an answer); 0 when
@@ -112,8 +118,9 @@ func (p Page) has(call int) bool {
 
 // Calls re-projects a conversation and describes the model calls that page
 // selects: when, which model, what it cost, how it ended, its output and
-// what changed in its input since the previous call. The whole log is
-// read (the Turns must be folded from the first event) but only the
+// what changed in its input since the previous call, and the findings of
+// the rules of package check (as Check). The whole log is read (the Turns
+// must be folded, and checked, from the first event) but only the
 // selected calls are diffed and kept.
 func Calls(ctx context.Context, src Source, conversation string, page Page, opts ...Option) (*CallsPage, error) {
 	o := collect(opts)
@@ -125,16 +132,23 @@ func Calls(ctx context.Context, src Source, conversation string, page Page, opts
 		byID   = map[string]*Call{}     // selected calls not closed yet
 		byWhy  = map[string]*Call{}     // latest selected call per cause, for its output
 		picked []*Call
+		chk    = NewChecker()
 	)
 	_, _, err := read(ctx, src, conversation, o, func(w *walker, r *eventlog.Record) error {
 		if p, ok := r.Payload.(events.InferenceStarted); ok {
 			index++
 			input := callInput(w, p, r.Pos)
+			// The Turn before an inference.started is the Turn after it,
+			// as Entries feeds the checker.
+			findings := chk.Observe(r.Event, r.Pos, w.turn)
 			if page.has(index) {
 				c := &Call{Call: index, N: r.Pos, Time: r.Time, InferenceID: p.InferenceID, Model: p.Model,
 					Provider: providerOf(p, ""), Purpose: p.Purpose, Threading: p.Gateway["threading"],
 					InputHash: p.InputHash, InputBlocks: -1, WireSHA256: p.Gateway["wire_sha256"],
-					Status: CallOpen, Output: []events.Block{}}
+					Status: CallOpen, Output: []events.Block{}, Findings: findings}
+				if c.Findings == nil {
+					c.Findings = []check.Finding{}
+				}
 				if input != nil {
 					c.InputBlocks = len(input.Blocks)
 					c.Verified = projector.HashMatches(input, p.InputHash)
@@ -164,10 +178,12 @@ func Calls(ctx context.Context, src Source, conversation string, page Page, opts
 				pi.turn = input.Clone()
 			}
 			prev[p.Purpose] = pi
+			return w.apply(r)
 		}
 		if err := w.apply(r); err != nil {
 			return err
 		}
+		chk.Observe(r.Event, r.Pos, w.turn)
 		switch p := r.Payload.(type) {
 		case events.InferenceFinished:
 			if c := byID[p.InferenceID]; c != nil {

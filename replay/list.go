@@ -21,6 +21,10 @@ type Conversation struct {
 	Messages uint64 `json:"messages"`
 	// LastActivity is when its last event was created.
 	LastActivity time.Time `json:"last_activity"`
+	// LastSeq is the stream sequence of its last message, as Newest read
+	// it: any change to the conversation moves it, so what was read of
+	// it can be remembered against it (Descriptions).
+	LastSeq uint64 `json:"-"`
 	// Events, ModelCalls (inference.started events) and LastRequestFailed
 	// (its latest request ended in request.failed) are read from its
 	// history by Describe; they are zero until then. Their keys are
@@ -68,6 +72,7 @@ func Newest(ctx context.Context, l Lister, match func(id string) bool) ([]Conver
 	}
 	if err := forEach(ctx, out, lastGets, func(ctx context.Context, c *Conversation) error {
 		tail, err := l.Last(ctx, c.ID)
+		c.LastSeq = tail.Seq
 		if errors.Is(err, eventlog.ErrCorruptMessage) {
 			// Listed all the same, by when its last message was stored;
 			// its timeline shows that message as quarantined.

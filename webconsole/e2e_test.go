@@ -386,7 +386,7 @@ func TestE2ETimelineShowsTheActivePrompt(t *testing.T) {
 	assert.Equal(t, []string{"e2e-timeline", "e2e-older"}, eval[[]string](c, rows))
 	// The counts are ls's, named as ls names them (issue 23, item 6: the
 	// list showed "Messages", steps, where ls showed events and model calls).
-	assert.Equal(t, []string{"ID", "Events", "Model calls", "Last activity", ""},
+	assert.Equal(t, []string{"ID", "Events", "Model calls", "Last activity", "Findings", ""},
 		eval[[]string](c, `[...document.querySelectorAll("#conversation-list thead th")].map(th => th.textContent)`))
 	described := replay.Conversation{ID: "e2e-timeline"}
 	require.NoError(t, replay.Describe(context.Background(), c.log, &described))

@@ -311,6 +311,7 @@ func (w *Worker) serveOnce(ctx context.Context, req Request, problem string, las
 		return w.afterError(ctx, tx, err, lastTry)
 	}
 	w.snapshot(ctx, tx, turnEventsAtStart)
+	w.queueCheck(conv, turnEventsAtStart, tx.Committed())
 	w.cache.put(tx.Turn(), req.RequestID)
 	if err := w.fault("completed"); err != nil {
 		return drop, err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/turnlog/turnlog/internal/findingsmetric"
 )
 
 // Metrics are a worker's Prometheus series. Each worker has its own
@@ -27,6 +28,9 @@ type Metrics struct {
 	cacheBytes  prometheus.Gauge
 	cacheTurns  prometheus.Gauge
 	snapshots   *prometheus.CounterVec
+	// findings counts the findings of the calls this worker made
+	// (findings.go).
+	findings *findingsmetric.Counter
 
 	// The series every request touches, looked up once: a label lookup
 	// hashes the label values on every call.
@@ -81,8 +85,9 @@ func newMetrics() *Metrics {
 			Name: "turnlog_snapshots_saved_total",
 			Help: "Snapshots the worker saved, by reason: interval (a request passed a multiple of the snapshot interval), evicted (the cache let go of the Turn), idle (the Turn was not used for --idle-snapshot), shutdown; and those not saved: failed, skipped (the queue of saves was full).",
 		}, []string{"reason"}),
+		findings: findingsmetric.New(),
 	}
-	m.registry.MustRegister(m.requests, m.redeliveries, m.conflicts, m.storageFull, m.stepSeconds, m.inFlight, m.loads, m.deadLetters,
+	m.registry.MustRegister(m.findings.Collector(), m.requests, m.redeliveries, m.conflicts, m.storageFull, m.stepSeconds, m.inFlight, m.loads, m.deadLetters,
 		m.cacheBytes, m.cacheTurns, m.snapshots,
 		prometheus.NewGoCollector())
 	m.completed = m.requests.WithLabelValues("completed")

@@ -147,7 +147,9 @@ type Worker struct {
 	profiles map[string]*profile.Built
 	metrics  *Metrics
 	cache    *turnCache
-	saves    chan saveJob // Turns to snapshot beside the requests
+	saves    chan saveJob  // Turns to snapshot beside the requests
+	checks   chan checkJob // requests' events to check (findings.go)
+	checkers *checkers
 	log      *slog.Logger
 	link     *clusterLink
 	progress *progress
@@ -172,6 +174,8 @@ func New(cfg Config) (*Worker, error) {
 		profiles: map[string]*profile.Built{},
 		metrics:  newMetrics(),
 		saves:    make(chan saveJob, 256),
+		checks:   make(chan checkJob, 256),
+		checkers: newCheckers(cfg.CacheBytes / checkersShare),
 		log:      cfg.Logger.With("worker", cfg.Name),
 		started:  time.Now(),
 		progress: newProgress(),
@@ -259,6 +263,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	saving, stopSaving := context.WithCancel(context.WithoutCancel(ctx))
 	saverDone := make(chan struct{})
 	go func() { defer close(saverDone); w.saveLoop(saving) }()
+	checking, stopChecking := context.WithCancel(context.WithoutCancel(ctx))
+	checkerDone := make(chan struct{})
+	go func() { defer close(checkerDone); w.checkLoop(checking) }()
+	defer func() { stopChecking(); <-checkerDone }()
 	defer func() {
 		// Last, with the requests done: the Turns this worker holds are
 		// snapshotted, so whoever serves them next starts from there.

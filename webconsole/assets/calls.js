@@ -203,7 +203,10 @@ async function open(n) {
   ];
   view.replaceChildren(...parts.filter(Boolean));
   view.scrollIntoView({ block: 'start' });
-  await Promise.all([showWire(wire, c, mine), showDiffOf(diff, c, mine)]);
+  // The blocks the findings name, by ID, from the Turn the call was made
+  // on: their texts are marked where the request carries them.
+  const input = (c.findings || []).length ? get(`/conversations/${enc(conv)}/turn?at=${c.n - 1}`).catch(() => null) : Promise.resolve(null);
+  await Promise.all([showWire(wire, c, mine, input), showDiffOf(diff, c, mine)]);
   if (mine === shown) view.dataset.ready = 'true';
 }
 
@@ -254,10 +257,11 @@ function output(c) {
   );
 }
 
-async function showWire(el, c, mine) {
+async function showWire(el, c, mine, input) {
   let w;
+  let marks;
   try {
-    w = await get(`/conversations/${enc(conv)}/calls/${c.call}/wire`);
+    [w, marks] = await Promise.all([get(`/conversations/${enc(conv)}/calls/${c.call}/wire`), input.then((turn) => findingMarks(c.findings || [], turn))]);
   } catch (e) {
     if (mine !== shown) return;
     el.replaceChildren(h('h3', null, 'Request sent'), h('p', { class: 'muted wire-missing' }, e.message));
@@ -266,10 +270,11 @@ async function showWire(el, c, mine) {
   if (mine !== shown) return;
   let pretty;
   try {
-    pretty = jsonView(JSON.parse(w.body));
+    pretty = jsonView(JSON.parse(w.body), marks);
   } catch {
     pretty = h('pre', { class: 'json' }, w.body);
   }
+  const marked = pretty.querySelectorAll('mark.finding').length;
   const parts = [
     h('h3', null, 'Request sent'),
     h(
@@ -278,11 +283,39 @@ async function showWire(el, c, mine) {
       `${w.description} · rendering ${w.rendering} · sha256 ${short(w.sha256, 16)} `,
       h('span', { class: `badge ${w.verified ? 'verified' : 'unverified'}` }, w.verified ? 'matches the record' : 'does NOT match the record'),
     ),
+    marks.size
+      ? h(
+          'p',
+          { class: marked ? 'finding-legend' : 'muted finding-legend' },
+          marked ? 'Highlighted: the text of the blocks the findings name, where the request carries it.' : 'The request does not carry the text of the blocks the findings name as it is in the Turn.',
+        )
+      : null,
     (w.notes || []).length ? h('ul', { class: 'wire-notes' }, w.notes.map((n) => h('li', null, `block ${n.index} (`, h('code', null, n.id), `): ${n.note}`))) : null,
     pretty,
     h('details', { class: 'exact' }, h('summary', null, `Exact bytes (${w.body.length} characters)`), h('pre', { class: 'raw' }, w.body)),
   ];
   el.replaceChildren(...parts.filter(Boolean));
+}
+
+/**
+ * What jsonView marks for findings fs: the text of each block they name
+ * (found in turn, the Turn the call was made on) with the rules and blocks.
+ */
+function findingMarks(fs, turn) {
+  const marks = new Map();
+  if (!turn) return marks;
+  const byID = new Map((turn.blocks || []).map((b) => [b.id, b]));
+  for (const f of fs) {
+    for (const id of f.blocks || []) {
+      const b = byID.get(id);
+      if (!b || !b.text) continue;
+      const m = marks.get(b.text) || { rules: [], blocks: [] };
+      if (!m.rules.includes(f.rule)) m.rules.push(f.rule);
+      if (!m.blocks.includes(id)) m.blocks.push(id);
+      marks.set(b.text, m);
+    }
+  }
+  return marks;
 }
 
 async function showDiffOf(el, c, mine) {

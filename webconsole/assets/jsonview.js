@@ -13,16 +13,20 @@ const opaqueKeys = new Set(['signature', 'encrypted_content', 'reasoning_content
 const reasoningTypes = new Set(['reasoning', 'thinking', 'redacted_thinking']);
 const plainKeys = new Set(['type', 'kind', 'id', 'status']);
 
-/** A <pre> with value pretty-printed, two spaces an indent. */
-export function jsonView(value) {
-  return h('pre', { class: 'json' }, node(value, 0));
+/**
+ * A <pre> with value pretty-printed, two spaces an indent. marks maps a
+ * string to what to mark it with ({rules, blocks}): the texts of the blocks
+ * a finding names, highlighted wherever the request carries them.
+ */
+export function jsonView(value, marks = new Map()) {
+  return h('pre', { class: 'json' }, node(value, 0, marks));
 }
 
-function node(v, depth) {
+function node(v, depth, marks) {
   const pad = '  '.repeat(depth);
   if (Array.isArray(v)) {
     if (v.length === 0) return '[]';
-    return ['[\n', v.map((x, i) => [pad, '  ', node(x, depth + 1), i < v.length - 1 ? ',' : '', '\n']), pad, ']'];
+    return ['[\n', v.map((x, i) => [pad, '  ', node(x, depth + 1, marks), i < v.length - 1 ? ',' : '', '\n']), pad, ']'];
   }
   if (v !== null && typeof v === 'object') {
     const keys = Object.keys(v);
@@ -35,7 +39,7 @@ function node(v, depth) {
         '  ',
         h('span', { class: 'key' }, JSON.stringify(k)),
         ': ',
-        opaqueKeys.has(k) || (reasoning && !plainKeys.has(k)) ? opaque(k, v[k]) : node(v[k], depth + 1),
+        opaqueKeys.has(k) || (reasoning && !plainKeys.has(k)) ? opaque(k, v[k]) : node(v[k], depth + 1, marks),
         i < keys.length - 1 ? ',' : '',
         '\n',
       ]),
@@ -43,7 +47,17 @@ function node(v, depth) {
       '}',
     ];
   }
-  if (typeof v === 'string') return h('span', { class: 'str' }, JSON.stringify(v));
+  if (typeof v === 'string') {
+    const m = marks.get(v);
+    if (m) {
+      return h(
+        'mark',
+        { class: 'str finding', dataset: { rules: m.rules.join(' '), blocks: m.blocks.join(' ') }, title: `finding: ${m.rules.join(', ')} (block ${m.blocks.join(', ')})` },
+        JSON.stringify(v),
+      );
+    }
+    return h('span', { class: 'str' }, JSON.stringify(v));
+  }
   if (typeof v === 'number') return h('span', { class: 'num' }, String(v));
   return h('span', { class: 'lit' }, String(v));
 }
