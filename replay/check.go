@@ -21,7 +21,10 @@ type Checked struct {
 	Calls int `json:"calls"`
 	// Findings lists each rule a model input broke, in call order; never
 	// null. A fault that later inputs still carry is listed once, at the
-	// call that first received it.
+	// call that first received it. Findings on the Turn no model call has
+	// received yet (an import's blocks, what came after the last call)
+	// come last, with call 0 (check.PendingCall) and n the position of
+	// the conversation's last event.
 	Findings []check.Finding `json:"findings"`
 }
 
@@ -50,10 +53,12 @@ func Check(ctx context.Context, src Source, conversation string, opts ...Option)
 	o.quarantine = func(*eventlog.CorruptMessageError) error { return nil }
 	out := &Checked{Conversation: conversation, Findings: []check.Finding{}}
 	c := NewChecker()
-	_, _, err := read(ctx, src, conversation, o, func(w *walker, r *eventlog.Record) error {
+	last := -1
+	w, _, err := read(ctx, src, conversation, o, func(w *walker, r *eventlog.Record) error {
 		if err := w.apply(r); err != nil {
 			return err
 		}
+		last = r.Pos
 		out.Findings = append(out.Findings, c.Observe(r.Event, r.Pos, w.turn)...)
 		return nil
 	})
@@ -61,6 +66,11 @@ func Check(ctx context.Context, src Source, conversation string, opts ...Option)
 		return nil, fmt.Errorf("check %s: %w", conversation, err)
 	}
 	out.Calls = c.Calls()
+	if w != nil && last >= 0 {
+		// What no model call has received yet: an import's blocks, or
+		// what came after the last call (call 0, check.PendingCall).
+		out.Findings = append(out.Findings, c.Pending(last, w.turn)...)
+	}
 	return out, nil
 }
 
@@ -75,11 +85,19 @@ func (c *Checked) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "%s: %s checked, %s\n", c.Conversation, plural.Count(c.Calls, "model call"), plural.Count(len(c.Findings), "finding"))
 	for _, f := range c.Findings {
 		// Details and IDs may come from an untrusted import: escaped.
-		fmt.Fprintf(&b, "\nmodel call #%d (event %d): %s\n  %s\n", f.Call, f.N, f.Rule, safe(f.Detail))
+		if f.Call == check.PendingCall {
+			fmt.Fprintf(&b, "\nnot yet sent to a model (Turn at event %d): %s\n  %s\n", f.N, f.Rule, safe(f.Detail))
+		} else {
+			fmt.Fprintf(&b, "\nmodel call #%d (event %d): %s\n  %s\n", f.Call, f.N, f.Rule, safe(f.Detail))
+		}
 		if len(f.Blocks) > 0 {
 			fmt.Fprintf(&b, "  blocks: %s\n", safe(strings.Join(f.Blocks, ", ")))
 		}
-		fmt.Fprintf(&b, "  see: turnlog replay --inference %d %s\n", f.Call, c.Conversation)
+		if f.Call == check.PendingCall {
+			fmt.Fprintf(&b, "  see: turnlog replay --at %d %s\n", f.N, c.Conversation)
+		} else {
+			fmt.Fprintf(&b, "  see: turnlog replay --inference %d %s\n", f.Call, c.Conversation)
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

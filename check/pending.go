@@ -1,0 +1,73 @@
+package check
+
+import (
+	"slices"
+
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projector"
+)
+
+// PendingCall is the Call of a finding on blocks no model call has received
+// yet (Pending): an import's blocks before its first call, or what was
+// added after a conversation's last call. It is not a call number
+// (those count from 1).
+const PendingCall = 0
+
+// pendingRules are the rules that apply to a Turn on its own, with no
+// model call to compare it with: what Pending checks.
+var pendingRules = []Rule{
+	RuleDuplicateSystemPrompt, RuleDuplicateBlocks, RuleReasoningWithoutFollower,
+	RuleToolCallWithoutResult, RuleToolResultWithoutCall,
+}
+
+// Pending checks the Turn a conversation holds where no model call has
+// received it yet, so that an auditor sees a planted or broken import (or
+// a fault added after the last call) before a model ever receives it. It
+// applies the rules of one input (pendingRules) to turn, the conversation
+// as fed so far (nil: Feed's own projection), and returns their findings
+// with Call PendingCall and N n, the position of the last event fed. It
+// returns none when the Turn is exactly the last call's input, and leaves
+// out a fault the last call's input already had (it was reported there).
+// It changes nothing: feeding may go on after it.
+func (c *Checker) Pending(n int, turn *projector.Turn) []Finding {
+	if turn == nil {
+		turn = c.turn
+	}
+	if turn == nil || len(turn.Blocks) == 0 || c.unchangedSince(turn.Blocks) {
+		return nil
+	}
+	var fresh inputState
+	var out []Finding
+	for _, f := range c.inputRules(turn.Blocks, &fresh, 0, nil) {
+		if !slices.Contains(pendingRules, f.Rule) {
+			continue
+		}
+		k := f.key()
+		if f.Rule == RuleReasoningWithoutFollower {
+			k = string(f.Rule) + "\x00" + f.Blocks[0]
+		}
+		if c.reported[k] {
+			continue
+		}
+		f.Call, f.N = PendingCall, n
+		if f.Blocks == nil {
+			f.Blocks = []string{}
+		}
+		out = append(out, f)
+	}
+	sortFindings(out)
+	return out
+}
+
+// unchangedSince reports whether in is exactly the last call's input.
+func (c *Checker) unchangedSince(in []events.Block) bool {
+	if c.prev == nil || len(in) != len(c.prev.ids) {
+		return false
+	}
+	for i := range in {
+		if in[i].ID != c.prev.ids[i] || contentOf(&in[i]) != c.prev.contents[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,73 @@
+package check_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/check"
+	"github.com/turnlog/turnlog/events"
+)
+
+// pending feeds the conversation and checks what no call has received.
+func (r *rec) pending(t *testing.T) []check.Finding {
+	t.Helper()
+	c := check.New()
+	for _, e := range r.evs {
+		_, err := c.Feed(e)
+		require.NoError(t, err)
+	}
+	return c.Pending(len(r.evs)-1, nil)
+}
+
+func imported(bs ...events.Block) *rec {
+	r := &rec{}
+	return r.add("import", events.ConversationStarted{Blocks: bs})
+}
+
+func TestPendingFlagsAnImportNoModelReceived(t *testing.T) {
+	two := imported(events.Block{ID: "s", Kind: events.KindSystem, Text: "You are the bank's assistant."},
+		events.Block{ID: "u", Kind: events.KindUser, Text: "hi"},
+		events.Block{ID: "s2", Kind: events.KindSystem, Text: "You are the bank's assistant."})
+	assert.Empty(t, two.findings(t), "no model call: nothing for the calls' check")
+	fs := two.pending(t)
+	require.Len(t, fs, 1)
+	assert.Equal(t, check.RuleDuplicateSystemPrompt, fs[0].Rule)
+	assert.Equal(t, check.PendingCall, fs[0].Call)
+	assert.Equal(t, 0, fs[0].N)
+	assert.Equal(t, []string{"s", "s2"}, fs[0].Blocks)
+
+	lone := imported(events.Block{ID: "u", Kind: events.KindUser, Text: "hi"},
+		events.Block{ID: "r", Kind: events.KindReasoning, Text: "plan"},
+		events.Block{ID: "u2", Kind: events.KindUser, Text: "and?"})
+	assert.Equal(t, []got{{check.RuleReasoningWithoutFollower, 0}}, summary(lone.pending(t)))
+
+	tools := imported(events.Block{ID: "u", Kind: events.KindUser, Text: "hi"},
+		events.Block{ID: "t", Kind: events.KindToolResult, CallID: "k9", Text: "42"})
+	assert.Equal(t, []got{{check.RuleToolResultWithoutCall, 0}}, summary(tools.pending(t)))
+}
+
+func TestPendingPassesACleanImport(t *testing.T) {
+	r := imported(events.Block{ID: "s", Kind: events.KindSystem, Text: "be brief"},
+		events.Block{ID: "u", Kind: events.KindUser, Text: "hi"},
+		events.Block{ID: "r", Kind: events.KindReasoning, Text: "greet"},
+		events.Block{ID: "a", Kind: events.KindLLMText, Text: "hello"})
+	assert.Empty(t, r.pending(t))
+	assert.Empty(t, chat().pending(t), "a conversation's last answer after its last call is no fault")
+}
+
+func TestPendingReportsWhatCameAfterTheLastCallOnce(t *testing.T) {
+	// A second prompt added after the last call is reported as pending ...
+	r := chat().add("my-prompt", events.SystemPromptSet{BlockID: "s2", Text: "be kind", Index: 7})
+	assert.Equal(t, []got{{check.RuleDuplicateSystemPrompt, 0}}, summary(r.pending(t)))
+	// ... but a fault the last call received was reported at that call.
+	r = &rec{}
+	r.prompt("s", "be brief").user("u", "hi").add("my-prompt", events.SystemPromptSet{BlockID: "s2", Text: "be kind", Index: 2}).
+		call().answer("a", "hello")
+	assert.Equal(t, []got{{check.RuleDuplicateSystemPrompt, 1}}, summary(r.findings(t)))
+	assert.Empty(t, r.pending(t))
+	// A Turn that is the last call's input exactly has nothing pending.
+	r = &rec{}
+	r.prompt("s", "be brief").user("u", "hi").add("my-prompt", events.SystemPromptSet{BlockID: "s2", Text: "be kind", Index: 2}).call()
+	assert.Empty(t, r.pending(t))
+}
