@@ -141,7 +141,7 @@ difference, 2 error.`,
 				}
 				return nil
 			case checkRules:
-				c, err := replay.Check(ctx, l, conv, opts...)
+				c, err := replay.Check(ctx, l, conv, append(opts, replay.WithWire(wire.New(nil)))...)
 				if err != nil {
 					return err
 				}

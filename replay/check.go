@@ -1,12 +1,17 @@
 package replay
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"math"
+	"slices"
 	"strings"
 
 	"github.com/turnlog/turnlog/check"
+	"github.com/turnlog/turnlog/engine"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/internal/plural"
@@ -26,6 +31,30 @@ type Checked struct {
 	// come last, with call 0 (check.PendingCall) and n the position of
 	// the conversation's last event.
 	Findings []check.Finding `json:"findings"`
+	// Wire lists, per model call whose request was rendered again (Check
+	// given WithWire, and the engine's rendering known), what became of
+	// the input's blocks the request does not show plainly (not sent,
+	// merged, in a field of their own): what `replay --inference N`
+	// shows beside the blocks. Omitted when none.
+	Wire []CallWire `json:"wire,omitempty"`
+	// WireUnchecked counts the model calls whose recorded request could
+	// not be rendered again (a rendering this build does not know, or an
+	// error), so their request as sent was not checked.
+	WireUnchecked int `json:"wire_unchecked,omitempty"`
+}
+
+// CallWire is what one model call's request did with the input's blocks.
+type CallWire struct {
+	Call  int                `json:"call"`
+	N     int                `json:"n"`
+	Notes []engine.BlockNote `json:"notes"`
+}
+
+// sentCall is a model call whose request is to be checked at its closing
+// event, where the wire parameters are recorded.
+type sentCall struct {
+	call, n int
+	turn    *projector.Turn
 }
 
 // OK reports whether every model input kept every rule.
@@ -54,12 +83,16 @@ func Check(ctx context.Context, src Source, conversation string, opts ...Option)
 	out := &Checked{Conversation: conversation, Findings: []check.Finding{}}
 	c := NewChecker()
 	last := -1
+	open := map[string]sentCall{}
 	w, _, err := read(ctx, src, conversation, o, func(w *walker, r *eventlog.Record) error {
 		if err := w.apply(r); err != nil {
 			return err
 		}
 		last = r.Pos
 		out.Findings = append(out.Findings, c.Observe(r.Event, r.Pos, w.turn)...)
+		if o.wire != nil {
+			out.checkWire(ctx, o.wire, c, open, r, w.turn)
+		}
 		return nil
 	})
 	if err != nil {
@@ -71,7 +104,71 @@ func Check(ctx context.Context, src Source, conversation string, opts ...Option)
 		// what came after the last call (call 0, check.PendingCall).
 		out.Findings = append(out.Findings, c.Pending(last, w.turn)...)
 	}
+	// Wire findings come at each call's closing event: in call order,
+	// those of what no call received last.
+	slices.SortStableFunc(out.Findings, func(a, b check.Finding) int {
+		ka, kb := a.Call, b.Call
+		if ka == check.PendingCall {
+			ka = math.MaxInt
+		}
+		if kb == check.PendingCall {
+			kb = math.MaxInt
+		}
+		return cmp.Compare(ka, kb)
+	})
 	return out, nil
+}
+
+// checkWire keeps the input of each model call that received the Turn,
+// and at the event that closes it renders its recorded request again with
+// rd: the blocks the request did not show plainly go to c.Wire, and the
+// rules of one input are applied to what the request carried
+// (check.Checker.Sent). A call on part of the Turn (a compaction's
+// summary) is not checked this way.
+func (c *Checked) checkWire(ctx context.Context, rd WireRenderer, ch *check.Checker, open map[string]sentCall, r *eventlog.Record, turn *projector.Turn) {
+	var id string
+	var wire events.Wire
+	switch p := r.Payload.(type) {
+	case events.InferenceStarted:
+		if p.Instructions == "" && len(p.InputBlocks) == 0 {
+			open[p.InferenceID] = sentCall{call: ch.Calls(), n: r.Pos,
+				turn: &projector.Turn{Blocks: slices.Clone(turn.Blocks), Data: maps.Clone(turn.Data)}}
+		}
+		return
+	case events.InferenceFinished:
+		id, wire = p.InferenceID, p.Wire
+	case events.InferenceFailed:
+		id, wire = p.InferenceID, p.Wire
+	default:
+		return
+	}
+	sc, ok := open[id]
+	if !ok {
+		return
+	}
+	delete(open, id)
+	if wire.IsZero() {
+		return // nothing was sent, or recorded before wire hashes were
+	}
+	if !rd.Knows(wire.Version) {
+		c.WireUnchecked++
+		return
+	}
+	_, notes, err := rd.RenderWire(ctx, wire, sc.turn)
+	if err != nil {
+		c.WireUnchecked++
+		return
+	}
+	if len(notes) > 0 {
+		c.Wire = append(c.Wire, CallWire{Call: sc.call, N: sc.n, Notes: notes})
+	}
+	dropped := map[int]bool{}
+	for _, nt := range notes {
+		if !nt.Sent {
+			dropped[nt.Index] = true
+		}
+	}
+	c.Findings = append(c.Findings, ch.Sent(sc.call, sc.n, sc.turn.Blocks, func(i int) bool { return !dropped[i] })...)
 }
 
 // WriteText prints the findings, one paragraph per finding, for a person.
@@ -79,10 +176,9 @@ func (c *Checked) WriteText(w io.Writer) error {
 	var b strings.Builder
 	if c.OK() {
 		fmt.Fprintf(&b, "%s: %s checked, no findings\n", c.Conversation, plural.Count(c.Calls, "model call"))
-		_, err := io.WriteString(w, b.String())
-		return err
+	} else {
+		fmt.Fprintf(&b, "%s: %s checked, %s\n", c.Conversation, plural.Count(c.Calls, "model call"), plural.Count(len(c.Findings), "finding"))
 	}
-	fmt.Fprintf(&b, "%s: %s checked, %s\n", c.Conversation, plural.Count(c.Calls, "model call"), plural.Count(len(c.Findings), "finding"))
 	for _, f := range c.Findings {
 		// Details and IDs may come from an untrusted import: escaped.
 		if f.Call == check.PendingCall {
@@ -98,6 +194,16 @@ func (c *Checked) WriteText(w io.Writer) error {
 		} else {
 			fmt.Fprintf(&b, "  see: turnlog replay --inference %d %s\n", f.Call, c.Conversation)
 		}
+	}
+	for _, cw := range c.Wire {
+		fmt.Fprintf(&b, "\nmodel call #%d (event %d): the request did not carry every block as the Turn holds it\n", cw.Call, cw.N)
+		for _, nt := range cw.Notes {
+			fmt.Fprintf(&b, "  block %s at index %d -> %s\n", safe(nt.ID), nt.Index, safe(nt.Note))
+		}
+	}
+	if c.WireUnchecked > 0 {
+		fmt.Fprintf(&b, "\n%s not checked as sent: the request could not be rendered again (a rendering this build does not know)\n",
+			plural.Count(c.WireUnchecked, "model call"))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
