@@ -168,6 +168,17 @@ func TestReplayWire(t *testing.T) {
 				assert.Contains(t, out, tc.notSent)
 			}
 
+			// --check renders the requests too: an engine's documented
+			// behaviour (a block not sent) is noted at the call, and what
+			// each request carried keeps the rules.
+			out, errOut, code = e.run("", "replay", "conv", "--check")
+			assert.Equal(t, 0, code, errOut+out)
+			assert.NotContains(t, out, "not checked as sent")
+			if tc.notSent != "" {
+				assert.Contains(t, out, "model call #1 (event ")
+				assert.Contains(t, out, "the request did not carry every block as the Turn holds it\n  block seed-r at index 2 "+tc.notSent)
+			}
+
 			// A renderer that changed since the call is what a changed
 			// recorded hash looks like to this build.
 			altered := copyAlteringWire(t, l, "conv", "conv-altered", 2)
