@@ -45,8 +45,12 @@ type message struct {
 
 // messages yields a conversation's messages from stream sequence from
 // (inclusive) to the end, decoded, using batched direct gets: one round
-// trip per readBatch messages, not one per message.
-func (l *Log) messages(ctx context.Context, conversation string, from uint64) iter.Seq2[message, error] {
+// trip per readBatch messages, not one per message. until, when not 0, is
+// a message the read must reach (the conversation's last as the stream
+// leader held it when the read began, see leaderread.go): what the direct
+// gets did not reach of it is read from the leader. Without it (Watch,
+// EventsAfter), the end is the end as the answering replica knows it.
+func (l *Log) messages(ctx context.Context, conversation string, from, until uint64) iter.Seq2[message, error] {
 	return func(yield func(message, error) bool) {
 		stream, subject, err := l.eventsOf(ctx, conversation)
 		if err != nil {
@@ -59,6 +63,9 @@ func (l *Log) messages(ctx context.Context, conversation string, from uint64) it
 		// cut short (a dropped connection ends the responses without an
 		// error), which must not pass for the end of the conversation.
 		var pending uint64
+		// read is the last message yielded.
+		var read uint64
+	batches:
 		for {
 			batch, err := jetstreamext.GetBatch(ctx, l.js, stream, readBatch,
 				jetstreamext.GetBatchSeq(next), jetstreamext.GetBatchSubject(subject))
@@ -69,17 +76,18 @@ func (l *Log) messages(ctx context.Context, conversation string, from uint64) it
 			got := 0
 			for raw, err := range batch {
 				if errors.Is(err, jetstreamext.ErrNoMessages) {
-					if pending > 0 {
+					if pending > 0 && until < next {
 						yield(message{}, fmt.Errorf("read %s: %d messages from sequence %d are gone", conversation, pending, next))
+						return
 					}
-					return
+					break batches
 				}
 				if err != nil {
 					yield(message{}, fmt.Errorf("read %s: %w", conversation, err))
 					return
 				}
 				got++
-				next = raw.Sequence + 1
+				read, next = raw.Sequence, raw.Sequence+1
 				pending, _ = strconv.ParseUint(raw.Header.Get("Nats-Num-Pending"), 10, 64)
 				evs, err := decodeStep(conversation, raw.Sequence, raw.Data)
 				if err != nil {
@@ -97,40 +105,23 @@ func (l *Log) messages(ctx context.Context, conversation string, from uint64) it
 			if got == 0 {
 				if err := ctx.Err(); err != nil {
 					yield(message{}, fmt.Errorf("read %s: %w", conversation, err))
-				} else if pending > 0 || !l.nc.IsConnected() {
+					return
+				}
+				if (pending > 0 || !l.nc.IsConnected()) && until < next {
 					yield(message{}, fmt.Errorf("read %s: the batch from sequence %d ended before its messages arrived (connection %s)",
 						conversation, next, l.nc.Status()))
-				} else if err := l.confirmEnd(ctx, subject, next); err != nil {
-					yield(message{}, fmt.Errorf("read %s: %w", conversation, err))
+					return
 				}
-				return
+				break
 			}
 			if pending == 0 {
-				return
+				break
 			}
 		}
+		// The answering replica's end, or a batch whose responses a
+		// dropped connection ended: not the end while until is ahead.
+		l.leaderRest(ctx, conversation, stream, subject, next, until, read, yield)
 	}
-}
-
-// confirmEnd checks, when a batch from sequence next ended without a
-// message and without saying any were pending, that the subject really has
-// nothing from next on: a connection dropped and re-established while the
-// batch was in flight ends its responses without an error, which must not
-// pass for an empty conversation (Load would return an empty Turn, and the
-// next append would be refused only by luck). One direct get, on the rare
-// empty batch (a new conversation, a load that is up to date).
-func (l *Log) confirmEnd(ctx context.Context, subject string, next uint64) error {
-	last, err := l.lastMsg(ctx, subject)
-	switch {
-	case errors.Is(err, jetstream.ErrMsgNotFound):
-		return nil
-	case err != nil:
-		return fmt.Errorf("confirm the end of the read: %w", err)
-	case last.Sequence >= next:
-		return fmt.Errorf("the batch from sequence %d ended without its messages (the subject's last is %d; connection %s)",
-			next, last.Sequence, l.nc.Status())
-	}
-	return nil
 }
 
 // Events yields every event of a conversation in log order, with its
