@@ -34,6 +34,10 @@ type Record struct {
 // readBatch is how many messages one direct batch get asks for.
 const readBatch = 512
 
+// maxMirrored is how many batches of one read a mirror may answer before
+// the read turns to the stream's leader (see messages).
+const maxMirrored = 3
+
 // message is a stored step: its sequence, ID and decoded events, and the
 // message as read (for the history cache).
 type message struct {
@@ -63,8 +67,10 @@ func (l *Log) messages(ctx context.Context, conversation string, from, until uin
 		// cut short (a dropped connection ends the responses without an
 		// error), which must not pass for the end of the conversation.
 		var pending uint64
-		// read is the last message yielded.
+		// read is the last message yielded; mirrored counts the batches
+		// a mirror answered.
 		var read uint64
+		mirrored := 0
 	batches:
 		for {
 			batch, err := jetstreamext.GetBatch(ctx, l.js, stream, readBatch,
@@ -84,6 +90,21 @@ func (l *Log) messages(ctx context.Context, conversation string, from, until uin
 				}
 				if err != nil {
 					yield(message{}, fmt.Errorf("read %s: %w", conversation, err))
+					return
+				}
+				if by := raw.Header.Get(jetstream.StreamHeader); by != stream {
+					// A mirror made with mirror_direct answered: its copy
+					// may lack the last steps, and holds those an erase
+					// removed from the stream. Ask again (another member
+					// of the queue group may answer), then the leader.
+					if mirrored++; mirrored < maxMirrored {
+						continue batches
+					}
+					if until >= next {
+						break batches
+					}
+					yield(message{}, fmt.Errorf("read %s: %s's direct gets are answered by %s, a mirror made with mirror_direct, which may lack steps or still hold erased ones; turn its mirror_direct off",
+						conversation, stream, by))
 					return
 				}
 				got++

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/internal/natstest"
 )
 
@@ -89,7 +90,49 @@ func init() {
 		name string
 		run  func(t *testing.T, s *suiteLog)
 		skip map[string]string
-	}{"a mirror answering direct gets hides no step", mirrorAnswersDirectGets, nil})
+	}{"a mirror answering direct gets hides no step", mirrorAnswersDirectGets, nil},
+		struct {
+			name string
+			run  func(t *testing.T, s *suiteLog)
+			skip map[string]string
+		}{"a mirror answering direct gets shows no erased step", mirrorKeepsErasedSteps, nil})
+}
+
+// directMirror makes a mirror of the events stream holding conv, copying
+// the subject filter only, that answers the stream's direct gets
+// (mirror_direct), and waits until a direct get of filter's last message
+// is its answer. It is deleted when the case ends. It returns the mirror.
+func directMirror(t *testing.T, ctx context.Context, s *suiteLog, name, conv, filter string) jetstream.Stream {
+	t.Helper()
+	names := s.log.Names()
+	stream := names.EventsStreamOf(conv)
+	js := s.log.JetStream()
+	mirror := "MIRROR_" + strings.ToUpper(s.ns) + "_" + name
+	var handle jetstream.Stream
+	err := s.retry(ctx, func(ctx context.Context) (err error) {
+		handle, err = js.CreateStream(ctx, jetstream.StreamConfig{
+			Name:         mirror,
+			Mirror:       &jetstream.StreamSource{Name: stream, FilterSubject: filter},
+			MirrorDirect: true,
+			Storage:      jetstream.MemoryStorage,
+		})
+		return err
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = js.DeleteStream(context.Background(), mirror) })
+	// The mirror joins the queue group once it has copied what it
+	// mirrors: wait until one direct get is its answer.
+	err = natstest.Retry(ctx, 5*time.Second, func(ctx context.Context) error {
+		for ctx.Err() == nil {
+			m, err := js.Conn().RequestWithContext(ctx, "$JS.API.DIRECT.GET."+stream+"."+filter, nil)
+			if err == nil && m.Header.Get(jetstream.StreamHeader) == mirror {
+				return nil
+			}
+		}
+		return fmt.Errorf("no direct get of %s answered by %s", filter, mirror)
+	})
+	require.NoError(t, err, "the mirror must answer the stream's direct gets (else the case proves nothing)")
+	return handle
 }
 
 // mirrorAnswersDirectGets: an operator who scales reads as the NATS
@@ -111,31 +154,7 @@ func mirrorAnswersDirectGets(t *testing.T, s *suiteLog) {
 	}
 	_, err := s.log.Append(ctx, decoy, 0, user(decoy, s.id("d"), 0, "copied by the mirror"))
 	require.NoError(t, err)
-	js := s.log.JetStream()
-	mirror := "MIRROR_" + strings.ToUpper(s.ns)
-	err = s.retry(ctx, func(ctx context.Context) error {
-		_, err := js.CreateStream(ctx, jetstream.StreamConfig{
-			Name:         mirror,
-			Mirror:       &jetstream.StreamSource{Name: stream, FilterSubject: names.EventsSubject(decoy)},
-			MirrorDirect: true,
-			Storage:      jetstream.MemoryStorage,
-		})
-		return err
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = js.DeleteStream(context.Background(), mirror) })
-	// The mirror joins the queue group once it has copied the decoy's
-	// step: wait until one of the decoy's direct gets is its answer.
-	err = natstest.Retry(ctx, 5*time.Second, func(ctx context.Context) error {
-		for ctx.Err() == nil {
-			m, err := s.log.JetStream().Conn().RequestWithContext(ctx, "$JS.API.DIRECT.GET."+stream+"."+names.EventsSubject(decoy), nil)
-			if err == nil && m.Header.Get(jetstream.StreamHeader) == mirror {
-				return nil
-			}
-		}
-		return fmt.Errorf("no direct get of %s answered by %s", decoy, mirror)
-	})
-	require.NoError(t, err, "the mirror must answer the stream's direct gets (else the case proves nothing)")
+	_ = directMirror(t, ctx, s, "DECOY", conv, names.EventsSubject(decoy))
 
 	var seq uint64
 	for i := 1; i <= 8; i++ {
@@ -151,5 +170,56 @@ func mirrorAnswersDirectGets(t *testing.T, s *suiteLog) {
 		require.NoError(t, err)
 		assert.Equal(t, i, turn.Events, "Load folded %d of the %d acknowledged steps without an error", turn.Events, i)
 		assert.Equal(t, seq, turn.Seq)
+	}
+}
+
+// mirrorKeepsErasedSteps: an erase purges the conversation from the
+// stream, not from a mirror, which keeps the copies it made. When the
+// mirror answers the stream's direct gets (mirror_direct), a read must
+// still show the conversation as the stream holds it. Each round erases
+// and writes the conversation anew, so that the first read of the round
+// finds no history cache and reads the stream from its first message.
+func mirrorKeepsErasedSteps(t *testing.T, s *suiteLog) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conv := s.id("c")
+	var seq uint64
+	var err error
+	for i := 1; i <= 3; i++ {
+		seq, err = s.log.Append(ctx, conv, seq, user(conv, s.id(fmt.Sprintf("r%d", i)), 0, fmt.Sprintf("erased %d", i)))
+		require.NoError(t, err)
+	}
+	mirror := directMirror(t, ctx, s, "COPY", conv, s.log.Names().EventsSubject(conv))
+	for round := range 24 {
+		_, err = s.log.Erase(ctx, conv)
+		require.NoError(t, err)
+		fresh := fmt.Sprintf("a new start %d", round)
+		_, err = s.log.Append(ctx, conv, 0, user(conv, s.id(fmt.Sprintf("fresh%d", round)), 0, fresh))
+		require.NoError(t, err)
+		if round == 0 {
+			info, err := mirror.Info(ctx)
+			require.NoError(t, err)
+			require.GreaterOrEqual(t, info.State.Msgs, uint64(3), "the mirror keeps the erased steps (else the case proves nothing)")
+		}
+		events := func() {
+			var got []string
+			for rec, err := range s.log.Events(ctx, conv) {
+				require.NoError(t, err)
+				got = append(got, rec.Payload.(events.UserAppended).Text)
+			}
+			assert.Equal(t, []string{fresh}, got, "Events")
+		}
+		load := func() {
+			turn, err := s.log.Load(ctx, conv)
+			require.NoError(t, err)
+			assert.Equal(t, []string{fresh}, texts(turn), "Load")
+		}
+		if round%2 == 0 {
+			events()
+			load()
+		} else {
+			load()
+			events()
+		}
 	}
 }
