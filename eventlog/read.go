@@ -62,6 +62,17 @@ func (l *Log) messages(ctx context.Context, conversation string, from, until uin
 			return
 		}
 		next := max(from, 1)
+		if next == 1 && until > 0 && l.replicasMayLag() {
+			// A replica that has not applied an erase still holds the
+			// erased steps, before the conversation's first message as
+			// the leader holds it: start there (leaderread.go).
+			first, err := l.leaderGet(ctx, stream, leaderGetRequest{Seq: 1, NextFor: subject})
+			if err != nil {
+				yield(message{}, fmt.Errorf("read %s: its first message, from the stream leader: %w", conversation, err))
+				return
+			}
+			next = first.Sequence
+		}
 		// pending is how many messages the last one read said were still
 		// to come; a batch that ends with none while some are pending was
 		// cut short (a dropped connection ends the responses without an
