@@ -77,7 +77,7 @@ func TestStorageFullIsNamedAndPasses(t *testing.T) {
 
 	s, err := l.JetStream().Stream(ctx, l.Names().EventsStream)
 	require.NoError(t, err)
-	require.NoError(t, s.Purge(ctx, jetstream.WithPurgeSubject(l.Names().EventsSubject("filler"))))
+	require.NoError(t, s.Purge(ctx, jetstream.WithPurgeSubject(l.Names().EventsFilter("filler"))))
 	_, err = l.Append(ctx, "after", 0, events.New("after", "r1", 0, "test", events.UserAppended{BlockID: "b", Text: "hello"}))
 	assert.NoError(t, err, "space freed: writes pass again")
 }
