@@ -21,9 +21,11 @@ import (
 // and read one conversation: with Open they would first look up every
 // stream and bucket, and an election of any one of them (even of a bucket
 // they never use) would hold them up. Sending (worker.Send), Events,
-// Watch, LastSeq and Last need no lookup at all (LastSeq and Last are then
-// direct gets that any replica answers); Load, Append and the rest look
-// up what they use on first use. Open creates and upgrades the streams;
+// Watch, LastSeq and Last need no lookup at all (LastSeq, Last, Watch and
+// EventsAfter are then direct gets that any replica answers; Events, on a
+// cluster, also asks the stream leader where the conversation ends, see
+// leaderread.go); Load, Append and the rest look up what they use on first
+// use. Open creates and upgrades the streams;
 // Attach expects a worker or `turnlog serve` to have done so. Partitions
 // is 0 on an attached log.
 func Attach(nc *nats.Conn, opts ...Option) (*Log, error) {

@@ -52,9 +52,11 @@ func (l *Log) storedFrom(m *jetstream.RawStreamMsg) *stored {
 	return s
 }
 
-// lastStored returns the conversation's last message, nil when it has none.
+// lastStored returns the conversation's last message, nil when it has
+// none, as the stream leader holds it (see leaderread.go): a read up to it
+// shows every step acknowledged before it began.
 func (l *Log) lastStored(ctx context.Context, conversation string) (*stored, error) {
-	m, err := l.lastMsg(ctx, conversation)
+	m, err := l.committedLast(ctx, conversation)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, nil
 	}
@@ -303,7 +305,7 @@ func (l *Log) readFrom(ctx context.Context, conversation string, last *stored, b
 		}
 		// The batched read from base, which checks the base itself.
 		verify := base > 0
-		for m, err := range l.messages(ctx, conversation, base) {
+		for m, err := range l.messages(ctx, conversation, base, last.seq) {
 			if errors.Is(err, ErrCorruptMessage) && !(verify && m.seq == base) {
 				if !yield(m, err) {
 					return

@@ -39,6 +39,10 @@ type Record struct {
 // readBatch is how many messages one direct batch get asks for.
 const readBatch = 512
 
+// maxMirrored is how many batches of one read a mirror may answer before
+// the read turns to the stream's leader (see messages).
+const maxMirrored = 3
+
 // message is a stored step: its sequence, ID and decoded events, and the
 // message as read (for the history cache).
 type message struct {
@@ -53,8 +57,12 @@ type message struct {
 // (inclusive) to the end, decoded, using batched direct gets: one round
 // trip per readBatch messages, not one per message. One filter
 // (Names.EventsFilter) reads the conversation's legacy and role subjects
-// together, in log order.
-func (l *Log) messages(ctx context.Context, conversation string, from uint64) iter.Seq2[message, error] {
+// together, in log order. until, when not 0, is a message the read must
+// reach (the conversation's last as the stream leader held it when the
+// read began, see leaderread.go): what the direct gets did not reach of it
+// is read from the leader. Without it (Watch, EventsAfter), the end is the
+// end as the answering replica knows it.
+func (l *Log) messages(ctx context.Context, conversation string, from, until uint64) iter.Seq2[message, error] {
 	return func(yield func(message, error) bool) {
 		n, err := l.shardCount(ctx, conversation)
 		if err != nil {
@@ -64,11 +72,27 @@ func (l *Log) messages(ctx context.Context, conversation string, from uint64) it
 		names := l.names.WithEventShards(n)
 		stream, subject := names.EventsStreamOf(conversation), names.EventsFilter(conversation)
 		next := max(from, 1)
+		if next == 1 && until > 0 && l.replicasMayLag() {
+			// A replica that has not applied an erase still holds the
+			// erased steps, before the conversation's first message as
+			// the leader holds it: start there (leaderread.go).
+			first, err := l.leaderGet(ctx, stream, leaderGetRequest{Seq: 1, NextFor: subject})
+			if err != nil {
+				yield(message{}, fmt.Errorf("read %s: its first message, from the stream leader: %w", conversation, err))
+				return
+			}
+			next = first.Sequence
+		}
 		// pending is how many messages the last one read said were still
 		// to come; a batch that ends with none while some are pending was
 		// cut short (a dropped connection ends the responses without an
 		// error), which must not pass for the end of the conversation.
 		var pending uint64
+		// read is the last message yielded; mirrored counts the batches
+		// a mirror answered.
+		var read uint64
+		mirrored := 0
+	batches:
 		for {
 			batch, err := jetstreamext.GetBatch(ctx, l.js, stream, readBatch,
 				jetstreamext.GetBatchSeq(next), jetstreamext.GetBatchSubject(subject))
@@ -79,68 +103,58 @@ func (l *Log) messages(ctx context.Context, conversation string, from uint64) it
 			got := 0
 			for raw, err := range batch {
 				if errors.Is(err, jetstreamext.ErrNoMessages) {
-					if pending > 0 {
+					if pending > 0 && until < next {
 						yield(message{}, fmt.Errorf("read %s: %d messages from sequence %d are gone", conversation, pending, next))
+						return
 					}
-					return
+					break batches
 				}
 				if err != nil {
 					yield(message{}, fmt.Errorf("read %s: %w", conversation, err))
 					return
 				}
-				got++
-				next = raw.Sequence + 1
-				pending, _ = strconv.ParseUint(raw.Header.Get("Nats-Num-Pending"), 10, 64)
-				evs, err := decodeStep(conversation, raw.Sequence, raw.Data)
-				if err != nil {
-					// Named; the caller may go on past it (see Events).
-					if !yield(message{seq: raw.Sequence}, fmt.Errorf("read %s: %w", conversation, err)) {
-						return
+				if by := raw.Header.Get(jetstream.StreamHeader); by != stream {
+					// A mirror made with mirror_direct answered: its copy
+					// may lack the last steps, and holds those an erase
+					// removed from the stream. Ask again (another member
+					// of the queue group may answer), then the leader.
+					if mirrored++; mirrored < maxMirrored {
+						continue batches
 					}
-					continue
+					if until >= next {
+						break batches
+					}
+					yield(message{}, fmt.Errorf("read %s: %s's direct gets are answered by %s, a mirror made with mirror_direct, which may lack steps or still hold erased ones; turn its mirror_direct off",
+						conversation, stream, by))
+					return
 				}
-				st := l.storedFrom(raw)
-				if !yield(message{seq: st.seq, msgID: st.msgID, writer: st.writer, events: evs, raw: st}, nil) {
+				got++
+				read, next = raw.Sequence, raw.Sequence+1
+				pending, _ = strconv.ParseUint(raw.Header.Get("Nats-Num-Pending"), 10, 64)
+				if !l.yieldStep(conversation, raw, yield) {
 					return
 				}
 			}
 			if got == 0 {
 				if err := ctx.Err(); err != nil {
 					yield(message{}, fmt.Errorf("read %s: %w", conversation, err))
-				} else if pending > 0 || !l.nc.IsConnected() {
+					return
+				}
+				if (pending > 0 || !l.nc.IsConnected()) && until < next {
 					yield(message{}, fmt.Errorf("read %s: the batch from sequence %d ended before its messages arrived (connection %s)",
 						conversation, next, l.nc.Status()))
-				} else if err := l.confirmEnd(ctx, conversation, next); err != nil {
-					yield(message{}, fmt.Errorf("read %s: %w", conversation, err))
+					return
 				}
-				return
+				break
 			}
 			if pending == 0 {
-				return
+				break
 			}
 		}
+		// The answering replica's end, or a batch whose responses a
+		// dropped connection ended: not the end while until is ahead.
+		l.leaderRest(ctx, conversation, stream, subject, next, until, read, yield)
 	}
-}
-
-// confirmEnd checks, when a batch from sequence next ended without a
-// message and without saying any were pending, that the subject really has
-// nothing from next on: a connection dropped and re-established while the
-// batch was in flight ends its responses without an error, which must not
-// pass for an empty conversation (Load would return an empty Turn, and the
-// next append would be refused only by luck). One direct get, on the rare
-// empty batch (a new conversation, a load that is up to date).
-func (l *Log) confirmEnd(ctx context.Context, conversation string, next uint64) error {
-	last, err := l.lastMsg(ctx, conversation)
-	switch {
-	case errors.Is(err, jetstream.ErrMsgNotFound):
-		return nil
-	case err != nil:
-		return fmt.Errorf("confirm the end of the read: %w", err)
-	case last.Sequence >= next:
-		return fmt.Errorf("the batch from sequence %d ended without its messages (the subject's last is %d; connection %s)",
-			next, last.Sequence, l.nc.Status())
-	}
-	return nil
 }
 
 // Events yields every event of a conversation in log order, with its

@@ -84,7 +84,7 @@ func (l *Log) Watch(ctx context.Context, conversation string, afterSeq uint64, a
 		retries, backoff := 0, watchRetryFirst
 		for {
 			got := false
-			for m, err := range l.messages(ctx, conversation, last+1) {
+			for m, err := range l.messages(ctx, conversation, last+1, 0) {
 				if err != nil {
 					if ctx.Err() != nil {
 						return
@@ -178,7 +178,7 @@ func (l *Log) EventsAfter(ctx context.Context, conversation string, afterSeq uin
 			return
 		}
 		pos := afterPos
-		for m, err := range l.messages(ctx, conversation, afterSeq+1) {
+		for m, err := range l.messages(ctx, conversation, afterSeq+1, 0) {
 			if err != nil {
 				yield(Record{}, err)
 				return

@@ -64,11 +64,14 @@ func SpecFor(r Role, n eventlog.Names) Spec {
 	// AllowDirect); a worker's metrics count them.
 	pub(api("DIRECT.GET", dead), "status: list dead letters (batched direct get)")
 	// Reading a conversation: direct gets by sequence and by subject (the
-	// stream has AllowDirect), or a plain message get on a stream without.
+	// stream has AllowDirect), and the message get the stream's leader
+	// alone answers: where a whole read must end and begin on a cluster,
+	// whose replicas may lag (eventlog's leaderread.go), and every read of
+	// a stream without direct gets.
 	for _, ev := range evs {
 		pub(api("DIRECT.GET", ev), "read events (batched direct get)")
 		pub(api("DIRECT.GET", ev)+".>", "read a conversation's last message")
-		pub(api("STREAM.MSG.GET", ev), "read events from a stream without direct gets")
+		pub(api("STREAM.MSG.GET", ev), "read a conversation's first and last message from the stream leader (a replica may lag), and events from a stream without direct gets")
 	}
 	// Snapshots: a large one is an object, read through an ordered push
 	// consumer with flow control.

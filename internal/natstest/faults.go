@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/prometheus/client_golang/prometheus"
@@ -191,6 +192,23 @@ func (c *Cluster) Silence(i int) {
 	for _, p := range f.linksOf(i, true) {
 		for _, stream := range []string{"upstream", "downstream"} {
 			f.addToxic(p, "silence-"+stream, "timeout", stream, `{"timeout": 0}`)
+		}
+	}
+}
+
+// Delay holds back by d, until Heal, every byte on the routes from and to
+// server i, while its clients' connections stay prompt: a replica that
+// receives the leader's appends late, and answers the reads it gets from
+// what it holds, while the other two acknowledge writes without it. Keep d
+// well under the raft heartbeat timeouts (a few seconds), or the delay
+// becomes a loss of the server.
+func (c *Cluster) Delay(i int, d time.Duration) {
+	f := c.faults()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, p := range f.linksOf(i, false) {
+		for _, stream := range []string{"upstream", "downstream"} {
+			f.addToxic(p, "delay-"+stream, "latency", stream, fmt.Sprintf(`{"latency": %d}`, d.Milliseconds()))
 		}
 	}
 }
