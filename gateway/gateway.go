@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/turnlog/turnlog/calls"
+	"github.com/turnlog/turnlog/tracing"
 )
 
 // Gateway is the recording gateway as an http.Handler for /v1/ paths.
@@ -214,7 +215,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		st.spooled = sc
 	} else {
-		p, err := g.rec.Begin(r.Context(), Call{API: api, Body: body, Conversation: r.Header.Get(ConversationHeader)})
+		p, err := g.rec.Begin(r.Context(), Call{API: api, Body: body, Conversation: r.Header.Get(ConversationHeader),
+			Trace: tracing.Extract(r.Context(), r.Header)})
 		if err != nil {
 			g.refuse(w, anthropic, err)
 			return

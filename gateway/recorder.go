@@ -13,6 +13,7 @@ import (
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/projector"
+	"github.com/turnlog/turnlog/tracing"
 )
 
 // appendAttempts bounds the reloads after conflicts: concurrent calls of
@@ -74,6 +75,10 @@ type Pending struct {
 	started   time.Time
 	input     chan inputResult
 	finished  bool
+	// trace is the context the call's span is a child of (the caller's,
+	// from its traceparent); nil for a call recorded later than it was
+	// made (import --calls, the spool), which gets no span.
+	trace context.Context
 }
 
 // Conversation is the call's conversation, known once the call is read
@@ -97,6 +102,10 @@ type Call struct {
 	Conversation string
 	// Time stamps its events (zero: now).
 	Time time.Time
+	// Trace carries the trace context of the caller (tracing.Extract of
+	// its request's headers): a live call's span is its child. Nil: no
+	// span (a call recorded after the fact).
+	Trace context.Context
 	// ID is the call's ID (zero: a new ULID); Threading, with
 	// Conversation, says how the conversation was found when it was found
 	// earlier (the spool), instead of explicit.
@@ -118,6 +127,9 @@ func (r *Recorder) Begin(ctx context.Context, in Call) (*Pending, error) {
 		c.ID = ulid.Make().String()
 	}
 	p := &Pending{call: c, api: in.API, started: time.Now(), ready: make(chan struct{}), input: make(chan inputResult, 1)}
+	if in.Trace != nil {
+		p.trace = context.WithoutCancel(in.Trace)
+	}
 	go func() {
 		ctx := context.WithoutCancel(ctx)
 		fork, fresh := r.thread(ctx, p, in)
@@ -183,6 +195,7 @@ type inputResult struct {
 	turn    *projector.Turn
 	evs     []events.Event
 	atStart int // the Turn's events before the call
+	started int // the n of the call's inference.started
 	err     error
 }
 
@@ -260,7 +273,7 @@ func (r *Recorder) recordInput(ctx context.Context, p *Pending, fork *calls.Ref,
 			return inputResult{err: fmt.Errorf("record the call's input: %w", err)}
 		}
 		turn.Seq = newSeq
-		return inputResult{turn: turn, evs: evs, atStart: n}
+		return inputResult{turn: turn, evs: evs, atStart: n, started: turn.Events}
 	}
 }
 
@@ -283,6 +296,7 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
+	span := r.startSpan(p, in)
 	turn := in.turn
 	reloaded := false
 	var findings []events.Payload
@@ -345,11 +359,18 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 			}
 			r.metrics.calls.WithLabelValues(string(p.api), "unrecorded").Inc()
 			r.logger.Error("gateway: call's outcome not recorded", "conversation", p.conv, "err", err)
-			return fmt.Errorf("record the call's outcome: %w", err)
+			err = fmt.Errorf("record the call's outcome: %w", err)
+			span.End(tracing.CallResult{Err: err, ErrorType: "unrecorded"})
+			return err
 		}
 		turn.Seq = seq
 		stored = evs
 		break
+	}
+	if span.Recording() {
+		span.End(spanResult(o))
+	} else {
+		span.End(tracing.CallResult{})
 	}
 	r.fedOutcome(checker, stored, !reloaded)
 	r.metrics.countFindings(findings)
