@@ -134,7 +134,21 @@ func (r *Recorder) Begin(ctx context.Context, in Call) (*Pending, error) {
 		ctx := context.WithoutCancel(ctx)
 		fork, fresh := r.thread(ctx, p, in)
 		close(p.ready)
-		p.input <- r.recordInput(ctx, p, fork, fresh)
+		in := r.recordInput(ctx, p, fork, fresh)
+		if in.err == nil && r.check {
+			// Checked while the upstream works, not after it answered:
+			// the findings go into the outcome's step.
+			cctx, cancel := context.WithTimeout(ctx, recordTimeout)
+			var err error
+			in.checker, in.findings, err = r.checkInput(cctx, p.conv, p.call.ID, in.atStart, in.evs)
+			cancel()
+			if err != nil {
+				// The call is recorded all the same; replay --check and
+				// ls check it again from the log.
+				r.logger.Warn("gateway: call not checked", "conversation", p.conv, "err", err)
+			}
+		}
+		p.input <- in
 	}()
 	return p, nil
 }
@@ -196,7 +210,11 @@ type inputResult struct {
 	evs     []events.Event
 	atStart int // the Turn's events before the call
 	started int // the n of the call's inference.started
-	err     error
+	// checker and findings are the conversation's checker fed the input,
+	// and what it found (nil when checks are off or failed).
+	checker  *fedChecker
+	findings []events.Payload
+	err      error
 }
 
 // turn returns conv's Turn: the cached one, trusted without asking the
@@ -291,16 +309,7 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 	span := r.startSpan(p, in)
 	turn := in.turn
 	reloaded := false
-	var findings []events.Payload
-	var checker *fedChecker
-	if r.check {
-		var err error
-		if checker, findings, err = r.checkInput(ctx, p.conv, p.call.ID, in.atStart, in.evs); err != nil {
-			// The call is recorded all the same; replay --check and ls
-			// check it again from the log.
-			r.logger.Warn("gateway: call not checked", "conversation", p.conv, "err", err)
-		}
-	}
+	findings, checker := in.findings, in.checker
 	var stored []events.Event
 	ok := o.Failure == "" && (o.Output == nil || o.Output.Error == "")
 	respID := ""
