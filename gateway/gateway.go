@@ -46,6 +46,7 @@ func New(cfg Config) (*Gateway, error) {
 		cfg.Threads = mirrorStore{shared: cfg.Threads, local: local}
 	}
 	g := &Gateway{cfg: cfg, tokenHash: sha256.Sum256([]byte(cfg.Token)), rec: newRecorder(&cfg), local: calls.NewThreads(local)}
+	g.rec.local = g.local
 	if cfg.RecordOptional {
 		var err error
 		if g.spool, err = openSpool(cfg.SpoolDir, cfg.SpoolBytes, cfg.Metrics, g.rec.parse); err != nil {

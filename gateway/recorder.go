@@ -34,6 +34,9 @@ const recordTimeout = 30 * time.Second
 type Recorder struct {
 	log     Log
 	threads *calls.Threads
+	// local is this gateway's own copy of the threading index (nil for a
+	// Recorder of its own: import --calls), asked before threads.
+	local   *calls.Threads
 	check   bool
 	checks  *checkers
 	cache   *turnCache
@@ -75,6 +78,10 @@ type Pending struct {
 	started   time.Time
 	input     chan inputResult
 	finished  bool
+	// guess is the state the call was threaded to from this gateway's own
+	// copy of the index, without asking the shared one (see thread);
+	// nil once verified or when the shared index was asked.
+	guess *calls.Ref
 	// trace is the context the call's span is a child of (the caller's,
 	// from its traceparent); nil for a call recorded later than it was
 	// made (import --calls, the spool), which gets no span.
@@ -133,8 +140,15 @@ func (r *Recorder) Begin(ctx context.Context, in Call) (*Pending, error) {
 	go func() {
 		ctx := context.WithoutCancel(ctx)
 		fork, fresh := r.thread(ctx, p, in)
-		close(p.ready)
+		guessed := p.guess != nil
+		if !guessed {
+			close(p.ready)
+		}
 		in := r.recordInput(ctx, p, fork, fresh)
+		if guessed {
+			// The conversation is known once the guess is verified.
+			close(p.ready)
+		}
 		if in.err == nil && r.check {
 			// Checked while the upstream works, not after it answered:
 			// the findings go into the outcome's step.
@@ -181,18 +195,19 @@ func (r *Recorder) thread(ctx context.Context, p *Pending, in Call) (fork *calls
 			p.conv, c.Threading = conv, calls.ThreadExplicit
 		}
 	case req != nil:
-		ref, latest, ok, err := r.threads.Find(ctx, req.RequestBlocks(), req.RequestKeys())
-		if err != nil {
-			r.logger.Warn("gateway: threading index unreadable; the call starts a conversation", "err", err)
-		}
-		if ok {
-			c.Threading = calls.ThreadInferred
-			if latest {
-				p.conv = ref.Conversation
-			} else {
-				fork = &ref
+		blocks, keys := req.RequestBlocks(), req.RequestKeys()
+		if r.local != nil {
+			// This gateway recorded the state the call continues, as its
+			// conversation's latest call: take it without a round trip to
+			// the shared index. recordInput verifies the guess against
+			// the log (the Turn ends at that state and the append's fence
+			// holds), and asks the shared index when it does not hold.
+			if ref, latest, ok, _ := r.local.FindLongest(ctx, blocks, keys); ok && latest {
+				p.conv, c.Threading, p.guess = ref.Conversation, calls.ThreadInferred, &ref
+				break
 			}
 		}
+		fork = r.infer(ctx, p, blocks, keys)
 	}
 	fresh = p.conv == ""
 	if fresh {
@@ -202,6 +217,40 @@ func (r *Recorder) thread(ctx context.Context, p *Pending, in Call) (fork *calls
 		}
 	}
 	p.threading = c.Threading
+	return fork, fresh
+}
+
+// infer threads a call by content with the shared index: a continuation
+// of the latest call of a conversation (p.conv set), a fork of an earlier
+// state (returned), or neither.
+func (r *Recorder) infer(ctx context.Context, p *Pending, blocks []events.Block, keys [][32]byte) (fork *calls.Ref) {
+	ref, latest, ok, err := r.threads.Find(ctx, blocks, keys)
+	if err != nil {
+		r.logger.Warn("gateway: threading index unreadable; the call starts a conversation", "err", err)
+	}
+	if !ok {
+		return nil
+	}
+	p.call.Threading = calls.ThreadInferred
+	if latest {
+		p.conv = ref.Conversation
+		return nil
+	}
+	return &ref
+}
+
+// unguess threads a call whose guess (see thread) did not hold with the
+// shared index, as if it had been asked first.
+func (r *Recorder) unguess(ctx context.Context, p *Pending, req *calls.Request) (fork *calls.Ref, fresh bool) {
+	p.guess, p.conv, p.call.Threading = nil, "", ""
+	fork = r.infer(ctx, p, req.RequestBlocks(), req.RequestKeys())
+	if fresh = p.conv == ""; fresh {
+		p.conv = ulid.Make().String()
+		if p.call.Threading == "" {
+			p.call.Threading = calls.ThreadNew
+		}
+	}
+	p.threading = p.call.Threading
 	return fork, fresh
 }
 
@@ -245,21 +294,44 @@ func (r *Recorder) turn(ctx context.Context, conv string, fresh bool) (*projecto
 func (r *Recorder) recordInput(ctx context.Context, p *Pending, fork *calls.Ref, fresh bool) inputResult {
 	ctx, cancel := context.WithTimeout(ctx, recordTimeout)
 	defer cancel()
-	if fork != nil {
+	req := p.call.Request // kept to thread again should the guess fail
+	prepareFork := func(fork *calls.Ref) error {
+		if fork == nil {
+			return nil
+		}
 		from, err := r.log.LoadAt(ctx, fork.Conversation, fork.Events)
 		if err != nil {
-			return inputResult{err: fmt.Errorf("load %s@%d to fork it: %w", fork.Conversation, fork.Events, err)}
+			return fmt.Errorf("load %s@%d to fork it: %w", fork.Conversation, fork.Events, err)
 		}
 		blocks := make([]events.Block, len(from.Blocks))
 		for i, b := range from.Blocks {
 			blocks[i] = b.Clone()
 		}
 		p.call.Fork = &calls.Fork{From: fork.Conversation, At: fork.Events, Blocks: blocks, Data: from.Data}
+		return nil
+	}
+	if err := prepareFork(fork); err != nil {
+		return inputResult{err: err}
+	}
+	rethread := func() error {
+		r.metrics.conflicts.Inc()
+		fork, fresh = r.unguess(ctx, p, req)
+		return prepareFork(fork)
 	}
 	for attempt := 0; ; attempt++ {
 		turn, err := r.turn(ctx, p.conv, fresh && attempt == 0)
 		if err != nil {
 			return inputResult{err: err}
+		}
+		if p.guess != nil && turn.Events != p.guess.Events {
+			// The conversation went on past the guessed state: only the
+			// shared index knows whether that state is still its latest
+			// call's.
+			r.cache.put(turn)
+			if err := rethread(); err != nil {
+				return inputResult{err: err}
+			}
+			continue
 		}
 		seq, n := turn.Seq, turn.Events
 		evs, err := calls.PlanInput(turn, p.call)
@@ -276,6 +348,14 @@ func (r *Recorder) recordInput(ctx context.Context, p *Pending, fork *calls.Ref,
 		}
 		newSeq, err := r.log.Append(ctx, p.conv, seq, evs...)
 		if errors.Is(err, eventlog.ErrConflict) && attempt < appendAttempts {
+			if p.guess != nil {
+				// Another call appended to the guessed conversation:
+				// thread again with the shared index.
+				if err := rethread(); err != nil {
+					return inputResult{err: err}
+				}
+				continue
+			}
 			r.metrics.conflicts.Inc()
 			continue
 		}
@@ -283,6 +363,7 @@ func (r *Recorder) recordInput(ctx context.Context, p *Pending, fork *calls.Ref,
 			return inputResult{err: fmt.Errorf("record the call's input: %w", err)}
 		}
 		turn.Seq = newSeq
+		p.guess = nil // verified: the log ended at the guessed state
 		return inputResult{turn: turn, evs: evs, atStart: n, started: turn.Events}
 	}
 }
