@@ -277,7 +277,14 @@ func joinObject(members map[string][]byte) []byte {
 }
 
 func joinArray(items [][]byte) []byte {
-	b := []byte{'['}
+	// Sized first: a history of many items grown by append would be
+	// copied a dozen times per call.
+	n := 2 + len(items)
+	for _, it := range items {
+		n += len(it)
+	}
+	b := make([]byte, 1, n)
+	b[0] = '['
 	for i, it := range items {
 		if i > 0 {
 			b = append(b, ',')
