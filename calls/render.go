@@ -14,9 +14,31 @@ import (
 // recorded as the call's input hash when the log holds what the client
 // sent.
 func Render(api API, blocks []events.Block, data map[string]string, paramsHash string) ([]byte, error) {
-	members, inputs, err := loadParams(data, paramsHash)
+	members, lists, err := render(api, blocks, data, paramsHash)
 	if err != nil {
 		return nil, err
+	}
+	for f, list := range lists {
+		members[f] = joinArray(list)
+	}
+	return joinObject(members), nil
+}
+
+// RenderHash is the input hash of Render's result, computed without
+// building it.
+func RenderHash(api API, blocks []events.Block, data map[string]string, paramsHash string) (string, error) {
+	members, lists, err := render(api, blocks, data, paramsHash)
+	if err != nil {
+		return "", err
+	}
+	return canonicalHash(members, lists), nil
+}
+
+// render returns Render's members, the input array apart (lists).
+func render(api API, blocks []events.Block, data map[string]string, paramsHash string) (map[string][]byte, map[string][][]byte, error) {
+	members, inputs, err := loadParams(data, paramsHash)
+	if err != nil {
+		return nil, nil, err
 	}
 	var list [][]byte
 	fields := map[string][]byte{}
@@ -29,7 +51,7 @@ func Render(api API, blocks []events.Block, data map[string]string, paramsHash s
 		v, ok := []byte(b.Meta[MetaItem]), b.Meta[MetaItem] != ""
 		if !ok {
 			if v, ok = defaultItem(api, field, b); !ok {
-				return nil, fmt.Errorf("block %s (%s) has neither %s nor a default form in %s", b.ID, b.Kind, MetaItem, api)
+				return nil, nil, fmt.Errorf("block %s (%s) has neither %s nor a default form in %s", b.ID, b.Kind, MetaItem, api)
 			}
 		}
 		if field == "" {
@@ -37,7 +59,7 @@ func Render(api API, blocks []events.Block, data map[string]string, paramsHash s
 			continue
 		}
 		if _, dup := fields[field]; dup {
-			return nil, fmt.Errorf("block %s: a second item for member %q", b.ID, field)
+			return nil, nil, fmt.Errorf("block %s: a second item for member %q", b.ID, field)
 		}
 		fields[field] = v
 	}
@@ -45,28 +67,23 @@ func Render(api API, blocks []events.Block, data map[string]string, paramsHash s
 	if api == Responses {
 		main = "input"
 	}
+	lists := map[string][][]byte{}
 	for _, f := range inputs {
 		if v, ok := fields[f]; ok {
 			members[f] = v
 			continue
 		}
 		if f != main {
-			return nil, fmt.Errorf("the call had member %q, but no block holds it", f)
+			return nil, nil, fmt.Errorf("the call had member %q, but no block holds it", f)
 		}
-		members[f] = joinArray(list)
+		if list == nil {
+			list = [][]byte{}
+		}
+		lists[f] = list
 		list = nil
 	}
 	if len(list) > 0 {
-		return nil, fmt.Errorf("%d items but the call had no %q member", len(list), main)
+		return nil, nil, fmt.Errorf("%d items but the call had no %q member", len(list), main)
 	}
-	return joinObject(members), nil
-}
-
-// RenderHash is the input hash of Render's result.
-func RenderHash(api API, blocks []events.Block, data map[string]string, paramsHash string) (string, error) {
-	c, err := Render(api, blocks, data, paramsHash)
-	if err != nil {
-		return "", err
-	}
-	return hashCanonical(c), nil
+	return members, lists, nil
 }

@@ -107,13 +107,14 @@ func (c *ParseCache) ParseRequest(api API, body []byte) (*Request, error) {
 		_ = json.Unmarshal(p, &req.PreviousResponseID)
 	}
 	canon := make(map[string][]byte, len(top))
+	lists := map[string][][]byte{}
 	var inputs []string
 	for _, field := range inputFields[api] {
 		raw, ok := top[field]
 		if !ok {
 			continue
 		}
-		items, memberCanon, isInput, err := c.parseInput(api, field, raw)
+		items, memberCanon, list, isInput, err := c.parseInput(api, field, raw)
 		if err != nil {
 			return nil, err
 		}
@@ -123,6 +124,9 @@ func (c *ParseCache) ParseRequest(api API, body []byte) (*Request, error) {
 		inputs = append(inputs, field)
 		req.Items = append(req.Items, items...)
 		canon[field] = memberCanon
+		if list != nil {
+			lists[field] = list
+		}
 	}
 	for k, v := range top {
 		if _, done := canon[k]; done {
@@ -135,22 +139,24 @@ func (c *ParseCache) ParseRequest(api API, body []byte) (*Request, error) {
 		canon[k] = cv
 	}
 	req.Params = newParams(canon, inputs)
-	req.InputHash = hashCanonical(joinObject(canon))
+	req.InputHash = canonicalHash(canon, lists)
 	return req, nil
 }
 
-// parseInput reads one input member, and returns its canonical JSON too.
+// parseInput reads one input member, and returns its canonical JSON too:
+// an array's as the canonical JSON of its items (list), never joined (the
+// input hash is computed from them as they are: canonicalHash).
 // isInput is false when the member is not written as input (a null
 // instructions): it is then a parameter.
-func (c *ParseCache) parseInput(api API, field string, raw []byte) (items []Item, canon []byte, isInput bool, err error) {
+func (c *ParseCache) parseInput(api API, field string, raw []byte) (items []Item, canon []byte, list [][]byte, isInput bool, err error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
-		return nil, nil, false, nil
+		return nil, nil, nil, false, nil
 	}
 	switch {
 	case raw[0] == '"':
 		if field == "messages" {
-			return nil, nil, false, fmt.Errorf("messages is a string; the API wants a list of messages")
+			return nil, nil, nil, false, fmt.Errorf("messages is a string; the API wants a list of messages")
 		}
 		it, err := c.item(api, field, raw, func() (Item, error) {
 			var s string
@@ -163,7 +169,7 @@ func (c *ParseCache) parseInput(api API, field string, raw []byte) (items []Item
 			}
 			return newItem(api, field, raw, []events.Block{{Kind: kind, Text: s}})
 		})
-		return []Item{it}, it.Canon, true, err
+		return []Item{it}, it.Canon, nil, true, err
 	case raw[0] == '[':
 		if field == "system" || field == "instructions" {
 			// Anthropic's system as text blocks: one item.
@@ -174,14 +180,14 @@ func (c *ParseCache) parseInput(api API, field string, raw []byte) (items []Item
 				}
 				return newItem(api, field, raw, []events.Block{{Kind: events.KindSystem, Text: joinText(parts)}})
 			})
-			return []Item{it}, it.Canon, true, err
+			return []Item{it}, it.Canon, nil, true, err
 		}
-		list, err := splitArray(raw)
+		raws, err := splitArray(raw)
 		if err != nil {
-			return nil, nil, false, fmt.Errorf("%s: %w", field, err)
+			return nil, nil, nil, false, fmt.Errorf("%s: %w", field, err)
 		}
-		canons := make([][]byte, len(list))
-		for i, r := range list {
+		canons := make([][]byte, len(raws))
+		for i, r := range raws {
 			it, err := c.item(api, "", r, func() (Item, error) {
 				blocks, err := itemBlocks(api, r)
 				if err != nil {
@@ -190,16 +196,16 @@ func (c *ParseCache) parseInput(api API, field string, raw []byte) (items []Item
 				return newItem(api, "", r, blocks)
 			})
 			if err != nil {
-				return nil, nil, false, fmt.Errorf("%s[%d]: %w", field, i, err)
+				return nil, nil, nil, false, fmt.Errorf("%s[%d]: %w", field, i, err)
 			}
 			items = append(items, it)
 			canons[i] = it.Canon
 		}
-		return items, joinArray(canons), true, nil
+		return items, nil, canons, true, nil
 	case bytes.Equal(raw, []byte("null")):
-		return nil, nil, false, nil
+		return nil, nil, nil, false, nil
 	}
-	return nil, nil, false, fmt.Errorf("%s is neither a string nor a list", field)
+	return nil, nil, nil, false, fmt.Errorf("%s is neither a string nor a list", field)
 }
 
 // newItem canonicalises an item and marks its blocks.
@@ -277,7 +283,14 @@ func joinObject(members map[string][]byte) []byte {
 }
 
 func joinArray(items [][]byte) []byte {
-	b := []byte{'['}
+	// Sized first: a history of many items grown by append would be
+	// copied a dozen times per call.
+	n := 2 + len(items)
+	for _, it := range items {
+		n += len(it)
+	}
+	b := make([]byte, 1, n)
+	b[0] = '['
 	for i, it := range items {
 		if i > 0 {
 			b = append(b, ',')
@@ -286,6 +299,62 @@ func joinArray(items [][]byte) []byte {
 	}
 	return append(b, ']')
 }
+
+// canonicalHash is hashCanonical(joinObject(members)) where each member
+// named in lists is the array of those canonical items (joinArray),
+// hashed as it is written: a long history's input is not copied into one
+// array and then into one object, twice a call, only to be hashed.
+func canonicalHash(members map[string][]byte, lists map[string][][]byte) string {
+	keys := make([]string, 0, len(members)+len(lists))
+	for k := range members {
+		keys = append(keys, k)
+	}
+	for k := range lists {
+		if _, ok := members[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sortUTF16(keys)
+	h := sha256.New()
+	scratch := make([]byte, 0, 64)
+	for i, k := range keys {
+		scratch = scratch[:0]
+		if i == 0 {
+			scratch = append(scratch, '{')
+		} else {
+			scratch = append(scratch, ',')
+		}
+		scratch = appendString(scratch, k)
+		scratch = append(scratch, ':')
+		list, isList := lists[k]
+		if isList {
+			scratch = append(scratch, '[')
+		}
+		h.Write(scratch)
+		if !isList {
+			h.Write(members[k])
+			continue
+		}
+		for j, it := range list {
+			if j > 0 {
+				h.Write(comma)
+			}
+			h.Write(it)
+		}
+		h.Write(closeArray)
+	}
+	if len(keys) == 0 {
+		h.Write([]byte{'{'})
+	}
+	h.Write(closeObject)
+	return HashPrefix + hex.EncodeToString(h.Sum(nil))
+}
+
+var (
+	comma       = []byte{','}
+	closeArray  = []byte{']'}
+	closeObject = []byte{'}'}
+)
 
 func hashCanonical(c []byte) string {
 	sum := sha256.Sum256(c)

@@ -16,7 +16,10 @@ type Output struct {
 	Items []Item
 	// ResponseID is the response's ID (Responses: what a later call's
 	// previous_response_id names).
-	ResponseID       string
+	ResponseID string
+	// Model is the model the response says answered (a trace span's
+	// gen_ai.response.model; "" when it names none).
+	Model            string
 	PromptTokens     int
 	CompletionTokens int
 	StopReason       string
@@ -83,6 +86,7 @@ func ParseResponse(api API, body []byte) (*Output, error) {
 	case ChatCompletions:
 		var r struct {
 			ID      string `json:"id"`
+			Model   string `json:"model"`
 			Choices []struct {
 				Message      json.RawMessage `json:"message"`
 				FinishReason string          `json:"finish_reason"`
@@ -93,7 +97,7 @@ func ParseResponse(api API, body []byte) (*Output, error) {
 		if err := json.Unmarshal(body, &r); err != nil {
 			return nil, fmt.Errorf("response: %w", err)
 		}
-		o := &Output{ResponseID: r.ID, Error: r.Error.String()}
+		o := &Output{ResponseID: r.ID, Model: r.Model, Error: r.Error.String()}
 		r.Usage.fill(o)
 		if len(r.Choices) > 0 {
 			c := r.Choices[0]
@@ -114,6 +118,7 @@ func ParseResponse(api API, body []byte) (*Output, error) {
 	case Messages:
 		var r struct {
 			ID         string          `json:"id"`
+			Model      string          `json:"model"`
 			Role       string          `json:"role"`
 			Content    json.RawMessage `json:"content"`
 			StopReason string          `json:"stop_reason"`
@@ -123,7 +128,7 @@ func ParseResponse(api API, body []byte) (*Output, error) {
 		if err := json.Unmarshal(body, &r); err != nil {
 			return nil, fmt.Errorf("response: %w", err)
 		}
-		o := &Output{ResponseID: r.ID, StopReason: r.StopReason, Error: r.Error.String()}
+		o := &Output{ResponseID: r.ID, Model: r.Model, StopReason: r.StopReason, Error: r.Error.String()}
 		r.Usage.fill(o)
 		if len(r.Content) > 0 {
 			var parts []part
@@ -154,6 +159,7 @@ func ParseResponse(api API, body []byte) (*Output, error) {
 func parseResponsesObject(body []byte) (*Output, error) {
 	var r struct {
 		ID                string            `json:"id"`
+		Model             string            `json:"model"`
 		Status            string            `json:"status"`
 		Output            []json.RawMessage `json:"output"`
 		Usage             *usage            `json:"usage"`
@@ -165,7 +171,7 @@ func parseResponsesObject(body []byte) (*Output, error) {
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, fmt.Errorf("response: %w", err)
 	}
-	o := &Output{ResponseID: r.ID, StopReason: r.Status, Error: r.Error.String()}
+	o := &Output{ResponseID: r.ID, Model: r.Model, StopReason: r.Status, Error: r.Error.String()}
 	if r.Status == "incomplete" && r.IncompleteDetails != nil {
 		o.StopReason = "incomplete: " + r.IncompleteDetails.Reason
 	}

@@ -135,6 +135,7 @@ func (s *Stream) chat(data []byte) {
 	}
 	var c struct {
 		ID      string `json:"id"`
+		Model   string `json:"model"`
 		Choices []struct {
 			Index int `json:"index"`
 			Delta struct {
@@ -164,6 +165,9 @@ func (s *Stream) chat(data []byte) {
 	}
 	if c.ID != "" {
 		s.out.ResponseID = c.ID
+	}
+	if c.Model != "" {
+		s.out.Model = c.Model
 	}
 	c.Usage.fill(&s.out)
 	for _, ch := range c.Choices {
@@ -220,6 +224,7 @@ func (s *Stream) messages(event string, data []byte) {
 		Index   int    `json:"index"`
 		Message struct {
 			ID    string `json:"id"`
+			Model string `json:"model"`
 			Usage *usage `json:"usage"`
 		} `json:"message"`
 		ContentBlock *part `json:"content_block"`
@@ -243,7 +248,7 @@ func (s *Stream) messages(event string, data []byte) {
 	}
 	switch e.Type {
 	case "message_start":
-		s.out.ResponseID = e.Message.ID
+		s.out.ResponseID, s.out.Model = e.Message.ID, e.Message.Model
 		e.Message.Usage.fill(&s.out)
 	case "content_block_start":
 		if e.ContentBlock == nil {

@@ -139,10 +139,26 @@ func (x *Threads) Record(ctx context.Context, conv string, n int, blocks []event
 // (fork there). ok is false when no prefix was recorded. blockKeys, when
 // not nil, are the blocks' content keys (Key), known already.
 func (x *Threads) Find(ctx context.Context, blocks []events.Block, blockKeys [][32]byte) (ref Ref, latest, ok bool, err error) {
+	return x.find(ctx, blocks, blockKeys, false)
+}
+
+// FindLongest is Find tried only at the longest prefix that can be a
+// recorded state (the one ending with the input's last output block): a
+// match there is the match Find would return from any store holding it,
+// since no longer prefix can be a state. The gateway asks its own copy of
+// the index this way before the shared one.
+func (x *Threads) FindLongest(ctx context.Context, blocks []events.Block, blockKeys [][32]byte) (ref Ref, latest, ok bool, err error) {
+	return x.find(ctx, blocks, blockKeys, true)
+}
+
+func (x *Threads) find(ctx context.Context, blocks []events.Block, blockKeys [][32]byte, longestOnly bool) (ref Ref, latest, ok bool, err error) {
 	var keys [][32]byte
 	for i := len(blocks) - 1; i >= 0; i-- {
 		if !output(blocks[i].Kind) {
 			continue
+		}
+		if keys != nil && longestOnly {
+			break
 		}
 		if keys == nil {
 			if blockKeys != nil {

@@ -23,6 +23,7 @@ func newGatewayCmd() *cobra.Command {
 	var (
 		nf     natsFlags
 		gf     gatewayFlags
+		of     otelFlags
 		listen string
 		token  string
 	)
@@ -50,7 +51,9 @@ Provider keys are never recorded or logged.
 GET /metrics on the same listener serves the gateway's Prometheus series
 (turnlog_gateway_*, turnlog_findings_total). --record-optional forwards
 calls while NATS is unreachable and records them from an on-disk spool once
-it is back. See docs/gateway.md.`,
+it is back. With OTEL_EXPORTER_OTLP_ENDPOINT set, each recorded call is a
+"chat {model}" span, a child of the caller's when its request carries a W3C
+traceparent (docs/observability.md). See docs/gateway.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
@@ -90,6 +93,11 @@ it is back. See docs/gateway.md.`,
 			if err != nil {
 				return err
 			}
+			stopTracing, err := startTracing(ctx, "turnlog-gateway", of.content, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer stopTracing()
 			go g.Run(ctx)
 			mux := http.NewServeMux()
 			mux.Handle("/v1/", g)
@@ -112,6 +120,7 @@ it is back. See docs/gateway.md.`,
 	fs.StringVar(&token, "token", os.Getenv("TURNLOG_TOKEN"), "turnlog's token, which clients send as their API key or in Turnlog-Token (env TURNLOG_TOKEN; default: <data>/auth/http.token)")
 	nf.register(fs)
 	gf.register(fs)
+	of.register(fs)
 	return cmd
 }
 

@@ -11,10 +11,10 @@ import (
 // recorded lately, so that a call does not load its conversation from the
 // log (a snapshot and a tail) each time: a client re-sends its history on
 // every call, and its conversation's Turn is what the call is compared
-// with. An entry is never trusted blindly: the caller checks its sequence
-// against the conversation's last one in the log (one direct get) and
-// folds what other gateways appended since (CatchUp), and an append's
-// expected-sequence fence refuses a Turn the log has left behind.
+// with. An entry is used without asking the log: the append's
+// expected-sequence fence refuses a Turn the log has left behind (another
+// gateway or a worker appended), and the call then loads the conversation
+// and plans again.
 //
 // A call takes its conversation's Turn out and puts it back once its
 // steps are stored, so it is never copied, and two calls of one

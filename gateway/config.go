@@ -39,10 +39,8 @@ type Log interface {
 	Load(ctx context.Context, conversation string) (*projector.Turn, error)
 	LoadAt(ctx context.Context, conversation string, n int) (*projector.Turn, error)
 	Append(ctx context.Context, conversation string, expectedSeq uint64, evs ...events.Event) (uint64, error)
-	// LastSeq, CatchUp, SaveSnapshot and SnapshotEvery keep the gateway's
-	// cache of Turns current and its conversations quick to load.
-	LastSeq(ctx context.Context, conversation string) (uint64, error)
-	CatchUp(ctx context.Context, turn *projector.Turn) (*projector.Turn, error)
+	// SaveSnapshot and SnapshotEvery keep the gateway's conversations
+	// quick to load (it serves them from its cache and rarely loads).
 	SaveSnapshot(ctx context.Context, turn *projector.Turn, lastMsgID string) error
 	SnapshotEvery() int
 }

@@ -12,9 +12,11 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/turnlog/turnlog/calls"
+	"github.com/turnlog/turnlog/tracing"
 )
 
 // Gateway is the recording gateway as an http.Handler for /v1/ paths.
@@ -45,6 +47,7 @@ func New(cfg Config) (*Gateway, error) {
 		cfg.Threads = mirrorStore{shared: cfg.Threads, local: local}
 	}
 	g := &Gateway{cfg: cfg, tokenHash: sha256.Sum256([]byte(cfg.Token)), rec: newRecorder(&cfg), local: calls.NewThreads(local)}
+	g.rec.local = g.local
 	if cfg.RecordOptional {
 		var err error
 		if g.spool, err = openSpool(cfg.SpoolDir, cfg.SpoolBytes, cfg.Metrics, g.rec.parse); err != nil {
@@ -125,7 +128,8 @@ func (g *Gateway) proxy(base string, dropV1 bool, transport http.RoundTripper) (
 			// provider wrote it, not compressed for the client.
 			pr.Out.Header.Del("Accept-Encoding")
 		},
-		Transport: transport,
+		Transport:  transport,
+		BufferPool: copyBuffers,
 		// No FlushInterval: ReverseProxy flushes an event stream (and a
 		// body of unknown length) after every write whatever it says,
 		// and a JSON body needs no flush per read.
@@ -188,7 +192,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	started := time.Now()
-	body, err := io.ReadAll(io.LimitReader(r.Body, g.cfg.MaxBody+1))
+	body, err := readBody(r, g.cfg.MaxBody)
 	if err != nil {
 		writeError(w, anthropic, http.StatusBadRequest, "reading the request body: "+err.Error())
 		return
@@ -214,7 +218,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		st.spooled = sc
 	} else {
-		p, err := g.rec.Begin(r.Context(), Call{API: api, Body: body, Conversation: r.Header.Get(ConversationHeader)})
+		p, err := g.rec.Begin(r.Context(), Call{API: api, Body: body, Conversation: r.Header.Get(ConversationHeader),
+			Trace: tracing.Extract(r.Context(), r.Header)})
 		if err != nil {
 			g.refuse(w, anthropic, err)
 			return
@@ -234,6 +239,36 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.cfg.Metrics.added.Observe((time.Since(started) - st.upstream).Seconds())
 	}
 }
+
+// readBody reads up to limit+1 bytes of the request's body, into a buffer
+// of its declared length when it declares one within the limit (net/http
+// then stops the body there); read by io.ReadAll, a 12 KB body would be
+// copied through a dozen growing buffers.
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	if r.ContentLength <= 0 || r.ContentLength > limit {
+		return io.ReadAll(io.LimitReader(r.Body, limit+1))
+	}
+	buf := make([]byte, r.ContentLength)
+	if _, err := io.ReadFull(r.Body, buf); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// bufferPool lends the proxies their copy buffers, which ReverseProxy
+// would otherwise allocate (32 KB) for every response.
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() []byte {
+	if v, ok := b.p.Get().(*[]byte); ok {
+		return *v
+	}
+	return make([]byte, 32<<10)
+}
+
+func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
+
+var copyBuffers = &bufferPool{}
 
 // refuse answers a call that cannot be recorded before it is forwarded:
 // 400 for a conversation that cannot be one, 503 otherwise (the spool

@@ -41,7 +41,7 @@ func NewMetrics() *Metrics {
 		}),
 		loads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "turnlog_gateway_turn_loads_total",
-			Help: "Where a call found its conversation's Turn: the gateway's cache (cache), the cache plus what others appended since (cache_and_tail), the log (log). A new conversation needs none.",
+			Help: "Where a call found its conversation's Turn: the gateway's cache (cache, trusted: a stale one is refused by the append's fence and the call loads), the log (log). A new conversation needs none.",
 		}, []string{"source"}),
 		conflicts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "turnlog_gateway_conflicts_total",

@@ -13,6 +13,7 @@ import (
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/projector"
+	"github.com/turnlog/turnlog/tracing"
 )
 
 // appendAttempts bounds the reloads after conflicts: concurrent calls of
@@ -33,6 +34,9 @@ const recordTimeout = 30 * time.Second
 type Recorder struct {
 	log     Log
 	threads *calls.Threads
+	// local is this gateway's own copy of the threading index (nil for a
+	// Recorder of its own: import --calls), asked before threads.
+	local   *calls.Threads
 	check   bool
 	checks  *checkers
 	cache   *turnCache
@@ -74,6 +78,14 @@ type Pending struct {
 	started   time.Time
 	input     chan inputResult
 	finished  bool
+	// guess is the state the call was threaded to from this gateway's own
+	// copy of the index, without asking the shared one (see thread);
+	// nil once verified or when the shared index was asked.
+	guess *calls.Ref
+	// trace is the context the call's span is a child of (the caller's,
+	// from its traceparent); nil for a call recorded later than it was
+	// made (import --calls, the spool), which gets no span.
+	trace context.Context
 }
 
 // Conversation is the call's conversation, known once the call is read
@@ -97,6 +109,10 @@ type Call struct {
 	Conversation string
 	// Time stamps its events (zero: now).
 	Time time.Time
+	// Trace carries the trace context of the caller (tracing.Extract of
+	// its request's headers): a live call's span is its child. Nil: no
+	// span (a call recorded after the fact).
+	Trace context.Context
 	// ID is the call's ID (zero: a new ULID); Threading, with
 	// Conversation, says how the conversation was found when it was found
 	// earlier (the spool), instead of explicit.
@@ -118,11 +134,35 @@ func (r *Recorder) Begin(ctx context.Context, in Call) (*Pending, error) {
 		c.ID = ulid.Make().String()
 	}
 	p := &Pending{call: c, api: in.API, started: time.Now(), ready: make(chan struct{}), input: make(chan inputResult, 1)}
+	if in.Trace != nil {
+		p.trace = context.WithoutCancel(in.Trace)
+	}
 	go func() {
 		ctx := context.WithoutCancel(ctx)
 		fork, fresh := r.thread(ctx, p, in)
-		close(p.ready)
-		p.input <- r.recordInput(ctx, p, fork, fresh)
+		guessed := p.guess != nil
+		if !guessed {
+			close(p.ready)
+		}
+		in := r.recordInput(ctx, p, fork, fresh)
+		if guessed {
+			// The conversation is known once the guess is verified.
+			close(p.ready)
+		}
+		if in.err == nil && r.check {
+			// Checked while the upstream works, not after it answered:
+			// the findings go into the outcome's step.
+			cctx, cancel := context.WithTimeout(ctx, recordTimeout)
+			var err error
+			in.checker, in.findings, err = r.checkInput(cctx, p.conv, p.call.ID, in.atStart, in.evs)
+			cancel()
+			if err != nil {
+				// The call is recorded all the same; replay --check and
+				// ls check it again from the log.
+				r.logger.Warn("gateway: call not checked", "conversation", p.conv, "err", err)
+			}
+		}
+		p.input <- in
 	}()
 	return p, nil
 }
@@ -155,18 +195,19 @@ func (r *Recorder) thread(ctx context.Context, p *Pending, in Call) (fork *calls
 			p.conv, c.Threading = conv, calls.ThreadExplicit
 		}
 	case req != nil:
-		ref, latest, ok, err := r.threads.Find(ctx, req.RequestBlocks(), req.RequestKeys())
-		if err != nil {
-			r.logger.Warn("gateway: threading index unreadable; the call starts a conversation", "err", err)
-		}
-		if ok {
-			c.Threading = calls.ThreadInferred
-			if latest {
-				p.conv = ref.Conversation
-			} else {
-				fork = &ref
+		blocks, keys := req.RequestBlocks(), req.RequestKeys()
+		if r.local != nil {
+			// This gateway recorded the state the call continues, as its
+			// conversation's latest call: take it without a round trip to
+			// the shared index. recordInput verifies the guess against
+			// the log (the Turn ends at that state and the append's fence
+			// holds), and asks the shared index when it does not hold.
+			if ref, latest, ok, _ := r.local.FindLongest(ctx, blocks, keys); ok && latest {
+				p.conv, c.Threading, p.guess = ref.Conversation, calls.ThreadInferred, &ref
+				break
 			}
 		}
+		fork = r.infer(ctx, p, blocks, keys)
 	}
 	fresh = p.conv == ""
 	if fresh {
@@ -179,37 +220,68 @@ func (r *Recorder) thread(ctx context.Context, p *Pending, in Call) (fork *calls
 	return fork, fresh
 }
 
+// infer threads a call by content with the shared index: a continuation
+// of the latest call of a conversation (p.conv set), a fork of an earlier
+// state (returned), or neither.
+func (r *Recorder) infer(ctx context.Context, p *Pending, blocks []events.Block, keys [][32]byte) (fork *calls.Ref) {
+	ref, latest, ok, err := r.threads.Find(ctx, blocks, keys)
+	if err != nil {
+		r.logger.Warn("gateway: threading index unreadable; the call starts a conversation", "err", err)
+	}
+	if !ok {
+		return nil
+	}
+	p.call.Threading = calls.ThreadInferred
+	if latest {
+		p.conv = ref.Conversation
+		return nil
+	}
+	return &ref
+}
+
+// unguess threads a call whose guess (see thread) did not hold with the
+// shared index, as if it had been asked first.
+func (r *Recorder) unguess(ctx context.Context, p *Pending, req *calls.Request) (fork *calls.Ref, fresh bool) {
+	p.guess, p.conv, p.call.Threading = nil, "", ""
+	fork = r.infer(ctx, p, req.RequestBlocks(), req.RequestKeys())
+	if fresh = p.conv == ""; fresh {
+		p.conv = ulid.Make().String()
+		if p.call.Threading == "" {
+			p.call.Threading = calls.ThreadNew
+		}
+	}
+	p.threading = p.call.Threading
+	return fork, fresh
+}
+
 type inputResult struct {
 	turn    *projector.Turn
 	evs     []events.Event
 	atStart int // the Turn's events before the call
-	err     error
+	started int // the n of the call's inference.started
+	// checker and findings are the conversation's checker fed the input,
+	// and what it found (nil when checks are off or failed).
+	checker  *fedChecker
+	findings []events.Payload
+	err      error
 }
 
-// turn returns conv's Turn as the log holds it: the cached one when it is
-// still the log's last, brought up to date when others appended, else a
-// load. A conversation the gateway just named (fresh) has no events: its
-// first append's fence (expected sequence 0) refuses the empty Turn
-// should the log hold any after all.
+// turn returns conv's Turn: the cached one, trusted without asking the
+// log, else a load. A cached Turn the log has left behind (another
+// gateway, a worker or a concurrent call appended since) is refused by
+// the append's expected-sequence fence, and the call then loads the
+// conversation and plans again: staleness costs a conflict, never a wrong
+// record, and the common case costs no round trip. A conversation the
+// gateway just named (fresh) has no events: its first append's fence
+// (expected sequence 0) refuses the empty Turn should the log hold any
+// after all.
 func (r *Recorder) turn(ctx context.Context, conv string, fresh bool) (*projector.Turn, error) {
 	if fresh {
 		return projector.New(conv), nil
 	}
 	if t := r.cache.take(conv); t != nil {
-		last, err := r.log.LastSeq(ctx, conv)
-		if err != nil {
-			return nil, err
-		}
-		switch {
-		case last == t.Seq:
-			r.metrics.loads.WithLabelValues("cache").Inc()
-			return t, nil
-		case last > t.Seq:
-			if t, err := r.log.CatchUp(ctx, t); err == nil {
-				r.metrics.loads.WithLabelValues("cache_and_tail").Inc()
-				return t, nil
-			}
-		}
+		r.metrics.loads.WithLabelValues("cache").Inc()
+		return t, nil
 	}
 	r.metrics.loads.WithLabelValues("log").Inc()
 	return r.log.Load(ctx, conv)
@@ -222,21 +294,44 @@ func (r *Recorder) turn(ctx context.Context, conv string, fresh bool) (*projecto
 func (r *Recorder) recordInput(ctx context.Context, p *Pending, fork *calls.Ref, fresh bool) inputResult {
 	ctx, cancel := context.WithTimeout(ctx, recordTimeout)
 	defer cancel()
-	if fork != nil {
+	req := p.call.Request // kept to thread again should the guess fail
+	prepareFork := func(fork *calls.Ref) error {
+		if fork == nil {
+			return nil
+		}
 		from, err := r.log.LoadAt(ctx, fork.Conversation, fork.Events)
 		if err != nil {
-			return inputResult{err: fmt.Errorf("load %s@%d to fork it: %w", fork.Conversation, fork.Events, err)}
+			return fmt.Errorf("load %s@%d to fork it: %w", fork.Conversation, fork.Events, err)
 		}
 		blocks := make([]events.Block, len(from.Blocks))
 		for i, b := range from.Blocks {
 			blocks[i] = b.Clone()
 		}
 		p.call.Fork = &calls.Fork{From: fork.Conversation, At: fork.Events, Blocks: blocks, Data: from.Data}
+		return nil
+	}
+	if err := prepareFork(fork); err != nil {
+		return inputResult{err: err}
+	}
+	rethread := func() error {
+		r.metrics.conflicts.Inc()
+		fork, fresh = r.unguess(ctx, p, req)
+		return prepareFork(fork)
 	}
 	for attempt := 0; ; attempt++ {
 		turn, err := r.turn(ctx, p.conv, fresh && attempt == 0)
 		if err != nil {
 			return inputResult{err: err}
+		}
+		if p.guess != nil && turn.Events != p.guess.Events {
+			// The conversation went on past the guessed state: only the
+			// shared index knows whether that state is still its latest
+			// call's.
+			r.cache.put(turn)
+			if err := rethread(); err != nil {
+				return inputResult{err: err}
+			}
+			continue
 		}
 		seq, n := turn.Seq, turn.Events
 		evs, err := calls.PlanInput(turn, p.call)
@@ -253,6 +348,14 @@ func (r *Recorder) recordInput(ctx context.Context, p *Pending, fork *calls.Ref,
 		}
 		newSeq, err := r.log.Append(ctx, p.conv, seq, evs...)
 		if errors.Is(err, eventlog.ErrConflict) && attempt < appendAttempts {
+			if p.guess != nil {
+				// Another call appended to the guessed conversation:
+				// thread again with the shared index.
+				if err := rethread(); err != nil {
+					return inputResult{err: err}
+				}
+				continue
+			}
 			r.metrics.conflicts.Inc()
 			continue
 		}
@@ -260,7 +363,8 @@ func (r *Recorder) recordInput(ctx context.Context, p *Pending, fork *calls.Ref,
 			return inputResult{err: fmt.Errorf("record the call's input: %w", err)}
 		}
 		turn.Seq = newSeq
-		return inputResult{turn: turn, evs: evs, atStart: n}
+		p.guess = nil // verified: the log ended at the guessed state
+		return inputResult{turn: turn, evs: evs, atStart: n, started: turn.Events}
 	}
 }
 
@@ -283,18 +387,10 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
+	span := r.startSpan(p, in)
 	turn := in.turn
 	reloaded := false
-	var findings []events.Payload
-	var checker *fedChecker
-	if r.check {
-		var err error
-		if checker, findings, err = r.checkInput(ctx, p.conv, p.call.ID, in.atStart, in.evs); err != nil {
-			// The call is recorded all the same; replay --check and ls
-			// check it again from the log.
-			r.logger.Warn("gateway: call not checked", "conversation", p.conv, "err", err)
-		}
-	}
+	findings, checker := in.findings, in.checker
 	var stored []events.Event
 	ok := o.Failure == "" && (o.Output == nil || o.Output.Error == "")
 	respID := ""
@@ -345,11 +441,18 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 			}
 			r.metrics.calls.WithLabelValues(string(p.api), "unrecorded").Inc()
 			r.logger.Error("gateway: call's outcome not recorded", "conversation", p.conv, "err", err)
-			return fmt.Errorf("record the call's outcome: %w", err)
+			err = fmt.Errorf("record the call's outcome: %w", err)
+			span.End(tracing.CallResult{Err: err, ErrorType: "unrecorded"})
+			return err
 		}
 		turn.Seq = seq
 		stored = evs
 		break
+	}
+	if span.Recording() {
+		span.End(spanResult(o))
+	} else {
+		span.End(tracing.CallResult{})
 	}
 	r.fedOutcome(checker, stored, !reloaded)
 	r.metrics.countFindings(findings)

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http/httptest"
 	"testing"
 
@@ -65,4 +66,49 @@ func TestThreadingSharedByGateways(t *testing.T) {
 	for _, cv := range []string{conv, fork} {
 		verify(t, l, cv)
 	}
+}
+
+// A gateway threads a continuation of a call it recorded from its own copy
+// of the index, without asking the shared one; when another gateway has
+// continued that conversation since, the guess must not stand: the call
+// continues an earlier state, so it forks the conversation there.
+func TestGatewayOwnIndexDoesNotHideAnotherGatewaysCall(t *testing.T) {
+	s := natstest.Start(t, natstest.WithAuth())
+	up := newChatUpstream(t, "")
+	a := sharedGateway(t, s, up.URL)
+	b := sharedGateway(t, s, up.URL)
+	h := map[string]string{"Turnlog-Token": token}
+	call := func(gw *httptest.Server, msgs string) string {
+		resp, body := post(t, gw.URL+"/v1/chat/completions", h, `{"model":"m","messages":[`+msgs+`]}`)
+		require.Equal(t, 200, resp.StatusCode, "%s", body)
+		return resp.Header.Get("Turnlog-Conversation")
+	}
+	first := `{"role":"system","content":"s"},{"role":"user","content":"weather?"}`
+	a1 := `{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Paris\"}"}}],"refusal":null,"annotations":[]}`
+	conv := call(a, first)
+	require.Equal(t, conv, call(b, first+`,`+a1+`,{"role":"tool","tool_call_id":"call_1","content":"sunny"}`), "gateway b continues the chat")
+	// Gateway a recorded the first call and last saw it as the chat's
+	// latest; the chat has moved on at gateway b.
+	forked := first + `,` + a1 + `,{"role":"tool","tool_call_id":"call_1","content":"cloudy"}`
+	resp, body := post(t, a.URL+"/v1/chat/completions", h, `{"model":"m","messages":[`+forked+`]}`)
+	require.Equal(t, 200, resp.StatusCode, "%s", body)
+	fork := resp.Header.Get("Turnlog-Conversation")
+	require.NotEqual(t, conv, fork, "a call continuing the first call's state forks the chat that moved on")
+	l, err := eventlog.Open(context.Background(), s.Conn)
+	require.NoError(t, err)
+	start, ok := conversationEvents(t, l, fork)[0].Payload.(events.ConversationStarted)
+	require.True(t, ok)
+	assert.Equal(t, conv, start.ForkedFrom)
+	for _, cv := range []string{conv, fork} {
+		verify(t, l, cv)
+	}
+	// And a continuation of the fork's latest call lands in the fork.
+	var answer struct {
+		Choices []struct {
+			Message json.RawMessage `json:"message"`
+		} `json:"choices"`
+	}
+	require.NoError(t, json.Unmarshal(body, &answer))
+	require.NotEmpty(t, answer.Choices)
+	assert.Equal(t, fork, call(a, forked+`,`+string(answer.Choices[0].Message)+`,{"role":"user","content":"thanks"}`), "a continues the fork it recorded")
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -62,6 +63,10 @@ type ModelCall struct {
 	// Input is the call's input blocks, put on the span only when content
 	// recording is on (RecordContent).
 	Input []events.Block
+	// Start is when the call began, when that was before the span could
+	// be started (the gateway knows a call's event only once its input is
+	// recorded, while the upstream already works); zero: now.
+	Start time.Time
 }
 
 // CallResult is how a model call ended.
@@ -92,7 +97,11 @@ func StartModelCall(ctx context.Context, c ModelCall) (context.Context, *Call) {
 	if c.Model != "" {
 		name += " " + c.Model
 	}
-	ctx, span := otel.GetTracerProvider().Tracer(instrumentation).Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient))
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
+	if !c.Start.IsZero() {
+		opts = append(opts, trace.WithTimestamp(c.Start))
+	}
+	ctx, span := otel.GetTracerProvider().Tracer(instrumentation).Start(ctx, name, opts...)
 	if !span.IsRecording() {
 		return ctx, &Call{span: span}
 	}
@@ -124,6 +133,11 @@ func StartModelCall(ctx context.Context, c ModelCall) (context.Context, *Call) {
 	span.SetAttributes(attrs...)
 	return ctx, &Call{span: span}
 }
+
+// Recording reports whether the span records anything (a tracer is
+// installed and sampled it): a caller can skip gathering a result that
+// would be dropped.
+func (c *Call) Recording() bool { return c != nil && c.span != nil && c.span.IsRecording() }
 
 // End ends the span with the call's outcome.
 func (c *Call) End(r CallResult) {
