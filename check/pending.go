@@ -38,8 +38,15 @@ func (c *Checker) Pending(n int, turn *projector.Turn) []Finding {
 	}
 	var fresh inputState
 	var out []Finding
+	awaiting := awaitingResults(turn.Blocks)
 	for _, f := range c.inputRules(turn.Blocks, &fresh, 0, nil) {
 		if !slices.Contains(pendingRules, f.Rule) {
+			continue
+		}
+		if f.Rule == RuleToolCallWithoutResult && allIn(f.Blocks, awaiting) {
+			// The Turn ends with the model's tool calls: their results
+			// come with the next request (a tool loop the app has not
+			// finished, or left), which is not a fault.
 			continue
 		}
 		k := f.key()
@@ -70,4 +77,31 @@ func (c *Checker) unchangedSince(in []events.Block) bool {
 		}
 	}
 	return true
+}
+
+// awaitingResults are the IDs of the tool calls at the end of a Turn, with
+// only tool calls and results after them: calls whose results the next
+// request brings.
+func awaitingResults(in []events.Block) map[string]bool {
+	out := map[string]bool{}
+	for i := len(in) - 1; i >= 0; i-- {
+		switch in[i].Kind {
+		case events.KindToolCall:
+			out[in[i].ID] = true
+		case events.KindToolResult:
+		default:
+			return out
+		}
+	}
+	return out
+}
+
+// allIn reports whether every ID of ids is in set (and there is one).
+func allIn(ids []string, set map[string]bool) bool {
+	for _, id := range ids {
+		if !set[id] {
+			return false
+		}
+	}
+	return len(ids) > 0
 }

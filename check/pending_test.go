@@ -71,3 +71,17 @@ func TestPendingReportsWhatCameAfterTheLastCallOnce(t *testing.T) {
 	r.prompt("s", "be brief").user("u", "hi").add("my-prompt", events.SystemPromptSet{BlockID: "s2", Text: "be kind", Index: 2}).call()
 	assert.Empty(t, r.pending(t))
 }
+
+// A Turn that ends with the model's tool calls awaits their results from
+// the next request (an app's tool loop in progress, or left): not a fault.
+// A tool call with something other than results after it is one.
+func TestPendingLeavesToolCallsAwaitingTheirResults(t *testing.T) {
+	open := imported(events.Block{ID: "u", Kind: events.KindUser, Text: "weather?"},
+		events.Block{ID: "c", Kind: events.KindToolCall, CallID: "k1", ToolName: "weather", Arguments: `{}`})
+	assert.Empty(t, open.pending(t), "the result comes with the next request")
+
+	dropped := imported(events.Block{ID: "u", Kind: events.KindUser, Text: "weather?"},
+		events.Block{ID: "c", Kind: events.KindToolCall, CallID: "k1", ToolName: "weather", Arguments: `{}`},
+		events.Block{ID: "u2", Kind: events.KindUser, Text: "and?"})
+	assert.Equal(t, []got{{check.RuleToolCallWithoutResult, 0}}, summary(dropped.pending(t)))
+}
