@@ -18,6 +18,7 @@ import (
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/gateway"
 	"github.com/turnlog/turnlog/internal/natstest"
+	"github.com/turnlog/turnlog/internal/otlptest"
 	"github.com/turnlog/turnlog/tracing/otlp"
 )
 
@@ -29,10 +30,8 @@ import (
 // response's ID and usage, and the position and input hash the log
 // recorded for the call.
 func TestGatewayCallSpanIsTheCallersChild(t *testing.T) {
-	rc := &receiver{}
-	collector := httptest.NewServer(rc)
-	t.Cleanup(collector.Close)
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.URL)
+	rc := otlptest.Start(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rc.URL)
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
 	shutdown, err := otlp.Setup(context.Background(), "turnlog-gateway")
 	require.NoError(t, err)
@@ -75,7 +74,7 @@ func TestGatewayCallSpanIsTheCallersChild(t *testing.T) {
 	defer flushCancel()
 	require.NoError(t, shutdown(flushCtx))
 
-	spans := rc.named("chat gpt-4o-mini")
+	spans := rc.Named("chat gpt-4o-mini")
 	require.Len(t, spans, 1, "one span for the call, named after the request's model")
 	s := spans[0]
 	assert.Equal(t, traceHex, hex.EncodeToString(s.TraceId), "the span is in the caller's trace")
@@ -92,7 +91,7 @@ func TestGatewayCallSpanIsTheCallersChild(t *testing.T) {
 	}
 	require.NotZero(t, n, "the call is recorded")
 
-	a := attrs(s)
+	a := otlptest.Attrs(s)
 	assert.Equal(t, "chat", a["gen_ai.operation.name"].GetStringValue())
 	assert.Equal(t, "openai", a["gen_ai.provider.name"].GetStringValue())
 	assert.Equal(t, "gpt-4o-mini", a["gen_ai.request.model"].GetStringValue())

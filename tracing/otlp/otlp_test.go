@@ -5,83 +5,23 @@ import (
 	"encoding/hex"
 	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/trace"
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/proto"
 
 	_ "github.com/turnlog/turnlog/engine/scripted" // the default profile's engine
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/internal/natstest"
+	"github.com/turnlog/turnlog/internal/otlptest"
 	"github.com/turnlog/turnlog/profile"
 	"github.com/turnlog/turnlog/tracing/otlp"
 	"github.com/turnlog/turnlog/worker"
 )
-
-// receiver is an OTLP/HTTP trace endpoint that decodes what it receives
-// with OpenTelemetry's own protobuf types (go.opentelemetry.io/proto/otlp),
-// not turnlog's: what it reads is what any collector would.
-type receiver struct {
-	mu    sync.Mutex
-	spans []*tracepb.Span
-	res   []*tracepb.ResourceSpans
-	path  string
-}
-
-func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	var req coltracepb.ExportTraceServiceRequest
-	if err := proto.Unmarshal(body, &req); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	rc.mu.Lock()
-	rc.path = r.URL.Path
-	for _, rs := range req.ResourceSpans {
-		rc.res = append(rc.res, rs)
-		for _, ss := range rs.ScopeSpans {
-			rc.spans = append(rc.spans, ss.Spans...)
-		}
-	}
-	rc.mu.Unlock()
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
-	_, _ = w.Write(out)
-}
-
-func (rc *receiver) named(name string) []*tracepb.Span {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	var out []*tracepb.Span
-	for _, s := range rc.spans {
-		if s.Name == name {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func attrs(s *tracepb.Span) map[string]*commonpb.AnyValue {
-	m := map[string]*commonpb.AnyValue{}
-	for _, kv := range s.Attributes {
-		m[kv.Key] = kv.Value
-	}
-	return m
-}
 
 // TestModelCallSpansReachAnOTLPReceiver sends a chat request over NATS
 // with a caller's trace context, served by a worker with the scripted
@@ -89,10 +29,8 @@ func attrs(s *tracepb.Span) map[string]*commonpb.AnyValue {
 // call, in the caller's trace, under the worker's span for the request,
 // with the attributes that lead back to the record, and no content.
 func TestModelCallSpansReachAnOTLPReceiver(t *testing.T) {
-	rc := &receiver{}
-	collector := httptest.NewServer(rc)
-	t.Cleanup(collector.Close)
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.URL)
+	rc := otlptest.Start(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rc.URL)
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
 	t.Setenv("OTEL_SERVICE_NAME", "turnlog-under-test")
 	require.True(t, otlp.Enabled())
@@ -130,21 +68,19 @@ func TestModelCallSpansReachAnOTLPReceiver(t *testing.T) {
 	defer flushCancel()
 	require.NoError(t, shutdown(flushCtx))
 
-	requests := rc.named("process turnlog.chat")
+	requests := rc.Named("process turnlog.chat")
 	require.Len(t, requests, 1, "one span for the worker serving the request")
 	reqSpan := requests[0]
 	assert.Equal(t, hex.EncodeToString(traceID[:]), hex.EncodeToString(reqSpan.TraceId), "the worker continues the caller's trace")
 	assert.Equal(t, hex.EncodeToString(parentID[:]), hex.EncodeToString(reqSpan.ParentSpanId), "the worker's span is the caller's child")
 
 	var calls []*tracepb.Span
-	rc.mu.Lock()
-	for _, s := range rc.spans {
-		if a := attrs(s); a["gen_ai.operation.name"].GetStringValue() == "chat" {
+	for _, s := range rc.Spans() {
+		if a := otlptest.Attrs(s); a["gen_ai.operation.name"].GetStringValue() == "chat" {
 			calls = append(calls, s)
 		}
 	}
-	assert.Equal(t, "/v1/traces", rc.path)
-	rc.mu.Unlock()
+	assert.Contains(t, rc.Paths(), "/v1/traces")
 	require.Len(t, calls, 2, "the tool loop makes two model calls: one that calls the tool, one that answers")
 	// What the log recorded of each call: its position and input hash.
 	recorded := map[int64]string{}
@@ -156,7 +92,7 @@ func TestModelCallSpansReachAnOTLPReceiver(t *testing.T) {
 	}
 	require.Len(t, recorded, 2)
 	for _, s := range calls {
-		a := attrs(s)
+		a := otlptest.Attrs(s)
 		assert.Equal(t, hex.EncodeToString(traceID[:]), hex.EncodeToString(s.TraceId))
 		assert.Equal(t, reqSpan.SpanId, s.ParentSpanId, "a model call nests under the request's span")
 		assert.Equal(t, tracepb.Span_SPAN_KIND_CLIENT, s.Kind)
@@ -174,11 +110,5 @@ func TestModelCallSpansReachAnOTLPReceiver(t *testing.T) {
 		assert.NotContains(t, a, "gen_ai.input.messages", "content stays off spans without --otel-content")
 		assert.NotContains(t, a, "error.type")
 	}
-	var service string
-	for _, kv := range rc.res[0].Resource.Attributes {
-		if kv.Key == "service.name" {
-			service = kv.Value.GetStringValue()
-		}
-	}
-	assert.Equal(t, "turnlog-under-test", service, "OTEL_SERVICE_NAME is honoured")
+	assert.Equal(t, "turnlog-under-test", rc.Resource("service.name"), "OTEL_SERVICE_NAME is honoured")
 }
