@@ -13,13 +13,11 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/turnlog/turnlog/embedded"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/gateway"
 )
@@ -108,13 +106,7 @@ type gatewayRig struct {
 	log         *eventlog.Log
 	eventStream string
 	client      *http.Client
-	undo        []func()
-}
-
-func (r *gatewayRig) stop() {
-	for i := len(r.undo) - 1; i >= 0; i-- {
-		r.undo[i]()
-	}
+	teardown
 }
 
 // serve serves h on a local port and returns its URL.
@@ -144,24 +136,11 @@ func startGatewayRig(ctx context.Context, conns int) (_ *gatewayRig, err error) 
 			r.stop()
 		}
 	}()
-	dir, err := os.MkdirTemp("", "turnlog-bench-gateway-")
+	_, nc, log, err := r.startLog(ctx, "turnlog-bench-gateway-")
 	if err != nil {
 		return nil, err
 	}
-	r.undo = append(r.undo, func() { os.RemoveAll(dir) })
-	srv, err := embedded.Start(embedded.Config{DataDir: dir})
-	if err != nil {
-		return nil, err
-	}
-	r.undo = append(r.undo, srv.Shutdown)
-	nc, err := srv.Connect()
-	if err != nil {
-		return nil, err
-	}
-	r.undo = append(r.undo, nc.Close)
-	if r.log, err = eventlog.Open(ctx, nc); err != nil {
-		return nil, err
-	}
+	r.log = log
 	r.eventStream = r.log.Names().EventStreams()[0]
 	threads, err := r.log.Threads(ctx)
 	if err != nil {

@@ -8,12 +8,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/turnlog/turnlog/embedded"
 	_ "github.com/turnlog/turnlog/engine/scripted" // the rig's workers answer with the default profile's scripted engine
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/profile"
@@ -28,14 +26,8 @@ type workerRig struct {
 	workers []*worker.Worker
 	// conns are the workers' connections, one each.
 	conns []*nats.Conn
-	undo  []func()
-}
-
-// stop ends the workers and removes the server and its directory.
-func (r *workerRig) stop() {
-	for i := len(r.undo) - 1; i >= 0; i-- {
-		r.undo[i]()
-	}
+	// teardown ends the workers and removes the server and its directory.
+	teardown
 }
 
 // startWorkers starts an embedded server in a temporary directory and n
@@ -48,24 +40,11 @@ func startWorkers(ctx context.Context, n int) (_ *workerRig, err error) {
 			r.stop()
 		}
 	}()
-	dir, err := os.MkdirTemp("", "turnlog-bench-workers-")
+	srv, _, log, err := r.startLog(ctx, "turnlog-bench-workers-")
 	if err != nil {
 		return nil, err
 	}
-	r.undo = append(r.undo, func() { os.RemoveAll(dir) })
-	srv, err := embedded.Start(embedded.Config{DataDir: dir})
-	if err != nil {
-		return nil, err
-	}
-	r.undo = append(r.undo, srv.Shutdown)
-	nc, err := srv.Connect()
-	if err != nil {
-		return nil, err
-	}
-	r.undo = append(r.undo, nc.Close)
-	if r.log, err = eventlog.Open(ctx, nc); err != nil {
-		return nil, err
-	}
+	r.log = log
 	profiles, err := profile.Load("")
 	if err != nil {
 		return nil, err

@@ -34,13 +34,8 @@ func TestChatTimeoutNamesTheRequestAndResendsOnce(t *testing.T) {
 
 	profiles, err := profile.Load("")
 	require.NoError(t, err)
-	w, err := worker.New(worker.Config{Log: e.log, Conn: e.log.JetStream().Conn(), Profiles: profiles,
+	runWorker(t, worker.Config{Log: e.log, Conn: e.log.JetStream().Conn(), Profiles: profiles,
 		ShutdownGrace: time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = w.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
 
 	for range 2 {
 		out, errOut, code = e.run("", "chat", "--request-id", id, "-m", "it's me", "later")

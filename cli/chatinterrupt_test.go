@@ -31,13 +31,8 @@ func startWorker(t *testing.T, l *eventlog.Log) {
 	t.Helper()
 	profiles, err := profile.Load("")
 	require.NoError(t, err)
-	w, err := worker.New(worker.Config{Log: l, Conn: l.JetStream().Conn(), Profiles: profiles,
+	runWorker(t, worker.Config{Log: l, Conn: l.JetStream().Conn(), Profiles: profiles,
 		ShutdownGrace: time.Second, Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = w.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
 }
 
 // requestsStored is how many chat requests the requests stream holds.

@@ -90,13 +90,8 @@ func TestProvidersEndToEnd(t *testing.T) {
 `, tc.provider, baseURL, tc.extra))
 			set, err := profile.Load(profiles)
 			require.NoError(t, err)
-			w, err := worker.New(worker.Config{Log: l, Conn: srv.Conn, Profiles: set, AckWait: 5 * time.Second,
+			runWorker(t, worker.Config{Log: l, Conn: srv.Conn, Profiles: set, AckWait: 5 * time.Second,
 				ShutdownGrace: time.Second, Logger: slog.New(slog.DiscardHandler)})
-			require.NoError(t, err)
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() { defer close(done); _ = w.Run(ctx) }()
-			t.Cleanup(func() { cancel(); <-done })
 
 			// Streaming deltas reach the existing delta subject.
 			deltas, err := srv.Conn.SubscribeSync("turnlog.delta.conv")
@@ -216,6 +211,31 @@ func TestProvidersEndToEnd(t *testing.T) {
 // signature) it changed in the copy.
 func copyConversation(t *testing.T, l *eventlog.Log, from, to string, tamper bool) (edited int) {
 	t.Helper()
+	copyEditing(t, l, from, to, func(r *eventlog.Record) {
+		p, ok := r.Payload.(events.ReasoningAppended)
+		if !ok || !tamper || edited != 0 {
+			return
+		}
+		edited = r.Pos
+		i := strings.Index(p.Encrypted, "gAAAAB") + len("gAAAAB")
+		if i < len("gAAAAB") {
+			i = strings.Index(p.Encrypted, "EqQB") + len("EqQB")
+		}
+		c := byte('A')
+		if p.Encrypted[i] == c {
+			c = 'B'
+		}
+		p.Encrypted = p.Encrypted[:i] + string(c) + p.Encrypted[i+1:]
+		r.Payload = p
+	})
+	return edited
+}
+
+// copyEditing copies the events of conversation from into to, message by
+// message (an event message's events stay one append), each record first
+// passed to edit, which may change its payload.
+func copyEditing(t *testing.T, l *eventlog.Log, from, to string, edit func(r *eventlog.Record)) {
+	t.Helper()
 	var seq, cur uint64
 	var msg []events.Event
 	flush := func() {
@@ -233,23 +253,10 @@ func copyConversation(t *testing.T, l *eventlog.Log, from, to string, tamper boo
 			cur = r.Seq
 		}
 		r.Conversation, r.Cause = to, to+"-"+r.Cause
-		if p, ok := r.Payload.(events.ReasoningAppended); ok && tamper && edited == 0 {
-			edited = r.Pos
-			i := strings.Index(p.Encrypted, "gAAAAB") + len("gAAAAB")
-			if i < len("gAAAAB") {
-				i = strings.Index(p.Encrypted, "EqQB") + len("EqQB")
-			}
-			c := byte('A')
-			if p.Encrypted[i] == c {
-				c = 'B'
-			}
-			p.Encrypted = p.Encrypted[:i] + string(c) + p.Encrypted[i+1:]
-			r.Payload = p
-		}
+		edit(&r)
 		msg = append(msg, r.Event)
 	}
 	flush()
-	return edited
 }
 
 // opaqueParts returns the opaque values of the conversation's stored

@@ -41,13 +41,8 @@ func newAuditEnv(t *testing.T, withWorker bool) *auditEnv {
 	if withWorker {
 		profiles, err := profile.Load("")
 		require.NoError(t, err)
-		w, err := worker.New(worker.Config{Log: l, Conn: srv.Conn, Profiles: profiles, AckWait: 5 * time.Second,
+		runWorker(t, worker.Config{Log: l, Conn: srv.Conn, Profiles: profiles, AckWait: 5 * time.Second,
 			ShutdownGrace: time.Second, Logger: slog.New(slog.DiscardHandler)})
-		require.NoError(t, err)
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { defer close(done); _ = w.Run(ctx) }()
-		t.Cleanup(func() { cancel(); <-done })
 	}
 	return e
 }

@@ -99,13 +99,8 @@ func TestReplayWire(t *testing.T) {
 `, tc.provider, baseURL, key, tc.extra))
 			set, err := profile.Load(profiles)
 			require.NoError(t, err)
-			w, err := worker.New(worker.Config{Log: l, Conn: srv.Conn, Profiles: set, AckWait: 5 * time.Second,
+			runWorker(t, worker.Config{Log: l, Conn: srv.Conn, Profiles: set, AckWait: 5 * time.Second,
 				ShutdownGrace: time.Second, Logger: slog.New(slog.DiscardHandler)})
-			require.NoError(t, err)
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() { defer close(done); _ = w.Run(ctx) }()
-			t.Cleanup(func() { cancel(); <-done })
 
 			if tc.seed != nil {
 				_, err := l.Append(context.Background(), "conv", 0, events.New("conv", "seed", 0, "import", events.ConversationStarted{Blocks: tc.seed}))
@@ -264,27 +259,9 @@ func recordedWires(t *testing.T, l *eventlog.Log, conv string) ([]events.Wire, [
 func copyAlteringWire(t *testing.T, l *eventlog.Log, from, to string, call int) string {
 	t.Helper()
 	altered := replay.WireSHA256([]byte("another rendering"))
-	var (
-		seq, cur uint64
-		msg      []events.Event
-		calls    int
-		target   string
-	)
-	flush := func() {
-		if len(msg) > 0 {
-			var err error
-			seq, err = l.Append(context.Background(), to, seq, msg...)
-			require.NoError(t, err)
-			msg = nil
-		}
-	}
-	for r, err := range l.Events(context.Background(), from) {
-		require.NoError(t, err)
-		if r.Seq != cur {
-			flush()
-			cur = r.Seq
-		}
-		r.Conversation, r.Cause = to, to+"-"+r.Cause
+	var calls int
+	var target string
+	copyEditing(t, l, from, to, func(r *eventlog.Record) {
 		switch p := r.Payload.(type) {
 		case events.InferenceStarted:
 			if calls++; calls == call {
@@ -296,9 +273,7 @@ func copyAlteringWire(t *testing.T, l *eventlog.Log, from, to string, call int) 
 				r.Payload = p
 			}
 		}
-		msg = append(msg, r.Event)
-	}
-	flush()
+	})
 	require.NotEmpty(t, target, "%s has a model call %d", from, call)
 	return altered
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,11 +11,10 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/eventlog"
-	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/internal/storagetest"
 	"github.com/turnlog/turnlog/natsauth"
 	"github.com/turnlog/turnlog/worker"
 )
@@ -90,21 +88,8 @@ func TestServeStopsWithFullStorage(t *testing.T) {
 
 	// Fill the storage, then free one step's worth: a 60 KB request still
 	// fits, and then nothing more.
-	text := strings.Repeat("f", 60<<10)
-	var seq uint64
-	stored := 0
-	for ; ; stored++ {
-		require.Less(t, stored, 10_000, "the storage never filled")
-		sq, err := l.Append(ctx, "filler", seq, events.New("filler", fmt.Sprint("fill", stored), 0, "test", events.UserAppended{BlockID: fmt.Sprint("b", stored), Text: text}))
-		if err != nil {
-			require.ErrorIs(t, err, eventlog.ErrStorageFull)
-			break
-		}
-		seq = sq
-	}
-	es, err := l.JetStream().Stream(ctx, l.Names().EventsStream)
-	require.NoError(t, err)
-	require.NoError(t, es.Purge(ctx, jetstream.WithPurgeSubject(l.Names().EventsFilter("filler")), jetstream.WithPurgeKeep(uint64(stored-1))))
+	stored, _ := storagetest.Fill(t, l)
+	storagetest.Free(t, l, uint64(stored-1))
 	req, err := worker.Send(ctx, l, worker.Request{Conversation: "held", Text: strings.Repeat("h", 60<<10)})
 	require.NoError(t, err, "accepted while there was room")
 

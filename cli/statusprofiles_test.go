@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"log/slog"
 	"os"
@@ -37,13 +36,8 @@ func TestStatusListsEachProfilesModel(t *testing.T) {
 	e := newAuditEnv(t, false)
 	profiles, err := profile.Parse([]byte(twoProfiles))
 	require.NoError(t, err)
-	w, err := worker.New(worker.Config{Log: e.log, Conn: e.log.JetStream().Conn(), Profiles: profiles,
+	runWorker(t, worker.Config{Log: e.log, Conn: e.log.JetStream().Conn(), Profiles: profiles,
 		ShutdownGrace: time.Second, Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = w.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
 
 	want := []profile.Summary{
 		{Name: "default", Provider: "scripted", Model: "scripted"},

@@ -165,6 +165,22 @@ var ErrNotSent = fmt.Errorf("request recorded and not sent")
 // server: what `turnlog replay --wire` renders.
 func NotSending() http.RoundTripper { return notSending{} }
 
+// RenderRequest is the body e's own code and SDK make for in, through a
+// transport that sends nothing: the common end of every engine's
+// WireRenderFunc. e must have been made with NotSending as its HTTP
+// transport; an engine that answers anyway is an error.
+func RenderRequest(ctx context.Context, e Engine, in Input) ([]byte, error) {
+	ctx, rec := WithWireRecorder(ctx, true)
+	_, err := e.Infer(ctx, in, nil)
+	if body := rec.Body(); body != nil && errors.Is(err, ErrNotSent) {
+		return body, nil
+	}
+	if err == nil {
+		err = errors.New("the engine answered without sending")
+	}
+	return nil, err
+}
+
 type notSending struct{}
 
 func (notSending) RoundTrip(req *http.Request) (*http.Response, error) {

@@ -2,38 +2,15 @@ package eventlog_test
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"testing"
-	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/internal/natstest"
+	"github.com/turnlog/turnlog/internal/storagetest"
 )
-
-// fill appends 60 KB steps to conversation conv until the storage refuses
-// one, and returns that refusal.
-func fill(t *testing.T, l *eventlog.Log, conv string) error {
-	t.Helper()
-	ctx := context.Background()
-	text := strings.Repeat("f", 60<<10)
-	var seq uint64
-	for i := 0; i < 10_000; i++ {
-		c, cancel := context.WithTimeout(ctx, 10*time.Second)
-		s, err := l.Append(c, conv, seq, events.New(conv, fmt.Sprintf("fill%d", i), 0, "test", events.UserAppended{BlockID: fmt.Sprint("b", i), Text: text}))
-		cancel()
-		if err != nil {
-			return err
-		}
-		seq = s
-	}
-	t.Fatal("the storage never filled")
-	return nil
-}
 
 // Issue 24: on a small store the default reservations (1 GiB of requests,
 // 256 MiB of dead letters) kept the log from opening at all; with its
@@ -64,8 +41,7 @@ func TestStorageFullIsNamedAndPasses(t *testing.T) {
 	l, err := eventlog.Open(ctx, srv.Conn, eventlog.WithStorageBudget(8<<20))
 	require.NoError(t, err)
 
-	err = fill(t, l, "filler")
-	require.ErrorIs(t, err, eventlog.ErrStorageFull)
+	_, err = storagetest.Fill(t, l)
 	assert.ErrorContains(t, err, "JetStream storage is full: ")
 	assert.ErrorContains(t, err, "free space")
 	assert.ErrorContains(t, err, "raise --max-store")
@@ -75,9 +51,7 @@ func TestStorageFullIsNamedAndPasses(t *testing.T) {
 	err = l.AddDeadLetter(ctx, eventlog.DeadLetter{Subject: "x", Reason: "test", Data: []byte("x")})
 	assert.ErrorIs(t, err, eventlog.ErrStorageFull)
 
-	s, err := l.JetStream().Stream(ctx, l.Names().EventsStream)
-	require.NoError(t, err)
-	require.NoError(t, s.Purge(ctx, jetstream.WithPurgeSubject(l.Names().EventsFilter("filler"))))
+	storagetest.Free(t, l, 0)
 	_, err = l.Append(ctx, "after", 0, events.New("after", "r1", 0, "test", events.UserAppended{BlockID: "b", Text: "hello"}))
 	assert.NoError(t, err, "space freed: writes pass again")
 }

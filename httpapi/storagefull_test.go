@@ -2,18 +2,16 @@ package httpapi_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/eventlog"
-	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/httpapi"
 	"github.com/turnlog/turnlog/internal/natstest"
+	"github.com/turnlog/turnlog/internal/storagetest"
 )
 
 // Issue 24: with JetStream's storage full, POST .../messages answered 500
@@ -29,17 +27,7 @@ func TestPostMessageStorageFull(t *testing.T) {
 	ts := httptest.NewServer(api)
 	t.Cleanup(ts.Close)
 
-	text := strings.Repeat("f", 60<<10)
-	var seq uint64
-	for i := 0; ; i++ {
-		require.Less(t, i, 10_000, "the storage never filled")
-		s, err := l.Append(ctx, "filler", seq, events.New("filler", fmt.Sprint("fill", i), 0, "test", events.UserAppended{BlockID: fmt.Sprint("b", i), Text: text}))
-		if err != nil {
-			require.ErrorIs(t, err, eventlog.ErrStorageFull)
-			break
-		}
-		seq = s
-	}
+	storagetest.Fill(t, l)
 	for _, body := range []string{`{"text":"hello"}`, `{"text":"hello","request_id":"01KB0000000000000000000000"}`} {
 		status, out, hdr := call(t, ts, "POST", "/conversations/c1/messages", "Bearer "+token, body)
 		assert.Equal(t, http.StatusServiceUnavailable, status, body)

@@ -57,23 +57,9 @@ func (w *Worker) holdDeadLetter(ctx context.Context, m jetstream.Msg, d eventlog
 	release := w.progress.hold(m)
 	defer release()
 	log.Warn("JetStream storage is full: request held until its dead letter can be stored", "err", err)
-	t := time.NewTicker(storageRetry)
-	defer t.Stop()
-	stopping := context.Background().Done()
-	if w.intake != nil {
-		stopping = w.intake.Done()
-	}
-	for errors.Is(err, eventlog.ErrStorageFull) {
-		w.metrics.storageFull.Inc()
-		select {
-		case <-ctx.Done():
-			return err
-		case <-stopping:
-			return err
-		case <-t.C:
-		}
-		err = w.cfg.Log.AddDeadLetter(context.WithoutCancel(ctx), d)
-	}
+	_, err = w.whileFull(ctx, err, func() error {
+		return w.cfg.Log.AddDeadLetter(context.WithoutCancel(ctx), d)
+	})
 	return err
 }
 

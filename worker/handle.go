@@ -141,6 +141,24 @@ func (w *Worker) holdWhileFull(ctx context.Context, req Request, problem string,
 		return out, err
 	}
 	w.log.Warn("JetStream storage is full: request held until space is freed", "conversation", req.Conversation, "request", req.RequestID, "err", err)
+	stopped, err := w.whileFull(ctx, err, func() error {
+		var err error
+		out, err = w.serve(ctx, req, problem, lastTry, false)
+		return err
+	})
+	if stopped {
+		return handBack, err
+	}
+	w.log.Info("storage available again: held request went on", "conversation", req.Conversation, "request", req.RequestID)
+	return out, err
+}
+
+// whileFull calls again every storageRetry while err matches
+// eventlog.ErrStorageFull, counting each wait (turnlog_storage_full_total),
+// until again stores or fails for a reason of its own, ctx ends or the
+// worker is told to stop (stopped). It returns again's last error: what
+// holdWhileFull and holdDeadLetter wait with.
+func (w *Worker) whileFull(ctx context.Context, err error, again func() error) (stopped bool, _ error) {
 	t := time.NewTicker(storageRetry)
 	defer t.Stop()
 	stopping := context.Background().Done()
@@ -151,15 +169,14 @@ func (w *Worker) holdWhileFull(ctx context.Context, req Request, problem string,
 		w.metrics.storageFull.Inc()
 		select {
 		case <-ctx.Done():
-			return handBack, err
+			return true, err
 		case <-stopping:
-			return handBack, err
+			return true, err
 		case <-t.C:
 		}
-		out, err = w.serve(ctx, req, problem, lastTry, false)
+		err = again()
 	}
-	w.log.Info("storage available again: held request went on", "conversation", req.Conversation, "request", req.RequestID)
-	return out, err
+	return false, err
 }
 
 // serve runs a request to its end, retrying on conflicts: another writer

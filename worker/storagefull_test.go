@@ -2,17 +2,15 @@ package worker_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/eventlog"
-	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/internal/natstest"
+	"github.com/turnlog/turnlog/internal/storagetest"
 	"github.com/turnlog/turnlog/worker"
 )
 
@@ -35,17 +33,7 @@ func TestStorageFullKeepsAcceptedRequest(t *testing.T) {
 	held, err := worker.Send(ctx, l, worker.Request{Conversation: "held", Text: "are you there?"})
 	require.NoError(t, err, "accepted while there was room")
 
-	text := strings.Repeat("f", 60<<10)
-	var seq uint64
-	for i := 0; ; i++ {
-		require.Less(t, i, 10_000, "the storage never filled")
-		s, err := l.Append(ctx, "filler", seq, events.New("filler", fmt.Sprint("fill", i), 0, "test", events.UserAppended{BlockID: fmt.Sprint("b", i), Text: text}))
-		if err != nil {
-			require.ErrorIs(t, err, eventlog.ErrStorageFull)
-			break
-		}
-		seq = s
-	}
+	storagetest.Fill(t, l)
 	_, err = worker.Send(ctx, l, worker.Request{Conversation: "late", Text: "hello"})
 	require.ErrorIs(t, err, eventlog.ErrStorageFull, "a new request is refused at the door")
 	assert.ErrorContains(t, err, "JetStream storage is full: ")
@@ -61,9 +49,7 @@ func TestStorageFullKeepsAcceptedRequest(t *testing.T) {
 			metricValue(t, w.Metrics().Handler(), "turnlog_redeliveries_total") >= deliveries
 	}, 90*time.Second, 100*time.Millisecond)
 
-	s, err := l.JetStream().Stream(ctx, l.Names().EventsStream)
-	require.NoError(t, err)
-	require.NoError(t, s.Purge(ctx, jetstream.WithPurgeSubject(l.Names().EventsFilter("filler"))), "free space")
+	storagetest.Free(t, l, 0)
 
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -87,17 +73,7 @@ func TestStorageFullKeepsDeadLetter(t *testing.T) {
 	_, err = l.PublishRequest(ctx, l.Names().ChatSubject(bad), []byte(`{"text":"hi"}`), "bad1")
 	require.NoError(t, err)
 
-	text := strings.Repeat("f", 60<<10)
-	var seq uint64
-	for i := 0; ; i++ {
-		require.Less(t, i, 10_000, "the storage never filled")
-		s, err := l.Append(ctx, "filler", seq, events.New("filler", fmt.Sprint("fill", i), 0, "test", events.UserAppended{BlockID: fmt.Sprint("b", i), Text: text}))
-		if err != nil {
-			require.ErrorIs(t, err, eventlog.ErrStorageFull)
-			break
-		}
-		seq = s
-	}
+	storagetest.Fill(t, l)
 	_, w := runWorker(t, srv, func(c *worker.Config) { c.Log = l; c.MaxDeliver = 1 })
 	require.Eventually(t, func() bool {
 		return metricValue(t, w.Metrics().Handler(), "turnlog_storage_full_total") >= 3
@@ -106,9 +82,7 @@ func TestStorageFullKeepsDeadLetter(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, n)
 
-	s, err := l.JetStream().Stream(ctx, l.Names().EventsStream)
-	require.NoError(t, err)
-	require.NoError(t, s.Purge(ctx, jetstream.WithPurgeSubject(l.Names().EventsFilter("filler"))))
+	storagetest.Free(t, l, 0)
 	require.Eventually(t, func() bool {
 		n, err := l.DeadLetterCount(ctx)
 		return err == nil && n == 1

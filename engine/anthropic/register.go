@@ -1,49 +1,31 @@
 package anthropic
 
 import (
-	"os"
-
 	"github.com/turnlog/turnlog/engine"
 	"github.com/turnlog/turnlog/profile"
 )
 
 // The Messages engine is a profile's provider "anthropic" in every binary
 // that imports this package, and renders its recorded requests again
-// (WireVersion) for `turnlog replay --wire` and `--verify`.
+// (WireVersion) for `turnlog replay --wire` and `--verify`. Besides the
+// keys every HTTP engine reads it takes max_tokens and thinking.
 func init() {
-	profile.RegisterEngine(profile.ProviderAnthropic, fromProfile, profile.WithWire(WireVersion, RenderWire),
-		profile.WithDefaults(func() (string, string) { c := ConfigFromEnv(); return c.BaseURL, c.Model }))
+	profile.HTTPEngine[Config]{
+		Defaults: DefaultConfig,
+		FromEnv:  ConfigFromEnv,
+		Endpoint: func(c *Config) (*string, *string, *string) { return &c.BaseURL, &c.APIKey, &c.Model },
+		Own:      ownKeys,
+		New:      func(c Config) (engine.Engine, error) { return New(c) },
+	}.Register(profile.ProviderAnthropic, profile.WithWire(WireVersion, RenderWire))
 }
 
-// fromProfile is the engine of a profile with provider: anthropic. The
-// environment gives the defaults (ConfigFromEnv); the profile's keys
-// override them.
-func fromProfile(s profile.EngineSpec) (engine.Engine, error) {
-	if err := s.Options.RequireNone(); err != nil {
-		return nil, err
-	}
-	p := s.Profile
-	cfg := DefaultConfig()
-	if !s.CheckOnly {
-		cfg = ConfigFromEnv()
-	}
-	if p.BaseURL != "" {
-		cfg.BaseURL = p.BaseURL
-	}
-	if p.APIKeyEnv != "" && !s.CheckOnly {
-		cfg.APIKey = os.Getenv(p.APIKeyEnv)
-	}
-	if p.Model != "" {
-		cfg.Model = p.Model
-	}
+// ownKeys applies the profile keys only this provider reads.
+func ownKeys(p profile.Profile, cfg *Config) error {
 	cfg.MaxTokens = p.MaxTokens
 	thinking, err := ParseThinking(p.Thinking)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	cfg.Thinking = thinking
-	if s.CheckOnly {
-		return nil, cfg.Validate()
-	}
-	return New(cfg)
+	return nil
 }

@@ -2,8 +2,6 @@ package anthropic_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"testing"
 
@@ -39,15 +37,8 @@ func TestWireMatchesWhatTheServerReceived(t *testing.T) {
 				require.NoError(t, err)
 				reqs := srv.Requests()
 				require.Len(t, reqs, call+1)
-				received := reqs[call].Raw
-				sum := sha256.Sum256(received)
-				w := rec.Wire()
-				assert.Equal(t, hex.EncodeToString(sum[:]), w.SHA256, "call %d: the hash of the bytes the server received", call+1)
-				assert.Equal(t, anthropic.WireVersion, w.Version)
-
-				again, notes, err := anthropic.RenderWire(context.Background(), []byte(w.Params), turn)
-				require.NoError(t, err)
-				assert.Equal(t, string(received), string(again), "call %d rendered again byte for byte", call+1)
+				notes := providertest.RenderedAgain(t, fmt.Sprintf("call %d", call+1), reqs[call].Raw, rec.Wire(),
+					anthropic.WireVersion, anthropic.RenderWire, turn)
 				require.GreaterOrEqual(t, len(notes), 3)
 				assert.Equal(t, engine.BlockNote{Index: 0, ID: "s", Sent: true, Note: "sent in the request's top-level system field, not among the messages"}, notes[0])
 				assert.Equal(t, engine.BlockNote{Index: 2, ID: "x", Sent: false, Note: "not sent: not thinking from the Messages API, so there is no signature the API could verify"}, notes[1])

@@ -1,43 +1,19 @@
 package openai
 
 import (
-	"os"
-
 	"github.com/turnlog/turnlog/engine"
 	"github.com/turnlog/turnlog/profile"
 )
 
 // The Chat Completions engine is a profile's provider "openai" in every
 // binary that imports this package, and renders its recorded requests
-// again (WireVersion) for `turnlog replay --wire` and `--verify`.
+// again (WireVersion) for `turnlog replay --wire` and `--verify`. It reads
+// only the keys every HTTP engine reads (base_url, api_key_env, model).
 func init() {
-	profile.RegisterEngine(profile.ProviderOpenAI, fromProfile, profile.WithWire(WireVersion, RenderWire),
-		profile.WithDefaults(func() (string, string) { c := ConfigFromEnv(); return c.BaseURL, c.Model }))
-}
-
-// fromProfile is the engine of a profile with provider: openai. The
-// environment gives the defaults (ConfigFromEnv); the profile's base_url,
-// model and api_key_env override them.
-func fromProfile(s profile.EngineSpec) (engine.Engine, error) {
-	if err := s.Options.RequireNone(); err != nil {
-		return nil, err
-	}
-	p := s.Profile
-	cfg := DefaultConfig()
-	if !s.CheckOnly {
-		cfg = ConfigFromEnv()
-	}
-	if p.BaseURL != "" {
-		cfg.BaseURL = p.BaseURL
-	}
-	if p.APIKeyEnv != "" && !s.CheckOnly {
-		cfg.APIKey = os.Getenv(p.APIKeyEnv)
-	}
-	if p.Model != "" {
-		cfg.Model = p.Model
-	}
-	if s.CheckOnly {
-		return nil, cfg.Validate()
-	}
-	return New(cfg)
+	profile.HTTPEngine[Config]{
+		Defaults: DefaultConfig,
+		FromEnv:  ConfigFromEnv,
+		Endpoint: func(c *Config) (*string, *string, *string) { return &c.BaseURL, &c.APIKey, &c.Model },
+		New:      func(c Config) (engine.Engine, error) { return New(c) },
+	}.Register(profile.ProviderOpenAI, profile.WithWire(WireVersion, RenderWire))
 }

@@ -3,7 +3,6 @@ package openai
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 
@@ -52,13 +51,9 @@ func RenderWire(ctx context.Context, params []byte, turn *projector.Turn) ([]byt
 	if err != nil {
 		return nil, nil, err
 	}
-	ctx, rec := engine.WithWireRecorder(ctx, true)
-	_, err = e.Infer(ctx, engine.Input{Turn: turn, Model: p.Model, Tools: p.Tools}, nil)
-	if body := rec.Body(); body != nil && errors.Is(err, engine.ErrNotSent) {
-		return body, notes, nil
+	body, err := engine.RenderRequest(ctx, e, engine.Input{Turn: turn, Model: p.Model, Tools: p.Tools})
+	if err != nil {
+		return nil, nil, err
 	}
-	if err == nil {
-		err = errors.New("the engine answered without sending")
-	}
-	return nil, nil, err
+	return body, notes, nil
 }

@@ -2,8 +2,6 @@ package openai_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"testing"
 	"time"
@@ -15,6 +13,7 @@ import (
 	"github.com/turnlog/turnlog/engine/openai"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/internal/mockllm"
+	"github.com/turnlog/turnlog/internal/providertest"
 	"github.com/turnlog/turnlog/projector"
 )
 
@@ -47,16 +46,8 @@ func TestWireMatchesWhatMockLLMReceived(t *testing.T) {
 
 			bodies := tap.Bodies()
 			require.Len(t, bodies, i+1)
-			received := bodies[i]
-			sum := sha256.Sum256(received)
-			w := rec.Wire()
-			assert.Equal(t, hex.EncodeToString(sum[:]), w.SHA256, "the recorded hash is that of the bytes the server received")
-			assert.Equal(t, openai.WireVersion, w.Version)
 			assert.Equal(t, 1, rec.Sent())
-
-			again, notes, err := openai.RenderWire(ctx, []byte(w.Params), turn)
-			require.NoError(t, err)
-			assert.Equal(t, string(received), string(again), "rendered again byte for byte")
+			notes := providertest.RenderedAgain(t, fmt.Sprintf("call %d", i+1), bodies[i], rec.Wire(), openai.WireVersion, openai.RenderWire, turn)
 			assert.Contains(t, notes, engine.BlockNote{Index: 2, ID: "r", Sent: false, Note: "not sent: Chat Completions has no input for reasoning"})
 			assert.Contains(t, notes, engine.BlockNote{Index: 4, ID: "c1", Sent: true,
 				Note: "merged into the assistant message of block 3 (a1): a model turn's text and tool calls are one message"})

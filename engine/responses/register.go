@@ -1,8 +1,6 @@
 package responses
 
 import (
-	"os"
-
 	"github.com/turnlog/turnlog/engine"
 	"github.com/turnlog/turnlog/profile"
 )
@@ -10,39 +8,24 @@ import (
 // The Responses engine is a profile's provider "openai_responses" in
 // every binary that imports this package, and renders its recorded
 // requests again (WireVersion) for `turnlog replay --wire` and `--verify`.
+// Besides the keys every HTTP engine reads it takes max_tokens,
+// reasoning_effort and reasoning_summary.
 func init() {
-	profile.RegisterEngine(profile.ProviderOpenAIResponses, fromProfile, profile.WithWire(WireVersion, RenderWire),
-		profile.WithDefaults(func() (string, string) { c := ConfigFromEnv(); return c.BaseURL, c.Model }))
+	profile.HTTPEngine[Config]{
+		Defaults: DefaultConfig,
+		FromEnv:  ConfigFromEnv,
+		Endpoint: func(c *Config) (*string, *string, *string) { return &c.BaseURL, &c.APIKey, &c.Model },
+		Own:      ownKeys,
+		New:      func(c Config) (engine.Engine, error) { return New(c) },
+	}.Register(profile.ProviderOpenAIResponses, profile.WithWire(WireVersion, RenderWire))
 }
 
-// fromProfile is the engine of a profile with provider: openai_responses.
-// The environment gives the defaults (ConfigFromEnv); the profile's keys
-// override them.
-func fromProfile(s profile.EngineSpec) (engine.Engine, error) {
-	if err := s.Options.RequireNone(); err != nil {
-		return nil, err
-	}
-	p := s.Profile
-	cfg := DefaultConfig()
-	if !s.CheckOnly {
-		cfg = ConfigFromEnv()
-	}
-	if p.BaseURL != "" {
-		cfg.BaseURL = p.BaseURL
-	}
-	if p.APIKeyEnv != "" && !s.CheckOnly {
-		cfg.APIKey = os.Getenv(p.APIKeyEnv)
-	}
-	if p.Model != "" {
-		cfg.Model = p.Model
-	}
+// ownKeys applies the profile keys only this provider reads.
+func ownKeys(p profile.Profile, cfg *Config) error {
 	cfg.MaxOutputTokens = p.MaxTokens
 	cfg.ReasoningEffort = p.ReasoningEffort
 	if p.ReasoningSummary != "" {
 		cfg.ReasoningSummary = p.ReasoningSummary
 	}
-	if s.CheckOnly {
-		return nil, cfg.Validate()
-	}
-	return New(cfg)
+	return nil
 }

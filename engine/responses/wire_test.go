@@ -2,8 +2,6 @@ package responses_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"testing"
 
@@ -40,15 +38,8 @@ func TestWireMatchesWhatTheServerReceived(t *testing.T) {
 				require.NoError(t, err)
 				reqs := srv.Requests()
 				require.Len(t, reqs, call+1)
-				received := reqs[call].Raw
-				sum := sha256.Sum256(received)
-				w := rec.Wire()
-				assert.Equal(t, hex.EncodeToString(sum[:]), w.SHA256, "call %d: the hash of the bytes the server received", call+1)
-				assert.Equal(t, responses.WireVersion, w.Version)
-
-				again, notes, err := responses.RenderWire(context.Background(), []byte(w.Params), turn)
-				require.NoError(t, err)
-				assert.Equal(t, string(received), string(again), "call %d rendered again byte for byte", call+1)
+				notes := providertest.RenderedAgain(t, fmt.Sprintf("call %d", call+1), reqs[call].Raw, rec.Wire(),
+					responses.WireVersion, responses.RenderWire, turn)
 				assert.Equal(t, []engine.BlockNote{{Index: 1, ID: "x", Sent: false,
 					Note: "not sent: no reasoning item ID and encrypted content from the Responses API, so the API could not verify it"}}, notes)
 
