@@ -85,7 +85,9 @@ func TestRequestFromTheNATSCLI(t *testing.T) {
 // test ends.
 func startWorkerOn(t *testing.T, nc *nats.Conn) {
 	t.Helper()
-	l, err := eventlog.Open(context.Background(), nc)
+	// A worker writes its steps on the workers' subjects, as `turnlog
+	// worker` does: with the worker's key, the admin's are refused.
+	l, err := eventlog.Open(context.Background(), nc, eventlog.WithWriterRole(string(natsauth.Worker)))
 	require.NoError(t, err)
 	profiles, err := profile.Load("")
 	require.NoError(t, err)
