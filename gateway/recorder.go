@@ -167,93 +167,6 @@ func (r *Recorder) Begin(ctx context.Context, in Call) (*Pending, error) {
 	return p, nil
 }
 
-// thread reads the call and finds its conversation: the one named, the one
-// of previous_response_id, or by content (a continuation, or a fork of an
-// earlier state); else a new one. A threading index that cannot be read
-// starts a new conversation (logged): the call is recorded all the same.
-func (r *Recorder) thread(ctx context.Context, p *Pending, in Call) (fork *calls.Ref, fresh bool) {
-	c := p.call
-	c.Wire = calls.WireSHA256(in.Body)
-	req, err := r.parse.ParseRequest(in.API, in.Body)
-	if err != nil {
-		c.Unparsed = err.Error()
-	} else {
-		c.Request, p.parsed = req, true
-	}
-	switch {
-	case in.Conversation != "":
-		p.conv, c.Threading = in.Conversation, calls.ThreadExplicit
-		if in.Threading != "" {
-			c.Threading = in.Threading
-		}
-	case req != nil && req.PreviousResponseID != "":
-		conv, ok, err := r.threads.Response(ctx, req.PreviousResponseID)
-		if err != nil {
-			r.logger.Warn("gateway: threading index unreadable; the call starts a conversation", "err", err)
-		}
-		if ok {
-			p.conv, c.Threading = conv, calls.ThreadExplicit
-		}
-	case req != nil:
-		blocks, keys := req.RequestBlocks(), req.RequestKeys()
-		if r.local != nil {
-			// This gateway recorded the state the call continues, as its
-			// conversation's latest call: take it without a round trip to
-			// the shared index. recordInput verifies the guess against
-			// the log (the Turn ends at that state and the append's fence
-			// holds), and asks the shared index when it does not hold.
-			if ref, latest, ok, _ := r.local.FindLongest(ctx, blocks, keys); ok && latest {
-				p.conv, c.Threading, p.guess = ref.Conversation, calls.ThreadInferred, &ref
-				break
-			}
-		}
-		fork = r.infer(ctx, p, blocks, keys)
-	}
-	fresh = p.conv == ""
-	if fresh {
-		p.conv = ulid.Make().String()
-		if c.Threading == "" {
-			c.Threading = calls.ThreadNew
-		}
-	}
-	p.threading = c.Threading
-	return fork, fresh
-}
-
-// infer threads a call by content with the shared index: a continuation
-// of the latest call of a conversation (p.conv set), a fork of an earlier
-// state (returned), or neither.
-func (r *Recorder) infer(ctx context.Context, p *Pending, blocks []events.Block, keys [][32]byte) (fork *calls.Ref) {
-	ref, latest, ok, err := r.threads.Find(ctx, blocks, keys)
-	if err != nil {
-		r.logger.Warn("gateway: threading index unreadable; the call starts a conversation", "err", err)
-	}
-	if !ok {
-		return nil
-	}
-	p.call.Threading = calls.ThreadInferred
-	if latest {
-		p.conv = ref.Conversation
-		return nil
-	}
-	return &ref
-}
-
-// unguess threads a call whose guess (see thread) did not hold with the
-// shared index, as if it had been asked first.
-func (r *Recorder) unguess(ctx context.Context, p *Pending, req *calls.Request) (fork *calls.Ref, fresh bool) {
-	p.guess, p.conv, p.call.Threading = nil, "", ""
-	fork = r.infer(ctx, p, req.RequestBlocks(), req.RequestKeys())
-	if fresh = p.conv == ""; fresh {
-		p.conv = ulid.Make().String()
-		if p.call.Threading == "" {
-			p.call.Threading = calls.ThreadNew
-		}
-	}
-	p.threading = p.call.Threading
-	return fork, fresh
-}
-
 type inputResult struct {
 	turn    *projector.Turn
 	evs     []events.Event
@@ -476,28 +389,6 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 	r.snapshot(ctx, turn, in.atStart, eventlog.StepID(p.call.ID, 1))
 	r.cache.put(turn)
 	return nil
-}
-
-// stateKeys returns the content keys of the Turn's blocks after a call
-// that sent its whole input, from what the call already hashed: its
-// input's blocks (the Turn holds them in the call's order, as PlanInput
-// checked) and its output's. nil when that does not hold (previous_response_id,
-// other calls' blocks folded in after a conflict): Record then hashes the
-// Turn.
-func stateKeys(c *calls.Call, o calls.Outcome, turn *projector.Turn, reloaded bool) [][32]byte {
-	if reloaded || c.Request == nil || c.Request.PreviousResponseID != "" || o.Output == nil {
-		return nil
-	}
-	keys := c.Request.RequestKeys()
-	out := o.Output.Blocks()
-	if len(keys)+len(out) != len(turn.Blocks) {
-		return nil
-	}
-	keys = append(keys[:len(keys):len(keys)], make([][32]byte, len(out))...)
-	for i := range out {
-		keys[len(keys)-len(out)+i] = calls.Key(&out[i])
-	}
-	return keys
 }
 
 // snapshot saves the conversation's snapshot when the call took it past a
