@@ -157,6 +157,18 @@ func (l *Log) messages(ctx context.Context, conversation string, from, until uin
 	}
 }
 
+// EventsOnly yields the events of records, without their positions:
+// what a fold that keeps no positions (check.Rebuild) reads.
+func EventsOnly(records iter.Seq2[Record, error]) iter.Seq2[events.Event, error] {
+	return func(yield func(events.Event, error) bool) {
+		for rec, err := range records {
+			if !yield(rec.Event, err) {
+				return
+			}
+		}
+	}
+}
+
 // Events yields every event of a conversation in log order, with its
 // position. A message that is not a step of the conversation (see
 // ErrCorruptMessage) is yielded as a *CorruptMessageError, and iteration

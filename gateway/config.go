@@ -85,7 +85,8 @@ type Config struct {
 	// a calls.MemStore of 100,000 entries, this process's alone.
 	Threads calls.ThreadStore
 	// CacheBytes bounds the Turns the gateway keeps in memory (default
-	// DefaultCacheBytes; negative: none).
+	// DefaultCacheBytes; negative: none); the checkers of their
+	// conversations (see checks.go) may hold a quarter of it again.
 	CacheBytes int64
 	// RecordOptional forwards calls while NATS is unreachable and keeps
 	// them in a spool, in SpoolDir (required then), of at most SpoolBytes

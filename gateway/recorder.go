@@ -10,6 +10,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 	"github.com/turnlog/turnlog/calls"
+	"github.com/turnlog/turnlog/check"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/projector"
@@ -38,7 +39,7 @@ type Recorder struct {
 	// Recorder of its own: import --calls), asked before threads.
 	local   *calls.Threads
 	check   bool
-	checks  *checkers
+	checks  *check.Cache
 	cache   *turnCache
 	logger  *slog.Logger
 	metrics *Metrics
@@ -55,7 +56,7 @@ func NewRecorder(cfg Config) (*Recorder, error) {
 }
 
 func newRecorder(cfg *Config) *Recorder {
-	return &Recorder{log: cfg.Log, threads: calls.NewThreads(cfg.Threads), check: !cfg.NoCheck, checks: newCheckers(4096),
+	return &Recorder{log: cfg.Log, threads: calls.NewThreads(cfg.Threads), check: !cfg.NoCheck, checks: check.NewCache(int(max(cfg.CacheBytes, 0) / checkersShare)),
 		cache: newTurnCache(cfg.CacheBytes), logger: cfg.Logger, metrics: cfg.Metrics,
 		parse: calls.NewParseCache(parseCacheBytes)}
 }
@@ -174,7 +175,7 @@ type inputResult struct {
 	started int // the n of the call's inference.started
 	// checker and findings are the conversation's checker fed the input,
 	// and what it found (nil when checks are off or failed).
-	checker  *fedChecker
+	checker  *check.Fed
 	findings []events.Payload
 	err      error
 }

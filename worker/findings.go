@@ -12,18 +12,17 @@ package worker
 // the log whatever this count says.
 
 import (
-	"container/list"
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/turnlog/turnlog/check"
+	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
 )
 
 // checkersShare is the share of Config.CacheBytes the worker's checkers
-// may hold (check.Checker.Size): each holds its conversation's Turn, as
-// the cache of Turns does.
+// may hold (check.Cache): each holds its conversation's Turn, as the
+// cache of Turns does.
 const checkersShare = 4
 
 // checkJob is what a request committed: its events, after the
@@ -42,7 +41,7 @@ func (w *Worker) queueCheck(conv string, at int, evs []events.Event) {
 	select {
 	case w.checks <- checkJob{conv: conv, at: at, evs: evs}:
 	default:
-		w.checkers.drop(conv)
+		w.checkers.Take(conv) // let go: the next request rebuilds it
 	}
 }
 
@@ -64,109 +63,20 @@ func (w *Worker) checkLoop(ctx context.Context) {
 // the log when it is not where the job starts) and counts the findings
 // of the calls among them: this worker's.
 func (w *Worker) check(ctx context.Context, job checkJob) error {
-	c := w.checkers.take(job.conv)
-	if c == nil || c.n != job.at {
+	f := w.checkers.Take(job.conv)
+	if f == nil || f.Events != job.at {
 		var err error
-		if c, err = w.rebuildChecker(ctx, job.conv, job.at); err != nil {
+		if f, err = check.Rebuild(job.conv, job.at, eventlog.EventsOnly(w.cfg.Log.Events(ctx, job.conv))); err != nil {
 			return err
 		}
 	}
 	for _, e := range job.evs {
-		fs, err := c.c.Feed(e)
+		fs, err := f.Feed(e)
 		if err != nil {
 			return fmt.Errorf("check: %w", err)
 		}
-		c.n++
 		w.metrics.findings.AddAll(fs)
 	}
-	w.checkers.put(c)
+	w.checkers.Put(f)
 	return nil
-}
-
-// rebuildChecker feeds a new checker the conversation's first n events.
-func (w *Worker) rebuildChecker(ctx context.Context, conv string, n int) (*fedChecker, error) {
-	c := &fedChecker{conv: conv, c: check.New()}
-	if n == 0 {
-		return c, nil
-	}
-	for rec, err := range w.cfg.Log.Events(ctx, conv) {
-		if err != nil {
-			return nil, fmt.Errorf("check: %w", err)
-		}
-		if _, err := c.c.Feed(rec.Event); err != nil {
-			return nil, fmt.Errorf("check: %w", err)
-		}
-		if c.n++; c.n == n {
-			break
-		}
-	}
-	if c.n != n {
-		return nil, fmt.Errorf("check: the log holds %d events of %s before the request's, not %d", c.n, conv, n)
-	}
-	return c, nil
-}
-
-// fedChecker is a conversation's checker, how many of its events it was
-// fed, and its size when it was put back.
-type fedChecker struct {
-	conv string
-	c    *check.Checker
-	n    int
-	size int64
-}
-
-// checkers holds the latest checkers, most recent first, of at most
-// limit bytes in all (as check.Checker.Size estimates them).
-type checkers struct {
-	mu    sync.Mutex
-	limit int64
-	bytes int64
-	order *list.List // of *fedChecker
-	byID  map[string]*list.Element
-}
-
-func newCheckers(limit int64) *checkers {
-	return &checkers{limit: limit, order: list.New(), byID: map[string]*list.Element{}}
-}
-
-func (cs *checkers) take(conv string) *fedChecker {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	el, ok := cs.byID[conv]
-	if !ok {
-		return nil
-	}
-	cs.order.Remove(el)
-	delete(cs.byID, conv)
-	c := el.Value.(*fedChecker)
-	cs.bytes -= c.size
-	return c
-}
-
-func (cs *checkers) drop(conv string) { cs.take(conv) }
-
-// put keeps c (a checker taken out, or new), letting go of the least
-// recently used ones past the limit; one larger than the limit alone is
-// not kept (its conversation's next request rebuilds it).
-func (cs *checkers) put(c *fedChecker) {
-	c.size = int64(c.c.Size())
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	if c.size > cs.limit {
-		return
-	}
-	if el, ok := cs.byID[c.conv]; ok {
-		// Not expected (one checkLoop takes and puts), but never kept twice.
-		cs.order.Remove(el)
-		cs.bytes -= el.Value.(*fedChecker).size
-	}
-	cs.byID[c.conv] = cs.order.PushFront(c)
-	cs.bytes += c.size
-	for cs.bytes > cs.limit {
-		el := cs.order.Back()
-		cs.order.Remove(el)
-		old := el.Value.(*fedChecker)
-		delete(cs.byID, old.conv)
-		cs.bytes -= old.size
-	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/turnlog/turnlog/check"
 	"github.com/turnlog/turnlog/engine"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/profile"
@@ -149,7 +150,7 @@ type Worker struct {
 	cache    *turnCache
 	saves    chan saveJob  // Turns to snapshot beside the requests
 	checks   chan checkJob // requests' events to check (findings.go)
-	checkers *checkers
+	checkers *check.Cache
 	log      *slog.Logger
 	link     *clusterLink
 	progress *progress
@@ -175,7 +176,7 @@ func New(cfg Config) (*Worker, error) {
 		metrics:  newMetrics(),
 		saves:    make(chan saveJob, 256),
 		checks:   make(chan checkJob, 256),
-		checkers: newCheckers(cfg.CacheBytes / checkersShare),
+		checkers: check.NewCache(int(cfg.CacheBytes / checkersShare)),
 		log:      cfg.Logger.With("worker", cfg.Name),
 		started:  time.Now(),
 		progress: newProgress(),
