@@ -21,6 +21,7 @@ type gatewayFlags struct {
 	openaiUpstream    string
 	anthropicUpstream string
 	maxBody           byteSize
+	maxInFlight       byteSize
 	recordOptional    bool
 	spoolDir          string
 	spoolBytes        byteSize
@@ -34,6 +35,8 @@ func (f *gatewayFlags) register(fs *pflag.FlagSet) {
 		"base URL of the Anthropic API the gateway forwards /v1/messages to, as the Anthropic SDK takes it (without /v1; env TURNLOG_ANTHROPIC_UPSTREAM)")
 	f.maxBody = byteSize(gateway.DefaultMaxBody)
 	fs.Var(&f.maxBody, "max-body", "largest request body the gateway accepts (413 past it), and response bytes it keeps to record a call (e.g. 32MiB)")
+	f.maxInFlight = byteSize(gateway.DefaultMaxInFlightBytes)
+	fs.Var(&f.maxInFlight, "max-inflight-bytes", "most request-body bytes the gateway holds at once across the calls in flight (at least --max-body; the default is raised to --max-body when that is larger); a call that finds no room waits up to 10 s, then is answered 503 with nothing forwarded (e.g. 256MiB)")
 	fs.DurationVar(&f.upstreamTimeout, "upstream-timeout", gateway.DefaultUpstreamTimeout, "how long the gateway waits for the provider's answer to begin (its headers) before it answers 504 and records the call failed")
 	fs.BoolVar(&f.recordOptional, "record-optional", false, "while NATS is unreachable, forward calls anyway and keep them in an on-disk spool, recorded once NATS is back (default: answer 503 and forward nothing); a full spool answers 503")
 	fs.StringVar(&f.spoolDir, "spool-dir", os.Getenv("TURNLOG_SPOOL_DIR"), "directory of --record-optional's spool, one per gateway process (env TURNLOG_SPOOL_DIR; default <data>/gateway-spool)")
@@ -59,12 +62,22 @@ func (f *gatewayFlags) config(ctx context.Context, l *eventlog.Log, nc *nats.Con
 	return gateway.Config{
 		Log: l, Connected: nc.IsConnected, Token: token, Threads: threads,
 		OpenAIUpstream: f.openaiUpstream, AnthropicUpstream: f.anthropicUpstream,
-		OpenAIKey:       strings.TrimSpace(os.Getenv("TURNLOG_OPENAI_API_KEY")),
-		AnthropicKey:    strings.TrimSpace(os.Getenv("TURNLOG_ANTHROPIC_API_KEY")),
-		MaxBody:         int64(f.maxBody),
-		UpstreamTimeout: f.upstreamTimeout,
-		RecordOptional:  f.recordOptional, SpoolDir: spool, SpoolBytes: int64(f.spoolBytes),
+		OpenAIKey:        strings.TrimSpace(os.Getenv("TURNLOG_OPENAI_API_KEY")),
+		AnthropicKey:     strings.TrimSpace(os.Getenv("TURNLOG_ANTHROPIC_API_KEY")),
+		MaxBody:          int64(f.maxBody),
+		MaxInFlightBytes: f.inFlightBytes(),
+		UpstreamTimeout:  f.upstreamTimeout,
+		RecordOptional:   f.recordOptional, SpoolDir: spool, SpoolBytes: int64(f.spoolBytes),
 	}, nil
+}
+
+// inFlightBytes is --max-inflight-bytes, raised to --max-body when it was
+// left at its default below it.
+func (f *gatewayFlags) inFlightBytes() int64 {
+	if f.maxInFlight == byteSize(gateway.DefaultMaxInFlightBytes) {
+		return max(int64(f.maxInFlight), int64(f.maxBody))
+	}
+	return int64(f.maxInFlight)
 }
 
 // withGateway serves /v1/ paths by the gateway, everything else by api.

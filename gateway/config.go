@@ -66,6 +66,13 @@ type Config struct {
 	// MaxBody bounds request bodies (413 past it) and the response bytes
 	// kept to record a call (default DefaultMaxBody).
 	MaxBody int64
+	// MaxInFlightBytes bounds the request bodies held at once by the
+	// calls in flight (default DefaultMaxInFlightBytes, or MaxBody when
+	// larger; at least MaxBody): a call that finds no room waits for it
+	// up to InFlightWait (default 10 s), then is answered 503 with
+	// nothing forwarded.
+	MaxInFlightBytes int64
+	InFlightWait     time.Duration
 	// Transport reaches the upstreams (default a clone of
 	// http.DefaultTransport that keeps up to 256 idle connections per
 	// upstream: the default's 2 would open a connection per call under
@@ -130,6 +137,15 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBody <= 0 {
 		c.MaxBody = DefaultMaxBody
+	}
+	if c.MaxInFlightBytes <= 0 {
+		c.MaxInFlightBytes = max(DefaultMaxInFlightBytes, c.MaxBody)
+	}
+	if c.InFlightWait <= 0 {
+		c.InFlightWait = DefaultInFlightWait
+	}
+	if c.MaxInFlightBytes < c.MaxBody {
+		return fmt.Errorf("gateway: --max-inflight-bytes (%d) is below --max-body (%d): a call of the largest body allowed could never be held", c.MaxInFlightBytes, c.MaxBody)
 	}
 	if c.Transport == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()

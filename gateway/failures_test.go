@@ -301,3 +301,67 @@ func TestUpstreamErrorsAndTimeout(t *testing.T) {
 		})
 	}
 }
+
+// TestInFlightBytesAreBounded: the request bodies the gateway holds at
+// once are bounded in bytes (--max-inflight-bytes). A call that finds no
+// room waits for it; one that waits too long is answered 503, in the
+// API's error shape with Retry-After, and nothing of it is forwarded; the
+// bytes of finished calls are given back.
+func TestInFlightBytesAreBounded(t *testing.T) {
+	release := make(chan struct{})
+	var forwarded sync.WaitGroup
+	var mu sync.Mutex
+	seen := 0
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		seen++
+		first := seen == 1
+		mu.Unlock()
+		if first {
+			forwarded.Done()
+			<-release
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`)
+	}))
+	t.Cleanup(up.Close)
+	r := newRig(t, up.URL, "", managed, func(c *gateway.Config) {
+		c.MaxBody, c.MaxInFlightBytes, c.InFlightWait = 64<<10, 64<<10, 300*time.Millisecond
+	})
+	h := map[string]string{"Authorization": "Bearer " + token}
+	big := func(tag string) string { return fmt.Sprintf(chatBody, tag+strings.Repeat("x", 40<<10)) }
+
+	forwarded.Add(1)
+	firstDone := make(chan int, 1)
+	go func() {
+		resp, _ := post(t, r.gw.URL+"/v1/chat/completions", h, big("first"))
+		firstDone <- resp.StatusCode
+	}()
+	forwarded.Wait() // the first call holds 40 KiB of the 64
+
+	start := time.Now()
+	resp, body := post(t, r.gw.URL+"/v1/chat/completions", h, big("second"))
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%s", body)
+	assert.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond, "it waited for room first")
+	assert.Contains(t, string(body), "--max-inflight-bytes")
+	assert.Contains(t, string(body), `"type":`, "in the API's error shape")
+	assert.Equal(t, "1", resp.Header.Get("Retry-After"))
+	mu.Lock()
+	assert.Equal(t, 1, seen, "the refused call was not forwarded")
+	mu.Unlock()
+
+	// A call that finds no room at first gets it when the first ends.
+	thirdDone := make(chan int, 1)
+	go func() {
+		resp, _ := post(t, r.gw.URL+"/v1/chat/completions", h, big("third"))
+		thirdDone <- resp.StatusCode
+	}()
+	time.Sleep(50 * time.Millisecond)
+	close(release)
+	assert.Equal(t, 200, <-firstDone)
+	assert.Equal(t, 200, <-thirdDone, "it waited and went on")
+	// Everything was given back: a call of the largest body fits alone.
+	resp, body = post(t, r.gw.URL+"/v1/chat/completions", h, fmt.Sprintf(chatBody, strings.Repeat("y", 60<<10)))
+	assert.Equal(t, 200, resp.StatusCode, "%s", body)
+}

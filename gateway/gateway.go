@@ -30,6 +30,7 @@ type Gateway struct {
 	spool     *spool
 	openai    *httputil.ReverseProxy
 	anthropic *httputil.ReverseProxy
+	inFlight  *inFlight
 }
 
 // New builds a Gateway.
@@ -46,7 +47,8 @@ func New(cfg Config) (*Gateway, error) {
 	} else {
 		cfg.Threads = mirrorStore{shared: cfg.Threads, local: local}
 	}
-	g := &Gateway{cfg: cfg, tokenHash: sha256.Sum256([]byte(cfg.Token)), rec: newRecorder(&cfg), local: calls.NewThreads(local)}
+	g := &Gateway{cfg: cfg, tokenHash: sha256.Sum256([]byte(cfg.Token)), rec: newRecorder(&cfg), local: calls.NewThreads(local),
+		inFlight: newInFlight(cfg.MaxInFlightBytes, cfg.InFlightWait)}
 	g.rec.local = g.local
 	if cfg.RecordOptional {
 		var err error
@@ -192,11 +194,27 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	started := time.Now()
+	want := r.ContentLength
+	if want < 0 || want > g.cfg.MaxBody {
+		want = g.cfg.MaxBody + 1 // the most readBody reads
+	}
+	held, err := g.inFlight.reserve(r.Context(), want)
+	if err != nil && !errors.Is(err, errBusy) {
+		return // the client went away while it waited
+	}
+	if err != nil {
+		g.cfg.Metrics.errors.WithLabelValues("busy").Inc()
+		w.Header().Set("Retry-After", "1")
+		writeError(w, anthropic, http.StatusServiceUnavailable, err.Error()+"; nothing was forwarded; retry shortly")
+		return
+	}
+	defer held.release()
 	body, err := readBody(r, g.cfg.MaxBody)
 	if err != nil {
 		writeError(w, anthropic, http.StatusBadRequest, "reading the request body: "+err.Error())
 		return
 	}
+	held.shrink(int64(len(body)))
 	if int64(len(body)) > g.cfg.MaxBody {
 		g.cfg.Metrics.errors.WithLabelValues("too_large").Inc()
 		writeError(w, anthropic, http.StatusRequestEntityTooLarge,

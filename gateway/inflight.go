@@ -1,0 +1,71 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+)
+
+// DefaultMaxInFlightBytes bounds the request bodies the gateway holds at
+// once unless Config says otherwise: eight bodies of the default
+// --max-body, or some twenty thousand calls of a typical 12 KB.
+const DefaultMaxInFlightBytes = 256 << 20
+
+// DefaultInFlightWait is how long a call waits for room among the bodies
+// in flight before it is answered 503 (an SDK retries it), unless Config
+// says otherwise.
+const DefaultInFlightWait = 10 * time.Second
+
+// inFlight bounds, in bytes, the request bodies of the calls the gateway
+// holds at once: every recorded call keeps its body from the moment it is
+// read until its outcome is recorded, so without a bound a few clients
+// sending large bodies at once would exhaust the gateway's memory. A call
+// reserves its declared Content-Length (or --max-body when it declares
+// none) before its body is read, gives back what it did not use once it
+// is read, and the rest when it ends. A call that finds no room waits for
+// it, up to wait.
+type inFlight struct {
+	sem   *semaphore.Weighted
+	limit int64
+	wait  time.Duration
+}
+
+func newInFlight(limit int64, wait time.Duration) *inFlight {
+	return &inFlight{sem: semaphore.NewWeighted(limit), limit: limit, wait: wait}
+}
+
+// errBusy is a call that found no room among the bodies in flight.
+var errBusy = errors.New("the gateway holds its limit of request bytes in flight (--max-inflight-bytes)")
+
+// reserve holds n bytes (at most the limit) until release.
+func (f *inFlight) reserve(ctx context.Context, n int64) (*reservation, error) {
+	n = min(max(n, 0), f.limit)
+	ctx, cancel := context.WithTimeout(ctx, f.wait)
+	defer cancel()
+	if err := f.sem.Acquire(ctx, n); err != nil {
+		if ctx.Err() == context.DeadlineExceeded {
+			return nil, errBusy
+		}
+		return nil, err // the client went away
+	}
+	return &reservation{f: f, n: n}, nil
+}
+
+// reservation is what one call holds.
+type reservation struct {
+	f *inFlight
+	n int64
+}
+
+// shrink gives back what the call holds beyond n bytes.
+func (r *reservation) shrink(n int64) {
+	if n >= 0 && n < r.n {
+		r.f.sem.Release(r.n - n)
+		r.n = n
+	}
+}
+
+// release gives back everything the call holds.
+func (r *reservation) release() { r.shrink(0) }
