@@ -378,6 +378,9 @@ func PlanOutcome(turn *projector.Turn, c *Call, o Outcome) ([]events.Event, erro
 			}
 		}
 		fin.PromptTokens, fin.CompletionTokens, fin.StopReason = o.Output.PromptTokens, o.Output.CompletionTokens, o.Output.StopReason
+		if c.Request != nil && c.Request.API == Responses {
+			fin.ResponseID = o.Output.ResponseID
+		}
 	}
 	return evs, emit(fin)
 }

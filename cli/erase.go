@@ -22,7 +22,9 @@ func newEraseCmd() *cobra.Command {
 		Short: "Remove a conversation's events, snapshot and pending requests",
 		Long: `erase removes everything stored about a conversation, for privacy
 requests: its events (purged from the events stream), its snapshot, its
-history cache and its pending chat requests. It cannot be undone.
+history cache, its pending chat requests and the recording gateway's
+threading entries of its calls (so that an app re-sending the erased
+history starts a new conversation). It cannot be undone.
 
 It asks you to type the conversation ID to confirm. Without a terminal it
 refuses unless --yes is given.`,
@@ -63,7 +65,11 @@ refuses unless --yes is given.`,
 			if got.History {
 				snap += " and history cache"
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "erased %s: %s, %s, %s\n", conv, plural.Count(int(got.Messages), "event message"), snap, plural.Count(int(got.Requests), "pending request"))
+			threading := ""
+			if got.Threading > 0 {
+				threading = ", " + plural.Count(got.Threading, "gateway threading entry")
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "erased %s: %s, %s, %s%s\n", conv, plural.Count(int(got.Messages), "event message"), snap, plural.Count(int(got.Requests), "pending request"), threading)
 			return nil
 		},
 	}

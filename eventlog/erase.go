@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/turnlog/turnlog/calls"
 	"github.com/turnlog/turnlog/events"
 )
 
@@ -19,6 +20,9 @@ type Erased struct {
 	Requests uint64 `json:"requests"`
 	// History is true when a history cache was deleted.
 	History bool `json:"history"`
+	// Threading is how many of the recording gateway's threading entries
+	// were purged (calls.IndexedKeys).
+	Threading int `json:"threading"`
 }
 
 // Erase removes everything stored about a conversation: its events (a
@@ -27,7 +31,9 @@ type Erased struct {
 // history, and a large snapshot's object deleted with its chunks) and its pending chat requests (the requests stream stores them
 // as <prefix>.chat.<partition>.<conversation>, so the purge filters on
 // <prefix>.chat.*.<conversation>). It exists for privacy requests; the
-// conversation ID can be used again afterwards and starts empty.
+// conversation ID can be used again afterwards and starts empty. The
+// recording gateway's threading entries of its calls go too (the state
+// each call left, found from the events; see calls.IndexedKeys).
 //
 // Erasing a conversation that has nothing stored is not an error: Erased
 // is then all zero. A worker in the middle of one of the conversation's
@@ -50,6 +56,12 @@ func (l *Log) Erase(ctx context.Context, conversation string) (Erased, error) {
 	reqSubject := l.names.Prefix + ".chat.*." + conversation
 	if out.Requests, err = purge(ctx, reqs, reqSubject); err != nil {
 		return out, fmt.Errorf("erase %s: pending requests: %w", conversation, err)
+	}
+	// The gateway's threading entries are found from the events, so
+	// before they go.
+	threads, threadKeys, err := l.threadingEntries(ctx, conversation)
+	if err != nil {
+		return out, fmt.Errorf("erase %s: %w", conversation, err)
 	}
 	// Its legacy subject and each role's, in one purge.
 	if out.Messages, err = purge(ctx, l.streamFor(conversation), l.Names().EventsFilter(conversation)); err != nil {
@@ -75,6 +87,12 @@ func (l *Log) Erase(ctx context.Context, conversation string) (Erased, error) {
 	if out.History, err = l.dropHistory(ctx, conversation); err != nil {
 		return out, fmt.Errorf("erase %s: %w", conversation, err)
 	}
+	for _, k := range threadKeys {
+		if err := threads.Purge(ctx, k); err != nil {
+			return out, fmt.Errorf("erase %s: threading entry %s: %w", conversation, k, err)
+		}
+		out.Threading++
+	}
 	return out, nil
 }
 
@@ -96,4 +114,21 @@ func purge(ctx context.Context, s jetstream.Stream, subject string) (uint64, err
 		return 0, err
 	}
 	return n, nil
+}
+
+// threadingEntries returns the threading bucket and the keys the
+// gateway's calls of conversation wrote in it (none when the bucket was
+// never created). A conversation whose events cannot all be read still
+// has the entries found before the unreadable one purged: erase must work
+// on a damaged conversation too.
+func (l *Log) threadingEntries(ctx context.Context, conversation string) (jetstream.KeyValue, []string, error) {
+	kv, err := l.js.KeyValue(ctx, l.names.ThreadsBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("the gateway's threading index: %w", err)
+	}
+	keys, _ := calls.IndexedKeys(conversation, EventsOnly(l.Events(ctx, conversation)))
+	return kv, keys, nil
 }

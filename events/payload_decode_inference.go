@@ -57,6 +57,8 @@ func decodeInferenceFinished(r *reader) (Payload, bool) {
 			ok = readString(r, &p.StopReason)
 		case "duration":
 			ok = readInt(r, &p.Duration)
+		case "response_id":
+			ok = readString(r, &p.ResponseID)
 		case "wire_sha256":
 			ok = readString(r, &p.SHA256)
 		case "wire_version":

@@ -267,6 +267,7 @@ func appendPayload(b []byte, p Payload) ([]byte, bool) {
 			present(p.PromptTokens != 0)+
 			present(p.CompletionTokens != 0)+
 			present(p.StopReason != "")+
+			present(p.ResponseID != "")+
 			wireFields(p.Wire))
 		b = appendField(b, "inference_id", p.InferenceID)
 		if p.PromptTokens != 0 {
@@ -279,6 +280,9 @@ func appendPayload(b []byte, p Payload) ([]byte, bool) {
 			b = appendField(b, "stop", p.StopReason)
 		}
 		b = appendInt64(appendString(b, "duration"), int64(p.Duration))
+		if p.ResponseID != "" {
+			b = appendField(b, "response_id", p.ResponseID)
+		}
 		b = appendWire(b, p.Wire)
 	case InferenceFailed:
 		b = appendMapLen(b, 3+present(p.Transient)+wireFields(p.Wire))

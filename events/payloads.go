@@ -228,6 +228,11 @@ type InferenceFinished struct {
 	CompletionTokens int           `msgpack:"completion_tokens,omitempty" json:"completion_tokens,omitempty"`
 	StopReason       string        `msgpack:"stop,omitempty" json:"stop_reason,omitempty"`
 	Duration         time.Duration `msgpack:"duration" json:"duration_ns"`
+	// ResponseID is the provider's ID of the Responses API's response, what
+	// a later call's previous_response_id names (the recording gateway's
+	// calls): kept so that the gateway's index of it can be found, and
+	// erased, from the log.
+	ResponseID string `msgpack:"response_id,omitempty" json:"response_id,omitempty"`
 	Wire
 }
 

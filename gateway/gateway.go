@@ -83,17 +83,27 @@ func (g *Gateway) Run(ctx context.Context) {
 // what it wrote, read while NATS is away.
 type mirrorStore struct{ shared, local calls.ThreadStore }
 
-// Get reads a state's or a response's entry from this gateway's copy when
-// it has it (what a state or a response maps to is written once, by the
-// call that made it), and everything else, the latest call of each
-// conversation above all, from the shared store.
+// Get reads a state's entry from this gateway's copy when it has it (what
+// a state maps to is written once, by the call that made it; a state whose
+// conversation was erased since is found missing when it is loaded, see
+// recordInput), and everything else from the shared store: the latest
+// call of each conversation, and a response's conversation (an erase
+// removes it there, and previous_response_id would otherwise name the
+// erased conversation). While the shared store cannot be read, a
+// response's entry comes from this gateway's copy.
 func (m mirrorStore) Get(ctx context.Context, key string) (string, bool, error) {
-	if strings.HasPrefix(key, "s.") || strings.HasPrefix(key, "r.") {
+	if strings.HasPrefix(key, "s.") {
 		if v, ok, _ := m.local.Get(ctx, key); ok {
 			return v, true, nil
 		}
 	}
-	return m.shared.Get(ctx, key)
+	v, ok, err := m.shared.Get(ctx, key)
+	if err != nil && strings.HasPrefix(key, "r.") {
+		if lv, lok, _ := m.local.Get(ctx, key); lok {
+			return lv, true, nil
+		}
+	}
+	return v, ok, err
 }
 
 func (m mirrorStore) Put(ctx context.Context, pairs map[string]string) error {

@@ -141,13 +141,14 @@ func (r *Recorder) Begin(ctx context.Context, in Call) (*Pending, error) {
 	go func() {
 		ctx := context.WithoutCancel(ctx)
 		fork, fresh := r.thread(ctx, p, in)
-		guessed := p.guess != nil
-		if !guessed {
+		// A guess (see thread) or a fork is known for what it is only once
+		// recordInput verified it against the log.
+		verify := p.guess != nil || fork != nil
+		if !verify {
 			close(p.ready)
 		}
 		in := r.recordInput(ctx, p, fork, fresh)
-		if guessed {
-			// The conversation is known once the guess is verified.
+		if verify {
 			close(p.ready)
 		}
 		if in.err == nil && r.check {
@@ -214,6 +215,16 @@ func (r *Recorder) recordInput(ctx context.Context, p *Pending, fork *calls.Ref,
 			return nil
 		}
 		from, err := r.log.LoadAt(ctx, fork.Conversation, fork.Events)
+		if errors.Is(err, eventlog.ErrNotFound) {
+			// The index names a state the log does not hold (its
+			// conversation was erased, or that call's outcome was never
+			// stored): there is nothing to fork, and the call starts a
+			// conversation of its own.
+			r.logger.Warn("gateway: the threading index names a state the log does not hold; the call starts a conversation",
+				"state", fmt.Sprintf("%s@%d", fork.Conversation, fork.Events))
+			p.call.Fork, p.call.Threading, p.threading = nil, calls.ThreadNew, calls.ThreadNew
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("load %s@%d to fork it: %w", fork.Conversation, fork.Events, err)
 		}
@@ -307,8 +318,8 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 	findings, checker := in.findings, in.checker
 	var stored []events.Event
 	ok := o.Failure == "" && (o.Output == nil || o.Output.Error == "")
-	respID := ""
-	if o.Output != nil {
+	respID := "" // indexed for previous_response_id: the Responses API's alone
+	if o.Output != nil && p.api == calls.Responses {
 		respID = o.Output.ResponseID
 	}
 	var indexed chan error

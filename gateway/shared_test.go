@@ -3,7 +3,12 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -111,4 +116,93 @@ func TestGatewayOwnIndexDoesNotHideAnotherGatewaysCall(t *testing.T) {
 	require.NoError(t, json.Unmarshal(body, &answer))
 	require.NotEmpty(t, answer.Choices)
 	assert.Equal(t, fork, call(a, forked+`,`+string(answer.Choices[0].Message)+`,{"role":"user","content":"thanks"}`), "a continues the fork it recorded")
+}
+
+// Erasing a conversation removes the threading entries of its calls: no
+// hash of its content stays in the index, and an app that re-sends the
+// erased history starts a new conversation, on a gateway that recorded
+// the chat (its own copy of the index and its cached Turn are stale) and
+// on one started afterwards, instead of reviving the erased ID.
+func TestEraseRemovesThreadingEntries(t *testing.T) {
+	s := natstest.Start(t, natstest.WithAuth())
+	up := newChatUpstream(t, "")
+	a := sharedGateway(t, s, up.URL)
+	h := map[string]string{"Turnlog-Token": token}
+	call := func(gw *httptest.Server, msgs string) string {
+		resp, body := post(t, gw.URL+"/v1/chat/completions", h, `{"model":"m","messages":[`+msgs+`]}`)
+		require.Equal(t, 200, resp.StatusCode, "%s", body)
+		return resp.Header.Get("Turnlog-Conversation")
+	}
+	first := `{"role":"system","content":"s"},{"role":"user","content":"weather?"}`
+	a1 := `{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Paris\"}"}}],"refusal":null,"annotations":[]}`
+	second := first + `,` + a1 + `,{"role":"tool","tool_call_id":"call_1","content":"sunny"}`
+	conv := call(a, first)
+	require.Equal(t, conv, call(a, second))
+
+	ctx := context.Background()
+	admin, err := eventlog.Open(ctx, s.Conn)
+	require.NoError(t, err)
+	kv, err := admin.JetStream().KeyValue(ctx, admin.Names().ThreadsBucket)
+	require.NoError(t, err)
+	live := func() map[string]string {
+		out := map[string]string{}
+		keys, err := kv.ListKeys(ctx)
+		require.NoError(t, err)
+		for k := range keys.Keys() {
+			e, err := kv.Get(ctx, k)
+			require.NoError(t, err)
+			out[k] = string(e.Value())
+		}
+		return out
+	}
+	before := live()
+	var ofConv int
+	for k, v := range before {
+		if strings.HasPrefix(v, conv+"@") || k == "c."+conv {
+			ofConv++
+		}
+	}
+	require.Equal(t, 3, ofConv, "two states and the latest-call entry: %v", before)
+
+	got, err := admin.Erase(ctx, conv)
+	require.NoError(t, err)
+	assert.Equal(t, 3, got.Threading)
+	for k, v := range live() {
+		assert.False(t, strings.Contains(v, conv) || strings.Contains(k, conv), "entry %s=%s of the erased conversation", k, v)
+	}
+
+	third := second + `,{"role":"assistant","content":"It is sunny."},{"role":"user","content":"thanks"}`
+	later := sharedGateway(t, s, up.URL)
+	assert.NotEqual(t, conv, call(later, third), "a later gateway starts a new conversation")
+	assert.NotEqual(t, conv, call(a, third), "the gateway that recorded the chat starts a new one too")
+}
+
+// Erasing a conversation recorded through the Responses API removes the
+// entries of its responses' IDs too: a later previous_response_id naming
+// an erased response starts a new conversation.
+func TestEraseRemovesResponseIDEntries(t *testing.T) {
+	s := natstest.Start(t, natstest.WithAuth())
+	var n atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"resp_%d","object":"response","status":"completed","model":"m","output":[{"type":"message","id":"msg_%d","status":"completed","role":"assistant","content":[{"type":"output_text","text":"hi","annotations":[]}]}],"usage":{"input_tokens":3,"output_tokens":1,"total_tokens":4}}`, n.Add(1), n.Load())
+	}))
+	t.Cleanup(up.Close)
+	gw := sharedGateway(t, s, up.URL)
+	call := func(body string) string {
+		resp, b := post(t, gw.URL+"/v1/responses", map[string]string{"Turnlog-Token": token}, body)
+		require.Equal(t, 200, resp.StatusCode, "%s", b)
+		return resp.Header.Get("Turnlog-Conversation")
+	}
+	conv := call(`{"model":"m","input":"hello"}`)
+	require.Equal(t, conv, call(`{"model":"m","input":"and then?","previous_response_id":"resp_1"}`))
+
+	ctx := context.Background()
+	admin, err := eventlog.Open(ctx, s.Conn)
+	require.NoError(t, err)
+	got, err := admin.Erase(ctx, conv)
+	require.NoError(t, err)
+	assert.Equal(t, 5, got.Threading, "two states, two response IDs, the latest-call entry")
+	assert.NotEqual(t, conv, call(`{"model":"m","input":"more","previous_response_id":"resp_2"}`))
 }

@@ -1,0 +1,51 @@
+package calls
+
+import (
+	"iter"
+
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projector"
+)
+
+// IndexedKeys returns the threading index's keys (see Threads) that the
+// gateway's calls recorded in conversation conv wrote, found from the
+// conversation's events in log order: the state each finished call left,
+// the conversation's latest-call entry, and the entries of its Responses
+// API responses' IDs (for previous_response_id). Erasing a conversation
+// removes them with it, so that no hash of its content stays and a later
+// call re-sending its history starts a new conversation instead of
+// reviving the erased one's ID.
+//
+// An event that cannot be read or folded ends the search: the keys found
+// before it are returned with the error.
+func IndexedKeys(conv string, evs iter.Seq2[events.Event, error]) ([]string, error) {
+	turn := projector.New(conv)
+	var keys []string
+	for e, err := range evs {
+		if err == nil {
+			err = projector.Apply(turn, e)
+		}
+		if err != nil {
+			return withLatest(conv, keys), err
+		}
+		fin, ok := e.Payload.(events.InferenceFinished)
+		if !ok || e.Actor != Actor {
+			continue
+		}
+		if fin.ResponseID != "" {
+			keys = append(keys, responseKey(fin.ResponseID))
+		}
+		if n := len(turn.Blocks); n > 0 && output(turn.Blocks[n-1].Kind) {
+			chain := Chain(turn.Blocks)
+			keys = append(keys, stateKey(chain[n-1]))
+		}
+	}
+	return withLatest(conv, keys), nil
+}
+
+func withLatest(conv string, keys []string) []string {
+	if len(keys) == 0 {
+		return nil
+	}
+	return append(keys, latestKey(conv))
+}
