@@ -261,21 +261,22 @@ func orEmptyObject(raw json.RawMessage) json.RawMessage {
 // defaultItem is the canonical JSON a lone block renders as when its item
 // keeps no MetaItem: the plain form of each API's common messages.
 func defaultItem(api API, field string, b *events.Block) ([]byte, bool) {
+	return appendDefaultItem(nil, api, field, b)
+}
+
+// appendDefaultItem appends defaultItem's rendering to dst: the render
+// check writes a call's whole input into one buffer this way.
+func appendDefaultItem(dst []byte, api API, field string, b *events.Block) ([]byte, bool) {
 	if field != "" {
 		if b.Kind == events.KindSystem || b.Kind == events.KindUser {
-			return appendString(nil, b.Text), true
+			return appendString(dst, b.Text), true
 		}
-		return nil, false
+		return dst, false
 	}
 	// obj writes a canonical object of string members given in the
 	// canonical order of their (ASCII) names.
 	obj := func(kv ...string) []byte {
-		n := 2
-		for _, x := range kv {
-			n += len(x) + 4
-		}
-		out := make([]byte, 0, n)
-		out = append(out, '{')
+		out := append(dst, '{')
 		for i := 0; i < len(kv); i += 2 {
 			if i > 0 {
 				out = append(out, ',')
@@ -317,5 +318,5 @@ func defaultItem(api API, field string, b *events.Block) ([]byte, bool) {
 			return obj("content", b.Text, "role", "assistant"), true
 		}
 	}
-	return nil, false
+	return dst, false
 }

@@ -162,17 +162,21 @@ func PlanInput(turn *projector.Turn, c *Call) ([]events.Event, error) {
 
 // reqBlock is one block of the request with its item.
 type reqBlock struct {
-	b    events.Block
+	b    *events.Block // in item.Blocks
 	item *Item
 	at   int // index in the item
 }
 
 func flatten(req *Request) []reqBlock {
-	var out []reqBlock
+	n := 0
+	for i := range req.Items {
+		n += len(req.Items[i].Blocks)
+	}
+	out := make([]reqBlock, 0, n)
 	for i := range req.Items {
 		it := &req.Items[i]
-		for j, b := range it.Blocks {
-			out = append(out, reqBlock{b: b, item: it, at: j})
+		for j := range it.Blocks {
+			out = append(out, reqBlock{b: &it.Blocks[j], item: it, at: j})
 		}
 	}
 	return out
@@ -187,7 +191,7 @@ func planFull(turn *projector.Turn, req *Request, c *Call, emit func(int, events
 	// The common case first: the call re-sends the Turn's blocks in the
 	// Turn's order, compared in place without hashing the Turn.
 	same := 0
-	for same < len(rbs) && same < len(turn.Blocks) && sameContent(&turn.Blocks[same], &rbs[same].b) {
+	for same < len(rbs) && same < len(turn.Blocks) && sameContent(&turn.Blocks[same], rbs[same].b) {
 		assign[same], used[same] = same, true
 		same++
 	}
@@ -254,7 +258,7 @@ func planFull(turn *projector.Turn, req *Request, c *Call, emit func(int, events
 			continue
 		}
 		ids[i] = ulid.Make().String()
-		if err := emit(0, appendPayload(ids[i], &rbs[i].b, len(turn.Blocks))); err != nil {
+		if err := emit(0, appendPayload(ids[i], rbs[i].b, len(turn.Blocks))); err != nil {
 			return err
 		}
 	}
@@ -270,7 +274,7 @@ func planAppended(turn *projector.Turn, req *Request, c *Call, emit func(int, ev
 	rbs := flatten(req)
 	ids := make([]string, 0, len(rbs))
 	for i := range rbs {
-		b := &rbs[i].b
+		b := rbs[i].b
 		if rbs[i].item.Field != "" && b.Kind == events.KindSystem {
 			if sp, _, ok := turn.SystemPrompt(); ok {
 				if sp.Text != b.Text {

@@ -40,7 +40,14 @@ func render(api API, blocks []events.Block, data map[string]string, paramsHash s
 	if err != nil {
 		return nil, nil, err
 	}
-	var list [][]byte
+	// The input array's items are written one after the other into buf
+	// (ends[i] is where item i ends), not each into a buffer of its own.
+	size := 0
+	for i := range blocks {
+		size += len(blocks[i].Text) + len(blocks[i].Meta[MetaItem]) + 48
+	}
+	buf := make([]byte, 0, size)
+	ends := make([]int, 0, len(blocks))
 	fields := map[string][]byte{}
 	for i := range blocks {
 		b := &blocks[i]
@@ -48,20 +55,37 @@ func render(api API, blocks []events.Block, data map[string]string, paramsHash s
 			continue
 		}
 		field := b.Meta[MetaField]
-		v, ok := []byte(b.Meta[MetaItem]), b.Meta[MetaItem] != ""
-		if !ok {
-			if v, ok = defaultItem(api, field, b); !ok {
+		if field != "" {
+			v, ok := []byte(b.Meta[MetaItem]), b.Meta[MetaItem] != ""
+			if !ok {
+				if v, ok = defaultItem(api, field, b); !ok {
+					return nil, nil, fmt.Errorf("block %s (%s) has neither %s nor a default form in %s", b.ID, b.Kind, MetaItem, api)
+				}
+			}
+			if _, dup := fields[field]; dup {
+				return nil, nil, fmt.Errorf("block %s: a second item for member %q", b.ID, field)
+			}
+			fields[field] = v
+			continue
+		}
+		if item := b.Meta[MetaItem]; item != "" {
+			buf = append(buf, item...)
+		} else {
+			var ok bool
+			if buf, ok = appendDefaultItem(buf, api, field, b); !ok {
 				return nil, nil, fmt.Errorf("block %s (%s) has neither %s nor a default form in %s", b.ID, b.Kind, MetaItem, api)
 			}
 		}
-		if field == "" {
-			list = append(list, v)
-			continue
+		ends = append(ends, len(buf))
+	}
+	var list [][]byte
+	if len(ends) > 0 {
+		list = make([][]byte, len(ends))
+		start := 0
+		for i, end := range ends {
+			list[i] = buf[start:end:end]
+			start = end
 		}
-		if _, dup := fields[field]; dup {
-			return nil, nil, fmt.Errorf("block %s: a second item for member %q", b.ID, field)
-		}
-		fields[field] = v
 	}
 	main := "messages"
 	if api == Responses {

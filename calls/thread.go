@@ -243,17 +243,25 @@ func (s *MemStore) Put(_ context.Context, pairs map[string]string) error {
 // RequestBlocks returns the request's input blocks in order, what Find
 // takes.
 func (r *Request) RequestBlocks() []events.Block {
-	var bs []events.Block
+	bs := make([]events.Block, 0, r.blockCount())
 	for _, it := range r.Items {
 		bs = append(bs, it.Blocks...)
 	}
 	return bs
 }
 
+func (r *Request) blockCount() int {
+	n := 0
+	for i := range r.Items {
+		n += len(r.Items[i].Blocks)
+	}
+	return n
+}
+
 // RequestKeys returns the content keys (Key) of RequestBlocks, computed
 // once per item (and kept with it in a ParseCache).
 func (r *Request) RequestKeys() [][32]byte {
-	var ks [][32]byte
+	ks := make([][32]byte, 0, r.blockCount())
 	for i := range r.Items {
 		ks = append(ks, r.Items[i].keys()...)
 	}
