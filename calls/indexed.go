@@ -10,8 +10,8 @@ import (
 // IndexedKeys returns the threading index's keys (see Threads) that the
 // gateway's calls recorded in conversation conv wrote, found from the
 // conversation's events in log order: the state each finished call left,
-// the conversation's latest-call entry, and the entries of its Responses
-// API responses' IDs (for previous_response_id). Erasing a conversation
+// the conversation's latest-call entry, the entries of its Responses API
+// responses' IDs (for previous_response_id) and of its imported calls. Erasing a conversation
 // removes them with it, so that no hash of its content stays and a later
 // call re-sending its history starts a new conversation instead of
 // reviving the erased one's ID.
@@ -28,8 +28,14 @@ func IndexedKeys(conv string, evs iter.Seq2[events.Event, error]) ([]string, err
 		if err != nil {
 			return withLatest(conv, keys), err
 		}
+		if e.Actor != Actor {
+			continue
+		}
+		if st, ok := e.Payload.(events.InferenceStarted); ok && st.Gateway["source"] == SourceImport && st.Gateway["import"] != "" {
+			keys = append(keys, importedKey(st.Gateway["import"]))
+		}
 		fin, ok := e.Payload.(events.InferenceFinished)
-		if !ok || e.Actor != Actor {
+		if !ok {
 			continue
 		}
 		if fin.ResponseID != "" {

@@ -15,6 +15,10 @@ import (
 // Actor is the actor of every event the gateway records.
 const Actor = "gateway"
 
+// SourceImport is the "source" of an imported call's inference.started
+// (its gateway map): read from a log of calls, not seen by a gateway.
+const SourceImport = "import"
+
 // Threading says how a call's conversation was found, recorded in
 // inference.started's gateway "threading" key.
 const (
@@ -48,6 +52,11 @@ type Call struct {
 	// Time stamps the events (import --calls: the logged time); zero is
 	// now.
 	Time time.Time
+	// Import, for a call read from a log of calls (import --calls), which
+	// no gateway saw, is the hash that names it in that log: its
+	// inference.started says so (gateway "source": "import", "import":
+	// the hash), and the threading index notes it (Threads.Imported).
+	Import string
 }
 
 // Fork is where a conversation branched off: From at position At, whose
@@ -112,6 +121,9 @@ func PlanInput(turn *projector.Turn, c *Call) ([]events.Event, error) {
 		}
 	}
 	gw := map[string]string{"wire_sha256": c.Wire, "threading": c.Threading}
+	if c.Import != "" {
+		gw["source"], gw["import"] = SourceImport, c.Import
+	}
 	if c.Request == nil {
 		gw["unparsed"] = c.Unparsed
 		err := emit(0, events.InferenceStarted{InferenceID: c.ID, InputHash: "sha256:" + c.Wire, Gateway: gw,

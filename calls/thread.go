@@ -38,6 +38,7 @@ type ThreadStore interface {
 //	s.<hex SHA-256 chain of the state's blocks>  "<conversation>@<events>"
 //	c.<conversation>                              "<events>" of its latest recorded call
 //	r.<hex SHA-256 of a response ID>              "<conversation>"
+//	i.<hash of an imported call's line>           "<conversation>" it was recorded in
 //
 // A state's key is a chain of its blocks' content keys (Key), so the
 // state of every prefix of a call's input is known without rehashing; a
@@ -87,8 +88,9 @@ func output(k events.Kind) bool {
 	return k == events.KindLLMText || k == events.KindToolCall || k == events.KindReasoning
 }
 
-func stateKey(k [32]byte) string   { return "s." + hex.EncodeToString(k[:]) }
-func latestKey(conv string) string { return "c." + conv }
+func stateKey(k [32]byte) string    { return "s." + hex.EncodeToString(k[:]) }
+func importedKey(key string) string { return "i." + key }
+func latestKey(conv string) string  { return "c." + conv }
 func responseKey(id string) string {
 	h := sha256.Sum256([]byte(id))
 	return "r." + hex.EncodeToString(h[:])
@@ -183,6 +185,26 @@ func (x *Threads) find(ctx context.Context, blocks []events.Block, blockKeys [][
 		return ref, found && l == strconv.Itoa(ref.Events), true, nil
 	}
 	return Ref{}, false, false, nil
+}
+
+// Imported returns the conversation the imported call named by key (a
+// hash of its line, see Call.Import) was recorded in; ok is false when it
+// was not imported.
+func (x *Threads) Imported(ctx context.Context, key string) (conv string, ok bool, err error) {
+	v, ok, err := x.store.Get(ctx, importedKey(key))
+	if err != nil {
+		return "", false, fmt.Errorf("look up an imported call: %w", err)
+	}
+	return v, ok, nil
+}
+
+// RecordImported notes that the imported call named by key was recorded
+// in conv, so that importing it again records nothing.
+func (x *Threads) RecordImported(ctx context.Context, key, conv string) error {
+	if err := x.store.Put(ctx, map[string]string{importedKey(key): conv}); err != nil {
+		return fmt.Errorf("note an imported call: %w", err)
+	}
+	return nil
 }
 
 // Response returns the conversation response id was produced in.

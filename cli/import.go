@@ -59,8 +59,10 @@ conversation, previous_response_id, or by content through the installation's
 threading index, so later calls through the gateway continue them) and
 checked the same way. Every line is checked first: a line that is not a
 call, or whose request or response is not of its API's shape, is reported
-with its number, and then nothing is recorded. Importing a file twice
-records its calls twice.`,
+with its number, and then nothing is recorded. Importing a file again
+records only the calls not imported before (a call's ID is derived from its
+line's content, and the threading index notes each call imported); the
+others are listed as unchanged.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if callsIn != "" {
 				if len(args) > 0 {
@@ -169,6 +171,10 @@ func importCalls(cmd *cobra.Command, nf *natsFlags, path string, maxLine int, as
 	}
 	if werr := write(cmd.OutOrStdout(), asJSON, res, func(w io.Writer) error {
 		for _, r := range res {
+			if r.Status == gateway.StatusUnchanged {
+				fmt.Fprintf(w, "%s:%d: unchanged: this call was imported before, into %s\n", path, r.Line, r.Conversation)
+				continue
+			}
 			fmt.Fprintf(w, "%s:%d: recorded in %s (%s)\n", path, r.Line, r.Conversation, r.Threading)
 		}
 		return nil

@@ -90,6 +90,54 @@ func TestImportCalls(t *testing.T) {
 		assert.True(t, v.OK(), "replay --verify %s: %+v", conv, v.Mismatches)
 	}
 
+	t.Run("importing the file again records nothing new", func(t *testing.T) {
+		counts := func() map[string]int {
+			n := map[string]int{}
+			for _, conv := range []string{chat, fork, named} {
+				for _, err := range e.log.Events(ctx, conv) {
+					require.NoError(t, err)
+					n[conv]++
+				}
+			}
+			return n
+		}
+		before := counts()
+		out, errOut, code := e.run("", "import", "--calls", file)
+		require.Equal(t, 0, code, errOut)
+		assert.Equal(t, 4, strings.Count(out, "unchanged: this call was imported before"), out)
+		assert.Contains(t, out, ":1: unchanged: this call was imported before, into "+chat)
+		assert.Equal(t, before, counts(), "no event added")
+
+		// One more call in the file: only it is recorded, and it continues the chat.
+		more := e.file("more.jsonl", strings.Join(append(lines,
+			callLine("2025-03-01T10:02:00Z", "", "chat.completions",
+				chatReq(callSys+`,`+callAsk+`,{"role":"tool","tool_call_id":"call_1","content":"sunny"},{"role":"assistant","content":"Sunny."},{"role":"user","content":"Thanks"}`),
+				chatResp("You're welcome."))), "\n")+"\n")
+		out, errOut, code = e.run("", "import", "--calls", more, "-o", "json")
+		require.Equal(t, 0, code, errOut)
+		var again []gateway.Imported
+		require.NoError(t, json.Unmarshal([]byte(out), &again))
+		recorded := 0
+		for _, r := range again {
+			if r.Status == gateway.StatusRecorded {
+				recorded++
+				assert.Equal(t, 6, r.Line)
+				assert.Equal(t, chat, r.Conversation)
+			}
+		}
+		assert.Equal(t, 1, recorded, "%s", out)
+	})
+
+	t.Run("an erased conversation's calls are imported again", func(t *testing.T) {
+		got, err := e.log.Erase(ctx, named)
+		require.NoError(t, err)
+		assert.Equal(t, 3, got.Threading, "the imported call's entry, its state and the latest-call entry")
+		out, errOut, code := e.run("", "import", "--calls", file)
+		require.Equal(t, 0, code, errOut)
+		assert.Contains(t, out, ":5: recorded in "+named)
+		assert.Equal(t, 3, strings.Count(out, "unchanged"), out)
+	})
+
 	t.Run("a bad line imports nothing", func(t *testing.T) {
 		bad := e.file("bad.jsonl", strings.Join([]string{
 			callLine("2025-03-02T10:00:00Z", "good-one", "chat.completions", chatReq(`{"role":"user","content":"hi"}`), chatResp("Hello.")),

@@ -4,10 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
+	"time"
 
 	"github.com/turnlog/turnlog/calls"
 )
@@ -86,24 +90,73 @@ func checkLogged(line []byte) (*calls.Logged, error) {
 type Imported struct {
 	Line         int    `json:"line"`
 	Conversation string `json:"conversation"`
-	Threading    string `json:"threading"`
+	Threading    string `json:"threading,omitempty"`
+	// Status is "recorded", or "unchanged" for a call an earlier import
+	// recorded (in Conversation), which is not recorded again.
+	Status string `json:"status"`
 }
+
+// Statuses of an Imported call.
+const (
+	StatusRecorded  = "recorded"
+	StatusUnchanged = "unchanged"
+)
 
 // Import records calls in order through r, as the gateway records live
 // calls, and returns where each went. It stops at the first call the log
-// refuses (the calls before it are recorded).
+// refuses (the calls before it are recorded). Importing a call again
+// records nothing: the threading index notes each call imported by a hash
+// of its line's content (kept on its inference.started, so that erasing
+// its conversation forgets it too).
 func (r *Recorder) Import(ctx context.Context, lines []LoggedLine) ([]Imported, error) {
+	return r.recordLogged(ctx, lines, true)
+}
+
+// recordLogged records logged calls: a file's (imported, noted as such)
+// or the spool's (calls the gateway saw, recorded late).
+func (r *Recorder) recordLogged(ctx context.Context, lines []LoggedLine, imported bool) ([]Imported, error) {
 	out := make([]Imported, 0, len(lines))
 	for _, ln := range lines {
 		l := ln.Call
-		p, err := r.Begin(ctx, Call{API: l.API, Body: l.Request, Conversation: l.Conversation, Time: l.Time, ID: l.CallID, Threading: l.Threading})
+		key := ""
+		if imported {
+			key = importKey(l)
+			conv, done, err := r.threads.Imported(ctx, key)
+			if err != nil {
+				return out, &LineError{Line: ln.Line, Err: err}
+			}
+			if done {
+				out = append(out, Imported{Line: ln.Line, Conversation: conv, Status: StatusUnchanged})
+				continue
+			}
+		}
+		p, err := r.Begin(ctx, Call{API: l.API, Body: l.Request, Conversation: l.Conversation, Time: l.Time, ID: l.CallID, Threading: l.Threading, Import: key})
 		if err != nil {
 			return out, &LineError{Line: ln.Line, Err: err}
 		}
 		if err := r.Finish(ctx, p, l.Outcome()); err != nil {
 			return out, &LineError{Line: ln.Line, Err: err}
 		}
-		out = append(out, Imported{Line: ln.Line, Conversation: p.Conversation(), Threading: p.Threading()})
+		if imported {
+			// Noted once recorded: a crash in between records the call
+			// again at the next import, rather than never.
+			if err := r.threads.RecordImported(ctx, key, p.Conversation()); err != nil {
+				return out, &LineError{Line: ln.Line, Err: err}
+			}
+		}
+		out = append(out, Imported{Line: ln.Line, Conversation: p.Conversation(), Threading: p.Threading(), Status: StatusRecorded})
 	}
 	return out, nil
+}
+
+// importKey names an imported call by what its line says of it (a hash):
+// the same call imported again has the same key.
+func importKey(l *calls.Logged) string {
+	h := sha256.New()
+	for _, part := range [][]byte{[]byte(l.API), []byte(l.Time.UTC().Format(time.RFC3339Nano)), []byte(l.Conversation),
+		l.Request, l.Response, []byte(strconv.Itoa(l.Status)), []byte(l.Failure), []byte(l.CallID)} {
+		h.Write([]byte(strconv.Itoa(len(part)) + ":"))
+		h.Write(part)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

@@ -118,6 +118,9 @@ type Call struct {
 	// Conversation, says how the conversation was found when it was found
 	// earlier (the spool), instead of explicit.
 	ID, Threading string
+	// Import, for a call read from a log of calls (import --calls), is
+	// the hash that names it there (calls.Call.Import).
+	Import string
 }
 
 // Begin starts recording a call: in the background, it reads the call,
@@ -130,7 +133,7 @@ func (r *Recorder) Begin(ctx context.Context, in Call) (*Pending, error) {
 			return nil, &ConversationIDError{err}
 		}
 	}
-	c := &calls.Call{ID: in.ID, Time: in.Time}
+	c := &calls.Call{ID: in.ID, Time: in.Time, Import: in.Import}
 	if c.ID == "" {
 		c.ID = ulid.Make().String()
 	}
@@ -421,7 +424,7 @@ func (r *Recorder) snapshot(ctx context.Context, turn *projector.Turn, atStart i
 // time, threaded and checked as a live call is. It returns the call's
 // conversation.
 func (r *Recorder) Record(ctx context.Context, l *calls.Logged) (string, error) {
-	res, err := r.Import(ctx, []LoggedLine{{Call: l}})
+	res, err := r.recordLogged(ctx, []LoggedLine{{Call: l}}, false)
 	if err != nil {
 		return "", errors.Unwrap(err)
 	}
