@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/turnlog/turnlog/calls"
@@ -58,11 +59,9 @@ func (l *Log) Erase(ctx context.Context, conversation string) (Erased, error) {
 		return out, fmt.Errorf("erase %s: pending requests: %w", conversation, err)
 	}
 	// The gateway's threading entries are found from the events, so
-	// before they go.
-	threads, threadKeys, err := l.threadingEntries(ctx, conversation)
-	if err != nil {
-		return out, fmt.Errorf("erase %s: %w", conversation, err)
-	}
+	// before they go (an event that cannot be read ends the search: erase
+	// must work on a damaged conversation too).
+	threadKeys, _ := calls.IndexedKeys(conversation, l.streamEvents(ctx, conversation))
 	// Its legacy subject and each role's, in one purge.
 	if out.Messages, err = purge(ctx, l.streamFor(conversation), l.Names().EventsFilter(conversation)); err != nil {
 		return out, fmt.Errorf("erase %s: events: %w", conversation, err)
@@ -87,11 +86,8 @@ func (l *Log) Erase(ctx context.Context, conversation string) (Erased, error) {
 	if out.History, err = l.dropHistory(ctx, conversation); err != nil {
 		return out, fmt.Errorf("erase %s: %w", conversation, err)
 	}
-	for _, k := range threadKeys {
-		if err := threads.Purge(ctx, k); err != nil {
-			return out, fmt.Errorf("erase %s: threading entry %s: %w", conversation, k, err)
-		}
-		out.Threading++
+	if out.Threading, err = l.purgeThreading(ctx, threadKeys); err != nil {
+		return out, fmt.Errorf("erase %s: %w", conversation, err)
 	}
 	return out, nil
 }
@@ -116,19 +112,49 @@ func purge(ctx context.Context, s jetstream.Stream, subject string) (uint64, err
 	return n, nil
 }
 
-// threadingEntries returns the threading bucket and the keys the
-// gateway's calls of conversation wrote in it (none when the bucket was
-// never created). A conversation whose events cannot all be read still
-// has the entries found before the unreadable one purged: erase must work
-// on a damaged conversation too.
-func (l *Log) threadingEntries(ctx context.Context, conversation string) (jetstream.KeyValue, []string, error) {
+// purgeThreading purges keys from the gateway's threading bucket (none
+// when it was never created) and returns how many it purged.
+func (l *Log) purgeThreading(ctx context.Context, keys []string) (int, error) {
+	if len(keys) == 0 {
+		return 0, nil
+	}
 	kv, err := l.js.KeyValue(ctx, l.names.ThreadsBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		return nil, nil, nil
+		return 0, nil
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("the gateway's threading index: %w", err)
+		return 0, fmt.Errorf("the gateway's threading index: %w", err)
 	}
-	keys, _ := calls.IndexedKeys(conversation, EventsOnly(l.Events(ctx, conversation)))
-	return kv, keys, nil
+	for i, k := range keys {
+		if err := kv.Purge(ctx, k); err != nil {
+			return i, fmt.Errorf("the gateway's threading entry %s: %w", k, err)
+		}
+	}
+	return len(keys), nil
+}
+
+// streamEvents yields a conversation's events read from the events stream
+// alone: neither read from nor written to the history cache, which erase
+// removes (a read that cached the history would leave it to be removed).
+func (l *Log) streamEvents(ctx context.Context, conversation string) iter.Seq2[events.Event, error] {
+	return func(yield func(events.Event, error) bool) {
+		last, err := l.lastStored(ctx, conversation)
+		if err != nil || last == nil {
+			if err != nil {
+				yield(events.Event{}, err)
+			}
+			return
+		}
+		for m, err := range l.readFrom(ctx, conversation, last, 0, "") {
+			if err != nil {
+				yield(events.Event{}, err)
+				return
+			}
+			for _, e := range m.events {
+				if !yield(e, nil) {
+					return
+				}
+			}
+		}
+	}
 }
