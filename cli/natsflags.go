@@ -117,7 +117,10 @@ func (f *natsFlags) connect(ctx context.Context, opts ...eventlog.Option) (*nats
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := eventlog.Open(ctx, nc, append([]eventlog.Option{eventlog.WithPrefix(f.prefix)}, opts...)...)
+	// turnlog's commands take operator actions (import, fork, repair,
+	// prompt set) as the admin: with another role's credential the server
+	// refuses them, rather than storing them as that role's.
+	l, err := eventlog.Open(ctx, nc, append([]eventlog.Option{eventlog.WithPrefix(f.prefix), eventlog.WithWriterRole(eventlog.DefaultWriterRole)}, opts...)...)
 	if err != nil {
 		nc.Close()
 		return nil, nil, err

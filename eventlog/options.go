@@ -35,7 +35,7 @@ type options struct {
 
 // defaultOptions are the settings of a log opened without options.
 func defaultOptions() options {
-	return options{prefix: DefaultPrefix, snapshotEvery: 100, logger: slog.Default(), duplicates: 2 * time.Minute, writerRole: DefaultWriterRole,
+	return options{prefix: DefaultPrefix, snapshotEvery: 100, logger: slog.Default(), duplicates: 2 * time.Minute,
 		requestLimits: DefaultRequestLimits, deadLetters: DefaultDeadLetterLimits}
 }
 
@@ -189,17 +189,22 @@ func validPrefix(p string) error {
 	return nil
 }
 
-// DefaultWriterRole is the role a log writes as without WithWriterRole:
-// the admin, who may write anything. On a server without authentication
-// every connection may, so the attribution says nothing there; on one
-// with the roles' permissions, a process of another role must say which
-// it is, or the server refuses its appends.
+// DefaultWriterRole is the role a log writes as without WithWriterRole
+// when its connection was not made with a role's credential (its inbox
+// prefix names none, see natsauth.InboxPrefix): the admin, who may write
+// anything. On a server without authentication every connection may, so
+// the attribution says nothing there; on one with the roles'
+// permissions, a connection made with the worker's credential writes as
+// the worker unless told otherwise.
 const DefaultWriterRole = "admin"
 
 // WithWriterRole sets the role this log's appends are written as: the
 // events-<role> token of their subject (Names.EventsRoleSubject), which the server lets
 // only that role's credential publish to (natsauth). turnlog's workers and
-// the recording gateway write as "worker", operator commands as "admin".
+// the recording gateway write as "worker", operator commands as "admin"
+// (say so: an operator action taken with a worker's credential must be
+// refused by the server, not stored as the worker's). Without it, the
+// role is the connection's (see DefaultWriterRole).
 func WithWriterRole(role string) Option {
 	return func(o *options) error {
 		if err := validWriterRole(role); err != nil {

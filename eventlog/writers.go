@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 )
@@ -68,8 +69,33 @@ func (l *Log) appendSubjects(conversation string) (subject, filter string) {
 	return l.rolePrefix + tail, l.filterPrefix + tail
 }
 
-// setWriterPrefixes makes the prefixes appendSubjects uses.
+// roleInboxPrefix is the start of the reply subjects of a connection made
+// with a role's credential (natsauth.InboxPrefix: "_INBOX_<role>").
+const roleInboxPrefix = "_INBOX_"
+
+// setWriterRole settles the role this log writes as: WithWriterRole's, or
+// else the role whose credential the connection was made with, as its
+// inbox prefix names it (natsauth gives each role its own), or else
+// DefaultWriterRole. So a program that connects with worker.nk and opens a
+// log writes as the worker, where writing as the admin would have every
+// append refused.
+func (l *Log) setWriterRole() {
+	if l.opts.writerRole != "" {
+		return
+	}
+	l.opts.writerRole = DefaultWriterRole
+	if l.nc == nil {
+		return
+	}
+	if role, ok := strings.CutPrefix(l.nc.Opts.InboxPrefix, roleInboxPrefix); ok && validWriterRole(role) == nil {
+		l.opts.writerRole = role
+	}
+}
+
+// setWriterPrefixes settles the writer role and makes the prefixes
+// appendSubjects uses.
 func (l *Log) setWriterPrefixes() {
+	l.setWriterRole()
 	l.rolePrefix = l.names.Prefix + "." + eventsToken(l.opts.writerRole)
 	l.filterPrefix = l.names.Prefix + ".*"
 }

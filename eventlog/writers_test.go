@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -12,6 +13,7 @@ import (
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/internal/natstest"
+	"github.com/turnlog/turnlog/natsauth"
 )
 
 // writers lists who wrote each event of conv, as Events reports it.
@@ -153,4 +155,30 @@ func TestRepairKeepsWhoWroteEachStep(t *testing.T) {
 	require.NoError(t, admin.RemoveCorrupt(ctx, plan, "repair-1", "operator:ada"))
 	assert.Equal(t, []string{"", "worker", "admin", "worker", "admin"}, writers(t, admin, "c"),
 		"legacy, worker and admin steps stored again with their writers, then the admin's audit step")
+}
+
+// TestLogWritesAsItsConnectionsRole: a program that connects with a role's
+// credential and opens a log without WithWriterRole writes as that role
+// (its connection's inbox prefix names it): with worker.nk, its appends
+// are the worker's and the server takes them, where writing as the admin
+// would have each refused after a timeout. WithWriterRole still decides.
+func TestLogWritesAsItsConnectionsRole(t *testing.T) {
+	ctx := context.Background()
+	srv := natstest.Start(t, natstest.WithAuth())
+	admin, err := eventlog.Open(ctx, srv.Conn)
+	require.NoError(t, err)
+	assert.Equal(t, "admin", admin.WriterRole())
+
+	wl, err := eventlog.Open(ctx, srv.ConnectAs(t, natsauth.Worker))
+	require.NoError(t, err)
+	assert.Equal(t, "worker", wl.WriterRole())
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	_, err = wl.Append(ctx, "c", 0, user("c", "r0", 0, "by a worker's program"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"worker"}, writers(t, admin, "c"))
+
+	asAdmin, err := eventlog.Open(ctx, srv.ConnectAs(t, natsauth.Worker), eventlog.WithWriterRole("admin"))
+	require.NoError(t, err)
+	assert.Equal(t, "admin", asAdmin.WriterRole(), "WithWriterRole decides")
 }
