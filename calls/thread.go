@@ -110,6 +110,16 @@ func parseRef(v string) (Ref, bool) {
 	return Ref{Conversation: v[:i], Events: n}, true
 }
 
+// AsyncThreadStore is a ThreadStore that can also publish pairs without
+// waiting for them to be durable (eventlog's threads bucket): RecordAsync
+// then lets its caller overlap that wait with work of its own.
+type AsyncThreadStore interface {
+	ThreadStore
+	// PutAsync publishes every pair and returns what waits until they are
+	// durable.
+	PutAsync(pairs map[string]string) (wait func(context.Context) error, err error)
+}
+
 // Record notes that conversation conv, after its n-th event, holds
 // blocks, the state a finished call left, that it is the conversation's
 // latest call, and that the call's response (Responses' ID, "" for none)
@@ -118,6 +128,43 @@ func parseRef(v string) (Ref, bool) {
 //
 // keys, when not nil, are the blocks' content keys (Key), known already.
 func (x *Threads) Record(ctx context.Context, conv string, n int, blocks []events.Block, keys [][32]byte, responseID string) error {
+	pairs := recordPairs(conv, n, blocks, keys, responseID)
+	if len(pairs) == 0 {
+		return nil
+	}
+	if err := x.store.Put(ctx, pairs); err != nil {
+		return fmt.Errorf("record the call for threading: %w", err)
+	}
+	return nil
+}
+
+// RecordAsync is Record that returns once the entries are on their way,
+// with what waits until they are durable; on a store that cannot publish
+// without waiting, it is Record, and the wait returns at once.
+func (x *Threads) RecordAsync(ctx context.Context, conv string, n int, blocks []events.Block, keys [][32]byte, responseID string) (wait func(context.Context) error, err error) {
+	done := func(context.Context) error { return nil }
+	pairs := recordPairs(conv, n, blocks, keys, responseID)
+	if len(pairs) == 0 {
+		return done, nil
+	}
+	as, ok := x.store.(AsyncThreadStore)
+	if !ok {
+		return done, x.Record(ctx, conv, n, blocks, keys, responseID)
+	}
+	w, err := as.PutAsync(pairs)
+	if err != nil {
+		return nil, fmt.Errorf("record the call for threading: %w", err)
+	}
+	return func(ctx context.Context) error {
+		if err := w(ctx); err != nil {
+			return fmt.Errorf("record the call for threading: %w", err)
+		}
+		return nil
+	}, nil
+}
+
+// recordPairs are the entries Record writes.
+func recordPairs(conv string, n int, blocks []events.Block, keys [][32]byte, responseID string) map[string]string {
 	pairs := map[string]string{}
 	if len(blocks) > 0 && output(blocks[len(blocks)-1].Kind) {
 		keys := chainOf(blocks, keys)
@@ -127,13 +174,7 @@ func (x *Threads) Record(ctx context.Context, conv string, n int, blocks []event
 	if responseID != "" {
 		pairs[responseKey(responseID)] = conv
 	}
-	if len(pairs) == 0 {
-		return nil
-	}
-	if err := x.store.Put(ctx, pairs); err != nil {
-		return fmt.Errorf("record the call for threading: %w", err)
-	}
-	return nil
+	return pairs
 }
 
 // Find returns the recorded state that the longest prefix of blocks is,

@@ -51,22 +51,35 @@ func (t *Threads) Get(ctx context.Context, key string) (string, bool, error) {
 // Put stores every pair, published together, and returns once JetStream
 // acknowledged them all.
 func (t *Threads) Put(ctx context.Context, pairs map[string]string) error {
+	wait, err := t.PutAsync(pairs)
+	if err != nil {
+		return err
+	}
+	return wait(ctx)
+}
+
+// PutAsync publishes every pair and returns at once, with what waits
+// until JetStream acknowledged them all: a caller overlaps the wait with
+// its own append (calls.AsyncThreadStore).
+func (t *Threads) PutAsync(pairs map[string]string) (wait func(context.Context) error, err error) {
 	futures := make([]jetstream.PubAckFuture, 0, len(pairs))
 	for k, v := range pairs {
 		f, err := t.js.PublishAsync(t.prefix+k, []byte(v))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		futures = append(futures, f)
 	}
-	for _, f := range futures {
-		select {
-		case <-f.Ok():
-		case err := <-f.Err():
-			return err
-		case <-ctx.Done():
-			return ctx.Err()
+	return func(ctx context.Context) error {
+		for _, f := range futures {
+			select {
+			case <-f.Ok():
+			case err := <-f.Err():
+				return err
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		}
-	}
-	return nil
+		return nil
+	}, nil
 }

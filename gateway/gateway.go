@@ -111,6 +111,16 @@ func (m mirrorStore) Put(ctx context.Context, pairs map[string]string) error {
 	return m.shared.Put(ctx, pairs)
 }
 
+// PutAsync writes this gateway's copy at once and publishes to the shared
+// store, when it can publish without waiting (calls.AsyncThreadStore).
+func (m mirrorStore) PutAsync(pairs map[string]string) (func(context.Context) error, error) {
+	_ = m.local.Put(context.Background(), pairs)
+	if as, ok := m.shared.(calls.AsyncThreadStore); ok {
+		return as.PutAsync(pairs)
+	}
+	return func(ctx context.Context) error { return m.shared.Put(ctx, pairs) }, nil
+}
+
 // Metrics returns the gateway's Prometheus series.
 func (g *Gateway) Metrics() *Metrics { return g.cfg.Metrics }
 

@@ -325,7 +325,7 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 	if o.Output != nil && p.api == calls.Responses {
 		respID = o.Output.ResponseID
 	}
-	var indexed chan error
+	var indexed func(context.Context) error
 	for attempt := 0; ; attempt++ {
 		evs, err := calls.PlanOutcome(turn, p.call, o)
 		if err != nil {
@@ -343,17 +343,20 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 		}
 		if ok && indexed == nil {
 			// Indexed for threading beside the append, not after it: the
-			// client's next call may come as soon as the answer ends. Should
-			// the append fail, the entry names a state the log lacks, and a
-			// call continuing it records those blocks as new.
-			indexed = make(chan error, 1)
-			n, blocks, keys := turn.Events, turn.Blocks, stateKeys(p.call, o, turn, false)
-			go func() { indexed <- r.threads.Record(ctx, p.conv, n, blocks, keys, respID) }()
+			// client's next call may come as soon as the answer ends. The
+			// entries are published first, and their acknowledgement
+			// awaited after the append's, which it overlaps. Should the
+			// append fail, the entry names a state the log lacks, and a
+			// call continuing it starts a conversation (see recordInput).
+			var err error
+			if indexed, err = r.threads.RecordAsync(ctx, p.conv, turn.Events, turn.Blocks, stateKeys(p.call, o, turn, false), respID); err != nil {
+				indexed = func(context.Context) error { return err }
+			}
 		}
 		seq, err := r.log.Append(ctx, p.conv, turn.Seq, evs...)
 		if errors.Is(err, eventlog.ErrConflict) && attempt < appendAttempts {
 			r.metrics.conflicts.Inc()
-			if err := <-indexed; err != nil {
+			if err := indexed(ctx); err != nil {
 				r.logger.Warn("gateway: call not indexed for threading", "conversation", p.conv, "err", err)
 			}
 			indexed = nil
@@ -365,7 +368,7 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 		}
 		if err != nil {
 			if indexed != nil {
-				<-indexed
+				_ = indexed(ctx)
 			}
 			r.metrics.calls.WithLabelValues(string(p.api), "unrecorded").Inc()
 			r.logger.Error("gateway: call's outcome not recorded", "conversation", p.conv, "err", err)
@@ -390,7 +393,7 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 	}
 	r.metrics.calls.WithLabelValues(string(p.api), outcome).Inc()
 	if indexed != nil {
-		if err := <-indexed; err != nil {
+		if err := indexed(ctx); err != nil {
 			// The call is recorded; only a later call's threading by
 			// content can miss it (it then starts a conversation).
 			r.logger.Warn("gateway: call not indexed for threading", "conversation", p.conv, "err", err)
