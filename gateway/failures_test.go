@@ -146,7 +146,7 @@ func TestThreadingByContent(t *testing.T) {
 	up := newChatUpstream(t, "")
 	r := newRig(t, up.URL, "")
 	h := map[string]string{"Turnlog-Token": token}
-	first := `{"role":"system","content":"s"},{"role":"user","content":"weather?"}`
+	first := weatherAsk
 	call := func(msgs string) string {
 		resp, body := post(t, r.gw.URL+"/v1/chat/completions", h, `{"model":"m","messages":[`+msgs+`]}`)
 		require.Equal(t, 200, resp.StatusCode, "%s", body)
@@ -156,7 +156,7 @@ func TestThreadingByContent(t *testing.T) {
 	b := call(first)
 	assert.NotEqual(t, a, b, "two chats with the same first call are two conversations")
 	// Chat a goes on: its tool call (as the upstream issued it to a: call_1) and result.
-	a1 := `{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Paris\"}"}}],"refusal":null,"annotations":[]}`
+	a1 := weatherToolCall
 	a2 := call(first + `,` + a1 + `,{"role":"tool","tool_call_id":"call_1","content":"sunny"}`)
 	assert.Equal(t, a, a2, "a call that begins with a's input and output continues a")
 	// Back to a's state after its first call, with another result: a fork.

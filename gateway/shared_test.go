@@ -20,6 +20,24 @@ import (
 	"github.com/turnlog/turnlog/natsauth"
 )
 
+// The weather chat of the threading tests: a first call, and the tool
+// call the stand-in upstream answers it with (call_1).
+const (
+	weatherAsk      = `{"role":"system","content":"s"},{"role":"user","content":"weather?"}`
+	weatherToolCall = `{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Paris\"}"}}],"refusal":null,"annotations":[]}`
+)
+
+// chatCaller returns what makes a Chat Completions call of msgs through a
+// gateway, as a pass-through client, and returns its conversation.
+func chatCaller(t *testing.T) func(gw *httptest.Server, msgs string) string {
+	return func(gw *httptest.Server, msgs string) string {
+		t.Helper()
+		resp, body := post(t, gw.URL+"/v1/chat/completions", map[string]string{"Turnlog-Token": token}, `{"model":"m","messages":[`+msgs+`]}`)
+		require.Equal(t, 200, resp.StatusCode, "%s", body)
+		return resp.Header.Get("Turnlog-Conversation")
+	}
+}
+
 // sharedGateway is one `turnlog gateway` process: its own NATS connection
 // as the worker role, its own log handle, the installation's threading
 // index.
@@ -45,14 +63,8 @@ func TestThreadingSharedByGateways(t *testing.T) {
 	up := newChatUpstream(t, "")
 	a := sharedGateway(t, s, up.URL)
 	b := sharedGateway(t, s, up.URL)
-	h := map[string]string{"Turnlog-Token": token}
-	call := func(gw *httptest.Server, msgs string) string {
-		resp, body := post(t, gw.URL+"/v1/chat/completions", h, `{"model":"m","messages":[`+msgs+`]}`)
-		require.Equal(t, 200, resp.StatusCode, "%s", body)
-		return resp.Header.Get("Turnlog-Conversation")
-	}
-	first := `{"role":"system","content":"s"},{"role":"user","content":"weather?"}`
-	a1 := `{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Paris\"}"}}],"refusal":null,"annotations":[]}`
+	call := chatCaller(t)
+	first, a1 := weatherAsk, weatherToolCall
 	conv := call(a, first)
 	assert.NotEqual(t, conv, call(b, first), "the same first call on the other gateway is another chat")
 	second := first + `,` + a1 + `,{"role":"tool","tool_call_id":"call_1","content":"sunny"}`
@@ -82,20 +94,14 @@ func TestGatewayOwnIndexDoesNotHideAnotherGatewaysCall(t *testing.T) {
 	up := newChatUpstream(t, "")
 	a := sharedGateway(t, s, up.URL)
 	b := sharedGateway(t, s, up.URL)
-	h := map[string]string{"Turnlog-Token": token}
-	call := func(gw *httptest.Server, msgs string) string {
-		resp, body := post(t, gw.URL+"/v1/chat/completions", h, `{"model":"m","messages":[`+msgs+`]}`)
-		require.Equal(t, 200, resp.StatusCode, "%s", body)
-		return resp.Header.Get("Turnlog-Conversation")
-	}
-	first := `{"role":"system","content":"s"},{"role":"user","content":"weather?"}`
-	a1 := `{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Paris\"}"}}],"refusal":null,"annotations":[]}`
+	call := chatCaller(t)
+	first, a1 := weatherAsk, weatherToolCall
 	conv := call(a, first)
 	require.Equal(t, conv, call(b, first+`,`+a1+`,{"role":"tool","tool_call_id":"call_1","content":"sunny"}`), "gateway b continues the chat")
 	// Gateway a recorded the first call and last saw it as the chat's
 	// latest; the chat has moved on at gateway b.
 	forked := first + `,` + a1 + `,{"role":"tool","tool_call_id":"call_1","content":"cloudy"}`
-	resp, body := post(t, a.URL+"/v1/chat/completions", h, `{"model":"m","messages":[`+forked+`]}`)
+	resp, body := post(t, a.URL+"/v1/chat/completions", map[string]string{"Turnlog-Token": token}, `{"model":"m","messages":[`+forked+`]}`)
 	require.Equal(t, 200, resp.StatusCode, "%s", body)
 	fork := resp.Header.Get("Turnlog-Conversation")
 	require.NotEqual(t, conv, fork, "a call continuing the first call's state forks the chat that moved on")
@@ -127,14 +133,8 @@ func TestEraseRemovesThreadingEntries(t *testing.T) {
 	s := natstest.Start(t, natstest.WithAuth())
 	up := newChatUpstream(t, "")
 	a := sharedGateway(t, s, up.URL)
-	h := map[string]string{"Turnlog-Token": token}
-	call := func(gw *httptest.Server, msgs string) string {
-		resp, body := post(t, gw.URL+"/v1/chat/completions", h, `{"model":"m","messages":[`+msgs+`]}`)
-		require.Equal(t, 200, resp.StatusCode, "%s", body)
-		return resp.Header.Get("Turnlog-Conversation")
-	}
-	first := `{"role":"system","content":"s"},{"role":"user","content":"weather?"}`
-	a1 := `{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Paris\"}"}}],"refusal":null,"annotations":[]}`
+	call := chatCaller(t)
+	first, a1 := weatherAsk, weatherToolCall
 	second := first + `,` + a1 + `,{"role":"tool","tool_call_id":"call_1","content":"sunny"}`
 	conv := call(a, first)
 	require.Equal(t, conv, call(a, second))
