@@ -9,11 +9,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"slices"
 	"strconv"
 	"time"
 
 	"github.com/turnlog/turnlog/calls"
+	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/events"
 )
 
 // LineError is a line of a calls file that cannot be imported.
@@ -159,4 +162,39 @@ func importKey(l *calls.Logged) string {
 		h.Write(part)
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Record records a logged call (import --calls, the spool) at its logged
+// time, threaded and checked as a live call is. It returns the call's
+// conversation.
+func (r *Recorder) Record(ctx context.Context, l *calls.Logged) (string, error) {
+	res, err := r.recordLogged(ctx, []LoggedLine{{Call: l}}, false)
+	if err != nil {
+		return "", errors.Unwrap(err)
+	}
+	return res[0].Conversation, nil
+}
+
+// eventsLog is the part of *eventlog.Log that tells whether a call is
+// recorded.
+type eventsLog interface {
+	Events(ctx context.Context, conversation string) iter.Seq2[eventlog.Record, error]
+}
+
+// recorded reports whether conversation conv holds call id's
+// inference.started: a call the spool began to record before a crash.
+func (r *Recorder) recorded(ctx context.Context, conv, id string) (bool, error) {
+	el, ok := r.log.(eventsLog)
+	if !ok {
+		return false, nil
+	}
+	for rec, err := range el.Events(ctx, conv) {
+		if err != nil {
+			return false, err
+		}
+		if s, ok := rec.Event.Payload.(events.InferenceStarted); ok && s.InferenceID == id {
+			return true, nil
+		}
+	}
+	return false, nil
 }

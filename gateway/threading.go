@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"strings"
 
 	"github.com/oklog/ulid/v2"
 	"github.com/turnlog/turnlog/calls"
@@ -120,4 +121,46 @@ func stateKeys(c *calls.Call, o calls.Outcome, turn *projector.Turn, reloaded bo
 		keys[len(keys)-len(out)+i] = calls.Key(&out[i])
 	}
 	return keys
+}
+
+// mirrorStore is a shared threading store with this gateway's copy of
+// what it wrote, read while NATS is away.
+type mirrorStore struct{ shared, local calls.ThreadStore }
+
+// Get reads a state's entry from this gateway's copy when it has it (what
+// a state maps to is written once, by the call that made it; a state whose
+// conversation was erased since is found missing when it is loaded, see
+// recordInput), and everything else from the shared store: the latest
+// call of each conversation, and a response's conversation (an erase
+// removes it there, and previous_response_id would otherwise name the
+// erased conversation). While the shared store cannot be read, a
+// response's entry comes from this gateway's copy.
+func (m mirrorStore) Get(ctx context.Context, key string) (string, bool, error) {
+	if strings.HasPrefix(key, "s.") {
+		if v, ok, _ := m.local.Get(ctx, key); ok {
+			return v, true, nil
+		}
+	}
+	v, ok, err := m.shared.Get(ctx, key)
+	if err != nil && strings.HasPrefix(key, "r.") {
+		if lv, lok, _ := m.local.Get(ctx, key); lok {
+			return lv, true, nil
+		}
+	}
+	return v, ok, err
+}
+
+func (m mirrorStore) Put(ctx context.Context, pairs map[string]string) error {
+	_ = m.local.Put(ctx, pairs)
+	return m.shared.Put(ctx, pairs)
+}
+
+// PutAsync writes this gateway's copy at once and publishes to the shared
+// store, when it can publish without waiting (calls.AsyncThreadStore).
+func (m mirrorStore) PutAsync(pairs map[string]string) (func(context.Context) error, error) {
+	_ = m.local.Put(context.Background(), pairs)
+	if as, ok := m.shared.(calls.AsyncThreadStore); ok {
+		return as.PutAsync(pairs)
+	}
+	return func(ctx context.Context) error { return m.shared.Put(ctx, pairs) }, nil
 }
