@@ -351,56 +351,6 @@ func metaDiff(have, want map[string]string) map[string]string {
 	return d
 }
 
-// Outcome is how a call ended.
-type Outcome struct {
-	// Output is the response read (nil when there was none to read).
-	Output *Output
-	// Failure, when set, makes the call failed with this reason (an
-	// upstream error status, a cut stream, a client gone); else it
-	// finished, unless Output reports an error.
-	Failure string
-	// Transient says a retry may succeed (5xx, 429, timeouts).
-	Transient bool
-	Duration  time.Duration
-}
-
-// PlanOutcome returns the events of a call's second step and applies them
-// to turn: the output's blocks and inference.finished, or
-// inference.failed with the reason (a failed call's partial output is not
-// added to the Turn: the client did not get an answer to continue from).
-func PlanOutcome(turn *projector.Turn, c *Call, o Outcome) ([]events.Event, error) {
-	conv := turn.Conversation
-	var evs []events.Event
-	emit := func(p events.Payload) error {
-		e := c.event(conv, 1, p)
-		if err := projector.Apply(turn, e); err != nil {
-			return fmt.Errorf("record call %s: %w", c.ID, err)
-		}
-		evs = append(evs, e)
-		return nil
-	}
-	failure := o.Failure
-	if failure == "" && o.Output != nil && o.Output.Error != "" {
-		failure = o.Output.Error
-	}
-	if failure != "" {
-		return evs, emit(events.InferenceFailed{InferenceID: c.ID, Error: summary(failure), Transient: o.Transient, Duration: o.Duration})
-	}
-	fin := events.InferenceFinished{InferenceID: c.ID, Duration: o.Duration}
-	if o.Output != nil {
-		for _, b := range o.Output.Blocks() {
-			if err := emit(appendPayload(ulid.Make().String(), &b, len(turn.Blocks))); err != nil {
-				return nil, err
-			}
-		}
-		fin.PromptTokens, fin.CompletionTokens, fin.StopReason = o.Output.PromptTokens, o.Output.CompletionTokens, o.Output.StopReason
-		if c.Request != nil && c.Request.API == Responses {
-			fin.ResponseID = o.Output.ResponseID
-		}
-	}
-	return evs, emit(fin)
-}
-
 // sameContent reports whether a and b have the content Key compares.
 func sameContent(a, b *events.Block) bool {
 	return a.Kind == b.Kind && a.Text == b.Text && a.CallID == b.CallID && a.ToolName == b.ToolName &&
