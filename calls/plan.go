@@ -180,11 +180,7 @@ type reqBlock struct {
 }
 
 func flatten(req *Request) []reqBlock {
-	n := 0
-	for i := range req.Items {
-		n += len(req.Items[i].Blocks)
-	}
-	out := make([]reqBlock, 0, n)
+	out := make([]reqBlock, 0, req.blockCount())
 	for i := range req.Items {
 		it := &req.Items[i]
 		for j := range it.Blocks {

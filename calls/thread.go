@@ -149,7 +149,10 @@ func (x *Threads) RecordAsync(ctx context.Context, conv string, n int, blocks []
 	}
 	as, ok := x.store.(AsyncThreadStore)
 	if !ok {
-		return done, x.Record(ctx, conv, n, blocks, keys, responseID)
+		if err := x.store.Put(ctx, pairs); err != nil {
+			return nil, fmt.Errorf("record the call for threading: %w", err)
+		}
+		return done, nil
 	}
 	w, err := as.PutAsync(pairs)
 	if err != nil {

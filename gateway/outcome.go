@@ -1,0 +1,144 @@
+package gateway
+
+// A call's outcome: recorded after its input, acknowledged by JetStream
+// before the response's last byte, indexed for threading beside it.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/turnlog/turnlog/calls"
+	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projector"
+	"github.com/turnlog/turnlog/tracing"
+)
+
+// Finish records a call's outcome after its input, and returns once
+// JetStream acknowledged it. It runs once per call; later calls return
+// nil.
+func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) error {
+	if p.finished {
+		return nil
+	}
+	p.finished = true
+	if o.Duration == 0 {
+		o.Duration = time.Since(p.started)
+	}
+	in := <-p.input
+	if in.err != nil {
+		r.metrics.calls.WithLabelValues(string(p.api), "unrecorded").Inc()
+		r.logger.Error("gateway: call not recorded", "conversation", p.conv, "err", in.err)
+		return in.err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	span := r.startSpan(p, in)
+	turn := in.turn
+	reloaded := false
+	findings, checker := in.findings, in.checker
+	var stored []events.Event
+	ok := o.Failure == "" && (o.Output == nil || o.Output.Error == "")
+	respID := "" // indexed for previous_response_id: the Responses API's alone
+	if o.Output != nil && p.api == calls.Responses {
+		respID = o.Output.ResponseID
+	}
+	var indexed func(context.Context) error
+	for attempt := 0; ; attempt++ {
+		evs, err := calls.PlanOutcome(turn, p.call, o)
+		if err != nil {
+			return err
+		}
+		for _, f := range findings {
+			e := events.New(p.conv, p.call.ID, 1, calls.Actor, f)
+			if !p.call.Time.IsZero() {
+				e.Time = p.call.Time.UTC()
+			}
+			if err := projector.Apply(turn, e); err != nil {
+				return fmt.Errorf("record a finding: %w", err)
+			}
+			evs = append(evs, e)
+		}
+		if ok && indexed == nil {
+			// Indexed for threading beside the append, not after it: the
+			// client's next call may come as soon as the answer ends. The
+			// entries are published first, and their acknowledgement
+			// awaited after the append's, which it overlaps. Should the
+			// append fail, the entry names a state the log lacks, and a
+			// call continuing it starts a conversation (see recordInput).
+			var err error
+			if indexed, err = r.threads.RecordAsync(ctx, p.conv, turn.Events, turn.Blocks, stateKeys(p.call, o, turn, false), respID); err != nil {
+				indexed = func(context.Context) error { return err }
+			}
+		}
+		seq, err := r.log.Append(ctx, p.conv, turn.Seq, evs...)
+		if errors.Is(err, eventlog.ErrConflict) && attempt < appendAttempts {
+			r.metrics.conflicts.Inc()
+			if err := indexed(ctx); err != nil {
+				r.logger.Warn("gateway: call not indexed for threading", "conversation", p.conv, "err", err)
+			}
+			indexed = nil
+			if turn, err = r.log.Load(ctx, p.conv); err != nil {
+				return err
+			}
+			reloaded = true
+			continue
+		}
+		if err != nil {
+			if indexed != nil {
+				_ = indexed(ctx)
+			}
+			r.metrics.calls.WithLabelValues(string(p.api), "unrecorded").Inc()
+			r.logger.Error("gateway: call's outcome not recorded", "conversation", p.conv, "err", err)
+			err = fmt.Errorf("record the call's outcome: %w", err)
+			span.End(tracing.CallResult{Err: err, ErrorType: "unrecorded"})
+			return err
+		}
+		turn.Seq = seq
+		stored = evs
+		break
+	}
+	if span.Recording() {
+		span.End(spanResult(o))
+	} else {
+		span.End(tracing.CallResult{})
+	}
+	r.fedOutcome(checker, stored, !reloaded)
+	r.metrics.countFindings(findings)
+	outcome := "finished"
+	if !ok {
+		outcome = "failed"
+	}
+	r.metrics.calls.WithLabelValues(string(p.api), outcome).Inc()
+	if indexed != nil {
+		if err := indexed(ctx); err != nil {
+			// The call is recorded; only a later call's threading by
+			// content can miss it (it then starts a conversation).
+			r.logger.Warn("gateway: call not indexed for threading", "conversation", p.conv, "err", err)
+		}
+	} else if ok {
+		// Planned again after a conflict: indexed at its final position.
+		if err := r.threads.Record(ctx, p.conv, turn.Events, turn.Blocks, nil, respID); err != nil {
+			r.logger.Warn("gateway: call not indexed for threading", "conversation", p.conv, "err", err)
+		}
+	}
+	r.snapshot(ctx, turn, in.atStart, eventlog.StepID(p.call.ID, 1))
+	r.cache.put(turn)
+	return nil
+}
+
+// snapshot saves the conversation's snapshot when the call took it past a
+// multiple of the log's snapshot interval: the gateway serves a
+// conversation from its cache and rarely loads it, so a restarted gateway
+// (or another one) would otherwise fold its whole history.
+func (r *Recorder) snapshot(ctx context.Context, turn *projector.Turn, atStart int, lastMsgID string) {
+	every := r.log.SnapshotEvery()
+	if every <= 0 || turn.Events/every == atStart/every {
+		return
+	}
+	if err := r.log.SaveSnapshot(ctx, turn, lastMsgID); err != nil {
+		r.logger.Warn("gateway: snapshot not saved", "conversation", turn.Conversation, "err", err)
+	}
+}
