@@ -1,8 +1,9 @@
 package calls
 
 import (
+	"bytes"
 	"container/list"
-	"crypto/sha256"
+	"hash/maphash"
 	"sync"
 
 	"github.com/turnlog/turnlog/events"
@@ -14,16 +15,24 @@ import (
 // for the very same bytes (of the same API and member), so what a cached
 // item gives is what parsing it again would. It is bounded in bytes and
 // safe for concurrent use; nil caches nothing.
+//
+// Entries are found by a seeded hash of their bytes and used only when
+// the bytes are equal (a comparison costs a fraction of a cryptographic
+// hash, and a collision can only cost a miss).
 type ParseCache struct {
 	mu       sync.Mutex
+	seed     maphash.Seed
 	maxBytes int
 	bytes    int
 	order    *list.List // of *cacheEntry, most recent first
-	byKey    map[[32]byte]*list.Element
+	byKey    map[uint64]*list.Element
 }
 
 type cacheEntry struct {
-	key   [32]byte
+	key   uint64
+	api   API
+	field string
+	raw   []byte // the bytes it was read from
 	item  Item   // an input item
 	canon []byte // or a parameter's canonical JSON
 	size  int
@@ -31,33 +40,34 @@ type cacheEntry struct {
 
 // NewParseCache returns a ParseCache of about maxBytes.
 func NewParseCache(maxBytes int) *ParseCache {
-	return &ParseCache{maxBytes: maxBytes, order: list.New(), byKey: map[[32]byte]*list.Element{}}
+	return &ParseCache{seed: maphash.MakeSeed(), maxBytes: maxBytes, order: list.New(), byKey: map[uint64]*list.Element{}}
 }
 
-func cacheKey(api API, field string, raw []byte) [32]byte {
-	h := sha256.New()
-	h.Write([]byte(api))
-	h.Write([]byte{0})
-	h.Write([]byte(field))
-	h.Write([]byte{0})
+func (c *ParseCache) key(api API, field string, raw []byte) uint64 {
+	var h maphash.Hash
+	h.SetSeed(c.seed)
+	h.WriteString(string(api))
+	h.WriteByte(0)
+	h.WriteString(field)
+	h.WriteByte(0)
 	h.Write(raw)
-	var k [32]byte
-	h.Sum(k[:0])
-	return k
+	return h.Sum64()
 }
 
-func (c *ParseCache) get(k [32]byte) (*cacheEntry, bool) {
-	if c == nil {
-		return nil, false
-	}
+// get returns the entry of exactly these bytes, if any.
+func (c *ParseCache) get(k uint64, api API, field string, raw []byte) (*cacheEntry, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.byKey[k]
 	if !ok {
 		return nil, false
 	}
+	e := el.Value.(*cacheEntry)
+	if e.api != api || e.field != field || !bytes.Equal(e.raw, raw) {
+		return nil, false
+	}
 	c.order.MoveToFront(el)
-	return el.Value.(*cacheEntry), true
+	return e, true
 }
 
 func (c *ParseCache) put(e *cacheEntry) {
@@ -87,16 +97,16 @@ func (c *ParseCache) item(api API, field string, raw []byte, parse func() (Item,
 	if c == nil {
 		return parse()
 	}
-	k := cacheKey(api, field, raw)
-	if e, ok := c.get(k); ok {
+	k := c.key(api, field, raw)
+	if e, ok := c.get(k, api, field, raw); ok {
 		return cloneItem(e.item), nil
 	}
 	it, err := parse()
 	if err != nil {
 		return it, err
 	}
-	size := 2*len(raw) + len(it.Canon) + 256
-	c.put(&cacheEntry{key: k, item: cloneItem(it), size: size})
+	size := 3*len(raw) + len(it.Canon) + 256
+	c.put(&cacheEntry{key: k, api: api, field: field, raw: bytes.Clone(raw), item: cloneItem(it), size: size})
 	return it, nil
 }
 
@@ -105,15 +115,15 @@ func (c *ParseCache) canonical(raw []byte) ([]byte, error) {
 	if c == nil {
 		return Canonical(raw)
 	}
-	k := cacheKey("", "param", raw)
-	if e, ok := c.get(k); ok {
+	k := c.key("", "param", raw)
+	if e, ok := c.get(k, "", "param", raw); ok {
 		return e.canon, nil
 	}
 	canon, err := Canonical(raw)
 	if err != nil {
 		return nil, err
 	}
-	c.put(&cacheEntry{key: k, canon: canon, size: len(raw) + len(canon) + 128})
+	c.put(&cacheEntry{key: k, field: "param", raw: bytes.Clone(raw), canon: canon, size: 2*len(raw) + len(canon) + 128})
 	return canon, nil
 }
 

@@ -157,12 +157,8 @@ func PlanInput(turn *projector.Turn, c *Call) ([]events.Event, error) {
 			blocks[i], _ = turn.Block(id)
 		}
 	}
-	got, err := RenderHash(req.API, blocks, turn.Data, req.Params.Hash)
-	if err != nil {
-		return nil, fmt.Errorf("the recorded call would not render again: %w", err)
-	}
-	if got != req.InputHash {
-		return nil, fmt.Errorf("the recorded call renders to %s, not to the request's %s", got, req.InputHash)
+	if err := checkRender(req, blocks, turn.Data); err != nil {
+		return nil, err
 	}
 	st := events.InferenceStarted{InferenceID: c.ID, Model: req.Model, InputHash: req.InputHash,
 		Blocks: len(blocks), InputBlocks: inputIDs, Gateway: gw}

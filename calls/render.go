@@ -2,6 +2,8 @@ package calls
 
 import (
 	"fmt"
+	"slices"
+	"sync"
 
 	"github.com/turnlog/turnlog/events"
 )
@@ -14,7 +16,7 @@ import (
 // recorded as the call's input hash when the log holds what the client
 // sent.
 func Render(api API, blocks []events.Block, data map[string]string, paramsHash string) ([]byte, error) {
-	members, lists, err := render(api, blocks, data, paramsHash)
+	members, lists, _, err := render(api, blocks, data, paramsHash, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -27,18 +29,20 @@ func Render(api API, blocks []events.Block, data map[string]string, paramsHash s
 // RenderHash is the input hash of Render's result, computed without
 // building it.
 func RenderHash(api API, blocks []events.Block, data map[string]string, paramsHash string) (string, error) {
-	members, lists, err := render(api, blocks, data, paramsHash)
+	members, lists, _, err := render(api, blocks, data, paramsHash, nil)
 	if err != nil {
 		return "", err
 	}
 	return canonicalHash(members, lists), nil
 }
 
-// render returns Render's members, the input array apart (lists).
-func render(api API, blocks []events.Block, data map[string]string, paramsHash string) (map[string][]byte, map[string][][]byte, error) {
+// render returns Render's members, the input array apart (lists), whose
+// items it writes into buf (grown as needed, and returned: the caller may
+// reuse it once done with lists).
+func render(api API, blocks []events.Block, data map[string]string, paramsHash string, buf []byte) (map[string][]byte, map[string][][]byte, []byte, error) {
 	members, inputs, err := loadParams(data, paramsHash)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, buf, err
 	}
 	// The input array's items are written one after the other into buf
 	// (ends[i] is where item i ends), not each into a buffer of its own.
@@ -46,7 +50,7 @@ func render(api API, blocks []events.Block, data map[string]string, paramsHash s
 	for i := range blocks {
 		size += len(blocks[i].Text) + len(blocks[i].Meta[MetaItem]) + 48
 	}
-	buf := make([]byte, 0, size)
+	buf = slices.Grow(buf[:0], size)
 	ends := make([]int, 0, len(blocks))
 	fields := map[string][]byte{}
 	for i := range blocks {
@@ -59,11 +63,11 @@ func render(api API, blocks []events.Block, data map[string]string, paramsHash s
 			v, ok := []byte(b.Meta[MetaItem]), b.Meta[MetaItem] != ""
 			if !ok {
 				if v, ok = defaultItem(api, field, b); !ok {
-					return nil, nil, fmt.Errorf("block %s (%s) has neither %s nor a default form in %s", b.ID, b.Kind, MetaItem, api)
+					return nil, nil, buf, fmt.Errorf("block %s (%s) has neither %s nor a default form in %s", b.ID, b.Kind, MetaItem, api)
 				}
 			}
 			if _, dup := fields[field]; dup {
-				return nil, nil, fmt.Errorf("block %s: a second item for member %q", b.ID, field)
+				return nil, nil, buf, fmt.Errorf("block %s: a second item for member %q", b.ID, field)
 			}
 			fields[field] = v
 			continue
@@ -73,7 +77,7 @@ func render(api API, blocks []events.Block, data map[string]string, paramsHash s
 		} else {
 			var ok bool
 			if buf, ok = appendDefaultItem(buf, api, field, b); !ok {
-				return nil, nil, fmt.Errorf("block %s (%s) has neither %s nor a default form in %s", b.ID, b.Kind, MetaItem, api)
+				return nil, nil, buf, fmt.Errorf("block %s (%s) has neither %s nor a default form in %s", b.ID, b.Kind, MetaItem, api)
 			}
 		}
 		ends = append(ends, len(buf))
@@ -98,7 +102,7 @@ func render(api API, blocks []events.Block, data map[string]string, paramsHash s
 			continue
 		}
 		if f != main {
-			return nil, nil, fmt.Errorf("the call had member %q, but no block holds it", f)
+			return nil, nil, buf, fmt.Errorf("the call had member %q, but no block holds it", f)
 		}
 		if list == nil {
 			list = [][]byte{}
@@ -107,7 +111,30 @@ func render(api API, blocks []events.Block, data map[string]string, paramsHash s
 		list = nil
 	}
 	if len(list) > 0 {
-		return nil, nil, fmt.Errorf("%d items but the call had no %q member", len(list), main)
+		return nil, nil, buf, fmt.Errorf("%d items but the call had no %q member", len(list), main)
 	}
-	return members, lists, nil
+	return members, lists, buf, nil
+}
+
+// renderBuffers hold the items of a render being checked.
+var renderBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// checkRender is the plan's proof: blocks and data, as recorded, render to
+// the request the client sent, byte for byte.
+func checkRender(req *Request, blocks []events.Block, data map[string]string) error {
+	buf := renderBuffers.Get().(*[]byte)
+	members, lists, grown, err := render(req.API, blocks, data, req.Params.Hash, *buf)
+	defer func() {
+		if cap(grown) <= pooledBufferMax {
+			*buf = grown[:0]
+			renderBuffers.Put(buf)
+		}
+	}()
+	if err != nil {
+		return fmt.Errorf("the recorded call would not render again: %w", err)
+	}
+	if !req.rendersTo(members, lists) {
+		return fmt.Errorf("the recorded call renders to %s, not to the request's %s", canonicalHash(members, lists), req.InputHash)
+	}
+	return nil
 }

@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
+	"sync"
 
 	"github.com/turnlog/turnlog/events"
 )
@@ -47,6 +49,10 @@ type Request struct {
 	Params Params
 	// InputHash is HashPrefix and the SHA-256 of the canonical request.
 	InputHash string
+	// canon and lists are the canonical request InputHash was taken of
+	// (canonicalHash's arguments), kept to compare a render with.
+	canon map[string][]byte
+	lists map[string][][]byte
 }
 
 // Item is one element of a call's input or output.
@@ -140,6 +146,7 @@ func (c *ParseCache) ParseRequest(api API, body []byte) (*Request, error) {
 	}
 	req.Params = newParams(canon, inputs)
 	req.InputHash = canonicalHash(canon, lists)
+	req.canon, req.lists = canon, lists
 	return req, nil
 }
 
@@ -305,6 +312,14 @@ func joinArray(items [][]byte) []byte {
 // hashed as it is written: a long history's input is not copied into one
 // array and then into one object, twice a call, only to be hashed.
 func canonicalHash(members map[string][]byte, lists map[string][][]byte) string {
+	h := sha256.New()
+	writeCanonical(h, members, lists)
+	return HashPrefix + hex.EncodeToString(h.Sum(nil))
+}
+
+// writeCanonical writes joinObject(members) to w, each member named in
+// lists as the array of those canonical items (joinArray).
+func writeCanonical(w io.Writer, members map[string][]byte, lists map[string][][]byte) {
 	keys := make([]string, 0, len(members)+len(lists))
 	for k := range members {
 		keys = append(keys, k)
@@ -315,7 +330,6 @@ func canonicalHash(members map[string][]byte, lists map[string][][]byte) string 
 		}
 	}
 	sortUTF16(keys)
-	h := sha256.New()
 	scratch := make([]byte, 0, 64)
 	for i, k := range keys {
 		scratch = scratch[:0]
@@ -330,24 +344,68 @@ func canonicalHash(members map[string][]byte, lists map[string][][]byte) string 
 		if isList {
 			scratch = append(scratch, '[')
 		}
-		h.Write(scratch)
+		w.Write(scratch)
 		if !isList {
-			h.Write(members[k])
+			w.Write(members[k])
 			continue
 		}
 		for j, it := range list {
 			if j > 0 {
-				h.Write(comma)
+				w.Write(comma)
 			}
-			h.Write(it)
+			w.Write(it)
 		}
-		h.Write(closeArray)
+		w.Write(closeArray)
 	}
 	if len(keys) == 0 {
-		h.Write([]byte{'{'})
+		w.Write([]byte{'{'})
 	}
-	h.Write(closeObject)
-	return HashPrefix + hex.EncodeToString(h.Sum(nil))
+	w.Write(closeObject)
+}
+
+// matcher is an io.Writer that compares what is written to it with want.
+type matcher struct {
+	want []byte
+	off  int
+	diff bool
+}
+
+func (m *matcher) Write(p []byte) (int, error) {
+	if !m.diff {
+		if m.off+len(p) > len(m.want) || !bytes.Equal(m.want[m.off:m.off+len(p)], p) {
+			m.diff = true
+		}
+		m.off += len(p)
+	}
+	return len(p), nil
+}
+
+// canonicalBuffers hold a request's canonical JSON while a render is
+// compared with it.
+var canonicalBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// pooledBufferMax is the largest buffer put back in a pool: one huge
+// request must not keep its size alive for every later one.
+const pooledBufferMax = 1 << 20
+
+// rendersTo reports whether the canonical request members and lists
+// (render's) are the request's, byte for byte: its InputHash without
+// hashing them again.
+func (r *Request) rendersTo(members map[string][]byte, lists map[string][][]byte) bool {
+	if r.canon == nil {
+		return canonicalHash(members, lists) == r.InputHash
+	}
+	buf := canonicalBuffers.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= pooledBufferMax {
+			canonicalBuffers.Put(buf)
+		}
+	}()
+	buf.Reset()
+	writeCanonical(buf, r.canon, r.lists)
+	m := matcher{want: buf.Bytes()}
+	writeCanonical(&m, members, lists)
+	return !m.diff && m.off == len(m.want)
 }
 
 var (

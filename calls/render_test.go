@@ -1,0 +1,45 @@
+package calls
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The render check compares a render with the request byte for byte: it
+// agrees with comparing their hashes, whatever part differs.
+func TestRendersToComparesTheCanonicalRequest(t *testing.T) {
+	req, err := NewParseCache(1<<20).ParseRequest(ChatCompletions,
+		[]byte(`{"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":"hi"}],"temperature":0.5}`))
+	require.NoError(t, err)
+	same := func() (map[string][]byte, map[string][][]byte) {
+		members := map[string][]byte{}
+		for k, v := range req.canon {
+			members[k] = v
+		}
+		lists := map[string][][]byte{}
+		for k, v := range req.lists {
+			lists[k] = append([][]byte(nil), v...)
+		}
+		return members, lists
+	}
+	members, lists := same()
+	assert.True(t, req.rendersTo(members, lists), "the request renders to itself")
+
+	for name, change := range map[string]func(map[string][]byte, map[string][][]byte){
+		"an item's byte": func(_ map[string][]byte, l map[string][][]byte) {
+			l["messages"][1] = []byte(`{"content":"ho","role":"user"}`)
+		},
+		"an item more":        func(_ map[string][]byte, l map[string][][]byte) { l["messages"] = append(l["messages"], []byte(`{}`)) },
+		"an item fewer":       func(_ map[string][]byte, l map[string][][]byte) { l["messages"] = l["messages"][:1] },
+		"a parameter":         func(m map[string][]byte, _ map[string][][]byte) { m["temperature"] = []byte(`0.6`) },
+		"a parameter more":    func(m map[string][]byte, _ map[string][][]byte) { m["top_p"] = []byte(`1`) },
+		"a parameter missing": func(m map[string][]byte, _ map[string][][]byte) { delete(m, "model") },
+	} {
+		members, lists := same()
+		change(members, lists)
+		assert.False(t, req.rendersTo(members, lists), name)
+		assert.NotEqual(t, req.InputHash, canonicalHash(members, lists), name)
+	}
+}
