@@ -1,16 +1,11 @@
 package calls
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf16"
 )
 
 // Canonical returns the canonical form of a JSON text, as RFC 8785 (the
@@ -28,85 +23,21 @@ import (
 // forwarded); a name that occurs twice in one object keeps its last value;
 // invalid UTF-8 reads as U+FFFD.
 func Canonical(raw []byte) ([]byte, error) {
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
+	s := canonScanner{b: raw}
+	out, err := s.value(make([]byte, 0, len(raw)))
+	if err != nil {
 		return nil, fmt.Errorf("not JSON: %w", err)
 	}
-	if _, err := d.Token(); err != io.EOF {
+	if s.space(); s.i != len(s.b) {
 		return nil, errors.New("not JSON: more than one value, or text after the value")
 	}
-	return appendCanonical(nil, v)
-}
-
-// canonicalValue is Canonical of an already decoded value (numbers as
-// json.Number).
-func appendCanonical(b []byte, v any) ([]byte, error) {
-	switch v := v.(type) {
-	case nil:
-		return append(b, "null"...), nil
-	case bool:
-		return strconv.AppendBool(b, v), nil
-	case json.Number:
-		f, err := strconv.ParseFloat(string(v), 64)
-		if err != nil && !errors.Is(err, strconv.ErrRange) {
-			return nil, fmt.Errorf("number %s: %w", v, err)
-		}
-		if math.IsInf(f, 0) || math.IsNaN(f) {
-			return nil, fmt.Errorf("number %s is out of the range of a double, which canonical JSON cannot write", v)
-		}
-		return appendNumber(b, f), nil
-	case float64:
-		return appendNumber(b, v), nil
-	case string:
-		return appendString(b, v), nil
-	case []any:
-		b = append(b, '[')
-		for i, e := range v {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var err error
-			if b, err = appendCanonical(b, e); err != nil {
-				return nil, err
-			}
-		}
-		return append(b, ']'), nil
-	case map[string]any:
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		sortUTF16(keys)
-		b = append(b, '{')
-		for i, k := range keys {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, k)
-			b = append(b, ':')
-			var err error
-			if b, err = appendCanonical(b, v[k]); err != nil {
-				return nil, err
-			}
-		}
-		return append(b, '}'), nil
-	}
-	return nil, fmt.Errorf("canonical JSON: unexpected %T", v)
+	return out, nil
 }
 
 // sortUTF16 sorts names by their UTF-16 code units, as JCS orders object
 // members (it differs from byte order only past U+FFFF against
 // U+E000..U+FFFF).
-func sortUTF16(keys []string) {
-	slices.SortFunc(keys, func(a, b string) int {
-		if isASCII(a) && isASCII(b) {
-			return strings.Compare(a, b)
-		}
-		return slices.Compare(utf16.Encode([]rune(a)), utf16.Encode([]rune(b)))
-	})
-}
+func sortUTF16(keys []string) { slices.SortFunc(keys, compareUTF16) }
 
 func isASCII(s string) bool {
 	for i := 0; i < len(s); i++ {

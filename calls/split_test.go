@@ -41,3 +41,23 @@ func FuzzParseRequest(f *testing.F) {
 		}
 	})
 }
+
+// skipString ends a string at its first quote that is not escaped, however
+// many backslashes come before it.
+func TestSkipString(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int // -1: no end
+	}{
+		{`"abc"`, 5}, {`""x`, 2}, {`"a\"b"`, 6}, {`"a\\"b"`, 5}, {`"a\\\"b"`, 8},
+		{`"\\\\"`, 6}, {`"\\\\\"`, -1}, {`"abc`, -1}, {`"a\"`, -1}, {`"\"`, -1}, {`"é\u0022"`, 10},
+	} {
+		got, err := skipString([]byte(tc.in), 0)
+		if tc.want < 0 {
+			assert.Error(t, err, tc.in)
+			continue
+		}
+		require.NoError(t, err, tc.in)
+		assert.Equal(t, tc.want, got, tc.in)
+	}
+}
