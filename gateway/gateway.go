@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"net/http/httputil"
 	"net/url"
 	"strconv"
@@ -215,7 +216,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		st.spooled = sc
 	} else {
 		p, err := g.rec.Begin(r.Context(), Call{API: api, Body: body, Conversation: r.Header.Get(ConversationHeader),
-			Trace: tracing.Extract(r.Context(), r.Header)})
+			Trace: tracing.Extract(r.Context(), r.Header), Deferred: true})
 		if err != nil {
 			g.refuse(w, anthropic, err)
 			return
@@ -332,10 +333,16 @@ func (e errUpstreamTimeout) Error() string {
 }
 
 func (t timedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	ctx, cancel := context.WithCancel(r.Context())
 	if st := stateOf(r.Context()); st != nil {
 		st.upstreamStart = time.Now()
+		if p := st.pending; p != nil {
+			// The call is read and recorded once the upstream has it
+			// (see Call.Deferred), or once it cannot.
+			ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { p.Start() }})
+			defer p.Start()
+		}
 	}
-	ctx, cancel := context.WithCancel(r.Context())
 	timer := time.AfterFunc(t.timeout, cancel)
 	resp, err := t.next.RoundTrip(r.WithContext(ctx))
 	if !timer.Stop() && err != nil && r.Context().Err() == nil {

@@ -24,6 +24,7 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 		return nil
 	}
 	p.finished = true
+	p.Start()
 	if o.Duration == 0 {
 		o.Duration = time.Since(p.started)
 	}

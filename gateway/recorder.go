@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -85,18 +86,29 @@ type Pending struct {
 	// from its traceparent); nil for a call recorded later than it was
 	// made (import --calls, the spool), which gets no span.
 	trace context.Context
+	// start, for a deferred call (Call.Deferred), is closed by Start.
+	start     chan struct{}
+	startOnce sync.Once
+}
+
+// Start lets a deferred call's recording begin (see Call.Deferred); it
+// does nothing after the first time, and for a call not deferred.
+func (p *Pending) Start() {
+	if p.start != nil {
+		p.startOnce.Do(func() { close(p.start) })
+	}
 }
 
 // Conversation is the call's conversation, known once the call is read
 // and threaded (long before the upstream answers).
-func (p *Pending) Conversation() string { <-p.ready; return p.conv }
+func (p *Pending) Conversation() string { p.Start(); <-p.ready; return p.conv }
 
 // Threading is how the conversation was found (calls.Thread*).
-func (p *Pending) Threading() string { <-p.ready; return p.threading }
+func (p *Pending) Threading() string { p.Start(); <-p.ready; return p.threading }
 
 // Parsed reports whether the request was of its API's shape (its response
 // is then read too).
-func (p *Pending) Parsed() bool { <-p.ready; return p.parsed }
+func (p *Pending) Parsed() bool { p.Start(); <-p.ready; return p.parsed }
 
 // Call is what a call's recording needs to know of it.
 type Call struct {
@@ -119,6 +131,11 @@ type Call struct {
 	// Import, for a call read from a log of calls (import --calls), is
 	// the hash that names it there (calls.Call.Import).
 	Import string
+	// Deferred holds the recording back until Pending.Start (or anything
+	// that needs its result): the gateway starts it once the request is
+	// on its way upstream, so that reading and recording the call do not
+	// compete with forwarding it for the processor.
+	Deferred bool
 }
 
 // Begin starts recording a call: in the background, it reads the call,
@@ -136,10 +153,16 @@ func (r *Recorder) Begin(ctx context.Context, in Call) (*Pending, error) {
 		c.ID = ulid.Make().String()
 	}
 	p := &Pending{call: c, api: in.API, started: time.Now(), ready: make(chan struct{}), input: make(chan inputResult, 1)}
+	if in.Deferred {
+		p.start = make(chan struct{})
+	}
 	if in.Trace != nil {
 		p.trace = context.WithoutCancel(in.Trace)
 	}
 	go func() {
+		if p.start != nil {
+			<-p.start
+		}
 		ctx := context.WithoutCancel(ctx)
 		fork, fresh := r.thread(ctx, p, in)
 		// A guess (see thread) or a fork is known for what it is only once
