@@ -194,6 +194,7 @@ func (c *ParseCache) parseInput(api API, field string, raw []byte) (items []Item
 			return nil, nil, nil, false, fmt.Errorf("%s: %w", field, err)
 		}
 		canons := make([][]byte, len(raws))
+		items = make([]Item, 0, len(raws))
 		for i, r := range raws {
 			it, err := c.item(api, "", r, func() (Item, error) {
 				blocks, err := itemBlocks(api, r)

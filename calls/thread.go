@@ -198,13 +198,13 @@ func (x *Threads) FindLongest(ctx context.Context, blocks []events.Block, blockK
 }
 
 func (x *Threads) find(ctx context.Context, blocks []events.Block, blockKeys [][32]byte, longestOnly bool) (ref Ref, latest, ok bool, err error) {
+	// The candidates: the state of each prefix that ends with an output
+	// block, longest first.
 	var keys [][32]byte
+	var candidates []string
 	for i := len(blocks) - 1; i >= 0; i-- {
 		if !output(blocks[i].Kind) {
 			continue
-		}
-		if keys != nil && longestOnly {
-			break
 		}
 		if keys == nil {
 			if blockKeys != nil {
@@ -212,23 +212,63 @@ func (x *Threads) find(ctx context.Context, blocks []events.Block, blockKeys [][
 			}
 			keys = chainOf(blocks[:i+1], blockKeys)
 		}
-		v, found, err := x.store.Get(ctx, stateKey(keys[i]))
-		if err != nil {
+		candidates = append(candidates, stateKey(keys[i]))
+		if longestOnly {
+			break
+		}
+	}
+	batch, canBatch := x.store.(BatchThreadStore)
+	for start := 0; start < len(candidates); {
+		// The longest alone first (a continuation is found there), then
+		// the others by batches where the store can.
+		n := 1
+		if start > 0 && canBatch {
+			n = min(lookupBatch, len(candidates)-start)
+		}
+		group := candidates[start : start+n]
+		start += n
+		var found map[string]string
+		if n == 1 {
+			v, ok, err := x.store.Get(ctx, group[0])
+			if err != nil {
+				return Ref{}, false, false, fmt.Errorf("thread the call: %w", err)
+			}
+			if ok {
+				found = map[string]string{group[0]: v}
+			}
+		} else if found, err = batch.GetMany(ctx, group); err != nil {
 			return Ref{}, false, false, fmt.Errorf("thread the call: %w", err)
 		}
-		if !found {
-			continue
+		for _, k := range group {
+			v, ok := found[k]
+			if !ok {
+				continue
+			}
+			if ref, ok = parseRef(v); !ok {
+				continue // not an entry this code wrote: ignore it
+			}
+			l, isLatest, err := x.store.Get(ctx, latestKey(ref.Conversation))
+			if err != nil {
+				return Ref{}, false, false, fmt.Errorf("thread the call: %w", err)
+			}
+			return ref, isLatest && l == strconv.Itoa(ref.Events), true, nil
 		}
-		if ref, ok = parseRef(v); !ok {
-			continue // not an entry this code wrote: ignore it
-		}
-		l, found, err := x.store.Get(ctx, latestKey(ref.Conversation))
-		if err != nil {
-			return Ref{}, false, false, fmt.Errorf("thread the call: %w", err)
-		}
-		return ref, found && l == strconv.Itoa(ref.Events), true, nil
 	}
 	return Ref{}, false, false, nil
+}
+
+// lookupBatch is how many states a lookup asks a BatchThreadStore for at
+// once (well under the 1,024 answers a JetStream batched get allows).
+const lookupBatch = 128
+
+// BatchThreadStore is a ThreadStore that can read many keys in one round
+// trip (eventlog's threads bucket): a call whose history holds many model
+// outputs never recorded (an app's first call through the gateway) is
+// looked up in one or two round trips instead of one per output.
+type BatchThreadStore interface {
+	ThreadStore
+	// GetMany returns the values of those keys that have one.
+	GetMany(ctx context.Context, keys []string) (map[string]string, error)
 }
 
 // Imported returns the conversation the imported call named by key (a

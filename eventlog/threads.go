@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/synadia-io/orbit.go/jetstreamext"
 )
 
 // Threads is the recording gateway's threading index, shared by every
@@ -19,6 +21,7 @@ type Threads struct {
 	js     jetstream.JetStream
 	kv     jetstream.KeyValue
 	prefix string
+	stream string
 }
 
 // Threads opens the installation's threading bucket, creating it when it
@@ -33,7 +36,7 @@ func (l *Log) Threads(ctx context.Context) (*Threads, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open the gateway's threading index: %w", err)
 	}
-	return &Threads{js: l.js, kv: kv, prefix: "$KV." + l.names.ThreadsBucket + "."}, nil
+	return &Threads{js: l.js, kv: kv, prefix: "$KV." + l.names.ThreadsBucket + ".", stream: "KV_" + l.names.ThreadsBucket}, nil
 }
 
 // Get returns key's value; ok is false when it has none.
@@ -46,6 +49,58 @@ func (t *Threads) Get(ctx context.Context, key string) (string, bool, error) {
 		return "", false, err
 	}
 	return string(e.Value()), true, nil
+}
+
+// GetMany returns the values of those keys that have one, read in one
+// batched direct get (calls.BatchThreadStore); a server too old to answer
+// one is asked key by key.
+func (t *Threads) GetMany(ctx context.Context, keys []string) (map[string]string, error) {
+	found := make(map[string]string)
+	if len(keys) == 0 {
+		return found, nil
+	}
+	subjects := make([]string, len(keys))
+	for i, k := range keys {
+		subjects[i] = t.prefix + k
+	}
+	msgs, err := jetstreamext.GetLastMsgsFor(ctx, t.js, t.stream, subjects)
+	if err == nil {
+		for m, err := range msgs {
+			if errors.Is(err, jetstreamext.ErrNoMessages) {
+				break
+			}
+			if err != nil {
+				return t.getEach(ctx, keys, err)
+			}
+			if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
+				continue // erased
+			}
+			if k, ok := strings.CutPrefix(m.Subject, t.prefix); ok {
+				found[k] = string(m.Data)
+			}
+		}
+		return found, nil
+	}
+	return t.getEach(ctx, keys, err)
+}
+
+// getEach is GetMany key by key, after a batched get failed with err:
+// only when the server cannot answer batched gets.
+func (t *Threads) getEach(ctx context.Context, keys []string, err error) (map[string]string, error) {
+	if !errors.Is(err, jetstreamext.ErrBatchUnsupported) {
+		return nil, fmt.Errorf("read the threading index: %w", err)
+	}
+	found := make(map[string]string)
+	for _, k := range keys {
+		v, ok, err := t.Get(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			found[k] = v
+		}
+	}
+	return found, nil
 }
 
 // Put stores every pair, published together, and returns once JetStream

@@ -206,3 +206,29 @@ func TestEraseRemovesResponseIDEntries(t *testing.T) {
 	assert.Equal(t, 5, got.Threading, "two states, two response IDs, the latest-call entry")
 	assert.NotEqual(t, conv, call(`{"model":"m","input":"more","previous_response_id":"resp_2"}`))
 }
+
+// A gateway that never saw a chat finds the state it forks from behind
+// model outputs no call recorded (the client edited its last answer):
+// the shared index is asked for the earlier states in one batched read,
+// with the gateway's own credential.
+func TestThreadingFindsAStateBehindUnrecordedOutputs(t *testing.T) {
+	s := natstest.Start(t, natstest.WithAuth())
+	up := newChatUpstream(t, "")
+	a := sharedGateway(t, s, up.URL)
+	call := chatCaller(t)
+	first, a1 := weatherAsk, weatherToolCall
+	conv := call(a, first)
+	second := first + `,` + a1 + `,{"role":"tool","tool_call_id":"call_1","content":"sunny"}`
+	require.Equal(t, conv, call(a, second))
+
+	edited := second + `,{"role":"assistant","content":"an answer the model never gave"},{"role":"user","content":"and tomorrow?"}` +
+		`,{"role":"assistant","content":"nor this one"},{"role":"user","content":"and after?"}`
+	fork := call(sharedGateway(t, s, up.URL), edited)
+	require.NotEqual(t, conv, fork)
+	l, err := eventlog.Open(context.Background(), s.Conn)
+	require.NoError(t, err)
+	start, ok := conversationEvents(t, l, fork)[0].Payload.(events.ConversationStarted)
+	require.True(t, ok)
+	assert.Equal(t, conv, start.ForkedFrom, "forked from the first call's state, the longest one recorded")
+	verify(t, l, fork)
+}

@@ -150,6 +150,47 @@ func (m mirrorStore) Get(ctx context.Context, key string) (string, bool, error) 
 	return v, ok, err
 }
 
+// GetMany is Get of many keys: the states this gateway wrote from its
+// copy, the others from the shared store in one round trip when it can
+// (calls.BatchThreadStore).
+func (m mirrorStore) GetMany(ctx context.Context, keys []string) (map[string]string, error) {
+	found := make(map[string]string)
+	var rest []string
+	for _, k := range keys {
+		if strings.HasPrefix(k, "s.") {
+			if v, ok, _ := m.local.Get(ctx, k); ok {
+				found[k] = v
+				continue
+			}
+		}
+		rest = append(rest, k)
+	}
+	if len(rest) == 0 {
+		return found, nil
+	}
+	bs, ok := m.shared.(calls.BatchThreadStore)
+	if !ok {
+		for _, k := range rest {
+			v, ok, err := m.Get(ctx, k)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				found[k] = v
+			}
+		}
+		return found, nil
+	}
+	shared, err := bs.GetMany(ctx, rest)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range shared {
+		found[k] = v
+	}
+	return found, nil
+}
+
 func (m mirrorStore) Put(ctx context.Context, pairs map[string]string) error {
 	_ = m.local.Put(ctx, pairs)
 	return m.shared.Put(ctx, pairs)

@@ -137,6 +137,7 @@ func SpecFor(r Role, n eventlog.Names) Spec {
 		pub(api("STREAM.INFO", thrKV), "gateway: open the threading index")
 		pub(api("STREAM.CREATE", thrKV), "gateway: create the threading index on first use")
 		pub(api("DIRECT.GET", thrKV)+".>", "gateway: look calls up in the threading index")
+		pub(api("DIRECT.GET", thrKV), "gateway: look a call's earlier states up at once (batched direct get)")
 		pub(api("STREAM.MSG.GET", thrKV), "gateway: the same, from a bucket without direct gets")
 		pub("$KV."+n.ThreadsBucket+".>", "gateway: index recorded calls for threading")
 		sub(n.WorkersPing(), "answer the status ping")

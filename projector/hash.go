@@ -116,8 +116,21 @@ func HashMatches(t *Turn, recorded string) bool {
 // HashText is the hex SHA-256 of a text, used for system prompts and
 // templates so that equal prompts have equal hashes across conversations.
 func HashText(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:])
+	if len(s) <= 256 {
+		sum := sha256.Sum256([]byte(s))
+		return hex.EncodeToString(sum[:])
+	}
+	// A long prompt is hashed through a small buffer, not copied whole
+	// into a byte slice first (the gateway hashes one on every call).
+	h := sha256.New()
+	var buf [512]byte
+	for len(s) > 0 {
+		n := copy(buf[:], s)
+		h.Write(buf[:n])
+		s = s[n:]
+	}
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0]))
 }
 
 // blockSum is a cached block digest. It counts only while ok and while id

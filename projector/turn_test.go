@@ -1,6 +1,8 @@
 package projector_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -259,6 +261,12 @@ func TestHashText(t *testing.T) {
 	assert.Equal(t, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", projector.HashText(""))
 	assert.Equal(t, projector.HashText("be brief"), projector.HashText("be brief"))
 	assert.NotEqual(t, projector.HashText("be brief"), projector.HashText("be brief "))
+	// Long texts are hashed in pieces: the same SHA-256 all the same.
+	for _, n := range []int{255, 256, 257, 511, 512, 513, 5000} {
+		s := strings.Repeat("é", n/2) + strings.Repeat("x", n%2)
+		sum := sha256.Sum256([]byte(s))
+		assert.Equal(t, hex.EncodeToString(sum[:]), projector.HashText(s), "%d bytes", len(s))
+	}
 }
 
 // helperT is what the round-trip helpers need of a test: *testing.T or

@@ -1,0 +1,69 @@
+package calls
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/events"
+)
+
+// countingStore is a MemStore that can read many keys at once, and counts
+// its round trips.
+type countingStore struct {
+	*MemStore
+	gets, batches int
+}
+
+func (s *countingStore) Get(ctx context.Context, key string) (string, bool, error) {
+	s.gets++
+	return s.MemStore.Get(ctx, key)
+}
+
+func (s *countingStore) GetMany(ctx context.Context, keys []string) (map[string]string, error) {
+	s.batches++
+	out := map[string]string{}
+	for _, k := range keys {
+		if v, ok, _ := s.MemStore.Get(ctx, k); ok {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+// A call whose history holds many model outputs no call recorded (an
+// app's first call through the gateway) is looked up in two round trips,
+// the longest state and then the others together, and still finds the
+// longest recorded state among them.
+func TestFindReadsEarlierStatesTogether(t *testing.T) {
+	ctx := context.Background()
+	var history []events.Block
+	for i := range 300 {
+		history = append(history, events.Block{Kind: events.KindUser, Text: fmt.Sprint("q", i)}, events.Block{Kind: events.KindLLMText, Text: fmt.Sprint("a", i)})
+	}
+	ask := append(history[:len(history):len(history)], events.Block{Kind: events.KindUser, Text: "now"})
+
+	store := &countingStore{MemStore: NewMemStore(100)}
+	x := NewThreads(store)
+	_, _, ok, err := x.Find(ctx, ask, nil)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	assert.Equal(t, 1, store.gets, "the longest state alone")
+	assert.Equal(t, 3, store.batches, "299 earlier states, 128 at a time")
+
+	// Two earlier states recorded (a conversation forked twice): the
+	// longer is found, and whether it is its conversation's latest.
+	require.NoError(t, x.Record(ctx, "A", 7, history[:20], nil, ""))
+	require.NoError(t, x.Record(ctx, "B", 9, history[:400], nil, ""))
+	require.NoError(t, store.Put(ctx, map[string]string{stateKey(Chain(history[:500])[499]): "not a state"}))
+	store.gets, store.batches = 0, 0
+	ref, latest, ok, err := x.Find(ctx, ask, nil)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, Ref{"B", 9}, ref, "the longest recorded state; an entry that is not one is passed over")
+	assert.True(t, latest)
+	assert.Equal(t, 1, store.batches, "found in the first batch")
+	assert.Equal(t, 2, store.gets, "the longest state, then the latest call of its conversation")
+}
