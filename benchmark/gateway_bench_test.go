@@ -2,6 +2,7 @@ package benchmark
 
 import (
 	"context"
+	"runtime"
 	"testing"
 )
 
@@ -19,6 +20,32 @@ func BenchmarkGatewayCall(b *testing.B) {
 	defer rig.stop()
 	for _, t := range rig.targets[1:] {
 		b.Run(t.name, func(b *testing.B) {
+			b.RunParallel(func(pb *testing.PB) {
+				ch := chain{id: int(chainIDs.Add(1))}
+				for pb.Next() {
+					if _, _, err := rig.call(ctx, t, &ch); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkGatewaySaturated is BenchmarkGatewayCall with 64 callers (as
+// bench --gateway's saturation phase): the processors are never idle, so
+// a run's process CPU divided by its calls is what a call costs.
+func BenchmarkGatewaySaturated(b *testing.B) {
+	ctx := context.Background()
+	rig, err := startGatewayRig(ctx, 64)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rig.stop()
+	for _, t := range rig.targets[1:] {
+		b.Run(t.name, func(b *testing.B) {
+			b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0)))
 			b.RunParallel(func(pb *testing.PB) {
 				ch := chain{id: int(chainIDs.Add(1))}
 				for pb.Next() {

@@ -2,12 +2,13 @@ package eventlog
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/synadia-io/orbit.go/jetstreamext"
 )
 
 // Threads is the recording gateway's threading index, shared by every
@@ -52,55 +53,77 @@ func (t *Threads) Get(ctx context.Context, key string) (string, bool, error) {
 }
 
 // GetMany returns the values of those keys that have one, read in one
-// batched direct get (calls.BatchThreadStore); a server too old to answer
-// one is asked key by key.
+// batched direct get (calls.BatchThreadStore): one request, answered by
+// a message per key found and an end-of-batch one. The answers are
+// received on a channel sized for them (a plain synchronous subscription
+// allocates 512 KB for its queue, per lookup).
 func (t *Threads) GetMany(ctx context.Context, keys []string) (map[string]string, error) {
 	found := make(map[string]string)
 	if len(keys) == 0 {
 		return found, nil
 	}
-	subjects := make([]string, len(keys))
-	for i, k := range keys {
-		subjects[i] = t.prefix + k
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t.js.Options().DefaultTimeout)
+		defer cancel()
 	}
-	msgs, err := jetstreamext.GetLastMsgsFor(ctx, t.js, t.stream, subjects)
-	if err == nil {
-		for m, err := range msgs {
-			if errors.Is(err, jetstreamext.ErrNoMessages) {
-				break
-			}
-			if err != nil {
-				return t.getEach(ctx, keys, err)
-			}
-			if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
-				continue // erased
-			}
-			if k, ok := strings.CutPrefix(m.Subject, t.prefix); ok {
-				found[k] = string(m.Data)
-			}
-		}
-		return found, nil
+	var req struct {
+		Subjects []string `json:"multi_last"`
 	}
-	return t.getEach(ctx, keys, err)
-}
-
-// getEach is GetMany key by key, after a batched get failed with err:
-// only when the server cannot answer batched gets.
-func (t *Threads) getEach(ctx context.Context, keys []string, err error) (map[string]string, error) {
-	if !errors.Is(err, jetstreamext.ErrBatchUnsupported) {
+	for _, k := range keys {
+		req.Subjects = append(req.Subjects, t.prefix+k)
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	subj := t.js.Options().APIPrefix
+	if subj == "" {
+		subj = jetstream.DefaultAPIPrefix
+	}
+	subj += "DIRECT.GET." + t.stream
+	nc := t.js.Conn()
+	inbox := nc.NewRespInbox()
+	answers := make(chan *nats.Msg, len(keys)+2)
+	sub, err := nc.ChanSubscribe(inbox, answers)
+	if err != nil {
 		return nil, fmt.Errorf("read the threading index: %w", err)
 	}
-	found := make(map[string]string)
-	for _, k := range keys {
-		v, ok, err := t.Get(ctx, k)
-		if err != nil {
-			return nil, err
+	defer sub.Unsubscribe()
+	if err := nc.PublishRequest(subj, inbox, body); err != nil {
+		return nil, fmt.Errorf("read the threading index: %w", err)
+	}
+	for {
+		var m *nats.Msg
+		select {
+		case m = <-answers:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("read the threading index: %w", ctx.Err())
 		}
-		if ok {
-			found[k] = v
+		if len(m.Data) == 0 {
+			switch status := m.Header.Get("Status"); status {
+			case "":
+			case "204": // end of the batch
+				return found, nil
+			case "404": // none of the keys
+				return found, nil
+			case "408":
+				// A server older than batched gets (nats-server 2.11)
+				// finds no request it knows in this one.
+				return t.getEach(ctx, keys)
+			case "503":
+				return nil, fmt.Errorf("read the threading index: %w", nats.ErrNoResponders)
+			default:
+				return nil, fmt.Errorf("read the threading index: batched get answered %s %s", status, m.Header.Get("Description"))
+			}
+		}
+		if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
+			continue // erased
+		}
+		if k, ok := strings.CutPrefix(m.Header.Get(jetstream.SubjectHeader), t.prefix); ok {
+			found[k] = string(m.Data)
 		}
 	}
-	return found, nil
 }
 
 // Put stores every pair, published together, and returns once JetStream
@@ -137,4 +160,19 @@ func (t *Threads) PutAsync(pairs map[string]string) (wait func(context.Context) 
 		}
 		return nil
 	}, nil
+}
+
+// getEach is GetMany key by key.
+func (t *Threads) getEach(ctx context.Context, keys []string) (map[string]string, error) {
+	found := make(map[string]string)
+	for _, k := range keys {
+		v, ok, err := t.Get(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			found[k] = v
+		}
+	}
+	return found, nil
 }
