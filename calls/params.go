@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"sync"
 )
 
 // Data keys under which a conversation's Turn keeps the request parameters
@@ -114,8 +115,8 @@ func loadParams(data map[string]string, h string) (map[string][]byte, []string, 
 	if !ok {
 		return nil, nil, fmt.Errorf("the conversation's data holds no parameters %s", h)
 	}
-	var doc paramsDoc
-	if err := json.Unmarshal([]byte(raw), &doc); err != nil {
+	doc, err := parsedParams.get(raw)
+	if err != nil {
 		return nil, nil, fmt.Errorf("parameters %s: %w", h, err)
 	}
 	members := make(map[string][]byte, len(doc.Inline)+len(doc.Refs)+len(doc.Inputs))
@@ -130,4 +131,43 @@ func loadParams(data map[string]string, h string) (map[string][]byte, []string, 
 		members[k] = []byte(v)
 	}
 	return members, doc.Inputs, nil
+}
+
+// paramsDocs remembers parameter records as read, by their text: every
+// call of a conversation renders its parameters again (the render check),
+// and they rarely change. Bounded in entries; safe for concurrent use.
+type paramsDocs struct {
+	mu    sync.Mutex
+	byDoc map[string]*paramsDoc
+	order []string // oldest first
+}
+
+// paramsDocsMax bounds paramsDocs (records are a few hundred bytes).
+const paramsDocsMax = 1024
+
+var parsedParams = &paramsDocs{byDoc: map[string]*paramsDoc{}}
+
+// get returns raw read; the caller must not change it.
+func (c *paramsDocs) get(raw string) (*paramsDoc, error) {
+	c.mu.Lock()
+	doc, ok := c.byDoc[raw]
+	c.mu.Unlock()
+	if ok {
+		return doc, nil
+	}
+	doc = &paramsDoc{}
+	if err := json.Unmarshal([]byte(raw), doc); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.byDoc[raw]; !ok {
+		c.byDoc[raw] = doc
+		c.order = append(c.order, raw)
+		if len(c.order) > paramsDocsMax {
+			delete(c.byDoc, c.order[0])
+			c.order = c.order[1:]
+		}
+	}
+	return doc, nil
 }
