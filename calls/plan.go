@@ -102,6 +102,11 @@ func PlanInput(turn *projector.Turn, c *Call) ([]events.Event, error) {
 		c.ID = ulid.Make().String()
 	}
 	conv := turn.Conversation
+	if c.Request != nil && turn.Events == 0 && c.Fork == nil {
+		// A new conversation's Turn gets its blocks at once, not by
+		// doubling its slice a block at a time.
+		turn.Blocks = slices.Grow(turn.Blocks, c.Request.blockCount()+2)
+	}
 	var evs []events.Event
 	emit := func(step int, p events.Payload) error {
 		e := c.event(conv, step, p)

@@ -53,6 +53,8 @@ type Request struct {
 	// (canonicalHash's arguments), kept to compare a render with.
 	canon map[string][]byte
 	lists map[string][][]byte
+	// requestKeys is RequestKeys, once asked.
+	requestKeys [][32]byte
 }
 
 // Item is one element of a call's input or output.

@@ -365,13 +365,17 @@ func (r *Request) blockCount() int {
 }
 
 // RequestKeys returns the content keys (Key) of RequestBlocks, computed
-// once per item (and kept with it in a ParseCache).
+// once per item (and kept with it in a ParseCache) and once per request:
+// the caller must not change them.
 func (r *Request) RequestKeys() [][32]byte {
-	ks := make([][32]byte, 0, r.blockCount())
-	for i := range r.Items {
-		ks = append(ks, r.Items[i].keys()...)
+	if r.requestKeys == nil {
+		ks := make([][32]byte, 0, r.blockCount())
+		for i := range r.Items {
+			ks = append(ks, r.Items[i].keys()...)
+		}
+		r.requestKeys = ks[:len(ks):len(ks)]
 	}
-	return ks
+	return r.requestKeys
 }
 
 // keys returns the item's blocks' content keys.
