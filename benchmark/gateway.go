@@ -33,8 +33,9 @@ type GatewayConfig struct {
 	// 20ms).
 	Delay time.Duration
 	// Saturation is how long each target is driven at saturation for
-	// calls/s (default 3s), by SaturationClients clients (default 64)
-	// against an upstream that answers at once.
+	// calls/s (default 3s, in saturationRounds interleaved rounds), by
+	// SaturationClients clients (default 64) against an upstream that
+	// answers at once.
 	Saturation        time.Duration
 	SaturationClients int
 	Progress          io.Writer
@@ -230,10 +231,10 @@ func RunGateway(ctx context.Context, cfg GatewayConfig) (GatewayResults, error) 
 	say("saturation: %d clients for %v each, upstream answering at once", cfg.SaturationClients, cfg.Saturation)
 	rig.up.delay.Store(0)
 	rates := map[string][]float64{}
-	for round := range 2 {
+	for round := range saturationRounds {
 		for i := range rig.targets {
 			t := rig.targets[(i+round)%len(rig.targets)]
-			s, err := rig.drive(ctx, t, cfg.SaturationClients, 0, cfg.Saturation/2, false)
+			s, err := rig.drive(ctx, t, cfg.SaturationClients, 0, cfg.Saturation/saturationRounds, false)
 			if err != nil {
 				return res, fmt.Errorf("%s at saturation: %w", t.name, err)
 			}
@@ -249,6 +250,11 @@ func RunGateway(ctx context.Context, cfg GatewayConfig) (GatewayResults, error) 
 	res.LogToRequestFraction = float64(res.GatewayLogBytes200) / float64(res.GatewayRequestBytes200)
 	return res, nil
 }
+
+// saturationRounds is how many interleaved rounds share each target's
+// time at saturation: short rounds, taken in turn, let a machine whose
+// speed drifts (a shared one) weigh on every target alike.
+const saturationRounds = 6
 
 // samples are one drive's timings: each call's whole time and (streamed)
 // its time to the first byte of the body.
