@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 )
 
 // member is one member of a JSON object: its name and its value's bytes.
@@ -115,8 +116,8 @@ func splitObject(b []byte) ([]member, error) {
 		if err != nil {
 			return nil, err
 		}
-		var name string
-		if err := json.Unmarshal(b[i:end], &name); err != nil {
+		name, err := memberName(b[i:end])
+		if err != nil {
 			return nil, err
 		}
 		i = skipSpace(b, end)
@@ -139,6 +140,24 @@ func splitObject(b []byte) ([]member, error) {
 		}
 		return nil, fmt.Errorf("no ',' or '}' after member %q", name)
 	}
+}
+
+// memberName reads a member's name (a JSON string, quotes included): as
+// it is when it holds no escape, no control character and only valid
+// UTF-8 (every name an API defines), else as encoding/json reads it.
+func memberName(q []byte) (string, error) {
+	plain := len(q) >= 2
+	for i := 1; plain && i < len(q)-1; i++ {
+		if c := q[i]; c < 0x20 || c == '\\' || c >= utf8.RuneSelf {
+			plain = false
+		}
+	}
+	if plain {
+		return string(q[1 : len(q)-1]), nil
+	}
+	var name string
+	err := json.Unmarshal(q, &name)
+	return name, err
 }
 
 // splitArray returns the elements of the JSON array b.
