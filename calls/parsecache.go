@@ -58,16 +58,22 @@ func (c *ParseCache) key(api API, field string, raw []byte) uint64 {
 func (c *ParseCache) get(k uint64, api API, field string, raw []byte) (*cacheEntry, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	e := c.getLocked(k, api, field, raw)
+	return e, e != nil
+}
+
+// getLocked is get with c.mu held; nil when there is no entry.
+func (c *ParseCache) getLocked(k uint64, api API, field string, raw []byte) *cacheEntry {
 	el, ok := c.byKey[k]
 	if !ok {
-		return nil, false
+		return nil
 	}
 	e := el.Value.(*cacheEntry)
 	if e.api != api || e.field != field || !bytes.Equal(e.raw, raw) {
-		return nil, false
+		return nil
 	}
 	c.order.MoveToFront(el)
-	return e, true
+	return e
 }
 
 func (c *ParseCache) put(e *cacheEntry) {
@@ -109,6 +115,54 @@ func (c *ParseCache) item(api API, field string, raw []byte, parse func() (Item,
 	c.put(&cacheEntry{key: k, api: api, field: field, raw: bytes.Clone(raw), item: cloneItem(it), size: size})
 	return it, nil
 }
+
+// items is item for every element of a list of messages, its cache
+// entries found under one lock.
+func (c *ParseCache) items(api API, raws [][]byte, parse func(i int) (Item, error)) ([]Item, error) {
+	out := make([]Item, len(raws))
+	if c == nil {
+		for i := range raws {
+			it, err := parse(i)
+			if err != nil {
+				return nil, &itemError{i, err}
+			}
+			out[i] = it
+		}
+		return out, nil
+	}
+	keys := make([]uint64, len(raws))
+	for i, r := range raws {
+		keys[i] = c.key(api, "", r)
+	}
+	hits := make([]*cacheEntry, len(raws))
+	c.mu.Lock()
+	for i, r := range raws {
+		hits[i] = c.getLocked(keys[i], api, "", r)
+	}
+	c.mu.Unlock()
+	for i, r := range raws {
+		if e := hits[i]; e != nil {
+			out[i] = cloneItem(e.item)
+			continue
+		}
+		it, err := parse(i)
+		if err != nil {
+			return nil, &itemError{i, err}
+		}
+		c.put(&cacheEntry{key: keys[i], api: api, raw: bytes.Clone(r), item: cloneItem(it), size: 3*len(r) + len(it.Canon) + 256})
+		out[i] = it
+	}
+	return out, nil
+}
+
+// itemError is an element of a list that could not be read.
+type itemError struct {
+	index int
+	err   error
+}
+
+func (e *itemError) Error() string { return e.err.Error() }
+func (e *itemError) Unwrap() error { return e.err }
 
 // canonical returns Canonical(raw) of a parameter, cached.
 func (c *ParseCache) canonical(raw []byte) ([]byte, error) {

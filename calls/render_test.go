@@ -43,3 +43,14 @@ func TestRendersToComparesTheCanonicalRequest(t *testing.T) {
 		assert.NotEqual(t, req.InputHash, canonicalHash(members, lists), name)
 	}
 }
+
+// A message that is not one is named by its place in the list, cached or
+// not.
+func TestParseRequestNamesTheBadMessage(t *testing.T) {
+	body := []byte(`{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"wizard","content":"x"}]}`)
+	for _, c := range []*ParseCache{nil, NewParseCache(1 << 20)} {
+		_, err := c.ParseRequest(ChatCompletions, body)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "messages[1]")
+	}
+}

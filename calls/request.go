@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -195,21 +196,23 @@ func (c *ParseCache) parseInput(api API, field string, raw []byte) (items []Item
 		if err != nil {
 			return nil, nil, nil, false, fmt.Errorf("%s: %w", field, err)
 		}
-		canons := make([][]byte, len(raws))
-		items = make([]Item, 0, len(raws))
-		for i, r := range raws {
-			it, err := c.item(api, "", r, func() (Item, error) {
-				blocks, err := itemBlocks(api, r)
-				if err != nil {
-					return Item{}, err
-				}
-				return newItem(api, "", r, blocks)
-			})
+		items, err := c.items(api, raws, func(i int) (Item, error) {
+			blocks, err := itemBlocks(api, raws[i])
 			if err != nil {
-				return nil, nil, nil, false, fmt.Errorf("%s[%d]: %w", field, i, err)
+				return Item{}, err
 			}
-			items = append(items, it)
-			canons[i] = it.Canon
+			return newItem(api, "", raws[i], blocks)
+		})
+		if err != nil {
+			var ie *itemError
+			if errors.As(err, &ie) {
+				return nil, nil, nil, false, fmt.Errorf("%s[%d]: %w", field, ie.index, ie.err)
+			}
+			return nil, nil, nil, false, fmt.Errorf("%s: %w", field, err)
+		}
+		canons := make([][]byte, len(items))
+		for i := range items {
+			canons[i] = items[i].Canon
 		}
 		return items, nil, canons, true, nil
 	case bytes.Equal(raw, []byte("null")):
