@@ -107,12 +107,12 @@ func (t *Threads) GetMany(ctx context.Context, keys []string) (map[string]string
 				return found, nil
 			case "404": // none of the keys
 				return found, nil
-			case "408":
-				// A server older than batched gets (nats-server 2.11)
-				// finds no request it knows in this one.
+			case "408", "503":
+				// 408: a server older than batched gets (nats-server
+				// 2.11) finds no request it knows in this one. 503: a
+				// bucket that does not allow direct gets; Get reads it
+				// another way.
 				return t.getEach(ctx, keys)
-			case "503":
-				return nil, fmt.Errorf("read the threading index: %w", nats.ErrNoResponders)
 			default:
 				return nil, fmt.Errorf("read the threading index: batched get answered %s %s", status, m.Header.Get("Description"))
 			}

@@ -38,3 +38,24 @@ func TestThreadsGetMany(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, got, "nothing found is no error")
 }
+
+// A threading bucket that does not allow direct gets (made by hand, or
+// by an older client) is read key by key: no lookup fails for it.
+func TestThreadsGetManyWithoutDirectGets(t *testing.T) {
+	ctx := context.Background()
+	srv := natstest.Start(t)
+	l, err := eventlog.Open(ctx, srv.Conn)
+	require.NoError(t, err)
+	js, err := jetstream.New(srv.Conn)
+	require.NoError(t, err)
+	bucket := l.Names().ThreadsBucket
+	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: "KV_" + bucket, Subjects: []string{"$KV." + bucket + ".>"},
+		MaxMsgsPerSubject: 1, AllowRollup: true, DenyDelete: true, Discard: jetstream.DiscardNew, AllowDirect: false})
+	require.NoError(t, err)
+	th, err := l.Threads(ctx)
+	require.NoError(t, err)
+	require.NoError(t, th.Put(ctx, map[string]string{"s.a": "conv-a@4"}))
+	got, err := th.GetMany(ctx, []string{"s.a", "s.missing"})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"s.a": "conv-a@4"}, got)
+}
