@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptrace"
 	"net/http/httputil"
 	"net/url"
 	"strconv"
@@ -316,39 +315,6 @@ func (st *state) finish(ctx context.Context, g *Gateway, o calls.Outcome) error 
 		return g.rec.Finish(ctx, st.pending, o)
 	}
 	return g.spool.keep(st.spooled, o, st.tee, g.local)
-}
-
-// timedTransport notes when a recorded call is sent upstream, and gives
-// up on an upstream whose answer does not begin within timeout.
-type timedTransport struct {
-	next    http.RoundTripper
-	timeout time.Duration
-}
-
-// errUpstreamTimeout is an upstream that did not begin to answer in time.
-type errUpstreamTimeout struct{ d time.Duration }
-
-func (e errUpstreamTimeout) Error() string {
-	return fmt.Sprintf("the upstream did not begin to answer within %v (--upstream-timeout)", e.d)
-}
-
-func (t timedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	ctx, cancel := context.WithCancel(r.Context())
-	if st := stateOf(r.Context()); st != nil {
-		st.upstreamStart = time.Now()
-		if p := st.pending; p != nil {
-			// The call is read and recorded once the upstream has it
-			// (see Call.Deferred), or once it cannot.
-			ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { p.Start() }})
-			defer p.Start()
-		}
-	}
-	timer := time.AfterFunc(t.timeout, cancel)
-	resp, err := t.next.RoundTrip(r.WithContext(ctx))
-	if !timer.Stop() && err != nil && r.Context().Err() == nil {
-		return nil, errUpstreamTimeout{t.timeout}
-	}
-	return resp, err
 }
 
 // modifyResponse marks the response with its conversation and wraps its
