@@ -111,8 +111,7 @@ func (c *ParseCache) item(api API, field string, raw []byte, parse func() (Item,
 	if err != nil {
 		return it, err
 	}
-	size := 3*len(raw) + len(it.Canon) + 256
-	c.put(&cacheEntry{key: k, api: api, field: field, raw: bytes.Clone(raw), item: cloneItem(it), size: size})
+	c.keep(k, api, field, raw, it)
 	return it, nil
 }
 
@@ -149,10 +148,15 @@ func (c *ParseCache) items(api API, raws [][]byte, parse func(i int) (Item, erro
 		if err != nil {
 			return nil, &itemError{i, err}
 		}
-		c.put(&cacheEntry{key: keys[i], api: api, raw: bytes.Clone(r), item: cloneItem(it), size: 3*len(r) + len(it.Canon) + 256})
+		c.keep(keys[i], api, "", r, it)
 		out[i] = it
 	}
 	return out, nil
+}
+
+// keep caches item it, read from raw.
+func (c *ParseCache) keep(k uint64, api API, field string, raw []byte, it Item) {
+	c.put(&cacheEntry{key: k, api: api, field: field, raw: bytes.Clone(raw), item: cloneItem(it), size: 3*len(raw) + len(it.Canon) + 256})
 }
 
 // itemError is an element of a list that could not be read.

@@ -83,7 +83,7 @@ func (t *Threads) GetMany(ctx context.Context, keys []string) (map[string]string
 	}
 	subj += "DIRECT.GET." + t.stream
 	nc := t.js.Conn()
-	inbox := nc.NewRespInbox()
+	inbox := nc.NewInbox() // not under the request mux's wildcard: delivered once
 	answers := make(chan *nats.Msg, len(keys)+2)
 	sub, err := nc.ChanSubscribe(inbox, answers)
 	if err != nil {
