@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -83,4 +84,48 @@ func TestRunScannerIsRuns(t *testing.T) {
 			prev = in
 		}
 	})
+}
+
+// A finding carried from the previous call names a block past the
+// unchanged prefix: when a system prompt is inserted before that block,
+// the finding is made again and says where the block is now (found by
+// TestIncrementalIsFromScratch; the carried finding kept the old index).
+func TestCarriedFindingFollowsItsBlock(t *testing.T) {
+	turn := projector.New("c")
+	c := New()
+	var computed [][]Finding // each call's findings, incrementally
+	c.verify = func(incremental, fresh []Finding) {
+		sortFindings(incremental)
+		sortFindings(fresh)
+		require.Equal(t, fresh, incremental)
+		computed = append(computed, slices.Clone(incremental))
+	}
+	feed := func(actor string, p events.Payload) {
+		e := events.New("c", "r", 0, actor, p)
+		require.NoError(t, projector.Apply(turn, e))
+		_, err := c.Feed(e)
+		require.NoError(t, err)
+	}
+	detail := func(fs []Finding) string {
+		for _, f := range fs {
+			if f.Rule == RuleReasoningWithoutFollower {
+				return f.Detail
+			}
+		}
+		return ""
+	}
+	feed("app", events.UserAppended{BlockID: "u1", Text: "a"})
+	feed("engine", events.LLMTextAppended{BlockID: "t1", Text: "a"})
+	feed("app", events.UserAppended{BlockID: "u2", Text: "b"})
+	feed("app", events.UserAppended{BlockID: "u3", Text: "c"})
+	feed("engine", events.ReasoningAppended{BlockID: "r", Text: "thought"})
+	feed("engine", events.LLMTextAppended{BlockID: "t2", Text: "answer"})
+	// The reasoning block moved to the front: t1 follows it, not t2.
+	feed("ordering", events.BlocksReordered{Order: []string{"u1", "r", "t1", "u2", "u3", "t2"}})
+	feed("engine", events.InferenceStarted{InferenceID: "i1", Model: "m", InputHash: "h"})
+	feed("app", events.SystemPromptSet{BlockID: "s", Text: "be brief", Index: 3})
+	feed("engine", events.InferenceStarted{InferenceID: "i2", Model: "m", InputHash: "h"})
+	require.Len(t, computed, 2)
+	assert.Contains(t, detail(computed[0]), "llm_text t2 at index 5")
+	assert.Contains(t, detail(computed[1]), "llm_text t2 at index 6", "t2 moved one place down")
 }

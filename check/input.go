@@ -31,7 +31,9 @@ type inputState struct {
 
 // reasoningRules applies reasoning_without_follower and reasoning_altered
 // to each reasoning block. A block that, with its follower, is in the
-// unchanged prefix has the findings it had at the previous call.
+// unchanged prefix has the findings it had at the previous call, unless
+// they name a block past the prefix: its place may have changed (a
+// system prompt inserted before it), and the finding says where it is.
 func (c *Checker) reasoningRules(in []events.Block, same int, carry map[string][]Finding) []Finding {
 	var fs []Finding
 	var pos map[string]int
@@ -40,7 +42,7 @@ func (c *Checker) reasoningRules(in []events.Block, same int, carry map[string][
 			continue
 		}
 		var these []Finding
-		if i+1 < same {
+		if i+1 < same && inPrefix(c.carried[in[i].ID], in, same, &pos) {
 			these = c.carried[in[i].ID]
 		} else {
 			these = c.reasoningFollower(in, i, &pos)
@@ -53,6 +55,31 @@ func (c *Checker) reasoningRules(in []events.Block, same int, carry map[string][
 	}
 	slices.SortStableFunc(fs, func(a, b Finding) int { return slices.Index(Rules, a.Rule) - slices.Index(Rules, b.Rule) })
 	return fs
+}
+
+// inPrefix reports whether every block fs name is among in[:same]. pos
+// indexes in, built once when needed.
+func inPrefix(fs []Finding, in []events.Block, same int, pos *map[string]int) bool {
+	for _, f := range fs {
+		for _, id := range f.Blocks {
+			if *pos == nil {
+				*pos = positions(in)
+			}
+			if j, ok := (*pos)[id]; !ok || j >= same {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// positions maps each block's ID to its index in in.
+func positions(in []events.Block) map[string]int {
+	pos := make(map[string]int, len(in))
+	for j := range in {
+		pos[in[j].ID] = j
+	}
+	return pos
 }
 
 // duplicatePrompts: more than one block acting as the system prompt, or
@@ -136,10 +163,7 @@ func (c *Checker) reasoningFollower(in []events.Block, i int, pos *map[string]in
 		return nil
 	}
 	if *pos == nil {
-		*pos = make(map[string]int, len(in))
-		for j := range in {
-			(*pos)[in[j].ID] = j
-		}
+		*pos = positions(in)
 	}
 	if j, ok := (*pos)[f]; ok {
 		return []Finding{{Rule: RuleReasoningWithoutFollower, Blocks: ids(in, i, j),
