@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"container/list"
 	"hash/maphash"
+	"slices"
 	"sync"
 
 	"github.com/turnlog/turnlog/events"
@@ -98,14 +99,14 @@ func (c *ParseCache) put(e *cacheEntry) {
 
 // item returns the item raw is (field "" for an element of the list of
 // messages), parsed by parse when it is not cached. The blocks handed out
-// are copies: the caller's events own them.
+// are the caller's (see share).
 func (c *ParseCache) item(api API, field string, raw []byte, parse func() (Item, error)) (Item, error) {
 	if c == nil {
 		return parse()
 	}
 	k := c.key(api, field, raw)
 	if e, ok := c.get(k, api, field, raw); ok {
-		return cloneItem(e.item), nil
+		return e.item.share(), nil
 	}
 	it, err := parse()
 	if err != nil {
@@ -141,7 +142,7 @@ func (c *ParseCache) items(api API, raws [][]byte, parse func(i int) (Item, erro
 	c.mu.Unlock()
 	for i, r := range raws {
 		if e := hits[i]; e != nil {
-			out[i] = cloneItem(e.item)
+			out[i] = e.item.share()
 			continue
 		}
 		it, err := parse(i)
@@ -183,6 +184,16 @@ func (c *ParseCache) canonical(raw []byte) ([]byte, error) {
 	}
 	c.put(&cacheEntry{key: k, field: "param", raw: bytes.Clone(raw), canon: canon, size: 2*len(raw) + len(canon) + 128})
 	return canon, nil
+}
+
+// share returns a cached item for a request: its blocks in a slice of
+// their own (a caller may set their fields), their metadata and spans
+// shared with the cache, read-only as a Turn's are (the projector copies
+// an event's metadata and spans into the Turn): sharing them spares a map
+// per block per call.
+func (it Item) share() Item {
+	it.Blocks = slices.Clone(it.Blocks)
+	return it
 }
 
 func cloneItem(it Item) Item {

@@ -2,9 +2,11 @@ package calls
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/projector"
 )
 
 // The render check compares a render with the request byte for byte: it
@@ -52,5 +54,36 @@ func TestParseRequestNamesTheBadMessage(t *testing.T) {
 		_, err := c.ParseRequest(ChatCompletions, body)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "messages[1]")
+	}
+}
+
+// Items a request takes from the parse cache share their metadata with
+// it; planning and recording the call (IDs set, events applied to the
+// Turn) leave the cached items as parsing would give them.
+func TestPlanningLeavesCachedItemsAlone(t *testing.T) {
+	cache := NewParseCache(1 << 20)
+	body := []byte(`{"model":"m","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"},` +
+		`{"role":"assistant","content":"hello","refusal":null,"annotations":[]},{"role":"user","content":"and?"}]}`)
+	fresh, err := ParseRequest(ChatCompletions, body)
+	require.NoError(t, err)
+	_, err = cache.ParseRequest(ChatCompletions, body) // fills the cache
+	require.NoError(t, err)
+	turn := projector.New("c")
+	for range 2 {
+		req, err := cache.ParseRequest(ChatCompletions, body)
+		require.NoError(t, err)
+		c := &Call{Request: req, Wire: WireSHA256(body), Threading: ThreadExplicit}
+		_, err = PlanInput(turn, c)
+		require.NoError(t, err)
+		_, err = PlanOutcome(turn, c, Outcome{Duration: time.Millisecond})
+		require.NoError(t, err)
+	}
+	again, err := cache.ParseRequest(ChatCompletions, body)
+	require.NoError(t, err)
+	assert.Equal(t, fresh.Items, again.Items)
+	for _, it := range again.Items {
+		for _, b := range it.Blocks {
+			assert.Empty(t, b.ID, "a cached block has no ID: a plan gave one to its own copy")
+		}
 	}
 }

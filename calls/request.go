@@ -65,7 +65,8 @@ type Item struct {
 	// a stream, whose JSON the client's SDK assembles.
 	Canon []byte
 	// Blocks are what it holds, without IDs; their Meta is set as the
-	// package doc says.
+	// package doc says, and read-only (an item from a ParseCache shares
+	// it with the cache).
 	Blocks []events.Block
 	// blockKeys are the Blocks' content keys (Key), once computed.
 	blockKeys [][32]byte
