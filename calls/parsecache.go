@@ -27,7 +27,21 @@ type ParseCache struct {
 	bytes    int
 	order    *list.List // of *cacheEntry, most recent first
 	byKey    map[uint64]*list.Element
+	// Params by a hash of their members, oldest first in paramsOrder.
+	paramsByKey map[uint64]*paramsEntry
+	paramsOrder []uint64
 }
+
+// paramsEntry is a request's Params by the members they were made of.
+type paramsEntry struct {
+	members map[string][]byte
+	inputs  []string
+	params  Params
+}
+
+// paramsMax bounds the Params a ParseCache remembers (a few hundred bytes
+// each, their large values shared with the members' entries).
+const paramsMax = 1024
 
 type cacheEntry struct {
 	key   uint64
@@ -41,7 +55,8 @@ type cacheEntry struct {
 
 // NewParseCache returns a ParseCache of about maxBytes.
 func NewParseCache(maxBytes int) *ParseCache {
-	return &ParseCache{seed: maphash.MakeSeed(), maxBytes: maxBytes, order: list.New(), byKey: map[uint64]*list.Element{}}
+	return &ParseCache{seed: maphash.MakeSeed(), maxBytes: maxBytes, order: list.New(), byKey: map[uint64]*list.Element{},
+		paramsByKey: map[uint64]*paramsEntry{}}
 }
 
 func (c *ParseCache) key(api API, field string, raw []byte) uint64 {
@@ -168,6 +183,75 @@ type itemError struct {
 
 func (e *itemError) Error() string { return e.err.Error() }
 func (e *itemError) Unwrap() error { return e.err }
+
+// params returns newParams(canon, inputs), remembered: a conversation's
+// calls send the same parameters (model, tools, ...) again and again, and
+// making Params hashes them and their document each time.
+func (c *ParseCache) params(canon map[string][]byte, inputs []string) Params {
+	if c == nil {
+		return newParams(canon, inputs)
+	}
+	names := sortedKeys(canon)
+	var h maphash.Hash
+	h.SetSeed(c.seed)
+	for _, f := range inputs {
+		h.WriteString(f)
+		h.WriteByte(0)
+	}
+	h.WriteByte(1)
+	for _, k := range names {
+		if slices.Contains(inputs, k) {
+			continue // the input is not a parameter
+		}
+		h.WriteString(k)
+		h.WriteByte(0)
+		h.Write(canon[k])
+		h.WriteByte(0)
+	}
+	k := h.Sum64()
+	c.mu.Lock()
+	e, ok := c.paramsByKey[k]
+	c.mu.Unlock()
+	if ok && e.matches(canon, inputs) {
+		return e.params
+	}
+	p := newParams(canon, inputs)
+	e = &paramsEntry{members: map[string][]byte{}, inputs: slices.Clone(inputs), params: p}
+	for _, n := range names {
+		if !slices.Contains(inputs, n) {
+			e.members[n] = bytes.Clone(canon[n])
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.paramsByKey[k]; !ok {
+		c.paramsOrder = append(c.paramsOrder, k)
+		if len(c.paramsOrder) > paramsMax {
+			delete(c.paramsByKey, c.paramsOrder[0])
+			c.paramsOrder = c.paramsOrder[1:]
+		}
+	}
+	c.paramsByKey[k] = e
+	return p
+}
+
+// matches reports whether the entry was made of these members.
+func (e *paramsEntry) matches(canon map[string][]byte, inputs []string) bool {
+	if !slices.Equal(e.inputs, inputs) {
+		return false
+	}
+	n := 0
+	for k, v := range canon {
+		if slices.Contains(inputs, k) {
+			continue
+		}
+		n++
+		if w, ok := e.members[k]; !ok || !bytes.Equal(v, w) {
+			return false
+		}
+	}
+	return n == len(e.members)
+}
 
 // canonical returns Canonical(raw) of a parameter, cached.
 func (c *ParseCache) canonical(raw []byte) ([]byte, error) {

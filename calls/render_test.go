@@ -87,3 +87,27 @@ func TestPlanningLeavesCachedItemsAlone(t *testing.T) {
 		}
 	}
 }
+
+// The parse cache gives a request the Params of earlier requests only
+// when its parameters are those, whatever its messages.
+func TestParamsRememberedOnlyForTheSameParameters(t *testing.T) {
+	cache := NewParseCache(1 << 20)
+	parse := func(body string) Params {
+		req, err := cache.ParseRequest(ChatCompletions, []byte(body))
+		require.NoError(t, err)
+		fresh, err := ParseRequest(ChatCompletions, []byte(body))
+		require.NoError(t, err)
+		require.Equal(t, fresh.Params, req.Params, "as if parsed afresh: %s", body)
+		return req.Params
+	}
+	base := parse(`{"model":"m","temperature":0.5,"messages":[{"role":"user","content":"hi"}]}`)
+	assert.Equal(t, base.Hash, parse(`{"model":"m","temperature":0.5,"messages":[{"role":"user","content":"other"}]}`).Hash, "other messages, same parameters")
+	for _, body := range []string{
+		`{"model":"m","temperature":0.6,"messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"m","messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"m","temperature":0.5,"top_p":1,"messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"n","temperature":0.5,"messages":[{"role":"user","content":"hi"}]}`,
+	} {
+		assert.NotEqual(t, base.Hash, parse(body).Hash, body)
+	}
+}

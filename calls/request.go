@@ -146,7 +146,7 @@ func (c *ParseCache) ParseRequest(api API, body []byte) (*Request, error) {
 		}
 		canon[k] = cv
 	}
-	req.Params = newParams(canon, inputs)
+	req.Params = c.params(canon, inputs)
 	req.InputHash = canonicalHash(canon, lists)
 	req.canon, req.lists = canon, lists
 	return req, nil
