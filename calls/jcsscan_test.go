@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -115,4 +116,26 @@ func TestCanonicalDepth(t *testing.T) {
 	ok := append(bytes.Repeat([]byte("["), 100), bytes.Repeat([]byte("]"), 100)...)
 	_, err = Canonical(ok)
 	assert.NoError(t, err)
+}
+
+// BenchmarkCanonical: a chat message with a tool call (about 700 bytes),
+// written canonical in one pass (scan) and as it first was, decoded into a
+// tree of values and written out (decode).
+func BenchmarkCanonical(b *testing.B) {
+	raw := []byte(`{"role":"assistant","content":"` + strings.Repeat("The request was answered from the cached history. ", 12) +
+		`","tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}],"refusal":null}`)
+	b.Run("scan", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := Canonical(raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := canonicalByDecoding(raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
