@@ -299,6 +299,7 @@ func TestE2ETemplateEditor(t *testing.T) {
 	c.waitFor("the variable buttons", `document.querySelectorAll("#variable-buttons button").length >= 10 && !document.getElementById("token-dialog").open`)
 	c.waitFor("the token to be stored", `document.getElementById("token-state").textContent === "set"`)
 	assert.Equal(t, e2eToken, eval[string](c, `sessionStorage.getItem("turnlog.token")`))
+	c.waitFor("the template", `document.getElementById("template-source").dataset.default !== undefined`)
 
 	// Type, insert a variable at the cursor, type on, insert a file.
 	c.clear("template-source")

@@ -18,6 +18,9 @@ func TestE2ETemplateEditorShowsWarnings(t *testing.T) {
 	c.waitFor("the token dialog", `document.getElementById("token-dialog").open`)
 	c.do(chromedp.SendKeys(chromedp.ID("token-input"), e2eToken), chromedp.Click(chromedp.ID("token-ok")))
 	c.waitFor("the variable buttons", `document.querySelectorAll("#variable-buttons button").length >= 10 && !document.getElementById("token-dialog").open`)
+	// The template loads beside the variables: cleared before it arrives,
+	// the editor would get it back under what is typed.
+	c.waitFor("the template", `document.getElementById("template-source").dataset.default !== undefined`)
 
 	const typos = "Notes: [fiel:README.md]\nToday is [system:dat\n[if git:branch]On a branch."
 	c.clear("template-source")
