@@ -198,10 +198,11 @@ func (x *Threads) FindLongest(ctx context.Context, blocks []events.Block, blockK
 }
 
 func (x *Threads) find(ctx context.Context, blocks []events.Block, blockKeys [][32]byte, longestOnly bool) (ref Ref, latest, ok bool, err error) {
-	// The candidates: the state of each prefix that ends with an output
-	// block, longest first.
+	// The candidates: the prefixes that end with an output block, longest
+	// first, by the index of that block. Each is named (hex) only when
+	// its group is asked: a continuation is found at the first.
 	var keys [][32]byte
-	var candidates []string
+	var at []int
 	for i := len(blocks) - 1; i >= 0; i-- {
 		if !output(blocks[i].Kind) {
 			continue
@@ -212,20 +213,23 @@ func (x *Threads) find(ctx context.Context, blocks []events.Block, blockKeys [][
 			}
 			keys = chainOf(blocks[:i+1], blockKeys)
 		}
-		candidates = append(candidates, stateKey(keys[i]))
+		at = append(at, i)
 		if longestOnly {
 			break
 		}
 	}
 	batch, canBatch := x.store.(BatchThreadStore)
-	for start := 0; start < len(candidates); {
+	for start := 0; start < len(at); {
 		// The longest alone first (a continuation is found there), then
 		// the others by batches where the store can.
 		n := 1
 		if start > 0 && canBatch {
-			n = min(lookupBatch, len(candidates)-start)
+			n = min(lookupBatch, len(at)-start)
 		}
-		group := candidates[start : start+n]
+		group := make([]string, n)
+		for j, i := range at[start : start+n] {
+			group[j] = stateKey(keys[i])
+		}
 		start += n
 		var found map[string]string
 		if n == 1 {
