@@ -46,6 +46,9 @@ func contentText(raw json.RawMessage) (string, error) {
 		return "", nil
 	}
 	if raw[0] == '"' {
+		if s, err := stringMember("content", raw); err == nil {
+			return s, nil
+		}
 		var s string
 		err := json.Unmarshal(raw, &s)
 		return s, err
@@ -100,9 +103,17 @@ type chatMessage struct {
 
 func chatBlocks(raw json.RawMessage) ([]events.Block, error) {
 	var m chatMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, fmt.Errorf("not a message: %w", err)
+	if decodeChatMessage(raw, &m) != nil {
+		m = chatMessage{}
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, fmt.Errorf("not a message: %w", err)
+		}
 	}
+	return chatMessageBlocks(m)
+}
+
+// chatMessageBlocks are the blocks of a chat message, read.
+func chatMessageBlocks(m chatMessage) ([]events.Block, error) {
 	kind, err := kindOfRole(m.Role)
 	if err != nil {
 		return nil, err

@@ -62,6 +62,13 @@ func (s *canonScanner) value(out []byte) ([]byte, error) {
 	case c == '[':
 		return s.array(out)
 	case c == '"':
+		// Most strings are written as they came: no escape, no control
+		// character, valid UTF-8.
+		if end := s.i + 1 + plainRun(s.b[s.i+1:]); end < len(s.b) && s.b[end] == '"' && utf8.Valid(s.b[s.i+1:end]) {
+			out = append(out, s.b[s.i:end+1]...)
+			s.i = end + 1
+			return out, nil
+		}
 		str, err := s.str()
 		if err != nil {
 			return out, err
@@ -261,22 +268,10 @@ func (s *canonScanner) str() (string, error) {
 	s.i++ // '"'
 	start := s.i
 	// The common case: no escape, no control character, valid UTF-8.
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		if c == '"' {
-			str := string(s.b[start:s.i])
-			if !utf8.ValidString(str) {
-				break
-			}
-			s.i++
-			return str, nil
-		}
-		if c == '\\' || c < 0x20 {
-			break
-		}
-		s.i++
+	if end := start + plainRun(s.b[start:]); end < len(s.b) && s.b[end] == '"' && utf8.Valid(s.b[start:end]) {
+		s.i = end + 1
+		return string(s.b[start:end]), nil
 	}
-	s.i = start
 	t := s.text[:0]
 	defer func() { s.text = t }()
 	for {

@@ -139,3 +139,37 @@ func BenchmarkCanonical(b *testing.B) {
 		}
 	})
 }
+
+// TestPlainRun puts each byte a JSON string cannot hold as it is at each
+// position of a text, around the eight-byte words plainRun tests at once,
+// and beside bytes that could fool a word test (0x7f, 0x80, 0xff, and the
+// neighbours of '"' and '\\').
+func TestPlainRun(t *testing.T) {
+	naive := func(s []byte) int {
+		for i, c := range s {
+			if c < 0x20 || c == '"' || c == '\\' {
+				return i
+			}
+		}
+		return len(s)
+	}
+	fillers := []byte{'a', 0x7f, 0x80, 0xff, '!', '#', '[', ']', 0x20, 0xa2, 0xdc}
+	for _, special := range []byte{0, 0x1f, '\n', '"', '\\'} {
+		for _, fill := range fillers {
+			for n := 0; n <= 20; n++ {
+				for at := 0; at <= n; at++ {
+					s := bytes.Repeat([]byte{fill}, n)
+					if at < n {
+						s[at] = special
+					}
+					if got, want := plainRun(s), naive(s); got != want {
+						t.Fatalf("plainRun(%q) = %d, want %d", s, got, want)
+					}
+					if got, want := plainRun(string(s)), naive(s); got != want {
+						t.Fatalf("plainRun(string %q) = %d, want %d", s, got, want)
+					}
+				}
+			}
+		}
+	}
+}

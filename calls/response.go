@@ -84,75 +84,111 @@ func ErrorMessage(body []byte) string {
 func ParseResponse(api API, body []byte) (*Output, error) {
 	switch api {
 	case ChatCompletions:
-		var r struct {
-			ID      string `json:"id"`
-			Model   string `json:"model"`
-			Choices []struct {
-				Message      json.RawMessage `json:"message"`
-				FinishReason string          `json:"finish_reason"`
-			} `json:"choices"`
-			Usage *usage    `json:"usage"`
-			Error *apiError `json:"error"`
+		return parseChatResponse(body)
+	case Responses:
+		return parseResponsesObject(body)
+	case Messages:
+		return parseMessagesResponse(body)
+	}
+	return nil, fmt.Errorf("unknown api %q", api)
+}
+
+// parseChatResponse reads a Chat Completions response: the body is
+// validated, its members found by the scanner (decodeChatResponse), and
+// only what that leaves goes to encoding/json.
+func parseChatResponse(body []byte) (*Output, error) {
+	var r chatResponse
+	if !json.Valid(body) || decodeChatResponse(body, &r) != nil {
+		return parseChatResponseJSON(body)
+	}
+	o := &Output{ResponseID: r.ID, Model: r.Model, StopReason: r.FinishReason, Error: r.Error.String()}
+	r.Usage.fill(o)
+	if !r.HasChoice {
+		return o, nil
+	}
+	bs, err := chatBlocks(r.Message)
+	if err != nil {
+		return nil, fmt.Errorf("response message: %w", err)
+	}
+	it, err := newItem(ChatCompletions, "", r.Message, bs)
+	if err != nil {
+		return nil, err
+	}
+	o.Items = append(o.Items, it)
+	return o, nil
+}
+
+// parseChatResponseJSON is parseChatResponse by encoding/json, for what
+// decodeChatResponse leaves to it.
+func parseChatResponseJSON(body []byte) (*Output, error) {
+	var r struct {
+		ID      string `json:"id"`
+		Model   string `json:"model"`
+		Choices []struct {
+			Message      json.RawMessage `json:"message"`
+			FinishReason string          `json:"finish_reason"`
+		} `json:"choices"`
+		Usage *usage    `json:"usage"`
+		Error *apiError `json:"error"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, fmt.Errorf("response: %w", err)
+	}
+	o := &Output{ResponseID: r.ID, Model: r.Model, Error: r.Error.String()}
+	r.Usage.fill(o)
+	if len(r.Choices) > 0 {
+		c := r.Choices[0]
+		o.StopReason = c.FinishReason
+		bs, err := chatBlocks(c.Message)
+		if err != nil {
+			return nil, fmt.Errorf("response message: %w", err)
 		}
-		if err := json.Unmarshal(body, &r); err != nil {
-			return nil, fmt.Errorf("response: %w", err)
+		it, err := newItem(ChatCompletions, "", c.Message, bs)
+		if err != nil {
+			return nil, err
 		}
-		o := &Output{ResponseID: r.ID, Model: r.Model, Error: r.Error.String()}
-		r.Usage.fill(o)
-		if len(r.Choices) > 0 {
-			c := r.Choices[0]
-			o.StopReason = c.FinishReason
-			bs, err := chatBlocks(c.Message)
-			if err != nil {
-				return nil, fmt.Errorf("response message: %w", err)
-			}
-			it, err := newItem(api, "", c.Message, bs)
+		o.Items = append(o.Items, it)
+	}
+	return o, nil
+}
+
+// parseMessagesResponse reads a Messages API response.
+func parseMessagesResponse(body []byte) (*Output, error) {
+	var r struct {
+		ID         string          `json:"id"`
+		Model      string          `json:"model"`
+		Role       string          `json:"role"`
+		Content    json.RawMessage `json:"content"`
+		StopReason string          `json:"stop_reason"`
+		Usage      *usage          `json:"usage"`
+		Error      *apiError       `json:"error"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, fmt.Errorf("response: %w", err)
+	}
+	o := &Output{ResponseID: r.ID, Model: r.Model, StopReason: r.StopReason, Error: r.Error.String()}
+	r.Usage.fill(o)
+	if len(r.Content) > 0 {
+		var parts []part
+		if err := json.Unmarshal(r.Content, &parts); err != nil {
+			return nil, fmt.Errorf("response content: %w", err)
+		}
+		bs, err := anthropicBlocks(events.KindLLMText, parts)
+		if err != nil {
+			return nil, err
+		}
+		if len(bs) > 0 {
+			// What an SDK user sends back: {"role": "assistant",
+			// "content": response.content}.
+			msg := joinObject(map[string][]byte{"role": appendString(nil, "assistant"), "content": r.Content})
+			it, err := newItem(Messages, "", msg, bs)
 			if err != nil {
 				return nil, err
 			}
 			o.Items = append(o.Items, it)
 		}
-		return o, nil
-	case Responses:
-		return parseResponsesObject(body)
-	case Messages:
-		var r struct {
-			ID         string          `json:"id"`
-			Model      string          `json:"model"`
-			Role       string          `json:"role"`
-			Content    json.RawMessage `json:"content"`
-			StopReason string          `json:"stop_reason"`
-			Usage      *usage          `json:"usage"`
-			Error      *apiError       `json:"error"`
-		}
-		if err := json.Unmarshal(body, &r); err != nil {
-			return nil, fmt.Errorf("response: %w", err)
-		}
-		o := &Output{ResponseID: r.ID, Model: r.Model, StopReason: r.StopReason, Error: r.Error.String()}
-		r.Usage.fill(o)
-		if len(r.Content) > 0 {
-			var parts []part
-			if err := json.Unmarshal(r.Content, &parts); err != nil {
-				return nil, fmt.Errorf("response content: %w", err)
-			}
-			bs, err := anthropicBlocks(events.KindLLMText, parts)
-			if err != nil {
-				return nil, err
-			}
-			if len(bs) > 0 {
-				// What an SDK user sends back: {"role": "assistant",
-				// "content": response.content}.
-				msg := joinObject(map[string][]byte{"role": appendString(nil, "assistant"), "content": r.Content})
-				it, err := newItem(api, "", msg, bs)
-				if err != nil {
-					return nil, err
-				}
-				o.Items = append(o.Items, it)
-			}
-		}
-		return o, nil
 	}
-	return nil, fmt.Errorf("unknown api %q", api)
+	return o, nil
 }
 
 // parseResponsesObject reads a Responses API response object.
