@@ -52,8 +52,9 @@ type Request struct {
 	// (canonicalHash's arguments), kept to compare a render with.
 	canon map[string][]byte
 	lists map[string][][]byte
-	// requestKeys is RequestKeys, once asked.
-	requestKeys [][32]byte
+	// requestKeys and requestChain are RequestKeys and RequestChain,
+	// once asked.
+	requestKeys, requestChain [][32]byte
 }
 
 // Item is one element of a call's input or output.
@@ -105,14 +106,16 @@ func (c *ParseCache) ParseRequest(api API, body []byte) (*Request, error) {
 		top[m.name] = m.raw
 	}
 	req := &Request{API: api}
+	// Read as encoding/json would, a value of another type read as none
+	// (canonical below says whether it is JSON at all).
 	if m, ok := top["model"]; ok {
-		_ = json.Unmarshal(m, &req.Model)
+		req.Model, _ = stringMember("model", m)
 	}
 	if s, ok := top["stream"]; ok {
-		_ = json.Unmarshal(s, &req.Stream)
+		req.Stream = string(s) == "true"
 	}
 	if p, ok := top["previous_response_id"]; ok && api == Responses {
-		_ = json.Unmarshal(p, &req.PreviousResponseID)
+		req.PreviousResponseID, _ = stringMember("previous_response_id", p)
 	}
 	canon := make(map[string][]byte, len(top))
 	lists := map[string][][]byte{}

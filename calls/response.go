@@ -238,6 +238,16 @@ func (o *Output) Blocks() []events.Block {
 	return bs
 }
 
+// Keys returns the content keys (Key) of Blocks, as the items computed
+// them when they were read.
+func (o *Output) Keys() [][32]byte {
+	var ks [][32]byte
+	for i := range o.Items {
+		ks = append(ks, o.Items[i].keys()...)
+	}
+	return ks
+}
+
 // summary is a short description of an error body, for a failed call's
 // reason.
 func summary(s string) string {

@@ -62,11 +62,36 @@ type Ref struct {
 // blocks[:i+1].
 func Chain(blocks []events.Block) [][32]byte { return chainOf(blocks, nil) }
 
+// ExtendChain returns the chain (see Chain) of blocks followed by more,
+// given chain, the chain of blocks, and the content keys of more (Key):
+// the state a call leaves is its input's chain, known from its lookup,
+// extended by its output. chain is not changed.
+func ExtendChain(chain [][32]byte, moreKeys [][32]byte) [][32]byte {
+	out := make([][32]byte, len(chain), len(chain)+len(moreKeys))
+	copy(out, chain)
+	var prev [32]byte
+	if len(chain) > 0 {
+		prev = chain[len(chain)-1]
+	}
+	for _, k := range moreKeys {
+		prev = link(prev, k)
+		out = append(out, prev)
+	}
+	return out
+}
+
+// link is the chain's key after prev for a block of content key k.
+func link(prev, k [32]byte) [32]byte {
+	var buf [64]byte
+	copy(buf[:32], prev[:])
+	copy(buf[32:], k[:])
+	return sha256.Sum256(buf[:])
+}
+
 // chainOf is Chain with the blocks' content keys when known (nil: computed).
 func chainOf(blocks []events.Block, keys [][32]byte) [][32]byte {
 	out := make([][32]byte, len(blocks))
 	var prev [32]byte
-	var buf [64]byte
 	for i := range blocks {
 		var k [32]byte
 		if keys != nil {
@@ -74,9 +99,7 @@ func chainOf(blocks []events.Block, keys [][32]byte) [][32]byte {
 		} else {
 			k = Key(&blocks[i])
 		}
-		copy(buf[:32], prev[:])
-		copy(buf[32:], k[:])
-		out[i] = sha256.Sum256(buf[:])
+		out[i] = link(prev, k)
 		prev = out[i]
 	}
 	return out
@@ -126,9 +149,9 @@ type AsyncThreadStore interface {
 // was produced in conv. A state that does not end with a model's output
 // block is not recorded (nothing could continue it by content).
 //
-// keys, when not nil, are the blocks' content keys (Key), known already.
-func (x *Threads) Record(ctx context.Context, conv string, n int, blocks []events.Block, keys [][32]byte, responseID string) error {
-	pairs := recordPairs(conv, n, blocks, keys, responseID)
+// chain, when not nil, is Chain(blocks), known already.
+func (x *Threads) Record(ctx context.Context, conv string, n int, blocks []events.Block, chain [][32]byte, responseID string) error {
+	pairs := recordPairs(conv, n, blocks, chain, responseID)
 	if len(pairs) == 0 {
 		return nil
 	}
@@ -141,9 +164,9 @@ func (x *Threads) Record(ctx context.Context, conv string, n int, blocks []event
 // RecordAsync is Record that returns once the entries are on their way,
 // with what waits until they are durable; on a store that cannot publish
 // without waiting, it is Record, and the wait returns at once.
-func (x *Threads) RecordAsync(ctx context.Context, conv string, n int, blocks []events.Block, keys [][32]byte, responseID string) (wait func(context.Context) error, err error) {
+func (x *Threads) RecordAsync(ctx context.Context, conv string, n int, blocks []events.Block, chain [][32]byte, responseID string) (wait func(context.Context) error, err error) {
 	done := func(context.Context) error { return nil }
-	pairs := recordPairs(conv, n, blocks, keys, responseID)
+	pairs := recordPairs(conv, n, blocks, chain, responseID)
 	if len(pairs) == 0 {
 		return done, nil
 	}
@@ -167,11 +190,13 @@ func (x *Threads) RecordAsync(ctx context.Context, conv string, n int, blocks []
 }
 
 // recordPairs are the entries Record writes.
-func recordPairs(conv string, n int, blocks []events.Block, keys [][32]byte, responseID string) map[string]string {
+func recordPairs(conv string, n int, blocks []events.Block, chain [][32]byte, responseID string) map[string]string {
 	pairs := map[string]string{}
 	if len(blocks) > 0 && output(blocks[len(blocks)-1].Kind) {
-		keys := chainOf(blocks, keys)
-		pairs[stateKey(keys[len(keys)-1])] = Ref{conv, n}.value()
+		if len(chain) != len(blocks) {
+			chain = Chain(blocks)
+		}
+		pairs[stateKey(chain[len(chain)-1])] = Ref{conv, n}.value()
 		pairs[latestKey(conv)] = strconv.Itoa(n)
 	}
 	if responseID != "" {
@@ -182,10 +207,10 @@ func recordPairs(conv string, n int, blocks []events.Block, keys [][32]byte, res
 
 // Find returns the recorded state that the longest prefix of blocks is,
 // and whether it is its conversation's latest call (continue) or not
-// (fork there). ok is false when no prefix was recorded. blockKeys, when
-// not nil, are the blocks' content keys (Key), known already.
-func (x *Threads) Find(ctx context.Context, blocks []events.Block, blockKeys [][32]byte) (ref Ref, latest, ok bool, err error) {
-	return x.find(ctx, blocks, blockKeys, false)
+// (fork there). ok is false when no prefix was recorded. chain, when not
+// nil, is Chain(blocks), known already (Request.RequestChain).
+func (x *Threads) Find(ctx context.Context, blocks []events.Block, chain [][32]byte) (ref Ref, latest, ok bool, err error) {
+	return x.find(ctx, blocks, chain, false)
 }
 
 // FindLongest is Find tried only at the longest prefix that can be a
@@ -193,25 +218,25 @@ func (x *Threads) Find(ctx context.Context, blocks []events.Block, blockKeys [][
 // match there is the match Find would return from any store holding it,
 // since no longer prefix can be a state. The gateway asks its own copy of
 // the index this way before the shared one.
-func (x *Threads) FindLongest(ctx context.Context, blocks []events.Block, blockKeys [][32]byte) (ref Ref, latest, ok bool, err error) {
-	return x.find(ctx, blocks, blockKeys, true)
+func (x *Threads) FindLongest(ctx context.Context, blocks []events.Block, chain [][32]byte) (ref Ref, latest, ok bool, err error) {
+	return x.find(ctx, blocks, chain, true)
 }
 
-func (x *Threads) find(ctx context.Context, blocks []events.Block, blockKeys [][32]byte, longestOnly bool) (ref Ref, latest, ok bool, err error) {
+func (x *Threads) find(ctx context.Context, blocks []events.Block, chain [][32]byte, longestOnly bool) (ref Ref, latest, ok bool, err error) {
 	// The candidates: the prefixes that end with an output block, longest
 	// first, by the index of that block. Each is named (hex) only when
 	// its group is asked: a continuation is found at the first.
-	var keys [][32]byte
+	keys := chain
+	if len(keys) != len(blocks) {
+		keys = nil
+	}
 	var at []int
 	for i := len(blocks) - 1; i >= 0; i-- {
 		if !output(blocks[i].Kind) {
 			continue
 		}
 		if keys == nil {
-			if blockKeys != nil {
-				blockKeys = blockKeys[:i+1]
-			}
-			keys = chainOf(blocks[:i+1], blockKeys)
+			keys = chainOf(blocks[:i+1], nil)
 		}
 		at = append(at, i)
 		if longestOnly {
@@ -380,6 +405,16 @@ func (r *Request) RequestKeys() [][32]byte {
 		r.requestKeys = ks[:len(ks):len(ks)]
 	}
 	return r.requestKeys
+}
+
+// RequestChain returns Chain(RequestBlocks()), from RequestKeys, computed
+// once per request: the lookup of the call's conversation and the entry of
+// the state it leaves both take it. The caller must not change it.
+func (r *Request) RequestChain() [][32]byte {
+	if r.requestChain == nil {
+		r.requestChain = chainOf(r.RequestBlocks(), r.RequestKeys())
+	}
+	return r.requestChain
 }
 
 // keys returns the item's blocks' content keys.

@@ -3,6 +3,7 @@ package calls
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -66,4 +67,18 @@ func TestFindReadsEarlierStatesTogether(t *testing.T) {
 	assert.True(t, latest)
 	assert.Equal(t, 1, store.batches, "found in the first batch")
 	assert.Equal(t, 2, store.gets, "the longest state, then the latest call of its conversation")
+}
+
+// TestExtendChain: a call's state, its input's chain extended by its
+// output, is the chain of the whole, and the input's chain is left alone.
+func TestExtendChain(t *testing.T) {
+	in := []events.Block{{Kind: events.KindSystem, Text: "s"}, {Kind: events.KindUser, Text: "q"}}
+	out := []events.Block{{Kind: events.KindReasoning, Encrypted: "e"}, {Kind: events.KindLLMText, Text: "a"}}
+	chain := Chain(in)
+	before := slices.Clone(chain)
+	keys := [][32]byte{Key(&out[0]), Key(&out[1])}
+	got := ExtendChain(chain[:len(chain):len(chain)], keys)
+	require.Equal(t, Chain(append(slices.Clone(in), out...)), got)
+	require.Equal(t, before, chain)
+	require.Equal(t, Chain(out), ExtendChain(nil, keys))
 }

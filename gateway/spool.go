@@ -138,7 +138,7 @@ func (s *spool) admit(api calls.API, body []byte, named string, local *calls.Thr
 	case c.req != nil:
 		// A fork of a state recorded earlier cannot be made without the
 		// log: it starts a conversation.
-		if ref, latest, ok, _ := local.Find(context.Background(), c.req.RequestBlocks(), c.req.RequestKeys()); ok && latest {
+		if ref, latest, ok, _ := local.Find(context.Background(), c.req.RequestBlocks(), c.req.RequestChain()); ok && latest {
 			c.Conversation, c.threading = ref.Conversation, calls.ThreadInferred
 		}
 	}

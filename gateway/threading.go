@@ -42,19 +42,19 @@ func (r *Recorder) thread(ctx context.Context, p *Pending, in Call) (fork *calls
 			p.conv, c.Threading = conv, calls.ThreadExplicit
 		}
 	case req != nil:
-		blocks, keys := req.RequestBlocks(), req.RequestKeys()
+		blocks, chain := req.RequestBlocks(), req.RequestChain()
 		if r.local != nil {
 			// This gateway recorded the state the call continues, as its
 			// conversation's latest call: take it without a round trip to
 			// the shared index. recordInput verifies the guess against
 			// the log (the Turn ends at that state and the append's fence
 			// holds), and asks the shared index when it does not hold.
-			if ref, latest, ok, _ := r.local.FindLongest(ctx, blocks, keys); ok && latest {
+			if ref, latest, ok, _ := r.local.FindLongest(ctx, blocks, chain); ok && latest {
 				p.conv, c.Threading, p.guess = ref.Conversation, calls.ThreadInferred, &ref
 				break
 			}
 		}
-		fork = r.infer(ctx, p, blocks, keys)
+		fork = r.infer(ctx, p, blocks, chain)
 	}
 	fresh = p.conv == ""
 	if fresh {
@@ -70,8 +70,8 @@ func (r *Recorder) thread(ctx context.Context, p *Pending, in Call) (fork *calls
 // infer threads a call by content with the shared index: a continuation
 // of the latest call of a conversation (p.conv set), a fork of an earlier
 // state (returned), or neither.
-func (r *Recorder) infer(ctx context.Context, p *Pending, blocks []events.Block, keys [][32]byte) (fork *calls.Ref) {
-	ref, latest, ok, err := r.threads.Find(ctx, blocks, keys)
+func (r *Recorder) infer(ctx context.Context, p *Pending, blocks []events.Block, chain [][32]byte) (fork *calls.Ref) {
+	ref, latest, ok, err := r.threads.Find(ctx, blocks, chain)
 	if err != nil {
 		r.logger.Warn("gateway: threading index unreadable; the call starts a conversation", "err", err)
 	}
@@ -90,7 +90,7 @@ func (r *Recorder) infer(ctx context.Context, p *Pending, blocks []events.Block,
 // shared index, as if it had been asked first.
 func (r *Recorder) unguess(ctx context.Context, p *Pending, req *calls.Request) (fork *calls.Ref, fresh bool) {
 	p.guess, p.conv, p.call.Threading = nil, "", ""
-	fork = r.infer(ctx, p, req.RequestBlocks(), req.RequestKeys())
+	fork = r.infer(ctx, p, req.RequestBlocks(), req.RequestChain())
 	if fresh = p.conv == ""; fresh {
 		p.conv = ulid.Make().String()
 		if p.call.Threading == "" {
@@ -101,26 +101,22 @@ func (r *Recorder) unguess(ctx context.Context, p *Pending, req *calls.Request) 
 	return fork, fresh
 }
 
-// stateKeys returns the content keys of the Turn's blocks after a call
-// that sent its whole input, from what the call already hashed: its
-// input's blocks (the Turn holds them in the call's order, as PlanInput
-// checked) and its output's. nil when that does not hold (previous_response_id,
-// other calls' blocks folded in after a conflict): Record then hashes the
-// Turn.
-func stateKeys(c *calls.Call, o calls.Outcome, turn *projector.Turn, reloaded bool) [][32]byte {
+// stateChain returns the chain (calls.Chain) of the Turn's blocks after a
+// call that sent its whole input, from what the call already hashed: its
+// input's chain (the Turn holds its blocks in the call's order, as
+// PlanInput checked) extended by its output's keys. nil when that does not
+// hold (previous_response_id, other calls' blocks folded in after a
+// conflict): Record then hashes the Turn.
+func stateChain(c *calls.Call, o calls.Outcome, turn *projector.Turn, reloaded bool) [][32]byte {
 	if reloaded || c.Request == nil || c.Request.PreviousResponseID != "" || o.Output == nil {
 		return nil
 	}
-	keys := c.Request.RequestKeys()
-	out := o.Output.Blocks()
-	if len(keys)+len(out) != len(turn.Blocks) {
+	chain := c.Request.RequestChain()
+	out := o.Output.Keys()
+	if len(chain)+len(out) != len(turn.Blocks) {
 		return nil
 	}
-	keys = append(keys[:len(keys):len(keys)], make([][32]byte, len(out))...)
-	for i := range out {
-		keys[len(keys)-len(out)+i] = calls.Key(&out[i])
-	}
-	return keys
+	return calls.ExtendChain(chain, out)
 }
 
 // mirrorStore is a shared threading store with this gateway's copy of
