@@ -52,8 +52,9 @@ type Request struct {
 	// (canonicalHash's arguments), kept to compare a render with.
 	canon map[string][]byte
 	lists map[string][][]byte
-	// requestKeys and requestChain are RequestKeys and RequestChain,
-	// once asked.
+	// requestBlocks, requestKeys and requestChain are RequestBlocks,
+	// RequestKeys and RequestChain, once asked.
+	requestBlocks             []events.Block
 	requestKeys, requestChain [][32]byte
 }
 

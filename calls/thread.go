@@ -376,13 +376,17 @@ func (s *MemStore) Put(_ context.Context, pairs map[string]string) error {
 }
 
 // RequestBlocks returns the request's input blocks in order, what Find
-// takes.
+// takes, gathered once per request: the caller must not change them, nor
+// append to the slice in place.
 func (r *Request) RequestBlocks() []events.Block {
-	bs := make([]events.Block, 0, r.blockCount())
-	for _, it := range r.Items {
-		bs = append(bs, it.Blocks...)
+	if r.requestBlocks == nil {
+		bs := make([]events.Block, 0, r.blockCount())
+		for _, it := range r.Items {
+			bs = append(bs, it.Blocks...)
+		}
+		r.requestBlocks = bs[:len(bs):len(bs)]
 	}
-	return bs
+	return r.requestBlocks
 }
 
 func (r *Request) blockCount() int {
