@@ -92,7 +92,15 @@ type Call struct {
 // StartModelCall starts the span of a model call as a child of whatever
 // span ctx carries (a chat request's, a gateway request's) and returns ctx
 // with the new span, for the engine's own HTTP instrumentation to nest in.
+// With no tracer provider set it returns ctx as it is and a nil *Call,
+// whose methods do nothing.
 func StartModelCall(ctx context.Context, c ModelCall) (context.Context, *Call) {
+	if otel.GetTracerProvider() == unsetProvider {
+		// Nothing would record the span: spare every call building it.
+		// The context keeps the caller's span, as a span that records
+		// nothing would carry it on.
+		return ctx, nil
+	}
 	name := "chat"
 	if c.Model != "" {
 		name += " " + c.Model
@@ -133,6 +141,11 @@ func StartModelCall(ctx context.Context, c ModelCall) (context.Context, *Call) {
 	span.SetAttributes(attrs...)
 	return ctx, &Call{span: span}
 }
+
+// unsetProvider is OpenTelemetry's global tracer provider before any is
+// set (by tracing/otlp, or by a program that embeds turnlog): what its
+// tracers start records nothing.
+var unsetProvider = otel.GetTracerProvider()
 
 // Recording reports whether the span records anything (a tracer is
 // installed and sampled it): a caller can skip gathering a result that
