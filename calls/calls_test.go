@@ -117,6 +117,10 @@ func TestChatChangesAreEvents(t *testing.T) {
 			[]string{"block.annotated", "inference.started", "inference.finished"}},
 		{"edited block", `{"model":"m","messages":[{"role":"user","content":"1!"},{"role":"system","content":"B"},{"role":"user","content":"2"}]}`,
 			[]string{"blocks.removed", "user.appended", "blocks.reordered", "inference.started", "inference.finished"}},
+		// The rewritten item is found where it is after the removal
+		// before it, not where it was matched.
+		{"removed, then rewritten", `{"model":"m","messages":[{"role":"system","content":"B"},{"role":"user","content":[{"type":"text","text":"2"}]}]}`,
+			[]string{"blocks.removed", "block.annotated", "inference.started", "inference.finished"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			evs, _ := record(t, turn, ChatCompletions, tc.body, nil)

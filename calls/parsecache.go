@@ -150,14 +150,23 @@ func (c *ParseCache) items(api API, raws [][]byte, parse func(i int) (Item, erro
 		keys[i] = c.key(api, "", r)
 	}
 	hits := make([]*cacheEntry, len(raws))
+	shared := 0 // blocks of the items found
 	c.mu.Lock()
 	for i, r := range raws {
-		hits[i] = c.getLocked(keys[i], api, "", r)
+		if hits[i] = c.getLocked(keys[i], api, "", r); hits[i] != nil {
+			shared += len(hits[i].item.Blocks)
+		}
 	}
 	c.mu.Unlock()
+	// The found items' blocks, copied into one slice (see share).
+	blocks := make([]events.Block, 0, shared)
 	for i, r := range raws {
 		if e := hits[i]; e != nil {
-			out[i] = e.item.share()
+			it := e.item
+			start := len(blocks)
+			blocks = append(blocks, it.Blocks...)
+			it.Blocks = blocks[start:len(blocks):len(blocks)]
+			out[i] = it
 			continue
 		}
 		it, err := parse(i)
@@ -274,7 +283,8 @@ func (c *ParseCache) canonical(raw []byte) ([]byte, error) {
 // their own (a caller may set their fields), their metadata and spans
 // shared with the cache, read-only as a Turn's are (the projector copies
 // an event's metadata and spans into the Turn): sharing them spares a map
-// per block per call.
+// per block per call. items does the same for a list's items, their
+// blocks in one slice.
 func (it Item) share() Item {
 	it.Blocks = slices.Clone(it.Blocks)
 	return it

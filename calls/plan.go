@@ -253,7 +253,13 @@ func planFull(turn *projector.Turn, req *Request, c *Call, emit func(int, events
 		if ids[i] == "" {
 			continue
 		}
-		b, _ := turn.Block(ids[i])
+		// Where the block is: where it was matched, unless blocks were
+		// removed before it (a replaced system prompt keeps its place).
+		at := assign[i]
+		if len(drop) > 0 {
+			at = turn.Index(ids[i])
+		}
+		b := &turn.Blocks[at]
 		// The request's block carries the gateway keys its item wants
 		// (Item.mark); Key equal, so is its gateway.type.
 		if d := metaDiff(b.Meta, rbs[i].b.Meta); len(d) > 0 {
