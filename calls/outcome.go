@@ -36,6 +36,9 @@ func PlanOutcome(turn *projector.Turn, c *Call, o Outcome) ([]events.Event, erro
 		if err := projector.Apply(turn, e); err != nil {
 			return fmt.Errorf("record call %s: %w", c.ID, err)
 		}
+		if c.Observe != nil {
+			c.Observe(e, turn)
+		}
 		evs = append(evs, e)
 		return nil
 	}

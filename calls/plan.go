@@ -57,6 +57,11 @@ type Call struct {
 	// inference.started says so (gateway "source": "import", "import":
 	// the hash), and the threading index notes it (Threads.Imported).
 	Import string
+	// Observe, when set, is called with each event the plans (PlanInput,
+	// PlanOutcome) apply to the Turn, right after it is applied: a checker
+	// that reads the Turn as it stands at each event (check's Observe)
+	// follows the plan without folding the events into a Turn of its own.
+	Observe func(e events.Event, turn *projector.Turn)
 }
 
 // Fork is where a conversation branched off: From at position At, whose
@@ -112,6 +117,9 @@ func PlanInput(turn *projector.Turn, c *Call) ([]events.Event, error) {
 		e := c.event(conv, step, p)
 		if err := projector.Apply(turn, e); err != nil {
 			return fmt.Errorf("record call %s: %w", c.ID, err)
+		}
+		if c.Observe != nil {
+			c.Observe(e, turn)
 		}
 		evs = append(evs, e)
 		return nil

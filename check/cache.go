@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projector"
 )
 
 // Fed is a conversation's Checker and how many of the conversation's
@@ -29,6 +30,38 @@ func (f *Fed) Feed(e events.Event) ([]Finding, error) {
 	}
 	f.Events++
 	return fs, nil
+}
+
+// Observe counts the conversation's next event, observed by a Checker
+// that a caller folding the events itself keeps (Checker.Observe; turn is
+// the conversation with e applied), and returns its findings.
+func (f *Fed) Observe(e events.Event, turn *projector.Turn) []Finding {
+	f.Events++
+	return f.Checker.Observe(e, turn.Events, turn)
+}
+
+// RebuildObserving is Rebuild for a Fed that its caller then feeds
+// through Observe: the events are folded into a Turn that is let go
+// once the Checker has observed them.
+func RebuildObserving(conv string, n int, evs iter.Seq2[events.Event, error]) (*Fed, error) {
+	f := &Fed{Conversation: conv, Checker: New()}
+	if n == 0 {
+		return f, nil
+	}
+	turn := projector.New(conv)
+	for e, err := range evs {
+		if err != nil {
+			return nil, fmt.Errorf("check %s: %w", conv, err)
+		}
+		if err := projector.Apply(turn, e); err != nil {
+			return nil, fmt.Errorf("check %s: %w", conv, err)
+		}
+		f.Observe(e, turn)
+		if f.Events == n {
+			return f, nil
+		}
+	}
+	return nil, fmt.Errorf("check %s: the log holds %d events before the call, not %d", conv, f.Events, n)
 }
 
 // Rebuild returns a new Checker of conversation conv fed its first n

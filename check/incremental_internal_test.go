@@ -29,41 +29,93 @@ func TestIncrementalIsFromScratch(t *testing.T) {
 			sortFindings(fresh)
 			require.Equal(t, fresh, incremental)
 		}
-		next := 0
-		id := func() string { next++; return fmt.Sprint("b", next) }
-		text := func() string { return rapid.SampledFrom([]string{"a", "b", "same again"}).Draw(t, "text") }
-		callID := func() string { return rapid.SampledFrom([]string{"k1", "k2", "k3"}).Draw(t, "call id") }
-		feed := func(actor string, p events.Payload) {
+		drawConversation(t, turn, func(actor string, p events.Payload) {
 			e := events.New("c", "r", 0, actor, p)
 			if err := projector.Apply(turn, e); err != nil {
 				return // drawn against a Turn it does not fit: skip it
 			}
 			_, err := c.Feed(e)
 			require.NoError(t, err)
+		})
+	})
+	assert.Positive(t, nonEmpty, "the conversations drawn must have findings to compare")
+}
+
+// drawConversation draws a conversation's events one by one, each given
+// to feed with its actor, drawn against turn as it stands (which feed
+// keeps): texts repeat often (so runs, duplicate prompts and reasoning
+// faults are common), and history is moved, removed, compacted and
+// replaced.
+func drawConversation(t *rapid.T, turn *projector.Turn, feed func(actor string, p events.Payload)) {
+	next := 0
+	id := func() string { next++; return fmt.Sprint("b", next) }
+	text := func() string { return rapid.SampledFrom([]string{"a", "b", "same again"}).Draw(t, "text") }
+	callID := func() string { return rapid.SampledFrom([]string{"k1", "k2", "k3"}).Draw(t, "call id") }
+	for range rapid.IntRange(1, 60).Draw(t, "events") {
+		switch rapid.IntRange(0, 9).Draw(t, "what") {
+		case 0:
+			feed("app", events.UserAppended{BlockID: id(), Text: text()})
+		case 1:
+			feed("engine", events.LLMTextAppended{BlockID: id(), Text: text()})
+		case 2:
+			feed("engine", events.ReasoningAppended{BlockID: id(), Text: text()})
+		case 3:
+			feed("engine", events.ToolCalled{BlockID: id(), CallID: callID(), Name: "f"})
+		case 4:
+			feed("tools", events.ToolResult{BlockID: id(), CallID: callID(), Text: text()})
+		case 5:
+			feed("app", events.SystemPromptSet{BlockID: id(), Text: text(), Index: rapid.IntRange(0, len(turn.Blocks)).Draw(t, "index")})
+		case 6, 7:
+			feed("engine", events.InferenceStarted{InferenceID: id(), Model: "m", InputHash: "h"})
+		default:
+			actor := rapid.SampledFrom([]string{"app", "ordering", "compaction", "operator:ada"}).Draw(t, "actor")
+			feed(actor, eventgen.Payload(t, turn))
 		}
-		for range rapid.IntRange(1, 60).Draw(t, "events") {
-			switch rapid.IntRange(0, 9).Draw(t, "what") {
-			case 0:
-				feed("app", events.UserAppended{BlockID: id(), Text: text()})
-			case 1:
-				feed("engine", events.LLMTextAppended{BlockID: id(), Text: text()})
-			case 2:
-				feed("engine", events.ReasoningAppended{BlockID: id(), Text: text()})
-			case 3:
-				feed("engine", events.ToolCalled{BlockID: id(), CallID: callID(), Name: "f"})
-			case 4:
-				feed("tools", events.ToolResult{BlockID: id(), CallID: callID(), Text: text()})
-			case 5:
-				feed("app", events.SystemPromptSet{BlockID: id(), Text: text(), Index: rapid.IntRange(0, len(turn.Blocks)).Draw(t, "index")})
-			case 6, 7:
-				feed("engine", events.InferenceStarted{InferenceID: id(), Model: "m", InputHash: "h"})
-			default:
-				actor := rapid.SampledFrom([]string{"app", "ordering", "compaction", "operator:ada"}).Draw(t, "actor")
-				feed(actor, eventgen.Payload(t, turn))
+	}
+}
+
+// TestObservingIsFeeding: a Fed that observes the Turn its caller folds
+// (the gateway's) finds what one that folds its own finds, event for
+// event, and so does one rebuilt from the first events that way
+// (RebuildObserving) and observing the rest.
+func TestObservingIsFeeding(t *testing.T) {
+	found := 0
+	rapid.Check(t, func(t *rapid.T) {
+		turn := projector.New("c")
+		var evs []events.Event
+		drawConversation(t, turn, func(actor string, p events.Payload) {
+			e := events.New("c", "r", 0, actor, p)
+			if projector.Apply(turn, e) == nil {
+				evs = append(evs, e)
+			}
+		})
+		fed := &Fed{Conversation: "c", Checker: New()}
+		observing := &Fed{Conversation: "c", Checker: New()}
+		folded := projector.New("c")
+		want := make([][]Finding, len(evs))
+		for i, e := range evs {
+			var err error
+			want[i], err = fed.Feed(e)
+			require.NoError(t, err)
+			require.NoError(t, projector.Apply(folded, e))
+			found += len(want[i])
+			require.Equal(t, want[i], observing.Observe(e, folded), "event %d", i)
+		}
+		require.Equal(t, fed.Events, observing.Events)
+		// Rebuilt from each point of the conversation.
+		for cut := range len(evs) + 1 {
+			rebuilt, err := RebuildObserving("c", cut, eventsOf(evs...))
+			require.NoError(t, err)
+			require.Equal(t, cut, rebuilt.Events)
+			folded := projector.New("c")
+			require.NoError(t, projector.ApplyAll(folded, evs[:cut]))
+			for i := cut; i < len(evs); i++ {
+				require.NoError(t, projector.Apply(folded, evs[i]))
+				require.Equal(t, want[i], rebuilt.Observe(evs[i], folded), "event %d, rebuilt from %d", i, cut)
 			}
 		}
 	})
-	assert.Positive(t, nonEmpty, "the conversations drawn must have findings to compare")
+	assert.Positive(t, found, "the conversations drawn must have findings to compare")
 }
 
 // TestRunScannerIsRuns: resuming a scan on an input that keeps a prefix

@@ -7,59 +7,46 @@ import (
 	"github.com/turnlog/turnlog/check"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projector"
 )
 
 // The recorder checks each call as it records it (replay --check's
 // rules) with a check.Fed per conversation, kept in a check.Cache between
-// the conversation's calls and fed the conversation's events in log
-// order, at the cost of the call's own events. A conversation whose
-// events the gateway did not all see (another gateway or a worker wrote
-// some, or its checker was let go) has its checker rebuilt from the log.
+// the conversation's calls. It observes the conversation's events in log
+// order as the recorder's plans apply them to the recorder's Turn (no Turn
+// of its own, no second fold), at the cost of the call's own events. A
+// conversation whose events the gateway did not all see (another gateway
+// or a worker wrote some, or its checker was let go, as one is when a
+// plan it followed is not stored) has its checker rebuilt from the log.
 
 // checkersShare is the share of Config.CacheBytes the checkers may hold,
-// beside the Turns: each holds its conversation's Turn too.
+// beside the Turns.
 const checkersShare = 4
 
-// checkInput feeds a call's input step (evs, after the conversation's
-// first atStart events) to the conversation's checker and returns the
-// findings of the call, as finding.recorded payloads. The checker is
-// handed back with the findings for fedOutcome.
-func (r *Recorder) checkInput(ctx context.Context, conv, callID string, atStart int, evs []events.Event) (*check.Fed, []events.Payload, error) {
+// checker returns conv's checker at the conversation's first atStart
+// events, for a call's plan to feed (see observe): the one kept, else one
+// rebuilt from the log. The checker observes the Turn the recorder plans
+// on rather than folding the events into a Turn of its own.
+func (r *Recorder) checker(ctx context.Context, conv string, atStart int) (*check.Fed, error) {
 	f := r.checks.Take(conv)
-	if f == nil || f.Events != atStart {
-		el, ok := r.log.(eventsLog)
-		if !ok {
-			return nil, nil, fmt.Errorf("check the call: the log cannot be read")
-		}
-		var err error
-		if f, err = check.Rebuild(conv, atStart, eventlog.EventsOnly(el.Events(ctx, conv))); err != nil {
-			return nil, nil, err
-		}
+	if f != nil && f.Events == atStart {
+		return f, nil
 	}
-	var out []events.Payload
-	for _, e := range evs {
-		fs, err := f.Feed(e)
-		if err != nil {
-			return nil, nil, fmt.Errorf("check the call: %w", err)
-		}
-		for _, x := range fs {
-			out = append(out, events.FindingRecorded{InferenceID: callID, Rule: string(x.Rule), Detail: x.Detail, Blocks: x.Blocks})
-		}
+	el, ok := r.log.(eventsLog)
+	if !ok {
+		return nil, fmt.Errorf("check the call: the log cannot be read")
 	}
-	return f, out, nil
+	return check.RebuildObserving(conv, atStart, eventlog.EventsOnly(el.Events(ctx, conv)))
 }
 
-// fedOutcome feeds the call's outcome step to its checker and keeps it,
-// when the step followed the input at once (no other call's events in
-// between: those would be unknown to it).
-func (r *Recorder) fedOutcome(f *check.Fed, evs []events.Event, adjacent bool) {
-	if f == nil || !adjacent {
-		return
-	}
-	for _, e := range evs {
-		if _, err := f.Feed(e); err != nil {
-			return
+// observe returns what feeds f each event a plan applies (calls.Call's
+// Observe) and adds the findings to *found, as finding.recorded payloads
+// of call callID. A plan whose events are not stored leaves f fed with
+// events the log does not hold: it is then let go, never put back.
+func observe(f *check.Fed, callID string, found *[]events.Payload) func(events.Event, *projector.Turn) {
+	return func(e events.Event, turn *projector.Turn) {
+		for _, x := range f.Observe(e, turn) {
+			*found = append(*found, events.FindingRecorded{InferenceID: callID, Rule: string(x.Rule), Detail: x.Detail, Blocks: x.Blocks})
 		}
 	}
-	r.checks.Put(f)
 }

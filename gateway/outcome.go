@@ -38,9 +38,9 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 	defer cancel()
 	span := r.startSpan(p, in)
 	turn := in.turn
-	reloaded := false
+	// The checker follows the outcome's plan, as it followed the input's;
+	// a plan that is not stored lets it go (see observe).
 	findings, checker := in.findings, in.checker
-	var stored []events.Event
 	ok := o.Failure == "" && (o.Output == nil || o.Output.Error == "")
 	respID := "" // indexed for previous_response_id: the Responses API's alone
 	if o.Output != nil && p.api == calls.Responses {
@@ -48,6 +48,10 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 	}
 	var indexed func(context.Context) error
 	for attempt := 0; ; attempt++ {
+		var none []events.Payload // an outcome's events find nothing
+		if checker != nil {
+			p.call.Observe = observe(checker, p.call.ID, &none)
+		}
 		evs, err := calls.PlanOutcome(turn, p.call, o)
 		if err != nil {
 			return err
@@ -60,8 +64,12 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 			if err := projector.Apply(turn, e); err != nil {
 				return fmt.Errorf("record a finding: %w", err)
 			}
+			if p.call.Observe != nil {
+				p.call.Observe(e, turn)
+			}
 			evs = append(evs, e)
 		}
+		p.call.Observe = nil
 		if ok && indexed == nil {
 			// Indexed for threading beside the append, not after it: the
 			// client's next call may come as soon as the answer ends. The
@@ -77,6 +85,7 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 		seq, err := r.log.Append(ctx, p.conv, turn.Seq, evs...)
 		if errors.Is(err, eventlog.ErrConflict) && attempt < appendAttempts {
 			r.metrics.conflicts.Inc()
+			checker = nil
 			if err := indexed(ctx); err != nil {
 				r.logger.Warn("gateway: call not indexed for threading", "conversation", p.conv, "err", err)
 			}
@@ -84,7 +93,6 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 			if turn, err = r.log.Load(ctx, p.conv); err != nil {
 				return err
 			}
-			reloaded = true
 			continue
 		}
 		if err != nil {
@@ -98,7 +106,6 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 			return err
 		}
 		turn.Seq = seq
-		stored = evs
 		break
 	}
 	if span.Recording() {
@@ -106,7 +113,9 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 	} else {
 		span.End(tracing.CallResult{})
 	}
-	r.fedOutcome(checker, stored, !reloaded)
+	if checker != nil {
+		r.checks.Put(checker)
+	}
 	r.metrics.countFindings(findings)
 	outcome := "finished"
 	if !ok {

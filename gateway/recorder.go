@@ -175,19 +175,6 @@ func (r *Recorder) Begin(ctx context.Context, in Call) (*Pending, error) {
 		if verify {
 			close(p.ready)
 		}
-		if in.err == nil && r.check {
-			// Checked while the upstream works, not after it answered:
-			// the findings go into the outcome's step.
-			cctx, cancel := context.WithTimeout(ctx, recordTimeout)
-			var err error
-			in.checker, in.findings, err = r.checkInput(cctx, p.conv, p.call.ID, in.atStart, in.evs)
-			cancel()
-			if err != nil {
-				// The call is recorded all the same; replay --check and
-				// ls check it again from the log.
-				r.logger.Warn("gateway: call not checked", "conversation", p.conv, "err", err)
-			}
-		}
 		p.input <- in
 	}()
 	return p, nil
@@ -283,7 +270,11 @@ func (r *Recorder) recordInput(ctx context.Context, p *Pending, fork *calls.Ref,
 			continue
 		}
 		seq, n := turn.Seq, turn.Events
+		// Checked while the upstream works, as it is planned, not after
+		// it answered: the findings go into the outcome's step.
+		fed, found := r.checkerFor(ctx, p, n)
 		evs, err := calls.PlanInput(turn, p.call)
+		p.call.Observe = nil
 		if err != nil && p.call.Request != nil {
 			// The call cannot be recorded as parsed (the gateway's own
 			// rendering would not prove it): record it unparsed, with
@@ -313,6 +304,26 @@ func (r *Recorder) recordInput(ctx context.Context, p *Pending, fork *calls.Ref,
 		}
 		turn.Seq = newSeq
 		p.guess = nil // verified: the log ended at the guessed state
-		return inputResult{turn: turn, evs: evs, atStart: n, started: turn.Events}
+		return inputResult{turn: turn, evs: evs, atStart: n, started: turn.Events, checker: fed, findings: *found}
 	}
+}
+
+// checkerFor sets the call's Observe to feed the conversation's checker
+// at its first atStart events as the call is planned, when the recorder
+// checks calls, and returns the checker and where its findings go. A
+// checker that cannot be had leaves the call unchecked (logged): it is
+// recorded all the same, and replay --check and ls check it again from
+// the log.
+func (r *Recorder) checkerFor(ctx context.Context, p *Pending, atStart int) (*check.Fed, *[]events.Payload) {
+	found := new([]events.Payload)
+	if !r.check {
+		return nil, found
+	}
+	fed, err := r.checker(ctx, p.conv, atStart)
+	if err != nil {
+		r.logger.Warn("gateway: call not checked", "conversation", p.conv, "err", err)
+		return nil, found
+	}
+	p.call.Observe = observe(fed, p.call.ID, found)
+	return fed, found
 }
