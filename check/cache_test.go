@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projector"
 )
 
 // fedOf returns a Fed of conv fed one user message of size bytes.
@@ -81,4 +82,23 @@ func TestRebuildReadsNoFurtherThanAsked(t *testing.T) {
 	broken := func(yield func(events.Event, error) bool) { yield(events.Event{}, errors.New("disk gone")) }
 	_, err = Rebuild("a", 1, broken)
 	assert.ErrorContains(t, err, "check a: disk gone")
+}
+
+// TestObservingFedCountsItsTexts: a Fed fed through Observe keeps no
+// Turn, but the texts of the input it last saw are counted in its size,
+// so a cache of them stays bounded when the caller's Turn is let go.
+func TestObservingFedCountsItsTexts(t *testing.T) {
+	turn := projector.New("a")
+	f := &Fed{Conversation: "a", Checker: New()}
+	for _, e := range []events.Event{
+		events.New("a", "r", 0, "app", events.UserAppended{BlockID: "u", Text: strings.Repeat("x", 50_000)}),
+		events.New("a", "r", 0, "engine", events.InferenceStarted{InferenceID: "i", Model: "m", InputHash: "h"}),
+	} {
+		require.NoError(t, projector.Apply(turn, e))
+		f.Observe(e, turn)
+	}
+	assert.Greater(t, f.Checker.Size(), 50_000)
+	cs := NewCache(40_000)
+	cs.Put(f)
+	assert.Nil(t, cs.Take("a"), "larger than the bound: not kept")
 }
