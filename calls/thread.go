@@ -302,13 +302,33 @@ type BatchThreadStore interface {
 
 // Imported returns the conversation the imported call named by key (a
 // hash of its line, see Call.Import) was recorded in; ok is false when it
-// was not imported.
-func (x *Threads) Imported(ctx context.Context, key string) (conv string, ok bool, err error) {
+// was not imported. pending is true when an import began to record it
+// there and did not note it recorded (ImportPending): it may be there
+// whole, in part (its input without its outcome) or not at all.
+func (x *Threads) Imported(ctx context.Context, key string) (conv string, pending, ok bool, err error) {
 	v, ok, err := x.store.Get(ctx, importedKey(key))
 	if err != nil {
-		return "", false, fmt.Errorf("look up an imported call: %w", err)
+		return "", false, false, fmt.Errorf("look up an imported call: %w", err)
 	}
-	return v, ok, nil
+	if conv, found := strings.CutPrefix(v, pendingPrefix); found {
+		return conv, true, ok, nil
+	}
+	return v, false, ok, nil
+}
+
+// pendingPrefix marks an imported call's entry as pending (a conversation
+// ID holds no space).
+const pendingPrefix = "pending "
+
+// ImportPending notes that the imported call named by key is about to be
+// recorded in conv, before anything of it is stored: an import that stops
+// before RecordImported (a crash) leaves the note, and the next import
+// looks for the call in conv instead of recording it a second time.
+func (x *Threads) ImportPending(ctx context.Context, key, conv string) error {
+	if err := x.store.Put(ctx, map[string]string{importedKey(key): pendingPrefix + conv}); err != nil {
+		return fmt.Errorf("note an imported call: %w", err)
+	}
+	return nil
 }
 
 // RecordImported notes that the imported call named by key was recorded

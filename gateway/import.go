@@ -124,11 +124,22 @@ func (r *Recorder) recordLogged(ctx context.Context, lines []LoggedLine, importe
 		key := ""
 		if imported {
 			key = importKey(l)
-			conv, done, err := r.threads.Imported(ctx, key)
+			conv, pending, done, err := r.threads.Imported(ctx, key)
 			if err != nil {
 				return out, &LineError{Line: ln.Line, Err: err}
 			}
-			if done {
+			if done && pending {
+				// An earlier import stopped while it recorded this call.
+				res, found, err := r.resumeImport(ctx, conv, key, l)
+				if err != nil {
+					return out, &LineError{Line: ln.Line, Err: err}
+				}
+				if found {
+					res.Line = ln.Line
+					out = append(out, res)
+					continue
+				}
+			} else if done {
 				out = append(out, Imported{Line: ln.Line, Conversation: conv, Status: StatusUnchanged})
 				continue
 			}
@@ -141,8 +152,9 @@ func (r *Recorder) recordLogged(ctx context.Context, lines []LoggedLine, importe
 			return out, &LineError{Line: ln.Line, Err: err}
 		}
 		if imported {
-			// Noted once recorded: a crash in between records the call
-			// again at the next import, rather than never.
+			// Noted pending before its input was stored (recordInput),
+			// noted done now: an import that stops in between finds it
+			// at the next (resumeImport).
 			if err := r.threads.RecordImported(ctx, key, p.Conversation()); err != nil {
 				return out, &LineError{Line: ln.Line, Err: err}
 			}

@@ -78,7 +78,7 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 			// append fail, the entry names a state the log lacks, and a
 			// call continuing it starts a conversation (see recordInput).
 			var err error
-			if indexed, err = r.threads.RecordAsync(ctx, p.conv, turn.Events, turn.Blocks, stateChain(p.call, o, turn, false), respID); err != nil {
+			if indexed, err = r.threads.RecordAsync(ctx, p.conv, turn.Events, turn.Blocks, stateChain(p.call, o, turn, p.resumed), respID); err != nil {
 				indexed = func(context.Context) error { return err }
 			}
 		}

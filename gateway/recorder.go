@@ -89,6 +89,10 @@ type Pending struct {
 	// start, for a deferred call (Call.Deferred), is closed by Start.
 	start     chan struct{}
 	startOnce sync.Once
+	// resumed: the call's input was stored by an import that stopped
+	// before its outcome (see resumeImport); the Turn it is finished
+	// against is the log's now, which may hold more than its input.
+	resumed bool
 }
 
 // Start lets a deferred call's recording begin (see Call.Deferred); it
@@ -285,6 +289,13 @@ func (r *Recorder) recordInput(ctx context.Context, p *Pending, fork *calls.Ref,
 		}
 		if err != nil {
 			return inputResult{err: err}
+		}
+		if p.call.Import != "" {
+			// Where an import that stops from here on left the call
+			// (see recordLogged).
+			if err := r.threads.ImportPending(ctx, p.call.Import, p.conv); err != nil {
+				return inputResult{err: err}
+			}
 		}
 		newSeq, err := r.log.Append(ctx, p.conv, seq, evs...)
 		if errors.Is(err, eventlog.ErrConflict) && attempt < appendAttempts {

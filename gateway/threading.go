@@ -106,9 +106,10 @@ func (r *Recorder) unguess(ctx context.Context, p *Pending, req *calls.Request) 
 // input's chain (the Turn holds its blocks in the call's order, as
 // PlanInput checked) extended by its output's keys. nil when that does not
 // hold (previous_response_id, other calls' blocks folded in after a
-// conflict): Record then hashes the Turn.
-func stateChain(c *calls.Call, o calls.Outcome, turn *projector.Turn, reloaded bool) [][32]byte {
-	if reloaded || c.Request == nil || c.Request.PreviousResponseID != "" || o.Output == nil {
+// conflict, or loaded when a stopped import is resumed: rehash):
+// Record then hashes the Turn.
+func stateChain(c *calls.Call, o calls.Outcome, turn *projector.Turn, rehash bool) [][32]byte {
+	if rehash || c.Request == nil || c.Request.PreviousResponseID != "" || o.Output == nil {
 		return nil
 	}
 	chain := c.Request.RequestChain()
