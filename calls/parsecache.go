@@ -112,6 +112,32 @@ func (c *ParseCache) put(e *cacheEntry) {
 	}
 }
 
+// Bytes returns the estimated size of the entries kept.
+func (c *ParseCache) Bytes() int {
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bytes
+}
+
+// Reset forgets every entry: an item is found by its bytes, not by the
+// conversation it came in, so a conversation erased since is let go this
+// way (its entries are parsed again when they come again).
+func (c *ParseCache) Reset() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.order.Init()
+	c.byKey = map[uint64]*list.Element{}
+	c.bytes = 0
+	c.paramsByKey = map[uint64]*paramsEntry{}
+	c.paramsOrder = nil
+}
+
 // item returns the item raw is (field "" for an element of the list of
 // messages), parsed by parse when it is not cached. The blocks handed out
 // are the caller's (see share).

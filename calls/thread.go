@@ -395,6 +395,22 @@ func (s *MemStore) Put(_ context.Context, pairs map[string]string) error {
 	return nil
 }
 
+// ForgetConversation removes the entries that name conversation conv
+// (its states, its latest call, its responses and imported calls): what a
+// gateway's own copy of the index keeps of a conversation erased since.
+func (s *MemStore) ForgetConversation(conv string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, el := range s.m {
+		v := el.Value.([2]string)[1]
+		ref, isRef := parseRef(v)
+		if k == latestKey(conv) || v == conv || v == pendingPrefix+conv || (isRef && ref.Conversation == conv) {
+			s.order.Remove(el)
+			delete(s.m, k)
+		}
+	}
+}
+
 // RequestBlocks returns the request's input blocks in order, what Find
 // takes, gathered once per request: the caller must not change them, nor
 // append to the slice in place.

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/turnlog/turnlog/calls"
 	"github.com/turnlog/turnlog/events"
@@ -34,7 +36,9 @@ type Erased struct {
 // <prefix>.chat.*.<conversation>). It exists for privacy requests; the
 // conversation ID can be used again afterwards and starts empty. The
 // recording gateway's threading entries of its calls go too (the state
-// each call left, found from the events; see calls.IndexedKeys).
+// each call left, found from the events; see calls.IndexedKeys), and the
+// erasure is announced to running gateways, which let go of what they
+// keep of the conversation in memory (OnErase).
 //
 // Erasing a conversation that has nothing stored is not an error: Erased
 // is then all zero. A worker in the middle of one of the conversation's
@@ -89,7 +93,37 @@ func (l *Log) Erase(ctx context.Context, conversation string) (Erased, error) {
 	if out.Threading, err = l.purgeThreading(ctx, threadKeys); err != nil {
 		return out, fmt.Errorf("erase %s: %w", conversation, err)
 	}
+	// Announced to the processes that keep conversations in memory, at
+	// most once: one that misses it (disconnected then) keeps the
+	// conversation until its caches let it go, and never writes it back
+	// (its appends are fenced). The erasure stands either way.
+	if err := l.nc.Publish(l.Names().ErasedSubject(), []byte(conversation)); err == nil {
+		fctx, cancel := context.WithTimeout(ctx, announceTimeout)
+		_ = l.nc.FlushWithContext(fctx)
+		cancel()
+	}
 	return out, nil
+}
+
+// announceTimeout bounds the wait for the server to take an erasure's
+// announcement.
+const announceTimeout = 5 * time.Second
+
+// OnErase calls fn with each conversation an Erase announces, from any
+// process, until stop is called: how a gateway lets an erased
+// conversation go from its memory. A message on the subject that is not a
+// conversation ID (another client's) is ignored. fn runs on the
+// subscription's goroutine, one call at a time.
+func (l *Log) OnErase(fn func(conversation string)) (stop func(), err error) {
+	sub, err := l.nc.Subscribe(l.Names().ErasedSubject(), func(m *nats.Msg) {
+		if conv := string(m.Data); events.ValidateConversationID(conv) == nil {
+			fn(conv)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("follow erasures: %w", err)
+	}
+	return func() { _ = sub.Unsubscribe() }, nil
 }
 
 // purge removes every message of s on subject (which may hold wildcards)

@@ -307,6 +307,11 @@ func (n Names) DeltaSubject(conversation string) string { return n.Prefix + ".de
 // status asks it); core NATS, never persisted.
 func (n Names) WorkersPing() string { return n.Prefix + ".workers.ping" }
 
+// ErasedSubject is where Erase announces each conversation it erased (a
+// core NATS message holding the conversation's ID): a process that keeps
+// conversations in memory (a gateway's caches) lets it go (Log.OnErase).
+func (n Names) ErasedSubject() string { return n.Prefix + ".erased" }
+
 // ConversationOf returns the conversation ID at the end of an events or chat
 // subject.
 func (n Names) ConversationOf(subject string) string {

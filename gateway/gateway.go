@@ -49,7 +49,7 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g := &Gateway{cfg: cfg, tokenHash: sha256.Sum256([]byte(cfg.Token)), rec: newRecorder(&cfg), local: calls.NewThreads(local),
 		inFlight: newInFlight(cfg.MaxInFlightBytes, cfg.InFlightWait)}
-	g.rec.local = g.local
+	g.rec.local, g.rec.localStore = g.local, local
 	if cfg.RecordOptional {
 		var err error
 		if g.spool, err = openSpool(cfg.SpoolDir, cfg.SpoolBytes, cfg.Metrics, g.rec.parse); err != nil {
@@ -67,16 +67,31 @@ func New(cfg Config) (*Gateway, error) {
 	return g, nil
 }
 
-// Run records the calls the spool holds (--record-optional) whenever NATS
-// is up, until ctx ends; without a spool it only waits. Then it releases
-// the spool's directory.
+// Run follows erasures (an erased conversation leaves the gateway's
+// memory: Recorder.Forget) and records the calls the spool holds
+// (--record-optional) whenever NATS is up, until ctx ends. Then it
+// releases the spool's directory.
 func (g *Gateway) Run(ctx context.Context) {
+	if el, ok := g.cfg.Log.(erasures); ok {
+		// An erased conversation leaves the gateway's memory too.
+		if stop, err := el.OnErase(g.rec.Forget); err != nil {
+			g.cfg.Logger.Warn("gateway: erasures not followed; an erased conversation stays in memory until its caches let it go", "err", err)
+		} else {
+			defer stop()
+		}
+	}
 	if g.spool == nil {
 		<-ctx.Done()
 		return
 	}
 	defer g.spool.lock.Close()
 	g.spool.run(ctx, g.rec, g.cfg.Connected, 250*time.Millisecond)
+}
+
+// erasures is the part of *eventlog.Log that announces erased
+// conversations.
+type erasures interface {
+	OnErase(fn func(conversation string)) (stop func(), err error)
 }
 
 // Metrics returns the gateway's Prometheus series.

@@ -35,14 +35,16 @@ type Recorder struct {
 	log     Log
 	threads *calls.Threads
 	// local is this gateway's own copy of the threading index (nil for a
-	// Recorder of its own: import --calls), asked before threads.
-	local   *calls.Threads
-	check   bool
-	checks  *check.Cache
-	cache   *turnCache
-	logger  *slog.Logger
-	metrics *Metrics
-	parse   *calls.ParseCache
+	// Recorder of its own: import --calls), asked before threads, kept in
+	// localStore.
+	local      *calls.Threads
+	localStore *calls.MemStore
+	check      bool
+	checks     *check.Cache
+	cache      *turnCache
+	logger     *slog.Logger
+	metrics    *Metrics
+	parse      *calls.ParseCache
 }
 
 // NewRecorder returns a Recorder of cfg's log, threading store, checker
@@ -58,6 +60,22 @@ func newRecorder(cfg *Config) *Recorder {
 	return &Recorder{log: cfg.Log, threads: calls.NewThreads(cfg.Threads), check: !cfg.NoCheck, checks: check.NewCache(int(max(cfg.CacheBytes, 0) / checkersShare)),
 		cache: newTurnCache(cfg.CacheBytes), logger: cfg.Logger, metrics: cfg.Metrics,
 		parse: calls.NewParseCache(parseCacheBytes)}
+}
+
+// Forget lets go of what the recorder keeps in memory of conversation
+// conv: its Turn, its checker, its entries in this gateway's copy of the
+// threading index, and the parse cache (whose items are found by their
+// bytes, not by conversation, so all of it goes). It is how an erased
+// conversation leaves a running gateway (Gateway.Run follows erasures);
+// a call of conv in progress may still put its Turn back, which the log's
+// fence then refuses to append to.
+func (r *Recorder) Forget(conv string) {
+	r.cache.take(conv)
+	r.checks.Take(conv)
+	if r.localStore != nil {
+		r.localStore.ForgetConversation(conv)
+	}
+	r.parse.Reset()
 }
 
 // ConversationIDError is a conversation named by a client or a file that

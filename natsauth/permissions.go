@@ -140,6 +140,7 @@ func SpecFor(r Role, n eventlog.Names) Spec {
 		pub(api("DIRECT.GET", thrKV), "gateway: look a call's earlier states up at once (batched direct get)")
 		pub(api("STREAM.MSG.GET", thrKV), "gateway: the same, from a bucket without direct gets")
 		pub("$KV."+n.ThreadsBucket+".>", "gateway: index recorded calls for threading")
+		sub(n.ErasedSubject(), "gateway: let go of an erased conversation it keeps in memory (erase announces it)")
 		sub(n.WorkersPing(), "answer the status ping")
 		s.Responses = true
 	}
