@@ -3,9 +3,11 @@ package worker_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/eventlog"
@@ -89,4 +91,33 @@ func startWorkerStoppable(t *testing.T, srv *natstest.Server, tweak func(*worker
 	t.Helper()
 	l, _, stop := launchWorker(t, srv, tweak)
 	return stoppable{log: l, stop: stop}
+}
+
+// TestErasedConversationLeavesTheWorker: a conversation erased while a
+// worker holds its Turn leaves the worker's memory (its cache counts one
+// Turn less; it counted it until erasures were followed), and is not
+// written back as a snapshot or a history cache when the worker stops.
+func TestErasedConversationLeavesTheWorker(t *testing.T) {
+	ctx := context.Background()
+	srv := natstest.Start(t)
+	l, wk, stop := launchWorker(t, srv, func(c *worker.Config) { c.IdleSnapshot = -1 })
+	w := stoppable{log: l, stop: stop}
+	for _, conv := range []string{"secret", "other"} {
+		_, err := ask(t, w.log, conv, "my account number is 42")
+		require.NoError(t, err)
+	}
+	require.Contains(t, scrape(t, wk), "turnlog_turn_cache_turns 2")
+	_, err := w.log.Erase(ctx, "secret")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return strings.Contains(scrape(t, wk), "turnlog_turn_cache_turns 1") },
+		5*time.Second, 10*time.Millisecond, "the erased conversation's Turn is let go")
+	w.stop()
+	snaps, err := w.log.JetStream().KeyValue(ctx, w.log.Names().SnapshotsBucket)
+	require.NoError(t, err)
+	_, err = snaps.Get(ctx, "secret")
+	assert.ErrorIs(t, err, jetstream.ErrKeyNotFound, "no snapshot of the erased conversation")
+	history, err := w.log.JetStream().KeyValue(ctx, w.log.Names().HistoryBucket)
+	require.NoError(t, err)
+	_, err = history.Get(ctx, "secret")
+	assert.ErrorIs(t, err, jetstream.ErrKeyNotFound, "nor a history cache")
 }

@@ -203,6 +203,12 @@ func New(cfg Config) (*Worker, error) {
 	return w, nil
 }
 
+// forget lets go of what the worker keeps of conversation conv, erased.
+func (w *Worker) forget(conv string) {
+	w.cache.drop(conv)
+	w.checkers.Take(conv)
+}
+
 // Metrics returns the worker's Prometheus series.
 func (w *Worker) Metrics() *Metrics { return w.metrics }
 
@@ -243,6 +249,14 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("worker: %w", err)
 	}
 	defer ping.Unsubscribe()
+	// An erased conversation leaves the worker's memory: its Turn and its
+	// checker (a snapshot of it is never written back: save finds the log
+	// does not end at the Turn).
+	if stop, err := w.cfg.Log.OnErase(w.forget); err != nil {
+		w.log.Warn("erasures not followed; an erased conversation stays in memory until the cache lets it go", "err", err)
+	} else {
+		defer stop()
+	}
 
 	// One supervisor per partition keeps a consumption running: a consumer
 	// lost to a server restart or a failover (its pulls end, or the server
