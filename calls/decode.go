@@ -4,10 +4,12 @@ package calls
 // Chat Completions response without encoding/json: a response's message
 // was decoded three times over (the body, the message, its content), each
 // time validated first, on the path between the upstream's last byte and
-// the client's. The members are found by the splitting scanner (split.go)
-// in JSON that Canonical has validated, and strings are read by
-// Canonical's own string reader, so what is read is what encoding/json
-// would read. What encoding/json reads in ways of its own (a member whose
+// the client's. The members are found by the splitting scanner (split.go),
+// which finds where values end but does not check the values it skips: a
+// response is validated first (json.Valid), and a request's item is
+// canonicalised after it is read (Canonical refuses what is not JSON).
+// Strings are read by Canonical's own string reader, so what is read is
+// what encoding/json would read. What encoding/json reads in ways of its own (a member whose
 // name differs from a known one only in case, which it matches; a known
 // member given twice, whose values it merges) sends the caller back to
 // encoding/json, as does any error: encoding/json says what is wrong.
