@@ -403,8 +403,17 @@ func (s *MemStore) ForgetConversation(conv string) {
 	defer s.mu.Unlock()
 	for k, el := range s.m {
 		v := el.Value.([2]string)[1]
-		ref, isRef := parseRef(v)
-		if k == latestKey(conv) || v == conv || v == pendingPrefix+conv || (isRef && ref.Conversation == conv) {
+		var names bool
+		switch {
+		case k == latestKey(conv):
+			names = true
+		case strings.HasPrefix(k, "s."):
+			ref, ok := parseRef(v)
+			names = ok && ref.Conversation == conv
+		case strings.HasPrefix(k, "r."), strings.HasPrefix(k, "i."):
+			names = v == conv || v == pendingPrefix+conv
+		}
+		if names {
 			s.order.Remove(el)
 			delete(s.m, k)
 		}

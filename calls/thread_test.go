@@ -82,3 +82,35 @@ func TestExtendChain(t *testing.T) {
 	require.Equal(t, before, chain)
 	require.Equal(t, Chain(out), ExtendChain(nil, keys))
 }
+
+// TestMemStoreForgetsAConversation: forgetting a conversation removes the
+// entries that name it (a state, its latest call, a response, an imported
+// call, pending or not) and no other conversation's, whatever its name
+// looks like (a conversation named like another's latest-call count).
+func TestMemStoreForgetsAConversation(t *testing.T) {
+	ctx := context.Background()
+	s := NewMemStore(100)
+	x := NewThreads(s)
+	a := []events.Block{{Kind: events.KindUser, Text: "q"}, {Kind: events.KindLLMText, Text: "a"}}
+	b := []events.Block{{Kind: events.KindUser, Text: "other"}, {Kind: events.KindLLMText, Text: "b"}}
+	require.NoError(t, x.Record(ctx, "12", 4, a, nil, "resp_a"))
+	require.NoError(t, x.Record(ctx, "other", 12, b, nil, "resp_b"))
+	require.NoError(t, x.RecordImported(ctx, "k1", "12"))
+	require.NoError(t, x.ImportPending(ctx, "k2", "12"))
+	s.ForgetConversation("12")
+	_, _, ok, err := x.Find(ctx, a, nil)
+	require.NoError(t, err)
+	assert.False(t, ok, "its state")
+	_, ok, _ = x.Response(ctx, "resp_a")
+	assert.False(t, ok, "its response")
+	for _, k := range []string{"k1", "k2"} {
+		_, _, ok, _ = x.Imported(ctx, k)
+		assert.False(t, ok, "its imported call %s", k)
+	}
+	ref, latest, ok, err := x.Find(ctx, b, nil)
+	require.NoError(t, err)
+	assert.True(t, ok && latest, "the other conversation's state and latest call stay")
+	assert.Equal(t, Ref{"other", 12}, ref)
+	_, ok, _ = x.Response(ctx, "resp_b")
+	assert.True(t, ok)
+}
