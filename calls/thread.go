@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/turnlog/turnlog/events"
 )
@@ -314,6 +315,30 @@ func (x *Threads) Imported(ctx context.Context, key string) (conv string, pendin
 		return conv, true, ok, nil
 	}
 	return v, false, ok, nil
+}
+
+// ErasedKey is the entry that says when conversation conv was erased
+// (RFC 3339, UTC): a call a gateway kept in its spool while NATS was away,
+// made before that time, is not recorded into it when NATS is back. It
+// names the conversation by a hash: an erased conversation's ID (which a
+// client may have chosen) is not kept.
+func ErasedKey(conv string) string {
+	h := sha256.Sum256([]byte(conv))
+	return "e." + hex.EncodeToString(h[:])
+}
+
+// ErasedAt returns when conversation conv was last erased; ok is false
+// when it never was (or its entry is not one this code wrote).
+func (x *Threads) ErasedAt(ctx context.Context, conv string) (at time.Time, ok bool, err error) {
+	v, ok, err := x.store.Get(ctx, ErasedKey(conv))
+	if err != nil || !ok {
+		return time.Time{}, false, err
+	}
+	at, err = time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, false, nil
+	}
+	return at, true, nil
 }
 
 // pendingPrefix marks an imported call's entry as pending (a conversation

@@ -38,7 +38,9 @@ type Erased struct {
 // recording gateway's threading entries of its calls go too (the state
 // each call left, found from the events; see calls.IndexedKeys), and the
 // erasure is announced to running gateways, which let go of what they
-// keep of the conversation in memory (OnErase).
+// keep of the conversation in memory (OnErase), and noted with its time
+// in the threading index (calls.ErasedKey, by a hash of the ID), so that a
+// call a gateway spooled before it is not recorded afterwards.
 //
 // Erasing a conversation that has nothing stored is not an error: Erased
 // is then all zero. A worker in the middle of one of the conversation's
@@ -92,6 +94,15 @@ func (l *Log) Erase(ctx context.Context, conversation string) (Erased, error) {
 	}
 	if out.Threading, err = l.purgeThreading(ctx, threadKeys); err != nil {
 		return out, fmt.Errorf("erase %s: %w", conversation, err)
+	}
+	// When, for the calls a gateway holds in its spool while NATS is away:
+	// those made before now are not recorded into the conversation.
+	threads, err := l.Threads(ctx)
+	if err == nil {
+		err = threads.Put(ctx, map[string]string{calls.ErasedKey(conversation): time.Now().UTC().Format(time.RFC3339Nano)})
+	}
+	if err != nil {
+		return out, fmt.Errorf("erase %s: note the erasure for gateways' spools: %w", conversation, err)
 	}
 	// Announced to the processes that keep conversations in memory, at
 	// most once: one that misses it (disconnected then) keeps the

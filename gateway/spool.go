@@ -272,12 +272,36 @@ func (s *spool) drainFiles(ctx context.Context, r *Recorder, connected func() bo
 			s.remove(recording, len(data))
 			continue
 		}
+		if dropped, err := r.erasedSince(ctx, l); err != nil {
+			return fmt.Errorf("gateway: spooled call %s: %w", n, err)
+		} else if dropped {
+			s.remove(recording, len(data))
+			continue
+		}
 		if _, err := r.Record(ctx, l); err != nil {
 			return fmt.Errorf("gateway: record spooled call %s: %w", n, err)
 		}
 		s.remove(recording, len(data))
 	}
 	return nil
+}
+
+// erasedSince reports whether spooled call l's conversation was erased
+// after the call was made (while this gateway was away from NATS): the
+// call is then part of what was erased, and is not recorded (said in the
+// log, without its content, and counted).
+func (r *Recorder) erasedSince(ctx context.Context, l *calls.Logged) (bool, error) {
+	if l.Conversation == "" {
+		return false, nil
+	}
+	at, ok, err := r.threads.ErasedAt(ctx, l.Conversation)
+	if err != nil || !ok || l.Time.After(at) {
+		return false, err
+	}
+	r.logger.Warn("gateway: a spooled call of a conversation erased after it was made is not recorded",
+		"conversation", l.Conversation, "call", l.CallID, "erased_at", at)
+	r.metrics.calls.WithLabelValues(string(l.API), "erased").Inc()
+	return true, nil
 }
 
 func (s *spool) remove(path string, size int) {

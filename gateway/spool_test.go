@@ -149,3 +149,39 @@ func TestRecordOptionalFullSpoolAnswers503(t *testing.T) {
 	assert.Contains(t, string(body), "spool")
 	assert.Equal(t, 1, up.calls(), "the refused call was not forwarded")
 }
+
+// A call the gateway spooled while NATS was away is not recorded into its
+// conversation when the conversation was erased after the call was made
+// (it was: the erased conversation got the call back when NATS returned);
+// one made after the erasure is.
+func TestSpooledCallOfAnErasedConversationIsNotRecorded(t *testing.T) {
+	up := newChatUpstream(t, "")
+	c := newCuttable(t, up.URL, 1<<20)
+	named := map[string]string{"Turnlog-Token": token, "Turnlog-Conversation": "secret"}
+	c.cut(t)
+	resp, body := post(t, c.gw.URL+"/v1/chat/completions", named, fmt.Sprintf(chatBody, "my account number is 42"))
+	require.Equal(t, 200, resp.StatusCode, "%s", body)
+	require.Equal(t, 1, spooled(t, c.spool))
+
+	// Erased by an operator, on the server the gateway cannot reach.
+	ctx := context.Background()
+	l, err := eventlog.Open(ctx, c.srv.Conn)
+	require.NoError(t, err)
+	_, err = l.Erase(ctx, "secret")
+	require.NoError(t, err)
+	time.Sleep(5 * time.Millisecond) // a call after the erasure, on the same clock
+	resp, body = post(t, c.gw.URL+"/v1/chat/completions", named, fmt.Sprintf(chatBody, "a new start"))
+	require.Equal(t, 200, resp.StatusCode, "%s", body)
+	require.Equal(t, 2, spooled(t, c.spool))
+
+	c.restore(t)
+	require.Eventually(t, func() bool { return spooled(t, c.spool) == 0 }, 20*time.Second, 20*time.Millisecond, "the spool drains once NATS is back")
+	var texts []string
+	for _, e := range conversationEvents(t, l, "secret") {
+		if p, ok := e.Payload.(events.UserAppended); ok {
+			texts = append(texts, p.Text)
+		}
+	}
+	assert.Equal(t, []string{"a new start"}, texts, "only the call made after the erasure")
+	verify(t, l, "secret")
+}
