@@ -1,15 +1,12 @@
 package calls
 
 import (
-	"container/list"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/turnlog/turnlog/events"
 )
@@ -39,7 +36,8 @@ type ThreadStore interface {
 //	s.<hex SHA-256 chain of the state's blocks>  "<conversation>@<events>"
 //	c.<conversation>                              "<events>" of its latest recorded call
 //	r.<hex SHA-256 of a response ID>              "<conversation>"
-//	i.<hash of an imported call's line>           "<conversation>" it was recorded in
+//	i.<hash of an imported call's line>           "<conversation>" it was recorded in ("pending <conversation>" while it is)
+//	e.<hex SHA-256 of a conversation ID>          when it was last erased (RFC 3339)
 //
 // A state's key is a chain of its blocks' content keys (Key), so the
 // state of every prefix of a call's input is known without rehashing; a
@@ -57,53 +55,6 @@ func NewThreads(store ThreadStore) *Threads { return &Threads{store: store} }
 type Ref struct {
 	Conversation string
 	Events       int
-}
-
-// Chain returns the state keys of each prefix of blocks: key i covers
-// blocks[:i+1].
-func Chain(blocks []events.Block) [][32]byte { return chainOf(blocks, nil) }
-
-// ExtendChain returns the chain (see Chain) of blocks followed by more,
-// given chain, the chain of blocks, and the content keys of more (Key):
-// the state a call leaves is its input's chain, known from its lookup,
-// extended by its output. chain is not changed.
-func ExtendChain(chain [][32]byte, moreKeys [][32]byte) [][32]byte {
-	out := make([][32]byte, len(chain), len(chain)+len(moreKeys))
-	copy(out, chain)
-	var prev [32]byte
-	if len(chain) > 0 {
-		prev = chain[len(chain)-1]
-	}
-	for _, k := range moreKeys {
-		prev = link(prev, k)
-		out = append(out, prev)
-	}
-	return out
-}
-
-// link is the chain's key after prev for a block of content key k.
-func link(prev, k [32]byte) [32]byte {
-	var buf [64]byte
-	copy(buf[:32], prev[:])
-	copy(buf[32:], k[:])
-	return sha256.Sum256(buf[:])
-}
-
-// chainOf is Chain with the blocks' content keys when known (nil: computed).
-func chainOf(blocks []events.Block, keys [][32]byte) [][32]byte {
-	out := make([][32]byte, len(blocks))
-	var prev [32]byte
-	for i := range blocks {
-		var k [32]byte
-		if keys != nil {
-			k = keys[i]
-		} else {
-			k = Key(&blocks[i])
-		}
-		out[i] = link(prev, k)
-		prev = out[i]
-	}
-	return out
 }
 
 // output reports whether a block of kind k can end a recorded state: what
@@ -301,70 +252,6 @@ type BatchThreadStore interface {
 	GetMany(ctx context.Context, keys []string) (map[string]string, error)
 }
 
-// Imported returns the conversation the imported call named by key (a
-// hash of its line, see Call.Import) was recorded in; ok is false when it
-// was not imported. pending is true when an import began to record it
-// there and did not note it recorded (ImportPending): it may be there
-// whole, in part (its input without its outcome) or not at all.
-func (x *Threads) Imported(ctx context.Context, key string) (conv string, pending, ok bool, err error) {
-	v, ok, err := x.store.Get(ctx, importedKey(key))
-	if err != nil {
-		return "", false, false, fmt.Errorf("look up an imported call: %w", err)
-	}
-	if conv, found := strings.CutPrefix(v, pendingPrefix); found {
-		return conv, true, ok, nil
-	}
-	return v, false, ok, nil
-}
-
-// ErasedKey is the entry that says when conversation conv was erased
-// (RFC 3339, UTC): a call a gateway kept in its spool while NATS was away,
-// made before that time, is not recorded into it when NATS is back. It
-// names the conversation by a hash: an erased conversation's ID (which a
-// client may have chosen) is not kept.
-func ErasedKey(conv string) string {
-	h := sha256.Sum256([]byte(conv))
-	return "e." + hex.EncodeToString(h[:])
-}
-
-// ErasedAt returns when conversation conv was last erased; ok is false
-// when it never was (or its entry is not one this code wrote).
-func (x *Threads) ErasedAt(ctx context.Context, conv string) (at time.Time, ok bool, err error) {
-	v, ok, err := x.store.Get(ctx, ErasedKey(conv))
-	if err != nil || !ok {
-		return time.Time{}, false, err
-	}
-	at, err = time.Parse(time.RFC3339Nano, v)
-	if err != nil {
-		return time.Time{}, false, nil
-	}
-	return at, true, nil
-}
-
-// pendingPrefix marks an imported call's entry as pending (a conversation
-// ID holds no space).
-const pendingPrefix = "pending "
-
-// ImportPending notes that the imported call named by key is about to be
-// recorded in conv, before anything of it is stored: an import that stops
-// before RecordImported (a crash) leaves the note, and the next import
-// looks for the call in conv instead of recording it a second time.
-func (x *Threads) ImportPending(ctx context.Context, key, conv string) error {
-	if err := x.store.Put(ctx, map[string]string{importedKey(key): pendingPrefix + conv}); err != nil {
-		return fmt.Errorf("note an imported call: %w", err)
-	}
-	return nil
-}
-
-// RecordImported notes that the imported call named by key was recorded
-// in conv, so that importing it again records nothing.
-func (x *Threads) RecordImported(ctx context.Context, key, conv string) error {
-	if err := x.store.Put(ctx, map[string]string{importedKey(key): conv}); err != nil {
-		return fmt.Errorf("note an imported call: %w", err)
-	}
-	return nil
-}
-
 // Response returns the conversation response id was produced in.
 func (x *Threads) Response(ctx context.Context, id string) (string, bool, error) {
 	if id == "" {
@@ -375,129 +262,4 @@ func (x *Threads) Response(ctx context.Context, id string) (string, bool, error)
 		return "", false, fmt.Errorf("thread the call by its previous_response_id: %w", err)
 	}
 	return v, ok, nil
-}
-
-// MemStore is a ThreadStore in one process's memory, holding at most its
-// limit of entries (the least recently written are forgotten first): for
-// tests, and for a gateway that runs alone without a shared store.
-type MemStore struct {
-	mu    sync.Mutex
-	limit int
-	m     map[string]*list.Element
-	order *list.List // of [2]string, most recent first
-}
-
-// NewMemStore returns a MemStore of up to limit entries.
-func NewMemStore(limit int) *MemStore {
-	return &MemStore{limit: max(limit, 1), m: map[string]*list.Element{}, order: list.New()}
-}
-
-// Get implements ThreadStore.
-func (s *MemStore) Get(_ context.Context, key string) (string, bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if el, ok := s.m[key]; ok {
-		return el.Value.([2]string)[1], true, nil
-	}
-	return "", false, nil
-}
-
-// Put implements ThreadStore.
-func (s *MemStore) Put(_ context.Context, pairs map[string]string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for k, v := range pairs {
-		if el, ok := s.m[k]; ok {
-			s.order.Remove(el)
-		}
-		s.m[k] = s.order.PushFront([2]string{k, v})
-	}
-	for s.order.Len() > s.limit {
-		el := s.order.Back()
-		s.order.Remove(el)
-		delete(s.m, el.Value.([2]string)[0])
-	}
-	return nil
-}
-
-// ForgetConversation removes the entries that name conversation conv
-// (its states, its latest call, its responses and imported calls): what a
-// gateway's own copy of the index keeps of a conversation erased since.
-func (s *MemStore) ForgetConversation(conv string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for k, el := range s.m {
-		v := el.Value.([2]string)[1]
-		var names bool
-		switch {
-		case k == latestKey(conv):
-			names = true
-		case strings.HasPrefix(k, "s."):
-			ref, ok := parseRef(v)
-			names = ok && ref.Conversation == conv
-		case strings.HasPrefix(k, "r."), strings.HasPrefix(k, "i."):
-			names = v == conv || v == pendingPrefix+conv
-		}
-		if names {
-			s.order.Remove(el)
-			delete(s.m, k)
-		}
-	}
-}
-
-// RequestBlocks returns the request's input blocks in order, what Find
-// takes, gathered once per request: the caller must not change them, nor
-// append to the slice in place.
-func (r *Request) RequestBlocks() []events.Block {
-	if r.requestBlocks == nil {
-		bs := make([]events.Block, 0, r.blockCount())
-		for _, it := range r.Items {
-			bs = append(bs, it.Blocks...)
-		}
-		r.requestBlocks = bs[:len(bs):len(bs)]
-	}
-	return r.requestBlocks
-}
-
-func (r *Request) blockCount() int {
-	n := 0
-	for i := range r.Items {
-		n += len(r.Items[i].Blocks)
-	}
-	return n
-}
-
-// RequestKeys returns the content keys (Key) of RequestBlocks, computed
-// once per item (and kept with it in a ParseCache) and once per request:
-// the caller must not change them.
-func (r *Request) RequestKeys() [][32]byte {
-	if r.requestKeys == nil {
-		ks := make([][32]byte, 0, r.blockCount())
-		for i := range r.Items {
-			ks = append(ks, r.Items[i].keys()...)
-		}
-		r.requestKeys = ks[:len(ks):len(ks)]
-	}
-	return r.requestKeys
-}
-
-// RequestChain returns Chain(RequestBlocks()), from RequestKeys, computed
-// once per request: the lookup of the call's conversation and the entry of
-// the state it leaves both take it. The caller must not change it.
-func (r *Request) RequestChain() [][32]byte {
-	if r.requestChain == nil {
-		r.requestChain = chainOf(r.RequestBlocks(), r.RequestKeys())
-	}
-	return r.requestChain
-}
-
-// keys returns the item's blocks' content keys.
-func (it *Item) keys() [][32]byte {
-	if len(it.blockKeys) != len(it.Blocks) {
-		it.blockKeys = make([][32]byte, len(it.Blocks))
-		for i := range it.Blocks {
-			it.blockKeys[i] = Key(&it.Blocks[i])
-		}
-	}
-	return it.blockKeys
 }
