@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -25,30 +26,31 @@ import (
 // own: the caller reads it with encoding/json instead.
 var errFallback = errors.New("read by encoding/json")
 
-// knownMembers finds the members of an object that are among names.
-type knownMembers struct {
-	names []string
-	seen  uint32
-}
-
-// index returns which of the names name is (-1: none), or errFallback
-// for a name seen before or one that matches only when case is ignored.
-func (k *knownMembers) index(name string) (int, error) {
-	for i, n := range k.names {
-		if name == n {
-			if k.seen&(1<<i) != 0 {
-				return -1, errFallback
+// eachKnown calls fn with the index in names and the value of each member
+// of the object b whose name is one of names, in order. It returns
+// errFallback for a name given twice or one that matches only when case
+// is ignored, and the first error of splitting b or of fn.
+func eachKnown(b []byte, names []string, fn func(k int, raw []byte) error) error {
+	members, err := splitObject(b)
+	if err != nil {
+		return err
+	}
+	var seen uint32
+	for _, mb := range members {
+		k := slices.Index(names, mb.name)
+		switch {
+		case k >= 0 && seen&(1<<k) != 0:
+			return errFallback
+		case k >= 0:
+			seen |= 1 << k
+			if err := fn(k, mb.raw); err != nil {
+				return err
 			}
-			k.seen |= 1 << i
-			return i, nil
+		case slices.ContainsFunc(names, func(n string) bool { return strings.EqualFold(mb.name, n) }):
+			return errFallback
 		}
 	}
-	for _, n := range k.names {
-		if strings.EqualFold(name, n) {
-			return -1, errFallback
-		}
-	}
-	return -1, nil
+	return nil
 }
 
 // stringMember reads a string member's value as encoding/json reads it
@@ -75,31 +77,19 @@ func stringMember(name string, raw []byte) (string, error) {
 // json.Unmarshal(raw, m) would, or fails (errFallback, or any error: the
 // caller then asks encoding/json).
 func decodeChatMessage(raw []byte, m *chatMessage) error {
-	members, err := splitObject(raw)
-	if err != nil {
-		return err
-	}
-	known := knownMembers{names: []string{"role", "content", "tool_call_id", "tool_calls"}}
-	for _, mb := range members {
-		k, err := known.index(mb.name)
-		if err != nil {
-			return err
-		}
+	return eachKnown(raw, []string{"role", "content", "tool_call_id", "tool_calls"}, func(k int, v []byte) (err error) {
 		switch k {
 		case 0:
-			m.Role, err = stringMember("role", mb.raw)
+			m.Role, err = stringMember("role", v)
 		case 1:
-			m.Content = json.RawMessage(mb.raw)
+			m.Content = json.RawMessage(v)
 		case 2:
-			m.ToolCallID, err = stringMember("tool_call_id", mb.raw)
+			m.ToolCallID, err = stringMember("tool_call_id", v)
 		case 3:
-			err = json.Unmarshal(mb.raw, &m.ToolCalls)
+			err = json.Unmarshal(v, &m.ToolCalls)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
 }
 
 // chatResponse is what ParseResponse reads of a Chat Completions response.
@@ -117,33 +107,21 @@ type chatResponse struct {
 // encoding/json would into ParseResponse's struct, or fails as
 // decodeChatMessage does.
 func decodeChatResponse(body []byte, r *chatResponse) error {
-	members, err := splitObject(body)
-	if err != nil {
-		return err
-	}
-	known := knownMembers{names: []string{"id", "model", "choices", "usage", "error"}}
-	for _, mb := range members {
-		k, err := known.index(mb.name)
-		if err != nil {
-			return err
-		}
+	return eachKnown(body, []string{"id", "model", "choices", "usage", "error"}, func(k int, v []byte) (err error) {
 		switch k {
 		case 0:
-			r.ID, err = stringMember("id", mb.raw)
+			r.ID, err = stringMember("id", v)
 		case 1:
-			r.Model, err = stringMember("model", mb.raw)
+			r.Model, err = stringMember("model", v)
 		case 2:
-			err = decodeFirstChoice(mb.raw, r)
+			err = decodeFirstChoice(v, r)
 		case 3:
-			err = json.Unmarshal(mb.raw, &r.Usage)
+			err = json.Unmarshal(v, &r.Usage)
 		case 4:
-			err = json.Unmarshal(mb.raw, &r.Error)
+			err = json.Unmarshal(v, &r.Error)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
 }
 
 // decodeFirstChoice reads the choices member: the first choice's message
@@ -162,26 +140,18 @@ func decodeFirstChoice(raw []byte, r *chatResponse) error {
 		if string(c) == "null" {
 			continue
 		}
-		members, err := splitObject(c)
-		if err != nil {
-			return fmt.Errorf("choices[%d]: %w", i, err)
-		}
 		var msg json.RawMessage
 		var finish string
-		known := knownMembers{names: []string{"message", "finish_reason"}}
-		for _, mb := range members {
-			k, err := known.index(mb.name)
-			if err != nil {
-				return err
+		err := eachKnown(c, []string{"message", "finish_reason"}, func(k int, v []byte) (err error) {
+			if k == 0 {
+				msg = json.RawMessage(v)
+			} else {
+				finish, err = stringMember("finish_reason", v)
 			}
-			switch k {
-			case 0:
-				msg = json.RawMessage(mb.raw)
-			case 1:
-				if finish, err = stringMember("finish_reason", mb.raw); err != nil {
-					return err
-				}
-			}
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("choices[%d]: %w", i, err)
 		}
 		if i == 0 {
 			r.Message, r.FinishReason = msg, finish
