@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
@@ -78,6 +79,23 @@ func verify(t *testing.T, l *eventlog.Log, conv string) *replay.Verification {
 	v, err := replay.Verify(context.Background(), l, conv)
 	require.NoError(t, err)
 	require.True(t, v.OK(), "replay --verify: %+v", v.Mismatches)
+	// What --verify proves, replay's timeline and its calls view show:
+	// every model call verified, but one whose request was not read.
+	var parsed []bool // by model call
+	for e, err := range replay.Entries(context.Background(), l, conv) {
+		require.NoError(t, err)
+		if e.Inference == nil {
+			continue
+		}
+		parsed = append(parsed, e.Payload.(events.InferenceStarted).Gateway["unparsed"] == "")
+		assert.Equal(t, parsed[len(parsed)-1], e.Inference.Verified, "replay's timeline, model call #%d of %s", e.Inference.Index, conv)
+	}
+	page, err := replay.Calls(context.Background(), l, conv, replay.Page{})
+	require.NoError(t, err)
+	require.Len(t, page.Calls, len(parsed))
+	for i, c := range page.Calls {
+		assert.Equal(t, parsed[i], c.Verified, "replay's calls view, model call #%d of %s", c.Call, conv)
+	}
 	return v
 }
 

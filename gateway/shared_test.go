@@ -201,6 +201,7 @@ func TestEraseRemovesResponseIDEntries(t *testing.T) {
 	ctx := context.Background()
 	admin, err := eventlog.Open(ctx, s.Conn)
 	require.NoError(t, err)
+	verify(t, admin, conv) // the second call's input is the blocks it names
 	got, err := admin.Erase(ctx, conv)
 	require.NoError(t, err)
 	assert.Equal(t, 5, got.Threading, "two states, two response IDs, the latest-call entry")

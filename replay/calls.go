@@ -151,14 +151,8 @@ func Calls(ctx context.Context, src Source, conversation string, page Page, opts
 				}
 				if input != nil {
 					c.InputBlocks = len(input.Blocks)
-					c.Verified = projector.HashMatches(input, p.InputHash)
-					if p.Gateway != nil {
-						// A gateway call's input hash is of the request,
-						// which replay --verify re-renders.
-						why, _ := verifyGatewayCall(w.turn, p)
-						c.Verified = why == ""
-					}
 				}
+				c.Verified = inputVerified(w.turn, input, p)
 				if pi, ok := prev[p.Purpose]; ok {
 					c.Previous = pi.call
 					if pi.turn != nil && input != nil {

@@ -258,7 +258,13 @@ func Entries(ctx context.Context, src Source, conversation string, opts ...Optio
 				inf := &Inference{Index: inferences, N: r.Pos, InferenceID: p.InferenceID, Model: p.Model, Purpose: p.Purpose,
 					InputHash: p.InputHash}
 				input, prompt := w.turn, w.active()
-				if isAside(p) {
+				switch {
+				case p.Gateway != nil:
+					// A gateway call's input: the Turn, the blocks it
+					// names (previous_response_id), or nil for a request
+					// the gateway could not read.
+					input = callInput(w, p, r.Pos)
+				case isAside(p):
 					// A call on an input built from part of the Turn: the
 					// rebuilt input is what it received (nil: the log does
 					// not hold it, and it is not verified).
@@ -267,8 +273,8 @@ func Entries(ctx context.Context, src Source, conversation string, opts ...Optio
 				inf.SystemPrompt = prompt
 				// The Turn before an inference.started is the Turn after it.
 				inf.Findings = chk.Observe(r.Event, r.Pos, w.turn)
+				inf.Verified = inputVerified(w.turn, input, p)
 				if input != nil {
-					inf.Verified = projector.HashMatches(input, p.InputHash)
 					if o.turns(inferences) {
 						// A copy: the entry is held while the fold goes on.
 						inf.Turn = input.Clone()

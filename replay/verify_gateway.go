@@ -43,3 +43,20 @@ func verifyGatewayCall(t *projector.Turn, p events.InferenceStarted) (string, in
 	}
 	return "", len(blocks)
 }
+
+// inputVerified reports whether input, the input a model call received as
+// the log rebuilds it (nil: the log cannot), proves the hash p recorded:
+// the Turn's hash, or for a gateway call the request's canonical hash,
+// rendered again (verifyGatewayCall). Every view of a call (the timeline,
+// the calls view) says what replay --verify would.
+func inputVerified(t, input *projector.Turn, p events.InferenceStarted) bool {
+	switch {
+	case input == nil:
+		return false
+	case p.Gateway != nil:
+		why, _ := verifyGatewayCall(t, p)
+		return why == ""
+	default:
+		return projector.HashMatches(input, p.InputHash)
+	}
+}
