@@ -23,19 +23,22 @@ func TestFeedOneCallAtATime(t *testing.T) {
 		add("my-prompt", events.SystemPromptSet{BlockID: "s3", Text: "be brief", Index: 7}).call()
 	c := check.New()
 	perCall := map[int][]check.Rule{}
+	details := map[int]string{}
 	for i, e := range r.evs {
 		fs, err := c.Feed(e)
 		require.NoError(t, err)
 		for _, f := range fs {
 			assert.Equal(t, i+1, f.N)
 			perCall[f.Call] = append(perCall[f.Call], f.Rule)
+			details[f.Call] = f.Detail
 		}
 	}
 	assert.Equal(t, map[int][]check.Rule{
-		2: {check.RuleDuplicateSystemPrompt, check.RuleDuplicateSystemPrompt}, // same text, and a second prompt
-		4: {check.RuleHistoryRewritten},                                       // s2 removed by no allowed actor
-		5: {check.RuleDuplicateSystemPrompt, check.RuleDuplicateSystemPrompt},
+		2: {check.RuleDuplicateSystemPrompt}, // a second prompt, of the same text: one fault, one finding
+		4: {check.RuleHistoryRewritten},      // s2 removed by no allowed actor
+		5: {check.RuleDuplicateSystemPrompt},
 	}, perCall)
+	assert.Equal(t, `system s at index 0 is the system prompt, and system s2 at index 4 (set by "my-prompt") acts as one too; system s2 at index 4 has the same text as system s at index 0 (8 bytes)`, details[2])
 	assert.Equal(t, 5, c.Calls())
 }
 

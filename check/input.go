@@ -90,9 +90,11 @@ func positions(in []events.Block) map[string]int {
 // the one documented second system block, and the parts a role split cut
 // from one prompt. An imported file's later system or developer messages,
 // and those a fork copied, are messages in the conversation, not prompts.
+// One fault is one finding: a second prompt that repeats the first's text
+// is reported once, its finding saying both.
 func (c *Checker) duplicatePrompts(in []events.Block) []Finding {
-	var fs []Finding
 	var acting []int
+	var same [][2]int // a system block's index, and the earlier one with its text
 	text := map[string]int{}
 	first := true
 	for i := range in {
@@ -101,8 +103,7 @@ func (c *Checker) duplicatePrompts(in []events.Block) []Finding {
 			continue
 		}
 		if j, ok := text[b.Text]; ok {
-			fs = append(fs, Finding{Rule: RuleDuplicateSystemPrompt, Blocks: ids(in, j, i),
-				Detail: blockAt(in, i) + " has the same text as " + blockAt(in, j) + " (" + itoa(len(b.Text)) + " bytes)"})
+			same = append(same, [2]int{i, j})
 		} else {
 			text[b.Text] = i
 		}
@@ -120,7 +121,18 @@ func (c *Checker) duplicatePrompts(in []events.Block) []Finding {
 			acting = append(acting, i)
 		}
 	}
-	if len(acting) > 1 {
+	twoActing := len(acting) > 1
+	var fs []Finding
+	var also string
+	for _, p := range same {
+		d := blockAt(in, p[0]) + " has the same text as " + blockAt(in, p[1]) + " (" + itoa(len(in[p[0]].Text)) + " bytes)"
+		if twoActing && slices.Contains(acting, p[0]) && slices.Contains(acting, p[1]) {
+			also += "; " + d
+			continue
+		}
+		fs = append(fs, Finding{Rule: RuleDuplicateSystemPrompt, Blocks: ids(in, p[1], p[0]), Detail: d})
+	}
+	if twoActing {
 		d := blockAt(in, acting[0]) + " is the system prompt, and "
 		for k, i := range acting[1:] {
 			if k > 0 {
@@ -128,7 +140,7 @@ func (c *Checker) duplicatePrompts(in []events.Block) []Finding {
 			}
 			d += blockAt(in, i) + " (set by " + strconv.Quote(c.origin[in[i].ID]) + ")"
 		}
-		d += " acts as one too"
+		d += " acts as one too" + also
 		fs = append(fs, Finding{Rule: RuleDuplicateSystemPrompt, Blocks: ids(in, acting...), Detail: d})
 	}
 	return fs
