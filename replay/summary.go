@@ -112,6 +112,11 @@ func Summary(e events.Event) string {
 		return s
 	case events.InferenceFinished:
 		s := fmt.Sprintf("finished in %s, tokens %d in / %d out", p.Duration.Round(time.Microsecond), p.PromptTokens, p.CompletionTokens)
+		if p.PromptTokens == 0 && p.CompletionTokens == 0 {
+			// A model call reads at least one token: none is none
+			// reported (an OpenAI stream without include_usage).
+			s = fmt.Sprintf("finished in %s, no token counts reported", p.Duration.Round(time.Microsecond))
+		}
 		if p.StopReason != "" {
 			s += ", stop " + quote(p.StopReason)
 		}
