@@ -72,7 +72,7 @@ func (f *natsFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&s.TLSKey, "tls-key", "", "TLS client key file (env NATS_KEY)")
 	fs.StringVar(&s.InboxPrefix, "inbox-prefix", "", "prefix of the connection's reply subjects (env TURNLOG_NATS_INBOX_PREFIX; default: _INBOX_<role> for a turnlog key <role>.nk, the only one its role may subscribe to)")
 	if !f.noDataFlag {
-		fs.StringVar(&s.DataDir, "data", "", "data directory of `turnlog serve`, whose auth/"+string(role)+".nk is the credential when none is named (env TURNLOG_DATA; default "+natsconn.DefaultDataDir+")")
+		fs.StringVar(&s.DataDir, "data", "", "data `dir`ectory of turnlog serve, whose auth/"+string(role)+".nk is the credential when none is named (env TURNLOG_DATA; default "+natsconn.DefaultDataDir+")")
 	}
 	fs.StringVar(&f.prefix, "prefix", envOr("TURNLOG_PREFIX", eventlog.DefaultPrefix), "subject prefix and stream name stem (env TURNLOG_PREFIX)")
 }
