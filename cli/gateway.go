@@ -107,7 +107,8 @@ traceparent (docs/observability.md). See docs/gateway.md.`,
 				return err
 			}
 			defer running.Close()
-			fmt.Fprintf(cmd.OutOrStdout(), "turnlog: gateway on %s (OpenAI base URL %s/v1, Anthropic base URL %s), recording to NATS\n", running.URL(), running.URL(), running.URL())
+			fmt.Fprintf(cmd.OutOrStdout(), "turnlog: gateway on %s (recording to NATS)\n", running.URL())
+			fmt.Fprint(cmd.OutOrStdout(), gatewayBanner(running.URL(), g))
 			<-ctx.Done()
 			if err := ctx.Err(); err != nil && !errors.Is(err, context.Canceled) {
 				return err

@@ -24,6 +24,7 @@ import (
 // the gateway's listener.
 func TestGatewayCommand(t *testing.T) {
 	s := startServe(t)
+	t.Setenv("TURNLOG_ANTHROPIC_API_KEY", "sk-ant-managed-by-turnlog")
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
@@ -49,6 +50,13 @@ func TestGatewayCommand(t *testing.T) {
 		}
 		return base != ""
 	}, 60*time.Second, 20*time.Millisecond, "no banner: %s", out)
+
+	// The banner says where each SDK points and how it authenticates,
+	// and never shows a provider key.
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), "Anthropic SDKs") }, 10*time.Second, 20*time.Millisecond)
+	assert.Contains(t, out.String(), "OpenAI SDKs: base URL "+base+"/v1, forwarded to "+up.URL+"/v1; keys pass through: each call carries Turnlog-Token")
+	assert.Contains(t, out.String(), "Anthropic SDKs: base URL "+base+", forwarded to https://api.anthropic.com; managed key (TURNLOG_ANTHROPIC_API_KEY): clients send turnlog's token as their API key")
+	assert.NotContains(t, out.String(), "sk-ant-managed-by-turnlog")
 
 	tok, err := os.ReadFile(natsauth.TokenFile(natsauth.Dir(s.data)))
 	require.NoError(t, err)

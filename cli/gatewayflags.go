@@ -5,6 +5,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -89,4 +90,23 @@ func withGateway(api http.Handler, g *gateway.Gateway) http.Handler {
 		}
 		api.ServeHTTP(w, r)
 	})
+}
+
+// gatewayBanner is the start-up lines of serve and gateway that tell an
+// operator where each SDK points (base is the listener's URL) and how its
+// calls authenticate; a provider key is named by its variable, never
+// shown.
+func gatewayBanner(base string, g *gateway.Gateway) string {
+	keys := func(managed bool, env string) string {
+		if managed {
+			return "managed key (" + env + "): clients send turnlog's token as their API key"
+		}
+		return "keys pass through: each call carries Turnlog-Token: <turnlog's token> and its own provider key (" + env + " unset)"
+	}
+	openai, anthropic := g.Upstreams()
+	openaiKey, anthropicKey := g.ManagedKeys()
+	return fmt.Sprintf("turnlog: recording gateway for OpenAI SDKs: base URL %s/v1, forwarded to %s; %s\n"+
+		"turnlog: recording gateway for Anthropic SDKs: base URL %s, forwarded to %s; %s\n",
+		base, openai, keys(openaiKey, "TURNLOG_OPENAI_API_KEY"),
+		base, anthropic, keys(anthropicKey, "TURNLOG_ANTHROPIC_API_KEY"))
 }

@@ -236,6 +236,7 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 				}
 				defer running.Close()
 				fmt.Fprint(out, tok.banner(running.URL(), isTerminal(out)))
+				fmt.Fprint(out, gatewayBanner(running.URL(), gw))
 			}
 			if workers > 0 {
 				profiles, err := profile.Load(wf.profiles)

@@ -224,3 +224,16 @@ func TestServeBannerNamesANonDefaultListen(t *testing.T) {
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, "You said: hello")
 }
+
+// serve's banner says where an app's SDK points to be recorded, and how
+// it authenticates (README's "Record an existing app"), naming a provider
+// key's variable, never the key.
+func TestServeBannerNamesTheGateway(t *testing.T) {
+	t.Setenv("TURNLOG_OPENAI_API_KEY", "sk-openai-managed-by-turnlog")
+	t.Setenv("TURNLOG_ANTHROPIC_API_KEY", "")
+	s := startServe(t, "--openai-upstream", "http://127.0.0.1:1/v1")
+	out := s.out.String()
+	assert.Contains(t, out, "turnlog: recording gateway for OpenAI SDKs: base URL "+s.httpURL+"/v1, forwarded to http://127.0.0.1:1/v1; managed key (TURNLOG_OPENAI_API_KEY): clients send turnlog's token as their API key\n")
+	assert.Contains(t, out, "turnlog: recording gateway for Anthropic SDKs: base URL "+s.httpURL+", forwarded to https://api.anthropic.com; keys pass through")
+	assert.NotContains(t, out, "sk-openai-managed-by-turnlog")
+}
