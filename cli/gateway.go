@@ -49,7 +49,9 @@ is --token's, or TURNLOG_TOKEN, or the data directory's auth/http.token.
 Provider keys are never recorded or logged.
 
 GET /metrics on the same listener serves the gateway's Prometheus series
-(turnlog_gateway_*, turnlog_findings_total). --record-optional forwards
+(turnlog_gateway_*, turnlog_findings_total) to turnlog's token, sent as
+"Authorization: Bearer <token>" (Prometheus: authorization.credentials_file).
+--record-optional forwards
 calls while NATS is unreachable and records them from an on-disk spool once
 it is back. With OTEL_EXPORTER_OTLP_ENDPOINT set, each recorded call is a
 "chat {model}" span, a child of the caller's when its request carries a W3C
@@ -101,7 +103,7 @@ traceparent (docs/observability.md). See docs/gateway.md.`,
 			go g.Run(ctx)
 			mux := http.NewServeMux()
 			mux.Handle("/v1/", g)
-			mux.Handle("GET /metrics", g.Metrics().Handler())
+			mux.Handle("GET /metrics", g.MetricsHandler())
 			running, err := httpapi.Start(ctx, listen, mux, nil)
 			if err != nil {
 				return err

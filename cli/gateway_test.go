@@ -69,10 +69,19 @@ func TestGatewayCommand(t *testing.T) {
 	require.Equal(t, 200, resp.StatusCode, "%s\n%s", body, out)
 	assert.NotEmpty(t, resp.Header.Get("Turnlog-Conversation"))
 
+	// The listener apps reach serves the metrics to turnlog's token only,
+	// as a Prometheus scraper sends it (authorization: credentials_file).
 	resp, err = http.Get(base + "/metrics")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	req, _ = http.NewRequest(http.MethodGet, base+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+	resp, err = http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	metrics, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Contains(t, string(metrics), `turnlog_gateway_calls_total{api="chat.completions",outcome="finished"} 1`)
 	assert.Contains(t, string(metrics), "turnlog_gateway_added_seconds_count 1")
 	assert.NotContains(t, out.String(), "Permissions Violation")

@@ -78,3 +78,25 @@ func stripTurnlog(h http.Header) {
 		}
 	}
 }
+
+// MetricsHandler serves the gateway's series (Metrics().Handler()) to a
+// request that presents turnlog's token, as "Authorization: Bearer" (what
+// a Prometheus scrape sends with authorization.credentials_file) or in
+// Turnlog-Token; others get 401. It is for the listener apps reach
+// (turnlog gateway's), where the counts of calls, errors and findings are
+// not for whoever can reach it.
+func (g *Gateway) MetricsHandler() http.Handler {
+	metrics := g.cfg.Metrics.Handler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok := r.Header.Get(TokenHeader)
+		if tok == "" {
+			tok = bearer(r.Header.Get("Authorization"))
+		}
+		if g.cfg.Token != "" && !g.tokenOK(tok) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="turnlog"`)
+			http.Error(w, "the gateway's metrics need turnlog's token: Authorization: Bearer <token> (auth/http.token, or TURNLOG_TOKEN)", http.StatusUnauthorized)
+			return
+		}
+		metrics.ServeHTTP(w, r)
+	})
+}
