@@ -183,3 +183,17 @@ func (c *Config) providerKey(api calls.API) string {
 	}
 	return c.OpenAIKey
 }
+
+// Upstreams are the base URLs the gateway forwards to, defaults filled
+// in: what a start-up banner or a status page tells an operator.
+func (g *Gateway) Upstreams() (openai, anthropic string) {
+	return g.cfg.OpenAIUpstream, g.cfg.AnthropicUpstream
+}
+
+// ManagedKeys reports, for each API, whether the gateway holds the
+// provider's key (clients send turnlog's token as their API key) or calls
+// carry their own (pass-through, with Turnlog-Token), without exposing
+// the key.
+func (g *Gateway) ManagedKeys() (openai, anthropic bool) {
+	return g.cfg.OpenAIKey != "", g.cfg.AnthropicKey != ""
+}
