@@ -51,11 +51,11 @@ Provider keys are never recorded or logged.
 GET /metrics on the same listener serves the gateway's Prometheus series
 (turnlog_gateway_*, turnlog_findings_total) to turnlog's token, sent as
 "Authorization: Bearer <token>" (Prometheus: authorization.credentials_file).
---record-optional forwards
-calls while NATS is unreachable and records them from an on-disk spool once
-it is back. With OTEL_EXPORTER_OTLP_ENDPOINT set, each recorded call is a
-"chat {model}" span, a child of the caller's when its request carries a W3C
-traceparent (docs/observability.md). See docs/gateway.md.`,
+--record-optional forwards calls while NATS is unreachable and records them
+from an on-disk spool once it is back. With OTEL_EXPORTER_OTLP_ENDPOINT set,
+each recorded call is a "chat {model}" span, a child of the caller's when
+its request carries a W3C traceparent (docs/observability.md). See
+docs/gateway.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
