@@ -143,6 +143,15 @@ func writeInference(w io.Writer, in *Inference, indent string) {
 	if in.WireSHA256 != "" {
 		fmt.Fprintf(w, "%swire: request %s, rendering %s\n", indent, short(in.WireSHA256), quote(in.WireVersion))
 	}
+	if g := in.Gateway; g != nil {
+		// An app's call through the recording gateway: the hash of the
+		// bytes it sent (--wire prints the canonical request).
+		s := fmt.Sprintf("%sgateway: %s call, request bytes sha256 %s, threading %s", indent, safe(g["api"]), short(g["wire_sha256"]), safe(g["threading"]))
+		if why := g["unparsed"]; why != "" {
+			s += ", request not read: " + quote(why)
+		}
+		fmt.Fprintln(w, s)
+	}
 	for _, f := range in.Findings {
 		fmt.Fprintf(w, "%sFINDING %s: %s (blocks %s)\n", indent, f.Rule, safe(f.Detail), safe(strings.Join(f.Blocks, ", ")))
 	}

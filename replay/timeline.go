@@ -116,10 +116,17 @@ type Inference struct {
 	Model       string `json:"model"`
 	Purpose     string `json:"purpose,omitempty"`
 	// InputHash is the hash inference.started recorded; Verified is true
-	// when the re-projected Turn hashes to it (projector.HashMatches, see
-	// Verify), false also for a hash format this build does not know.
+	// when the re-projected input proves it as replay --verify checks it
+	// (the Turn's hash; for a gateway call, its request rendered again as
+	// canonical JSON), false also for a hash format this build does not
+	// know.
 	InputHash string `json:"input_hash"`
 	Verified  bool   `json:"verified"`
+	// Gateway is what the recording gateway recorded of the call it
+	// forwarded for an app (api, params, wire_sha256: the SHA-256 of the
+	// bytes the app sent, threading, ...; events.InferenceStarted), nil
+	// for a call an engine made.
+	Gateway map[string]string `json:"gateway,omitempty"`
 	// SystemPrompt is the active system prompt, null when there was none.
 	SystemPrompt *ActivePrompt `json:"system_prompt"`
 	// Turn is the exact input, block by block; omitted for inferences
@@ -256,7 +263,7 @@ func Entries(ctx context.Context, src Source, conversation string, opts ...Optio
 			if p, ok := r.Payload.(events.InferenceStarted); ok {
 				inferences++
 				inf := &Inference{Index: inferences, N: r.Pos, InferenceID: p.InferenceID, Model: p.Model, Purpose: p.Purpose,
-					InputHash: p.InputHash}
+					InputHash: p.InputHash, Gateway: p.Gateway}
 				input, prompt := w.turn, w.active()
 				switch {
 				case p.Gateway != nil:
