@@ -196,7 +196,7 @@ difference, 2 error.`,
 							if asJSON {
 								return fmt.Errorf("--wire prints the request body itself; leave out -o json")
 							}
-							return printWire(ctx, out, cmd.ErrOrStderr(), conv, e.Inference)
+							return printWire(ctx, out, cmd.ErrOrStderr(), conv, e)
 						}
 						noteWire(ctx, e.Inference)
 						return write(out, asJSON, inferenceDoc{Conversation: conv, Entry: e}, e.WriteText)
