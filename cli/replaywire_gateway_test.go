@@ -55,3 +55,17 @@ func TestReplayWireOfAGatewayCall(t *testing.T) {
 	assert.Contains(t, errOut, "canonical JSON")
 	assert.Contains(t, errOut, got.Event.Inference.Gateway["wire_sha256"], "the note names the hash of the bytes the app sent")
 }
+
+// --rerun re-runs turnlog's middleware chain; an app's calls through the
+// gateway were not made by it, and the result says so instead of only
+// "re-ran 0 requests".
+func TestRerunOfAGatewayConversationSaysWhy(t *testing.T) {
+	e := newAuditEnv(t, false)
+	file := filepath.Join(t.TempDir(), "calls.jsonl")
+	require.NoError(t, os.WriteFile(file, []byte(`{"api":"chat.completions","time":"2026-11-20T10:00:00Z","conversation":"gw","request":{"model":"m","messages":[{"role":"user","content":"hi"}]},"response":{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hello"},"finish_reason":"stop"}]}}`+"\n"), 0o600))
+	_, errOut, code := e.run("", "import", "--calls", file)
+	require.Equal(t, 0, code, errOut)
+	out, errOut, code := e.run("", "replay", "gw", "--rerun")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "note: 1 model call was an app's, recorded by the recording gateway: no middleware chain made it, so --rerun has nothing of it to re-run; replay --verify proves its input and replay --check checks it")
+}

@@ -123,6 +123,7 @@ func Rerun(ctx context.Context, src Source, conversation string, p profile.Profi
 		return nil, fmt.Errorf("rerun %s: build the profile: %w", conversation, err)
 	}
 	res := &RerunResult{Conversation: conversation}
+	appCalls := 0 // model calls an app made through the recording gateway
 	// The model is replayed, so the profile's engine need not be in this
 	// binary (profile.ChainOnly reads such a profile): say so, since a
 	// reader may expect the engine to have run.
@@ -150,6 +151,11 @@ func Rerun(ctx context.Context, src Source, conversation string, p profile.Profi
 			}
 		} else {
 			res.Skipped++
+			for i := range seg {
+				if p, ok := seg[i].Payload.(events.InferenceStarted); ok && p.Gateway != nil {
+					appCalls++
+				}
+			}
 		}
 		for i := range seg {
 			if err := w.apply(&seg[i]); err != nil {
@@ -157,6 +163,15 @@ func Rerun(ctx context.Context, src Source, conversation string, p profile.Profi
 			}
 		}
 		start = end
+	}
+	if appCalls > 0 {
+		// An app's call through the gateway is not a request a worker
+		// served: say why it was not re-run.
+		note := "1 model call was an app's, recorded by the recording gateway: no middleware chain made it, so --rerun has nothing of it to re-run; replay --verify proves its input and replay --check checks it"
+		if appCalls > 1 {
+			note = fmt.Sprintf("%d model calls were apps', recorded by the recording gateway: no middleware chain made them, so --rerun has nothing of them to re-run; replay --verify proves their inputs and replay --check checks them", appCalls)
+		}
+		res.Notes = append(res.Notes, note)
 	}
 	return res, nil
 }
