@@ -52,7 +52,7 @@ func New(cfg Config) (*Gateway, error) {
 	g.rec.local, g.rec.localStore = g.local, local
 	if cfg.RecordOptional {
 		var err error
-		if g.spool, err = openSpool(cfg.SpoolDir, cfg.SpoolBytes, cfg.Metrics, g.rec.parse); err != nil {
+		if g.spool, err = openSpool(cfg.SpoolDir, cfg.SpoolBytes, cfg.Metrics, g.rec.parse, cfg.Logger); err != nil {
 			return nil, err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -39,6 +40,7 @@ type spool struct {
 	lock  *os.File
 	m     *Metrics
 	parse *calls.ParseCache
+	log   *slog.Logger
 
 	mu   sync.Mutex
 	used int64 // bytes of the files and of the calls admitted
@@ -60,7 +62,7 @@ type spoolCall struct {
 
 // openSpool opens (creating) dir, locked for this process: two gateways
 // draining one spool would record its calls twice.
-func openSpool(dir string, limit int64, m *Metrics, parse *calls.ParseCache) (*spool, error) {
+func openSpool(dir string, limit int64, m *Metrics, parse *calls.ParseCache, log *slog.Logger) (*spool, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("gateway: the spool directory: %w", err)
 	}
@@ -72,7 +74,7 @@ func openSpool(dir string, limit int64, m *Metrics, parse *calls.ParseCache) (*s
 		f.Close()
 		return nil, fmt.Errorf("gateway: the spool directory %s is in use by another gateway (each needs its own --spool-dir): %w", dir, err)
 	}
-	s := &spool{dir: dir, limit: limit, lock: f, m: m, parse: parse}
+	s := &spool{dir: dir, limit: limit, lock: f, m: m, parse: parse, log: log}
 	names, err := s.files()
 	if err != nil {
 		f.Close()
@@ -149,6 +151,12 @@ func (s *spool) admit(api calls.API, body []byte, named string, local *calls.Thr
 	defer s.mu.Unlock()
 	if s.used+c.reserved > s.limit {
 		return nil, fmt.Errorf("%w (%d of --spool-bytes %d used)", ErrSpoolFull, s.used, s.limit)
+	}
+	if s.used == 0 {
+		// The first call of an outage: an operator reads that calls are
+		// forwarded unrecorded for now, and where they wait.
+		s.log.Warn("gateway: NATS is unreachable: calls are forwarded and kept in the spool until it is back (--record-optional)",
+			"spool", s.dir, "limit_bytes", s.limit)
 	}
 	s.used += c.reserved
 	return c, nil
@@ -232,18 +240,32 @@ func writeSynced(dir, name string, data []byte) error {
 // NATS is up; it stops at the first call the log does not take (NATS went
 // away again) and leaves it for the next drain.
 func (s *spool) drain(ctx context.Context, r *Recorder, connected func() bool) error {
+	done := 0
+	defer func() {
+		if done > 0 {
+			s.log.Info("gateway: recorded the calls spooled while NATS was away", "calls", done, "waiting", s.count())
+		}
+	}()
 	for {
 		names, err := s.files()
 		if err != nil || len(names) == 0 {
 			return err
 		}
-		if err := s.drainFiles(ctx, r, connected, names); err != nil || !connected() || ctx.Err() != nil {
+		if err := s.drainFiles(ctx, r, connected, names, &done); err != nil || !connected() || ctx.Err() != nil {
 			return err
 		}
 	}
 }
 
-func (s *spool) drainFiles(ctx context.Context, r *Recorder, connected func() bool, names []string) error {
+// count is how many calls wait in the spool (0 when it cannot be read).
+func (s *spool) count() int {
+	names, _ := s.files()
+	return len(names)
+}
+
+// drainFiles records the spooled calls names, counting in done those that
+// left the spool.
+func (s *spool) drainFiles(ctx context.Context, r *Recorder, connected func() bool, names []string, done *int) error {
 	for _, n := range names {
 		if !connected() || ctx.Err() != nil {
 			return nil
@@ -282,6 +304,7 @@ func (s *spool) drainFiles(ctx context.Context, r *Recorder, connected func() bo
 			return fmt.Errorf("gateway: record spooled call %s: %w", n, err)
 		}
 		s.remove(recording, len(data))
+		*done++
 	}
 	return nil
 }

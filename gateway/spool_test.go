@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http/httptest"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/gateway"
 	"github.com/turnlog/turnlog/internal/natstest"
+	"github.com/turnlog/turnlog/internal/syncbuf"
 )
 
 // cuttable is a gateway whose NATS connection goes through a proxy the
@@ -32,6 +34,7 @@ type cuttable struct {
 	gw    *httptest.Server
 	spool string
 	srv   *natstest.Server
+	logs  *syncbuf.Buffer // the gateway's log
 }
 
 func newCuttable(t *testing.T, upstream string, spoolBytes int64) *cuttable {
@@ -54,8 +57,9 @@ func newCuttable(t *testing.T, upstream string, spoolBytes int64) *cuttable {
 	threads, err := l.Threads(ctx)
 	require.NoError(t, err)
 	dir := filepath.Join(t.TempDir(), "spool")
+	logs := &syncbuf.Buffer{}
 	g, err := gateway.New(gateway.Config{Log: l, Connected: nc.IsConnected, Token: token, OpenAIUpstream: upstream + "/v1",
-		Threads: threads, RecordOptional: true, SpoolDir: dir, SpoolBytes: spoolBytes})
+		Threads: threads, RecordOptional: true, SpoolDir: dir, SpoolBytes: spoolBytes, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	require.NoError(t, err)
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -63,7 +67,7 @@ func newCuttable(t *testing.T, upstream string, spoolBytes int64) *cuttable {
 	t.Cleanup(func() { cancel(); <-done })
 	hs := httptest.NewServer(g)
 	t.Cleanup(hs.Close)
-	return &cuttable{proxy: p, nc: nc, gw: hs, spool: dir, srv: s}
+	return &cuttable{proxy: p, nc: nc, gw: hs, spool: dir, srv: s, logs: logs}
 }
 
 func (c *cuttable) cut(t *testing.T) {
@@ -114,9 +118,15 @@ func TestRecordOptionalSpoolsWhileNATSIsDown(t *testing.T) {
 	require.Equal(t, 200, resp.StatusCode, "%s", body)
 	assert.Contains(t, string(body), "data: ")
 	assert.Equal(t, 3, spooled(t, c.spool), "the calls wait in the spool")
+	// An operator reads that calls are being spooled, once an outage.
+	assert.Equal(t, 1, strings.Count(c.logs.String(), "NATS is unreachable: calls are forwarded and kept in the spool"), "%s", c.logs)
 
 	c.restore(t)
 	require.Eventually(t, func() bool { return spooled(t, c.spool) == 0 }, 20*time.Second, 20*time.Millisecond, "the spool drains once NATS is back")
+	require.Eventually(t, func() bool {
+		return strings.Contains(c.logs.String(), "recorded the calls spooled while NATS was away")
+	}, 10*time.Second, 20*time.Millisecond, "%s", c.logs)
+	assert.Contains(t, c.logs.String(), "calls=3")
 	l, err := eventlog.Open(context.Background(), c.srv.Conn)
 	require.NoError(t, err)
 	for _, cv := range []string{conv, "named", "streamed"} {
