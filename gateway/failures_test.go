@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/gateway"
+	"github.com/turnlog/turnlog/internal/syncbuf"
 )
 
 func post(t *testing.T, url string, header map[string]string, body string) (*http.Response, []byte) {
@@ -82,13 +84,18 @@ func TestRefusedBeforeForwarding(t *testing.T) {
 
 func TestNATSDownAnswers503WithoutForwarding(t *testing.T) {
 	up := newChatUpstream(t, "sk-provider-secret")
-	r := newRig(t, up.URL, "", managed)
+	logs := &syncbuf.Buffer{}
+	r := newRig(t, up.URL, "", managed, func(c *gateway.Config) { c.Logger = slog.New(slog.NewTextHandler(logs, nil)) })
 	r.srv.Conn.Close()
-	resp, body := post(t, r.gw.URL+"/v1/chat/completions", map[string]string{"Authorization": "Bearer " + token}, fmt.Sprintf(chatBody, "hi"))
-	assert.Equal(t, 503, resp.StatusCode)
-	assert.Contains(t, string(body), "NATS")
+	for range 2 {
+		resp, body := post(t, r.gw.URL+"/v1/chat/completions", map[string]string{"Authorization": "Bearer " + token}, fmt.Sprintf(chatBody, "hi"))
+		assert.Equal(t, 503, resp.StatusCode)
+		assert.Contains(t, string(body), "NATS")
+	}
 	sent, _, _ := r.wire.snapshot()
 	assert.Empty(t, sent)
+	// The operator reads it too, once an outage, not once a call.
+	assert.Equal(t, 1, strings.Count(logs.String(), "NATS is unreachable: calls are answered 503"), "%s", logs)
 }
 
 // storedBytes returns every stored message of the event streams, data and

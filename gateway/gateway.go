@@ -12,7 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/turnlog/turnlog/calls"
@@ -31,6 +31,10 @@ type Gateway struct {
 	openai    *httputil.ReverseProxy
 	anthropic *httputil.ReverseProxy
 	inFlight  *inFlight
+	// unreachable is set while calls are refused because NATS is away
+	// (without --record-optional), so that the log says it once an
+	// outage, not once a call.
+	unreachable atomic.Bool
 }
 
 // New builds a Gateway.
@@ -217,6 +221,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	st := &state{api: api, anthropic: anthropic, started: started}
 	if !g.cfg.Connected() || (g.spool != nil && g.spool.waiting()) {
 		if g.spool == nil {
+			if !g.unreachable.Swap(true) {
+				g.cfg.Logger.Warn("gateway: NATS is unreachable: calls are answered 503 and not forwarded until it is back (--record-optional forwards them and records them then)")
+			}
 			g.cfg.Metrics.errors.WithLabelValues("unavailable").Inc()
 			writeError(w, anthropic, http.StatusServiceUnavailable,
 				"turnlog cannot record this call: its NATS server is unreachable, and calls are not forwarded unrecorded; retry shortly")
@@ -229,6 +236,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		st.spooled = sc
 	} else {
+		if g.unreachable.Load() && g.unreachable.Swap(false) {
+			g.cfg.Logger.Info("gateway: NATS is reachable again: calls are forwarded and recorded")
+		}
 		p, err := g.rec.Begin(r.Context(), Call{API: api, Body: body, Conversation: r.Header.Get(ConversationHeader),
 			Trace: tracing.Extract(r.Context(), r.Header), Deferred: true})
 		if err != nil {
@@ -250,36 +260,6 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.cfg.Metrics.added.Observe((time.Since(started) - st.upstream).Seconds())
 	}
 }
-
-// readBody reads up to limit+1 bytes of the request's body, into a buffer
-// of its declared length when it declares one within the limit (net/http
-// then stops the body there); read by io.ReadAll, a 12 KB body would be
-// copied through a dozen growing buffers.
-func readBody(r *http.Request, limit int64) ([]byte, error) {
-	if r.ContentLength <= 0 || r.ContentLength > limit {
-		return io.ReadAll(io.LimitReader(r.Body, limit+1))
-	}
-	buf := make([]byte, r.ContentLength)
-	if _, err := io.ReadFull(r.Body, buf); err != nil {
-		return nil, err
-	}
-	return buf, nil
-}
-
-// bufferPool lends the proxies their copy buffers, which ReverseProxy
-// would otherwise allocate (32 KB) for every response.
-type bufferPool struct{ p sync.Pool }
-
-func (b *bufferPool) Get() []byte {
-	if v, ok := b.p.Get().(*[]byte); ok {
-		return *v
-	}
-	return make([]byte, 32<<10)
-}
-
-func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
-
-var copyBuffers = &bufferPool{}
 
 // refuse answers a call that cannot be recorded before it is forwarded:
 // 400 for a conversation that cannot be one, 503 otherwise (the spool
