@@ -4,11 +4,14 @@
 package freeport
 
 import (
+	"errors"
 	"math/rand/v2"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -48,9 +51,40 @@ func Ports(tb testing.TB, count int) []int {
 			tb.Fatalf("find a free port: %v", err)
 		}
 		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		port := l.Addr().(*net.TCPAddr).Port
+		if !reserve(tb, port) {
+			continue // another test holds it, stopped for now
+		}
+		ports = append(ports, port)
 	}
 	return ports
+}
+
+// reserve keeps port from every other picker, in this process or another
+// (the tests of other packages run alongside), until tb ends: a lock on a
+// file named after it, in a directory all of them share. A server a test
+// stops and starts again on its port (a proxy cut to fake a partition, a
+// node restarted) finds it still free, which the listen check alone
+// cannot promise while nothing listens there. It reports false when
+// someone else holds the port; a lock that cannot be taken for another
+// reason (no temp directory) reserves nothing and does not refuse it.
+// The lock files (empty, one per port ever drawn) stay: removing one
+// while another process opens it would let two hold "the" lock.
+func reserve(tb testing.TB, port int) bool {
+	dir := filepath.Join(os.TempDir(), "turnlog-freeport")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return true
+	}
+	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(port)+".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return true
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return !errors.Is(err, syscall.EWOULDBLOCK)
+	}
+	tb.Cleanup(func() { f.Close() })
+	return true
 }
 
 // quietRange is the largest range of ports below 65536 and above the

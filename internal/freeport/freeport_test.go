@@ -33,3 +33,18 @@ func TestPortsAvoidTheEphemeralRange(t *testing.T) {
 		seen[p] = true
 	}
 }
+
+// TestPortsStayReservedWhileTheTestRuns: a port handed out is kept from
+// every other picker, in any process, until its test ends, even while
+// nothing listens on it. CI failed so: a fault test stopped a proxy to
+// cut a link, a test of another package drew the port it left free, and
+// the proxy could not listen on it again ("restore proxy ...: bind:
+// address already in use").
+func TestPortsStayReservedWhileTheTestRuns(t *testing.T) {
+	var port int
+	t.Run("holder", func(t *testing.T) {
+		port = Port(t)
+		assert.False(t, reserve(t, port), "another picker (here, another open of its lock) cannot take port %d while its test runs", port)
+	})
+	assert.True(t, reserve(t, port), "port %d is free for others once its test ended", port)
+}
