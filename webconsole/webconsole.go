@@ -89,6 +89,10 @@ func Handler(opts Options) http.Handler {
 	mux.HandleFunc("GET /ui/{$}", c.page("conversations", "Conversations"))
 	mux.HandleFunc("GET /ui/conversations/{id}", c.conversationPage("conversation", "Conversation"))
 	mux.HandleFunc("GET /ui/conversations/{id}/calls", c.conversationPage("calls", "Model calls of"))
+	// A page's address typed or pasted with a trailing slash goes to the
+	// page.
+	mux.HandleFunc("GET /ui/conversations/{id}/{$}", trimSlash)
+	mux.HandleFunc("GET /ui/conversations/{id}/calls/{$}", trimSlash)
 	mux.HandleFunc("GET /ui/chat/{$}", c.page("chat", "Chat"))
 	mux.HandleFunc("GET /ui/chat/{id}", c.conversationPage("chat", "Chat"))
 	mux.HandleFunc("GET /ui/diff", c.page("diff", "Diff"))
@@ -99,6 +103,12 @@ func Handler(opts Options) http.Handler {
 			Error: fmt.Sprintf("There is no page %s; start from the conversations list.", r.URL.Path)})
 	})
 	return securityHeaders(mux)
+}
+
+// trimSlash sends a request for a page's address with a trailing slash
+// to the page (the path stays on this server: it starts with /ui/).
+func trimSlash(w http.ResponseWriter, r *http.Request) {
+	http.Redirect(w, r, strings.TrimSuffix(r.URL.EscapedPath(), "/"), http.StatusMovedPermanently)
 }
 
 // console renders the pages.

@@ -81,6 +81,13 @@ func TestPages(t *testing.T) {
 	res, _ := get(t, ts, "/")
 	assert.Equal(t, http.StatusSeeOther, res.StatusCode)
 	assert.Equal(t, "/ui/", res.Header.Get("Location"))
+	// A page's address typed or pasted with a trailing slash goes to the
+	// page (it was "There is no page").
+	for path, to := range map[string]string{"/ui/conversations/c-1/": "/ui/conversations/c-1", "/ui/conversations/c-1/calls/": "/ui/conversations/c-1/calls"} {
+		res, _ := get(t, ts, path)
+		assert.Equal(t, http.StatusMovedPermanently, res.StatusCode, path)
+		assert.Equal(t, to, res.Header.Get("Location"), path)
+	}
 
 	noToken := http.NewServeMux()
 	webconsole.Register(noToken, webconsole.Options{})
