@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/turnlog/turnlog/events"
@@ -128,74 +129,95 @@ func (l *Log) appendStep(ctx context.Context, conversation string, expectedSeq u
 	subject, filter := l.appendSubjects(conversation)
 	sm.set(subject, data, msgID, strconv.FormatUint(expectedSeq, 10), filter)
 	msg := &sm.msg
-	ack, err := l.publish(ctx, msg, names.EventsStreamOf(conversation))
-	if err == nil {
-		if ack.Duplicate {
-			// Message IDs are deduplicated across the whole stream, so a
-			// cause reused in another conversation would drop this step
-			// silently. Make sure the stored step is ours.
-			stored, err := stream.GetMsg(ctx, ack.Sequence)
-			if err != nil {
-				return 0, fmt.Errorf("append to %s: checking duplicate step %s: %w", conversation, msgID, err)
-			}
-			if !l.sameConversation(conversation, stored.Subject) {
-				return 0, fmt.Errorf("append to %s: %w: step %s was already stored in conversation %s; use a fresh request ID per request",
-					conversation, ErrCauseReused, msgID, names.ConversationOf(stored.Subject))
-			}
-			if !bytes.Equal(stored.Data, data) {
-				// Another attempt at this step stored other events (a
-				// model answered differently): the log has the truth.
-				return 0, &ConflictError{Conversation: conversation, Expected: expectedSeq, Actual: ack.Sequence}
-			}
-			if ack.Sequence != expectedSeq {
-				// A retry of the conversation's last step, acknowledged as
-				// a duplicate: a replicated stream checks the message ID
-				// before the expected sequence (a single server answers
-				// the same retry with a sequence conflict, handled below).
-				// Stored once: go on from it. A replica that does not show
-				// the step yet shows nothing after it either.
-				last, lerr := l.lastMsg(ctx, conversation)
-				if lerr != nil && !errors.Is(lerr, jetstream.ErrMsgNotFound) {
-					return 0, fmt.Errorf("append to %s: checking duplicate step %s: %w", conversation, msgID, lerr)
+	for attempt := 0; ; attempt++ {
+		ack, err := l.publish(ctx, msg, names.EventsStreamOf(conversation))
+		if err == nil {
+			if ack.Duplicate {
+				// Message IDs are deduplicated across the whole stream, so a
+				// cause reused in another conversation would drop this step
+				// silently. Make sure the stored step is ours.
+				stored, err := stream.GetMsg(ctx, ack.Sequence)
+				if err != nil {
+					return 0, fmt.Errorf("append to %s: checking duplicate step %s: %w", conversation, msgID, err)
 				}
-				switch {
-				case lerr != nil || last.Sequence <= ack.Sequence:
-				case last.Sequence != expectedSeq:
-					// The writer is behind as well: what a single server
-					// reports as a sequence conflict.
-					return 0, &ConflictError{Conversation: conversation, Expected: expectedSeq, Actual: last.Sequence}
-				default:
-					// Stored earlier, with other steps after it: its
-					// sequence is not where the conversation is now.
-					return 0, fmt.Errorf("append to %s: %w: step %s is message %d, and the conversation has moved on since",
-						conversation, ErrStepExists, msgID, ack.Sequence)
+				if !l.sameConversation(conversation, stored.Subject) {
+					return 0, fmt.Errorf("append to %s: %w: step %s was already stored in conversation %s; use a fresh request ID per request",
+						conversation, ErrCauseReused, msgID, names.ConversationOf(stored.Subject))
+				}
+				if !bytes.Equal(stored.Data, data) {
+					// Another attempt at this step stored other events (a
+					// model answered differently): the log has the truth.
+					return 0, &ConflictError{Conversation: conversation, Expected: expectedSeq, Actual: ack.Sequence}
+				}
+				if ack.Sequence != expectedSeq {
+					// A retry of the conversation's last step, acknowledged as
+					// a duplicate: a replicated stream checks the message ID
+					// before the expected sequence (a single server answers
+					// the same retry with a sequence conflict, handled below).
+					// Stored once: go on from it. A replica that does not show
+					// the step yet shows nothing after it either.
+					last, lerr := l.lastMsg(ctx, conversation)
+					if lerr != nil && !errors.Is(lerr, jetstream.ErrMsgNotFound) {
+						return 0, fmt.Errorf("append to %s: checking duplicate step %s: %w", conversation, msgID, lerr)
+					}
+					switch {
+					case lerr != nil || last.Sequence <= ack.Sequence:
+					case last.Sequence != expectedSeq:
+						// The writer is behind as well: what a single server
+						// reports as a sequence conflict.
+						return 0, &ConflictError{Conversation: conversation, Expected: expectedSeq, Actual: last.Sequence}
+					default:
+						// Stored earlier, with other steps after it: its
+						// sequence is not where the conversation is now.
+						return 0, fmt.Errorf("append to %s: %w: step %s is message %d, and the conversation has moved on since",
+							conversation, ErrStepExists, msgID, ack.Sequence)
+					}
 				}
 			}
+			return ack.Sequence, nil
 		}
-		return ack.Sequence, nil
-	}
-	if !isWrongLastSequence(err) {
-		return 0, fmt.Errorf("append to %s: %w", conversation, err)
-	}
-	// The sequence check runs before deduplication, so a retry of a step
-	// that was stored comes back as a conflict. The last message tells.
-	last, lerr := l.lastMsg(ctx, conversation)
-	if lerr != nil {
-		if errors.Is(lerr, jetstream.ErrMsgNotFound) {
-			return 0, &ConflictError{Conversation: conversation, Expected: expectedSeq, Actual: 0}
+		if !isWrongLastSequence(err) {
+			return 0, fmt.Errorf("append to %s: %w", conversation, err)
 		}
-		return 0, fmt.Errorf("append to %s: conflict, and reading the last message failed: %w", conversation, lerr)
+		// The sequence check runs before deduplication, so a retry of a step
+		// that was stored comes back as a conflict. The last message tells,
+		// as the stream holds it (its leader's, on a cluster: a lagging
+		// replica's would be older than what was refused).
+		last, lerr := l.committedLast(ctx, conversation)
+		if lerr != nil {
+			if errors.Is(lerr, jetstream.ErrMsgNotFound) {
+				return 0, &ConflictError{Conversation: conversation, Expected: expectedSeq, Actual: 0}
+			}
+			return 0, fmt.Errorf("append to %s: conflict, and reading the last message failed: %w", conversation, lerr)
+		}
+		// Only the very same step counts as stored: an earlier attempt at
+		// this step that stored other events (a redone model call, or a read
+		// from a lagging replica that made the caller redo a step) is a
+		// conflict, so the caller reloads the log's version instead of going
+		// on from its own.
+		if last.Header.Get(jetstream.MsgIDHeader) == msgID && bytes.Equal(last.Data, data) {
+			return last.Sequence, nil
+		}
+		if last.Sequence == expectedSeq && attempt < refusedAtExpectedRetries {
+			// Refused, yet the log ends where the caller expected: no one
+			// else wrote. A stream leader that had not applied the last
+			// steps yet (just elected, on a cluster) refuses so; it is not a
+			// conflict. Send the step again, fenced as before.
+			select {
+			case <-ctx.Done():
+				return 0, fmt.Errorf("append to %s: %w", conversation, ctx.Err())
+			case <-time.After(time.Duration(attempt+1) * 50 * time.Millisecond):
+			}
+			continue
+		}
+		return 0, &ConflictError{Conversation: conversation, Expected: expectedSeq, Actual: last.Sequence}
 	}
-	// Only the very same step counts as stored: an earlier attempt at
-	// this step that stored other events (a redone model call, or a read
-	// from a lagging replica that made the caller redo a step) is a
-	// conflict, so the caller reloads the log's version instead of going
-	// on from its own.
-	if last.Header.Get(jetstream.MsgIDHeader) == msgID && bytes.Equal(last.Data, data) {
-		return last.Sequence, nil
-	}
-	return 0, &ConflictError{Conversation: conversation, Expected: expectedSeq, Actual: last.Sequence}
 }
+
+// refusedAtExpectedRetries is how many times Append sends a step again
+// that the server refused for its expected sequence while the log ended
+// at that very sequence (see appendStep).
+const refusedAtExpectedRetries = 3
 
 func isWrongLastSequence(err error) bool {
 	var apiErr *jetstream.APIError
