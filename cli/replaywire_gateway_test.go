@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -25,12 +26,9 @@ func TestReplayWireOfAGatewayCall(t *testing.T) {
 	}
 	first := `{"model":"gpt-4o","temperature":0.5,"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}]}`
 	second := `{ "model": "gpt-4o", "temperature": 0.5, "messages": [{"role":"system","content":"be brief"},{"role":"user","content":"hi"},{"role":"assistant","content":"hello"},{"role":"user","content":"more"}] }`
-	file := filepath.Join(t.TempDir(), "calls.jsonl")
-	require.NoError(t, os.WriteFile(file, []byte(
-		`{"api":"chat.completions","time":"2026-11-20T10:00:00Z","conversation":"gw","request":`+first+`,"response":`+answer("c1", "hello")+"}\n"+
-			`{"api":"chat.completions","time":"2026-11-20T10:01:00Z","conversation":"gw","request":`+second+`,"response":`+answer("c2", "more hello")+"}\n"), 0o600))
-	_, errOut, code := e.run("", "import", "--calls", file)
-	require.Equal(t, 0, code, errOut)
+	importLoggedCalls(t, e,
+		`{"api":"chat.completions","time":"2026-11-20T10:00:00Z","conversation":"gw","request":`+first+`,"response":`+answer("c1", "hello")+"}",
+		`{"api":"chat.completions","time":"2026-11-20T10:01:00Z","conversation":"gw","request":`+second+`,"response":`+answer("c2", "more hello")+"}")
 
 	out, errOut, code := e.run("", "replay", "gw", "--inference", "2", "--wire")
 	require.Equal(t, 0, code, errOut)
@@ -61,11 +59,18 @@ func TestReplayWireOfAGatewayCall(t *testing.T) {
 // "re-ran 0 requests".
 func TestRerunOfAGatewayConversationSaysWhy(t *testing.T) {
 	e := newAuditEnv(t, false)
-	file := filepath.Join(t.TempDir(), "calls.jsonl")
-	require.NoError(t, os.WriteFile(file, []byte(`{"api":"chat.completions","time":"2026-11-20T10:00:00Z","conversation":"gw","request":{"model":"m","messages":[{"role":"user","content":"hi"}]},"response":{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hello"},"finish_reason":"stop"}]}}`+"\n"), 0o600))
-	_, errOut, code := e.run("", "import", "--calls", file)
-	require.Equal(t, 0, code, errOut)
+	importLoggedCalls(t, e, `{"api":"chat.completions","time":"2026-11-20T10:00:00Z","conversation":"gw","request":{"model":"m","messages":[{"role":"user","content":"hi"}]},"response":{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hello"},"finish_reason":"stop"}]}}`)
 	out, errOut, code := e.run("", "replay", "gw", "--rerun")
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "note: 1 model call was an app's, recorded by the recording gateway: no middleware chain made it, so --rerun has nothing of it to re-run; replay --verify proves its input and replay --check checks it")
+}
+
+// importLoggedCalls records logged calls (JSON lines of import --calls) into e's
+// log, as the recording gateway records live ones.
+func importLoggedCalls(t *testing.T, e *auditEnv, lines ...string) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "calls.jsonl")
+	require.NoError(t, os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o600))
+	_, errOut, code := e.run("", "import", "--calls", file)
+	require.Equal(t, 0, code, errOut)
 }
