@@ -43,9 +43,11 @@ type Erased struct {
 // call a gateway spooled before it is not recorded afterwards.
 //
 // Erasing a conversation that has nothing stored is not an error: Erased
-// is then all zero. A worker in the middle of one of the conversation's
-// requests may still append after the purge; erase when no request is in
-// flight, or erase again.
+// is then all zero. A request or a gateway call in flight meanwhile does
+// not write the conversation back: its next append is refused (the log
+// moved), and the worker, finding the conversation erased after the
+// request was sent (ErasedAfter), drops the request; the gateway, finding
+// the call's input gone (Holds), records nothing more of the call.
 func (l *Log) Erase(ctx context.Context, conversation string) (Erased, error) {
 	var out Erased
 	if err := events.ValidateConversationID(conversation); err != nil {

@@ -33,6 +33,9 @@ type Log struct {
 	// history caches conversations' messages (see history.go); nil when
 	// the bucket is not there for this log to use.
 	history jetstream.KeyValue
+	// erasures holds the threading index's bucket (a jetstream.KeyValue)
+	// once ErasedAfter found it.
+	erasures atomic.Value
 
 	partitions int
 	// eventShards is how many event streams the installation has, 0 until

@@ -43,6 +43,9 @@ type Log interface {
 	// quick to load (it serves them from its cache and rarely loads).
 	SaveSnapshot(ctx context.Context, turn *projector.Turn, lastMsgID string) error
 	SnapshotEvery() int
+	// Holds tells, after a refused append, a conversation that moved on
+	// from one erased under the call (eventlog.Log.Holds).
+	Holds(ctx context.Context, conversation string, seq uint64) (bool, error)
 }
 
 // Config configures a Gateway (Log and Connected are required) or a

@@ -47,6 +47,7 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 		respID = o.Output.ResponseID
 	}
 	var indexed func(context.Context) error
+	inputSeq := turn.Seq // the input's step, or the log's end it was finished against
 	for attempt := 0; ; attempt++ {
 		var none []events.Payload // an outcome's events find nothing
 		if checker != nil {
@@ -90,6 +91,10 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 				r.logger.Warn("gateway: call not indexed for threading", "conversation", p.conv, "err", err)
 			}
 			indexed = nil
+			if r.erasedUnder(ctx, p, inputSeq) {
+				span.End(tracing.CallResult{Err: errErasedUnder, ErrorType: "erased"})
+				return nil
+			}
 			if turn, err = r.log.Load(ctx, p.conv); err != nil {
 				return err
 			}
@@ -151,4 +156,29 @@ func (r *Recorder) snapshot(ctx context.Context, turn *projector.Turn, atStart i
 	if err := r.log.SaveSnapshot(ctx, turn, lastMsgID); err != nil {
 		r.logger.Warn("gateway: snapshot not saved", "conversation", turn.Conversation, "err", err)
 	}
+}
+
+// errErasedUnder is a call's span's error when its conversation was
+// erased while the call was in flight.
+var errErasedUnder = errors.New("the conversation was erased while the call was in flight; its outcome is not recorded")
+
+// erasedUnder reports whether p's conversation was erased after the call's
+// input was stored at inputSeq: the log no longer holds that step (see
+// eventlog.Log.Holds). Writing the outcome then would bring back, as a
+// conversation of its own, what the erasure removed; so nothing is
+// written, the call is counted as erased and logged, and the app keeps
+// the answer the provider gave. An error asking is taken as not erased:
+// the call is planned again against the log, as after any refused append.
+func (r *Recorder) erasedUnder(ctx context.Context, p *Pending, inputSeq uint64) bool {
+	if inputSeq == 0 {
+		return false
+	}
+	held, err := r.log.Holds(ctx, p.conv, inputSeq)
+	if err != nil || held {
+		return false
+	}
+	r.metrics.calls.WithLabelValues(string(p.api), "erased").Inc()
+	r.logger.Warn("gateway: call's conversation was erased while the call was in flight; its outcome is not recorded (the app got its answer)",
+		"conversation", p.conv, "call", p.call.ID)
+	return true
 }

@@ -37,6 +37,12 @@ const (
 // log coming back.
 const maxRetryDelay = time.Second
 
+// ErrConversationErased is why a request is dropped without a trace in
+// the log: its conversation was erased after the request was sent (it was
+// on its way, or in progress, when the erasure came), and writing it would
+// bring the erased conversation back. Worker.Serve returns it.
+var ErrConversationErased = errors.New("the conversation was erased after the request was sent")
+
 // errCrash is returned when a fault point fired.
 var errCrash = errors.New("simulated crash")
 
@@ -82,8 +88,8 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 
 	// Keep the request ours while it runs.
 	stopAlive := w.progress.hold(m)
-	out, err := w.serve(ctx, req, problem, lastTry, meta.NumDelivered == 1)
-	out, err = w.holdWhileFull(ctx, req, problem, lastTry, out, err)
+	out, err := w.serve(ctx, req, meta.Timestamp, problem, lastTry, meta.NumDelivered == 1)
+	out, err = w.holdWhileFull(ctx, req, meta.Timestamp, problem, lastTry, out, err)
 	stopAlive()
 	if (out == retryLater || out == handBack) && meta.NumDelivered >= w.lastDelivery() && !errors.Is(err, eventlog.ErrStorageFull) {
 		// JetStream will not deliver it again: end it now.
@@ -136,14 +142,14 @@ const storageRetry = time.Second
 // request goes on from what the log holds. A worker told to stop hands the
 // request back at once: no grace period can store what the storage
 // refuses.
-func (w *Worker) holdWhileFull(ctx context.Context, req Request, problem string, lastTry bool, out outcome, err error) (outcome, error) {
+func (w *Worker) holdWhileFull(ctx context.Context, req Request, sent time.Time, problem string, lastTry bool, out outcome, err error) (outcome, error) {
 	if !errors.Is(err, eventlog.ErrStorageFull) {
 		return out, err
 	}
 	w.log.Warn("JetStream storage is full: request held until space is freed", "conversation", req.Conversation, "request", req.RequestID, "err", err)
 	stopped, err := w.whileFull(ctx, err, func() error {
 		var err error
-		out, err = w.serve(ctx, req, problem, lastTry, false)
+		out, err = w.serve(ctx, req, sent, problem, lastTry, false)
 		return err
 	})
 	if stopped {
@@ -181,10 +187,11 @@ func (w *Worker) whileFull(ctx context.Context, err error, again func() error) (
 
 // serve runs a request to its end, retrying on conflicts: another writer
 // moved the conversation, so reload and resume from the log. A first
-// delivery starts optimistically from the cached Turn (see start).
-func (w *Worker) serve(ctx context.Context, req Request, problem string, lastTry, firstDelivery bool) (outcome, error) {
+// delivery starts optimistically from the cached Turn (see start). sent
+// is when the request was stored (the server's time; see start).
+func (w *Worker) serve(ctx context.Context, req Request, sent time.Time, problem string, lastTry, firstDelivery bool) (outcome, error) {
 	for attempt := 0; ; attempt++ {
-		out, err := w.serveOnce(ctx, req, problem, lastTry, firstDelivery && attempt == 0)
+		out, err := w.serveOnce(ctx, req, sent, problem, lastTry, firstDelivery && attempt == 0)
 		if errors.Is(err, eventlog.ErrConflict) && attempt < 10 {
 			// The cached Turn is still a state the log went through: the
 			// next attempt brings it up to date from the log (see load).
@@ -205,7 +212,14 @@ func (w *Worker) serve(ctx context.Context, req Request, problem string, lastTry
 // serve starts again from the log. Otherwise (a redelivery, nothing
 // cached) the log's last message says whether the request is done, half
 // done (resume after its last step) or new.
-func (w *Worker) start(ctx context.Context, req Request, optimistic bool) (turn *projector.Turn, step int, done bool, err error) {
+//
+// A conversation the log holds nothing of may have been erased while
+// the request was on its way or in progress (its next step was then
+// refused, and serve came back here): a request stored before the
+// erasure belongs to what was erased, and start returns
+// ErrConversationErased instead of letting it write the conversation
+// back.
+func (w *Worker) start(ctx context.Context, req Request, sent time.Time, optimistic bool) (turn *projector.Turn, step int, done bool, err error) {
 	conv := req.Conversation
 	if optimistic {
 		if t, cause := w.cache.take(conv); t != nil {
@@ -220,6 +234,15 @@ func (w *Worker) start(ctx context.Context, req Request, optimistic bool) (turn 
 	if err != nil {
 		return nil, 0, false, err
 	}
+	if tail.Seq == 0 && !sent.IsZero() {
+		erased, err := w.cfg.Log.ErasedAfter(ctx, conv, sent)
+		if err != nil {
+			return nil, 0, false, err
+		}
+		if erased {
+			return nil, 0, false, ErrConversationErased
+		}
+	}
 	resume := tail.Seq > 0 && tail.Cause == req.RequestID
 	if resume && tail.Closed() {
 		return nil, 0, true, nil // finished before; only the ack was lost
@@ -231,11 +254,17 @@ func (w *Worker) start(ctx context.Context, req Request, optimistic bool) (turn 
 	return turn, step, false, err
 }
 
-func (w *Worker) serveOnce(ctx context.Context, req Request, problem string, lastTry, optimistic bool) (outcome, error) {
+func (w *Worker) serveOnce(ctx context.Context, req Request, sent time.Time, problem string, lastTry, optimistic bool) (outcome, error) {
 	conv := req.Conversation
-	turn, step, done, err := w.start(ctx, req, optimistic)
+	turn, step, done, err := w.start(ctx, req, sent, optimistic)
 	if done {
 		return ack, nil
+	}
+	if errors.Is(err, ErrConversationErased) {
+		w.metrics.requests.WithLabelValues("erased").Inc()
+		w.log.Warn("request dropped: its conversation was erased after it was sent; nothing of it is written",
+			"conversation", conv, "request", req.RequestID)
+		return ack, err
 	}
 	resume := step > 0
 	if err != nil {

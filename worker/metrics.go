@@ -42,7 +42,7 @@ func newMetrics() *Metrics {
 		registry: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "turnlog_requests_total",
-			Help: "Chat requests handled, by outcome (completed, failed, dead_lettered, retried, handed_back).",
+			Help: "Chat requests handled, by outcome (completed, failed, dead_lettered, retried, handed_back, erased).",
 		}, []string{"outcome"}),
 		redeliveries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "turnlog_redeliveries_total",
@@ -91,6 +91,11 @@ func newMetrics() *Metrics {
 		m.cacheBytes, m.cacheTurns, m.snapshots,
 		prometheus.NewGoCollector())
 	m.completed = m.requests.WithLabelValues("completed")
+	// Every outcome's series from the start, at 0: an alert on a rate
+	// of erased or dead-lettered requests has a series to watch.
+	for _, o := range []string{"failed", "dead_lettered", "retried", "handed_back", "erased"} {
+		m.requests.WithLabelValues(o)
+	}
 	m.cacheLoads = m.loads.WithLabelValues("cache")
 	return m
 }

@@ -66,12 +66,13 @@ func (w *Worker) Serve(ctx context.Context, req Request) (Served, error) {
 	if err != nil {
 		return Served{}, fmt.Errorf("serve %s: %w", req.RequestID, err)
 	}
-	req, problem := parseRequest(body, req.Conversation, 0, time.Now(), w.cfg.MaxTextBytes)
+	received := time.Now()
+	req, problem := parseRequest(body, req.Conversation, 0, received, w.cfg.MaxTextBytes)
 
 	w.inflight.Add(1)
 	defer w.inflight.Done()
-	out, err := w.serve(ctx, req, problem, true, true)
-	if err != nil && out != ack {
+	out, err := w.serve(ctx, req, received, problem, true, true)
+	if errors.Is(err, ErrConversationErased) || err != nil && out != ack {
 		return Served{}, fmt.Errorf("serve %s: %w", req.RequestID, err)
 	}
 	w.handled.Add(1)
