@@ -151,7 +151,7 @@ func TestNoCredentialIsRefused(t *testing.T) {
 func TestRolesEndToEnd(t *testing.T) {
 	srv := natstest.Start(t, natstest.WithAuth())
 	ctx := context.Background()
-	_, err := eventlog.Open(ctx, srv.Conn, eventlog.WithLogger(quiet))
+	admin, err := eventlog.Open(ctx, srv.Conn, eventlog.WithLogger(quiet))
 	require.NoError(t, err)
 
 	wc := connectAs(t, srv, natsauth.Worker)
@@ -164,7 +164,13 @@ func TestRolesEndToEnd(t *testing.T) {
 	require.NoError(t, err)
 	defer sub.Unsubscribe()
 
-	for i, text := range []string{"hello", "again"} {
+	for i, text := range []string{"hello", "again", "after the erasure"} {
+		if i == 2 {
+			// The worker reads the erasure's note, as its role may, to
+			// tell a request from before the erasure from this one.
+			_, err := admin.Erase(ctx, "e2e")
+			require.NoError(t, err)
+		}
 		turn, err := cl.Load(ctx, "e2e")
 		require.NoError(t, err)
 		req, err := worker.Send(ctx, cl, worker.Request{Conversation: "e2e", Text: text})
