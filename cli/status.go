@@ -27,8 +27,11 @@ func newStatusCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Show streams, pending requests, dead letters and running workers",
-		Long: `Show the streams, the pending requests, the dead letters and the workers
+		Short: "Show streams, buckets, pending requests, dead letters and running workers",
+		Long: `Show the streams, the buckets beside them (snapshots, templates, request
+IDs, history caches, the recording gateway's threading index: what each
+holds, "not created" for one nothing has needed yet), the pending
+requests, the dead letters and the workers
 that answer within 500ms, and JetStream's storage: when a worker of
 turnlog serve answers, what the server stores, its limit (--max-store),
 what it may still take and the disk's free space; else what the streams
@@ -53,18 +56,11 @@ first).`,
 			}
 			defer nc.Close()
 			js, names := l.JetStream(), l.Names()
-			type streamStatus struct {
-				Name     string `json:"name"`
-				Messages uint64 `json:"messages"`
-				Bytes    uint64 `json:"bytes"`
-				Subjects uint64 `json:"subjects"`
-				Replicas int    `json:"replicas"`
-				// Leader is the server the stream's writes go through (a
-				// cluster); event shards should each have their own.
-				Leader string `json:"leader,omitempty"`
-			}
 			st := struct {
-				Streams     []streamStatus  `json:"streams"`
+				Streams []streamStatus `json:"streams"`
+				// Buckets are the key-value and object stores beside the
+				// streams (see bucketStatuses).
+				Buckets     []bucketStatus  `json:"buckets"`
 				Pending     uint64          `json:"pending_requests"`
 				InProgress  int             `json:"requests_in_progress"`
 				Partitions  int             `json:"partitions"`
@@ -101,6 +97,9 @@ first).`,
 					st.Pending = info.State.Msgs
 				}
 			}
+			if st.Buckets, err = bucketStatuses(ctx, js, names); err != nil {
+				return err
+			}
 			for p := 0; p < l.Partitions(); p++ {
 				c, err := js.Consumer(ctx, names.RequestsStream, worker.ConsumerName(names, p))
 				if err != nil {
@@ -132,6 +131,9 @@ first).`,
 			for _, s := range st.Streams {
 				streamBytes += int64(s.Bytes)
 			}
+			for _, b := range st.Buckets {
+				streamBytes += int64(b.Bytes)
+			}
 			st.Storage = readStorage(st.Workers, streamBytes)
 			out := cmd.OutOrStdout()
 			if asJSON {
@@ -142,6 +144,7 @@ first).`,
 			for _, s := range st.Streams {
 				fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\n", s.Name, s.Messages, s.Bytes, s.Subjects, s.Replicas)
 			}
+			printBuckets(w, st.Buckets)
 			fmt.Fprintf(w, "\nstorage: %s\n", st.Storage)
 			fmt.Fprintf(w, "requests pending: %d (in progress: %d, partitions: %d)\n", st.Pending, st.InProgress, st.Partitions)
 			fmt.Fprintf(w, "dead letters: %d", st.DeadLetters)

@@ -50,3 +50,36 @@ func TestStatusCountsAndListsDeadLetters(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "--limit 0")
 }
+
+// TestStatusListsTheBuckets: `turnlog status` shows the buckets beside
+// the streams (it showed none, so the threading index, which has no byte
+// limit, grew unseen), a bucket nothing has needed yet as not created.
+func TestStatusListsTheBuckets(t *testing.T) {
+	ctx := context.Background()
+	e := newAuditEnv(t, false)
+	out, errOut, code := e.run("", "status")
+	require.Equal(t, 0, code, errOut)
+	assert.Regexp(t, `TURNLOG_THREADS +- +- +- +- +gateway threading index \(not created\)`, out)
+	assert.Regexp(t, `TURNLOG_SNAPSHOTS +\d+ +\d+ +\d+ +1 +snapshots`, out)
+
+	threads, err := e.log.Threads(ctx)
+	require.NoError(t, err)
+	require.NoError(t, threads.Put(ctx, map[string]string{"k1": "c1", "k2": "c1"}))
+	out, errOut, code = e.run("", "status", "--json")
+	require.Equal(t, 0, code, errOut)
+	var st struct {
+		Buckets []bucketStatus `json:"buckets"`
+		Storage storageStatus  `json:"storage"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &st))
+	var found *bucketStatus
+	for i, b := range st.Buckets {
+		if b.Name == "TURNLOG_THREADS" {
+			found = &st.Buckets[i]
+		}
+	}
+	require.NotNil(t, found, "%s", out)
+	assert.True(t, found.Created)
+	assert.Equal(t, uint64(2), found.Keys)
+	assert.Positive(t, found.Bytes)
+}

@@ -109,6 +109,7 @@ func SpecFor(r Role, n eventlog.Names) Spec {
 		pub(api("DIRECT.GET", ridKV)+".>", "chat: find the conversation a duplicate request ID was claimed for")
 		pub(api("STREAM.MSG.GET", ridKV), "chat: the same, from a bucket without direct gets")
 		pub(n.WorkersPing(), "status: ask the workers who they are")
+		pub(api("STREAM.INFO", "KV_"+n.ThreadsBucket), "status: the size of the recording gateway's threading index (its counts, none of its entries)")
 		sub(n.Prefix+".delta.>", "stream an answer as it is written")
 	case Worker:
 		for _, st := range append(append([]string{}, evs...), rq, snapKV, snapObj, tplKV, dead, ridKV, histKV) {

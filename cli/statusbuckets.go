@@ -1,0 +1,82 @@
+package cli
+
+// This file holds the streams and buckets tables of `turnlog status`.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/turnlog/turnlog/eventlog"
+)
+
+// streamStatus is one stream as status shows it.
+type streamStatus struct {
+	Name     string `json:"name"`
+	Messages uint64 `json:"messages"`
+	Bytes    uint64 `json:"bytes"`
+	Subjects uint64 `json:"subjects"`
+	Replicas int    `json:"replicas"`
+	// Leader is the server the stream's writes go through (a cluster);
+	// event shards should each have their own.
+	Leader string `json:"leader,omitempty"`
+}
+
+// bucketStatus is one key-value or object store as status shows it: what
+// its stream holds. Created is false for a bucket nothing has needed yet
+// (the threading index before the first gateway call or erasure, the
+// large snapshots before the first one).
+type bucketStatus struct {
+	Name string `json:"name"`
+	// What is what the bucket keeps, for the reader.
+	What     string `json:"what"`
+	Created  bool   `json:"created"`
+	Messages uint64 `json:"messages"`
+	Bytes    uint64 `json:"bytes"`
+	// Keys is how many keys (or objects' chunks and descriptions) hold a
+	// value.
+	Keys     uint64 `json:"keys"`
+	Replicas int    `json:"replicas"`
+}
+
+// bucketStatuses reads the buckets turnlog keeps beside its streams, each
+// by its stream's info (counts only: no key or value is read).
+func bucketStatuses(ctx context.Context, js jetstream.JetStream, names eventlog.Names) ([]bucketStatus, error) {
+	buckets := []struct{ name, stream, what string }{
+		{names.SnapshotsBucket, "KV_" + names.SnapshotsBucket, "snapshots (a cache)"},
+		{names.SnapshotObjectsBucket, "OBJ_" + names.SnapshotObjectsBucket, "large snapshots (a cache)"},
+		{names.HistoryBucket, "KV_" + names.HistoryBucket, "history caches (a cache)"},
+		{names.TemplatesBucket, "KV_" + names.TemplatesBucket, "system prompt templates"},
+		{names.RequestIDsBucket, "KV_" + names.RequestIDsBucket, "client-chosen request IDs"},
+		{names.ThreadsBucket, "KV_" + names.ThreadsBucket, "gateway threading index"},
+	}
+	out := make([]bucketStatus, 0, len(buckets))
+	for _, b := range buckets {
+		bs := bucketStatus{Name: b.name, What: b.what}
+		s, err := js.Stream(ctx, b.stream)
+		switch {
+		case errors.Is(err, jetstream.ErrStreamNotFound):
+		case err != nil:
+			return nil, fmt.Errorf("bucket %s: %w", b.name, err)
+		default:
+			info := s.CachedInfo()
+			bs.Created, bs.Messages, bs.Bytes, bs.Keys, bs.Replicas = true, info.State.Msgs, info.State.Bytes, info.State.NumSubjects, info.Config.Replicas
+		}
+		out = append(out, bs)
+	}
+	return out, nil
+}
+
+// printBuckets writes the buckets table to w (a tabwriter).
+func printBuckets(w io.Writer, buckets []bucketStatus) {
+	fmt.Fprintln(w, "\nBUCKET\tMESSAGES\tBYTES\tKEYS\tREPLICAS\tHOLDS")
+	for _, b := range buckets {
+		if !b.Created {
+			fmt.Fprintf(w, "%s\t-\t-\t-\t-\t%s (not created)\n", b.Name, b.What)
+			continue
+		}
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%s\n", b.Name, b.Messages, b.Bytes, b.Keys, b.Replicas, b.What)
+	}
+}
