@@ -135,9 +135,9 @@ func SpecFor(r Role, n eventlog.Names) Spec {
 		pub(api("STREAM.PURGE", snapObj), "drop a replaced large snapshot's chunks")
 		// The recording gateway runs as a worker: its threading index.
 		thrKV := "KV_" + n.ThreadsBucket
-		pub(api("STREAM.INFO", thrKV), "gateway: open the threading index")
+		pub(api("STREAM.INFO", thrKV), "gateway: open the threading index; worker: find the erasure notes in it")
 		pub(api("STREAM.CREATE", thrKV), "gateway: create the threading index on first use")
-		pub(api("DIRECT.GET", thrKV)+".>", "gateway: look calls up in the threading index")
+		pub(api("DIRECT.GET", thrKV)+".>", "gateway: look calls up in the threading index; worker: read a conversation's erasure note (a request sent before the erasure is dropped)")
 		pub(api("DIRECT.GET", thrKV), "gateway: look a call's earlier states up at once (batched direct get)")
 		pub(api("STREAM.MSG.GET", thrKV), "gateway: the same, from a bucket without direct gets")
 		pub("$KV."+n.ThreadsBucket+".>", "gateway: index recorded calls for threading")
