@@ -2,7 +2,9 @@ package eventlog_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
@@ -84,4 +86,57 @@ func TestErase(t *testing.T) {
 		require.NoError(t, err)
 		assert.Len(t, kept.Blocks, 1)
 	})
+}
+
+// TestHoldsAndErasedAfter: what a writer asks after a refused append, on
+// one event stream and on shards: the log holds a stored step until its
+// conversation is erased (not another conversation's step by its
+// sequence), and the erasure's note is after a time stamped before it.
+func TestHoldsAndErasedAfter(t *testing.T) {
+	for _, shards := range []int{1, 3} {
+		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) {
+			ctx := context.Background()
+			l, err := eventlog.Open(ctx, natstest.Start(t).Conn, eventlog.WithEventShards(shards))
+			require.NoError(t, err)
+			before := time.Now().UTC().Add(-time.Second)
+			erased, err := l.ErasedAfter(ctx, "c1", before)
+			require.NoError(t, err)
+			assert.False(t, erased, "nothing erased, no index created")
+			_, err = l.JetStream().KeyValue(ctx, l.Names().ThreadsBucket)
+			assert.ErrorIs(t, err, jetstream.ErrBucketNotFound, "asking created no index")
+
+			seq, err := l.Append(ctx, "c1", 0, user("c1", "r1", 0, "one"))
+			require.NoError(t, err)
+			other, err := l.Append(ctx, "c2", 0, user("c2", "r2", 0, "two"))
+			require.NoError(t, err)
+			for conv, s := range map[string]uint64{"c1": seq, "c2": other} {
+				held, err := l.Holds(ctx, conv, s)
+				require.NoError(t, err)
+				assert.True(t, held, "%s holds its step %d", conv, s)
+			}
+			if l.Names().EventsStreamOf("c1") == l.Names().EventsStreamOf("c2") {
+				held, err := l.Holds(ctx, "c1", other)
+				require.NoError(t, err)
+				assert.False(t, held, "c2's step is not c1's")
+			}
+
+			_, err = l.Erase(ctx, "c1")
+			require.NoError(t, err)
+			held, err := l.Holds(ctx, "c1", seq)
+			require.NoError(t, err)
+			assert.False(t, held, "the erased step is gone")
+			held, err = l.Holds(ctx, "c2", other)
+			require.NoError(t, err)
+			assert.True(t, held, "the other conversation's step stays")
+			erased, err = l.ErasedAfter(ctx, "c1", before)
+			require.NoError(t, err)
+			assert.True(t, erased, "erased after a time before the erasure")
+			erased, err = l.ErasedAfter(ctx, "c1", time.Now().UTC().Add(time.Second))
+			require.NoError(t, err)
+			assert.False(t, erased, "not after a time after it")
+			erased, err = l.ErasedAfter(ctx, "c2", before)
+			require.NoError(t, err)
+			assert.False(t, erased, "c2 was not erased")
+		})
+	}
 }
