@@ -62,7 +62,13 @@ func (f *natsFlags) register(fs *pflag.FlagSet) {
 		role = natsauth.Admin
 	}
 	fs.StringVar(&s.URL, "nats-url", "", "NATS server URL(s), comma-separated (env TURNLOG_NATS_URL, then NATS_URL; default "+natsconn.DefaultURL+")")
-	fs.StringVar(&s.Creds, "creds", "", "NATS credential: a .creds file or an nkey seed file such as .turnlog/auth/client.nk (env TURNLOG_NATS_CREDS, then NATS_CREDS; default: the "+string(role)+" key of the data directory)")
+	// The example is the least key that does the command's work: the
+	// client's for the commands that read, whose default is the admin's.
+	example := natsauth.Client
+	if role == natsauth.Worker {
+		example = natsauth.Worker
+	}
+	fs.StringVar(&s.Creds, "creds", "", "NATS credential: a .creds file or an nkey seed file such as .turnlog/auth/"+string(example)+".nk (env TURNLOG_NATS_CREDS, then NATS_CREDS; default: the "+string(role)+" key of the data directory)")
 	fs.StringVar(&s.NKey, "nkey", "", "NATS nkey seed file, as nats --nkey (env TURNLOG_NATS_NKEY, then NATS_NKEY)")
 	fs.StringVar(&s.Context, "context", "", "nats CLI context to take the server, credential and TLS settings from (~/.config/nats/context/NAME.json; env TURNLOG_NATS_CONTEXT, then NATS_CONTEXT)")
 	fs.StringVar(&s.User, "user", "", "NATS user (env TURNLOG_NATS_USER, then NATS_USER)")
