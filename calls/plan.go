@@ -37,6 +37,10 @@ type Call struct {
 	// ID identifies the call: the cause of its events and its inference
 	// ID. Empty: a ULID is made.
 	ID string
+	// API is the API the call was made to (its route). A parsed call's
+	// Request says it too; for an unparsed call it is all that is known of
+	// its shape, and inference.started names it ("api") all the same.
+	API API
 	// Request is the parsed request; nil for an unparsed call, whose
 	// Unparsed says why.
 	Request  *Request
@@ -139,6 +143,9 @@ func PlanInput(turn *projector.Turn, c *Call) ([]events.Event, error) {
 	}
 	if c.Request == nil {
 		gw["unparsed"] = c.Unparsed
+		if c.API != "" {
+			gw["api"] = string(c.API)
+		}
 		err := emit(0, events.InferenceStarted{InferenceID: c.ID, InputHash: "sha256:" + c.Wire, Gateway: gw,
 			Blocks: len(turn.Blocks)})
 		return evs, err

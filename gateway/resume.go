@@ -106,7 +106,7 @@ func (r *Recorder) finishStored(ctx context.Context, conv string, c *storedCall,
 	if err != nil {
 		return fmt.Errorf("resume an import in %s: %w", conv, err)
 	}
-	call := &calls.Call{ID: c.id, Time: l.Time, Import: key, Threading: c.threading}
+	call := &calls.Call{ID: c.id, API: l.API, Time: l.Time, Import: key, Threading: c.threading}
 	if req, err := r.parse.ParseRequest(l.API, l.Request); err == nil {
 		call.Request = req
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -87,14 +88,32 @@ func verify(t *testing.T, l *eventlog.Log, conv string) *replay.Verification {
 		if e.Inference == nil {
 			continue
 		}
-		parsed = append(parsed, e.Payload.(events.InferenceStarted).Gateway["unparsed"] == "")
+		p := e.Payload.(events.InferenceStarted)
+		parsed = append(parsed, p.Gateway["unparsed"] == "")
 		assert.Equal(t, parsed[len(parsed)-1], e.Inference.Verified, "replay's timeline, model call #%d of %s", e.Inference.Index, conv)
+		assert.NotEmpty(t, p.Gateway["api"], "model call #%d names its API, read or not", e.Inference.Index)
+		var text strings.Builder
+		require.NoError(t, e.WriteText(&text))
+		if p.Gateway["unparsed"] != "" {
+			// Nothing to re-project is not a mismatch: the timeline
+			// said "NOT VERIFIED: the log re-projects to another input".
+			assert.Contains(t, text.String(), "not verifiable: the gateway could not read the request")
+			assert.NotContains(t, text.String(), "NOT VERIFIED")
+		}
 	}
+	unparsed := 0
+	for _, ok := range parsed {
+		if !ok {
+			unparsed++
+		}
+	}
+	assert.Equal(t, unparsed, v.Unparsed, "--verify counts the calls it had no input to re-project of")
 	page, err := replay.Calls(context.Background(), l, conv, replay.Page{})
 	require.NoError(t, err)
 	require.Len(t, page.Calls, len(parsed))
 	for i, c := range page.Calls {
 		assert.Equal(t, parsed[i], c.Verified, "replay's calls view, model call #%d of %s", c.Call, conv)
+		assert.Equal(t, !parsed[i], c.Unparsed != "", "replay's calls view says why call #%d was not read", c.Call)
 	}
 	return v
 }

@@ -20,7 +20,7 @@ import (
 // starts a new conversation (logged): the call is recorded all the same.
 func (r *Recorder) thread(ctx context.Context, p *Pending, in Call) (fork *calls.Ref, fresh bool) {
 	c := p.call
-	c.Wire = calls.WireSHA256(in.Body)
+	c.Wire, c.API = calls.WireSHA256(in.Body), in.API
 	req, err := r.parse.ParseRequest(in.API, in.Body)
 	if err != nil {
 		c.Unparsed = err.Error()

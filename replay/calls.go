@@ -59,6 +59,11 @@ type Call struct {
 	// whether the input re-projected from the log hashes to it.
 	InputHash string `json:"input_hash"`
 	Verified  bool   `json:"verified"`
+	// Unparsed, for a gateway call whose request the gateway could not
+	// read (not JSON, or not its API's shape), says why: the call is
+	// recorded by WireSHA256 alone, there is no input to verify, and
+	// Verified is false.
+	Unparsed string `json:"unparsed,omitempty"`
 	// InputBlocks counts the blocks of the call's input; -1 when the log
 	// cannot rebuild it.
 	InputBlocks int `json:"input_blocks"`
@@ -144,7 +149,7 @@ func Calls(ctx context.Context, src Source, conversation string, page Page, opts
 			if page.has(index) {
 				c := &Call{Call: index, N: r.Pos, Time: r.Time, InferenceID: p.InferenceID, Model: p.Model,
 					Provider: providerOf(p, ""), Purpose: p.Purpose, Threading: p.Gateway["threading"],
-					InputHash: p.InputHash, InputBlocks: -1, WireSHA256: p.Gateway["wire_sha256"],
+					InputHash: p.InputHash, InputBlocks: -1, WireSHA256: p.Gateway["wire_sha256"], Unparsed: p.Gateway["unparsed"],
 					Status: CallOpen, Output: []events.Block{}, Findings: findings}
 				if c.Findings == nil {
 					c.Findings = []check.Finding{}

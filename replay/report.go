@@ -130,9 +130,20 @@ func (e *Entry) WriteText(w io.Writer) error {
 	return bw.Flush()
 }
 
+// unparsedNote says what n unparsed gateway calls are to --verify.
+func unparsedNote(n int) string {
+	if n == 1 {
+		return "1 call whose request the gateway could not read (unparsed): it is recorded by the SHA-256 of its bytes alone, with no input to re-project"
+	}
+	return fmt.Sprintf("%d calls whose requests the gateway could not read (unparsed): each is recorded by the SHA-256 of its bytes alone, with no input to re-project", n)
+}
+
 func writeInference(w io.Writer, in *Inference, indent string) {
 	proof := "verified: the log re-projects to this input"
-	if !in.Verified {
+	switch {
+	case in.Gateway["unparsed"] != "":
+		proof = "not verifiable: the gateway could not read the request, and the log holds the SHA-256 of its bytes alone"
+	case !in.Verified:
 		proof = "NOT VERIFIED: the log re-projects to another input (see replay --verify)"
 	}
 	s := fmt.Sprintf("model call #%d (event %d): model %s, input %s, %s", in.Index, in.N, quote(in.Model), short(in.InputHash), proof)
@@ -297,12 +308,18 @@ func (v *Verification) WriteText(w io.Writer) error {
 		// instead of "verified".
 		fmt.Fprintf(bw, "checked %s: 0 model calls, so no model input to verify (%s); what the log proves is who stored each step, and when:\n",
 			safe(v.Conversation), plural.Count(v.Events, "event"))
+	case v.Inferences == v.Unparsed:
+		fmt.Fprintf(bw, "checked %s: %s (%s), %s\n", safe(v.Conversation), plural.Count(v.Inferences, "model call"), plural.Count(v.Events, "event"), unparsedNote(v.Unparsed))
 	default:
-		match := "all " + plural.Count(v.Inferences, "model input") + " match"
-		if v.Inferences == 1 {
+		read := v.Inferences - v.Unparsed
+		match := "all " + plural.Count(read, "model input") + " match"
+		if read == 1 {
 			match = "its 1 model input matches"
 		}
 		fmt.Fprintf(bw, "verified %s: %s the log (%s)\n", safe(v.Conversation), match, plural.Count(v.Events, "event"))
+		if v.Unparsed > 0 {
+			fmt.Fprintf(bw, "and %s\n", unparsedNote(v.Unparsed))
+		}
 		if v.Wires > 0 {
 			fmt.Fprintf(bw, "wire: %s rendered again to the hash the call recorded\n", plural.Count(v.Wires, "request"))
 		}

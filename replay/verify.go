@@ -28,6 +28,11 @@ type Verification struct {
 	// rendering the renderer does not know (another engine's, a newer
 	// turnlog's), named in UncheckedRenderings.
 	Wires               int      `json:"wires"`
+	// Unparsed counts the gateway calls whose request the gateway could
+	// not read (not JSON, or not its API's shape): each is recorded by the
+	// SHA-256 of its bytes alone, so there is no input to re-project. They
+	// are not mismatches, and not verified inputs either.
+	Unparsed int `json:"unparsed,omitempty"`
 	WiresUnchecked      int      `json:"wires_unchecked,omitempty"`
 	UncheckedRenderings []string `json:"unchecked_renderings,omitempty"`
 	// Mismatches lists every recorded fact the log does not prove, in log
@@ -168,6 +173,9 @@ func Verify(ctx context.Context, src Source, conversation string, opts ...Option
 				// A call recorded by the gateway: its input is rendered
 				// again from the Turn, now, while the fold waits.
 				job.hash, job.inputBlocks = p.InputHash, len(w.turn.Blocks)
+				if p.Gateway["unparsed"] != "" {
+					v.Unparsed++
+				}
 				m, n := verifyGatewayCall(w.turn, p)
 				if m != "" {
 					direct = append(direct, Mismatch{N: r.Pos, Seq: r.Seq, Inference: v.Inferences, InferenceID: p.InferenceID,

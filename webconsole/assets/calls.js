@@ -190,7 +190,9 @@ async function open(n) {
       c.provider ? ` · ${c.provider}` : '',
       c.threading ? ` · threading ${c.threading}` : '',
       ` · input ${short(c.input_hash, 18)} `,
-      h('span', { class: `badge ${c.verified ? 'verified' : 'unverified'}` }, c.verified ? 'input verified' : 'input not verified'),
+      c.unparsed
+        ? h('span', { class: 'badge unparsed', title: `the gateway could not read the request: ${c.unparsed}` }, 'request not read: only its bytes\' hash')
+        : h('span', { class: `badge ${c.verified ? 'verified' : 'unverified'}` }, c.verified ? 'input verified' : 'input not verified'),
       c.wire_sha256 ? ` · wire sha256 ${short(c.wire_sha256, 16)}` : '',
       ' · ',
       h('code', null, `turnlog replay --inference ${c.call} ${conv}`),

@@ -126,11 +126,14 @@ function findingsOf(inf) {
 /** The active system prompt of a model call, as the timeline proves it. */
 function activePrompt(inf) {
   const sp = inf.system_prompt;
-  const verified = h(
-    'span',
-    { class: `badge ${inf.verified ? 'verified' : 'unverified'}`, title: `input hash ${inf.input_hash}` },
-    inf.verified ? 'input verified' : 'input hash does not match the log',
-  );
+  const unparsed = inf.gateway && inf.gateway.unparsed;
+  const verified = unparsed
+    ? h('span', { class: 'badge unparsed', title: `the gateway could not read the request: ${unparsed}` }, 'request not read: only its bytes\' hash')
+    : h(
+        'span',
+        { class: `badge ${inf.verified ? 'verified' : 'unverified'}`, title: `input hash ${inf.input_hash}` },
+        inf.verified ? 'input verified' : 'input hash does not match the log',
+      );
   if (!sp) {
     return h('div', { class: 'active-prompt none' }, h('span', { class: 'badge prompt' }, `model call #${inf.index}`), ' no system prompt ', verified);
   }
