@@ -28,13 +28,13 @@ type Verification struct {
 	// rendering the renderer does not know (another engine's, a newer
 	// turnlog's), named in UncheckedRenderings.
 	Wires               int      `json:"wires"`
+	WiresUnchecked      int      `json:"wires_unchecked,omitempty"`
+	UncheckedRenderings []string `json:"unchecked_renderings,omitempty"`
 	// Unparsed counts the gateway calls whose request the gateway could
 	// not read (not JSON, or not its API's shape): each is recorded by the
 	// SHA-256 of its bytes alone, so there is no input to re-project. They
 	// are not mismatches, and not verified inputs either.
 	Unparsed int `json:"unparsed,omitempty"`
-	WiresUnchecked      int      `json:"wires_unchecked,omitempty"`
-	UncheckedRenderings []string `json:"unchecked_renderings,omitempty"`
 	// Mismatches lists every recorded fact the log does not prove, in log
 	// order; never null.
 	Mismatches []Mismatch `json:"mismatches"`
