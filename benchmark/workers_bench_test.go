@@ -64,8 +64,10 @@ func writeHeapProfile(b *testing.B, file string) {
 // request served from the cache needs none), the snapshots they saved,
 // and the messages their connections sent and received: two appends, an
 // ack and the deltas out, a delivery and two append replies in, plus a
-// direct get of the last message and one of the global template for a
-// conversation's first request, and a pull now and then.
+// direct get of the last message, one of the global template and one of
+// the erasure note (is a conversation the log holds nothing of erased
+// since the request was sent?) for a conversation's first request, and a
+// pull now and then.
 func BenchmarkWorkersThroughput(b *testing.B) {
 	ctx := context.Background()
 	rig, err := startWorkers(ctx, 2)
