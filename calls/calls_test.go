@@ -172,10 +172,19 @@ func TestThreads(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, Ref{"A", 5}, ref)
 	assert.False(t, latest, "an earlier state of A: a fork")
-	conv, ok, err := x.Response(ctx, "resp_1")
+	ref, latest, ok, err = x.Response(ctx, "resp_1")
 	require.NoError(t, err)
 	assert.True(t, ok)
-	assert.Equal(t, "A", conv)
+	assert.Equal(t, Ref{"A", 5}, ref, "where the response left A")
+	assert.False(t, latest, "A went on since: a call naming it branches")
+
+	// An entry from before positions were kept names the conversation
+	// alone: the call continues it, as it did.
+	require.NoError(t, x.store.Put(ctx, map[string]string{responseKey("resp_old"): "A"}))
+	ref, latest, ok, err = x.Response(ctx, "resp_old")
+	require.NoError(t, err)
+	assert.True(t, ok && latest)
+	assert.Equal(t, Ref{"A", -1}, ref)
 }
 
 func TestStreams(t *testing.T) {

@@ -65,7 +65,12 @@ func (s *MemStore) ForgetConversation(conv string) {
 		case strings.HasPrefix(k, "s."):
 			ref, ok := parseRef(v)
 			names = ok && ref.Conversation == conv
-		case strings.HasPrefix(k, "r."), strings.HasPrefix(k, "i."):
+		case strings.HasPrefix(k, "r."):
+			// conv@n, or conv alone as written before positions were
+			// kept.
+			ref, ok := parseRef(v)
+			names = ok && ref.Conversation == conv || v == conv
+		case strings.HasPrefix(k, "i."):
 			names = v == conv || v == pendingPrefix+conv
 		}
 		if names {

@@ -152,7 +152,10 @@ func recordPairs(conv string, n int, blocks []events.Block, chain [][32]byte, re
 		pairs[latestKey(conv)] = strconv.Itoa(n)
 	}
 	if responseID != "" {
-		pairs[responseKey(responseID)] = conv
+		// Where the response left its conversation: a call that names it
+		// in previous_response_id after the conversation went on
+		// branches there (see Response).
+		pairs[responseKey(responseID)] = Ref{conv, n}.value()
 	}
 	return pairs
 }
@@ -252,14 +255,36 @@ type BatchThreadStore interface {
 	GetMany(ctx context.Context, keys []string) (map[string]string, error)
 }
 
-// Response returns the conversation response id was produced in.
-func (x *Threads) Response(ctx context.Context, id string) (string, bool, error) {
+// Response returns where response id left the conversation it was
+// produced in, and whether that is still the conversation's latest call
+// (a call naming it continues the conversation) or not (it branches
+// there, as a fork). An entry written before positions were kept names
+// the conversation alone: Events is -1 and latest true.
+func (x *Threads) Response(ctx context.Context, id string) (ref Ref, latest, ok bool, err error) {
 	if id == "" {
-		return "", false, nil
+		return Ref{}, false, false, nil
 	}
 	v, ok, err := x.store.Get(ctx, responseKey(id))
-	if err != nil {
-		return "", false, fmt.Errorf("thread the call by its previous_response_id: %w", err)
+	if err != nil || !ok {
+		return Ref{}, false, false, wrapResponseErr(err)
 	}
-	return v, ok, nil
+	ref, isRef := parseRef(v)
+	if !isRef {
+		if events.ValidateConversationID(v) != nil {
+			return Ref{}, false, false, nil // not an entry this code wrote
+		}
+		return Ref{Conversation: v, Events: -1}, true, true, nil
+	}
+	l, isLatest, err := x.store.Get(ctx, latestKey(ref.Conversation))
+	if err != nil {
+		return Ref{}, false, false, wrapResponseErr(err)
+	}
+	return ref, !isLatest || l == strconv.Itoa(ref.Events), true, nil
+}
+
+func wrapResponseErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("thread the call by its previous_response_id: %w", err)
 }

@@ -101,7 +101,7 @@ func TestMemStoreForgetsAConversation(t *testing.T) {
 	_, _, ok, err := x.Find(ctx, a, nil)
 	require.NoError(t, err)
 	assert.False(t, ok, "its state")
-	_, ok, _ = x.Response(ctx, "resp_a")
+	_, _, ok, _ = x.Response(ctx, "resp_a")
 	assert.False(t, ok, "its response")
 	for _, k := range []string{"k1", "k2"} {
 		_, _, ok, _ = x.Imported(ctx, k)
@@ -111,6 +111,6 @@ func TestMemStoreForgetsAConversation(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, ok && latest, "the other conversation's state and latest call stay")
 	assert.Equal(t, Ref{"other", 12}, ref)
-	_, ok, _ = x.Response(ctx, "resp_b")
+	_, _, ok, _ = x.Response(ctx, "resp_b")
 	assert.True(t, ok)
 }

@@ -134,8 +134,10 @@ func (s *spool) admit(api calls.API, body []byte, named string, local *calls.Thr
 		}
 		c.Conversation, c.threading = named, calls.ThreadExplicit
 	case c.req != nil && c.req.PreviousResponseID != "":
-		if conv, ok, _ := local.Response(context.Background(), c.req.PreviousResponseID); ok {
-			c.Conversation, c.threading = conv, calls.ThreadExplicit
+		// An earlier call's response would branch the conversation: a
+		// fork, which cannot be made without the log (see below).
+		if ref, latest, ok, _ := local.Response(context.Background(), c.req.PreviousResponseID); ok && latest {
+			c.Conversation, c.threading = ref.Conversation, calls.ThreadExplicit
 		}
 	case c.req != nil:
 		// A fork of a state recorded earlier cannot be made without the

@@ -34,12 +34,18 @@ func (r *Recorder) thread(ctx context.Context, p *Pending, in Call) (fork *calls
 			c.Threading = in.Threading
 		}
 	case req != nil && req.PreviousResponseID != "":
-		conv, ok, err := r.threads.Response(ctx, req.PreviousResponseID)
+		ref, latest, ok, err := r.threads.Response(ctx, req.PreviousResponseID)
 		if err != nil {
 			r.logger.Warn("gateway: threading index unreadable; the call starts a conversation", "err", err)
 		}
-		if ok {
-			p.conv, c.Threading = conv, calls.ThreadExplicit
+		switch {
+		case ok && latest:
+			p.conv, c.Threading = ref.Conversation, calls.ThreadExplicit
+		case ok:
+			// An earlier call's response (an app regenerating from an
+			// earlier answer): the conversation branches there, as a
+			// fork, so that its history stays what each model saw.
+			fork, c.Threading = &ref, calls.ThreadExplicit
 		}
 	case req != nil:
 		blocks, chain := req.RequestBlocks(), req.RequestChain()

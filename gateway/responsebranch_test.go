@@ -1,0 +1,83 @@
+package gateway_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/replay"
+)
+
+// TestPreviousResponseIDOfAnEarlierCallForks: a Responses API call whose
+// previous_response_id names an earlier call than its conversation's
+// latest (an app that regenerates from an earlier answer) branches the
+// conversation there, as turnlog fork does and as threading by content
+// does for the same case. It used to be appended after the latest call,
+// so the conversation's history (export, diff-turns, the console) showed
+// the second answer before the branch, which no model saw.
+func TestPreviousResponseIDOfAnEarlierCallForks(t *testing.T) {
+	var n atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		i := n.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"resp_%d","object":"response","created_at":1,"status":"completed","model":"m","output":[{"type":"message","id":"msg_%d","status":"completed","role":"assistant","content":[{"type":"output_text","text":"answer %d","annotations":[]}]}],"usage":{"input_tokens":5,"output_tokens":3,"total_tokens":8}}`, i, i, i)
+	}))
+	t.Cleanup(up.Close)
+	r := newRig(t, up.URL, "")
+	call := func(input, previous string) (conv, id string) {
+		t.Helper()
+		body := map[string]any{"model": "m", "instructions": "be brief", "input": input}
+		if previous != "" {
+			body["previous_response_id"] = previous
+		}
+		b, _ := json.Marshal(body)
+		resp, out := post(t, r.gw.URL+"/v1/responses", map[string]string{"Turnlog-Token": token}, string(b))
+		require.Equal(t, 200, resp.StatusCode, "%s", out)
+		var got struct{ ID string }
+		require.NoError(t, json.Unmarshal(out, &got))
+		return resp.Header.Get("Turnlog-Conversation"), got.ID
+	}
+	main, r1 := call("first question", "")
+	conv2, _ := call("second question", r1)
+	require.Equal(t, main, conv2, "the latest call's response continues the conversation")
+	branch, r3 := call("branch question", r1)
+	require.NotEqual(t, main, branch, "an earlier call's response branches")
+	conv4, _ := call("after the branch", r3)
+	assert.Equal(t, branch, conv4, "the branch goes on")
+
+	texts := func(conv string) (out []string) {
+		turn, err := r.log.Load(t.Context(), conv)
+		require.NoError(t, err)
+		for _, b := range turn.Blocks {
+			out = append(out, b.Text)
+		}
+		return out
+	}
+	assert.Equal(t, []string{"be brief", "first question", "answer 1", "second question", "answer 2"}, texts(main))
+	assert.Equal(t, []string{"be brief", "first question", "answer 1", "branch question", "answer 3", "after the branch", "answer 4"}, texts(branch))
+	first := conversationEvents(t, r.log, branch)[0].Payload.(events.ConversationStarted)
+	assert.Equal(t, main, first.ForkedFrom)
+	mainEvents := conversationEvents(t, r.log, main)
+	var afterCall1 int
+	for i, e := range mainEvents {
+		if _, ok := e.Payload.(events.InferenceFinished); ok {
+			afterCall1 = i + 1
+			break
+		}
+	}
+	assert.Equal(t, afterCall1, first.ForkedAt, "forked after call 1's outcome")
+	for _, conv := range []string{main, branch} {
+		verify(t, r.log, conv)
+		checked, err := replay.Check(t.Context(), r.log, conv)
+		require.NoError(t, err)
+		assert.Empty(t, checked.Findings, "%s", conv)
+	}
+}
