@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -74,6 +75,16 @@ func TestPreviousResponseIDOfAnEarlierCallForks(t *testing.T) {
 		}
 	}
 	assert.Equal(t, afterCall1, first.ForkedAt, "forked after call 1's outcome")
+	// replay says which response a call continued (its input holds the
+	// new items only).
+	var text strings.Builder
+	for e, err := range replay.Entries(t.Context(), r.log, branch) {
+		require.NoError(t, err)
+		if e.Inference != nil {
+			require.NoError(t, e.WriteText(&text))
+		}
+	}
+	assert.Contains(t, text.String(), `continues response "`+r3+`"`)
 	for _, conv := range []string{main, branch} {
 		verify(t, r.log, conv)
 		checked, err := replay.Check(t.Context(), r.log, conv)

@@ -158,6 +158,11 @@ func writeInference(w io.Writer, in *Inference, indent string) {
 		// An app's call through the recording gateway: the hash of the
 		// bytes it sent (--wire prints the canonical request).
 		s := fmt.Sprintf("%sgateway: %s call, request bytes sha256 %s, threading %s", indent, safe(g["api"]), short(g["wire_sha256"]), safe(g["threading"]))
+		if prev := g["previous_response_id"]; prev != "" {
+			// The input is the request's new items; the rest is on the
+			// provider's side, from the call that produced prev.
+			s += ", continues response " + quote(prev) + " (its input: the new items only)"
+		}
 		if why := g["unparsed"]; why != "" {
 			s += ", request not read: " + quote(why)
 		}
