@@ -1,0 +1,61 @@
+package calls
+
+// This file holds how blocks are compared by content: the key threading
+// and the input's plan match blocks by, and the gateway metadata a block
+// keeps of how the client wrote it.
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+
+	"github.com/turnlog/turnlog/events"
+)
+
+// metaDiff returns what to merge into have to get want's gateway keys
+// ("" deletes), nil when nothing differs.
+func metaDiff(have, want map[string]string) map[string]string {
+	d := map[string]string{}
+	for _, k := range []string{MetaItem, MetaPart, MetaField, "gateway.type"} {
+		if have[k] != want[k] {
+			d[k] = want[k]
+		}
+	}
+	if len(d) == 0 {
+		return nil
+	}
+	return d
+}
+
+// sameContent reports whether a and b have the content Key compares.
+func sameContent(a, b *events.Block) bool {
+	return a.Kind == b.Kind && a.Text == b.Text && a.CallID == b.CallID && a.ToolName == b.ToolName &&
+		a.Arguments == b.Arguments && a.Encrypted == b.Encrypted && a.IsError == b.IsError &&
+		a.Meta["gateway.type"] == b.Meta["gateway.type"]
+}
+
+// Key is a block's content as threading and the delta compare it: kind,
+// text, tool call and result, encrypted reasoning; not its ID or how the
+// client writes it.
+func Key(b *events.Block) [32]byte {
+	h := sha256.New()
+	var n [binary.MaxVarintLen64]byte
+	str := func(s string) {
+		h.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
+		h.Write([]byte(s))
+	}
+	str(string(b.Kind))
+	str(b.Text)
+	str(b.CallID)
+	str(b.ToolName)
+	str(b.Arguments)
+	str(b.Encrypted)
+	str(b.Meta["gateway.type"])
+	if b.IsError {
+		str("1")
+	} else {
+		str("")
+	}
+	var k [32]byte
+	h.Sum(k[:0])
+	return k
+}
