@@ -50,6 +50,13 @@ var ErrNoRequestID = errors.New("request_id is required: give each request a ULI
 // not overlap (Run guarantees that for its own requests by partition);
 // calls for different conversations may. Serve needs no Run: New, then
 // Serve.
+//
+// A conversation erased (turnlog erase) while Serve runs is not written
+// back: Serve stores nothing more and returns ErrConversationErased. It
+// tells so by comparing the erasure's time, as the NATS server stamped
+// it, with the time Serve was called, by this process's clock: keep the
+// clocks in sync (as Run needs not, its requests being stamped by the
+// server too).
 func (w *Worker) Serve(ctx context.Context, req Request) (Served, error) {
 	if req.RequestID == "" {
 		return Served{}, ErrNoRequestID
