@@ -30,7 +30,9 @@ func newLsCmd() *cobra.Command {
 		Long: `ls lists the stored conversations, newest first: last activity, events,
 model calls, findings (rules their model inputs broke, which
 "turnlog replay --check CONV" lists) and whether the latest request failed
-(with its reason).
+(with its reason): a worker's chat request, or, for a conversation an app
+made through the recording gateway, its latest call (an upstream error, a
+cut stream).
 
   turnlog ls                    # the 20 most recent
   turnlog ls --search support   # IDs containing "support" (any case)

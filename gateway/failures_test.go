@@ -19,6 +19,7 @@ import (
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/gateway"
 	"github.com/turnlog/turnlog/internal/syncbuf"
+	"github.com/turnlog/turnlog/replay"
 )
 
 func post(t *testing.T, url string, header map[string]string, body string) (*http.Response, []byte) {
@@ -305,6 +306,12 @@ func TestUpstreamErrorsAndTimeout(t *testing.T) {
 				}
 			}
 			assert.True(t, transient, "a retry may succeed")
+			// turnlog ls says the conversation's last call failed, and
+			// why (it said "ok").
+			listed := replay.Conversation{ID: conv}
+			require.NoError(t, replay.Describe(t.Context(), r.log, &listed))
+			assert.True(t, listed.LastRequestFailed)
+			assert.Contains(t, listed.LastFailure, tc.recorded)
 		})
 	}
 }

@@ -26,14 +26,16 @@ type Conversation struct {
 	// it can be remembered against it (Descriptions).
 	LastSeq uint64 `json:"-"`
 	// Events, ModelCalls (inference.started events) and LastRequestFailed
-	// (its latest request ended in request.failed) are read from its
+	// (its latest request ended in request.failed, or, for a conversation
+	// the recording gateway records, its latest call failed: an upstream
+	// error, a cut stream) are read from its
 	// history by Describe; they are zero until then. Their keys are
 	// always in the JSON (`turnlog ls --json`), zero and false included,
 	// so that a script can read them without checking for them.
 	Events            int  `json:"events"`
 	ModelCalls        int  `json:"model_calls"`
 	LastRequestFailed bool `json:"last_request_failed"`
-	// LastFailure is the reason of that failed request.
+	// LastFailure is the reason of that failed request or call.
 	LastFailure string `json:"last_failure,omitempty"`
 	// Quarantined counts the messages on its subject that are not its
 	// steps (see eventlog.ErrCorruptMessage): `turnlog repair` removes
@@ -100,6 +102,10 @@ func Newest(ctx context.Context, l Lister, match func(id string) bool) ([]Conver
 func Describe(ctx context.Context, src Source, c *Conversation) error {
 	c.Events, c.ModelCalls, c.LastRequestFailed, c.LastFailure, c.Quarantined, c.Findings = 0, 0, false, "", 0, 0
 	chk, checking := NewChecker(), true
+	// An app's call through the gateway is its own request: its closing
+	// event says how it ended. (A worker's model calls are steps of a
+	// request, which request.completed or request.failed ends.)
+	lastGatewayCall := ""
 	for rec, err := range src.Events(ctx, c.ID) {
 		if errors.Is(err, eventlog.ErrCorruptMessage) {
 			c.Quarantined++
@@ -120,6 +126,17 @@ func Describe(ctx context.Context, src Source, c *Conversation) error {
 		switch p := rec.Payload.(type) {
 		case events.InferenceStarted:
 			c.ModelCalls++
+			if p.Gateway != nil {
+				lastGatewayCall = p.InferenceID
+			}
+		case events.InferenceFinished:
+			if p.InferenceID == lastGatewayCall {
+				c.LastRequestFailed, c.LastFailure = false, ""
+			}
+		case events.InferenceFailed:
+			if p.InferenceID == lastGatewayCall {
+				c.LastRequestFailed, c.LastFailure = true, p.Error
+			}
 		case events.RequestCompleted:
 			c.LastRequestFailed, c.LastFailure = false, ""
 		case events.RequestFailed:
