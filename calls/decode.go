@@ -99,6 +99,7 @@ type chatResponse struct {
 	HasChoice    bool            // choices holds at least one (null too)
 	Message      json.RawMessage // the first choice's
 	FinishReason string
+	Others       []json.RawMessage // the choices after the first, as written
 	Usage        *usage
 	Error        *apiError
 }
@@ -137,6 +138,9 @@ func decodeFirstChoice(raw []byte, r *chatResponse) error {
 	}
 	r.HasChoice = len(choices) > 0
 	for i, c := range choices {
+		if i > 0 {
+			r.Others = append(r.Others, json.RawMessage(c))
+		}
 		if string(c) == "null" {
 			continue
 		}

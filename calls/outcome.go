@@ -60,6 +60,7 @@ func PlanOutcome(turn *projector.Turn, c *Call, o Outcome) ([]events.Event, erro
 		if c.Request != nil && c.Request.API == Responses {
 			fin.ResponseID = o.Output.ResponseID
 		}
+		fin.OtherChoices = o.Output.OtherChoices
 	}
 	return evs, emit(fin)
 }

@@ -26,6 +26,11 @@ type Output struct {
 	// Error is set when the response reports a failure (an error object, a
 	// failed or incomplete status, a stream's error event).
 	Error string
+	// OtherChoices, for a Chat Completions response of more than one
+	// choice (the request's "n"), is the JSON array of the choices after
+	// the first (events.InferenceFinished.OtherChoices); Items are the
+	// first's.
+	OtherChoices string
 }
 
 type usage struct {
@@ -101,7 +106,7 @@ func parseChatResponse(body []byte) (*Output, error) {
 	if !json.Valid(body) || decodeChatResponse(body, &r) != nil {
 		return parseChatResponseJSON(body)
 	}
-	o := &Output{ResponseID: r.ID, Model: r.Model, StopReason: r.FinishReason, Error: r.Error.String()}
+	o := &Output{ResponseID: r.ID, Model: r.Model, StopReason: r.FinishReason, Error: r.Error.String(), OtherChoices: jsonArray(r.Others)}
 	r.Usage.fill(o)
 	if !r.HasChoice {
 		return o, nil
@@ -122,22 +127,28 @@ func parseChatResponse(body []byte) (*Output, error) {
 // decodeChatResponse leaves to it.
 func parseChatResponseJSON(body []byte) (*Output, error) {
 	var r struct {
-		ID      string `json:"id"`
-		Model   string `json:"model"`
-		Choices []struct {
-			Message      json.RawMessage `json:"message"`
-			FinishReason string          `json:"finish_reason"`
-		} `json:"choices"`
-		Usage *usage    `json:"usage"`
-		Error *apiError `json:"error"`
+		ID      string            `json:"id"`
+		Model   string            `json:"model"`
+		Choices []json.RawMessage `json:"choices"`
+		Usage   *usage            `json:"usage"`
+		Error   *apiError         `json:"error"`
 	}
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, fmt.Errorf("response: %w", err)
 	}
 	o := &Output{ResponseID: r.ID, Model: r.Model, Error: r.Error.String()}
 	r.Usage.fill(o)
+	if len(r.Choices) > 1 {
+		o.OtherChoices = jsonArray(r.Choices[1:])
+	}
 	if len(r.Choices) > 0 {
-		c := r.Choices[0]
+		var c struct {
+			Message      json.RawMessage `json:"message"`
+			FinishReason string          `json:"finish_reason"`
+		}
+		if err := json.Unmarshal(r.Choices[0], &c); err != nil {
+			return nil, fmt.Errorf("response: choices[0]: %w", err)
+		}
 		o.StopReason = c.FinishReason
 		bs, err := chatBlocks(c.Message)
 		if err != nil {
@@ -256,4 +267,21 @@ func summary(s string) string {
 		s = s[:300] + "…"
 	}
 	return s
+}
+
+// jsonArray joins JSON values into an array ("" for none).
+func jsonArray(vs []json.RawMessage) string {
+	if len(vs) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, v := range vs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(v)
+	}
+	b.WriteByte(']')
+	return b.String()
 }

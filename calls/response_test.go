@@ -37,6 +37,8 @@ func chatBlocksJSON(raw []byte) ([]events.Block, error) {
 
 var chatResponseSeeds = []string{
 	string(benchChatResponse),
+	`{"id":"c2","choices":[ {"index":0,"message":{"role":"assistant","content":"a"}} , null , {"index":2, "message":{"role":"assistant","content":"c"},"finish_reason":"stop"} ]}`,
+	`{"id":"c3","choices":[null,{"index":1,"message":{"role":"assistant","content":"b"}}]}`,
 	`{"id":"c1","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2}}`,
 	`{"id":"c1","choices":[{"message":{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},"finish_reason":"tool_calls"}]}`,
 	`{"id":"c1","choices":[{"message":{"role":"assistant","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}}]}`,

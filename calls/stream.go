@@ -26,9 +26,11 @@ type Stream struct {
 	over  bool
 
 	out Output
-	// Chat Completions.
+	// Chat Completions: the first choice, and the others (a request's "n"
+	// above 1) by their index.
 	chatText  strings.Builder
 	chatCalls map[int]*streamCall
+	others    map[int]*otherChoice
 	// Messages.
 	blocks map[int]*streamBlock
 	// Responses: the final response object, when the stream sent it.
@@ -125,73 +127,6 @@ func (s *Stream) dispatch(event string, data []byte) {
 		s.responses(event, data)
 	case Messages:
 		s.messages(event, data)
-	}
-}
-
-func (s *Stream) chat(data []byte) {
-	if string(bytes.TrimSpace(data)) == "[DONE]" {
-		s.done = true
-		return
-	}
-	var c struct {
-		ID      string `json:"id"`
-		Model   string `json:"model"`
-		Choices []struct {
-			Index int `json:"index"`
-			Delta struct {
-				Content   string `json:"content"`
-				ToolCalls []struct {
-					Index    int    `json:"index"`
-					ID       string `json:"id"`
-					Function struct {
-						Name      string `json:"name"`
-						Arguments string `json:"arguments"`
-					} `json:"function"`
-				} `json:"tool_calls"`
-			} `json:"delta"`
-			FinishReason string `json:"finish_reason"`
-		} `json:"choices"`
-		Usage *usage    `json:"usage"`
-		Error *apiError `json:"error"`
-	}
-	if err := json.Unmarshal(data, &c); err != nil {
-		s.fail("a stream event is not JSON: " + err.Error())
-		return
-	}
-	if c.Error != nil {
-		s.fail(c.Error.String())
-		s.done = true
-		return
-	}
-	if c.ID != "" {
-		s.out.ResponseID = c.ID
-	}
-	if c.Model != "" {
-		s.out.Model = c.Model
-	}
-	c.Usage.fill(&s.out)
-	for _, ch := range c.Choices {
-		if ch.Index != 0 {
-			continue // the first choice is the one recorded
-		}
-		s.chatText.WriteString(ch.Delta.Content)
-		for _, tc := range ch.Delta.ToolCalls {
-			call := s.chatCalls[tc.Index]
-			if call == nil {
-				call = &streamCall{}
-				s.chatCalls[tc.Index] = call
-			}
-			if tc.ID != "" {
-				call.id = tc.ID
-			}
-			if tc.Function.Name != "" {
-				call.name = tc.Function.Name
-			}
-			call.args.WriteString(tc.Function.Arguments)
-		}
-		if ch.FinishReason != "" {
-			s.out.StopReason = ch.FinishReason
-		}
 	}
 }
 
@@ -313,6 +248,7 @@ func (s *Stream) Output() (*Output, error) {
 		it := Item{Blocks: bs}
 		it.mark(s.api)
 		o.Items = []Item{it}
+		o.OtherChoices = s.otherChoices()
 	case Messages:
 		o = &s.out
 		var parts []part

@@ -67,6 +67,7 @@ func samplePayloads() []events.Payload {
 		events.InferenceStarted{InferenceID: "inf-1", Model: "gpt-x", InputHash: "h1", SystemPromptID: "s1", SystemPromptHash: "h2", Blocks: 12, Purpose: "compaction",
 			Instructions: "Summarize.", InputBlocks: []string{"u1", "l1"}, TemplateHash: "abc123", Untrusted: []events.Span{{Start: 0, End: 3, Var: "x:y"}}},
 		events.InferenceFinished{InferenceID: "inf-1", PromptTokens: 100, CompletionTokens: 20, StopReason: "stop", Duration: 1500 * time.Millisecond,
+			ResponseID: "resp_1", OtherChoices: `[{"index":1,"message":{"role":"assistant","content":"b"},"finish_reason":"stop"}]`,
 			Wire: events.Wire{SHA256: strings.Repeat("0f", 32), Version: "openai-chat/1", Params: `{"model":"gpt-x"}`}},
 		events.InferenceFailed{InferenceID: "inf-2", Error: "429 too many requests", Transient: true, Duration: time.Second,
 			Wire: events.Wire{SHA256: strings.Repeat("a1", 32), Version: "anthropic-messages/1"}},

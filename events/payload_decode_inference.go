@@ -59,6 +59,8 @@ func decodeInferenceFinished(r *reader) (Payload, bool) {
 			ok = readInt(r, &p.Duration)
 		case "response_id":
 			ok = readString(r, &p.ResponseID)
+		case "other_choices":
+			ok = readString(r, &p.OtherChoices)
 		case "wire_sha256":
 			ok = readString(r, &p.SHA256)
 		case "wire_version":

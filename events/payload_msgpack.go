@@ -268,6 +268,7 @@ func appendPayload(b []byte, p Payload) ([]byte, bool) {
 			present(p.CompletionTokens != 0)+
 			present(p.StopReason != "")+
 			present(p.ResponseID != "")+
+			present(p.OtherChoices != "")+
 			wireFields(p.Wire))
 		b = appendField(b, "inference_id", p.InferenceID)
 		if p.PromptTokens != 0 {
@@ -282,6 +283,9 @@ func appendPayload(b []byte, p Payload) ([]byte, bool) {
 		b = appendInt64(appendString(b, "duration"), int64(p.Duration))
 		if p.ResponseID != "" {
 			b = appendField(b, "response_id", p.ResponseID)
+		}
+		if p.OtherChoices != "" {
+			b = appendField(b, "other_choices", p.OtherChoices)
 		}
 		b = appendWire(b, p.Wire)
 	case InferenceFailed:

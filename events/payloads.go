@@ -233,6 +233,13 @@ type InferenceFinished struct {
 	// calls): kept so that the gateway's index of it can be found, and
 	// erased, from the log.
 	ResponseID string `msgpack:"response_id,omitempty" json:"response_id,omitempty"`
+	// OtherChoices keeps the answers a Chat Completions call asked for
+	// besides the first (its "n" above 1), as a JSON array of the
+	// response's choice objects ({"index", "message", "finish_reason"}):
+	// the conversation goes on with the first choice, whose blocks the
+	// outcome appends, and nothing else the model answered is missing from
+	// the record. "" when there was one choice.
+	OtherChoices string `msgpack:"other_choices,omitempty" json:"other_choices,omitempty"`
 	Wire
 }
 

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -119,6 +120,14 @@ func Summary(e events.Event) string {
 		}
 		if p.StopReason != "" {
 			s += ", stop " + quote(p.StopReason)
+		}
+		if p.OtherChoices != "" {
+			// The request asked for several answers ("n"): the blocks
+			// above are the first; the others are kept in the event.
+			var others []json.RawMessage
+			if json.Unmarshal([]byte(p.OtherChoices), &others) == nil {
+				s += fmt.Sprintf(", %s kept beside the first (other_choices)", plural.Count(len(others), "other choice"))
+			}
 		}
 		return s
 	case events.InferenceFailed:
