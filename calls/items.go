@@ -99,6 +99,16 @@ type chatMessage struct {
 			Arguments string `json:"arguments"`
 		} `json:"function"`
 	} `json:"tool_calls"`
+	// Name and FunctionCall are the legacy function calling's (before
+	// tool_calls, still accepted): an assistant message's function_call,
+	// answered by a message of role "function" that names the function.
+	Name         string        `json:"name"`
+	FunctionCall *functionCall `json:"function_call"`
+}
+
+type functionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
 }
 
 func chatBlocks(raw json.RawMessage) ([]events.Block, error) {
@@ -124,11 +134,20 @@ func chatMessageBlocks(m chatMessage) ([]events.Block, error) {
 	}
 	switch kind {
 	case events.KindToolResult:
-		return []events.Block{{Kind: kind, CallID: orDash(m.ToolCallID), Text: text}}, nil
+		id := m.ToolCallID
+		if m.Role == "function" {
+			// Legacy function calling has no call IDs: the result
+			// answers the latest call of the function it names.
+			id = events.LegacyFunctionCallID(m.Name)
+		}
+		return []events.Block{{Kind: kind, CallID: orDash(id), Text: text}}, nil
 	case events.KindLLMText:
 		var bs []events.Block
-		if text != "" || len(m.ToolCalls) == 0 {
+		if text != "" || len(m.ToolCalls) == 0 && m.FunctionCall == nil {
 			bs = append(bs, events.Block{Kind: kind, Text: text})
+		}
+		if fc := m.FunctionCall; fc != nil {
+			bs = append(bs, events.Block{Kind: events.KindToolCall, CallID: events.LegacyFunctionCallID(fc.Name), ToolName: orDash(fc.Name), Arguments: fc.Arguments})
 		}
 		for _, c := range m.ToolCalls {
 			bs = append(bs, events.Block{Kind: events.KindToolCall, CallID: orDash(c.ID), ToolName: orDash(c.Function.Name), Arguments: c.Function.Arguments})

@@ -92,6 +92,9 @@ func FuzzChatBlocks(f *testing.F) {
 		`{"role":"user","content":"\u0000 \\ \" \ud800"}`,
 		`{"role":"user","content":{"a":1}}`,
 		`{"role":"system","content":null,"name":"n"}`,
+		`{"role":"assistant","content":null,"function_call":{"name":"f","arguments":"{}"}}`,
+		`{"role":"function","name":"f","content":"42","Name":"g"}`,
+		`{"role":"assistant","content":"x","function_call":null}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -40,6 +40,16 @@ type Stream struct {
 type streamCall struct {
 	id, name string
 	args     strings.Builder
+	legacy   bool // legacy function calling's function_call: no ID
+}
+
+// block is the tool call's block.
+func (c *streamCall) block() events.Block {
+	id := orDash(c.id)
+	if c.legacy {
+		id = events.LegacyFunctionCallID(c.name)
+	}
+	return events.Block{Kind: events.KindToolCall, CallID: id, ToolName: orDash(c.name), Arguments: c.args.String()}
 }
 
 type streamBlock struct {
@@ -242,8 +252,7 @@ func (s *Stream) Output() (*Output, error) {
 			bs = append(bs, events.Block{Kind: events.KindLLMText, Text: s.chatText.String()})
 		}
 		for _, i := range sortedInts(s.chatCalls) {
-			c := s.chatCalls[i]
-			bs = append(bs, events.Block{Kind: events.KindToolCall, CallID: orDash(c.id), ToolName: orDash(c.name), Arguments: c.args.String()})
+			bs = append(bs, s.chatCalls[i].block())
 		}
 		it := Item{Blocks: bs}
 		it.mark(s.api)

@@ -29,8 +29,11 @@ func (s *Stream) chat(data []byte) {
 		Choices []struct {
 			Index int `json:"index"`
 			Delta struct {
-				Content   string `json:"content"`
-				ToolCalls []struct {
+				Content string `json:"content"`
+				// FunctionCall is legacy function calling's (no ID,
+				// one call a message).
+				FunctionCall *functionCall `json:"function_call"`
+				ToolCalls    []struct {
 					Index    int    `json:"index"`
 					ID       string `json:"id"`
 					Function struct {
@@ -76,6 +79,17 @@ func (s *Stream) chat(data []byte) {
 			text, calls, finish = &o.text, o.calls, &o.finish
 		}
 		text.WriteString(ch.Delta.Content)
+		if fc := ch.Delta.FunctionCall; fc != nil {
+			call := calls[legacyCall]
+			if call == nil {
+				call = &streamCall{legacy: true}
+				calls[legacyCall] = call
+			}
+			if fc.Name != "" {
+				call.name = fc.Name
+			}
+			call.args.WriteString(fc.Arguments)
+		}
 		for _, tc := range ch.Delta.ToolCalls {
 			call := calls[tc.Index]
 			if call == nil {
@@ -112,9 +126,10 @@ func (s *Stream) otherChoices() string {
 		} `json:"function"`
 	}
 	type message struct {
-		Role      string  `json:"role"`
-		Content   *string `json:"content"`
-		ToolCalls []call  `json:"tool_calls,omitempty"`
+		Role         string        `json:"role"`
+		Content      *string       `json:"content"`
+		FunctionCall *functionCall `json:"function_call,omitempty"`
+		ToolCalls    []call        `json:"tool_calls,omitempty"`
 	}
 	type choice struct {
 		Index        int     `json:"index"`
@@ -130,6 +145,10 @@ func (s *Stream) otherChoices() string {
 			c.Message.Content = &text
 		}
 		for _, j := range sortedInts(o.calls) {
+			if o.calls[j].legacy {
+				c.Message.FunctionCall = &functionCall{Name: o.calls[j].name, Arguments: o.calls[j].args.String()}
+				continue
+			}
 			tc := call{ID: o.calls[j].id, Type: "function"}
 			tc.Function.Name, tc.Function.Arguments = o.calls[j].name, o.calls[j].args.String()
 			c.Message.ToolCalls = append(c.Message.ToolCalls, tc)
@@ -139,3 +158,7 @@ func (s *Stream) otherChoices() string {
 	b, _ := json.Marshal(out)
 	return string(b)
 }
+
+// legacyCall is where a stream's legacy function_call is kept among its
+// tool calls (before them: a message has one or the other).
+const legacyCall = -1

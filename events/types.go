@@ -1,6 +1,9 @@
 package events
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Type names an event in the catalog. Type strings are part of the log's
 // format: once released they never change, so that old logs stay readable.
@@ -144,6 +147,22 @@ func ValidateSpans(field string, spans []Span, n int) error {
 	}
 	return nil
 }
+
+// legacyCallPrefix starts the call ID of a legacy function call (see
+// LegacyFunctionCallID).
+const legacyCallPrefix = "function:"
+
+// LegacyFunctionCallID is the call ID of a tool call and result made by
+// OpenAI's legacy function calling (an assistant message's function_call,
+// answered by a message of role "function"), which carries no ID: the
+// function's name, so that a result pairs with the latest call of the
+// function it names, as the API pairs them. Unlike other call IDs it is
+// not unique to a call (IsLegacyFunctionCallID).
+func LegacyFunctionCallID(name string) string { return legacyCallPrefix + name }
+
+// IsLegacyFunctionCallID reports whether id is a LegacyFunctionCallID, one
+// that two calls of the same function share.
+func IsLegacyFunctionCallID(id string) bool { return strings.HasPrefix(id, legacyCallPrefix) }
 
 // Validate checks the fields every block needs, naming the first one that
 // is wrong.
