@@ -84,6 +84,11 @@ const (
 	// template text whose hash is not the template_hash it records, so the
 	// log does not say which template the prompt was rendered from.
 	FieldTemplate = "template"
+	// FieldInferenceID: an inference.finished or inference.failed closes a
+	// model call no inference.started of the conversation opened, so the
+	// log proves no input for the answer or failure it records (a writer
+	// that went on after its conversation was erased wrote so).
+	FieldInferenceID = "inference_id"
 )
 
 // Mismatch is one recorded fact that re-projection does not reproduce.
@@ -158,8 +163,13 @@ func Verify(ctx context.Context, src Source, conversation string, opts ...Option
 	// wire request) is still to come, when wires are checked. Their input
 	// Turns stay valid: the fold copies blocks before changing them.
 	calls := map[string]checkJob{}
+	// opened are the model calls an inference.started opened, by ID.
+	opened := map[string]bool{}
 	_, n, err := read(ctx, src, conversation, o, func(w *walker, r *eventlog.Record) error {
 		last = r.Pos
+		if m, bad := unopened(r, opened); bad {
+			direct = append(direct, m)
+		}
 		if o.wire != nil {
 			if job, ok := wireCheck(ctx, o.wire, calls, r, v); ok {
 				jobs <- job
@@ -256,7 +266,31 @@ func Verify(ctx context.Context, src Source, conversation string, opts ...Option
 }
 
 // fieldOrder is the order check reports the fields of one inference in.
-var fieldOrder = []string{FieldWriter, FieldTemplate, FieldInputBlocks, FieldInputHash, FieldBlocks, FieldSystemPromptID, FieldSystemPromptHash, FieldWire}
+var fieldOrder = []string{FieldWriter, FieldInferenceID, FieldTemplate, FieldInputBlocks, FieldInputHash, FieldBlocks, FieldSystemPromptID, FieldSystemPromptHash, FieldWire}
+
+// unopened notes the model call an inference.started opens, and reports a
+// closing event (inference.finished, inference.failed) of a call that
+// none opened.
+func unopened(r *eventlog.Record, opened map[string]bool) (Mismatch, bool) {
+	var id string
+	switch p := r.Payload.(type) {
+	case events.InferenceStarted:
+		opened[p.InferenceID] = true
+		return Mismatch{}, false
+	case events.InferenceFinished:
+		id = p.InferenceID
+	case events.InferenceFailed:
+		id = p.InferenceID
+	default:
+		return Mismatch{}, false
+	}
+	if opened[id] {
+		return Mismatch{}, false
+	}
+	return Mismatch{N: r.Pos, Seq: r.Seq, Field: FieldInferenceID, Recorded: id,
+		Message: fmt.Sprintf("event %d, seq %d (%s) closes model call %s, which no inference.started of the conversation opened: the log proves no input for what it records",
+			r.Pos, r.Seq, r.Type, quote(id))}, true
+}
 
 // templateMismatch checks the template text a prompt event recorded
 // against the hash it recorded: `replay --rerun` renders that text again,

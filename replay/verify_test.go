@@ -55,13 +55,17 @@ func TestVerifyNamesTheAlteredEvent(t *testing.T) {
 	// Where the model calls are, in the original.
 	tl, err := replay.Timeline(ctx, l, "orig")
 	require.NoError(t, err)
-	var calls []int
+	var calls, closes []int
 	for _, e := range tl.Events {
 		if e.Inference != nil {
 			calls = append(calls, e.N)
 		}
+		if e.Type == events.TypeInferenceFinished {
+			closes = append(closes, e.N)
+		}
 	}
 	require.Len(t, calls, 4)
+	require.Len(t, closes, 4)
 
 	tests := []struct {
 		name string
@@ -100,6 +104,18 @@ func TestVerifyNamesTheAlteredEvent(t *testing.T) {
 				}
 			},
 			wantN: calls[2], wantField: replay.FieldInputHash,
+		},
+		{
+			// What a writer going on after its conversation was erased
+			// leaves: an answer for a call the log never opened.
+			name: "a model call's answer has no start",
+			alter: func(r *eventlog.Record) {
+				if p, ok := r.Payload.(events.InferenceStarted); ok && r.Pos == calls[3] {
+					p.InferenceID += "-other"
+					r.Payload = p
+				}
+			},
+			wantN: closes[3], wantField: replay.FieldInferenceID,
 		},
 		{
 			name: "the system prompt was swapped",
