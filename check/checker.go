@@ -68,6 +68,12 @@ type Checker struct {
 	// each kind), so a fault an input still carries is reported once, at
 	// the call that first received it.
 	reported, reportedAside map[string]bool
+	// continued is how many blocks the Turn had at the latest call when
+	// that call continued a response held on the provider's side (the
+	// Responses API's previous_response_id: its input is the new items,
+	// the rest is the provider's); -1 when the latest call received the
+	// Turn itself. Pending then judges only what came after it.
+	continued int
 }
 
 // sent is what one call received, block by block.
@@ -127,7 +133,7 @@ const (
 // New returns a Checker for a conversation's events from its first.
 func New(opts ...Option) *Checker {
 	c := &Checker{produced: map[string]content{}, follower: map[string]string{}, origin: map[string]string{},
-		reported: map[string]bool{}, reportedAside: map[string]bool{}}
+		reported: map[string]bool{}, reportedAside: map[string]bool{}, continued: -1}
 	c.since.reset()
 	for _, o := range opts {
 		o(c)
@@ -169,6 +175,10 @@ func (c *Checker) Observe(e events.Event, n int, turn *projector.Turn) []Finding
 		return nil
 	}
 	c.calls++
+	c.continued = -1
+	if p.Gateway["previous_response_id"] != "" && p.Instructions == "" {
+		c.continued = len(turn.Blocks)
+	}
 	if p.Instructions != "" || len(p.InputBlocks) > 0 {
 		if c.aside == nil {
 			return nil

@@ -39,6 +39,18 @@ func (c *Checker) Pending(n int, turn *projector.Turn) []Finding {
 	var fresh inputState
 	var out []Finding
 	awaiting := awaitingResults(turn.Blocks)
+	// After a call that continued a response held on the provider's side,
+	// the blocks up to it were received (by it, or by the provider's
+	// earlier calls, which the log may not hold): only a fault in what
+	// came after it is pending. A tool result answering a call of the
+	// provider's history is not one.
+	var received map[string]bool
+	if c.continued >= 0 {
+		received = map[string]bool{}
+		for _, b := range turn.Blocks[:min(c.continued, len(turn.Blocks))] {
+			received[b.ID] = true
+		}
+	}
 	for _, f := range c.inputRules(turn.Blocks, &fresh, 0, nil) {
 		if !slices.Contains(pendingRules, f.Rule) {
 			continue
@@ -47,6 +59,9 @@ func (c *Checker) Pending(n int, turn *projector.Turn) []Finding {
 			// The Turn ends with the model's tool calls: their results
 			// come with the next request (a tool loop the app has not
 			// finished, or left), which is not a fault.
+			continue
+		}
+		if received != nil && allIn(f.Blocks, received) {
 			continue
 		}
 		k := f.key()
