@@ -74,6 +74,7 @@ func (c *Checker) history(in []events.Block, same int) []Finding {
 	var fs []Finding
 	var at []int // positions in in of the history kept, in history order
 	var was []string
+	merged := c.prefillMerged(in)
 	check := func(id string, want content) {
 		if id == c.prev.prompt {
 			if next < len(in) && in[next].ID == id {
@@ -83,7 +84,7 @@ func (c *Checker) history(in []events.Block, same int) []Finding {
 		}
 		i, ok := find(id)
 		if !ok {
-			if _, allowed := c.since.removed[id]; !allowed {
+			if _, allowed := c.since.removed[id]; !allowed && !merged[id] {
 				fs = append(fs, Finding{Rule: RuleHistoryRewritten, Blocks: []string{id},
 					Detail: string(want.kind) + " " + id + " was removed since call " + itoa(c.prev.call) + ", by no compaction, operator or documented middleware"})
 			}
@@ -112,6 +113,46 @@ func (c *Checker) history(in []events.Block, same int) []Finding {
 		}
 	}
 	return fs
+}
+
+// prefillMerged returns the blocks an app sends again as one: the previous
+// call's input ended with model text the app wrote itself (a prefill, as
+// Anthropic documents it: the answer continues that text), and a model
+// text block of in holds that text followed by the text the model
+// produced, as an app joins them for its next call. Those blocks are not
+// missing from the history: the joined block carries them. nil when there
+// is no such block.
+func (c *Checker) prefillMerged(in []events.Block) map[string]bool {
+	n := len(c.prev.ids)
+	if n == 0 || c.prev.contents[n-1].kind != events.KindLLMText || len(c.since.outputs) == 0 {
+		return nil
+	}
+	texts := map[string]string{} // model texts of in, text -> ID
+	for i := range in {
+		if in[i].Kind == events.KindLLMText {
+			texts[in[i].Text] = in[i].ID
+		}
+	}
+	// The prefill, then the model texts that followed it, one by one (the
+	// app's own blocks of this call come after them).
+	text := c.prev.contents[n-1].text
+	joined := []string{c.prev.ids[n-1]}
+	for _, id := range c.since.outputs {
+		o := c.since.content[id]
+		if o.kind != events.KindLLMText {
+			return nil
+		}
+		text += o.text
+		joined = append(joined, id)
+		if m, ok := texts[text]; ok && !slices.Contains(joined, m) {
+			merged := make(map[string]bool, len(joined))
+			for _, j := range joined {
+				merged[j] = true
+			}
+			return merged
+		}
+	}
+	return nil
 }
 
 // changed names the fields that differ.
