@@ -21,33 +21,7 @@ import (
 // streamed or not. The second used to be dropped from the record without
 // a word.
 func TestEveryChoiceIsRecorded(t *testing.T) {
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		raw, _ := io.ReadAll(r.Body)
-		var body struct {
-			N      int  `json:"n"`
-			Stream bool `json:"stream"`
-		}
-		json.Unmarshal(raw, &body)
-		if !body.Stream {
-			w.Header().Set("Content-Type", "application/json")
-			var choices []string
-			for i := range body.N {
-				choices = append(choices, fmt.Sprintf(`{"index":%d,"message":{"role":"assistant","content":"answer %c"},"finish_reason":"stop"}`, i, 'A'+i))
-			}
-			fmt.Fprintf(w, `{"id":"c","object":"chat.completion","model":"m","choices":[%s]}`, strings.Join(choices, ","))
-			return
-		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		for i := range body.N {
-			fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":%d,\"delta\":{\"role\":\"assistant\",\"content\":\"answer %c\"}}]}\n\n", i, 'A'+i)
-		}
-		for i := range body.N {
-			fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":%d,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n", i)
-		}
-		io.WriteString(w, "data: [DONE]\n\n")
-	}))
-	t.Cleanup(up.Close)
-	r := newRig(t, up.URL, "")
+	r := newRig(t, newChoicesUpstream(t).URL, "")
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
 			conv := fmt.Sprintf("choices-%v", stream)
@@ -84,5 +58,61 @@ func TestEveryChoiceIsRecorded(t *testing.T) {
 			assert.Contains(t, text.String(), "1 other choice kept beside the first (other_choices)")
 			verify(t, r.log, conv)
 		})
+	}
+}
+
+// newChoicesUpstream answers a Chat Completions call with as many choices
+// as its "n" asks ("answer A", "answer B", ...), streamed or not.
+func newChoicesUpstream(t *testing.T) *httptest.Server {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw, _ := io.ReadAll(r.Body)
+		var body struct {
+			N      int  `json:"n"`
+			Stream bool `json:"stream"`
+		}
+		json.Unmarshal(raw, &body)
+		if !body.Stream {
+			w.Header().Set("Content-Type", "application/json")
+			var choices []string
+			for i := range body.N {
+				choices = append(choices, fmt.Sprintf(`{"index":%d,"message":{"role":"assistant","content":"answer %c"},"finish_reason":"stop"}`, i, 'A'+i))
+			}
+			fmt.Fprintf(w, `{"id":"c","object":"chat.completion","model":"m","choices":[%s]}`, strings.Join(choices, ","))
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := range body.N {
+			fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":%d,\"delta\":{\"role\":\"assistant\",\"content\":\"answer %c\"}}]}\n\n", i, 'A'+i)
+		}
+		for i := range body.N {
+			fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":%d,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n", i)
+		}
+		io.WriteString(w, "data: [DONE]\n\n")
+	}))
+	t.Cleanup(up.Close)
+	return up
+}
+
+// TestSDKChoicesAreRecorded: the official openai SDK asking for two
+// answers, then streaming two more, gets them all through the gateway,
+// byte for byte, and the record holds them all.
+func TestSDKChoicesAreRecorded(t *testing.T) {
+	r := newRig(t, newChoicesUpstream(t).URL, "", managed)
+	res := runSDK(t, "chat_choices.js", "BASE_URL="+r.gw.URL+"/v1", "API_KEY="+token)
+	assert.Equal(t, []string{"answer A", "answer B", "answer A", "answer B"}, res.Texts)
+	r.wire.mu.Lock()
+	assert.Equal(t, res.Sent, r.wire.sent, "requests byte for byte")
+	assert.Equal(t, res.Received, r.wire.received, "responses byte for byte")
+	r.wire.mu.Unlock()
+	require.Len(t, res.Conversations, 2)
+	for _, conv := range res.Conversations {
+		var fin events.InferenceFinished
+		for _, e := range conversationEvents(t, r.log, conv) {
+			if p, ok := e.Payload.(events.InferenceFinished); ok {
+				fin = p
+			}
+		}
+		assert.Contains(t, fin.OtherChoices, "answer B", "%s keeps the second choice", conv)
+		verify(t, r.log, conv)
 	}
 }
