@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -83,6 +84,11 @@ type Call struct {
 	// Output is what the model produced (reasoning, text, tool calls), in
 	// order, as it was appended; empty for a failed or open call.
 	Output []events.Block `json:"output"`
+	// OtherChoices, for a Chat Completions call that asked for several
+	// answers ("n"), are the choices after the first (Output is the
+	// first's), as inference.finished keeps them: the response's choice
+	// objects. Absent otherwise.
+	OtherChoices json.RawMessage `json:"other_choices,omitempty"`
 	// Findings are the rules the call's input broke, as `replay --check`
 	// reports them (the same call numbers; a fault a later input still
 	// carries is listed at the call that first received it only); never
@@ -191,6 +197,9 @@ func Calls(ctx context.Context, src Source, conversation string, page Page, opts
 				c.LatencyMS = millis(p.Duration)
 				if p.PromptTokens != 0 || p.CompletionTokens != 0 {
 					c.Usage = &Usage{InputTokens: p.PromptTokens, OutputTokens: p.CompletionTokens}
+				}
+				if p.OtherChoices != "" && json.Valid([]byte(p.OtherChoices)) {
+					c.OtherChoices = json.RawMessage(p.OtherChoices)
 				}
 				delete(byID, p.InferenceID)
 			}

@@ -37,3 +37,29 @@ func TestE2EUnreadGatewayCall(t *testing.T) {
 	assert.Contains(t, eval[string](c, `document.querySelector("#call-view .call-meta .badge.unparsed").title`), "not a JSON object")
 	c.checkClean()
 }
+
+// TestE2EOtherChoices: a call that asked for two answers shows the second
+// beside the first's output on its page.
+func TestE2EOtherChoices(t *testing.T) {
+	c := startConsole(t)
+	const conv = "e2e-choices"
+	rec, err := gateway.NewRecorder(gateway.Config{Log: c.log})
+	require.NoError(t, err)
+	p, err := rec.Begin(t.Context(), gateway.Call{API: calls.ChatCompletions, Conversation: conv,
+		Body: []byte(`{"model":"m","n":2,"messages":[{"role":"user","content":"Name a colour."}]}`)})
+	require.NoError(t, err)
+	out, err := calls.ParseResponse(calls.ChatCompletions, []byte(`{"id":"c","object":"chat.completion","model":"m","choices":[`+
+		`{"index":0,"message":{"role":"assistant","content":"Blue."},"finish_reason":"stop"},`+
+		`{"index":1,"message":{"role":"assistant","content":"Green."},"finish_reason":"stop"}]}`))
+	require.NoError(t, err)
+	require.NoError(t, rec.Finish(t.Context(), p, calls.Outcome{Output: out}))
+
+	c.seedToken()
+	c.open("/ui/conversations/" + conv + "/calls")
+	c.waitFor("the calls", `document.getElementById("calls").dataset.ready === "true"`)
+	c.do(chromedp.Click(chromedp.CSS(`#calls tr[data-call="1"]`)))
+	c.waitFor("the call", `document.getElementById("call-view").dataset.ready === "true"`)
+	assert.Contains(t, eval[string](c, `document.querySelector("#call-output").textContent`), "Blue.")
+	assert.Equal(t, "Green.", eval[string](c, `document.querySelector('#call-other-choices li[data-choice="1"] pre').textContent`))
+	c.checkClean()
+}

@@ -200,7 +200,7 @@ async function open(n) {
     c.status === 'failed' ? h('p', { class: 'error' }, `Failed: ${c.error || 'no reason recorded'}`) : null,
     c.status === 'open' ? h('p', { class: 'muted' }, 'No event closed this call yet: it is running, or what made it stopped.') : null,
     findingsList(c.findings || []),
-    h('div', { class: 'call-parts' }, wire, output(c)),
+    h('div', { class: 'call-parts' }, wire, output(c), otherChoices(c)),
     diff,
   ];
   view.replaceChildren(...parts.filter(Boolean));
@@ -231,6 +231,32 @@ function findingsList(fs) {
       'ul',
       null,
       fs.map((f) => h('li', { class: 'finding', dataset: { rule: f.rule } }, h('strong', null, f.rule), ': ', f.detail, (f.blocks || []).length ? [' (blocks ', f.blocks.map((b, i) => [i ? ', ' : '', h('code', { class: 'block-id' }, b)]), ')'] : null)),
+    ),
+  );
+}
+
+/** The answers a call asked for besides the first ("n"), as kept. */
+function otherChoices(c) {
+  const others = Array.isArray(c.other_choices) ? c.other_choices : [];
+  if (!others.length) return null;
+  return h(
+    'section',
+    { id: 'call-other-choices', class: 'call-part', 'aria-label': 'Other choices' },
+    h('h3', null, `${count(others.length, 'other choice')} (the conversation went on with the first)`),
+    h(
+      'ol',
+      { class: 'turn-blocks' },
+      others.map((o) => {
+        const m = (o && o.message) || {};
+        const calls = (m.tool_calls || []).map((t) => `${(t.function || {}).name || '?'}(${(t.function || {}).arguments || ''})`);
+        if (m.function_call) calls.push(`${m.function_call.name || '?'}(${m.function_call.arguments || ''})`);
+        return h(
+          'li',
+          { class: 'block kind-llm_text', dataset: { choice: String(o && o.index) } },
+          h('div', { class: 'block-head' }, h('span', { class: 'kind' }, `choice ${o && o.index}`), o && o.finish_reason ? h('span', { class: 'muted' }, ` ${o.finish_reason}`) : null),
+          h('pre', { class: 'block-text' }, [typeof m.content === 'string' ? m.content : '', ...calls].filter(Boolean).join('\n')),
+        );
+      }),
     ),
   );
 }
