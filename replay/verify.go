@@ -268,54 +268,6 @@ func Verify(ctx context.Context, src Source, conversation string, opts ...Option
 // fieldOrder is the order check reports the fields of one inference in.
 var fieldOrder = []string{FieldWriter, FieldInferenceID, FieldTemplate, FieldInputBlocks, FieldInputHash, FieldBlocks, FieldSystemPromptID, FieldSystemPromptHash, FieldWire}
 
-// unopened notes the model call an inference.started opens, and reports a
-// closing event (inference.finished, inference.failed) of a call that
-// none opened.
-func unopened(r *eventlog.Record, opened map[string]bool) (Mismatch, bool) {
-	var id string
-	switch p := r.Payload.(type) {
-	case events.InferenceStarted:
-		opened[p.InferenceID] = true
-		return Mismatch{}, false
-	case events.InferenceFinished:
-		id = p.InferenceID
-	case events.InferenceFailed:
-		id = p.InferenceID
-	default:
-		return Mismatch{}, false
-	}
-	if opened[id] {
-		return Mismatch{}, false
-	}
-	return Mismatch{N: r.Pos, Seq: r.Seq, Field: FieldInferenceID, Recorded: id,
-		Message: fmt.Sprintf("event %d, seq %d (%s) closes model call %s, which no inference.started of the conversation opened: the log proves no input for what it records",
-			r.Pos, r.Seq, r.Type, quote(id))}, true
-}
-
-// templateMismatch checks the template text a prompt event recorded
-// against the hash it recorded: `replay --rerun` renders that text again,
-// so it must be the template the hash names.
-func templateMismatch(r *eventlog.Record) (Mismatch, bool) {
-	var text, hash string
-	switch p := r.Payload.(type) {
-	case events.SystemPromptSet:
-		text, hash = p.Template, p.TemplateHash
-	case events.SystemPromptReplaced:
-		text, hash = p.Template, p.TemplateHash
-	default:
-		return Mismatch{}, false
-	}
-	if text == "" {
-		return Mismatch{}, false
-	}
-	if got := projector.HashText(text); got != hash {
-		return Mismatch{N: r.Pos, Seq: r.Seq, Field: FieldTemplate, Recorded: hash, Computed: got,
-			Message: fmt.Sprintf("event %d (seq %d, %s): the recorded template text hashes to %s, not to the recorded template_hash %s",
-				r.Pos, r.Seq, r.Type, short(got), short(hash))}, true
-	}
-	return Mismatch{}, false
-}
-
 // appends reports whether events of type t only add blocks after the
 // existing ones (or do not touch the Turn at all). A hasher reads the
 // first n blocks of the Turn's block array while the fold goes on: such
