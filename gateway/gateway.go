@@ -126,6 +126,11 @@ func (g *Gateway) proxy(base string, dropV1 bool, transport http.RoundTripper) (
 			// The response is read to be recorded: it must come as the
 			// provider wrote it, not compressed for the client.
 			pr.Out.Header.Del("Accept-Encoding")
+			// The body is read already (a client's Expect: 100-continue
+			// was answered by this server): asked to wait for the
+			// upstream's 100 Continue, the transport would hold it back
+			// for up to a second where the upstream sends none.
+			pr.Out.Header.Del("Expect")
 		},
 		Transport:  transport,
 		BufferPool: copyBuffers,
