@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -35,6 +36,10 @@ type Gateway struct {
 	// (without --record-optional), so that the log says it once an
 	// outage, not once a call.
 	unreachable atomic.Bool
+	// warned are the paths of model calls forwarded unrecorded that the
+	// log named already (see forwardUnrecorded).
+	warnedMu sync.Mutex
+	warned   map[string]bool
 }
 
 // New builds a Gateway.
@@ -52,7 +57,7 @@ func New(cfg Config) (*Gateway, error) {
 		cfg.Threads = mirrorStore{shared: cfg.Threads, local: local}
 	}
 	g := &Gateway{cfg: cfg, tokenHash: sha256.Sum256([]byte(cfg.Token)), rec: newRecorder(&cfg), local: calls.NewThreads(local),
-		inFlight: newInFlight(cfg.MaxInFlightBytes, cfg.InFlightWait)}
+		inFlight: newInFlight(cfg.MaxInFlightBytes, cfg.InFlightWait), warned: map[string]bool{}}
 	g.rec.local, g.rec.localStore = g.local, local
 	if cfg.RecordOptional {
 		var err error
@@ -192,6 +197,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		proxy = g.anthropic
 	}
 	if !recorded {
+		g.forwardUnrecorded(r)
 		proxy.ServeHTTP(w, r)
 		return
 	}

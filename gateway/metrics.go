@@ -20,6 +20,7 @@ type Metrics struct {
 	conflicts prometheus.Counter
 	findings  *findingsmetric.Counter
 	spooled   prometheus.Gauge
+	forwarded *prometheus.CounterVec
 }
 
 // NewMetrics returns a gateway's series, registered.
@@ -52,8 +53,14 @@ func NewMetrics() *Metrics {
 			Name: "turnlog_gateway_spool_bytes",
 			Help: "Bytes of calls waiting in the --record-optional spool to be recorded.",
 		}),
+		forwarded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "turnlog_gateway_unrecorded_forwards_total",
+			Help: "Requests the gateway forwarded without recording them, on paths it does not record (a models list, a token count, anything else under /v1/), by kind: model_call (a POST whose path ends like a model call's, /chat/completions, /completions, /responses or /messages, but is not a recorded route, e.g. an Azure deployment's; each such path is also logged, once) or other.",
+		}, []string{"kind"}),
 	}
-	m.registry.MustRegister(m.calls, m.errors, m.added, m.loads, m.conflicts, m.findings.Collector(), m.spooled)
+	m.forwarded.WithLabelValues("model_call")
+	m.forwarded.WithLabelValues("other")
+	m.registry.MustRegister(m.calls, m.errors, m.added, m.loads, m.conflicts, m.findings.Collector(), m.spooled, m.forwarded)
 	return m
 }
 

@@ -29,5 +29,5 @@ func TestEveryMetricIsDocumented(t *testing.T) {
 	for _, f := range families {
 		assert.True(t, strings.Contains(table, "| `"+f.GetName()), "docs/observability.md has no line for %s", f.GetName())
 	}
-	assert.Len(t, families, 7)
+	assert.Len(t, families, 8)
 }

@@ -1,0 +1,48 @@
+package gateway
+
+import (
+	"net/http"
+	"strings"
+)
+
+// modelCallSuffixes end the paths of model calls in the providers' APIs
+// and their variants (an Azure OpenAI deployment's chat completions, the
+// legacy text completions).
+var modelCallSuffixes = []string{"/chat/completions", "/completions", "/responses", "/messages"}
+
+// maxWarnedPaths bounds the paths forwardUnrecorded remembers having
+// warned of, whatever clients send.
+const maxWarnedPaths = 256
+
+// forwardUnrecorded counts a request forwarded on a path the gateway does
+// not record, and warns, once a path, when it looks like a model call: an
+// app pointed at the gateway whose calls go to such a path (an Azure
+// deployment's route, the legacy text completions) would otherwise be
+// missing from the record without a word.
+func (g *Gateway) forwardUnrecorded(r *http.Request) {
+	kind := "other"
+	if r.Method == http.MethodPost && looksLikeModelCall(r.URL.Path) {
+		kind = "model_call"
+		g.warnedMu.Lock()
+		first := !g.warned[r.URL.Path] && len(g.warned) < maxWarnedPaths
+		if first {
+			g.warned[r.URL.Path] = true
+		}
+		g.warnedMu.Unlock()
+		if first {
+			g.cfg.Logger.Warn("gateway: forwarded a model call unrecorded: the gateway records POST /v1/chat/completions, /v1/responses and /v1/messages only; point the SDK's base URL so that its calls take those paths",
+				"path", r.URL.Path)
+		}
+	}
+	g.cfg.Metrics.forwarded.WithLabelValues(kind).Inc()
+}
+
+func looksLikeModelCall(path string) bool {
+	path = strings.TrimSuffix(path, "/")
+	for _, s := range modelCallSuffixes {
+		if strings.HasSuffix(path, s) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,54 @@
+package gateway_test
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/gateway"
+	"github.com/turnlog/turnlog/internal/syncbuf"
+)
+
+// TestModelCallOnAnUnrecordedPathIsSaid: a model call on a path the
+// gateway does not record (an Azure OpenAI deployment's route, as the
+// Azure SDK builds it under its base URL) is forwarded, as every other
+// /v1/ path, but no longer in silence: it is counted and its path logged,
+// once. Other paths (a models list) are counted apart.
+func TestModelCallOnAnUnrecordedPathIsSaid(t *testing.T) {
+	var seen atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		seen.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`)
+	}))
+	t.Cleanup(up.Close)
+	m := gateway.NewMetrics()
+	logs := &syncbuf.Buffer{}
+	r := newRig(t, up.URL, "", func(c *gateway.Config) { c.Metrics, c.Logger = m, slog.New(slog.NewTextHandler(logs, nil)) })
+	h := map[string]string{"Turnlog-Token": token}
+	for range 2 {
+		resp, body := post(t, r.gw.URL+"/v1/deployments/gpt-4o/chat/completions?api-version=2024-10-21", h, fmt.Sprintf(chatBody, "hi"))
+		require.Equal(t, 200, resp.StatusCode, "%s", body)
+	}
+	req, err := http.NewRequest(http.MethodGet, r.gw.URL+"/v1/models", nil)
+	require.NoError(t, err)
+	req.Header.Set("Turnlog-Token", token)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+
+	assert.Equal(t, int64(3), seen.Load(), "all forwarded")
+	metrics := scrape(t, m)
+	assert.Contains(t, metrics, `turnlog_gateway_unrecorded_forwards_total{kind="model_call"} 2`)
+	assert.Contains(t, metrics, `turnlog_gateway_unrecorded_forwards_total{kind="other"} 1`)
+	assert.Equal(t, 1, strings.Count(logs.String(), "forwarded a model call unrecorded"), "once a path: %s", logs.String())
+	assert.Contains(t, logs.String(), "/v1/deployments/gpt-4o/chat/completions")
+}
