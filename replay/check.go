@@ -126,20 +126,15 @@ func Check(ctx context.Context, src Source, conversation string, opts ...Option)
 // (check.Checker.Sent). A call on part of the Turn (a compaction's
 // summary) is not checked this way.
 func (c *Checked) checkWire(ctx context.Context, rd WireRenderer, ch *check.Checker, open map[string]sentCall, r *eventlog.Record, turn *projector.Turn) {
-	var id string
-	var wire events.Wire
-	switch p := r.Payload.(type) {
-	case events.InferenceStarted:
+	if p, ok := r.Payload.(events.InferenceStarted); ok {
 		if p.Instructions == "" && len(p.InputBlocks) == 0 {
 			open[p.InferenceID] = sentCall{call: ch.Calls(), n: r.Pos,
 				turn: &projector.Turn{Blocks: slices.Clone(turn.Blocks), Data: maps.Clone(turn.Data)}}
 		}
 		return
-	case events.InferenceFinished:
-		id, wire = p.InferenceID, p.Wire
-	case events.InferenceFailed:
-		id, wire = p.InferenceID, p.Wire
-	default:
+	}
+	id, wire, closes := closedCall(r.Payload)
+	if !closes {
 		return
 	}
 	sc, ok := open[id]

@@ -299,14 +299,7 @@ func Entries(ctx context.Context, src Source, conversation string, opts ...Optio
 			if err := emit(e); err != nil {
 				return err
 			}
-			var id string
-			var wire events.Wire
-			switch p := r.Payload.(type) {
-			case events.InferenceFinished:
-				id, wire = p.InferenceID, p.Wire
-			case events.InferenceFailed:
-				id, wire = p.InferenceID, p.Wire
-			}
+			id, wire, _ := closedCall(r.Payload)
 			if inf, ok := open[id]; ok && id != "" {
 				inf.WireSHA256, inf.WireVersion, inf.WireParams = wire.SHA256, wire.Version, wire.Params
 				delete(open, id)

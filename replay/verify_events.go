@@ -12,23 +12,29 @@ import (
 	"github.com/turnlog/turnlog/projector"
 )
 
+// closedCall returns the model call a closing event (inference.finished,
+// inference.failed) closes and the wire request it records; ok is false
+// for any other event.
+func closedCall(p events.Payload) (id string, wire events.Wire, ok bool) {
+	switch p := p.(type) {
+	case events.InferenceFinished:
+		return p.InferenceID, p.Wire, true
+	case events.InferenceFailed:
+		return p.InferenceID, p.Wire, true
+	}
+	return "", events.Wire{}, false
+}
+
 // unopened notes the model call an inference.started opens, and reports a
 // closing event (inference.finished, inference.failed) of a call that
 // none opened.
 func unopened(r *eventlog.Record, opened map[string]bool) (Mismatch, bool) {
-	var id string
-	switch p := r.Payload.(type) {
-	case events.InferenceStarted:
+	if p, ok := r.Payload.(events.InferenceStarted); ok {
 		opened[p.InferenceID] = true
 		return Mismatch{}, false
-	case events.InferenceFinished:
-		id = p.InferenceID
-	case events.InferenceFailed:
-		id = p.InferenceID
-	default:
-		return Mismatch{}, false
 	}
-	if opened[id] {
+	id, _, closes := closedCall(r.Payload)
+	if !closes || opened[id] {
 		return Mismatch{}, false
 	}
 	return Mismatch{N: r.Pos, Seq: r.Seq, Field: FieldInferenceID, Recorded: id,

@@ -80,14 +80,8 @@ func (j checkJob) checkWire() []Mismatch {
 // r closes a call in calls with one and the renderer knows its rendering;
 // it counts the request in v either way.
 func wireCheck(ctx context.Context, rd WireRenderer, calls map[string]checkJob, r *eventlog.Record, v *Verification) (checkJob, bool) {
-	var id string
-	var wire events.Wire
-	switch p := r.Payload.(type) {
-	case events.InferenceFinished:
-		id, wire = p.InferenceID, p.Wire
-	case events.InferenceFailed:
-		id, wire = p.InferenceID, p.Wire
-	default:
+	id, wire, closes := closedCall(r.Payload)
+	if !closes {
 		return checkJob{}, false
 	}
 	job, ok := calls[id]
