@@ -1,14 +1,10 @@
 package gateway_test
 
 import (
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/turnlog/turnlog/replay"
 )
 
 // TestLegacyFunctionCallingIsChecked: an app on OpenAI's legacy function
@@ -17,12 +13,7 @@ import (
 // twice with the same answer; a call left unanswered is reported. Every
 // such call used to be reported as tool_result_without_call.
 func TestLegacyFunctionCallingIsChecked(t *testing.T) {
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"It is sunny."},"finish_reason":"stop"}]}`)
-	}))
-	t.Cleanup(up.Close)
+	up := newFixedUpstream(t, `{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"It is sunny."},"finish_reason":"stop"}]}`)
 	r := newRig(t, up.URL, "")
 	const call = `{"role":"assistant","content":null,"function_call":{"name":"weather","arguments":"{\"city\":\"Paris\"}"}}`
 	const answer = `{"role":"function","name":"weather","content":"sunny"}`
@@ -39,13 +30,7 @@ func TestLegacyFunctionCallingIsChecked(t *testing.T) {
 				`{"model":"m","messages":[`+tc.messages+`]}`)
 			require.Equal(t, 200, resp.StatusCode, "%s", body)
 			verify(t, r.log, tc.conv)
-			checked, err := replay.Check(t.Context(), r.log, tc.conv)
-			require.NoError(t, err)
-			var rules []string
-			for _, f := range checked.Findings {
-				rules = append(rules, string(f.Rule))
-			}
-			assert.Equal(t, tc.findings, rules)
+			assert.Equal(t, tc.findings, checkRules(t, r.log, tc.conv))
 		})
 	}
 }

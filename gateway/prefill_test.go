@@ -1,14 +1,10 @@
 package gateway_test
 
 import (
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/turnlog/turnlog/replay"
 )
 
 // TestPrefillJoinedWithItsAnswerIsNoRewrite: an app that prefills
@@ -18,12 +14,7 @@ import (
 // history_rewritten ("removed since call 1"). Dropping the prefill, or
 // changing the answer, is still reported.
 func TestPrefillJoinedWithItsAnswerIsNoRewrite(t *testing.T) {
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"id":"msg_1","type":"message","role":"assistant","model":"c","content":[{"type":"text","text":"\"a\": 1}"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":9,"output_tokens":4}}`)
-	}))
-	t.Cleanup(up.Close)
+	up := newFixedUpstream(t, `{"id":"msg_1","type":"message","role":"assistant","model":"c","content":[{"type":"text","text":"\"a\": 1}"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":9,"output_tokens":4}}`)
 	r := newRig(t, "", up.URL)
 	for _, tc := range []struct {
 		conv, second string
@@ -41,12 +32,7 @@ func TestPrefillJoinedWithItsAnswerIsNoRewrite(t *testing.T) {
 				`{"model":"c","max_tokens":50,"messages":[{"role":"user","content":"give json"},`+tc.second+`,{"role":"user","content":"again"}]}`)
 			require.Equal(t, 200, resp.StatusCode, "%s", body)
 			verify(t, r.log, tc.conv)
-			checked, err := replay.Check(t.Context(), r.log, tc.conv)
-			require.NoError(t, err)
-			var rules []string
-			for _, f := range checked.Findings {
-				rules = append(rules, string(f.Rule))
-			}
+			rules := checkRules(t, r.log, tc.conv)
 			if tc.findings == nil {
 				assert.Empty(t, rules)
 			} else {

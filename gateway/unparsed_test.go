@@ -1,9 +1,6 @@
 package gateway_test
 
 import (
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -19,12 +16,7 @@ import (
 // with one (the timeline said "NOT VERIFIED: the log re-projects to
 // another input", and the call named no API).
 func TestUnreadBodiesAreForwardedAndRecordedByTheirHash(t *testing.T) {
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`)
-	}))
-	t.Cleanup(up.Close)
+	up := newFixedUpstream(t, `{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`)
 	r := newRig(t, up.URL, "")
 	for _, tc := range []struct{ name, body, why string }{
 		{"not JSON", `model=m&messages=hi`, "not a JSON object"},

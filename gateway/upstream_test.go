@@ -12,6 +12,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/replay"
 )
 
 // chatUpstream is a strict stand-in for a Chat Completions server: it
@@ -198,4 +202,29 @@ func (u *chatUpstream) calls() int {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return u.n
+}
+
+// newFixedUpstream answers every call with body (JSON), after reading the
+// request: a provider whose answer a test does not vary.
+func newFixedUpstream(t *testing.T, body string) *httptest.Server {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, body)
+	}))
+	t.Cleanup(up.Close)
+	return up
+}
+
+// checkRules runs replay --check's check on conv and returns the rules
+// its findings name, in order (nil for none).
+func checkRules(t *testing.T, l *eventlog.Log, conv string) []string {
+	t.Helper()
+	checked, err := replay.Check(t.Context(), l, conv)
+	require.NoError(t, err)
+	var rules []string
+	for _, f := range checked.Findings {
+		rules = append(rules, string(f.Rule))
+	}
+	return rules
 }
