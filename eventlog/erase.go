@@ -56,6 +56,17 @@ func (l *Log) Erase(ctx context.Context, conversation string) (Erased, error) {
 	if err := l.ensureHandles(ctx); err != nil {
 		return out, fmt.Errorf("erase %s: %w", conversation, err)
 	}
+	// Noted first, with its time: a gateway call or a chat request that
+	// finds the conversation emptied by what follows, made before now,
+	// belongs to what is erased and is not recorded (a call a gateway
+	// spooled while NATS was away, too).
+	threads, err := l.Threads(ctx)
+	if err == nil {
+		err = threads.Put(ctx, map[string]string{calls.ErasedKey(conversation): time.Now().UTC().Format(time.RFC3339Nano)})
+	}
+	if err != nil {
+		return out, fmt.Errorf("erase %s: note the erasure: %w", conversation, err)
+	}
 	// Requests first: a pending request processed between the two purges
 	// would write new events after the events purge.
 	reqs, err := l.requestsStream(ctx)
@@ -96,15 +107,6 @@ func (l *Log) Erase(ctx context.Context, conversation string) (Erased, error) {
 	}
 	if out.Threading, err = l.purgeThreading(ctx, threadKeys); err != nil {
 		return out, fmt.Errorf("erase %s: %w", conversation, err)
-	}
-	// When, for the calls a gateway holds in its spool while NATS is away:
-	// those made before now are not recorded into the conversation.
-	threads, err := l.Threads(ctx)
-	if err == nil {
-		err = threads.Put(ctx, map[string]string{calls.ErasedKey(conversation): time.Now().UTC().Format(time.RFC3339Nano)})
-	}
-	if err != nil {
-		return out, fmt.Errorf("erase %s: note the erasure for gateways' spools: %w", conversation, err)
 	}
 	// Announced to the processes that keep conversations in memory, at
 	// most once: one that misses it (disconnected then) keeps the

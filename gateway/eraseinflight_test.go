@@ -2,15 +2,19 @@ package gateway_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/gateway"
 )
@@ -72,4 +76,87 @@ func userTexts(t *testing.T, r *rig, conv string) []string {
 		}
 	}
 	return out
+}
+
+// eraseBeforeInput is the log with an erasure at the worst moment for a
+// call: after the gateway threaded the call and took its conversation's
+// Turn, before the call's input is appended. It erases the conversation
+// the first time an append carries a user message with marker.
+type eraseBeforeInput struct {
+	*eventlog.Log
+	marker string
+	once   sync.Once
+	erased chan string
+}
+
+func (e *eraseBeforeInput) Append(ctx context.Context, conv string, seq uint64, evs ...events.Event) (uint64, error) {
+	for _, ev := range evs {
+		if u, ok := ev.Payload.(events.UserAppended); ok && strings.Contains(u.Text, e.marker) {
+			e.once.Do(func() {
+				if _, err := e.Log.Erase(ctx, conv); err == nil {
+					e.erased <- conv
+				}
+			})
+		}
+	}
+	return e.Log.Append(ctx, conv, seq, evs...)
+}
+
+// TestCallRacingEraseBeforeItsInputIsNotWrittenBack: a call made before
+// its conversation was erased, whose input was not yet appended when the
+// erasure came (it was threaded and its Turn taken), is part of what was
+// erased. Its append is refused (the log moved); it must not then record
+// the erased history it re-sent, neither under the erased ID (named
+// conversation) nor as a new conversation (threaded by content). A call
+// made after the erasure starts anew.
+func TestCallRacingEraseBeforeItsInputIsNotWrittenBack(t *testing.T) {
+	up := newFixedUpstream(t, `{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"noted"},"finish_reason":"stop"}]}`)
+	for _, named := range []bool{true, false} {
+		t.Run(fmt.Sprintf("named=%v", named), func(t *testing.T) {
+			m := gateway.NewMetrics()
+			var wrapped *eraseBeforeInput
+			r := newRig(t, up.URL, "", func(c *gateway.Config) {
+				l := c.Log.(*eventlog.Log)
+				threads, err := l.Threads(t.Context())
+				require.NoError(t, err)
+				wrapped = &eraseBeforeInput{Log: l, marker: "PIN", erased: make(chan string, 1)}
+				c.Log, c.Threads, c.Metrics = wrapped, threads, m
+			})
+			headers := map[string]string{"Turnlog-Token": token}
+			if named {
+				headers["Turnlog-Conversation"] = "secret"
+			}
+			first := `{"role":"system","content":"be brief"},{"role":"user","content":"my account number is 42"}`
+			resp, body := post(t, r.gw.URL+"/v1/chat/completions", headers, `{"model":"gpt-test","messages":[`+first+`]}`)
+			require.Equal(t, 200, resp.StatusCode, "%s", body)
+			conv := resp.Header.Get("Turnlog-Conversation")
+
+			second := `{"model":"gpt-test","messages":[` + first + `,{"role":"assistant","content":"noted"},{"role":"user","content":"and my PIN is 1234"}]}`
+			resp, body = post(t, r.gw.URL+"/v1/chat/completions", headers, second)
+			require.Equal(t, 200, resp.StatusCode, "the app gets the answer the provider gave: %s", body)
+			require.Equal(t, conv, <-wrapped.erased, "the erasure came between the call's threading and its input")
+
+			convs, err := r.log.Conversations(t.Context())
+			require.NoError(t, err)
+			for _, c := range convs {
+				for _, text := range userTexts(t, r, c.ID) {
+					assert.NotContains(t, text, "account number", "conversation %s holds what was erased", c.ID)
+				}
+			}
+			assert.Contains(t, scrape(t, m), `turnlog_gateway_calls_total{api="chat.completions",outcome="erased"} 1`)
+
+			// Made after the erasure, the same call is recorded: anew
+			// under the name it gives, else as a conversation of its own.
+			resp, body = post(t, r.gw.URL+"/v1/chat/completions", headers, second)
+			require.Equal(t, 200, resp.StatusCode, "%s", body)
+			again := resp.Header.Get("Turnlog-Conversation")
+			if named {
+				assert.Equal(t, "secret", again)
+			} else {
+				assert.NotEqual(t, conv, again, "an inferred call does not bring back the erased conversation's ID")
+			}
+			assert.Equal(t, []string{"my account number is 42", "and my PIN is 1234"}, userTexts(t, r, again))
+			verify(t, r.log, again)
+		})
+	}
 }

@@ -29,6 +29,9 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 		o.Duration = time.Since(p.started)
 	}
 	in := <-p.input
+	if in.erased {
+		return nil // said by emptied; the app keeps its answer
+	}
 	if in.err != nil {
 		r.metrics.calls.WithLabelValues(string(p.api), "unrecorded").Inc()
 		r.logger.Error("gateway: call not recorded", "conversation", p.conv, "err", in.err)
@@ -180,5 +183,35 @@ func (r *Recorder) erasedUnder(ctx context.Context, p *Pending, inputSeq uint64)
 	r.metrics.calls.WithLabelValues(string(p.api), "erased").Inc()
 	r.logger.Warn("gateway: call's conversation was erased while the call was in flight; its outcome is not recorded (the app got its answer)",
 		"conversation", p.conv, "call", p.call.ID)
+	return true
+}
+
+// errErasedBefore stops the recording of a call whose conversation was
+// erased after the call was made, before its input was stored.
+var errErasedBefore = errors.New("the conversation was erased after the call was made; the call is not recorded")
+
+// emptied reports whether conversation conv, which the call was threaded
+// to (its own, or the one it forks) and which the log now finds empty,
+// was erased after the call was made: the call then belongs to what was
+// erased (it re-sends the erased history, or continues it), and recording
+// it would bring that back, under the erased ID or as a conversation of
+// its own. Nothing of it is recorded; it is counted as erased and logged,
+// and the app keeps the answer the provider gives. Erase notes its time
+// before it purges (calls.Threads.ErasedAt), so a call that finds the
+// conversation empty finds the note too; the call's time is this
+// gateway's clock, the note's the erasing process's. An error asking is
+// taken as not erased (logged): the call is recorded as after an erasure.
+func (r *Recorder) emptied(ctx context.Context, p *Pending, conv string) bool {
+	at, ok, err := r.threads.ErasedAt(ctx, conv)
+	if err != nil {
+		r.logger.Warn("gateway: could not read whether the call's conversation was erased; it is recorded", "conversation", conv, "err", err)
+		return false
+	}
+	if !ok || !p.started.Before(at) {
+		return false
+	}
+	r.metrics.calls.WithLabelValues(string(p.api), "erased").Inc()
+	r.logger.Warn("gateway: call's conversation was erased after the call was made; the call is not recorded (the app gets its answer)",
+		"conversation", conv, "call", p.call.ID, "erased_at", at)
 	return true
 }

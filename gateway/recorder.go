@@ -90,12 +90,14 @@ type Pending struct {
 	conv      string
 	threading string
 	parsed    bool
-	ready     chan struct{} // closed once conv, threading and parsed are known
-	call      *calls.Call
-	api       calls.API
-	started   time.Time
-	input     chan inputResult
-	finished  bool
+	// named: the client named the conversation (Call.Conversation).
+	named    bool
+	ready    chan struct{} // closed once conv, threading and parsed are known
+	call     *calls.Call
+	api      calls.API
+	started  time.Time
+	input    chan inputResult
+	finished bool
 	// guess is the state the call was threaded to from this gateway's own
 	// copy of the index, without asking the shared one (see thread);
 	// nil once verified or when the shared index was asked.
@@ -174,7 +176,7 @@ func (r *Recorder) Begin(ctx context.Context, in Call) (*Pending, error) {
 	if c.ID == "" {
 		c.ID = ulid.Make().String()
 	}
-	p := &Pending{call: c, api: in.API, started: time.Now(), ready: make(chan struct{}), input: make(chan inputResult, 1)}
+	p := &Pending{call: c, api: in.API, started: time.Now(), named: in.Conversation != "", ready: make(chan struct{}), input: make(chan inputResult, 1)}
 	if in.Deferred {
 		p.start = make(chan struct{})
 	}
@@ -187,9 +189,11 @@ func (r *Recorder) Begin(ctx context.Context, in Call) (*Pending, error) {
 		}
 		ctx := context.WithoutCancel(ctx)
 		fork, fresh := r.thread(ctx, p, in)
-		// A guess (see thread) or a fork is known for what it is only once
-		// recordInput verified it against the log.
-		verify := p.guess != nil || fork != nil
+		// A conversation the gateway found (a guess, see thread; the
+		// shared index's; a previous_response_id's) or a fork is known
+		// for what it is only once recordInput verified it against the
+		// log: it may hold nothing any more (see emptied).
+		verify := fork != nil || (!fresh && !p.named)
 		if !verify {
 			close(p.ready)
 		}
@@ -211,7 +215,10 @@ type inputResult struct {
 	// and what it found (nil when checks are off or failed).
 	checker  *check.Fed
 	findings []events.Payload
-	err      error
+	// erased: nothing was recorded, the call's conversation was erased
+	// after the call was made (see emptied).
+	erased bool
+	err    error
 }
 
 // turn returns conv's Turn: the cached one, trusted without asking the
@@ -252,7 +259,11 @@ func (r *Recorder) recordInput(ctx context.Context, p *Pending, fork *calls.Ref,
 			// The index names a state the log does not hold (its
 			// conversation was erased, or that call's outcome was never
 			// stored): there is nothing to fork, and the call starts a
-			// conversation of its own.
+			// conversation of its own, unless the erasure came after the
+			// call was made (see emptied).
+			if r.emptied(ctx, p, fork.Conversation) {
+				return errErasedBefore
+			}
 			r.logger.Warn("gateway: the threading index names a state the log does not hold; the call starts a conversation",
 				"state", fmt.Sprintf("%s@%d", fork.Conversation, fork.Events))
 			p.call.Fork, p.call.Threading, p.threading = nil, calls.ThreadNew, calls.ThreadNew
@@ -268,11 +279,12 @@ func (r *Recorder) recordInput(ctx context.Context, p *Pending, fork *calls.Ref,
 		p.call.Fork = &calls.Fork{From: fork.Conversation, At: fork.Events, Blocks: blocks, Data: from.Data}
 		return nil
 	}
-	if err := prepareFork(fork); err != nil {
+	if err := prepareFork(fork); errors.Is(err, errErasedBefore) {
+		return inputResult{erased: true}
+	} else if err != nil {
 		return inputResult{err: err}
 	}
 	rethread := func() error {
-		r.metrics.conflicts.Inc()
 		fork, fresh = r.unguess(ctx, p, req)
 		return prepareFork(fork)
 	}
@@ -281,13 +293,26 @@ func (r *Recorder) recordInput(ctx context.Context, p *Pending, fork *calls.Ref,
 		if err != nil {
 			return inputResult{err: err}
 		}
+		if turn.Events == 0 && !fresh {
+			if r.emptied(ctx, p, p.conv) {
+				return inputResult{erased: true}
+			}
+			if !p.named && p.call.Fork == nil {
+				// Found by the gateway, the conversation holds nothing
+				// (erased before the call, its index entries not yet):
+				// the call starts one of its own, not one by that ID.
+				r.logger.Warn("gateway: the threading index names a conversation the log does not hold; the call starts a conversation", "conversation", p.conv)
+				p.guess, p.conv, p.call.Threading, p.threading = nil, ulid.Make().String(), calls.ThreadNew, calls.ThreadNew
+				turn, fresh = projector.New(p.conv), true
+			}
+		}
 		if p.guess != nil && turn.Events != p.guess.Events {
 			// The conversation went on past the guessed state: only the
 			// shared index knows whether that state is still its latest
 			// call's.
 			r.cache.put(turn)
 			if err := rethread(); err != nil {
-				return inputResult{err: err}
+				return inputResult{err: err, erased: errors.Is(err, errErasedBefore)}
 			}
 			continue
 		}
@@ -317,14 +342,9 @@ func (r *Recorder) recordInput(ctx context.Context, p *Pending, fork *calls.Ref,
 		}
 		newSeq, err := r.log.Append(ctx, p.conv, seq, evs...)
 		if errors.Is(err, eventlog.ErrConflict) && attempt < appendAttempts {
-			if p.guess != nil {
-				// Another call appended to the guessed conversation:
-				// thread again with the shared index.
-				if err := rethread(); err != nil {
-					return inputResult{err: err}
-				}
-				continue
-			}
+			// Loaded again from the log: a guessed conversation that moved
+			// on is threaded again with the shared index, one emptied is
+			// found so (see above).
 			r.metrics.conflicts.Inc()
 			continue
 		}
