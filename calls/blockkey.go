@@ -15,7 +15,7 @@ import (
 // ("" deletes), nil when nothing differs.
 func metaDiff(have, want map[string]string) map[string]string {
 	d := map[string]string{}
-	for _, k := range []string{MetaItem, MetaPart, MetaField, "gateway.type"} {
+	for _, k := range []string{MetaItem, MetaPart, MetaField, "gateway.type", events.MetaParts} {
 		if have[k] != want[k] {
 			d[k] = want[k]
 		}
@@ -30,12 +30,13 @@ func metaDiff(have, want map[string]string) map[string]string {
 func sameContent(a, b *events.Block) bool {
 	return a.Kind == b.Kind && a.Text == b.Text && a.CallID == b.CallID && a.ToolName == b.ToolName &&
 		a.Arguments == b.Arguments && a.Encrypted == b.Encrypted && a.IsError == b.IsError &&
-		a.Meta["gateway.type"] == b.Meta["gateway.type"]
+		a.Meta["gateway.type"] == b.Meta["gateway.type"] && a.Meta[events.MetaParts] == b.Meta[events.MetaParts]
 }
 
 // Key is a block's content as threading and the delta compare it: kind,
-// text, tool call and result, encrypted reasoning; not its ID or how the
-// client writes it.
+// text, tool call and result, encrypted reasoning, the digest of its
+// other content (events.MetaParts); not its ID or how the client writes
+// it.
 func Key(b *events.Block) [32]byte {
 	h := sha256.New()
 	var n [binary.MaxVarintLen64]byte
@@ -50,6 +51,11 @@ func Key(b *events.Block) [32]byte {
 	str(b.Arguments)
 	str(b.Encrypted)
 	str(b.Meta["gateway.type"])
+	if parts := b.Meta[events.MetaParts]; parts != "" {
+		// Only when set: the keys of blocks without it are those
+		// recorded before it existed.
+		str(parts)
+	}
 	if b.IsError {
 		str("1")
 	} else {

@@ -132,6 +132,7 @@ func chatMessageBlocks(m chatMessage) ([]events.Block, error) {
 	if err != nil {
 		return nil, err
 	}
+	parts := contentDigest(m.Content)
 	switch kind {
 	case events.KindToolResult:
 		id := m.ToolCallID
@@ -140,11 +141,11 @@ func chatMessageBlocks(m chatMessage) ([]events.Block, error) {
 			// answers the latest call of the function it names.
 			id = events.LegacyFunctionCallID(m.Name)
 		}
-		return []events.Block{{Kind: kind, CallID: orDash(id), Text: text}}, nil
+		return []events.Block{withParts(events.Block{Kind: kind, CallID: orDash(id), Text: text}, parts)}, nil
 	case events.KindLLMText:
 		var bs []events.Block
-		if text != "" || len(m.ToolCalls) == 0 && m.FunctionCall == nil {
-			bs = append(bs, events.Block{Kind: kind, Text: text})
+		if text != "" || parts != "" || len(m.ToolCalls) == 0 && m.FunctionCall == nil {
+			bs = append(bs, withParts(events.Block{Kind: kind, Text: text}, parts))
 		}
 		if fc := m.FunctionCall; fc != nil {
 			bs = append(bs, events.Block{Kind: events.KindToolCall, CallID: events.LegacyFunctionCallID(fc.Name), ToolName: orDash(fc.Name), Arguments: fc.Arguments})
@@ -154,7 +155,7 @@ func chatMessageBlocks(m chatMessage) ([]events.Block, error) {
 		}
 		return bs, nil
 	}
-	return []events.Block{{Kind: kind, Text: text}}, nil
+	return []events.Block{withParts(events.Block{Kind: kind, Text: text}, parts)}, nil
 }
 
 // orDash stands for a missing ID or name, which blocks require: the item's
@@ -193,7 +194,7 @@ func responsesBlocks(raw json.RawMessage) ([]events.Block, error) {
 		if err != nil {
 			return nil, err
 		}
-		return []events.Block{{Kind: kind, Text: text}}, nil
+		return []events.Block{withParts(events.Block{Kind: kind, Text: text}, contentDigest(it.Content))}, nil
 	case "reasoning":
 		texts := make([]string, len(it.Summary))
 		for i, s := range it.Summary {
@@ -207,11 +208,11 @@ func responsesBlocks(raw json.RawMessage) ([]events.Block, error) {
 		if err != nil {
 			return nil, err
 		}
-		return []events.Block{{Kind: events.KindToolResult, CallID: orDash(it.CallID), Text: text}}, nil
+		return []events.Block{withParts(events.Block{Kind: events.KindToolResult, CallID: orDash(it.CallID), Text: text}, contentDigest(it.Output))}, nil
 	}
 	// Other item types (item references, built-in tools' calls): kept
 	// whole in MetaItem, as the model's side of the conversation.
-	return []events.Block{{Kind: events.KindLLMText, Meta: map[string]string{"gateway.type": it.Type}}}, nil
+	return []events.Block{withParts(events.Block{Kind: events.KindLLMText, Meta: map[string]string{"gateway.type": it.Type}}, itemDigest(raw))}, nil
 }
 
 type anthropicMessage struct {
@@ -236,11 +237,17 @@ func messagesBlocks(raw json.RawMessage) ([]events.Block, error) {
 		}
 		return []events.Block{{Kind: kind, Text: s}}, nil
 	}
-	var parts []part
-	if err := json.Unmarshal(c, &parts); err != nil {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(c, &raws); err != nil {
 		return nil, fmt.Errorf("content is neither a string nor a list of content blocks: %w", err)
 	}
-	bs, err := anthropicBlocks(kind, parts)
+	parts := make([]part, len(raws))
+	for i, r := range raws {
+		if err := json.Unmarshal(r, &parts[i]); err != nil {
+			return nil, fmt.Errorf("content block %d: %w", i, err)
+		}
+	}
+	bs, err := anthropicBlocks(kind, parts, raws)
 	if err != nil {
 		return nil, err
 	}
@@ -250,10 +257,11 @@ func messagesBlocks(raw json.RawMessage) ([]events.Block, error) {
 	return bs, nil
 }
 
-// anthropicBlocks reads content blocks of a message whose role gives kind.
-func anthropicBlocks(kind events.Kind, parts []part) ([]events.Block, error) {
+// anthropicBlocks reads content blocks of a message whose role gives kind;
+// raws, when known, are the blocks' JSON (see partsDigest.add).
+func anthropicBlocks(kind events.Kind, parts []part, raws []json.RawMessage) ([]events.Block, error) {
 	var bs []events.Block
-	for _, p := range parts {
+	for i, p := range parts {
 		switch p.Type {
 		case "text":
 			bs = append(bs, events.Block{Kind: kind, Text: p.Text})
@@ -272,10 +280,16 @@ func anthropicBlocks(kind events.Kind, parts []part) ([]events.Block, error) {
 			if err != nil {
 				return nil, err
 			}
-			bs = append(bs, events.Block{Kind: events.KindToolResult, CallID: orDash(p.ToolUseID), Text: text, IsError: p.IsError})
+			bs = append(bs, withParts(events.Block{Kind: events.KindToolResult, CallID: orDash(p.ToolUseID), Text: text, IsError: p.IsError}, contentDigest(p.Content)))
 		default:
 			// Images, documents, server tools' blocks: kept in MetaItem.
-			bs = append(bs, events.Block{Kind: kind, Meta: map[string]string{"gateway.type": p.Type}})
+			var raw json.RawMessage
+			if raws != nil {
+				raw = raws[i]
+			}
+			var d partsDigest
+			d.add(partIdentity{Type: p.Type, ID: p.ID, ToolUseID: p.ToolUseID}, raw)
+			bs = append(bs, withParts(events.Block{Kind: kind, Meta: map[string]string{"gateway.type": p.Type}}, d.sum()))
 		}
 	}
 	return bs, nil

@@ -180,11 +180,17 @@ func parseMessagesResponse(body []byte) (*Output, error) {
 	o := &Output{ResponseID: r.ID, Model: r.Model, StopReason: r.StopReason, Error: r.Error.String()}
 	r.Usage.fill(o)
 	if len(r.Content) > 0 {
-		var parts []part
-		if err := json.Unmarshal(r.Content, &parts); err != nil {
+		var raws []json.RawMessage
+		if err := json.Unmarshal(r.Content, &raws); err != nil {
 			return nil, fmt.Errorf("response content: %w", err)
 		}
-		bs, err := anthropicBlocks(events.KindLLMText, parts)
+		parts := make([]part, len(raws))
+		for i, raw := range raws {
+			if err := json.Unmarshal(raw, &parts[i]); err != nil {
+				return nil, fmt.Errorf("response content block %d: %w", i, err)
+			}
+		}
+		bs, err := anthropicBlocks(events.KindLLMText, parts, raws)
 		if err != nil {
 			return nil, err
 		}

@@ -54,6 +54,7 @@ func (c *streamCall) block() events.Block {
 
 type streamBlock struct {
 	typ, id, name        string
+	toolUseID            string
 	text, sig, data, arg strings.Builder
 	input                json.RawMessage
 }
@@ -199,7 +200,7 @@ func (s *Stream) messages(event string, data []byte) {
 		if e.ContentBlock == nil {
 			return
 		}
-		b := &streamBlock{typ: e.ContentBlock.Type, id: e.ContentBlock.ID, name: e.ContentBlock.Name, input: e.ContentBlock.Input}
+		b := &streamBlock{typ: e.ContentBlock.Type, id: e.ContentBlock.ID, name: e.ContentBlock.Name, toolUseID: e.ContentBlock.ToolUseID, input: e.ContentBlock.Input}
 		b.text.WriteString(e.ContentBlock.Text + e.ContentBlock.Thinking)
 		b.sig.WriteString(e.ContentBlock.Signature)
 		b.data.WriteString(e.ContentBlock.Data)
@@ -263,7 +264,7 @@ func (s *Stream) Output() (*Output, error) {
 		var parts []part
 		for _, i := range sortedInts(s.blocks) {
 			b := s.blocks[i]
-			p := part{Type: b.typ, ID: b.id, Name: b.name}
+			p := part{Type: b.typ, ID: b.id, Name: b.name, ToolUseID: b.toolUseID}
 			switch b.typ {
 			case "text":
 				p.Text = b.text.String()
@@ -279,7 +280,7 @@ func (s *Stream) Output() (*Output, error) {
 			}
 			parts = append(parts, p)
 		}
-		bs, err := anthropicBlocks(events.KindLLMText, parts)
+		bs, err := anthropicBlocks(events.KindLLMText, parts, nil)
 		if err != nil {
 			return nil, err
 		}

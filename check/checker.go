@@ -108,13 +108,13 @@ type interval struct {
 
 // content is what a model reads of a block.
 type content struct {
-	kind                                events.Kind
-	text, tool, args, callID, encrypted string
-	isError                             bool
+	kind                                       events.Kind
+	text, tool, args, callID, encrypted, parts string
+	isError                                    bool
 }
 
 func contentOf(b *events.Block) content {
-	return content{b.Kind, b.Text, b.ToolName, b.Arguments, b.CallID, b.Encrypted, b.IsError}
+	return content{b.Kind, b.Text, b.ToolName, b.Arguments, b.CallID, b.Encrypted, b.Meta[events.MetaParts], b.IsError}
 }
 
 // Actors whose moves of history are allowed (see docs/auditing-check.md).

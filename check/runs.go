@@ -29,7 +29,8 @@ const candidates = 8
 // ("same again") are a conversation, not a fault; a one-exchange history
 // sent twice cannot be told from them and is not reported. Content is what
 // a model reads: kind, text, tool, arguments, call ID, encrypted payload,
-// error flag; reasoning blocks are skipped. Runs do not overlap, and one
+// error flag, the digest of its other content (events.MetaParts: images,
+// files, built-in tools' items); reasoning blocks are skipped. Runs do not overlap, and one
 // repeat is reported once, at its longest; O(len(blocks)).
 func Runs(blocks []events.Block) []Run {
 	var s runScanner

@@ -88,6 +88,12 @@ const (
 	// replace; systemprompt.locked sets it (to the actor who locked it) and
 	// systemprompt.unlocked removes it.
 	MetaSystemPromptLock = "systemprompt.lock"
+	// MetaParts is a digest of what a block holds besides its text: the
+	// images, files and audio of a message, the built-in tools' items a
+	// model returned. Two blocks of equal text whose other content
+	// differs are not the same block (for threading by content and for
+	// the checks), and this says so without comparing that content.
+	MetaParts = "gateway.parts"
 )
 
 // Block is one element of a Turn as events carry it: a fork copies whole

@@ -1,0 +1,141 @@
+package calls
+
+// This file holds the digest of what a block holds besides its text
+// (events.MetaParts): images, files, audio, built-in tools' items.
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"hash"
+	"maps"
+
+	"github.com/turnlog/turnlog/events"
+)
+
+// textParts are the content parts whose whole content a block's Text
+// holds: they are not digested.
+var textParts = map[string]bool{"text": true, "input_text": true, "output_text": true}
+
+// partIdentity is what names a part or item that has an identity of its
+// own: a built-in tool's call and its result, an item reference.
+type partIdentity struct {
+	Type      string `json:"type"`
+	ID        string `json:"id"`
+	ToolUseID string `json:"tool_use_id"`
+	CallID    string `json:"call_id"`
+}
+
+func (p partIdentity) name() string {
+	switch {
+	case p.ID != "":
+		return p.ID
+	case p.ToolUseID != "":
+		return p.ToolUseID
+	}
+	return p.CallID
+}
+
+// partsDigest accumulates the parts of one block that are not text.
+type partsDigest struct{ h hash.Hash }
+
+// add digests one part: by its identity when it has one (a provider's
+// item keeps it when an SDK sends it back, whatever else it re-writes),
+// else by its canonical JSON without what the model does not read
+// (cache_control) and without null members (which SDKs drop or add).
+// raw may be nil when only the identity is known (a streamed block).
+func (d *partsDigest) add(id partIdentity, raw json.RawMessage) {
+	if textParts[id.Type] {
+		return
+	}
+	if d.h == nil {
+		d.h = sha256.New()
+	}
+	d.h.Write([]byte(id.Type))
+	d.h.Write([]byte{0})
+	if name := id.name(); name != "" {
+		d.h.Write([]byte("id:" + name))
+	} else if raw != nil {
+		d.h.Write(modelContent(raw))
+	}
+	d.h.Write([]byte{0})
+}
+
+// sum is the digest, "" when no part was added.
+func (d *partsDigest) sum() string {
+	if d.h == nil {
+		return ""
+	}
+	var s [sha256.Size]byte
+	return hex.EncodeToString(d.h.Sum(s[:0])[:16])
+}
+
+// modelContent is a part's canonical JSON without cache_control and null
+// members at its top level.
+func modelContent(raw json.RawMessage) []byte {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return raw
+	}
+	delete(m, "cache_control")
+	for k, v := range m {
+		if bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+			delete(m, k)
+		}
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return raw
+	}
+	if c, err := Canonical(b); err == nil {
+		return c
+	}
+	return b
+}
+
+// contentDigest is the digest of a content member's parts that are not
+// text: "" for a string, or parts all text.
+func contentDigest(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '[' {
+		return ""
+	}
+	var parts []json.RawMessage
+	if json.Unmarshal(raw, &parts) != nil {
+		return ""
+	}
+	var d partsDigest
+	for _, p := range parts {
+		var id partIdentity
+		if json.Unmarshal(p, &id) == nil {
+			d.add(id, p)
+		}
+	}
+	return d.sum()
+}
+
+// itemDigest is the digest of an item kept whole (a built-in tool's call,
+// an item reference, an image block).
+func itemDigest(raw json.RawMessage) string {
+	var id partIdentity
+	if json.Unmarshal(raw, &id) != nil {
+		return ""
+	}
+	var d partsDigest
+	d.add(id, raw)
+	return d.sum()
+}
+
+// withParts returns b with digest d as its events.MetaParts (b unchanged
+// when d is "").
+func withParts(b events.Block, d string) events.Block {
+	if d == "" {
+		return b
+	}
+	m := make(map[string]string, len(b.Meta)+1)
+	maps.Copy(m, b.Meta)
+	m[events.MetaParts] = d
+	b.Meta = m
+	return b
+}

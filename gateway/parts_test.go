@@ -1,0 +1,106 @@
+package gateway_test
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// screenshot is a content part holding an image of n random-looking
+// bytes, as a computer-use agent sends one each turn.
+func screenshot(n int) string {
+	img := make([]byte, 300)
+	for i := range img {
+		img[i] = byte(n*31 + i*7)
+	}
+	return `{"type":"text","text":"Current screen:"},{"type":"image_url","image_url":{"url":"data:image/png;base64,` + base64.StdEncoding.EncodeToString(img) + `"}}`
+}
+
+// TestChatsDifferingOnlyInImagesAreNotMerged: two chats whose texts are
+// equal (an agent sending "Current screen:" and a screenshot each turn,
+// answered alike) but whose images differ are two conversations. The
+// gateway threaded by text alone: the first chat's second call went into
+// the second chat's conversation, recorded there as an edit of its
+// history.
+func TestChatsDifferingOnlyInImagesAreNotMerged(t *testing.T) {
+	up := newFixedUpstream(t, `{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Done."},"finish_reason":"stop"}]}`)
+	r := newRig(t, up.URL, "")
+	headers := map[string]string{"Turnlog-Token": token}
+	send := func(shots ...int) string {
+		t.Helper()
+		msgs := `{"role":"system","content":"You operate the computer."}`
+		for i, s := range shots {
+			if i > 0 {
+				msgs += `,{"role":"assistant","content":"Done."}`
+			}
+			msgs += `,{"role":"user","content":[` + screenshot(s) + `]}`
+		}
+		resp, body := post(t, r.gw.URL+"/v1/chat/completions", headers, `{"model":"m","messages":[`+msgs+`]}`)
+		require.Equal(t, 200, resp.StatusCode, "%s", body)
+		return resp.Header.Get("Turnlog-Conversation")
+	}
+	a1 := send(1)
+	b1 := send(2)
+	require.NotEqual(t, a1, b1)
+	assert.Equal(t, a1, send(1, 3), "chat A's second call continues chat A, whose screenshot it re-sends")
+	assert.Equal(t, b1, send(2, 4), "chat B's second call continues chat B")
+	for _, c := range []string{a1, b1} {
+		verify(t, r.log, c)
+		assert.Empty(t, checkRules(t, r.log, c), "conversation %s", c)
+	}
+	// The same screenshots again are the same chat: content, not IDs.
+	assert.Equal(t, a1, send(1, 3, 5))
+}
+
+// TestServerToolBlocksAnsweredAlikeAreNotDuplicates: Claude's server
+// tools (web search) give blocks whose text is empty and whose content is
+// their own (the tool's call ID, its results). Two turns that searched
+// and answered the same words are two exchanges, not a history sent
+// twice; replay --check reported duplicate_blocks for them.
+func TestServerToolBlocksAnsweredAlikeAreNotDuplicates(t *testing.T) {
+	var n atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		i := n.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"msg_%d","type":"message","role":"assistant","model":"c","content":[`+
+			`{"type":"server_tool_use","id":"srvtoolu_%d","name":"web_search","input":{"query":"weather paris"}},`+
+			`{"type":"web_search_tool_result","tool_use_id":"srvtoolu_%d","content":[{"type":"web_search_result","url":"https://example.com/w","title":"Weather","encrypted_content":"Eq%d","page_age":null}]},`+
+			`{"type":"text","text":"It is sunny in Paris."}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":9,"output_tokens":4}}`, i, i, i, i)
+	}))
+	t.Cleanup(up.Close)
+	r := newRig(t, "", up.URL)
+	headers := map[string]string{"Turnlog-Token": token, "Anthropic-Version": "2023-06-01"}
+	msgs := []json.RawMessage{json.RawMessage(`{"role":"user","content":"weather in paris?"}`)}
+	var conv string
+	for i, next := range []string{"and tomorrow?", "thanks", ""} {
+		body, _ := json.Marshal(map[string]any{"model": "c", "max_tokens": 100, "messages": msgs,
+			"tools": []map[string]any{{"type": "web_search_20250305", "name": "web_search"}}})
+		resp, out := post(t, r.gw.URL+"/v1/messages", headers, string(body))
+		require.Equal(t, 200, resp.StatusCode, "%s", out)
+		if i == 0 {
+			conv = resp.Header.Get("Turnlog-Conversation")
+		}
+		require.Equal(t, conv, resp.Header.Get("Turnlog-Conversation"), "call %d continues the conversation", i+1)
+		var answer struct {
+			Content json.RawMessage `json:"content"`
+		}
+		require.NoError(t, json.Unmarshal(out, &answer))
+		msgs = append(msgs, json.RawMessage(`{"role":"assistant","content":`+string(answer.Content)+`}`))
+		if next != "" {
+			msgs = append(msgs, json.RawMessage(`{"role":"user","content":`+jsonString(next)+`}`))
+		}
+	}
+	verify(t, r.log, conv)
+	assert.Empty(t, checkRules(t, r.log, conv))
+}
+
+func jsonString(s string) string { b, _ := json.Marshal(s); return string(b) }
