@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -60,47 +61,74 @@ func TestChatsDifferingOnlyInImagesAreNotMerged(t *testing.T) {
 	assert.Equal(t, a1, send(1, 3, 5))
 }
 
+// searchAnswer is the content of Claude's nth answer in the server tool
+// tests: a web search, its results, and the same words each time.
+func searchAnswer(n int64) string {
+	return fmt.Sprintf(`[{"type":"server_tool_use","id":"srvtoolu_%d","name":"web_search","input":{"query":"weather paris"}},`+
+		`{"type":"web_search_tool_result","tool_use_id":"srvtoolu_%d","content":[{"type":"web_search_result","url":"https://example.com/w","title":"Weather","encrypted_content":"Eq%d","page_age":null}]},`+
+		`{"type":"text","text":"It is sunny in Paris."}]`, n, n, n)
+}
+
+// searchStream is searchAnswer as Claude streams it.
+func searchStream(w io.Writer, n int64) {
+	ev := func(typ, data string) { fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, data) }
+	ev("message_start", fmt.Sprintf(`{"type":"message_start","message":{"id":"msg_%d","type":"message","role":"assistant","model":"c","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":9,"output_tokens":1}}}`, n))
+	ev("content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":0,"content_block":{"type":"server_tool_use","id":"srvtoolu_%d","name":"web_search","input":{}}}`, n))
+	ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"query\": \"weather paris\"}"}}`)
+	ev("content_block_stop", `{"type":"content_block_stop","index":0}`)
+	ev("content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":1,"content_block":{"type":"web_search_tool_result","tool_use_id":"srvtoolu_%d","content":[{"type":"web_search_result","url":"https://example.com/w","title":"Weather","encrypted_content":"Eq%d","page_age":null}]}}`, n, n))
+	ev("content_block_stop", `{"type":"content_block_stop","index":1}`)
+	ev("content_block_start", `{"type":"content_block_start","index":2,"content_block":{"type":"text","text":""}}`)
+	ev("content_block_delta", `{"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"It is sunny in Paris."}}`)
+	ev("content_block_stop", `{"type":"content_block_stop","index":2}`)
+	ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":4}}`)
+	ev("message_stop", `{"type":"message_stop"}`)
+}
+
 // TestServerToolBlocksAnsweredAlikeAreNotDuplicates: Claude's server
 // tools (web search) give blocks whose text is empty and whose content is
 // their own (the tool's call ID, its results). Two turns that searched
 // and answered the same words are two exchanges, not a history sent
-// twice; replay --check reported duplicate_blocks for them.
+// twice; replay --check reported duplicate_blocks for them. Streamed or
+// not, the answer the app sends back continues the conversation.
 func TestServerToolBlocksAnsweredAlikeAreNotDuplicates(t *testing.T) {
-	var n atomic.Int64
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		i := n.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"id":"msg_%d","type":"message","role":"assistant","model":"c","content":[`+
-			`{"type":"server_tool_use","id":"srvtoolu_%d","name":"web_search","input":{"query":"weather paris"}},`+
-			`{"type":"web_search_tool_result","tool_use_id":"srvtoolu_%d","content":[{"type":"web_search_result","url":"https://example.com/w","title":"Weather","encrypted_content":"Eq%d","page_age":null}]},`+
-			`{"type":"text","text":"It is sunny in Paris."}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":9,"output_tokens":4}}`, i, i, i, i)
-	}))
-	t.Cleanup(up.Close)
-	r := newRig(t, "", up.URL)
-	headers := map[string]string{"Turnlog-Token": token, "Anthropic-Version": "2023-06-01"}
-	msgs := []json.RawMessage{json.RawMessage(`{"role":"user","content":"weather in paris?"}`)}
-	var conv string
-	for i, next := range []string{"and tomorrow?", "thanks", ""} {
-		body, _ := json.Marshal(map[string]any{"model": "c", "max_tokens": 100, "messages": msgs,
-			"tools": []map[string]any{{"type": "web_search_20250305", "name": "web_search"}}})
-		resp, out := post(t, r.gw.URL+"/v1/messages", headers, string(body))
-		require.Equal(t, 200, resp.StatusCode, "%s", out)
-		if i == 0 {
-			conv = resp.Header.Get("Turnlog-Conversation")
-		}
-		require.Equal(t, conv, resp.Header.Get("Turnlog-Conversation"), "call %d continues the conversation", i+1)
-		var answer struct {
-			Content json.RawMessage `json:"content"`
-		}
-		require.NoError(t, json.Unmarshal(out, &answer))
-		msgs = append(msgs, json.RawMessage(`{"role":"assistant","content":`+string(answer.Content)+`}`))
-		if next != "" {
-			msgs = append(msgs, json.RawMessage(`{"role":"user","content":`+jsonString(next)+`}`))
-		}
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			var n atomic.Int64
+			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				i := n.Add(1)
+				if bytes.Contains(body, []byte(`"stream":true`)) {
+					w.Header().Set("Content-Type", "text/event-stream")
+					searchStream(w, i)
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprintf(w, `{"id":"msg_%d","type":"message","role":"assistant","model":"c","content":%s,"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":9,"output_tokens":4}}`, i, searchAnswer(i))
+			}))
+			t.Cleanup(up.Close)
+			r := newRig(t, "", up.URL)
+			headers := map[string]string{"Turnlog-Token": token, "Anthropic-Version": "2023-06-01"}
+			msgs := []json.RawMessage{json.RawMessage(`{"role":"user","content":"weather in paris?"}`)}
+			var conv string
+			for i, next := range []string{"and tomorrow?", "thanks", ""} {
+				body, _ := json.Marshal(map[string]any{"model": "c", "max_tokens": 100, "messages": msgs, "stream": stream,
+					"tools": []map[string]any{{"type": "web_search_20250305", "name": "web_search"}}})
+				resp, out := post(t, r.gw.URL+"/v1/messages", headers, string(body))
+				require.Equal(t, 200, resp.StatusCode, "%s", out)
+				if i == 0 {
+					conv = resp.Header.Get("Turnlog-Conversation")
+				}
+				require.Equal(t, conv, resp.Header.Get("Turnlog-Conversation"), "call %d continues the conversation", i+1)
+				msgs = append(msgs, json.RawMessage(`{"role":"assistant","content":`+searchAnswer(int64(i+1))+`}`))
+				if next != "" {
+					msgs = append(msgs, json.RawMessage(`{"role":"user","content":`+jsonString(next)+`}`))
+				}
+			}
+			verify(t, r.log, conv)
+			assert.Empty(t, checkRules(t, r.log, conv))
+		})
 	}
-	verify(t, r.log, conv)
-	assert.Empty(t, checkRules(t, r.log, conv))
 }
 
 func jsonString(s string) string { b, _ := json.Marshal(s); return string(b) }
