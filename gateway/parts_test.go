@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/gateway"
 )
 
 // screenshot is a content part holding an image of n random-looking
@@ -85,6 +86,25 @@ func searchStream(w io.Writer, n int64) {
 	ev("message_stop", `{"type":"message_stop"}`)
 }
 
+// newSearchUpstream is a stand-in for Claude answering every call with a
+// web search and the same words (searchAnswer), streamed when asked.
+func newSearchUpstream(t *testing.T) *httptest.Server {
+	var n atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		i := n.Add(1)
+		if bytes.Contains(body, []byte(`"stream":true`)) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			searchStream(w, i)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"msg_%d","type":"message","role":"assistant","model":"c","content":%s,"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":9,"output_tokens":4}}`, i, searchAnswer(i))
+	}))
+	t.Cleanup(up.Close)
+	return up
+}
+
 // TestServerToolBlocksAnsweredAlikeAreNotDuplicates: Claude's server
 // tools (web search) give blocks whose text is empty and whose content is
 // their own (the tool's call ID, its results). Two turns that searched
@@ -94,19 +114,7 @@ func searchStream(w io.Writer, n int64) {
 func TestServerToolBlocksAnsweredAlikeAreNotDuplicates(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
-			var n atomic.Int64
-			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				body, _ := io.ReadAll(r.Body)
-				i := n.Add(1)
-				if bytes.Contains(body, []byte(`"stream":true`)) {
-					w.Header().Set("Content-Type", "text/event-stream")
-					searchStream(w, i)
-					return
-				}
-				w.Header().Set("Content-Type", "application/json")
-				fmt.Fprintf(w, `{"id":"msg_%d","type":"message","role":"assistant","model":"c","content":%s,"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":9,"output_tokens":4}}`, i, searchAnswer(i))
-			}))
-			t.Cleanup(up.Close)
+			up := newSearchUpstream(t)
 			r := newRig(t, "", up.URL)
 			headers := map[string]string{"Turnlog-Token": token, "Anthropic-Version": "2023-06-01"}
 			msgs := []json.RawMessage{json.RawMessage(`{"role":"user","content":"weather in paris?"}`)}
@@ -132,3 +140,26 @@ func TestServerToolBlocksAnsweredAlikeAreNotDuplicates(t *testing.T) {
 }
 
 func jsonString(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// TestAnthropicSDKServerToolConversation: the official SDK sends back the
+// server tool's blocks as it read them (streamed: as finalMessage()
+// accumulated them); the three calls are one conversation, proved and
+// without findings, and the bytes pass unchanged.
+func TestAnthropicSDKServerToolConversation(t *testing.T) {
+	for _, stream := range []string{"", "1"} {
+		t.Run("stream="+stream, func(t *testing.T) {
+			r := newRig(t, "", newSearchUpstream(t).URL, func(c *gateway.Config) { c.AnthropicKey = "sk-ant-provider" })
+			res := runSDK(t, "messages_search.js", "BASE_URL="+r.gw.URL, "API_KEY="+token, "STREAM="+stream)
+			assert.Equal(t, []string{"It is sunny in Paris.", "It is sunny in Paris.", "It is sunny in Paris."}, res.Texts)
+			sent, received, _ := r.wire.snapshot()
+			assert.Equal(t, res.Sent, sent, "request bodies byte for byte")
+			assert.Equal(t, res.Received, received, "response bodies byte for byte")
+			require.Len(t, res.Conversations, 3)
+			for _, c := range res.Conversations {
+				assert.Equal(t, res.Conversations[0], c, "one conversation")
+			}
+			verify(t, r.log, res.Conversations[0])
+			assert.Empty(t, checkRules(t, r.log, res.Conversations[0]))
+		})
+	}
+}
