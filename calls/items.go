@@ -132,7 +132,7 @@ func chatMessageBlocks(m chatMessage) ([]events.Block, error) {
 	if err != nil {
 		return nil, err
 	}
-	parts := contentDigest(m.Content)
+	parts := chatDigest(&m)
 	switch kind {
 	case events.KindToolResult:
 		id := m.ToolCallID

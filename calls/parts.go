@@ -97,21 +97,38 @@ func modelContent(raw json.RawMessage) []byte {
 // contentDigest is the digest of a content member's parts that are not
 // text: "" for a string, or parts all text.
 func contentDigest(raw json.RawMessage) string {
+	var d partsDigest
+	d.addContent(raw)
+	return d.sum()
+}
+
+// addContent digests the parts of content member raw that are not text.
+func (d *partsDigest) addContent(raw json.RawMessage) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '[' {
-		return ""
+		return
 	}
 	var parts []json.RawMessage
 	if json.Unmarshal(raw, &parts) != nil {
-		return ""
+		return
 	}
-	var d partsDigest
 	for _, p := range parts {
 		var id partIdentity
 		if json.Unmarshal(p, &id) == nil {
 			d.add(id, p)
 		}
 	}
+}
+
+// chatDigest is the digest of what a chat message holds besides its text:
+// its parts that are not text, and the name of its participant (which
+// the model reads: two users of a group chat saying "hi" are not one).
+func chatDigest(m *chatMessage) string {
+	var d partsDigest
+	if m.Name != "" && m.Role != "function" {
+		d.add(partIdentity{Type: "name", ID: m.Name}, nil)
+	}
+	d.addContent(m.Content)
 	return d.sum()
 }
 

@@ -163,3 +163,32 @@ func TestAnthropicSDKServerToolConversation(t *testing.T) {
 		})
 	}
 }
+
+// TestGroupChatParticipantsAreNotMerged: chat messages name their
+// participant ("name"), which the model reads. Two rooms where alice and
+// bob each said "hi" are two conversations; the gateway merged alice's
+// into bob's.
+func TestGroupChatParticipantsAreNotMerged(t *testing.T) {
+	up := newFixedUpstream(t, `{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Welcome."},"finish_reason":"stop"}]}`)
+	r := newRig(t, up.URL, "")
+	send := func(who string, turns int) string {
+		t.Helper()
+		msgs := `{"role":"system","content":"You moderate a chat room."}`
+		for i := range turns {
+			if i > 0 {
+				msgs += `,{"role":"assistant","content":"Welcome."}`
+			}
+			msgs += fmt.Sprintf(`,{"role":"user","name":%q,"content":"hi %d"}`, who, i)
+		}
+		resp, body := post(t, r.gw.URL+"/v1/chat/completions", map[string]string{"Turnlog-Token": token}, `{"model":"m","messages":[`+msgs+`]}`)
+		require.Equal(t, 200, resp.StatusCode, "%s", body)
+		return resp.Header.Get("Turnlog-Conversation")
+	}
+	alice, bob := send("alice", 1), send("bob", 1)
+	assert.Equal(t, alice, send("alice", 2), "alice's second call continues alice's room")
+	assert.Equal(t, bob, send("bob", 2), "bob's second call continues bob's room")
+	for _, c := range []string{alice, bob} {
+		verify(t, r.log, c)
+		assert.Empty(t, checkRules(t, r.log, c), "conversation %s", c)
+	}
+}
