@@ -77,7 +77,7 @@ func stringMember(name string, raw []byte) (string, error) {
 // json.Unmarshal(raw, m) would, or fails (errFallback, or any error: the
 // caller then asks encoding/json).
 func decodeChatMessage(raw []byte, m *chatMessage) error {
-	return eachKnown(raw, []string{"role", "content", "tool_call_id", "tool_calls", "name", "function_call"}, func(k int, v []byte) (err error) {
+	return eachKnown(raw, []string{"role", "content", "tool_call_id", "tool_calls", "name", "function_call", "refusal", "audio"}, func(k int, v []byte) (err error) {
 		switch k {
 		case 0:
 			m.Role, err = stringMember("role", v)
@@ -91,6 +91,10 @@ func decodeChatMessage(raw []byte, m *chatMessage) error {
 			m.Name, err = stringMember("name", v)
 		case 5:
 			err = json.Unmarshal(v, &m.FunctionCall)
+		case 6:
+			err = json.Unmarshal(v, &m.Refusal)
+		case 7:
+			err = json.Unmarshal(v, &m.Audio)
 		}
 		return err
 	})

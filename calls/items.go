@@ -104,6 +104,12 @@ type chatMessage struct {
 	// answered by a message of role "function" that names the function.
 	Name         string        `json:"name"`
 	FunctionCall *functionCall `json:"function_call"`
+	// Refusal and Audio are an assistant message's refusal and the ID of
+	// its spoken answer, which the model reads back (see chatDigest).
+	Refusal string `json:"refusal"`
+	Audio   *struct {
+		ID string `json:"id"`
+	} `json:"audio"`
 }
 
 type functionCall struct {

@@ -121,12 +121,19 @@ func (d *partsDigest) addContent(raw json.RawMessage) {
 }
 
 // chatDigest is the digest of what a chat message holds besides its text:
-// its parts that are not text, and the name of its participant (which
-// the model reads: two users of a group chat saying "hi" are not one).
+// its parts that are not text, the name of its participant (which the
+// model reads: two users of a group chat saying "hi" are not one), an
+// assistant's refusal and spoken answer.
 func chatDigest(m *chatMessage) string {
 	var d partsDigest
 	if m.Name != "" && m.Role != "function" {
 		d.add(partIdentity{Type: "name", ID: m.Name}, nil)
+	}
+	if m.Refusal != "" {
+		d.add(partIdentity{Type: "refusal", ID: m.Refusal}, nil)
+	}
+	if m.Audio != nil && m.Audio.ID != "" {
+		d.add(partIdentity{Type: "audio", ID: m.Audio.ID}, nil)
 	}
 	d.addContent(m.Content)
 	return d.sum()
