@@ -32,6 +32,18 @@ func (s *MemStore) Get(_ context.Context, key string) (string, bool, error) {
 	return "", false, nil
 }
 
+// Swap implements SwapThreadStore.
+func (s *MemStore) Swap(_ context.Context, key, old, new string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	el, ok := s.m[key]
+	if !ok || el.Value.([2]string)[1] != old {
+		return false, nil
+	}
+	el.Value = [2]string{key, new}
+	return true, nil
+}
+
 // Put implements ThreadStore.
 func (s *MemStore) Put(_ context.Context, pairs map[string]string) error {
 	s.mu.Lock()

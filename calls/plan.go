@@ -54,6 +54,11 @@ type Call struct {
 	// Time stamps the events (import --calls: the logged time); zero is
 	// now.
 	Time time.Time
+	// Instance names the gateway process recording the call (its
+	// inference.started's gateway "instance"): a call left open when that
+	// process stopped is closed as abandoned by another that knows it is
+	// gone. Empty for a call recorded after the fact (import, the spool).
+	Instance string
 	// Import, for a call read from a log of calls (import --calls), which
 	// no gateway saw, is the hash that names it in that log: its
 	// inference.started says so (gateway "source": "import", "import":
@@ -138,6 +143,9 @@ func PlanInput(turn *projector.Turn, c *Call) ([]events.Event, error) {
 	gw := map[string]string{"wire_sha256": c.Wire, "threading": c.Threading}
 	if c.Import != "" {
 		gw["source"], gw["import"] = SourceImport, c.Import
+	}
+	if c.Instance != "" {
+		gw["instance"] = c.Instance
 	}
 	if c.Request == nil {
 		gw["unparsed"] = c.Unparsed

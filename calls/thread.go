@@ -141,6 +141,35 @@ func (x *Threads) RecordAsync(ctx context.Context, conv string, n int, blocks []
 	}, nil
 }
 
+// SwapThreadStore is a ThreadStore that can change a key's value only
+// while it still holds an expected one (eventlog's bucket by revision):
+// Unrecord then moves a conversation's latest call back without undoing a
+// later call's.
+type SwapThreadStore interface {
+	ThreadStore
+	// Swap sets key to new if it holds old, and reports whether it did.
+	Swap(ctx context.Context, key, old, new string) (bool, error)
+}
+
+// Unrecord undoes what Record (RecordAsync) said of conv's latest call,
+// for a call whose outcome was then not stored: the call that left conv
+// at back is its latest again, unless a later call has been recorded
+// since. Without it, a retry of the call (its app saw the response cut)
+// would find the state it continues no longer latest and fork the
+// conversation, leaving the unstored call behind. The entries of the
+// state at n stay: a state the log lacks is found missing when loaded.
+// A store that cannot swap is left as it is.
+func (x *Threads) Unrecord(ctx context.Context, conv string, n, back int) error {
+	ss, ok := x.store.(SwapThreadStore)
+	if !ok {
+		return nil
+	}
+	if _, err := ss.Swap(ctx, latestKey(conv), strconv.Itoa(n), strconv.Itoa(back)); err != nil {
+		return fmt.Errorf("unrecord the call for threading: %w", err)
+	}
+	return nil
+}
+
 // recordPairs are the entries Record writes.
 func recordPairs(conv string, n int, blocks []events.Block, chain [][32]byte, responseID string) map[string]string {
 	pairs := map[string]string{}

@@ -56,17 +56,6 @@ func (l *Log) Erase(ctx context.Context, conversation string) (Erased, error) {
 	if err := l.ensureHandles(ctx); err != nil {
 		return out, fmt.Errorf("erase %s: %w", conversation, err)
 	}
-	// Noted first, with its time: a gateway call or a chat request that
-	// finds the conversation emptied by what follows, made before now,
-	// belongs to what is erased and is not recorded (a call a gateway
-	// spooled while NATS was away, too).
-	threads, err := l.Threads(ctx)
-	if err == nil {
-		err = threads.Put(ctx, map[string]string{calls.ErasedKey(conversation): time.Now().UTC().Format(time.RFC3339Nano)})
-	}
-	if err != nil {
-		return out, fmt.Errorf("erase %s: note the erasure: %w", conversation, err)
-	}
 	// Requests first: a pending request processed between the two purges
 	// would write new events after the events purge.
 	reqs, err := l.requestsStream(ctx)
@@ -76,6 +65,19 @@ func (l *Log) Erase(ctx context.Context, conversation string) (Erased, error) {
 	reqSubject := l.names.Prefix + ".chat.*." + conversation
 	if out.Requests, err = purge(ctx, reqs, reqSubject); err != nil {
 		return out, fmt.Errorf("erase %s: pending requests: %w", conversation, err)
+	}
+	// Noted before the events go, with its time: a gateway call or a chat
+	// request that finds the conversation emptied by what follows, made
+	// before now, belongs to what is erased and is not recorded (a call a
+	// gateway spooled while NATS was away, too).
+	// (A read-only log, which cannot create the index, is refused the
+	// purges below.)
+	threads, err := l.Threads(ctx)
+	if err == nil {
+		err = threads.Put(ctx, map[string]string{calls.ErasedKey(conversation): time.Now().UTC().Format(time.RFC3339Nano)})
+	}
+	if err != nil && !errors.Is(err, errNotProvisioned) {
+		return out, fmt.Errorf("erase %s: note the erasure: %w", conversation, err)
 	}
 	// The gateway's threading entries are found from the events, so
 	// before they go (an event that cannot be read ends the search: erase

@@ -307,6 +307,14 @@ func (n Names) DeltaSubject(conversation string) string { return n.Prefix + ".de
 // status asks it); core NATS, never persisted.
 func (n Names) WorkersPing() string { return n.Prefix + ".workers.ping" }
 
+// GatewayInstance is the subject a running recording gateway answers on,
+// by the instance ID its calls' inference.started names (Log.Alive);
+// core NATS, never persisted.
+func (n Names) GatewayInstance(instance string) string { return n.Prefix + ".gateway." + instance }
+
+// GatewayInstances matches every GatewayInstance subject.
+func (n Names) GatewayInstances() string { return n.Prefix + ".gateway.*" }
+
 // ErasedSubject is where Erase announces each conversation it erased (a
 // core NATS message holding the conversation's ID): a process that keeps
 // conversations in memory (a gateway's caches) lets it go (Log.OnErase).

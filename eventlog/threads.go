@@ -126,6 +126,30 @@ func (t *Threads) GetMany(ctx context.Context, keys []string) (map[string]string
 	}
 }
 
+// Swap sets key to new while it holds old (by the entry's revision), and
+// reports whether it did (calls.SwapThreadStore).
+func (t *Threads) Swap(ctx context.Context, key, old, new string) (bool, error) {
+	e, err := t.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if string(e.Value()) != old {
+		return false, nil
+	}
+	_, err = t.kv.Update(ctx, key, []byte(new), e.Revision())
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return false, nil // changed meanwhile
+	}
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // Put stores every pair, published together, and returns once JetStream
 // acknowledged them all.
 func (t *Threads) Put(ctx context.Context, pairs map[string]string) error {

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/oklog/ulid/v2"
 	"github.com/turnlog/turnlog/calls"
 	"github.com/turnlog/turnlog/tracing"
 )
@@ -59,6 +60,15 @@ func New(cfg Config) (*Gateway, error) {
 	g := &Gateway{cfg: cfg, tokenHash: sha256.Sum256([]byte(cfg.Token)), rec: newRecorder(&cfg), local: calls.NewThreads(local),
 		inFlight: newInFlight(cfg.MaxInFlightBytes, cfg.InFlightWait), warned: map[string]bool{}}
 	g.rec.local, g.rec.localStore = g.local, local
+	if lv, ok := cfg.Log.(liveness); ok {
+		// Answered for as long as the log's connection lives: another
+		// gateway finding a call of this one unfinished leaves it open
+		// while this one runs.
+		g.rec.instance = ulid.Make().String()
+		if _, err := lv.AnswerAlive(g.rec.instance); err != nil {
+			return nil, fmt.Errorf("gateway: %w", err)
+		}
+	}
 	if cfg.RecordOptional {
 		var err error
 		if g.spool, err = openSpool(cfg.SpoolDir, cfg.SpoolBytes, cfg.Metrics, g.rec.parse, cfg.Logger); err != nil {

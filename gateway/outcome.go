@@ -24,6 +24,7 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 		return nil
 	}
 	p.finished = true
+	defer r.running.Delete(p.call.ID)
 	p.Start()
 	if o.Duration == 0 {
 		o.Duration = time.Since(p.started)
@@ -104,8 +105,12 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 			continue
 		}
 		if err != nil {
-			if indexed != nil {
-				_ = indexed(ctx)
+			if indexed != nil && indexed(ctx) == nil {
+				// The index said this call was the conversation's latest:
+				// its retry must find the state before it latest again.
+				if uerr := r.threads.Unrecord(ctx, p.conv, turn.Events, in.atStart); uerr != nil {
+					r.logger.Warn("gateway: threading index still names the unrecorded call as its conversation's latest", "conversation", p.conv, "err", uerr)
+				}
 			}
 			r.metrics.calls.WithLabelValues(string(p.api), "unrecorded").Inc()
 			r.logger.Error("gateway: call's outcome not recorded", "conversation", p.conv, "err", err)

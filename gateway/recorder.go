@@ -45,6 +45,11 @@ type Recorder struct {
 	logger     *slog.Logger
 	metrics    *Metrics
 	parse      *calls.ParseCache
+	// instance names this gateway process in the calls it records live
+	// (calls.Call.Instance; "" for a Recorder of its own), and running
+	// holds the IDs of those in flight (see abandoned).
+	instance string
+	running  sync.Map
 }
 
 // NewRecorder returns a Recorder of cfg's log, threading store, checker
@@ -176,6 +181,12 @@ func (r *Recorder) Begin(ctx context.Context, in Call) (*Pending, error) {
 	if c.ID == "" {
 		c.ID = ulid.Make().String()
 	}
+	if in.Time.IsZero() && r.instance != "" {
+		// Recorded as it happens: finished by this process, or closed as
+		// abandoned by one that knows this one stopped.
+		c.Instance = r.instance
+		r.running.Store(c.ID, struct{}{})
+	}
 	p := &Pending{call: c, api: in.API, started: time.Now(), named: in.Conversation != "", ready: make(chan struct{}), input: make(chan inputResult, 1)}
 	if in.Deferred {
 		p.start = make(chan struct{})
@@ -230,16 +241,18 @@ type inputResult struct {
 // gateway just named (fresh) has no events: its first append's fence
 // (expected sequence 0) refuses the empty Turn should the log hold any
 // after all.
-func (r *Recorder) turn(ctx context.Context, conv string, fresh bool) (*projector.Turn, error) {
+// fromLog says the Turn was loaded.
+func (r *Recorder) turn(ctx context.Context, conv string, fresh bool) (_ *projector.Turn, fromLog bool, _ error) {
 	if fresh {
-		return projector.New(conv), nil
+		return projector.New(conv), false, nil
 	}
 	if t := r.cache.take(conv); t != nil {
 		r.metrics.loads.WithLabelValues("cache").Inc()
-		return t, nil
+		return t, false, nil
 	}
 	r.metrics.loads.WithLabelValues("log").Inc()
-	return r.log.Load(ctx, conv)
+	t, err := r.log.Load(ctx, conv)
+	return t, true, err
 }
 
 // recordInput records a call's first step: its input against the
@@ -288,11 +301,13 @@ func (r *Recorder) recordInput(ctx context.Context, p *Pending, fork *calls.Ref,
 		fork, fresh = r.unguess(ctx, p, req)
 		return prepareFork(fork)
 	}
+	loaded := "" // the conversation whose Turn this call loaded and cached
 	for attempt := 0; ; attempt++ {
-		turn, err := r.turn(ctx, p.conv, fresh && attempt == 0)
+		turn, fromLog, err := r.turn(ctx, p.conv, fresh && attempt == 0)
 		if err != nil {
 			return inputResult{err: err}
 		}
+		fromLog = fromLog || p.conv == loaded // cached just below, not changed since
 		if turn.Events == 0 && !fresh {
 			if r.emptied(ctx, p, p.conv) {
 				return inputResult{erased: true}
@@ -311,6 +326,9 @@ func (r *Recorder) recordInput(ctx context.Context, p *Pending, fork *calls.Ref,
 			// shared index knows whether that state is still its latest
 			// call's.
 			r.cache.put(turn)
+			if fromLog {
+				loaded = turn.Conversation
+			}
 			if err := rethread(); err != nil {
 				return inputResult{err: err, erased: errors.Is(err, errErasedBefore)}
 			}
@@ -320,7 +338,21 @@ func (r *Recorder) recordInput(ctx context.Context, p *Pending, fork *calls.Ref,
 		// Checked while the upstream works, as it is planned, not after
 		// it answered: the findings go into the outcome's step.
 		fed, found := r.checkerFor(ctx, p, n)
+		var closing []events.Event
+		if fromLog && !fresh {
+			for _, pl := range r.abandoned(ctx, p.conv) {
+				e := events.New(p.conv, p.call.ID, 0, calls.Actor, pl)
+				if err := projector.Apply(turn, e); err != nil {
+					return inputResult{err: fmt.Errorf("close an abandoned call: %w", err)}
+				}
+				if p.call.Observe != nil {
+					p.call.Observe(e, turn)
+				}
+				closing = append(closing, e)
+			}
+		}
 		evs, err := calls.PlanInput(turn, p.call)
+		evs = append(closing, evs...)
 		p.call.Observe = nil
 		if err != nil && p.call.Request != nil {
 			// The call cannot be recorded as parsed (the gateway's own

@@ -199,6 +199,18 @@ func (m mirrorStore) Put(ctx context.Context, pairs map[string]string) error {
 	return m.shared.Put(ctx, pairs)
 }
 
+// Swap swaps in both stores (calls.SwapThreadStore): the shared one's
+// answer is the one that counts.
+func (m mirrorStore) Swap(ctx context.Context, key, old, new string) (bool, error) {
+	if ls, ok := m.local.(calls.SwapThreadStore); ok {
+		_, _ = ls.Swap(ctx, key, old, new)
+	}
+	if ss, ok := m.shared.(calls.SwapThreadStore); ok {
+		return ss.Swap(ctx, key, old, new)
+	}
+	return false, nil
+}
+
 // PutAsync writes this gateway's copy at once and publishes to the shared
 // store, when it can publish without waiting (calls.AsyncThreadStore).
 func (m mirrorStore) PutAsync(pairs map[string]string) (func(context.Context) error, error) {

@@ -142,6 +142,8 @@ func SpecFor(r Role, n eventlog.Names) Spec {
 		pub(api("STREAM.MSG.GET", thrKV), "gateway: the same, from a bucket without direct gets")
 		pub("$KV."+n.ThreadsBucket+".>", "gateway: index recorded calls for threading")
 		sub(n.ErasedSubject(), "gateway: let go of an erased conversation it keeps in memory (erase announces it)")
+		sub(n.GatewayInstances(), "gateway: answer, by its instance ID, that it runs (another gateway closes the calls of one that stopped)")
+		pub(n.GatewayInstances(), "gateway: ask whether the gateway that began an unfinished call still runs")
 		sub(n.WorkersPing(), "answer the status ping")
 		s.Responses = true
 	}

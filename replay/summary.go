@@ -3,6 +3,7 @@ package replay
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/turnlog/turnlog/calls"
 	"sort"
 	"strings"
 	"time"
@@ -134,6 +135,12 @@ func Summary(e events.Event) string {
 		s := fmt.Sprintf("failed after %s: %s", p.Duration.Round(time.Microsecond), quote(p.Error))
 		if p.Transient {
 			s += " (transient)"
+		}
+		if e.Actor == calls.Actor && p.InferenceID != e.Cause {
+			// A gateway call is its step's cause: closed by another
+			// call's step, it is one that was left open (see the
+			// gateway's abandoned calls).
+			s = "call " + safe(p.InferenceID) + " " + s
 		}
 		return s
 	case events.RequestCompleted:

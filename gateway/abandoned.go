@@ -1,0 +1,92 @@
+package gateway
+
+// Calls a gateway began and never finished: the process was killed, or
+// lost NATS, after recording the call's input and before its outcome. The
+// app saw its connection fail and usually retries; the log holds the call
+// open. When the conversation's next call is recorded, the gateway
+// recording it closes such a call as abandoned, once it knows that no
+// running process will finish it: its own calls by its set of calls in
+// flight, another gateway's by asking whether that gateway still runs.
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/events"
+)
+
+// tails is the part of *eventlog.Log that reads a conversation's last
+// step.
+type tails interface {
+	Last(ctx context.Context, conversation string) (eventlog.Tail, error)
+}
+
+// liveness is the part of *eventlog.Log that tells running gateways from
+// stopped ones (see eventlog.Log.Alive).
+type liveness interface {
+	AnswerAlive(instance string) (stop func(), err error)
+	Alive(ctx context.Context, instance string) (bool, error)
+}
+
+// abandoned returns the closing events of the gateway calls that conv's
+// last step left open and that no running process will finish. It is
+// asked only when the call loaded conv's Turn from the log (after a
+// restart, a conflict, a failed append: a gateway's cached Turn follows
+// its own calls), and looks at the last step alone: the step a stopped
+// call left is the last one until the next call comes. Anything it cannot
+// read leaves the call open (logged): a false failure in the record would
+// be worse than an open call.
+func (r *Recorder) abandoned(ctx context.Context, conv string) []events.Payload {
+	tl, ok := r.log.(tails)
+	if !ok || r.instance == "" {
+		return nil
+	}
+	tail, err := tl.Last(ctx, conv)
+	if err != nil || tail.Seq == 0 {
+		return nil
+	}
+	closed := map[string]bool{}
+	for _, e := range tail.Events {
+		switch p := e.Payload.(type) {
+		case events.InferenceFinished:
+			closed[p.InferenceID] = true
+		case events.InferenceFailed:
+			closed[p.InferenceID] = true
+		}
+	}
+	var out []events.Payload
+	for _, e := range tail.Events {
+		st, ok := e.Payload.(events.InferenceStarted)
+		instance := st.Gateway["instance"]
+		if !ok || instance == "" || closed[st.InferenceID] {
+			continue
+		}
+		var why string
+		if instance == r.instance {
+			if _, running := r.running.Load(st.InferenceID); running {
+				continue
+			}
+			why = "no outcome was recorded: this gateway could not record the call's answer (see its error log), and the call is no longer in flight"
+		} else {
+			lv, ok := r.log.(liveness)
+			if !ok {
+				continue
+			}
+			alive, err := lv.Alive(ctx, instance)
+			if err != nil {
+				r.logger.Warn("gateway: could not ask whether the gateway of an unfinished call runs; the call stays open", "conversation", conv, "instance", instance, "err", err)
+				continue
+			}
+			if alive {
+				continue // in progress there
+			}
+			why = fmt.Sprintf("no outcome was recorded: the gateway that made the call (instance %s) stopped before it recorded the answer", instance)
+		}
+		r.logger.Warn("gateway: an unfinished call is closed as abandoned", "conversation", conv, "call", st.InferenceID, "instance", instance)
+		r.metrics.calls.WithLabelValues(st.Gateway["api"], "abandoned").Inc()
+		out = append(out, events.InferenceFailed{InferenceID: st.InferenceID, Error: why, Transient: true, Duration: time.Since(e.Time).Round(time.Millisecond)})
+	}
+	return out
+}
