@@ -40,8 +40,7 @@ type inputResult struct {
 // record, and the common case costs no round trip. A conversation the
 // gateway just named (fresh) has no events: its first append's fence
 // (expected sequence 0) refuses the empty Turn should the log hold any
-// after all.
-// fromLog says the Turn was loaded.
+// after all. fromLog says the Turn was loaded.
 func (r *Recorder) turn(ctx context.Context, conv string, fresh bool) (_ *projector.Turn, fromLog bool, _ error) {
 	if fresh {
 		return projector.New(conv), false, nil
@@ -139,7 +138,9 @@ func (r *Recorder) recordInput(ctx context.Context, p *Pending, fork *calls.Ref,
 		// it answered: the findings go into the outcome's step.
 		fed, found := r.checkerFor(ctx, p, n)
 		var closing []events.Event
-		if fromLog && !fresh {
+		if fromLog && !fresh && p.call.Instance != "" {
+			// A live call (one recorded later, from the spool or a file,
+			// is stamped with its own time, and closes nothing).
 			for _, pl := range r.abandoned(ctx, p.conv) {
 				e := events.New(p.conv, p.call.ID, 0, calls.Actor, pl)
 				if err := projector.Apply(turn, e); err != nil {
