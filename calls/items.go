@@ -27,20 +27,10 @@ type part struct {
 	IsError   bool            `json:"is_error"`
 }
 
-// joinText is the text of content parts: their text members, one per line.
-func joinText(parts []part) string {
-	var texts []string
-	for _, p := range parts {
-		if p.Text != "" {
-			texts = append(texts, p.Text)
-		}
-	}
-	return strings.Join(texts, "\n")
-}
-
-// contentText reads a content member written as a string or as a list of
-// parts.
-func contentText(raw json.RawMessage) (string, error) {
+// readContent reads a content member written as a string or as a list of
+// parts: the text of its text parts, one per line; the parts that are not
+// text go into d (nil: not digested).
+func readContent(raw json.RawMessage, d *partsDigest) (string, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return "", nil
@@ -53,11 +43,27 @@ func contentText(raw json.RawMessage) (string, error) {
 		err := json.Unmarshal(raw, &s)
 		return s, err
 	}
-	var parts []part
-	if err := json.Unmarshal(raw, &parts); err != nil {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(raw, &raws); err != nil {
 		return "", fmt.Errorf("content is neither a string nor a list of parts: %w", err)
 	}
-	return joinText(parts), nil
+	var texts []string
+	for _, r := range raws {
+		var p struct {
+			partIdentity
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal(r, &p); err != nil {
+			return "", fmt.Errorf("content is neither a string nor a list of parts: %w", err)
+		}
+		if p.Text != "" {
+			texts = append(texts, p.Text)
+		}
+		if d != nil {
+			d.add(p.partIdentity, r)
+		}
+	}
+	return strings.Join(texts, "\n"), nil
 }
 
 func kindOfRole(role string) (events.Kind, error) {
@@ -105,7 +111,7 @@ type chatMessage struct {
 	Name         string        `json:"name"`
 	FunctionCall *functionCall `json:"function_call"`
 	// Refusal and Audio are an assistant message's refusal and the ID of
-	// its spoken answer, which the model reads back (see chatDigest).
+	// its spoken answer, which the model reads back (see addChatMeta).
 	Refusal string `json:"refusal"`
 	Audio   *struct {
 		ID string `json:"id"`
@@ -134,11 +140,13 @@ func chatMessageBlocks(m chatMessage) ([]events.Block, error) {
 	if err != nil {
 		return nil, err
 	}
-	text, err := contentText(m.Content)
+	var d partsDigest
+	addChatMeta(&d, &m)
+	text, err := readContent(m.Content, &d)
 	if err != nil {
 		return nil, err
 	}
-	parts := chatDigest(&m)
+	parts := d.sum()
 	switch kind {
 	case events.KindToolResult:
 		id := m.ToolCallID
@@ -196,11 +204,12 @@ func responsesBlocks(raw json.RawMessage) ([]events.Block, error) {
 		if err != nil {
 			return nil, err
 		}
-		text, err := contentText(it.Content)
+		var d partsDigest
+		text, err := readContent(it.Content, &d)
 		if err != nil {
 			return nil, err
 		}
-		return []events.Block{withParts(events.Block{Kind: kind, Text: text}, contentDigest(it.Content))}, nil
+		return []events.Block{withParts(events.Block{Kind: kind, Text: text}, d.sum())}, nil
 	case "reasoning":
 		texts := make([]string, len(it.Summary))
 		for i, s := range it.Summary {
@@ -210,11 +219,12 @@ func responsesBlocks(raw json.RawMessage) ([]events.Block, error) {
 	case "function_call":
 		return []events.Block{{Kind: events.KindToolCall, CallID: orDash(it.CallID), ToolName: orDash(it.Name), Arguments: it.Args}}, nil
 	case "function_call_output":
-		text, err := contentText(it.Output)
+		var d partsDigest
+		text, err := readContent(it.Output, &d)
 		if err != nil {
 			return nil, err
 		}
-		return []events.Block{withParts(events.Block{Kind: events.KindToolResult, CallID: orDash(it.CallID), Text: text}, contentDigest(it.Output))}, nil
+		return []events.Block{withParts(events.Block{Kind: events.KindToolResult, CallID: orDash(it.CallID), Text: text}, d.sum())}, nil
 	}
 	// Other item types (item references, built-in tools' calls): kept
 	// whole in MetaItem, as the model's side of the conversation.
@@ -243,15 +253,9 @@ func messagesBlocks(raw json.RawMessage) ([]events.Block, error) {
 		}
 		return []events.Block{{Kind: kind, Text: s}}, nil
 	}
-	var raws []json.RawMessage
-	if err := json.Unmarshal(c, &raws); err != nil {
+	parts, raws, err := readBlocks(c)
+	if err != nil {
 		return nil, fmt.Errorf("content is neither a string nor a list of content blocks: %w", err)
-	}
-	parts := make([]part, len(raws))
-	for i, r := range raws {
-		if err := json.Unmarshal(r, &parts[i]); err != nil {
-			return nil, fmt.Errorf("content block %d: %w", i, err)
-		}
 	}
 	bs, err := anthropicBlocks(kind, parts, raws)
 	if err != nil {
@@ -261,6 +265,21 @@ func messagesBlocks(raw json.RawMessage) ([]events.Block, error) {
 		bs = append(bs, events.Block{Kind: kind})
 	}
 	return bs, nil
+}
+
+// readBlocks reads a list of content blocks, each as read and as written.
+func readBlocks(raw json.RawMessage) ([]part, []json.RawMessage, error) {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(raw, &raws); err != nil {
+		return nil, nil, err
+	}
+	parts := make([]part, len(raws))
+	for i, r := range raws {
+		if err := json.Unmarshal(r, &parts[i]); err != nil {
+			return nil, nil, fmt.Errorf("content block %d: %w", i, err)
+		}
+	}
+	return parts, raws, nil
 }
 
 // anthropicBlocks reads content blocks of a message whose role gives kind;
@@ -282,11 +301,12 @@ func anthropicBlocks(kind events.Kind, parts []part, raws []json.RawMessage) ([]
 			}
 			bs = append(bs, events.Block{Kind: events.KindToolCall, CallID: orDash(p.ID), ToolName: orDash(p.Name), Arguments: string(args)})
 		case "tool_result":
-			text, err := contentText(p.Content)
+			var d partsDigest
+			text, err := readContent(p.Content, &d)
 			if err != nil {
 				return nil, err
 			}
-			bs = append(bs, withParts(events.Block{Kind: events.KindToolResult, CallID: orDash(p.ToolUseID), Text: text, IsError: p.IsError}, contentDigest(p.Content)))
+			bs = append(bs, withParts(events.Block{Kind: events.KindToolResult, CallID: orDash(p.ToolUseID), Text: text, IsError: p.IsError}, d.sum()))
 		default:
 			// Images, documents, server tools' blocks: kept in MetaItem.
 			var raw json.RawMessage

@@ -94,38 +94,10 @@ func modelContent(raw json.RawMessage) []byte {
 	return b
 }
 
-// contentDigest is the digest of a content member's parts that are not
-// text: "" for a string, or parts all text.
-func contentDigest(raw json.RawMessage) string {
-	var d partsDigest
-	d.addContent(raw)
-	return d.sum()
-}
-
-// addContent digests the parts of content member raw that are not text.
-func (d *partsDigest) addContent(raw json.RawMessage) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '[' {
-		return
-	}
-	var parts []json.RawMessage
-	if json.Unmarshal(raw, &parts) != nil {
-		return
-	}
-	for _, p := range parts {
-		var id partIdentity
-		if json.Unmarshal(p, &id) == nil {
-			d.add(id, p)
-		}
-	}
-}
-
-// chatDigest is the digest of what a chat message holds besides its text:
-// its parts that are not text, the name of its participant (which the
-// model reads: two users of a group chat saying "hi" are not one), an
-// assistant's refusal and spoken answer.
-func chatDigest(m *chatMessage) string {
-	var d partsDigest
+// addChatMeta digests what a chat message holds besides its content: the
+// name of its participant (which the model reads: two users of a group
+// chat saying "hi" are not one), an assistant's refusal and spoken answer.
+func addChatMeta(d *partsDigest, m *chatMessage) {
 	if m.Name != "" && m.Role != "function" {
 		d.add(partIdentity{Type: "name", ID: m.Name}, nil)
 	}
@@ -135,8 +107,6 @@ func chatDigest(m *chatMessage) string {
 	if m.Audio != nil && m.Audio.ID != "" {
 		d.add(partIdentity{Type: "audio", ID: m.Audio.ID}, nil)
 	}
-	d.addContent(m.Content)
-	return d.sum()
 }
 
 // itemDigest is the digest of an item kept whole (a built-in tool's call,

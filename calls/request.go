@@ -187,11 +187,12 @@ func (c *ParseCache) parseInput(api API, field string, raw []byte) (items []Item
 		if field == "system" || field == "instructions" {
 			// Anthropic's system as text blocks: one item.
 			it, err := c.item(api, field, raw, func() (Item, error) {
-				var parts []part
-				if err := json.Unmarshal(raw, &parts); err != nil {
+				var d partsDigest
+				text, err := readContent(raw, &d)
+				if err != nil {
 					return Item{}, fmt.Errorf("%s: %w", field, err)
 				}
-				return newItem(api, field, raw, []events.Block{{Kind: events.KindSystem, Text: joinText(parts)}})
+				return newItem(api, field, raw, []events.Block{withParts(events.Block{Kind: events.KindSystem, Text: text}, d.sum())})
 			})
 			return []Item{it}, it.Canon, nil, true, err
 		}

@@ -180,15 +180,9 @@ func parseMessagesResponse(body []byte) (*Output, error) {
 	o := &Output{ResponseID: r.ID, Model: r.Model, StopReason: r.StopReason, Error: r.Error.String()}
 	r.Usage.fill(o)
 	if len(r.Content) > 0 {
-		var raws []json.RawMessage
-		if err := json.Unmarshal(r.Content, &raws); err != nil {
+		parts, raws, err := readBlocks(r.Content)
+		if err != nil {
 			return nil, fmt.Errorf("response content: %w", err)
-		}
-		parts := make([]part, len(raws))
-		for i, raw := range raws {
-			if err := json.Unmarshal(raw, &parts[i]); err != nil {
-				return nil, fmt.Errorf("response content block %d: %w", i, err)
-			}
 		}
 		bs, err := anthropicBlocks(events.KindLLMText, parts, raws)
 		if err != nil {

@@ -91,10 +91,8 @@ func (r *Recorder) recordInput(ctx context.Context, p *Pending, fork *calls.Ref,
 		p.call.Fork = &calls.Fork{From: fork.Conversation, At: fork.Events, Blocks: blocks, Data: from.Data}
 		return nil
 	}
-	if err := prepareFork(fork); errors.Is(err, errErasedBefore) {
-		return inputResult{erased: true}
-	} else if err != nil {
-		return inputResult{err: err}
+	if err := prepareFork(fork); err != nil {
+		return inputResult{err: err, erased: errors.Is(err, errErasedBefore)}
 	}
 	rethread := func() error {
 		fork, fresh = r.unguess(ctx, p, req)
