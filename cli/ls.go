@@ -84,8 +84,11 @@ always follow the rules of this turnlog.`,
 			fmt.Fprintln(w, "CONVERSATION\tLAST ACTIVITY\tEVENTS\tMODEL CALLS\tFINDINGS\tLAST REQUEST")
 			for _, c := range cs {
 				last := "ok"
-				if c.LastRequestFailed {
+				switch {
+				case c.LastRequestFailed:
 					last = "failed: " + oneLine(c.LastFailure, 60)
+				case c.LastRequestOpen:
+					last = "open: no outcome recorded (in progress, or its gateway stopped)"
 				}
 				if c.Quarantined > 0 {
 					last = fmt.Sprintf("%s (turnlog repair %s); %s", plural.Count(c.Quarantined, "quarantined message"), c.ID, last)

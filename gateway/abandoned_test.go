@@ -217,6 +217,10 @@ func TestOwnUnfinishedCallIsClosedByTheRetry(t *testing.T) {
 	assert.Equal(t, 0, status, "the response is cut: its outcome is not in the log")
 	st, _ := callStatuses(t, r.log, conv)
 	require.Equal(t, []string{"finished", "open"}, st)
+	listed := replay.Conversation{ID: conv}
+	require.NoError(t, replay.Describe(t.Context(), r.log, &listed))
+	assert.True(t, listed.LastRequestOpen, "turnlog ls says the last call has no outcome (it said ok)")
+	assert.False(t, listed.LastRequestFailed)
 
 	status, again := tryPost(r.gw.URL, abandonSecond)
 	require.Equal(t, 200, status)
@@ -224,6 +228,8 @@ func TestOwnUnfinishedCallIsClosedByTheRetry(t *testing.T) {
 	st, errs := callStatuses(t, r.log, conv)
 	assert.Equal(t, []string{"finished", "failed", "finished"}, st)
 	assert.Contains(t, errs[1], "this gateway could not record the call's answer")
+	require.NoError(t, replay.Describe(t.Context(), r.log, &listed))
+	assert.False(t, listed.LastRequestOpen, "the retry finished")
 	assert.Contains(t, scrape(t, m), `turnlog_gateway_calls_total{api="chat.completions",outcome="abandoned"} 1`)
 	verify(t, r.log, conv)
 	assert.Empty(t, checkRules(t, r.log, conv))

@@ -31,7 +31,10 @@ type ConversationInfo struct {
 	Events            int  `json:"events"`
 	ModelCalls        int  `json:"model_calls"`
 	LastRequestFailed bool `json:"last_request_failed"`
-	Findings          int  `json:"findings"`
+	// LastRequestOpen: its latest gateway call has no outcome (see
+	// replay.Conversation.LastRequestOpen).
+	LastRequestOpen bool `json:"last_request_open"`
+	Findings        int  `json:"findings"`
 }
 
 // ConversationsBody is the answer of GET /conversations: the conversations
@@ -95,7 +98,7 @@ func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) {
 	matches := make([]ConversationInfo, len(found))
 	for i, c := range found {
 		matches[i] = ConversationInfo{ID: c.ID, Messages: c.Messages, UpdatedAt: c.LastActivity,
-			Events: c.Events, ModelCalls: c.ModelCalls, LastRequestFailed: c.LastRequestFailed, Findings: c.Findings}
+			Events: c.Events, ModelCalls: c.ModelCalls, LastRequestFailed: c.LastRequestFailed, LastRequestOpen: c.LastRequestOpen, Findings: c.Findings}
 	}
 	writeJSON(w, http.StatusOK, ConversationsBody{Conversations: matches, Total: total})
 }

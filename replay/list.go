@@ -37,6 +37,11 @@ type Conversation struct {
 	LastRequestFailed bool `json:"last_request_failed"`
 	// LastFailure is the reason of that failed request or call.
 	LastFailure string `json:"last_failure,omitempty"`
+	// LastRequestOpen: the latest call the recording gateway recorded in
+	// it has no outcome: in progress, or its gateway stopped before the
+	// answer was recorded (the app got none; see docs/gateway.md, Calls
+	// left open). Always in the JSON.
+	LastRequestOpen bool `json:"last_request_open"`
 	// Quarantined counts the messages on its subject that are not its
 	// steps (see eventlog.ErrCorruptMessage): `turnlog repair` removes
 	// them. Always in the JSON, as the counts above.
@@ -101,6 +106,7 @@ func Newest(ctx context.Context, l Lister, match func(id string) bool) ([]Conver
 // check, so callers describe only what they show.
 func Describe(ctx context.Context, src Source, c *Conversation) error {
 	c.Events, c.ModelCalls, c.LastRequestFailed, c.LastFailure, c.Quarantined, c.Findings = 0, 0, false, "", 0, 0
+	c.LastRequestOpen = false
 	chk, checking := NewChecker(), true
 	// An app's call through the gateway is its own request: its closing
 	// event says how it ended. (A worker's model calls are steps of a
@@ -128,14 +134,15 @@ func Describe(ctx context.Context, src Source, c *Conversation) error {
 			c.ModelCalls++
 			if p.Gateway != nil {
 				lastGatewayCall = p.InferenceID
+				c.LastRequestFailed, c.LastFailure, c.LastRequestOpen = false, "", true
 			}
 		case events.InferenceFinished:
 			if p.InferenceID == lastGatewayCall {
-				c.LastRequestFailed, c.LastFailure = false, ""
+				c.LastRequestFailed, c.LastFailure, c.LastRequestOpen = false, "", false
 			}
 		case events.InferenceFailed:
 			if p.InferenceID == lastGatewayCall {
-				c.LastRequestFailed, c.LastFailure = true, p.Error
+				c.LastRequestFailed, c.LastFailure, c.LastRequestOpen = true, p.Error, false
 			}
 		case events.RequestCompleted:
 			c.LastRequestFailed, c.LastFailure = false, ""
