@@ -28,9 +28,13 @@ type Stream struct {
 	out Output
 	// Chat Completions: the first choice, and the others (a request's "n"
 	// above 1) by their index.
-	chatText  strings.Builder
-	chatCalls map[int]*streamCall
-	others    map[int]*otherChoice
+	chatText strings.Builder
+	// chatRefusal and chatAudio: the first choice's refusal and the ID of
+	// its spoken answer.
+	chatRefusal strings.Builder
+	chatAudio   string
+	chatCalls   map[int]*streamCall
+	others      map[int]*otherChoice
 	// Messages.
 	blocks map[int]*streamBlock
 	// Responses: the final response object, when the stream sent it.
@@ -249,8 +253,8 @@ func (s *Stream) Output() (*Output, error) {
 	case ChatCompletions:
 		o = &s.out
 		var bs []events.Block
-		if s.chatText.Len() > 0 || len(s.chatCalls) == 0 {
-			bs = append(bs, events.Block{Kind: events.KindLLMText, Text: s.chatText.String()})
+		if b, ok := s.chatBlock(); ok {
+			bs = append(bs, b)
 		}
 		for _, i := range sortedInts(s.chatCalls) {
 			bs = append(bs, s.chatCalls[i].block())

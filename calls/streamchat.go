@@ -8,14 +8,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+
+	"github.com/turnlog/turnlog/events"
 )
 
 // otherChoice is a streamed choice after the first, kept whole in the
 // record (Output.OtherChoices).
 type otherChoice struct {
-	text   strings.Builder
-	calls  map[int]*streamCall
-	finish string
+	text, refusal strings.Builder
+	calls         map[int]*streamCall
+	finish        string
 }
 
 func (s *Stream) chat(data []byte) {
@@ -30,6 +32,12 @@ func (s *Stream) chat(data []byte) {
 			Index int `json:"index"`
 			Delta struct {
 				Content string `json:"content"`
+				// Refusal and Audio: a refusal is streamed in its own
+				// deltas; a spoken answer names its audio.
+				Refusal string `json:"refusal"`
+				Audio   *struct {
+					ID string `json:"id"`
+				} `json:"audio"`
 				// FunctionCall is legacy function calling's (no ID,
 				// one call a message).
 				FunctionCall *functionCall `json:"function_call"`
@@ -64,7 +72,7 @@ func (s *Stream) chat(data []byte) {
 	}
 	c.Usage.fill(&s.out)
 	for _, ch := range c.Choices {
-		text, calls, finish := &s.chatText, s.chatCalls, &s.out.StopReason
+		text, refusal, calls, finish := &s.chatText, &s.chatRefusal, s.chatCalls, &s.out.StopReason
 		if ch.Index != 0 {
 			// Another choice (the request's "n"): kept beside the first,
 			// which the conversation goes on with.
@@ -76,9 +84,13 @@ func (s *Stream) chat(data []byte) {
 				o = &otherChoice{calls: map[int]*streamCall{}}
 				s.others[ch.Index] = o
 			}
-			text, calls, finish = &o.text, o.calls, &o.finish
+			text, refusal, calls, finish = &o.text, &o.refusal, o.calls, &o.finish
 		}
 		text.WriteString(ch.Delta.Content)
+		refusal.WriteString(ch.Delta.Refusal)
+		if a := ch.Delta.Audio; a != nil && a.ID != "" && ch.Index == 0 {
+			s.chatAudio = a.ID
+		}
 		if fc := ch.Delta.FunctionCall; fc != nil {
 			call := calls[legacyCall]
 			if call == nil {
@@ -128,6 +140,7 @@ func (s *Stream) otherChoices() string {
 	type message struct {
 		Role         string        `json:"role"`
 		Content      *string       `json:"content"`
+		Refusal      string        `json:"refusal,omitempty"`
 		FunctionCall *functionCall `json:"function_call,omitempty"`
 		ToolCalls    []call        `json:"tool_calls,omitempty"`
 	}
@@ -140,10 +153,11 @@ func (s *Stream) otherChoices() string {
 	for _, i := range sortedInts(s.others) {
 		o := s.others[i]
 		c := choice{Index: i, Message: message{Role: "assistant"}, FinishReason: o.finish}
-		if o.text.Len() > 0 || len(o.calls) == 0 {
+		if o.text.Len() > 0 || len(o.calls) == 0 && o.refusal.Len() == 0 {
 			text := o.text.String()
 			c.Message.Content = &text
 		}
+		c.Message.Refusal = o.refusal.String()
 		for _, j := range sortedInts(o.calls) {
 			if o.calls[j].legacy {
 				c.Message.FunctionCall = &functionCall{Name: o.calls[j].name, Arguments: o.calls[j].args.String()}
@@ -162,3 +176,23 @@ func (s *Stream) otherChoices() string {
 // legacyCall is where a stream's legacy function_call is kept among its
 // tool calls (before them: a message has one or the other).
 const legacyCall = -1
+
+// chatBlock is the streamed first choice's message block: its text, and
+// the digest of its refusal and spoken answer, as chatMessageBlocks reads
+// the message the app sends back; ok is false when the message is tool
+// calls alone.
+func (s *Stream) chatBlock() (b events.Block, ok bool) {
+	m := chatMessage{Role: "assistant", Refusal: s.chatRefusal.String()}
+	if s.chatAudio != "" {
+		m.Audio = &struct {
+			ID string `json:"id"`
+		}{s.chatAudio}
+	}
+	var d partsDigest
+	addChatMeta(&d, &m)
+	parts := d.sum()
+	if s.chatText.Len() == 0 && parts == "" && len(s.chatCalls) > 0 {
+		return events.Block{}, false
+	}
+	return withParts(events.Block{Kind: events.KindLLMText, Text: s.chatText.String()}, parts), true
+}

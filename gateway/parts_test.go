@@ -192,3 +192,43 @@ func TestGroupChatParticipantsAreNotMerged(t *testing.T) {
 		assert.Empty(t, checkRules(t, r.log, c), "conversation %s", c)
 	}
 }
+
+// TestRefusalContinues: a model that refuses writes its refusal in
+// "refusal" (streamed: in refusal deltas); the app sends the message back
+// as the SDK assembles it ({"content": null, "refusal": "..."}). The
+// record's output must be that message, or the next call reads as a
+// rewritten history (streamed, it started a new conversation).
+func TestRefusalContinues(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if !bytes.Contains(body, []byte(`"stream":true`)) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"refusal":"I can't help with that."},"finish_reason":"stop"}]}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, d := range []string{`{"role":"assistant","content":null,"refusal":""}`, `{"refusal":"I can't "}`, `{"refusal":"help with that."}`} {
+			fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":null}]}\n\n", d)
+		}
+		io.WriteString(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+	}))
+	t.Cleanup(up.Close)
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			r := newRig(t, up.URL, "")
+			headers := map[string]string{"Turnlog-Token": token}
+			call := func(msgs string) string {
+				t.Helper()
+				resp, body := post(t, r.gw.URL+"/v1/chat/completions", headers, fmt.Sprintf(`{"model":"m","stream":%v,"messages":[%s]}`, stream, msgs))
+				require.Equal(t, 200, resp.StatusCode, "%s", body)
+				return resp.Header.Get("Turnlog-Conversation")
+			}
+			msgs := `{"role":"user","content":"do something bad"}`
+			conv := call(msgs)
+			msgs += `,{"role":"assistant","content":null,"refusal":"I can't help with that."},{"role":"user","content":"ok, something else"}`
+			assert.Equal(t, conv, call(msgs))
+			verify(t, r.log, conv)
+			assert.Empty(t, checkRules(t, r.log, conv))
+		})
+	}
+}
