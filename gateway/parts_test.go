@@ -232,3 +232,48 @@ func TestRefusalContinues(t *testing.T) {
 		})
 	}
 }
+
+// TestSpokenAnswerContinues: an audio model's answer is its audio (ID,
+// data, transcript), and the app sends back only its ID, as OpenAI
+// documents ({"role": "assistant", "audio": {"id": ...}}); streamed, the
+// ID comes in an audio delta. The next call continues the conversation
+// without findings, and two spoken answers are not one.
+func TestSpokenAnswerContinues(t *testing.T) {
+	var n atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		i := n.Add(1)
+		if !bytes.Contains(body, []byte(`"stream":true`)) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"refusal":null,"audio":{"id":"audio_%d","data":"UklGRg==","expires_at":1,"transcript":"Hello."}},"finish_reason":"stop"}]}`, i)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, d := range []string{`{"role":"assistant","content":null}`, fmt.Sprintf(`{"audio":{"id":"audio_%d","transcript":"Hello."}}`, i), `{"audio":{"data":"UklGRg=="}}`, `{"audio":{"expires_at":1}}`} {
+			fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":null}]}\n\n", d)
+		}
+		io.WriteString(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+	}))
+	t.Cleanup(up.Close)
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			n.Store(0)
+			r := newRig(t, up.URL, "")
+			call := func(msgs string) string {
+				t.Helper()
+				resp, body := post(t, r.gw.URL+"/v1/chat/completions", map[string]string{"Turnlog-Token": token},
+					fmt.Sprintf(`{"model":"m","modalities":["text","audio"],"stream":%v,"messages":[%s]}`, stream, msgs))
+				require.Equal(t, 200, resp.StatusCode, "%s", body)
+				return resp.Header.Get("Turnlog-Conversation")
+			}
+			msgs := `{"role":"user","content":"say hello"}`
+			conv := call(msgs)
+			for i := 1; i <= 2; i++ {
+				msgs += fmt.Sprintf(`,{"role":"assistant","audio":{"id":"audio_%d"}},{"role":"user","content":"again"}`, i)
+				assert.Equal(t, conv, call(msgs), "call %d", i+1)
+			}
+			verify(t, r.log, conv)
+			assert.Empty(t, checkRules(t, r.log, conv))
+		})
+	}
+}
