@@ -202,10 +202,11 @@ var errErasedBefore = errors.New("the conversation was erased after the call was
 // it would bring that back, under the erased ID or as a conversation of
 // its own. Nothing of it is recorded; it is counted as erased and logged,
 // and the app keeps the answer the provider gives. Erase notes its time
-// before it purges (calls.Threads.ErasedAt), so a call that finds the
-// conversation empty finds the note too; the call's time is this
-// gateway's clock, the note's the erasing process's. An error asking is
-// taken as not erased (logged): the call is recorded as after an erasure.
+// before it purges the events (calls.Threads.ErasedAt), so a call that
+// finds the conversation empty finds the note too; the call's time is
+// this gateway's clock, the note's the erasing process's. An error asking
+// is taken as not erased (logged): the call is recorded as after an
+// erasure.
 func (r *Recorder) emptied(ctx context.Context, p *Pending, conv string) bool {
 	at, ok, err := r.threads.ErasedAt(ctx, conv)
 	if err != nil {
