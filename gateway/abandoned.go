@@ -37,7 +37,8 @@ type liveness interface {
 // its own calls), and looks at the last step alone: the step a stopped
 // call left is the last one until the next call comes. Anything it cannot
 // read leaves the call open (logged): a false failure in the record would
-// be worse than an open call.
+// be worse than an open call. The caller says, once the closing events
+// are stored, what was closed (closedAbandoned).
 func (r *Recorder) abandoned(ctx context.Context, conv string) []events.Payload {
 	tl, ok := r.log.(tails)
 	if !ok || r.instance == "" {
@@ -84,9 +85,18 @@ func (r *Recorder) abandoned(ctx context.Context, conv string) []events.Payload 
 			}
 			why = fmt.Sprintf("no outcome was recorded: the gateway that made the call (instance %s) stopped before it recorded the answer", instance)
 		}
-		r.logger.Warn("gateway: an unfinished call is closed as abandoned", "conversation", conv, "call", st.InferenceID, "instance", instance)
-		r.metrics.calls.WithLabelValues(st.Gateway["api"], "abandoned").Inc()
 		out = append(out, events.InferenceFailed{InferenceID: st.InferenceID, Error: why, Transient: true, Duration: time.Since(e.Time).Round(time.Millisecond)})
 	}
 	return out
+}
+
+// closedAbandoned logs and counts the calls that closing (abandoned's
+// events, stored in conv by a call of api) closed.
+func (r *Recorder) closedAbandoned(conv string, api string, closing []events.Event) {
+	for _, e := range closing {
+		if f, ok := e.Payload.(events.InferenceFailed); ok {
+			r.logger.Warn("gateway: an unfinished call is closed as abandoned", "conversation", conv, "call", f.InferenceID, "reason", f.Error)
+			r.metrics.calls.WithLabelValues(api, "abandoned").Inc()
+		}
+	}
 }

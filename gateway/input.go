@@ -183,6 +183,7 @@ func (r *Recorder) recordInput(ctx context.Context, p *Pending, fork *calls.Ref,
 			return inputResult{err: fmt.Errorf("record the call's input: %w", err)}
 		}
 		turn.Seq = newSeq
+		r.closedAbandoned(p.conv, string(p.api), closing)
 		p.guess = nil // verified: the log ended at the guessed state
 		return inputResult{turn: turn, evs: evs, atStart: n, started: turn.Events, checker: fed, findings: *found}
 	}
