@@ -15,9 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
-	"github.com/turnlog/turnlog/gateway"
 	"github.com/turnlog/turnlog/internal/natstest"
-	"github.com/turnlog/turnlog/natsauth"
 )
 
 // The weather chat of the threading tests: a first call, and the tool
@@ -43,16 +41,7 @@ func chatCaller(t *testing.T) func(gw *httptest.Server, msgs string) string {
 // index.
 func sharedGateway(t *testing.T, s *natstest.Server, upstream string) *httptest.Server {
 	t.Helper()
-	ctx := context.Background()
-	nc := s.ConnectAs(t, natsauth.Worker)
-	l, err := eventlog.Open(ctx, nc, eventlog.WithWriterRole(string(natsauth.Worker)))
-	require.NoError(t, err)
-	threads, err := l.Threads(ctx)
-	require.NoError(t, err, "the worker role opens (and on first use creates) the threading index")
-	g, err := gateway.New(gateway.Config{Log: l, Connected: nc.IsConnected, Token: token, OpenAIUpstream: upstream + "/v1", Threads: threads})
-	require.NoError(t, err)
-	hs := httptest.NewServer(g)
-	t.Cleanup(hs.Close)
+	hs, _, _, _ := workerGateway(t, s, upstream)
 	return hs
 }
 
