@@ -48,21 +48,12 @@ func (r *Recorder) abandoned(ctx context.Context, conv string) []events.Payload 
 	if err != nil || tail.Seq == 0 {
 		return nil
 	}
-	closed := map[string]bool{}
-	for _, e := range tail.Events {
-		switch p := e.Payload.(type) {
-		case events.InferenceFinished:
-			closed[p.InferenceID] = true
-		case events.InferenceFailed:
-			closed[p.InferenceID] = true
-		}
-	}
 	var out []events.Payload
-	for _, e := range tail.Events {
-		st, ok := e.Payload.(events.InferenceStarted)
+	for _, e := range events.OpenCalls(tail.Events) {
+		st := e.Payload.(events.InferenceStarted)
 		instance := st.Gateway["instance"]
-		if !ok || instance == "" || closed[st.InferenceID] {
-			continue
+		if instance == "" {
+			continue // not a gateway's live call
 		}
 		var why string
 		if instance == r.instance {

@@ -182,6 +182,19 @@ func rerunnable(seg []eventlog.Record) bool {
 	return seg[0].Actor == ActorWorker && seg[0].Type == events.TypeUserAppended && seg[0].Step == 0
 }
 
+// interruptedCalls are the model calls of a request that a crash
+// interrupted: the worker resuming the request closed them (an
+// inference.failed of its own) and made them again.
+func interruptedCalls(seg []eventlog.Record) map[string]bool {
+	ids := map[string]bool{}
+	for i := range seg {
+		if p, ok := seg[i].Payload.(events.InferenceFailed); ok && seg[i].Actor == ActorWorker {
+			ids[p.InferenceID] = true
+		}
+	}
+	return ids
+}
+
 // isInput reports whether a request's event is one of its inputs: what the
 // worker records from the request before the chain runs.
 func isInput(r *eventlog.Record) bool {
@@ -201,6 +214,7 @@ func rerunRequest(ctx context.Context, start *projector.Turn, seg []eventlog.Rec
 	}
 	var want []*eventlog.Record // the events the chain produced, as the log has them
 	var closing *eventlog.Record
+	interrupted := interruptedCalls(seg)
 	for i := len(inputs); i < len(seg); i++ {
 		r := &seg[i]
 		if r.Actor == ActorWorker {
@@ -208,6 +222,9 @@ func rerunRequest(ctx context.Context, start *projector.Turn, seg []eventlog.Rec
 				closing = r
 			}
 			continue
+		}
+		if p, ok := r.Payload.(events.InferenceStarted); ok && interrupted[p.InferenceID] {
+			continue // made again after a crash: the chain made it once
 		}
 		want = append(want, r)
 	}

@@ -58,9 +58,14 @@ func (e *replayEngine) arm(turn *projector.Turn, seg []eventlog.Record) {
 		}
 	}
 	open := -1 // index in e.calls of the call whose output is being read
+	interrupted := interruptedCalls(seg)
 	for i := range seg {
 		switch p := seg[i].Payload.(type) {
 		case events.InferenceStarted:
+			if interrupted[p.InferenceID] {
+				open = -1 // a crash cut it; the request made it again
+				continue
+			}
 			if isAside(p) {
 				e.asides = append(e.asides, recordedCall{started: p})
 				open = -1

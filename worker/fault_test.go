@@ -12,6 +12,8 @@ import (
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/internal/natstest"
+	"github.com/turnlog/turnlog/profile"
+	"github.com/turnlog/turnlog/replay"
 	"github.com/turnlog/turnlog/worker"
 )
 
@@ -100,6 +102,23 @@ func TestCrashAtEveryPointLosesAndDuplicatesNothing(t *testing.T) {
 			assert.Equal(t, 1, counts[events.TypeToolResult], "one tool result")
 			assert.Equal(t, 1, counts[events.TypeRequestCompleted], "completed once")
 			assert.Equal(t, 1, counts[events.TypeSystemPromptSet], "one system prompt")
+			// A model call the crash interrupted is made again, and the
+			// record says the first never answered: no call stays open.
+			assert.Equal(t, counts[events.TypeInferenceStarted], counts[events.TypeInferenceFinished]+counts[events.TypeInferenceFailed],
+				"every model call started is closed (%v)", counts)
+			// replay --rerun reproduces the request: the interrupted call
+			// is one the request made again, not one that failed it.
+			profiles, err := profile.Load("")
+			require.NoError(t, err)
+			rerun, err := replay.Rerun(context.Background(), l, "c", profiles[profile.DefaultName])
+			require.NoError(t, err)
+			assert.True(t, rerun.OK(), "replay --rerun: %+v", rerun.Difference)
+			v, err := replay.Verify(context.Background(), l, "c")
+			require.NoError(t, err)
+			assert.True(t, v.OK(), "replay --verify: %+v", v.Mismatches)
+			checked, err := replay.Check(context.Background(), l, "c")
+			require.NoError(t, err)
+			assert.Empty(t, checked.Findings, "replay --check")
 		})
 	}
 }

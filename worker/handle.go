@@ -161,44 +161,45 @@ func (w *Worker) serve(ctx context.Context, req Request, sent time.Time, problem
 // erasure belongs to what was erased, and start returns
 // ErrConversationErased instead of letting it write the conversation
 // back.
-func (w *Worker) start(ctx context.Context, req Request, sent time.Time, optimistic bool) (turn *projector.Turn, step int, done bool, err error) {
+func (w *Worker) start(ctx context.Context, req Request, sent time.Time, optimistic bool) (turn *projector.Turn, step int, open []events.Event, done bool, err error) {
 	conv := req.Conversation
 	if optimistic {
 		if t, cause := w.cache.take(conv); t != nil {
 			if cause != req.RequestID {
 				w.metrics.cacheLoads.Inc()
-				return t, 0, false, nil
+				return t, 0, nil, false, nil
 			}
 			w.cache.put(t, cause) // this very request wrote it: see below
 		}
 	}
 	tail, err := w.cfg.Log.Last(ctx, conv)
 	if err != nil {
-		return nil, 0, false, err
+		return nil, 0, nil, false, err
 	}
 	if tail.Seq == 0 && !sent.IsZero() {
 		erased, err := w.cfg.Log.ErasedAfter(ctx, conv, sent)
 		if err != nil {
-			return nil, 0, false, err
+			return nil, 0, nil, false, err
 		}
 		if erased {
-			return nil, 0, false, ErrConversationErased
+			return nil, 0, nil, false, ErrConversationErased
 		}
 	}
 	resume := tail.Seq > 0 && tail.Cause == req.RequestID
 	if resume && tail.Closed() {
-		return nil, 0, true, nil // finished before; only the ack was lost
+		return nil, 0, nil, true, nil // finished before; only the ack was lost
 	}
 	if resume {
 		step = tail.Step + 1
+		open = events.OpenCalls(tail.Events)
 	}
 	turn, err = w.load(ctx, conv, tail.Seq)
-	return turn, step, false, err
+	return turn, step, open, false, err
 }
 
 func (w *Worker) serveOnce(ctx context.Context, req Request, sent time.Time, problem string, lastTry, optimistic bool) (outcome, error) {
 	conv := req.Conversation
-	turn, step, done, err := w.start(ctx, req, sent, optimistic)
+	turn, step, open, done, err := w.start(ctx, req, sent, optimistic)
 	if done {
 		return ack, nil
 	}
@@ -258,6 +259,15 @@ func (w *Worker) serveOnce(ctx context.Context, req Request, sent time.Time, pro
 		engine.WithDelta(deltas.add),
 		engine.WithAnswerOpen())
 	deltas.stepOf = tx.Step
+	for _, e := range open {
+		// The crash came during this model call: it never answered, and
+		// the request makes it again.
+		st := e.Payload.(events.InferenceStarted)
+		if err := tx.Emit(ActorWorker, events.InferenceFailed{InferenceID: st.InferenceID, Transient: true, Duration: time.Since(e.Time).Round(time.Millisecond),
+			Error: "no outcome was recorded: the worker making the call stopped before the model answered; the request was delivered again and resumed"}); err != nil {
+			return w.fail(ctx, tx, err.Error())
+		}
+	}
 	if problem != "" {
 		return w.fail(ctx, tx, problem)
 	}
