@@ -22,8 +22,8 @@ import (
 	"github.com/turnlog/turnlog/replay"
 )
 
-// holdingUpstream answers every chat call at once but the first whose
-// last message holds marker, which waits until release is closed.
+// holdingUpstream answers every chat call at once ("noted") but the first
+// whose body holds marker, which waits until release is closed.
 func holdingUpstream(t *testing.T, marker string) (up *httptest.Server, reached, release chan struct{}) {
 	reached, release = make(chan struct{}), make(chan struct{})
 	var once sync.Once
@@ -38,7 +38,7 @@ func holdingUpstream(t *testing.T, marker string) (up *httptest.Server, reached,
 			<-release
 		}
 		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"noted"},"finish_reason":"stop"}]}`)
+		io.WriteString(w, chatAnswer("noted"))
 	}))
 	t.Cleanup(up.Close)
 	return up, reached, release
@@ -206,7 +206,7 @@ func (f *failSecondOutcome) Append(ctx context.Context, conv string, seq uint64,
 // gateway closes the first attempt as abandoned when the retry comes, it
 // being no longer in flight.
 func TestOwnUnfinishedCallIsClosedByTheRetry(t *testing.T) {
-	up := newFixedUpstream(t, `{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"noted"},"finish_reason":"stop"}]}`)
+	up := newFixedUpstream(t, chatAnswer("noted"))
 	m := gateway.NewMetrics()
 	r := newRig(t, up.URL, "", func(c *gateway.Config) {
 		c.Log, c.Metrics = &failSecondOutcome{Log: c.Log.(*eventlog.Log)}, m

@@ -1,12 +1,8 @@
 package gateway_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -25,17 +21,7 @@ import (
 // bring the conversation back when the upstream answers. The app gets its
 // answer (the provider gave it), and the call is counted as erased.
 func TestCallInFlightDuringEraseIsNotWrittenBack(t *testing.T) {
-	reached, release := make(chan struct{}), make(chan struct{})
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		if bytes.Contains(body, []byte("PIN")) {
-			close(reached)
-			<-release
-		}
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"noted"},"finish_reason":"stop"}]}`)
-	}))
-	t.Cleanup(up.Close)
+	up, reached, release := holdingUpstream(t, "PIN")
 	m := gateway.NewMetrics()
 	r := newRig(t, up.URL, "", func(c *gateway.Config) { c.Metrics = m })
 	named := map[string]string{"Turnlog-Token": token, "Turnlog-Conversation": "secret"}
@@ -110,7 +96,7 @@ func (e *eraseBeforeInput) Append(ctx context.Context, conv string, seq uint64, 
 // conversation) nor as a new conversation (threaded by content). A call
 // made after the erasure starts anew.
 func TestCallRacingEraseBeforeItsInputIsNotWrittenBack(t *testing.T) {
-	up := newFixedUpstream(t, `{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"noted"},"finish_reason":"stop"}]}`)
+	up := newFixedUpstream(t, chatAnswer("noted"))
 	for _, named := range []bool{true, false} {
 		t.Run(fmt.Sprintf("named=%v", named), func(t *testing.T) {
 			m := gateway.NewMetrics()

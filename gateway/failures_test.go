@@ -337,7 +337,7 @@ func TestInFlightBytesAreBounded(t *testing.T) {
 			<-release
 		}
 		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`)
+		io.WriteString(w, chatAnswer("ok"))
 	}))
 	t.Cleanup(up.Close)
 	r := newRig(t, up.URL, "", managed, func(c *gateway.Config) {

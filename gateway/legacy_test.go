@@ -13,7 +13,7 @@ import (
 // twice with the same answer; a call left unanswered is reported. Every
 // such call used to be reported as tool_result_without_call.
 func TestLegacyFunctionCallingIsChecked(t *testing.T) {
-	up := newFixedUpstream(t, `{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"It is sunny."},"finish_reason":"stop"}]}`)
+	up := newFixedUpstream(t, chatAnswer("It is sunny."))
 	r := newRig(t, up.URL, "")
 	const call = `{"role":"assistant","content":null,"function_call":{"name":"weather","arguments":"{\"city\":\"Paris\"}"}}`
 	const answer = `{"role":"function","name":"weather","content":"sunny"}`

@@ -33,7 +33,7 @@ func screenshot(n int) string {
 // the second chat's conversation, recorded there as an edit of its
 // history.
 func TestChatsDifferingOnlyInImagesAreNotMerged(t *testing.T) {
-	up := newFixedUpstream(t, `{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Done."},"finish_reason":"stop"}]}`)
+	up := newFixedUpstream(t, chatAnswer("Done."))
 	r := newRig(t, up.URL, "")
 	headers := map[string]string{"Turnlog-Token": token}
 	send := func(shots ...int) string {
@@ -169,7 +169,7 @@ func TestAnthropicSDKServerToolConversation(t *testing.T) {
 // bob each said "hi" are two conversations; the gateway merged alice's
 // into bob's.
 func TestGroupChatParticipantsAreNotMerged(t *testing.T) {
-	up := newFixedUpstream(t, `{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Welcome."},"finish_reason":"stop"}]}`)
+	up := newFixedUpstream(t, chatAnswer("Welcome."))
 	r := newRig(t, up.URL, "")
 	send := func(who string, turns int) string {
 		t.Helper()

@@ -16,7 +16,7 @@ import (
 // with one (the timeline said "NOT VERIFIED: the log re-projects to
 // another input", and the call named no API).
 func TestUnreadBodiesAreForwardedAndRecordedByTheirHash(t *testing.T) {
-	up := newFixedUpstream(t, `{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`)
+	up := newFixedUpstream(t, chatAnswer("ok"))
 	r := newRig(t, up.URL, "")
 	for _, tc := range []struct{ name, body, why string }{
 		{"not JSON", `model=m&messages=hi`, "not a JSON object"},

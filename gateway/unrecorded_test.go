@@ -27,7 +27,7 @@ func TestModelCallOnAnUnrecordedPathIsSaid(t *testing.T) {
 		io.Copy(io.Discard, r.Body)
 		seen.Add(1)
 		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`)
+		io.WriteString(w, chatAnswer("ok"))
 	}))
 	t.Cleanup(up.Close)
 	m := gateway.NewMetrics()

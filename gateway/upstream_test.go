@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -214,6 +215,12 @@ func newFixedUpstream(t *testing.T, body string) *httptest.Server {
 	}))
 	t.Cleanup(up.Close)
 	return up
+}
+
+// chatAnswer is a Chat Completions response answering text, what the
+// fixed stand-ins of the tests write.
+func chatAnswer(text string) string {
+	return `{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":` + strconv.Quote(text) + `},"finish_reason":"stop"}]}`
 }
 
 // checkRules runs replay --check's check on conv and returns the rules
