@@ -120,7 +120,7 @@ func ParseLogged(line []byte) (*Logged, error) {
 
 // Outcome reads the logged response into how the call ended.
 func (l *Logged) Outcome() Outcome {
-	o := Outcome{Failure: l.Failure, Transient: l.Transient, Duration: l.Duration}
+	o := Outcome{Failure: l.Failure, Transient: l.Transient, Duration: l.Duration, Refused: l.Status >= 300}
 	if o.Failure != "" {
 		return o
 	}

@@ -21,13 +21,20 @@ type Outcome struct {
 	Failure string
 	// Transient says a retry may succeed (5xx, 429, timeouts).
 	Transient bool
-	Duration  time.Duration
+	// Refused says the upstream answered an error status: it made no
+	// response, so a provider that holds the conversation (Request.Continues)
+	// did not take the call's items into it.
+	Refused  bool
+	Duration time.Duration
 }
 
 // PlanOutcome returns the events of a call's second step and applies them
 // to turn: the output's blocks and inference.finished, or
 // inference.failed with the reason (a failed call's partial output is not
 // added to the Turn: the client did not get an answer to continue from).
+// A call the upstream refused that continued a history the provider holds
+// (Outcome.Refused, Request.Continues) has the items it added removed
+// again (blocks.removed), as the provider keeps none of them.
 func PlanOutcome(turn *projector.Turn, c *Call, o Outcome) ([]events.Event, error) {
 	conv := turn.Conversation
 	var evs []events.Event
@@ -47,7 +54,24 @@ func PlanOutcome(turn *projector.Turn, c *Call, o Outcome) ([]events.Event, erro
 		failure = o.Output.Error
 	}
 	if failure != "" {
-		return evs, emit(events.InferenceFailed{InferenceID: c.ID, Error: summary(failure), Transient: o.Transient, Duration: o.Duration})
+		if err := emit(events.InferenceFailed{InferenceID: c.ID, Error: summary(failure), Transient: o.Transient, Duration: o.Duration}); err != nil {
+			return nil, err
+		}
+		if o.Refused && c.Request != nil && c.Request.Continues() {
+			// The provider's history goes on without this call's items:
+			// so does the conversation's, or the next call's items would
+			// follow items no model read.
+			var gone []string
+			for _, id := range c.appended {
+				if turn.Index(id) >= 0 {
+					gone = append(gone, id)
+				}
+			}
+			if len(gone) > 0 {
+				return evs, emit(events.BlocksRemoved{BlockIDs: gone, Reason: "the provider refused the call, so its conversation does not hold the call's new items"})
+			}
+		}
+		return evs, nil
 	}
 	fin := events.InferenceFinished{InferenceID: c.ID, Duration: o.Duration}
 	if o.Output != nil {

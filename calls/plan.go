@@ -20,8 +20,9 @@ const SourceImport = "import"
 // Threading says how a call's conversation was found, recorded in
 // inference.started's gateway "threading" key.
 const (
-	// ThreadExplicit: the client named it (Turnlog-Conversation, or a
-	// previous_response_id of a recorded call).
+	// ThreadExplicit: the client named it (Turnlog-Conversation, a
+	// previous_response_id of a recorded call, or a provider's
+	// conversation: ProviderConversationID).
 	ThreadExplicit = "explicit"
 	// ThreadInferred: the call's input begins with a recorded call's input
 	// and output (see Index).
@@ -69,6 +70,10 @@ type Call struct {
 	// that reads the Turn as it stands at each event (check's Observe)
 	// follows the plan without folding the events into a Turn of its own.
 	Observe func(e events.Event, turn *projector.Turn)
+	// appended are the blocks PlanInput added for a call continuing a
+	// history the provider holds (Request.Continues): what PlanOutcome
+	// removes again when the provider refused the call.
+	appended []string
 }
 
 // Fork is where a conversation branched off: From at position At, whose
@@ -161,10 +166,13 @@ func PlanInput(turn *projector.Turn, c *Call) ([]events.Event, error) {
 	if req.PreviousResponseID != "" {
 		gw["previous_response_id"] = req.PreviousResponseID
 	}
+	if req.ProviderConversation != "" {
+		gw["provider_conversation"] = req.ProviderConversation
+	}
 	var inputIDs []string
 	var err error
-	if req.PreviousResponseID != "" {
-		inputIDs, err = planAppended(turn, req, c, emit)
+	if req.Continues() {
+		inputIDs, c.appended, err = planAppended(turn, req, c, emit)
 	} else {
 		err = planFull(turn, req, c, emit)
 	}
@@ -306,9 +314,9 @@ func planFull(turn *projector.Turn, req *Request, c *Call, emit func(int, events
 
 // planAppended records a call that continues a stored response: its items
 // are new, but for instructions equal to the active system prompt.
-func planAppended(turn *projector.Turn, req *Request, c *Call, emit func(int, events.Payload) error) ([]string, error) {
+func planAppended(turn *projector.Turn, req *Request, c *Call, emit func(int, events.Payload) error) (ids, added []string, err error) {
 	rbs := flatten(req)
-	ids := make([]string, 0, len(rbs))
+	ids = make([]string, 0, len(rbs))
 	for i := range rbs {
 		b := rbs[i].b
 		if rbs[i].item.Field != "" && b.Kind == events.KindSystem {
@@ -316,11 +324,11 @@ func planAppended(turn *projector.Turn, req *Request, c *Call, emit func(int, ev
 				if sp.Text != b.Text {
 					if err := emit(0, events.SystemPromptReplaced{BlockID: sp.ID, Text: b.Text, Previous: sp.Text, Meta: metaDiff(sp.Meta, b.Meta),
 						Reason: "the call's instructions differ from the conversation's system prompt"}); err != nil {
-						return nil, err
+						return nil, nil, err
 					}
 				} else if d := metaDiff(sp.Meta, b.Meta); len(d) > 0 {
 					if err := emit(0, events.BlockAnnotated{BlockID: sp.ID, Meta: d, Reason: "the client writes this item otherwise"}); err != nil {
-						return nil, err
+						return nil, nil, err
 					}
 				}
 				ids = append(ids, sp.ID)
@@ -335,11 +343,11 @@ func planAppended(turn *projector.Turn, req *Request, c *Call, emit func(int, ev
 			}
 		}
 		if err := emit(0, appendPayload(id, b, index)); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		ids = append(ids, id)
+		ids, added = append(ids, id), append(added, id)
 	}
-	return ids, nil
+	return ids, added, nil
 }
 
 // appendPayload is the event that adds b as block id (a system block at

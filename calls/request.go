@@ -40,6 +40,11 @@ type Request struct {
 	Stream bool
 	// PreviousResponseID is the Responses API's previous_response_id.
 	PreviousResponseID string
+	// ProviderConversation is the Responses API's conversation (OpenAI's
+	// Conversations API), written as its ID or as {"id": ...}: the
+	// provider holds the conversation's items and reads them before the
+	// call's input.
+	ProviderConversation string
 	// Items are the input's items in order: the instructions or system
 	// first, then the messages or input items.
 	Items []Item
@@ -117,6 +122,9 @@ func (c *ParseCache) ParseRequest(api API, body []byte) (*Request, error) {
 	}
 	if p, ok := top["previous_response_id"]; ok && api == Responses {
 		req.PreviousResponseID, _ = stringMember("previous_response_id", p)
+	}
+	if p, ok := top["conversation"]; ok && api == Responses {
+		req.ProviderConversation = conversationMember(p)
 	}
 	canon := make(map[string][]byte, len(top))
 	lists := map[string][][]byte{}

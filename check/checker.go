@@ -69,9 +69,9 @@ type Checker struct {
 	// the call that first received it.
 	reported, reportedAside map[string]bool
 	// continued is how many blocks the Turn had at the latest call when
-	// that call continued a response held on the provider's side (the
-	// Responses API's previous_response_id: its input is the new items,
-	// the rest is the provider's); -1 when the latest call received the
+	// that call continued a history held on the provider's side (the
+	// Responses API's previous_response_id or conversation: its input is
+	// the new items, the rest is the provider's); -1 when the latest call received the
 	// Turn itself. Pending then judges only what came after it.
 	continued int
 }
@@ -176,7 +176,7 @@ func (c *Checker) Observe(e events.Event, n int, turn *projector.Turn) []Finding
 	}
 	c.calls++
 	c.continued = -1
-	if p.Gateway["previous_response_id"] != "" && p.Instructions == "" {
+	if (p.Gateway["previous_response_id"] != "" || p.Gateway["provider_conversation"] != "") && p.Instructions == "" {
 		c.continued = len(turn.Blocks)
 	}
 	if p.Instructions != "" || len(p.InputBlocks) > 0 {

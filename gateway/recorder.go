@@ -91,7 +91,8 @@ type Pending struct {
 	conv      string
 	threading string
 	parsed    bool
-	// named: the client named the conversation (Call.Conversation).
+	// named: the client named the conversation (Call.Conversation, or
+	// the provider's conversation its request names).
 	named    bool
 	ready    chan struct{} // closed once conv, threading and parsed are known
 	call     *calls.Call

@@ -133,6 +133,8 @@ func (s *spool) admit(api calls.API, body []byte, named string, local *calls.Thr
 			return nil, &ConversationIDError{err}
 		}
 		c.Conversation, c.threading = named, calls.ThreadExplicit
+	case c.req != nil && c.req.ProviderConversation != "":
+		c.Conversation, c.threading = calls.ProviderConversationID(c.req.ProviderConversation), calls.ThreadExplicit
 	case c.req != nil && c.req.PreviousResponseID != "":
 		// An earlier call's response would branch the conversation: a
 		// fork, which cannot be made without the log (see below).
@@ -174,6 +176,9 @@ func (s *spool) keep(c *spoolCall, o calls.Outcome, t *tee, local *calls.Threads
 	c.finished = true
 	l := &calls.Logged{API: c.api, Time: c.at, Conversation: c.Conversation, Request: c.body, CallID: c.id,
 		Threading: c.threading, Failure: o.Failure, Transient: o.Transient, Duration: o.Duration}
+	if t != nil && o.Refused {
+		l.Status = t.status // the provider took nothing of the call in
+	}
 	if o.Failure == "" && t != nil {
 		l.Status, l.Response, l.Stream = t.status, t.buf.Bytes(), t.stream != nil
 		if t.over {

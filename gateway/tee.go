@@ -113,7 +113,7 @@ func (t *tee) end() error {
 	switch {
 	case t.status >= 300:
 		o.Failure = statusFailure(t.status, t.buf.Bytes())
-		o.Transient = t.status == 429 || t.status >= 500
+		o.Transient, o.Refused = t.status == 429 || t.status >= 500, true
 	case t.stream != nil:
 		out, err := t.stream.Output()
 		if err != nil {

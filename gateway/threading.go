@@ -14,8 +14,9 @@ import (
 // previous_response_id, or inferred from its content), and the keys by
 // which later calls find the state a call left.
 
-// thread reads the call and finds its conversation: the one named, the one
-// of previous_response_id, or by content (a continuation, or a fork of an
+// thread reads the call and finds its conversation: the one named (by
+// Turnlog-Conversation, or the provider's conversation), the one of
+// previous_response_id, or by content (a continuation, or a fork of an
 // earlier state); else a new one. A threading index that cannot be read
 // starts a new conversation (logged): the call is recorded all the same.
 func (r *Recorder) thread(ctx context.Context, p *Pending, in Call) (fork *calls.Ref, fresh bool) {
@@ -33,6 +34,10 @@ func (r *Recorder) thread(ctx context.Context, p *Pending, in Call) (fork *calls
 		if in.Threading != "" {
 			c.Threading = in.Threading
 		}
+	case req != nil && req.ProviderConversation != "":
+		// The provider holds the conversation (OpenAI's Conversations
+		// API): its calls are one conversation, by its ID.
+		p.conv, c.Threading, p.named = calls.ProviderConversationID(req.ProviderConversation), calls.ThreadExplicit, true
 	case req != nil && req.PreviousResponseID != "":
 		ref, latest, ok, err := r.threads.Response(ctx, req.PreviousResponseID)
 		if err != nil {
@@ -111,11 +116,11 @@ func (r *Recorder) unguess(ctx context.Context, p *Pending, req *calls.Request) 
 // call that sent its whole input, from what the call already hashed: its
 // input's chain (the Turn holds its blocks in the call's order, as
 // PlanInput checked) extended by its output's keys. nil when that does not
-// hold (previous_response_id, other calls' blocks folded in after a
+// hold (a call continuing the provider's history, other calls' blocks folded in after a
 // conflict, or loaded when a stopped import is resumed: rehash):
 // Record then hashes the Turn.
 func stateChain(c *calls.Call, o calls.Outcome, turn *projector.Turn, rehash bool) [][32]byte {
-	if rehash || c.Request == nil || c.Request.PreviousResponseID != "" || o.Output == nil {
+	if rehash || c.Request == nil || c.Request.Continues() || o.Output == nil {
 		return nil
 	}
 	chain := c.Request.RequestChain()

@@ -154,6 +154,11 @@ func writeInference(w io.Writer, in *Inference, indent string) {
 			// provider's side, from the call that produced prev.
 			s += ", continues response " + quote(prev) + " (its input: the new items only)"
 		}
+		if pc := g["provider_conversation"]; pc != "" {
+			// The provider holds the conversation's items and reads
+			// them before the request's.
+			s += ", continues the provider's conversation " + quote(pc) + " (its input: the new items only)"
+		}
 		if why := g["unparsed"]; why != "" {
 			s += ", request not read: " + quote(why)
 		}

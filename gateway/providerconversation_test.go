@@ -1,0 +1,230 @@
+package gateway_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/gateway"
+	"github.com/turnlog/turnlog/internal/sdktest"
+	"github.com/turnlog/turnlog/replay"
+)
+
+// conversationsUpstream is a stand-in of OpenAI's Conversations API with
+// the Responses API on it: POST /v1/conversations creates a conversation
+// (with its initial items), and a response naming one (`conversation`, as
+// an ID or as {"id": ...}) reads that conversation's items before its
+// input, and adds its input and output to it. It answers the last user
+// message it read, and refuses a call naming a conversation it does not
+// hold, as the API does, and a call whose input begins with "!" (neither
+// adds anything to a conversation).
+type conversationsUpstream struct {
+	*httptest.Server
+	mu    sync.Mutex
+	convs map[string][]string // conversation → texts of its items
+	n     int
+}
+
+func newConversationsUpstream(t *testing.T) *conversationsUpstream {
+	u := &conversationsUpstream{convs: map[string][]string{}}
+	u.Server = httptest.NewServer(http.HandlerFunc(u.serve))
+	t.Cleanup(u.Close)
+	return u
+}
+
+func (u *conversationsUpstream) serve(w http.ResponseWriter, r *http.Request) {
+	raw, _ := io.ReadAll(r.Body)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	switch r.URL.Path {
+	case "/v1/conversations":
+		var body struct {
+			Items []struct{ Content string } `json:"items"`
+		}
+		_ = json.Unmarshal(raw, &body)
+		u.n++
+		id := fmt.Sprintf("conv_%04d", u.n)
+		u.convs[id] = []string{}
+		for _, it := range body.Items {
+			u.convs[id] = append(u.convs[id], it.Content)
+		}
+		fmt.Fprintf(w, `{"id":%q,"object":"conversation","created_at":1,"metadata":{}}`, id)
+	case "/v1/responses":
+		var body struct {
+			Conversation json.RawMessage `json:"conversation"`
+			Input        json.RawMessage `json:"input"`
+			Stream       bool            `json:"stream"`
+		}
+		if err := json.Unmarshal(raw, &body); err != nil {
+			w.WriteHeader(400)
+			fmt.Fprintf(w, `{"error":{"message":%q,"type":"invalid_request_error"}}`, err.Error())
+			return
+		}
+		var id string
+		if json.Unmarshal(body.Conversation, &id) != nil {
+			var obj struct{ ID string }
+			_ = json.Unmarshal(body.Conversation, &obj)
+			id = obj.ID
+		}
+		items, ok := u.convs[id]
+		if !ok {
+			w.WriteHeader(404)
+			fmt.Fprintf(w, `{"error":{"message":"Conversation with id '%s' not found.","type":"invalid_request_error"}}`, id)
+			return
+		}
+		var input string
+		if json.Unmarshal(body.Input, &input) != nil {
+			var list []struct{ Content string }
+			_ = json.Unmarshal(body.Input, &list)
+			for _, it := range list {
+				input = it.Content
+			}
+		}
+		if strings.HasPrefix(input, "!") {
+			// A call the provider refuses adds nothing to the conversation.
+			w.WriteHeader(400)
+			io.WriteString(w, `{"error":{"message":"Invalid input.","type":"invalid_request_error"}}`)
+			return
+		}
+		u.n++
+		answer := fmt.Sprintf("answer to %q after %d items", input, len(items))
+		u.convs[id] = append(items, input, answer)
+		msg := fmt.Sprintf(`{"type":"message","id":"msg_%d","status":"completed","role":"assistant","content":[{"type":"output_text","text":%q,"annotations":[]}]}`, u.n, answer)
+		resp := fmt.Sprintf(`{"id":"resp_%d","object":"response","created_at":1,"status":"completed","model":"m","conversation":{"id":%q},"output":[%s],"usage":{"input_tokens":5,"output_tokens":3,"total_tokens":8}}`, u.n, id, msg)
+		if !body.Stream {
+			io.WriteString(w, resp)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "event: response.output_item.done\ndata: {\"type\":\"response.output_item.done\",\"output_index\":0,\"item\":%s}\n\n", msg)
+		fmt.Fprintf(w, "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":%s}\n\n", resp)
+	default:
+		w.WriteHeader(404)
+	}
+}
+
+// TestResponsesConversationIsOneConversation: an app that keeps its
+// history on OpenAI's side with the Conversations API sends each call's
+// new items only, naming the conversation (`conversation`). Every such
+// call started a conversation of its own in turnlog (its input holds no
+// earlier output, so threading by content found nothing): a ten-turn chat
+// was ten one-call conversations. The calls of one provider conversation
+// are one turnlog conversation, by the same ID, whichever way the app
+// writes it; another provider conversation is another.
+func TestResponsesConversationIsOneConversation(t *testing.T) {
+	up := newConversationsUpstream(t)
+	r := newRig(t, up.URL, "")
+	hdr := map[string]string{"Turnlog-Token": token}
+	create := func() string {
+		t.Helper()
+		resp, out := post(t, r.gw.URL+"/v1/conversations", hdr, `{"items":[]}`)
+		require.Equal(t, 200, resp.StatusCode, "%s", out)
+		var c struct{ ID string }
+		require.NoError(t, json.Unmarshal(out, &c))
+		return c.ID
+	}
+	call := func(conv, body string) string {
+		t.Helper()
+		resp, out := post(t, r.gw.URL+"/v1/responses", hdr, body)
+		require.Equal(t, 200, resp.StatusCode, "%s", out)
+		return resp.Header.Get("Turnlog-Conversation")
+	}
+	a, b := create(), create()
+	got := []string{
+		call(a, `{"model":"m","instructions":"Be brief.","conversation":"`+a+`","input":"first question"}`),
+		call(b, `{"model":"m","conversation":"`+b+`","input":"other chat"}`),
+		call(a, `{"model":"m","instructions":"Be brief.","conversation":{"id":"`+a+`"},"input":[{"role":"user","content":"second question"}]}`),
+		call(a, `{"model":"m","instructions":"Be brief.","conversation":"`+a+`","stream":true,"input":"third question"}`),
+	}
+	assert.Equal(t, []string{a, b, a, a}, got, "each provider conversation is one turnlog conversation, of its ID")
+
+	turn, err := r.log.Load(t.Context(), a)
+	require.NoError(t, err)
+	var texts []string
+	for _, bl := range turn.Blocks {
+		texts = append(texts, bl.Text)
+	}
+	assert.Equal(t, []string{"Be brief.",
+		"first question", `answer to "first question" after 0 items`,
+		"second question", `answer to "second question" after 2 items`,
+		"third question", `answer to "third question" after 4 items`}, texts,
+		"the conversation holds what the provider's holds, the instructions once")
+	v := verify(t, r.log, a)
+	assert.Equal(t, 3, v.Inferences)
+	assert.Empty(t, checkRules(t, r.log, a))
+	var text strings.Builder
+	for e, err := range replay.Entries(t.Context(), r.log, a) {
+		require.NoError(t, err)
+		if e.Inference != nil {
+			require.NoError(t, e.WriteText(&text))
+		}
+	}
+	assert.Contains(t, text.String(), `continues the provider's conversation "`+a+`"`)
+}
+
+// TestRefusedContinuationLeavesNoItems: a call that continues a history
+// the provider holds (a conversation, or a previous response) and that the
+// provider refuses adds nothing to that history. Its items stayed in the
+// recorded conversation all the same, so the conversation's history showed
+// "!second" before "second" where the model read only "second" (the
+// provider's "after 2 items"), and the console and export with it.
+func TestRefusedContinuationLeavesNoItems(t *testing.T) {
+	up := newConversationsUpstream(t)
+	r := newRig(t, up.URL, "")
+	hdr := map[string]string{"Turnlog-Token": token}
+	resp, out := post(t, r.gw.URL+"/v1/conversations", hdr, `{}`)
+	require.Equal(t, 200, resp.StatusCode, "%s", out)
+	var c struct{ ID string }
+	require.NoError(t, json.Unmarshal(out, &c))
+	for _, tc := range []struct {
+		input  string
+		status int
+	}{{"first", 200}, {"!second", 400}, {"second", 200}} {
+		resp, out := post(t, r.gw.URL+"/v1/responses", hdr, `{"model":"m","instructions":"Be brief.","conversation":"`+c.ID+`","input":"`+tc.input+`"}`)
+		require.Equal(t, tc.status, resp.StatusCode, "%s", out)
+	}
+	turn, err := r.log.Load(t.Context(), c.ID)
+	require.NoError(t, err)
+	var texts []string
+	for _, bl := range turn.Blocks {
+		texts = append(texts, bl.Text)
+	}
+	assert.Equal(t, []string{"Be brief.", "first", `answer to "first" after 0 items`, "second", `answer to "second" after 2 items`}, texts)
+	v := verify(t, r.log, c.ID)
+	assert.Equal(t, 3, v.Inferences, "the refused call is proven too: its input was what it sent")
+	assert.Empty(t, checkRules(t, r.log, c.ID))
+}
+
+// TestOpenAISDKConversation: the official openai package creates a
+// conversation (passed through, unrecorded) and makes three calls in it,
+// one streamed; they are one turnlog conversation, the provider's ID, and
+// both directions pass byte for byte.
+func TestOpenAISDKConversation(t *testing.T) {
+	up := newConversationsUpstream(t)
+	r := newRig(t, up.URL, "", func(c *gateway.Config) { c.OpenAIKey = "sk-provider-secret" })
+	prefix := sdktest.Install(t)
+	out := sdktest.Run(t, prefix, filepath.Join("testdata", "responses_conversation.js"), "BASE_URL="+r.gw.URL+"/v1", "API_KEY="+token)
+	var res struct {
+		sdkResult
+		Conversation string `json:"conversation"`
+	}
+	require.NoError(t, json.Unmarshal(out, &res), "script output: %s", out)
+	assert.Equal(t, []string{`answer to "first question" after 0 items`, `answer to "second question" after 2 items`, `answer to "third question" after 4 items`}, res.Texts)
+	sent, received, _ := r.wire.snapshot()
+	assert.Equal(t, res.Sent, sent, "request bodies byte for byte")
+	assert.Equal(t, res.Received, received, "response bodies byte for byte")
+	require.Len(t, res.Conversations, 4)
+	assert.Equal(t, []string{res.Conversation, res.Conversation, res.Conversation}, res.Conversations[1:])
+	v := verify(t, r.log, res.Conversation)
+	assert.Equal(t, 3, v.Inferences)
+	assert.Empty(t, checkRules(t, r.log, res.Conversation))
+}
