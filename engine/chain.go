@@ -65,7 +65,13 @@ func Infer(e Engine) Handler {
 		begin := time.Now()
 		callCtx, span := startSpan(ctx, e, turn, turn.Blocks, started)
 		wctx, wire := WithWireRecorder(callCtx, false)
-		out, err := e.Infer(wctx, Input{Turn: turn, Model: tx.Model(), Tools: tx.Tools()}, tx.Delta)
+		out, err := safeInfer(wctx, e, Input{Turn: turn, Model: tx.Model(), Tools: tx.Tools()}, tx.Delta)
+		if err == nil {
+			// An answer the Turn cannot take (a block ID given twice, a
+			// tool call without its ID) fails the call: recorded as
+			// such, so that the call started above does not stay open.
+			err = checkOutput(tx, out.Blocks)
+		}
 		took := time.Since(begin)
 		span.End(spanResult(out, err))
 		if err != nil {
@@ -103,6 +109,37 @@ func Infer(e Engine) Handler {
 		}
 		return tx.Commit(ctx)
 	}
+}
+
+// safeInfer calls the engine, a panic in it returned as *PanicError.
+func safeInfer(ctx context.Context, e Engine, in Input, delta func(Delta)) (out Output, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the engine: %w", recovered(p))
+		}
+	}()
+	return e.Infer(ctx, in, delta)
+}
+
+// checkOutput says whether the Turn takes the model's output blocks as
+// outputPayload records them: each a valid event, under an ID the Turn
+// does not hold and the output gives once. The blocks are not changed.
+func checkOutput(tx *Tx, blocks []events.Block) error {
+	turn := tx.Turn()
+	seen := make(map[string]bool, len(blocks))
+	for i, b := range blocks {
+		if b.ID == "" {
+			b.ID = "checked"
+		} else if seen[b.ID] || turn.Index(b.ID) >= 0 {
+			return fmt.Errorf("the engine's answer cannot be recorded: block %d has ID %q, which the conversation already holds", i, b.ID)
+		}
+		seen[b.ID] = true
+		e := events.New(turn.Conversation, tx.cause, tx.step, ActorEngine, outputPayload(b))
+		if err := e.Validate(); err != nil {
+			return fmt.Errorf("the engine's answer cannot be recorded: block %d: %w", i, err)
+		}
+	}
+	return nil
 }
 
 func callsTools(blocks []events.Block) bool {

@@ -72,3 +72,39 @@ func TestEveryInferenceInputIsProvable(t *testing.T) {
 	}
 	assert.Equal(t, 4, inferences, "hello, the tool call, its answer, bye")
 }
+
+// TestToolCallFollowedByTextIsRun: a model that answers with a tool call
+// and then text ("let me count") had its call never run: the loop took
+// the answer for the last one, the request completed, and its next call
+// sent a tool call without its result, which providers refuse.
+func TestToolCallFollowedByTextIsRun(t *testing.T) {
+	l, err := eventlog.Open(context.Background(), natstest.Start(t).Conn)
+	require.NoError(t, err)
+	tools, err := engine.NewTools(scripted.WordCount())
+	require.NoError(t, err)
+	calls := 0
+	eng := engine.EngineFunc(func(_ context.Context, in engine.Input, _ func(engine.Delta)) (engine.Output, error) {
+		calls++
+		if calls == 1 {
+			return engine.Output{Blocks: []events.Block{
+				{Kind: events.KindToolCall, CallID: "c1", ToolName: "word_count", Arguments: `{"text":"one two"}`},
+				{Kind: events.KindLLMText, Text: "Let me count."}}}, nil
+		}
+		last := in.Turn.Blocks[len(in.Turn.Blocks)-1]
+		return engine.Output{Blocks: []events.Block{{Kind: events.KindLLMText, Text: "There are " + last.Text + " words."}}}, nil
+	})
+	ctx := context.Background()
+	turn, err := l.Load(ctx, "c")
+	require.NoError(t, err)
+	tx := engine.NewTx(turn, "r1", engine.WithLog(l), engine.WithTools(tools.Specs()...))
+	require.NoError(t, tx.Emit("worker", events.UserAppended{BlockID: engine.NewID(), Text: "count one two"}))
+	require.NoError(t, engine.Loop{Handler: engine.Chain(eng), Tools: tools}.Run(ctx, tx))
+	turn, err = l.Load(ctx, "c")
+	require.NoError(t, err)
+	var texts []string
+	for _, b := range turn.Blocks {
+		texts = append(texts, string(b.Kind)+":"+b.Text)
+	}
+	assert.Equal(t, []string{"user:count one two", "tool_call:", "llm_text:Let me count.", "tool_result:2", "llm_text:There are 2 words."}, texts)
+	assert.Equal(t, engine.Done, engine.NextStep(turn).Action)
+}

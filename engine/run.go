@@ -36,7 +36,10 @@ type Next struct {
 // pure, so a request interrupted at any point (after the user block, between
 // tool calls, before the model answered) resumes from what the log holds.
 func NextStep(t *projector.Turn) Next {
-	// Tool calls are open when they have no result after them.
+	// Tool calls are open when they have no result after them. The model's
+	// latest answers are read back to the message before them: a tool
+	// call followed by text in one answer is open as much as one that
+	// ends it.
 	answered := map[string]bool{}
 	var open []events.Block
 	for i := len(t.Blocks) - 1; i >= 0; i-- {
@@ -49,6 +52,8 @@ func NextStep(t *projector.Turn) Next {
 			if !answered[b.CallID] {
 				open = append(open, b)
 			}
+			continue
+		case events.KindLLMText, events.KindReasoning:
 			continue
 		}
 		break
@@ -68,6 +73,16 @@ func NextStep(t *projector.Turn) Next {
 		return Next{Action: CallModel}
 	}
 	return Next{Action: Done}
+}
+
+// call runs the handler once, a panic in it returned as *PanicError.
+func (l Loop) call(ctx context.Context, tx *Tx) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the chain: %w", recovered(p))
+		}
+	}()
+	return l.Handler(ctx, tx)
 }
 
 // ErrTooManyIterations ends a request whose model kept calling tools past
@@ -128,7 +143,7 @@ func (l Loop) Run(ctx context.Context, tx *Tx) error {
 				return fmt.Errorf("%w: %d calls, the limit is %d", ErrTooManyIterations, calls, max)
 			}
 			calls++
-			if err := l.Handler(ctx, tx); err != nil {
+			if err := l.call(ctx, tx); err != nil {
 				return err
 			}
 		}

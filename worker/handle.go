@@ -298,6 +298,12 @@ func (w *Worker) serveOnce(ctx context.Context, req Request, sent time.Time, pro
 				return retryLater, &eventlog.ConflictError{Conversation: conv, Expected: seqAtStart, Actual: last}
 			}
 		}
+		if pe := (*engine.PanicError)(nil); errors.As(err, &pe) {
+			// A bug in a middleware or an engine: the request fails with
+			// the panic's value; its stack is for the operator.
+			w.log.Error("a middleware or engine panicked; the request fails", "conversation", conv, "request", req.RequestID,
+				"profile", name, "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
+		}
 		// The profile's name goes with the reason: a middleware's remedy
 		// ("list ... in the profile's middlewares") names a setting of it.
 		return w.afterError(ctx, tx, fmt.Errorf("profile %q: %w", name, err), lastTry)

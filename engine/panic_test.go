@@ -1,0 +1,111 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/engine"
+	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/internal/natstest"
+)
+
+// runLoop runs one request of text through h on a log, and returns the
+// loop's error and the conversation's events as stored.
+func runLoop(t *testing.T, l *eventlog.Log, conv string, h engine.Handler) (error, []events.Event) {
+	t.Helper()
+	ctx := context.Background()
+	turn, err := l.Load(ctx, conv)
+	require.NoError(t, err)
+	tx := engine.NewTx(turn, engine.NewID(), engine.WithLog(l))
+	require.NoError(t, tx.Emit("worker", events.UserAppended{BlockID: engine.NewID(), Text: "hi"}))
+	runErr := engine.Loop{Handler: h}.Run(ctx, tx)
+	var evs []events.Event
+	for rec, err := range l.Events(ctx, conv) {
+		require.NoError(t, err)
+		evs = append(evs, rec.Event)
+	}
+	return runErr, evs
+}
+
+// openCalls is how many stored inference.started have no outcome.
+func openCalls(evs []events.Event) int {
+	open := 0
+	for _, e := range evs {
+		switch e.Payload.(type) {
+		case events.InferenceStarted:
+			open++
+		case events.InferenceFinished, events.InferenceFailed:
+			open--
+		}
+	}
+	return open
+}
+
+// TestPanicsAreErrors: a middleware or an engine that panics ended the
+// process that ran the loop (a worker: serve, embedded NATS and all, and
+// again at each redelivery of the request). The loop returns the panic as
+// *engine.PanicError, and an engine's panic closes its model call with
+// inference.failed.
+func TestPanicsAreErrors(t *testing.T) {
+	l, err := eventlog.Open(context.Background(), natstest.Start(t).Conn)
+	require.NoError(t, err)
+	answer := engine.EngineFunc(func(context.Context, engine.Input, func(engine.Delta)) (engine.Output, error) {
+		return engine.Output{Blocks: []events.Block{{Kind: events.KindLLMText, Text: "hello"}}}, nil
+	})
+	panicking := func(next engine.Handler) engine.Handler {
+		return func(ctx context.Context, tx *engine.Tx) error { panic("middleware bug") }
+	}
+	err, evs := runLoop(t, l, "mw", engine.Chain(answer, panicking))
+	var pe *engine.PanicError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "middleware bug", pe.Value)
+	assert.Contains(t, string(pe.Stack), "panic_test.go", "the stack says where")
+	assert.Zero(t, openCalls(evs))
+
+	crashing := engine.EngineFunc(func(context.Context, engine.Input, func(engine.Delta)) (engine.Output, error) {
+		var m map[string]int
+		m["x"]++ // a nil map: the engine's bug
+		return engine.Output{}, nil
+	})
+	err, evs = runLoop(t, l, "eng", engine.Chain(crashing))
+	require.ErrorAs(t, err, &pe)
+	require.NotEmpty(t, evs)
+	assert.Zero(t, openCalls(evs), "the call the engine panicked in is closed")
+	failed, ok := evs[len(evs)-1].Payload.(events.InferenceFailed)
+	require.True(t, ok, "%T", evs[len(evs)-1].Payload)
+	assert.Contains(t, failed.Error, "assignment to entry in nil map")
+	assert.False(t, failed.Transient)
+}
+
+// TestAnswerTheTurnCannotTakeClosesTheCall: an engine whose answer the
+// Turn refuses (a block ID given twice, a tool call without its call ID)
+// left its model call open: inference.started stored, no outcome, so
+// replay --rerun reported "no recorded end" for it. The call is closed
+// with inference.failed saying what was wrong, and nothing of the answer
+// is kept.
+func TestAnswerTheTurnCannotTakeClosesTheCall(t *testing.T) {
+	l, err := eventlog.Open(context.Background(), natstest.Start(t).Conn)
+	require.NoError(t, err)
+	for conv, blocks := range map[string][]events.Block{
+		"dup":    {{ID: "b1", Kind: events.KindLLMText, Text: "one"}, {ID: "b1", Kind: events.KindLLMText, Text: "two"}},
+		"callid": {{Kind: events.KindToolCall, ToolName: "word_count", Arguments: "{}"}},
+	} {
+		eng := engine.EngineFunc(func(context.Context, engine.Input, func(engine.Delta)) (engine.Output, error) {
+			return engine.Output{Blocks: blocks}, nil
+		})
+		err, evs := runLoop(t, l, conv, engine.Chain(eng))
+		require.Error(t, err, conv)
+		assert.Zero(t, openCalls(evs), conv)
+		failed, ok := evs[len(evs)-1].Payload.(events.InferenceFailed)
+		require.True(t, ok, "%s: %T", conv, evs[len(evs)-1].Payload)
+		assert.Contains(t, failed.Error, "the engine's answer cannot be recorded", conv)
+		for _, e := range evs {
+			assert.NotEqual(t, events.TypeLLMTextAppended, e.Type, "%s: nothing of the refused answer is stored", conv)
+			assert.False(t, errors.Is(err, engine.ErrTransient))
+		}
+	}
+}
