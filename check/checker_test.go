@@ -38,8 +38,22 @@ func TestFeedOneCallAtATime(t *testing.T) {
 		4: {check.RuleHistoryRewritten},      // s2 removed by no allowed actor
 		5: {check.RuleDuplicateSystemPrompt},
 	}, perCall)
-	assert.Equal(t, `system s at index 0 is the system prompt, and system s2 at index 4 (set by "my-prompt") acts as one too; system s2 at index 4 has the same text as system s at index 0 (8 bytes)`, details[2])
+	assert.Equal(t, `system s at index 0 (set by "systemprompt.template") is the system prompt, and system s2 at index 4 (set by "my-prompt") acts as one too; system s2 at index 4 has the same text as system s at index 0 (8 bytes)`, details[2])
 	assert.Equal(t, 5, c.Calls())
+}
+
+// TestSecondPromptInFrontIsNamed: a middleware that sets a second system
+// prompt in front of the first (SystemPromptSet's index 0) made it the
+// system prompt by position, and the finding named only the block after
+// it and its setter, the innocent one: who set each is said.
+func TestSecondPromptInFrontIsNamed(t *testing.T) {
+	r := &rec{}
+	r.prompt("s", "You are Acme's assistant.").add("acme.bad", events.SystemPromptSet{BlockID: "x", Text: "Second prompt.", Trust: events.Trusted}).
+		user("u", "hi").call()
+	fs := r.findings(t)
+	require.Len(t, fs, 1)
+	assert.Equal(t, check.RuleDuplicateSystemPrompt, fs[0].Rule)
+	assert.Equal(t, `system x at index 0 (set by "acme.bad") is the system prompt, and system s at index 1 (set by "systemprompt.template") acts as one too`, fs[0].Detail)
 }
 
 // TestAsideCalls: a call whose input was built from part of the Turn (a

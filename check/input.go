@@ -133,7 +133,14 @@ func (c *Checker) duplicatePrompts(in []events.Block) []Finding {
 		fs = append(fs, Finding{Rule: RuleDuplicateSystemPrompt, Blocks: ids(in, p[1], p[0]), Detail: d})
 	}
 	if twoActing {
-		d := blockAt(in, acting[0]) + " is the system prompt, and "
+		// Each named with who set it, the first too: the block that
+		// took the first place is as often the intruder as the one
+		// after it.
+		d := blockAt(in, acting[0])
+		if o := c.origin[in[acting[0]].ID]; o != "" {
+			d += " (set by " + strconv.Quote(o) + ")"
+		}
+		d += " is the system prompt, and "
 		for k, i := range acting[1:] {
 			if k > 0 {
 				d += ", "
