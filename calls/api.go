@@ -51,6 +51,11 @@ func APIOfPath(path string) (API, bool) {
 	return "", false
 }
 
+// CompactPath is the route of the Responses API's compaction (the
+// provider rewrites a history into fewer items): recorded as a Responses
+// call whose output replaces the conversation's history (Call.Compact).
+const CompactPath = "/v1/responses/compact"
+
 // Anthropic reports whether the API is Anthropic's (its errors, its auth
 // header, its upstream).
 func (a API) Anthropic() bool { return a == Messages }

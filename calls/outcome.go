@@ -32,6 +32,8 @@ type Outcome struct {
 // to turn: the output's blocks and inference.finished, or
 // inference.failed with the reason (a failed call's partial output is not
 // added to the Turn: the client did not get an answer to continue from).
+// A compaction (Call.Compact) that answered then compacts away the blocks
+// before its output (turn.compacted), the system prompt kept.
 // A call the upstream refused that continued a history the provider holds
 // (Outcome.Refused, Request.Continues) has the items it added removed
 // again (blocks.removed), as the provider keeps none of them.
@@ -74,6 +76,7 @@ func PlanOutcome(turn *projector.Turn, c *Call, o Outcome) ([]events.Event, erro
 		return evs, nil
 	}
 	fin := events.InferenceFinished{InferenceID: c.ID, Duration: o.Duration}
+	before := len(turn.Blocks) // the history a compaction's output replaces
 	if o.Output != nil {
 		for _, b := range o.Output.Blocks() {
 			if err := emit(appendPayload(ulid.Make().String(), &b, len(turn.Blocks))); err != nil {
@@ -86,5 +89,21 @@ func PlanOutcome(turn *projector.Turn, c *Call, o Outcome) ([]events.Event, erro
 		}
 		fin.OtherChoices = o.Output.OtherChoices
 	}
-	return evs, emit(fin)
+	if err := emit(fin); err != nil {
+		return nil, err
+	}
+	if c.Compact && o.Output != nil && len(o.Output.Blocks()) > 0 {
+		// The provider compacted the history into its output: the app
+		// goes on from it, and so does the conversation.
+		var old []string
+		for _, b := range turn.Blocks[:before] {
+			if b.Kind != events.KindSystem {
+				old = append(old, b.ID)
+			}
+		}
+		if len(old) > 0 {
+			return evs, emit(events.TurnCompacted{Removed: old, Reason: "the provider compacted the history (" + CompactPath + "): the conversation goes on from the call's output"})
+		}
+	}
+	return evs, nil
 }

@@ -70,6 +70,11 @@ type Call struct {
 	// that reads the Turn as it stands at each event (check's Observe)
 	// follows the plan without folding the events into a Turn of its own.
 	Observe func(e events.Event, turn *projector.Turn)
+	// Compact marks a call to the Responses API's compaction
+	// (CompactPath): its output is the history the conversation goes on
+	// from, so PlanOutcome compacts away the blocks before it
+	// (turn.compacted), keeping the system prompt.
+	Compact bool
 	// appended are the blocks PlanInput added for a call continuing a
 	// history the provider holds (Request.Continues): what PlanOutcome
 	// removes again when the provider refused the call.
@@ -168,6 +173,9 @@ func PlanInput(turn *projector.Turn, c *Call) ([]events.Event, error) {
 	}
 	if req.ProviderConversation != "" {
 		gw["provider_conversation"] = req.ProviderConversation
+	}
+	if c.Compact {
+		gw["compact"] = "true"
 	}
 	var inputIDs []string
 	var err error

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -156,4 +157,51 @@ func TestImportCalls(t *testing.T) {
 		require.NoError(t, err)
 		assert.Zero(t, seq, "the good line was not recorded either")
 	})
+}
+
+// TestImportCallsCompaction: a logged compaction ("compact": true) is
+// recorded as the gateway records one: the calls before and after it are
+// one conversation, which goes on from the compacted items.
+func TestImportCallsCompaction(t *testing.T) {
+	e := newAuditEnv(t, false)
+	msg := func(role, text string) string {
+		return `{"role":"` + role + `","content":"` + text + `"}`
+	}
+	out := func(i int) string {
+		return `{"type":"message","id":"msg_` + strconv.Itoa(i) + `","status":"completed","role":"assistant","content":[{"type":"output_text","text":"answer ` + strconv.Itoa(i) + `","annotations":[]}]}`
+	}
+	resp := func(i int, items string) string {
+		return `{"id":"resp_` + strconv.Itoa(i) + `","object":"response","created_at":1,"status":"completed","model":"m","output":[` + items + `]}`
+	}
+	req := func(items ...string) string {
+		return `{"model":"m","instructions":"Be brief.","store":false,"input":[` + strings.Join(items, ",") + `]}`
+	}
+	cmp := `{"type":"compaction","id":"cmp_3","encrypted_content":"ENC"}`
+	kept := `{"type":"message","role":"user","content":[{"type":"input_text","text":"one"}]}`
+	compact := callLine("2025-03-01T10:02:00Z", "", "responses", req(msg("user", "one"), out(1), msg("user", "two"), out(2)),
+		`{"id":"resp_3","object":"response.compaction","created_at":1,"output":[`+kept+`,`+cmp+`]}`)
+	compact = strings.Replace(compact, `{"api":"responses",`, `{"api":"responses","compact":true,`, 1)
+	lines := []string{
+		callLine("2025-03-01T10:00:00Z", "", "responses", req(msg("user", "one")), resp(1, out(1))),
+		callLine("2025-03-01T10:01:00Z", "", "responses", req(msg("user", "one"), out(1), msg("user", "two")), resp(2, out(2))),
+		compact,
+		callLine("2025-03-01T10:03:00Z", "", "responses", req(kept, cmp, msg("user", "three")), resp(4, out(4))),
+	}
+	o, errOut, code := e.run("", "import", "--calls", e.file("calls.jsonl", strings.Join(lines, "\n")+"\n"), "-o", "json")
+	require.Equal(t, 0, code, errOut)
+	var res []gateway.Imported
+	require.NoError(t, json.Unmarshal([]byte(o), &res))
+	require.Len(t, res, 4)
+	for _, r := range res {
+		assert.Equal(t, res[0].Conversation, r.Conversation, "line %d", r.Line)
+	}
+	turn, err := e.log.Load(context.Background(), res[0].Conversation)
+	require.NoError(t, err)
+	var texts []string
+	for _, b := range turn.Blocks {
+		texts = append(texts, b.Text)
+	}
+	assert.Equal(t, []string{"Be brief.", "one", "", "three", "answer 4"}, texts)
+	_, errOut, code = e.run("", "replay", "--verify", res[0].Conversation)
+	assert.Equal(t, 0, code, errOut)
 }

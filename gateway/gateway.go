@@ -185,6 +185,10 @@ func stateOf(ctx context.Context) *state {
 // forwarded unrecorded.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	api, recorded := calls.APIOfPath(r.URL.Path)
+	compact := !recorded && strings.TrimSuffix(r.URL.Path, "/") == calls.CompactPath
+	if compact {
+		api, recorded = calls.Responses, true
+	}
 	recorded = recorded && r.Method == http.MethodPost
 	anthropic := api.Anthropic()
 	if !recorded {
@@ -251,6 +255,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		sc, err := g.spool.admit(api, body, r.Header.Get(ConversationHeader), g.local)
+		if sc != nil {
+			sc.compact = compact
+		}
 		if err != nil {
 			g.refuse(w, anthropic, err)
 			return
@@ -261,7 +268,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			g.cfg.Logger.Info("gateway: NATS is reachable again: calls are forwarded and recorded")
 		}
 		p, err := g.rec.Begin(r.Context(), Call{API: api, Body: body, Conversation: r.Header.Get(ConversationHeader),
-			Trace: tracing.Extract(r.Context(), r.Header), Deferred: true})
+			Trace: tracing.Extract(r.Context(), r.Header), Deferred: true, Compact: compact})
 		if err != nil {
 			g.refuse(w, anthropic, err)
 			return

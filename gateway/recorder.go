@@ -157,6 +157,9 @@ type Call struct {
 	// Import, for a call read from a log of calls (import --calls), is
 	// the hash that names it there (calls.Call.Import).
 	Import string
+	// Compact marks a call to the Responses API's compaction
+	// (calls.CompactPath; calls.Call.Compact).
+	Compact bool
 	// Deferred holds the recording back until Pending.Start (or anything
 	// that needs its result): the gateway starts it once the request is
 	// on its way upstream, so that reading and recording the call do not
@@ -174,7 +177,7 @@ func (r *Recorder) Begin(ctx context.Context, in Call) (*Pending, error) {
 			return nil, &ConversationIDError{err}
 		}
 	}
-	c := &calls.Call{ID: in.ID, Time: in.Time, Import: in.Import}
+	c := &calls.Call{ID: in.ID, Time: in.Time, Import: in.Import, Compact: in.Compact}
 	if c.ID == "" {
 		c.ID = ulid.Make().String()
 	}

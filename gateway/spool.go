@@ -58,6 +58,7 @@ type spoolCall struct {
 	at           time.Time
 	reserved     int64
 	finished     bool
+	compact      bool // a call to calls.CompactPath
 }
 
 // openSpool opens (creating) dir, locked for this process: two gateways
@@ -174,7 +175,7 @@ func (s *spool) keep(c *spoolCall, o calls.Outcome, t *tee, local *calls.Threads
 		return nil
 	}
 	c.finished = true
-	l := &calls.Logged{API: c.api, Time: c.at, Conversation: c.Conversation, Request: c.body, CallID: c.id,
+	l := &calls.Logged{API: c.api, Compact: c.compact, Time: c.at, Conversation: c.Conversation, Request: c.body, CallID: c.id,
 		Threading: c.threading, Failure: o.Failure, Transient: o.Transient, Duration: o.Duration}
 	if t != nil && o.Refused {
 		l.Status = t.status // the provider took nothing of the call in

@@ -159,6 +159,9 @@ func writeInference(w io.Writer, in *Inference, indent string) {
 			// them before the request's.
 			s += ", continues the provider's conversation " + quote(pc) + " (its input: the new items only)"
 		}
+		if g["compact"] == "true" {
+			s += ", a compaction: its output replaces the history"
+		}
 		if why := g["unparsed"]; why != "" {
 			s += ", request not read: " + quote(why)
 		}
