@@ -224,6 +224,9 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 					return err
 				}
 				gcfg.Logger = logger
+				// The API's browser checks hold for the gateway's
+				// routes on the same listener.
+				gcfg.Guard = api.CrossSite
 				gw, err := gateway.New(gcfg)
 				if err != nil {
 					return err

@@ -52,6 +52,12 @@ type Log interface {
 // Recorder (Log is).
 type Config struct {
 	Log Log
+	// Guard, when set, refuses a call before anything else is done with it
+	// (403 in the API's error shape, nothing forwarded) when it returns a
+	// reason: serve's listener passes the HTTP API's browser checks
+	// (httpapi.Server.CrossSite), so that no web page can use the gateway
+	// on it, token or not.
+	Guard func(*http.Request) string
 	// Connected reports whether the log's NATS connection is up: when it
 	// is not, calls are answered 503 without being forwarded.
 	Connected func() bool

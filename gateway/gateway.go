@@ -198,6 +198,13 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			api = calls.Messages
 		}
 	}
+	if g.cfg.Guard != nil {
+		if msg := g.cfg.Guard(r); msg != "" {
+			g.cfg.Metrics.errors.WithLabelValues("refused").Inc()
+			writeError(w, anthropic, http.StatusForbidden, msg)
+			return
+		}
+	}
 	if msg := g.authorize(r.Header, anthropic, g.cfg.providerKey(api)); msg != "" {
 		if !anthropic {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="turnlog"`)

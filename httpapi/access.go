@@ -47,6 +47,13 @@ func (s *Server) authorize(r *http.Request) (int, string) {
 	return 0, ""
 }
 
+// CrossSite returns why a request that a browser may have sent on behalf
+// of another site, or that is addressed to a host name this server does
+// not answer (DNS rebinding), is refused, or "": the checks every route
+// of the API passes, for other handlers on the same listener (the
+// recording gateway's routes on serve's).
+func (s *Server) CrossSite(r *http.Request) string { return s.crossSite(r) }
+
 // crossSite returns why a request that a browser may have sent on behalf of
 // another site is refused, or "".
 func (s *Server) crossSite(r *http.Request) string {
