@@ -3,6 +3,7 @@ package events
 import (
 	"errors"
 	"fmt"
+	"unicode/utf8"
 )
 
 // MaxConversationIDLen bounds conversation IDs so that a subject, a KV key
@@ -37,6 +38,15 @@ func ValidateConversationID(id string) error {
 		}
 		if c < 0x20 || c == 0x7f {
 			what = fmt.Sprintf("control character 0x%02x", c)
+		}
+		if c >= utf8.RuneSelf {
+			// A character of several bytes: named whole, not by its
+			// first byte read as a character of its own.
+			if r, size := utf8.DecodeRuneInString(id[i:]); r != utf8.RuneError || size > 1 {
+				what = fmt.Sprintf("%q (%U)", r, r)
+			} else {
+				what = fmt.Sprintf("byte 0x%02x, which is not UTF-8,", c)
+			}
 		}
 		return fmt.Errorf("%w: %q contains %s at byte %d; use letters, digits, '-' or '_'", ErrInvalidConversationID, truncate(id, 40), what, i)
 	}

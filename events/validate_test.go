@@ -34,8 +34,10 @@ func TestValidateConversationID(t *testing.T) {
 		{name: "NUL", id: "\x00", wantErr: true, wantText: "control character 0x00"},
 		{name: "newline at the end", id: "abc\n", wantErr: true, wantText: "control character 0x0a at byte 3"},
 		{name: "DEL", id: "a\x7f", wantErr: true, wantText: "control character 0x7f"},
-		{name: "non-ASCII letter", id: "café", wantErr: true, wantText: "at byte 3"},
-		{name: "invalid UTF-8", id: "a\xffb", wantErr: true, wantText: "at byte 1"},
+		// The character, not its first byte as if it were one ('Ã').
+		{name: "non-ASCII letter", id: "café", wantErr: true, wantText: "contains 'é' (U+00E9) at byte 3"},
+		{name: "right-to-left override", id: "a\u202eb", wantErr: true, wantText: `contains '\u202e' (U+202E) at byte 1`},
+		{name: "invalid UTF-8", id: "a\xffb", wantErr: true, wantText: "contains byte 0xff, which is not UTF-8, at byte 1"},
 		{name: "long and bad", id: strings.Repeat("y", 100) + ".", wantErr: true, wantText: "..."},
 	}
 	for _, tc := range tests {
