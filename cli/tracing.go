@@ -35,6 +35,7 @@ func startTracing(ctx context.Context, service string, content bool, errOut io.W
 	if err != nil {
 		return nil, err
 	}
+	installExportErrors(errOut)
 	tracing.RecordContent(content)
 	if content {
 		fmt.Fprintln(errOut, "turnlog: OpenTelemetry: exporting model-call spans WITH message content (--otel-content)")
@@ -44,6 +45,8 @@ func startTracing(ctx context.Context, service string, content bool, errOut io.W
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = shutdown(ctx)
+		if err := shutdown(ctx); err != nil {
+			fmt.Fprintf(errOut, "turnlog: OpenTelemetry: the last spans were not exported: %v\n", err)
+		}
 	}, nil
 }

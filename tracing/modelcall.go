@@ -174,7 +174,7 @@ func (c *Call) End(r CallResult) {
 			attrs = append(attrs, semconv.GenAIResponseFinishReasons(r.FinishReason))
 		}
 		if recordContent.Load() && len(r.Output) > 0 {
-			attrs = append(attrs, attribute.String("gen_ai.output.messages", messagesJSON(r.Output)))
+			attrs = append(attrs, attribute.String("gen_ai.output.messages", outputJSON(r.Output, r.FinishReason)))
 		}
 	} else {
 		typ := r.ErrorType
@@ -215,31 +215,55 @@ type part struct {
 	Arguments string `json:"arguments,omitempty"`
 }
 
+// outputMessage is gen_ai.output.messages' entry: the model's answer, one
+// message whose parts are its blocks, with why it ended, as the
+// conventions' output message is.
+type outputMessage struct {
+	Role         string `json:"role"`
+	Parts        []part `json:"parts"`
+	FinishReason string `json:"finish_reason"`
+}
+
+// outputJSON renders a model's output blocks as the conventions' output
+// messages: one assistant message holding each block as a part, and the
+// finish reason the provider gave ("" when it gave none).
+func outputJSON(blocks []events.Block, finish string) string {
+	m := outputMessage{Role: "assistant", Parts: make([]part, 0, len(blocks)), FinishReason: finish}
+	for _, b := range blocks {
+		m.Parts = append(m.Parts, blockMessage(b).Parts...)
+	}
+	data, _ := json.Marshal([]outputMessage{m})
+	return string(data)
+}
+
 // messagesJSON renders blocks as the conventions' messages, one message a
 // block: the span shows what the model got without turnlog's own Turn
 // format.
 func messagesJSON(blocks []events.Block) string {
 	msgs := make([]message, 0, len(blocks))
 	for _, b := range blocks {
-		var m message
-		switch b.Kind {
-		case events.KindSystem:
-			m = message{Role: "system", Parts: []part{{Type: "text", Content: b.Text}}}
-		case events.KindUser:
-			m = message{Role: "user", Parts: []part{{Type: "text", Content: b.Text}}}
-		case events.KindLLMText:
-			m = message{Role: "assistant", Parts: []part{{Type: "text", Content: b.Text}}}
-		case events.KindReasoning:
-			m = message{Role: "assistant", Parts: []part{{Type: "reasoning", Content: b.Text}}}
-		case events.KindToolCall:
-			m = message{Role: "assistant", Parts: []part{{Type: "tool_call", ID: b.CallID, Name: b.ToolName, Arguments: b.Arguments}}}
-		case events.KindToolResult:
-			m = message{Role: "tool", Parts: []part{{Type: "tool_call_response", ID: b.CallID, Content: b.Text}}}
-		default:
-			m = message{Role: string(b.Kind), Parts: []part{{Type: "text", Content: b.Text}}}
-		}
-		msgs = append(msgs, m)
+		msgs = append(msgs, blockMessage(b))
 	}
 	data, _ := json.Marshal(msgs)
 	return string(data)
+}
+
+// blockMessage is one block as the conventions' message: its role and
+// its one part.
+func blockMessage(b events.Block) message {
+	switch b.Kind {
+	case events.KindSystem:
+		return message{Role: "system", Parts: []part{{Type: "text", Content: b.Text}}}
+	case events.KindUser:
+		return message{Role: "user", Parts: []part{{Type: "text", Content: b.Text}}}
+	case events.KindLLMText:
+		return message{Role: "assistant", Parts: []part{{Type: "text", Content: b.Text}}}
+	case events.KindReasoning:
+		return message{Role: "assistant", Parts: []part{{Type: "reasoning", Content: b.Text}}}
+	case events.KindToolCall:
+		return message{Role: "assistant", Parts: []part{{Type: "tool_call", ID: b.CallID, Name: b.ToolName, Arguments: b.Arguments}}}
+	case events.KindToolResult:
+		return message{Role: "tool", Parts: []part{{Type: "tool_call_response", ID: b.CallID, Content: b.Text}}}
+	}
+	return message{Role: string(b.Kind), Parts: []part{{Type: "text", Content: b.Text}}}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/turnlog/turnlog/gateway"
 	"github.com/turnlog/turnlog/internal/natstest"
 	"github.com/turnlog/turnlog/internal/otlptest"
+	"github.com/turnlog/turnlog/tracing"
 	"github.com/turnlog/turnlog/tracing/otlp"
 )
 
@@ -110,4 +111,49 @@ func TestGatewayCallSpanIsTheCallersChild(t *testing.T) {
 	for _, kv := range s.Attributes {
 		assert.NotContains(t, kv.Value.GetStringValue(), "sk-provider-key", "the provider key is never on a span")
 	}
+}
+
+// TestGatewayCallContentFollowsTheConventions: with --otel-content, a
+// call's output is the conventions' output message: one assistant
+// message whose parts are the answer's, with its finish reason (it was a
+// message a block, with no finish reason, which the conventions require).
+func TestGatewayCallContentFollowsTheConventions(t *testing.T) {
+	rc := otlptest.Start(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rc.URL)
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
+	shutdown, err := otlp.Setup(context.Background(), "turnlog-gateway")
+	require.NoError(t, err)
+	tracing.RecordContent(true)
+	t.Cleanup(func() { tracing.RecordContent(false) })
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"chatcmpl-2","object":"chat.completion","model":"m",`+
+			`"choices":[{"index":0,"message":{"role":"assistant","content":"Let me look.","tool_calls":[{"id":"call_1","type":"function","function":{"name":"weather","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`)
+	}))
+	t.Cleanup(upstream.Close)
+	srv := natstest.Start(t)
+	l, err := eventlog.Open(context.Background(), srv.Conn)
+	require.NoError(t, err)
+	g, err := gateway.New(gateway.Config{Log: l, Connected: srv.Conn.IsConnected, Token: "tok-0123456789abcdef", OpenAIUpstream: upstream.URL + "/v1"})
+	require.NoError(t, err)
+	gw := httptest.NewServer(g)
+	t.Cleanup(gw.Close)
+	req, err := http.NewRequest(http.MethodPost, gw.URL+"/v1/chat/completions", strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"Weather?"}]}`))
+	require.NoError(t, err)
+	req.Header.Set("Turnlog-Token", "tok-0123456789abcdef")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	flushCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, shutdown(flushCtx))
+	spans := rc.Named("chat m")
+	require.Len(t, spans, 1)
+	a := otlptest.Attrs(spans[0])
+	assert.JSONEq(t, `[{"role":"user","parts":[{"type":"text","content":"Weather?"}]}]`, a["gen_ai.input.messages"].GetStringValue())
+	assert.JSONEq(t, `[{"role":"assistant","finish_reason":"tool_calls","parts":[{"type":"text","content":"Let me look."},{"type":"tool_call","id":"call_1","name":"weather","arguments":"{}"}]}]`,
+		a["gen_ai.output.messages"].GetStringValue())
 }

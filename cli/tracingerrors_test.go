@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel"
+)
+
+// TestTraceExportFailuresAreSaid: spans a receiver refused were dropped
+// with a line of Go's default logger per failure (outside the command's
+// output, naming no endpoint), and the last spans' failure at exit was
+// thrown away. They are said on the command's output, with where the
+// spans were to go.
+func TestTraceExportFailuresAreSaid(t *testing.T) {
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no", http.StatusBadRequest) // not retried by the exporter
+	}))
+	t.Cleanup(receiver.Close)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.URL)
+	var out strings.Builder
+	stop, err := startTracing(context.Background(), "turnlog-test", false, &out)
+	require.NoError(t, err)
+	_, span := otel.Tracer("test").Start(context.Background(), "call")
+	span.End()
+	stop()
+	assert.Contains(t, out.String(), "turnlog: OpenTelemetry: spans not exported to "+receiver.URL+" (/v1/traces), dropped:")
+	assert.Contains(t, out.String(), "400 Bad Request")
+}
+
+// TestExportErrorsAreSaidOnceAMinute: a receiver that stays away is said
+// once a minute, with the count of failures since, not once a batch.
+func TestExportErrorsAreSaidOnceAMinute(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var out strings.Builder
+	h := &exportErrors{w: &out, endpoint: "http://collector:4318", now: func() time.Time { return now }}
+	for range 5 {
+		h.Handle(errors.New("connection refused"))
+		now = now.Add(10 * time.Second)
+	}
+	now = now.Add(20 * time.Second)
+	h.Handle(errors.New("connection refused"))
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Len(t, lines, 2)
+	assert.Equal(t, "turnlog: OpenTelemetry: spans not exported to http://collector:4318, dropped: connection refused", lines[0])
+	assert.Contains(t, lines[1], "(and 4 failures more since the last said)")
+}
