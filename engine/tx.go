@@ -160,6 +160,11 @@ func (tx *Tx) EmitAt(actor string, at time.Time, p events.Payload) error {
 }
 
 func (tx *Tx) emit(actor string, e events.Event) error {
+	if p, ok := e.Payload.(events.BlockSplit); ok {
+		if err := splitKeepsTrust(tx.turn, p); err != nil {
+			return fmt.Errorf("%s: %w", actor, err)
+		}
+	}
 	if err := projector.Apply(tx.turn, e); err != nil {
 		return fmt.Errorf("%s: %w", actor, err)
 	}
@@ -168,6 +173,36 @@ func (tx *Tx) emit(actor string, e events.Event) error {
 		tx.modelCalls++
 	}
 	return nil
+}
+
+// ErrTrustRaised refuses a block.split that would make trusted text, or a
+// system prompt, of a block that is not trusted: instructions come only
+// from trusted text, and a split must not launder a user's or a file's
+// text into them. A system prompt is set with systemprompt.set.
+var ErrTrustRaised = errors.New("a split cannot raise trust")
+
+// splitKeepsTrust checks that p makes nothing trusted, and no system
+// prompt, of a block that is not trusted. The fold itself takes such a
+// split (a log that holds one still reads); the Tx, the way every change
+// is written, refuses to write one.
+func splitKeepsTrust(turn *projector.Turn, p events.BlockSplit) error {
+	src, ok := turn.Block(p.BlockID)
+	if !ok || src.Trust == events.Trusted {
+		return nil // the fold says what is wrong with a missing block
+	}
+	for _, b := range p.Into {
+		if b.Trust == events.Trusted || b.Kind == events.KindSystem {
+			return fmt.Errorf("%w: block %s (%s) is not trusted, and the split makes %s block %s of it; set a system prompt with systemprompt.set", ErrTrustRaised, src.ID, src.Kind, describeTrust(b), b.ID)
+		}
+	}
+	return nil
+}
+
+func describeTrust(b events.Block) string {
+	if b.Trust == events.Trusted {
+		return "trusted " + string(b.Kind)
+	}
+	return string(b.Kind)
 }
 
 // ModelCalls is how many model calls this Tx has recorded (its
