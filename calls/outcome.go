@@ -77,8 +77,10 @@ func PlanOutcome(turn *projector.Turn, c *Call, o Outcome) ([]events.Event, erro
 	}
 	fin := events.InferenceFinished{InferenceID: c.ID, Duration: o.Duration}
 	before := len(turn.Blocks) // the history a compaction's output replaces
+	var out []events.Block
 	if o.Output != nil {
-		for _, b := range o.Output.Blocks() {
+		out = o.Output.Blocks()
+		for _, b := range out {
 			if err := emit(appendPayload(ulid.Make().String(), &b, len(turn.Blocks))); err != nil {
 				return nil, err
 			}
@@ -92,7 +94,7 @@ func PlanOutcome(turn *projector.Turn, c *Call, o Outcome) ([]events.Event, erro
 	if err := emit(fin); err != nil {
 		return nil, err
 	}
-	if c.Compact && o.Output != nil && len(o.Output.Blocks()) > 0 {
+	if c.Compact && len(out) > 0 {
 		// The provider compacted the history into its output: the app
 		// goes on from it, and so does the conversation.
 		var old []string

@@ -16,7 +16,7 @@ const exportErrorEvery = time.Minute
 
 // exportErrors says on w, in turnlog's words and where the spans were to
 // go, that spans could not be exported (the SDK drops them), at most once
-// a exportErrorEvery with the count of failures since: the OpenTelemetry
+// every exportErrorEvery with the count of failures since: the OpenTelemetry
 // SDK's own report is a line of Go's default logger per failure, outside
 // the command's log, naming no endpoint.
 type exportErrors struct {

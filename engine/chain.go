@@ -131,7 +131,7 @@ func checkOutput(tx *Tx, blocks []events.Block) error {
 		if b.ID == "" {
 			b.ID = "checked"
 		} else if seen[b.ID] || turn.Index(b.ID) >= 0 {
-			return fmt.Errorf("the engine's answer cannot be recorded: block %d has ID %q, which the conversation already holds", i, b.ID)
+			return fmt.Errorf("the engine's answer cannot be recorded: block %d has ID %q, which the conversation or the answer holds already", i, b.ID)
 		}
 		seen[b.ID] = true
 		e := events.New(turn.Conversation, tx.cause, tx.step, ActorEngine, outputPayload(b))
