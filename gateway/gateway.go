@@ -261,10 +261,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				"turnlog cannot record this call: its NATS server is unreachable, and calls are not forwarded unrecorded; retry shortly")
 			return
 		}
-		sc, err := g.spool.admit(api, body, r.Header.Get(ConversationHeader), g.local)
-		if sc != nil {
-			sc.compact = compact
-		}
+		sc, err := g.spool.admit(api, body, compact, r.Header.Get(ConversationHeader), g.local)
 		if err != nil {
 			g.refuse(w, anthropic, err)
 			return

@@ -123,8 +123,8 @@ const spoolOverhead = 4096
 // request (the response is kept if it fits, else the call is recorded
 // failed for want of room), and finds its conversation as far as this
 // gateway knows it (local: the calls it recorded and spooled).
-func (s *spool) admit(api calls.API, body []byte, named string, local *calls.Threads) (*spoolCall, error) {
-	c := &spoolCall{id: ulid.Make().String(), api: api, body: body, at: time.Now(), reserved: int64(len(body))*2 + spoolOverhead}
+func (s *spool) admit(api calls.API, body []byte, compact bool, named string, local *calls.Threads) (*spoolCall, error) {
+	c := &spoolCall{id: ulid.Make().String(), api: api, body: body, compact: compact, at: time.Now(), reserved: int64(len(body))*2 + spoolOverhead}
 	if req, err := s.parse.ParseRequest(api, body); err == nil {
 		c.req = req
 	}

@@ -116,9 +116,9 @@ func (r *Recorder) unguess(ctx context.Context, p *Pending, req *calls.Request) 
 // call that sent its whole input, from what the call already hashed: its
 // input's chain (the Turn holds its blocks in the call's order, as
 // PlanInput checked) extended by its output's keys. nil when that does not
-// hold (a call continuing the provider's history, other calls' blocks folded in after a
-// conflict, or loaded when a stopped import is resumed: rehash):
-// Record then hashes the Turn.
+// hold (a call continuing the provider's history, other calls' blocks
+// folded in after a conflict, or loaded when a stopped import is resumed:
+// rehash): Record then hashes the Turn.
 func stateChain(c *calls.Call, o calls.Outcome, turn *projector.Turn, rehash bool) [][32]byte {
 	if rehash || c.Request == nil || c.Request.Continues() || o.Output == nil {
 		return nil
