@@ -63,7 +63,7 @@ type MiddlewareSpec struct {
 	Options Options
 	// Engine is the profile's engine, for a middleware that calls the
 	// model itself (compaction's summariser): its calls are recorded like
-	// any other when made through engine.Aside. nil when CheckOnly.
+	// any other when made through engine.InferAside. nil when CheckOnly.
 	Engine engine.Engine
 	// Logger is the worker's logger (never nil).
 	Logger *slog.Logger
