@@ -47,6 +47,13 @@ func (s *Span) SetRequestID(id string) {
 	}
 }
 
+// Failed marks the span of ctx (a request's, see StartRequest) failed with
+// reason: a request that ends in request.failed is handled, not an error
+// of the worker's, and its span says how it ended all the same.
+func Failed(ctx context.Context, reason string) {
+	trace.SpanFromContext(ctx).SetStatus(codes.Error, reason)
+}
+
 // End ends the span; a non-nil err marks it failed.
 func (s *Span) End(err error) {
 	if s == nil {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/turnlog/turnlog/tracing"
 	"slices"
 
 	"github.com/turnlog/turnlog/engine"
@@ -109,6 +110,7 @@ func (w *Worker) failAs(ctx context.Context, tx *engine.Tx, reason string, forei
 		return retryLater, err
 	}
 	w.metrics.requests.WithLabelValues("failed").Inc()
+	tracing.Failed(ctx, reason)
 	if readable {
 		w.cache.put(fresh.Turn(), tx.Cause())
 	}

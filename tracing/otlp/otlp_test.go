@@ -112,3 +112,41 @@ func TestModelCallSpansReachAnOTLPReceiver(t *testing.T) {
 	}
 	assert.Equal(t, "turnlog-under-test", rc.Resource("service.name"), "OTEL_SERVICE_NAME is honoured")
 }
+
+// TestFailedRequestSpanSaysSo: a request that ends in request.failed (here
+// a profile the worker does not have) left the worker's span with status
+// Unset, as if it had been answered. Its span's status is Error, with the
+// reason the log records.
+func TestFailedRequestSpanSaysSo(t *testing.T) {
+	rc := otlptest.Start(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rc.URL)
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
+	shutdown, err := otlp.Setup(context.Background(), "turnlog")
+	require.NoError(t, err)
+	srv := natstest.Start(t)
+	l, err := eventlog.Open(context.Background(), srv.Conn)
+	require.NoError(t, err)
+	profiles, err := profile.Load("")
+	require.NoError(t, err)
+	w, err := worker.New(worker.Config{Log: l, Conn: srv.Conn, Profiles: profiles, AckWait: 2 * time.Second, ShutdownGrace: time.Second,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = w.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	askCtx, askCancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer askCancel()
+	req, err := worker.Send(askCtx, l, worker.Request{Conversation: "failing", Text: "hi", Profile: "no-such-profile"})
+	require.NoError(t, err)
+	_, err = worker.Await(askCtx, l, "failing", req.RequestID, 0, 0)
+	require.ErrorIs(t, err, worker.ErrFailed)
+	flushCtx, flushCancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer flushCancel()
+	require.NoError(t, shutdown(flushCtx))
+	spans := rc.Named("process turnlog.chat")
+	require.Len(t, spans, 1)
+	assert.Equal(t, tracepb.Status_STATUS_CODE_ERROR, spans[0].GetStatus().GetCode())
+	assert.Contains(t, spans[0].GetStatus().GetMessage(), `unknown profile "no-such-profile"`)
+}
