@@ -374,8 +374,12 @@ func defaultAnswerer(profiles profile.Set) string {
 // describeAnswerer is a profile's provider, model and endpoint in words.
 func describeAnswerer(s profile.Summary) string {
 	model := s.Model
-	if model == "" {
+	switch {
+	case model == "" && s.Described:
 		model = "none set (a request must name one)"
+	case model == "":
+		// An engine of the program's own that told no defaults.
+		model = "the engine's choice (the profile sets none)"
 	}
 	out := fmt.Sprintf("provider %s, model %s", s.Provider, model)
 	if s.BaseURL != "" {

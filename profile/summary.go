@@ -19,6 +19,10 @@ type Summary struct {
 	// BaseURL is where the network providers send their calls; "" for
 	// the scripted engine.
 	BaseURL string `json:"base_url"`
+	// Described says the engine told its defaults (WithDefaults): without
+	// them, a model and base URL left unset are the engine's own choice,
+	// which turnlog cannot read.
+	Described bool `json:"-"`
 }
 
 // Summary is p's summary under the name name, read from the environment
@@ -30,6 +34,7 @@ func (p Profile) Summary(name string) Summary {
 	registered.mu.Unlock()
 	if defaults != nil {
 		s.BaseURL, s.Model = defaults()
+		s.Described = true
 	}
 	if p.BaseURL != "" {
 		s.BaseURL = p.BaseURL

@@ -32,7 +32,7 @@ func TestSummarySaysWhoAnswers(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.want.Name = "p"
+			tc.want.Name, tc.want.Described = "p", true // turnlog's engines tell their defaults
 			assert.Equal(t, tc.want, tc.p.Summary("p"))
 		})
 	}
