@@ -108,3 +108,21 @@ func TestToolCallFollowedByTextIsRun(t *testing.T) {
 	assert.Equal(t, []string{"user:count one two", "tool_call:", "llm_text:Let me count.", "tool_result:2", "llm_text:There are 2 words."}, texts)
 	assert.Equal(t, engine.Done, engine.NextStep(turn).Action)
 }
+
+// TestResumedRequestKeepsItsLimit: a request resumed after a crash had its
+// MaxIterations count start again, so a request resumed often could call
+// the model without end. Loop.Made counts the calls answered before.
+func TestResumedRequestKeepsItsLimit(t *testing.T) {
+	calls := 0
+	eng := engine.EngineFunc(func(context.Context, engine.Input, func(engine.Delta)) (engine.Output, error) {
+		calls++
+		return engine.Output{Blocks: []events.Block{{Kind: events.KindLLMText, Text: "hi"}}}, nil
+	})
+	tx := engine.NewTx(projector.New("c"), "r1")
+	require.NoError(t, tx.Emit("worker", events.UserAppended{BlockID: engine.NewID(), Text: "hello"}))
+	err := engine.Loop{Handler: engine.Chain(eng), MaxIterations: 3, Made: 3}.Run(context.Background(), tx)
+	require.ErrorIs(t, err, engine.ErrTooManyIterations)
+	assert.Zero(t, calls, "the limit was reached before the crash")
+	require.NoError(t, engine.Loop{Handler: engine.Chain(eng), MaxIterations: 3, Made: 2}.Run(context.Background(), tx))
+	assert.Equal(t, 1, calls)
+}

@@ -102,6 +102,11 @@ type Loop struct {
 	Tools *Tools
 	// MaxIterations bounds model calls per request (default 8).
 	MaxIterations int
+	// Made is how many model calls the request was answered by before
+	// this Run (a request resumed after a crash): they count against
+	// MaxIterations, so that a request that keeps being resumed cannot
+	// call the model without end.
+	Made int
 }
 
 // Run drives tx until NextStep says Done. Each model call it makes is
@@ -114,7 +119,7 @@ func (l Loop) Run(ctx context.Context, tx *Tx) error {
 	if max <= 0 {
 		max = 8
 	}
-	calls := 0
+	calls := l.Made
 	for {
 		if err := ctx.Err(); err != nil {
 			return err

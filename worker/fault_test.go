@@ -93,10 +93,17 @@ func TestCrashAtEveryPointLosesAndDuplicatesNothing(t *testing.T) {
 			require.Eventually(t, func() bool { return pending(t, l) == 0 }, 20*time.Second, 20*time.Millisecond, "the request is acknowledged in the end")
 
 			counts := map[events.Type]int{}
+			completed := -1
 			for rec, err := range l.Events(context.Background(), "c") {
 				require.NoError(t, err)
 				counts[rec.Type]++
+				if p, ok := rec.Payload.(events.RequestCompleted); ok {
+					completed = p.Inferences
+				}
 			}
+			// request.completed counts every model call the request made,
+			// those of the deliveries before the crash too.
+			assert.Equal(t, counts[events.TypeInferenceStarted], completed, "request.completed's model calls")
 			assert.Equal(t, 1, counts[events.TypeUserAppended], "one user block")
 			assert.Equal(t, 1, counts[events.TypeToolCalled], "one tool call")
 			assert.Equal(t, 1, counts[events.TypeToolResult], "one tool result")

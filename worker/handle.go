@@ -161,45 +161,48 @@ func (w *Worker) serve(ctx context.Context, req Request, sent time.Time, problem
 // erasure belongs to what was erased, and start returns
 // ErrConversationErased instead of letting it write the conversation
 // back.
-func (w *Worker) start(ctx context.Context, req Request, sent time.Time, optimistic bool) (turn *projector.Turn, step int, open []events.Event, done bool, err error) {
+func (w *Worker) start(ctx context.Context, req Request, sent time.Time, optimistic bool) (turn *projector.Turn, step int, open []events.Event, earlier earlierCalls, done bool, err error) {
 	conv := req.Conversation
 	if optimistic {
 		if t, cause := w.cache.take(conv); t != nil {
 			if cause != req.RequestID {
 				w.metrics.cacheLoads.Inc()
-				return t, 0, nil, false, nil
+				return t, 0, nil, earlier, false, nil
 			}
 			w.cache.put(t, cause) // this very request wrote it: see below
 		}
 	}
 	tail, err := w.cfg.Log.Last(ctx, conv)
 	if err != nil {
-		return nil, 0, nil, false, err
+		return nil, 0, nil, earlier, false, err
 	}
 	if tail.Seq == 0 && !sent.IsZero() {
 		erased, err := w.cfg.Log.ErasedAfter(ctx, conv, sent)
 		if err != nil {
-			return nil, 0, nil, false, err
+			return nil, 0, nil, earlier, false, err
 		}
 		if erased {
-			return nil, 0, nil, false, ErrConversationErased
+			return nil, 0, nil, earlier, false, ErrConversationErased
 		}
 	}
 	resume := tail.Seq > 0 && tail.Cause == req.RequestID
 	if resume && tail.Closed() {
-		return nil, 0, nil, true, nil // finished before; only the ack was lost
+		return nil, 0, nil, earlier, true, nil // finished before; only the ack was lost
 	}
 	if resume {
 		step = tail.Step + 1
 		open = events.OpenCalls(tail.Events)
+		if earlier, err = w.earlierCalls(ctx, conv, tail); err != nil {
+			return nil, 0, nil, earlier, false, err
+		}
 	}
 	turn, err = w.load(ctx, conv, tail.Seq)
-	return turn, step, open, false, err
+	return turn, step, open, earlier, false, err
 }
 
 func (w *Worker) serveOnce(ctx context.Context, req Request, sent time.Time, problem string, lastTry, optimistic bool) (outcome, error) {
 	conv := req.Conversation
-	turn, step, open, done, err := w.start(ctx, req, sent, optimistic)
+	turn, step, open, earlier, done, err := w.start(ctx, req, sent, optimistic)
 	if done {
 		return ack, nil
 	}
@@ -288,7 +291,9 @@ func (w *Worker) serveOnce(ctx context.Context, req Request, sent time.Time, pro
 		// answer in one step with request.completed. A crash before the
 		// first append leaves nothing; the redelivery starts afresh.
 	}
-	if err := p.Loop.Run(ctx, tx); err != nil {
+	loop := p.Loop
+	loop.Made = earlier.answered // a resumed request's answered calls count against its limit
+	if err := loop.Run(ctx, tx); err != nil {
 		if optimistic && len(tx.Committed()) == 0 && ctx.Err() == nil && !errors.Is(err, errCrash) {
 			// The chain refused a Turn taken from the cache before
 			// anything was stored, so no append could say that the log
@@ -308,7 +313,7 @@ func (w *Worker) serveOnce(ctx context.Context, req Request, sent time.Time, pro
 		// ("list ... in the profile's middlewares") names a setting of it.
 		return w.afterError(ctx, tx, fmt.Errorf("profile %q: %w", name, err), lastTry)
 	}
-	if err := tx.Emit(ActorWorker, events.RequestCompleted{Inferences: tx.ModelCalls()}); err != nil {
+	if err := tx.Emit(ActorWorker, events.RequestCompleted{Inferences: earlier.started + tx.ModelCalls()}); err != nil {
 		return retryLater, err
 	}
 	if err := tx.Commit(ctx); err != nil {
