@@ -37,18 +37,7 @@ func TestModelCallSpansReachAnOTLPReceiver(t *testing.T) {
 	shutdown, err := otlp.Setup(context.Background(), "turnlog")
 	require.NoError(t, err)
 
-	srv := natstest.Start(t)
-	l, err := eventlog.Open(context.Background(), srv.Conn)
-	require.NoError(t, err)
-	profiles, err := profile.Load("")
-	require.NoError(t, err)
-	w, err := worker.New(worker.Config{Log: l, Conn: srv.Conn, Profiles: profiles, AckWait: 2 * time.Second, ShutdownGrace: time.Second,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = w.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	l := startWorker(t)
 
 	// The caller's span, as another service's SDK would have started it.
 	traceID, _ := trace.TraceIDFromHex("0af7651916cd43dd8448eb211c80319c")
@@ -113,16 +102,9 @@ func TestModelCallSpansReachAnOTLPReceiver(t *testing.T) {
 	assert.Equal(t, "turnlog-under-test", rc.Resource("service.name"), "OTEL_SERVICE_NAME is honoured")
 }
 
-// TestFailedRequestSpanSaysSo: a request that ends in request.failed (here
-// a profile the worker does not have) left the worker's span with status
-// Unset, as if it had been answered. Its span's status is Error, with the
-// reason the log records.
-func TestFailedRequestSpanSaysSo(t *testing.T) {
-	rc := otlptest.Start(t)
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rc.URL)
-	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
-	shutdown, err := otlp.Setup(context.Background(), "turnlog")
-	require.NoError(t, err)
+// startWorker runs a worker with the built-in profiles on an embedded
+// server until the test ends, and returns its log.
+func startWorker(t *testing.T) *eventlog.Log {
 	srv := natstest.Start(t)
 	l, err := eventlog.Open(context.Background(), srv.Conn)
 	require.NoError(t, err)
@@ -135,6 +117,20 @@ func TestFailedRequestSpanSaysSo(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = w.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
+	return l
+}
+
+// TestFailedRequestSpanSaysSo: a request that ends in request.failed (here
+// a profile the worker does not have) left the worker's span with status
+// Unset, as if it had been answered. Its span's status is Error, with the
+// reason the log records.
+func TestFailedRequestSpanSaysSo(t *testing.T) {
+	rc := otlptest.Start(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rc.URL)
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
+	shutdown, err := otlp.Setup(context.Background(), "turnlog")
+	require.NoError(t, err)
+	l := startWorker(t)
 
 	askCtx, askCancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer askCancel()
