@@ -195,7 +195,22 @@ func TestInteractiveChatCtrlC(t *testing.T) {
 	startWorker(t, e.log)
 	c.say(t, "still here?")
 	c.waitFor(t, "You said: still here?")
-	c.sig <- os.Interrupt
+	// The answer shows before its request ends: a Ctrl-C between the two
+	// stops that wait (as the first did) and chat is at the prompt after
+	// it, where the next Ctrl-C leaves.
+	eventually(t, "a Ctrl-C at the prompt leaves chat:\n"+c.out.String(), func() bool {
+		select {
+		case c.sig <- os.Interrupt:
+		default:
+		}
+		select {
+		case err := <-c.done:
+			c.done <- err
+			return true
+		case <-time.After(500 * time.Millisecond):
+			return false
+		}
+	})
 	assert.NoError(t, c.ended(t), "a Ctrl-C at the prompt leaves chat")
 	assert.Equal(t, 1, usersOf(t, e.log, "ctrlc", m[1]), "the interrupted request was not cancelled: the worker took it")
 }
