@@ -158,29 +158,6 @@ func (g *Gateway) proxy(base string, dropV1 bool, transport http.RoundTripper) (
 	}, nil
 }
 
-// state is one call in flight, carried by its request's context.
-type state struct {
-	api       calls.API
-	anthropic bool
-	pending   *Pending
-	started   time.Time
-	tee       *tee
-	// spooled is set instead of pending when NATS was away and the call
-	// goes to the spool (--record-optional).
-	spooled *spoolCall
-	// upstream is the time from sending the call upstream to the
-	// upstream's last byte (set by timedTransport and the tee).
-	upstreamStart time.Time
-	upstream      time.Duration
-}
-
-type stateKey struct{}
-
-func stateOf(ctx context.Context) *state {
-	s, _ := ctx.Value(stateKey{}).(*state)
-	return s
-}
-
 // ServeHTTP serves /v1/ paths: the three recorded routes, everything else
 // forwarded unrecorded.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -306,42 +283,6 @@ func (g *Gateway) refuse(w http.ResponseWriter, anthropic bool, err error) {
 	g.cfg.Metrics.errors.WithLabelValues("unavailable").Inc()
 	g.cfg.Logger.Warn("gateway: call refused", "err", err)
 	writeError(w, anthropic, http.StatusServiceUnavailable, "turnlog cannot record this call, so it was not forwarded: "+err.Error()+"; retry shortly")
-}
-
-// conversation is the call's conversation, for its response's header.
-func (st *state) conversation() string {
-	if st.pending != nil {
-		return st.pending.Conversation()
-	}
-	return st.spooled.Conversation
-}
-
-// parsed reports whether the call's request was read (its response is
-// then read too).
-func (st *state) parsed() bool {
-	if st.pending != nil {
-		return st.pending.Parsed()
-	}
-	return st.spooled.req != nil
-}
-
-func (st *state) done() bool {
-	if st.pending != nil {
-		return st.pending.finished
-	}
-	return st.spooled.finished
-}
-
-// finish records the call's outcome, or keeps it in the spool, and
-// returns once it is durable.
-func (st *state) finish(ctx context.Context, g *Gateway, o calls.Outcome) error {
-	if st.upstream == 0 && !st.upstreamStart.IsZero() {
-		st.upstream = time.Since(st.upstreamStart)
-	}
-	if st.pending != nil {
-		return g.rec.Finish(ctx, st.pending, o)
-	}
-	return g.spool.keep(st.spooled, o, st.tee, g.local)
 }
 
 // modifyResponse marks the response with its conversation and wraps its
