@@ -145,6 +145,7 @@ func SpecFor(r Role, n eventlog.Names) Spec {
 		sub(n.GatewayInstances(), "gateway: answer, by its instance ID, that it runs (another gateway closes the calls of one that stopped)")
 		pub(n.GatewayInstances(), "gateway: ask whether the gateway that began an unfinished call still runs")
 		sub(n.WorkersPing(), "answer the status ping")
+		sub("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES."+rq+".*", "hear of a request JetStream will not deliver again (every worker that took it stopped before it ended), to end it with request.failed")
 		s.Responses = true
 	}
 	return s

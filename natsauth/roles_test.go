@@ -534,3 +534,48 @@ func mustEncode(t *testing.T, evs ...events.Event) []byte {
 	require.NoError(t, err)
 	return data
 }
+
+// TestWorkerRoleEndsARequestJetStreamGaveUpOn: a request that stops the
+// worker at every delivery ends as request.failed under the worker's
+// credential too: the role may hear JetStream's max-deliveries advisory,
+// read the request back and delete it from the requests stream.
+func TestWorkerRoleEndsARequestJetStreamGaveUpOn(t *testing.T) {
+	srv := natstest.Start(t, natstest.WithAuth())
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	admin, err := eventlog.Open(ctx, srv.Conn, eventlog.WithLogger(quiet))
+	require.NoError(t, err)
+	wc := connectAs(t, srv, natsauth.Worker)
+	profiles, err := profile.Load("")
+	require.NoError(t, err)
+	w, err := worker.New(worker.Config{Log: wc.open(t), Conn: wc.nc, Profiles: profiles, AckWait: worker.MinAckWait, MaxDeliver: 1, Logger: quiet,
+		Fault: func(point string) error {
+			if point == "user" {
+				return errors.New("killed")
+			}
+			return nil
+		}})
+	require.NoError(t, err)
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = w.Run(wctx) }()
+	defer func() { stop(); <-done }()
+
+	req, err := worker.Send(ctx, admin, worker.Request{Conversation: "doomed", Text: "the request that kills"})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		for rec, err := range admin.Events(ctx, "doomed") {
+			if err == nil && rec.Type == events.TypeRequestFailed && rec.Cause == req.RequestID {
+				return true
+			}
+		}
+		return false
+	}, 45*time.Second, 100*time.Millisecond, "the request ends as request.failed")
+	s, err := admin.JetStream().Stream(ctx, admin.Names().RequestsStream)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		info, err := s.Info(ctx)
+		return err == nil && info.State.Msgs == 0
+	}, 10*time.Second, 50*time.Millisecond, "the request left the requests stream")
+	wc.assertNoRefusal(t)
+}

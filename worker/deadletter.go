@@ -135,17 +135,9 @@ func (w *Worker) deadLetterStrays(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		d := eventlog.DeadLetter{Subject: m.Subject, Received: m.Time.UTC(), RequestSeq: m.Sequence, Worker: w.cfg.Name,
-			Headers: m.Header, Data: m.Data,
-			Reason: fmt.Sprintf("the subject names no valid conversation: %s is a wildcard, not a conversation ID; publish on %s",
-				m.Subject, w.names.ChatSubject("<conversation>"))}
-		if err := w.cfg.Log.AddDeadLetter(ctx, d); err != nil {
-			return err
-		}
-		w.metrics.deadLetters.Inc()
-		w.metrics.requests.WithLabelValues("dead_lettered").Inc()
-		w.log.Warn("request dead-lettered", "subject", m.Subject, "request_seq", m.Sequence, "reason", d.Reason)
-		if err := s.DeleteMsg(ctx, m.Sequence); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		reason := fmt.Sprintf("the subject names no valid conversation: %s is a wildcard, not a conversation ID; publish on %s",
+			m.Subject, w.names.ChatSubject("<conversation>"))
+		if err := w.deadLetterStored(ctx, s, m, reason); err != nil {
 			return err
 		}
 	}

@@ -262,14 +262,10 @@ func (w *Worker) serveOnce(ctx context.Context, req Request, sent time.Time, pro
 		engine.WithDelta(deltas.add),
 		engine.WithAnswerOpen())
 	deltas.stepOf = tx.Step
-	for _, e := range open {
-		// The crash came during this model call: it never answered, and
-		// the request makes it again.
-		st := e.Payload.(events.InferenceStarted)
-		if err := tx.Emit(ActorWorker, events.InferenceFailed{InferenceID: st.InferenceID, Transient: true, Duration: time.Since(e.Time).Round(time.Millisecond),
-			Error: "no outcome was recorded: the worker making the call stopped before the model answered; the request was delivered again and resumed"}); err != nil {
-			return w.fail(ctx, tx, err.Error())
-		}
+	// The crash came during these model calls: they never answered, and
+	// the request makes them again.
+	if err := closeInterrupted(tx, open, "the request was delivered again and resumed"); err != nil {
+		return w.fail(ctx, tx, err.Error())
 	}
 	if problem != "" {
 		return w.fail(ctx, tx, problem)

@@ -275,6 +275,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		defer partitions.Done()
 		w.sweepStrays(ctx)
 	}()
+	partitions.Add(1)
+	go func() {
+		defer partitions.Done()
+		w.followExhausted(ctx)
+	}()
 	saving, stopSaving := context.WithCancel(context.WithoutCancel(ctx))
 	saverDone := make(chan struct{})
 	go func() { defer close(saverDone); w.saveLoop(saving) }()
