@@ -43,7 +43,7 @@ type Checker struct {
 	since interval
 	// produced holds each reasoning block as it was first appended (the
 	// model's own), by ID, for reasoning_altered; follower the ID of the
-	// model text or tool call the model produced right after it.
+	// model text, tool call or reasoning the model produced right after it.
 	produced map[string]content
 	follower map[string]string
 	// lastOutput is the block the engine appended last in this interval,
@@ -236,6 +236,12 @@ func (c *Checker) stamp(fs []Finding, n int, reported map[string]bool) []Finding
 		if f.Blocks == nil {
 			f.Blocks = []string{}
 		}
+		if f.Rule.change() {
+			// A change since the previous call, not a fault the input
+			// carries: each is new, on the same block too.
+			out = append(out, f)
+			continue
+		}
 		k := f.key()
 		if f.Rule == RuleReasoningWithoutFollower {
 			// One reasoning block out of place is one fault, whatever
@@ -307,7 +313,7 @@ func (c *Checker) note(e events.Event, turn *projector.Turn) {
 		}
 		if prev := c.lastOutput; prev != "" {
 			if pb, ok := turn.Block(prev); ok && pb.Kind == events.KindReasoning && c.follower[prev] == "" &&
-				(b.Kind == events.KindLLMText || b.Kind == events.KindToolCall) {
+				(b.Kind == events.KindLLMText || b.Kind == events.KindToolCall || b.Kind == events.KindReasoning) {
 				c.follower[prev] = id
 			}
 		}
@@ -331,7 +337,8 @@ func (c *Checker) note(e events.Event, turn *projector.Turn) {
 		for i := range p.Blocks {
 			if b := &p.Blocks[i]; b.Kind == events.KindReasoning {
 				c.produced[b.ID] = contentOf(b)
-				if i+1 < len(p.Blocks) && (p.Blocks[i+1].Kind == events.KindLLMText || p.Blocks[i+1].Kind == events.KindToolCall) {
+				if i+1 < len(p.Blocks) && (p.Blocks[i+1].Kind == events.KindLLMText || p.Blocks[i+1].Kind == events.KindToolCall ||
+					p.Blocks[i+1].Kind == events.KindReasoning) {
 					c.follower[b.ID] = p.Blocks[i+1].ID
 				}
 			}

@@ -82,3 +82,23 @@ func TestAsideCalls(t *testing.T) {
 	assert.Equal(t, 1, rebuilt)
 	assert.Equal(t, []got{{check.RuleDuplicateSystemPrompt, 2}}, summary(fs))
 }
+
+// TestEachChangeIsReported: the rules that compare a call's input with the
+// previous call's report a change at every call that makes one, on the
+// same block too (the prompt's text A, then B, then C): a change is not a
+// fault the input "still carries". A fault state stays reported once.
+func TestEachChangeIsReported(t *testing.T) {
+	r := &rec{}
+	r.prompt("s", "A").user("u1", "hi").call().answer("a1", "hello").
+		user("u2", "more").add("clock", events.SystemPromptReplaced{BlockID: "s", Text: "B", Previous: "A"}).call().answer("a2", "ok").
+		user("u3", "more").add("clock", events.SystemPromptReplaced{BlockID: "s", Text: "C", Previous: "B"}).call().answer("a3", "ok").
+		user("u4", "more").call().answer("a4", "ok").
+		user("u5", "more").add("mover", events.BlocksReordered{Order: []string{"s", "a1", "u1", "u2", "a2", "u3", "a3", "u4", "a4", "u5"}}).call().answer("a5", "ok").
+		user("u6", "more").add("mover", events.BlocksReordered{Order: []string{"s", "u1", "a1", "u2", "a2", "u3", "a3", "u4", "a4", "u5", "a5", "u6"}}).call()
+	var fs []got
+	for _, f := range r.findings(t) {
+		fs = append(fs, got{f.Rule, f.Call})
+	}
+	assert.Equal(t, []got{{check.RuleSystemPromptChanged, 2}, {check.RuleSystemPromptChanged, 3},
+		{check.RuleHistoryRewritten, 5}, {check.RuleHistoryRewritten, 6}}, fs)
+}

@@ -44,6 +44,12 @@ var Rules = []Rule{
 	RuleToolCallWithoutResult, RuleToolResultWithoutCall, RuleHistoryRewritten, RuleSystemPromptChanged,
 }
 
+// change reports whether r compares a call's input with the previous
+// call's: its findings are changes made between the two, each reported at
+// the call it reached, where the other rules' are faults an input holds,
+// reported at the first call that holds them.
+func (r Rule) change() bool { return r == RuleHistoryRewritten || r == RuleSystemPromptChanged }
+
 // Finding is one rule a model input broke. Its JSON form is part of
 // `turnlog replay --check -o json`.
 type Finding struct {

@@ -30,8 +30,8 @@ type inputState struct {
 }
 
 // reasoningRules applies reasoning_without_follower and reasoning_altered
-// to each reasoning block. A block that, with its follower, is in the
-// unchanged prefix has the findings it had at the previous call, unless
+// to each reasoning block. A block that, with its follower (after the row
+// of reasoning it begins, see rowEnd), is in the unchanged prefix has the findings it had at the previous call, unless
 // they name a block past the prefix: its place may have changed (a
 // system prompt inserted before it), and the finding says where it is.
 func (c *Checker) reasoningRules(in []events.Block, same int, carry map[string][]Finding) []Finding {
@@ -42,7 +42,7 @@ func (c *Checker) reasoningRules(in []events.Block, same int, carry map[string][
 			continue
 		}
 		var these []Finding
-		if i+1 < same && inPrefix(c.carried[in[i].ID], in, same, &pos) {
+		if c.rowEnd(in, i) < same && inPrefix(c.carried[in[i].ID], in, same, &pos) {
 			these = c.carried[in[i].ID]
 		} else {
 			these = c.reasoningFollower(in, i, &pos)
@@ -166,16 +166,28 @@ func duplicateRuns(in []events.Block, runs []Run) []Finding {
 
 // reasoningFollower: the reasoning block at i must be immediately
 // followed by model text or a tool call, and by the one the model produced
-// after it when that block is in the input. pos indexes in, built once
-// when needed.
+// after it when that block is in the input. Reasoning the model produced
+// in a row (Anthropic's thinking, then redacted thinking) stays a row: the
+// block after the row must then be its follower. pos indexes in, built
+// once when needed.
 func (c *Checker) reasoningFollower(in []events.Block, i int, pos *map[string]int) []Finding {
+	j := c.rowEnd(in, i)
+	after := ""
+	if j > i+1 {
+		after = " and the reasoning the model produced after it (" + blockAt(in, j-1) + ")"
+	}
 	switch {
-	case i+1 == len(in):
+	case j == len(in) && after == "":
 		return []Finding{{Rule: RuleReasoningWithoutFollower, Blocks: ids(in, i),
 			Detail: blockAt(in, i) + " is the input's last block; it must be immediately followed by the model text or tool call it produced"}}
-	case in[i+1].Kind != events.KindLLMText && in[i+1].Kind != events.KindToolCall:
-		return []Finding{{Rule: RuleReasoningWithoutFollower, Blocks: ids(in, i, i+1),
-			Detail: blockAt(in, i) + " is followed by " + blockAt(in, i+1) + "; it must be immediately followed by the model text or tool call it produced"}}
+	case j == len(in):
+		return []Finding{{Rule: RuleReasoningWithoutFollower, Blocks: ids(in, i, j-1),
+			Detail: blockAt(in, i) + after + " end the input; they must be immediately followed by the model text or tool call they produced"}}
+	case in[j].Kind != events.KindLLMText && in[j].Kind != events.KindToolCall:
+		return []Finding{{Rule: RuleReasoningWithoutFollower, Blocks: ids(in, i, j),
+			Detail: blockAt(in, i) + after + " is followed by " + blockAt(in, j) + "; it must be immediately followed by the model text or tool call it produced"}}
+	case j > i+1:
+		return nil // the row's last block answers for what follows it
 	}
 	f := c.follower[in[i].ID]
 	if f == "" || f == in[i+1].ID {
@@ -189,6 +201,16 @@ func (c *Checker) reasoningFollower(in []events.Block, i int, pos *map[string]in
 			Detail: blockAt(in, i) + " is followed by " + blockAt(in, i+1) + ", not by " + blockAt(in, j) + ", which the model produced after it"}}
 	}
 	return nil
+}
+
+// rowEnd is the index of the first block after the row of reasoning that
+// in[i] begins: reasoning blocks the model produced one after the other.
+func (c *Checker) rowEnd(in []events.Block, i int) int {
+	j := i + 1
+	for j < len(in) && in[j].Kind == events.KindReasoning && c.follower[in[j-1].ID] == in[j].ID {
+		j++
+	}
+	return j
 }
 
 // toolPairs: every tool call is answered by a result later in the input,

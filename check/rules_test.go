@@ -96,6 +96,32 @@ func TestRules(t *testing.T) {
 			want: []got{{check.RuleReasoningWithoutFollower, 4}, {check.RuleHistoryRewritten, 4}},
 		},
 
+		{name: "reasoning_without_follower: reasoning the model produced in a row (thinking, then redacted thinking) passed back as produced",
+			conv: func() *rec {
+				r := &rec{}
+				return r.user("u1", "hi").call().reasoning("r1", "think").add("engine", events.ReasoningAppended{BlockID: "r2", Encrypted: "redacted"}).
+					answer("a1", "hello").user("u2", "more").call().
+					reasoning("r3", "again").reasoning("r4", "and again").toolCall("c1", "k1").toolResult("t1", "k1").call()
+			},
+		},
+		{name: "reasoning_without_follower: reasoning the model produced in a row, its follower gone",
+			conv: func() *rec {
+				r := &rec{}
+				return r.user("u1", "hi").call().reasoning("r1", "think").reasoning("r2", "more").answer("a1", "hello").
+					add("trimmer", events.BlocksRemoved{BlockIDs: []string{"a1"}, Reason: "trim"}).user("u2", "more").call()
+			},
+			want: []got{{check.RuleReasoningWithoutFollower, 2}, {check.RuleReasoningWithoutFollower, 2}, {check.RuleHistoryRewritten, 2}},
+		},
+		{name: "reasoning_without_follower: two reasoning blocks the model did not produce in a row",
+			conv: func() *rec {
+				r := &rec{}
+				return r.user("u1", "hi").call().reasoning("r1", "think").answer("a1", "hello").user("u2", "more").call().
+					reasoning("r2", "more").answer("a2", "ok").
+					add("my-ordering", events.BlocksReordered{Order: []string{"u1", "r1", "u2", "r2", "a1", "a2"}}).user("u3", "and").call()
+			},
+			want: []got{{check.RuleReasoningWithoutFollower, 3}, {check.RuleReasoningWithoutFollower, 3}, {check.RuleHistoryRewritten, 3}},
+		},
+
 		{name: "reasoning_altered: its text edited by a split that keeps its ID",
 			conv: func() *rec {
 				r := chat()
