@@ -51,12 +51,12 @@ func PlanOutcome(turn *projector.Turn, c *Call, o Outcome) ([]events.Event, erro
 		evs = append(evs, e)
 		return nil
 	}
-	failure := o.Failure
+	failure, transient := o.Failure, o.Transient
 	if failure == "" && o.Output != nil && o.Output.Error != "" {
-		failure = o.Output.Error
+		failure, transient = o.Output.Error, o.Output.ErrorTransient
 	}
 	if failure != "" {
-		if err := emit(events.InferenceFailed{InferenceID: c.ID, Error: summary(failure), Transient: o.Transient, Duration: o.Duration}); err != nil {
+		if err := emit(events.InferenceFailed{InferenceID: c.ID, Error: summary(failure), Transient: transient, Duration: o.Duration}); err != nil {
 			return nil, err
 		}
 		if o.Refused && c.Request != nil && c.Request.Continues() {

@@ -26,6 +26,10 @@ type Output struct {
 	// Error is set when the response reports a failure (an error object, a
 	// failed or incomplete status, a stream's error event).
 	Error string
+	// ErrorTransient says a retry may succeed where the error is one the
+	// provider names so (an overloaded or rate-limited model, a server
+	// error), as a stream's error event after a 200 does.
+	ErrorTransient bool
 	// OtherChoices, for a Chat Completions response of more than one
 	// choice (the request's "n"), is the JSON array of the choices after
 	// the first (events.InferenceFinished.OtherChoices); Items are the
@@ -52,6 +56,19 @@ type apiError struct {
 	Type    string `json:"type"`
 	Code    any    `json:"code"`
 	Message string `json:"message"`
+}
+
+// transient reports whether e is an error a retry may get past, by the
+// type Anthropic's and OpenAI's APIs give it.
+func (e *apiError) transient() bool {
+	if e == nil {
+		return false
+	}
+	switch e.Type {
+	case "overloaded_error", "api_error", "rate_limit_error", "server_error", "rate_limit_exceeded":
+		return true
+	}
+	return false
 }
 
 func (e *apiError) String() string {

@@ -23,7 +23,9 @@ type Stream struct {
 	data  []byte
 	done  bool // the stream's final event was seen
 	err   string
-	over  bool
+	// transient: the error event names an error a retry may get past.
+	transient bool
+	over      bool
 
 	out Output
 	// Chat Completions: the first choice, and the others (a request's "n"
@@ -229,6 +231,7 @@ func (s *Stream) messages(event string, data []byte) {
 		s.done = true
 	case "error":
 		s.fail(e.Error.String())
+		s.transient = s.transient || e.Error.transient()
 		s.done = true
 	}
 }
@@ -295,7 +298,7 @@ func (s *Stream) Output() (*Output, error) {
 		}
 	}
 	if o.Error == "" {
-		o.Error = s.err
+		o.Error, o.ErrorTransient = s.err, s.transient
 	}
 	return o, nil
 }

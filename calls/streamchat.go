@@ -61,6 +61,7 @@ func (s *Stream) chat(data []byte) {
 	}
 	if c.Error != nil {
 		s.fail(c.Error.String())
+		s.transient = s.transient || c.Error.transient()
 		s.done = true
 		return
 	}

@@ -269,6 +269,14 @@ func TestUpstreamErrorsAndTimeout(t *testing.T) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusServiceUnavailable)
 			io.WriteString(w, `{"error":{"message":"The engine is currently overloaded","type":"server_error","param":null,"code":null}}`)
+		case "529":
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(529)
+			io.WriteString(w, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)
+		case "stream-error":
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"Hel\"}}]}\n\n")
+			io.WriteString(w, "data: {\"error\":{\"type\":\"server_error\",\"message\":\"The server had an error while processing your request\"}}\n\n")
 		case "slow":
 			select {
 			case <-release:
@@ -285,6 +293,8 @@ func TestUpstreamErrorsAndTimeout(t *testing.T) {
 		recorded   string
 	}{
 		{"5xx as it came", "5xx", 503, "currently overloaded", "upstream answered 503 Service Unavailable: server_error: The engine is currently overloaded"},
+		{"529 named", "529", 529, "Overloaded", "upstream answered 529 Overloaded: overloaded_error: Overloaded"},
+		{"an error event after a 200", "stream-error", 200, "server had an error", "server_error: The server had an error while processing your request"},
 		{"no answer in time", "slow", 504, "did not begin to answer within 300ms", "did not begin to answer within 300ms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

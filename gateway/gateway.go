@@ -340,5 +340,12 @@ func statusFailure(status int, body []byte) string {
 			msg = msg[:200] + "…"
 		}
 	}
-	return "upstream answered " + strconv.Itoa(status) + " " + http.StatusText(status) + ": " + msg
+	text := http.StatusText(status)
+	if text == "" && status == 529 {
+		text = "Overloaded" // Anthropic's
+	}
+	if text != "" {
+		text = " " + text
+	}
+	return "upstream answered " + strconv.Itoa(status) + text + ": " + msg
 }

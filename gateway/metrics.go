@@ -55,7 +55,7 @@ func NewMetrics() *Metrics {
 		}),
 		forwarded: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "turnlog_gateway_unrecorded_forwards_total",
-			Help: "Requests the gateway forwarded without recording them, on paths it does not record (a models list, a token count, anything else under /v1/), by kind: model_call (a POST whose path ends like a model call's, /chat/completions, /completions, /responses or /messages, but is not a recorded route, e.g. an Azure deployment's; each such path is also logged, once) or other.",
+			Help: "Requests the gateway forwarded without recording them, on paths it does not record (a models list, a token count, anything else under /v1/), by kind: model_call (a POST whose path ends like a model call's, /chat/completions, /completions, /responses or /messages, but is not a recorded route, e.g. an Azure deployment's, or that creates a batch of model calls, /batches; each such path is also logged, once) or other.",
 		}, []string{"kind"}),
 	}
 	m.forwarded.WithLabelValues("model_call")

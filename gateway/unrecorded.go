@@ -29,7 +29,12 @@ func (g *Gateway) forwardUnrecorded(r *http.Request) {
 			g.warned[r.URL.Path] = true
 		}
 		g.warnedMu.Unlock()
-		if first {
+		switch {
+		case !first:
+		case isBatch(r.URL.Path):
+			g.cfg.Logger.Warn("gateway: forwarded a batch of model calls unrecorded: the provider runs a batch's calls later and its results are fetched from the provider, so the gateway records none of them; send the calls one by one through POST /v1/chat/completions, /v1/responses or /v1/messages to have them recorded",
+				"path", r.URL.Path)
+		default:
 			g.cfg.Logger.Warn("gateway: forwarded a model call unrecorded: the gateway records POST /v1/chat/completions, /v1/responses and /v1/messages only; point the SDK's base URL so that its calls take those paths",
 				"path", r.URL.Path)
 		}
@@ -39,10 +44,19 @@ func (g *Gateway) forwardUnrecorded(r *http.Request) {
 
 func looksLikeModelCall(path string) bool {
 	path = strings.TrimSuffix(path, "/")
+	if isBatch(path) {
+		return true
+	}
 	for _, s := range modelCallSuffixes {
 		if strings.HasSuffix(path, s) {
 			return true
 		}
 	}
 	return false
+}
+
+// isBatch reports whether path creates a batch of model calls (OpenAI's
+// /v1/batches, Anthropic's /v1/messages/batches).
+func isBatch(path string) bool {
+	return strings.HasSuffix(strings.TrimSuffix(path, "/"), "/batches")
 }

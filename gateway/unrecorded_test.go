@@ -52,3 +52,25 @@ func TestModelCallOnAnUnrecordedPathIsSaid(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(logs.String(), "forwarded a model call unrecorded"), "once a path: %s", logs.String())
 	assert.Contains(t, logs.String(), "/v1/deployments/gpt-4o/chat/completions")
 }
+
+// TestBatchesAreSaidUnrecorded: a batch of model calls (Anthropic's
+// /v1/messages/batches, OpenAI's /v1/batches) is forwarded, and said:
+// counted as a model call forwarded unrecorded, and logged once a path
+// with what to do instead.
+func TestBatchesAreSaidUnrecorded(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"msgbatch_1","type":"message_batch","processing_status":"in_progress"}`)
+	}))
+	t.Cleanup(up.Close)
+	m := gateway.NewMetrics()
+	logs := &syncbuf.Buffer{}
+	r := newRig(t, up.URL, up.URL, func(c *gateway.Config) { c.Metrics, c.Logger = m, slog.New(slog.NewTextHandler(logs, nil)) })
+	for _, path := range []string{"/v1/messages/batches", "/v1/batches"} {
+		resp, body := post(t, r.gw.URL+path, map[string]string{"Turnlog-Token": token}, `{"requests":[]}`)
+		require.Equal(t, 200, resp.StatusCode, "%s", body)
+	}
+	assert.Contains(t, scrape(t, m), `turnlog_gateway_unrecorded_forwards_total{kind="model_call"} 2`)
+	assert.Equal(t, 2, strings.Count(logs.String(), "forwarded a batch of model calls unrecorded"), "%s", logs.String())
+}
