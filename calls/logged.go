@@ -36,6 +36,9 @@ type Logged struct {
 	// Compact: the call was made to the compaction route (CompactPath;
 	// "compact": true in the line), recorded as Call.Compact.
 	Compact bool
+	// Headers are the call's recorded headers (RecordedHeaders; any other
+	// member of the line's "headers" is left out, credentials among them).
+	Headers map[string]string
 	// The members the spool writes (see above).
 	CallID    string
 	Threading string
@@ -46,19 +49,20 @@ type Logged struct {
 }
 
 type loggedJSON struct {
-	API           string          `json:"api"`
-	Time          string          `json:"time"`
-	Conversation  string          `json:"conversation,omitempty"`
-	Request       json.RawMessage `json:"request,omitempty"`
-	RequestBase64 string          `json:"request_base64,omitempty"`
-	Response      json.RawMessage `json:"response,omitempty"`
-	Compact       bool            `json:"compact,omitempty"`
-	CallID        string          `json:"call_id,omitempty"`
-	Threading     string          `json:"threading,omitempty"`
-	Status        int             `json:"status,omitempty"`
-	Failure       string          `json:"failure,omitempty"`
-	Transient     bool            `json:"transient,omitempty"`
-	DurationMS    float64         `json:"duration_ms,omitempty"`
+	API           string            `json:"api"`
+	Time          string            `json:"time"`
+	Conversation  string            `json:"conversation,omitempty"`
+	Request       json.RawMessage   `json:"request,omitempty"`
+	RequestBase64 string            `json:"request_base64,omitempty"`
+	Response      json.RawMessage   `json:"response,omitempty"`
+	Compact       bool              `json:"compact,omitempty"`
+	Headers       map[string]string `json:"headers,omitempty"`
+	CallID        string            `json:"call_id,omitempty"`
+	Threading     string            `json:"threading,omitempty"`
+	Status        int               `json:"status,omitempty"`
+	Failure       string            `json:"failure,omitempty"`
+	Transient     bool              `json:"transient,omitempty"`
+	DurationMS    float64           `json:"duration_ms,omitempty"`
 }
 
 // ParseLogged reads one logged call and checks what a recording needs:
@@ -85,7 +89,7 @@ func ParseLogged(line []byte) (*Logged, error) {
 	if j.Compact && api != Responses {
 		return nil, fmt.Errorf(`"compact" is for the %s API's compaction, not %s`, Responses, api)
 	}
-	l := &Logged{API: api, Compact: j.Compact, Conversation: j.Conversation, CallID: j.CallID, Threading: j.Threading, Status: j.Status,
+	l := &Logged{API: api, Compact: j.Compact, Headers: recordedOnly(j.Headers), Conversation: j.Conversation, CallID: j.CallID, Threading: j.Threading, Status: j.Status,
 		Failure: j.Failure, Transient: j.Transient, Duration: time.Duration(j.DurationMS * float64(time.Millisecond))}
 	if j.Time == "" {
 		return nil, errors.New(`"time" is missing: give when the call was made, in RFC 3339 (2025-01-31T12:00:00Z)`)
@@ -163,7 +167,7 @@ func (l *Logged) Outcome() Outcome {
 // their exact bytes (a request that is not JSON as request_base64): what
 // ParseLogged reads back. It holds no newline only if they hold none.
 func (l *Logged) Marshal() []byte {
-	j := loggedJSON{API: string(l.API), Compact: l.Compact, Time: l.Time.UTC().Format(time.RFC3339Nano), Conversation: l.Conversation,
+	j := loggedJSON{API: string(l.API), Compact: l.Compact, Headers: l.Headers, Time: l.Time.UTC().Format(time.RFC3339Nano), Conversation: l.Conversation,
 		CallID: l.CallID, Threading: l.Threading, Status: l.Status, Failure: l.Failure, Transient: l.Transient,
 		DurationMS: float64(l.Duration) / float64(time.Millisecond)}
 	raw := bytes.TrimSpace(l.Request)

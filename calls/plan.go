@@ -75,6 +75,9 @@ type Call struct {
 	// from, so PlanOutcome compacts away the blocks before it
 	// (turn.compacted), keeping the system prompt.
 	Compact bool
+	// Headers are the call's recorded headers (HeadersOf), written into
+	// its inference.started's gateway map under MetaHeaderPrefix.
+	Headers map[string]string
 	// appended are the blocks PlanInput added for a call continuing a
 	// history the provider holds (Request.Continues): what PlanOutcome
 	// removes again when the provider refused the call.
@@ -156,6 +159,9 @@ func PlanInput(turn *projector.Turn, c *Call) ([]events.Event, error) {
 	}
 	if c.Instance != "" {
 		gw["instance"] = c.Instance
+	}
+	for k, v := range c.Headers {
+		gw[MetaHeaderPrefix+k] = v
 	}
 	if c.Request == nil {
 		gw["unparsed"] = c.Unparsed

@@ -238,7 +238,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				"turnlog cannot record this call: its NATS server is unreachable, and calls are not forwarded unrecorded; retry shortly")
 			return
 		}
-		sc, err := g.spool.admit(api, body, compact, r.Header.Get(ConversationHeader), g.local)
+		sc, err := g.spool.admit(api, body, compact, calls.HeadersOf(r.Header), r.Header.Get(ConversationHeader), g.local)
 		if err != nil {
 			g.refuse(w, anthropic, err)
 			return
@@ -249,7 +249,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			g.cfg.Logger.Info("gateway: NATS is reachable again: calls are forwarded and recorded")
 		}
 		p, err := g.rec.Begin(r.Context(), Call{API: api, Body: body, Conversation: r.Header.Get(ConversationHeader),
-			Trace: tracing.Extract(r.Context(), r.Header), Deferred: true, Compact: compact})
+			Trace: tracing.Extract(r.Context(), r.Header), Deferred: true, Compact: compact, Headers: calls.HeadersOf(r.Header)})
 		if err != nil {
 			g.refuse(w, anthropic, err)
 			return

@@ -144,7 +144,7 @@ func (r *Recorder) recordLogged(ctx context.Context, lines []LoggedLine, importe
 				continue
 			}
 		}
-		p, err := r.Begin(ctx, Call{API: l.API, Body: l.Request, Conversation: l.Conversation, Time: l.Time, ID: l.CallID, Threading: l.Threading, Import: key, Compact: l.Compact})
+		p, err := r.Begin(ctx, Call{API: l.API, Body: l.Request, Conversation: l.Conversation, Time: l.Time, ID: l.CallID, Threading: l.Threading, Import: key, Compact: l.Compact, Headers: l.Headers})
 		if err != nil {
 			return out, &LineError{Line: ln.Line, Err: err}
 		}

@@ -160,6 +160,8 @@ type Call struct {
 	// Compact marks a call to the Responses API's compaction
 	// (calls.CompactPath; calls.Call.Compact).
 	Compact bool
+	// Headers are the call's recorded headers (calls.HeadersOf).
+	Headers map[string]string
 	// Deferred holds the recording back until Pending.Start (or anything
 	// that needs its result): the gateway starts it once the request is
 	// on its way upstream, so that reading and recording the call do not
@@ -177,7 +179,7 @@ func (r *Recorder) Begin(ctx context.Context, in Call) (*Pending, error) {
 			return nil, &ConversationIDError{err}
 		}
 	}
-	c := &calls.Call{ID: in.ID, Time: in.Time, Import: in.Import, Compact: in.Compact}
+	c := &calls.Call{ID: in.ID, Time: in.Time, Import: in.Import, Compact: in.Compact, Headers: in.Headers}
 	if c.ID == "" {
 		c.ID = ulid.Make().String()
 	}

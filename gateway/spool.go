@@ -59,6 +59,7 @@ type spoolCall struct {
 	reserved     int64
 	finished     bool
 	compact      bool // a call to calls.CompactPath
+	headers      map[string]string
 }
 
 // openSpool opens (creating) dir, locked for this process: two gateways
@@ -123,8 +124,8 @@ const spoolOverhead = 4096
 // request (the response is kept if it fits, else the call is recorded
 // failed for want of room), and finds its conversation as far as this
 // gateway knows it (local: the calls it recorded and spooled).
-func (s *spool) admit(api calls.API, body []byte, compact bool, named string, local *calls.Threads) (*spoolCall, error) {
-	c := &spoolCall{id: ulid.Make().String(), api: api, body: body, compact: compact, at: time.Now(), reserved: int64(len(body))*2 + spoolOverhead}
+func (s *spool) admit(api calls.API, body []byte, compact bool, headers map[string]string, named string, local *calls.Threads) (*spoolCall, error) {
+	c := &spoolCall{id: ulid.Make().String(), api: api, body: body, compact: compact, headers: headers, at: time.Now(), reserved: int64(len(body))*2 + spoolOverhead}
 	if req, err := s.parse.ParseRequest(api, body); err == nil {
 		c.req = req
 	}
@@ -175,7 +176,7 @@ func (s *spool) keep(c *spoolCall, o calls.Outcome, t *tee, local *calls.Threads
 		return nil
 	}
 	c.finished = true
-	l := &calls.Logged{API: c.api, Compact: c.compact, Time: c.at, Conversation: c.Conversation, Request: c.body, CallID: c.id,
+	l := &calls.Logged{API: c.api, Compact: c.compact, Headers: c.headers, Time: c.at, Conversation: c.Conversation, Request: c.body, CallID: c.id,
 		Threading: c.threading, Failure: o.Failure, Transient: o.Transient, Duration: o.Duration}
 	if t != nil && o.Refused {
 		l.Status = t.status // the provider took nothing of the call in

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/turnlog/turnlog/calls"
 	"github.com/turnlog/turnlog/check"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
@@ -56,6 +57,10 @@ type Call struct {
 	// Threading is how the recording gateway found the call's
 	// conversation (explicit, inferred, new); "" for a worker's call.
 	Threading string `json:"threading,omitempty"`
+	// Headers are the request headers the gateway recorded for the call,
+	// those that change what the provider does (calls.RecordedHeaders:
+	// anthropic-version, anthropic-beta, openai-beta).
+	Headers map[string]string `json:"headers,omitempty"`
 	// InputHash is the hash inference.started recorded and Verified
 	// whether the input re-projected from the log hashes to it.
 	InputHash string `json:"input_hash"`
@@ -154,7 +159,7 @@ func Calls(ctx context.Context, src Source, conversation string, page Page, opts
 			findings := chk.Observe(r.Event, r.Pos, w.turn)
 			if page.has(index) {
 				c := &Call{Call: index, N: r.Pos, Time: r.Time, InferenceID: p.InferenceID, Model: p.Model,
-					Provider: providerOf(p, ""), Purpose: p.Purpose, Threading: p.Gateway["threading"],
+					Provider: providerOf(p, ""), Purpose: p.Purpose, Threading: p.Gateway["threading"], Headers: calls.HeadersOfMeta(p.Gateway),
 					InputHash: p.InputHash, InputBlocks: -1, WireSHA256: p.Gateway["wire_sha256"], Unparsed: p.Gateway["unparsed"],
 					Status: CallOpen, Output: []events.Block{}, Findings: findings}
 				if c.Findings == nil {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"github.com/turnlog/turnlog/calls"
 	"io"
 	"iter"
 	"strings"
@@ -164,6 +165,11 @@ func writeInference(w io.Writer, in *Inference, indent string) {
 		}
 		if why := g["unparsed"]; why != "" {
 			s += ", request not read: " + quote(why)
+		}
+		for _, name := range calls.RecordedHeaders {
+			if v, ok := g[calls.MetaHeaderPrefix+name]; ok {
+				s += ", header " + name + ": " + quote(v)
+			}
 		}
 		fmt.Fprintln(w, s)
 	}
