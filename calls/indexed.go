@@ -44,6 +44,9 @@ func IndexedKeys(conv string, evs iter.Seq2[events.Event, error]) ([]string, err
 		if n := len(turn.Blocks); n > 0 && output(turn.Blocks[n-1].Kind) {
 			chain := Chain(turn.Blocks)
 			keys = append(keys, stateKey(chain[n-1]))
+			if k, ok := reasonlessState(turn.Blocks); ok {
+				keys = append(keys, k)
+			}
 		}
 	}
 	return withLatest(conv, keys), nil

@@ -74,7 +74,7 @@ func (s *MemStore) ForgetConversation(conv string) {
 		switch {
 		case k == latestKey(conv):
 			names = true
-		case strings.HasPrefix(k, "s."):
+		case strings.HasPrefix(k, "s."), strings.HasPrefix(k, "n."):
 			ref, ok := parseRef(v)
 			names = ok && ref.Conversation == conv
 		case strings.HasPrefix(k, "r."):

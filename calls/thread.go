@@ -63,9 +63,10 @@ func output(k events.Kind) bool {
 	return k == events.KindLLMText || k == events.KindToolCall || k == events.KindReasoning
 }
 
-func stateKey(k [32]byte) string    { return "s." + hex.EncodeToString(k[:]) }
-func importedKey(key string) string { return "i." + key }
-func latestKey(conv string) string  { return "c." + conv }
+func stateKey(k [32]byte) string      { return "s." + hex.EncodeToString(k[:]) }
+func reasonlessKey(k [32]byte) string { return "n." + hex.EncodeToString(k[:]) }
+func importedKey(key string) string   { return "i." + key }
+func latestKey(conv string) string    { return "c." + conv }
 func responseKey(id string) string {
 	h := sha256.Sum256([]byte(id))
 	return "r." + hex.EncodeToString(h[:])
@@ -170,6 +171,18 @@ func (x *Threads) Unrecord(ctx context.Context, conv string, n, back int) error 
 	return nil
 }
 
+// reasonlessState returns the key of the state blocks hold with their
+// reasoning left out, for a state that holds reasoning and ends with a
+// model's text or tool call (see find).
+func reasonlessState(blocks []events.Block) (string, bool) {
+	less := withoutReasoning(blocks)
+	if len(less) == len(blocks) || len(less) == 0 || !output(less[len(less)-1].Kind) {
+		return "", false
+	}
+	chain := Chain(less)
+	return reasonlessKey(chain[len(chain)-1]), true
+}
+
 // recordPairs are the entries Record writes.
 func recordPairs(conv string, n int, blocks []events.Block, chain [][32]byte, responseID string) map[string]string {
 	pairs := map[string]string{}
@@ -179,6 +192,9 @@ func recordPairs(conv string, n int, blocks []events.Block, chain [][32]byte, re
 		}
 		pairs[stateKey(chain[len(chain)-1])] = Ref{conv, n}.value()
 		pairs[latestKey(conv)] = strconv.Itoa(n)
+		if k, ok := reasonlessState(blocks); ok {
+			pairs[k] = Ref{conv, n}.value()
+		}
 	}
 	if responseID != "" {
 		// Where the response left its conversation: a call that names it
@@ -207,6 +223,40 @@ func (x *Threads) FindLongest(ctx context.Context, blocks []events.Block, chain 
 }
 
 func (x *Threads) find(ctx context.Context, blocks []events.Block, chain [][32]byte, longestOnly bool) (ref Ref, latest, ok bool, err error) {
+	ref, latest, ok, err = x.findAt(ctx, blocks, chain, longestOnly, stateKey)
+	if ok || err != nil || longestOnly {
+		return ref, latest, ok, err
+	}
+	// A client may leave out the reasoning a model produced in earlier
+	// turns (Anthropic strips it from what the model reads, and says so):
+	// its call continues the state recorded without it. One round trip
+	// more, for the longest such state: what such a client continues.
+	return x.findAt(ctx, withoutReasoning(blocks), nil, true, reasonlessKey)
+}
+
+// withoutReasoning returns blocks without their reasoning blocks (blocks
+// itself when it has none).
+func withoutReasoning(blocks []events.Block) []events.Block {
+	n := 0
+	for i := range blocks {
+		if blocks[i].Kind == events.KindReasoning {
+			n++
+		}
+	}
+	if n == 0 {
+		return blocks
+	}
+	out := make([]events.Block, 0, len(blocks)-n)
+	for _, b := range blocks {
+		if b.Kind != events.KindReasoning {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// findAt is find among the states named by key.
+func (x *Threads) findAt(ctx context.Context, blocks []events.Block, chain [][32]byte, longestOnly bool, key func([32]byte) string) (ref Ref, latest, ok bool, err error) {
 	// The candidates: the prefixes that end with an output block, longest
 	// first, by the index of that block. Each is named (hex) only when
 	// its group is asked: a continuation is found at the first.
@@ -237,7 +287,7 @@ func (x *Threads) find(ctx context.Context, blocks []events.Block, chain [][32]b
 		}
 		group := make([]string, n)
 		for j, i := range at[start : start+n] {
-			group[j] = stateKey(keys[i])
+			group[j] = key(keys[i])
 		}
 		start += n
 		var found map[string]string

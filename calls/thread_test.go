@@ -51,7 +51,7 @@ func TestFindReadsEarlierStatesTogether(t *testing.T) {
 	_, _, ok, err := x.Find(ctx, ask, nil)
 	require.NoError(t, err)
 	assert.False(t, ok)
-	assert.Equal(t, 1, store.gets, "the longest state alone")
+	assert.Equal(t, 2, store.gets, "the longest state alone, and the longest without its reasoning")
 	assert.Equal(t, 3, store.batches, "299 earlier states, 128 at a time")
 
 	// Two earlier states recorded (a conversation forked twice): the
