@@ -165,6 +165,9 @@ func (tx *Tx) emit(actor string, e events.Event) error {
 			return fmt.Errorf("%s: %w", actor, err)
 		}
 	}
+	if err := keepsLock(tx.turn, actor, e.Payload); err != nil {
+		return fmt.Errorf("%s: %w", actor, err)
+	}
 	if err := projector.Apply(tx.turn, e); err != nil {
 		return fmt.Errorf("%s: %w", actor, err)
 	}
