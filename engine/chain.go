@@ -128,6 +128,13 @@ func checkOutput(tx *Tx, blocks []events.Block) error {
 	turn := tx.Turn()
 	seen := make(map[string]bool, len(blocks))
 	for i, b := range blocks {
+		switch b.Kind {
+		case "", events.KindLLMText, events.KindReasoning, events.KindToolCall:
+		default:
+			// A model answers; it does not write the user's words, a
+			// tool's result or a system prompt into the conversation.
+			return fmt.Errorf("the engine's answer cannot be recorded: block %d is a %s block; a model's answer holds llm_text, reasoning and tool_call blocks only", i, b.Kind)
+		}
 		if b.ID == "" {
 			b.ID = "checked"
 		} else if seen[b.ID] || turn.Index(b.ID) >= 0 {
@@ -152,7 +159,8 @@ func callsTools(blocks []events.Block) bool {
 }
 
 // outputPayload turns a block the model produced into the event that
-// appends it; kinds a model cannot produce are recorded as text.
+// appends it; a block without a kind is text (checkOutput refuses the
+// kinds a model cannot produce).
 func outputPayload(b events.Block) events.Payload {
 	if b.ID == "" {
 		b.ID = NewID()

@@ -49,7 +49,8 @@ type Delta struct {
 }
 
 // Output is what a model call produced, in order: reasoning, text and tool
-// calls, as blocks. Block IDs may be empty; the chain assigns them.
+// calls, as blocks (a block without a kind is text; any other kind fails
+// the call). Block IDs may be empty; the chain assigns them.
 type Output struct {
 	Blocks     []events.Block
 	Usage      Usage
