@@ -23,7 +23,14 @@ const ConversationHeader = "Turnlog-Conversation"
 // goes upstream (the caller strips them). It returns "" or why the call is
 // refused (401).
 func (g *Gateway) authorize(h http.Header, anthropic bool, managedKey string) string {
-	if tok := h.Get(TokenHeader); tok != "" || managedKey == "" {
+	key := bearer(h.Get("Authorization"))
+	if anthropic && h.Get("X-Api-Key") != "" {
+		key = h.Get("X-Api-Key")
+	}
+	// The token as the API key as well as in Turnlog-Token: the client
+	// means the managed key, where there is one.
+	asKey := g.cfg.Token != "" && key != "" && g.tokenOK(key)
+	if tok := h.Get(TokenHeader); (tok != "" && !(asKey && managedKey != "")) || managedKey == "" {
 		if g.cfg.Token == "" {
 			return ""
 		}
@@ -34,12 +41,16 @@ func (g *Gateway) authorize(h http.Header, anthropic bool, managedKey string) st
 		if !g.tokenOK(tok) {
 			return "the " + TokenHeader + " header is not turnlog's token; use the one in the data directory's auth/http.token, or the one turnlog was given (TURNLOG_TOKEN)"
 		}
+		if asKey {
+			// Forwarded, it would hand turnlog's token to the provider.
+			return "the API key is turnlog's token, which is never sent to the provider: with " + TokenHeader +
+				" (pass-through) send the provider's own key as the API key; or start the gateway with TURNLOG_OPENAI_API_KEY / TURNLOG_ANTHROPIC_API_KEY to have it send its key"
+		}
 		return ""
 	}
 	// Managed: the client's API key is turnlog's token.
-	key := bearer(h.Get("Authorization"))
-	if anthropic && h.Get("X-Api-Key") != "" {
-		key = h.Get("X-Api-Key")
+	if h.Get(TokenHeader) != "" && !g.tokenOK(h.Get(TokenHeader)) {
+		return "the " + TokenHeader + " header is not turnlog's token; use the one in the data directory's auth/http.token, or the one turnlog was given (TURNLOG_TOKEN)"
 	}
 	if g.cfg.Token != "" && !g.tokenOK(key) {
 		return "the API key is not turnlog's token: this gateway sends its own provider key upstream, and clients use turnlog's token (auth/http.token, or TURNLOG_TOKEN) as their API key"
