@@ -210,10 +210,33 @@ func PlanInput(turn *projector.Turn, c *Call) ([]events.Event, error) {
 	}
 	st := events.InferenceStarted{InferenceID: c.ID, Model: req.Model, InputHash: req.InputHash,
 		Blocks: len(blocks), InputBlocks: inputIDs, Gateway: gw}
-	if sp, _, ok := turn.SystemPrompt(); ok {
+	if sp, ok := ActivePrompt(turn, blocks, inputIDs != nil); ok {
 		st.SystemPromptID, st.SystemPromptHash = sp.ID, projector.HashText(sp.Text)
 	}
 	return evs, emit(0, st)
+}
+
+// ActivePrompt is the system prompt a call's model read: the Turn's, or,
+// for a call continuing a history the provider holds (continues), the
+// first system block of its own input, else the Turn's prompt if it is a
+// message of that history. The provider keeps the history's items, not a
+// call's instructions (the Responses API's "instructions" apply to their
+// call alone): a call that sends none has no prompt from them.
+func ActivePrompt(turn *projector.Turn, input []events.Block, continues bool) (events.Block, bool) {
+	if !continues {
+		sp, _, ok := turn.SystemPrompt()
+		return sp, ok
+	}
+	for _, b := range input {
+		if b.Kind == events.KindSystem {
+			return b, true
+		}
+	}
+	sp, _, ok := turn.SystemPrompt()
+	if !ok || sp.Meta[MetaField] != "" {
+		return events.Block{}, false
+	}
+	return sp, true
 }
 
 // reqBlock is one block of the request with its item.

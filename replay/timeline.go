@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/turnlog/turnlog/calls"
 	"iter"
 	"time"
 
@@ -271,6 +272,14 @@ func Entries(ctx context.Context, src Source, conversation string, opts ...Optio
 					// names (previous_response_id), or nil for a request
 					// the gateway could not read.
 					input = callInput(w, p, r.Pos)
+					if input != nil && len(p.InputBlocks) > 0 {
+						// A call continuing a history the provider
+						// holds: its prompt is its own (calls.ActivePrompt).
+						prompt = nil
+						if sp, ok := calls.ActivePrompt(w.turn, input.Blocks, true); ok {
+							prompt = w.describe(sp, w.turn.Index(sp.ID))
+						}
+					}
 				case isAside(p):
 					// A call on an input built from part of the Turn: the
 					// rebuilt input is what it received (nil: the log does

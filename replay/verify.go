@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/turnlog/turnlog/calls"
 	"maps"
 	"runtime"
 	"slices"
@@ -338,7 +339,7 @@ func (j checkJob) check() []Mismatch {
 			fmt.Sprintf("%s: recorded %s, the log re-projects to %d", where, plural.Count(p.Blocks, "input block"), n))
 	}
 	var id, hash string
-	if sp, _, ok := t.SystemPrompt(); ok {
+	if sp, ok := calls.ActivePrompt(t, inputOf(t, p), p.Gateway != nil && len(p.InputBlocks) > 0); ok {
 		id, hash = sp.ID, projector.HashText(sp.Text)
 	}
 	if id != p.SystemPromptID {
@@ -348,6 +349,21 @@ func (j checkJob) check() []Mismatch {
 	if hash != p.SystemPromptHash {
 		add(FieldSystemPromptHash, p.SystemPromptHash, hash, where+": recorded system prompt hash "+short(p.SystemPromptHash)+
 			", the log re-projects to "+short(hash))
+	}
+	return out
+}
+
+// inputOf is the blocks of t that gateway call p names as its input (a call
+// continuing a history the provider holds); nil for any other call.
+func inputOf(t *projector.Turn, p events.InferenceStarted) []events.Block {
+	if p.Gateway == nil || len(p.InputBlocks) == 0 {
+		return nil
+	}
+	out := make([]events.Block, 0, len(p.InputBlocks))
+	for _, id := range p.InputBlocks {
+		if b, ok := t.Block(id); ok {
+			out = append(out, b)
+		}
 	}
 	return out
 }

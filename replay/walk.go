@@ -184,6 +184,12 @@ func (w *walker) active() *ActivePrompt {
 	if !ok {
 		return nil
 	}
+	return w.describe(sp, i)
+}
+
+// describe describes system block sp, at index i of the Turn, as a
+// call's prompt.
+func (w *walker) describe(sp events.Block, i int) *ActivePrompt {
 	a := &ActivePrompt{
 		ID:        sp.ID,
 		Index:     i,
