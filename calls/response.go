@@ -26,6 +26,10 @@ type Output struct {
 	// Error is set when the response reports a failure (an error object, a
 	// failed or incomplete status, a stream's error event).
 	Error string
+	// Background is set for a Responses API background response still
+	// queued or in progress (Error says so): the call's output is not in
+	// the response, though its ID continues the provider's history.
+	Background bool
 	// ErrorTransient says a retry may succeed where the error is one the
 	// provider names so (an overloaded or rate-limited model, a server
 	// error), as a stream's error event after a 200 does.
@@ -241,6 +245,13 @@ func parseResponsesObject(body []byte) (*Output, error) {
 	}
 	if r.Status == "failed" && o.Error == "" {
 		o.Error = "response failed"
+	}
+	if (r.Status == "queued" || r.Status == "in_progress") && o.Error == "" {
+		// A background response (background: true): the provider runs
+		// the call later, and its output is fetched from it.
+		o.Background = true
+		o.Error = "background response " + r.ID + " is " + r.Status + ": the provider produces its output later, and an app fetches it from the provider " +
+			"(GET /v1/responses/" + r.ID + "), which the gateway forwards unrecorded; the record holds no output of this call (stream a background response to record it)"
 	}
 	r.Usage.fill(o)
 	for i, raw := range r.Output {

@@ -46,6 +46,9 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 	// a plan that is not stored lets it go (see observe).
 	findings, checker := in.findings, in.checker
 	ok := o.Failure == "" && (o.Output == nil || o.Output.Error == "")
+	// A background response's ID is continued by the app's next call
+	// (previous_response_id) as any other's, though its output is not here.
+	background := o.Failure == "" && o.Output != nil && o.Output.Background
 	respID := "" // indexed for previous_response_id: the Responses API's alone
 	if o.Output != nil && p.api == calls.Responses {
 		respID = o.Output.ResponseID
@@ -75,7 +78,7 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 			evs = append(evs, e)
 		}
 		p.call.Observe = nil
-		if ok && indexed == nil {
+		if (ok || background) && indexed == nil {
 			// Indexed for threading beside the append, not after it: the
 			// client's next call may come as soon as the answer ends. The
 			// entries are published first, and their acknowledgement
