@@ -71,6 +71,13 @@ func (c *Checker) history(in []events.Block, same int) []Finding {
 		}
 		return i, ok
 	}
+	lastUser := -1 // the index of in's last user message
+	for i := len(in) - 1; i >= 0; i-- {
+		if in[i].Kind == events.KindUser {
+			lastUser = i
+			break
+		}
+	}
 	var fs []Finding
 	var at []int // positions in in of the history kept, in history order
 	var was []string
@@ -84,6 +91,16 @@ func (c *Checker) history(in []events.Block, same int) []Finding {
 		}
 		i, ok := find(id)
 		if !ok {
+			if want.kind == events.KindReasoning {
+				// Reasoning of a turn the user has answered since (its
+				// follower is in, and a user message after it): the
+				// providers let a client leave it out, and strip it
+				// from what the model reads anyway. (find missed, so pos
+				// is built.)
+				if j, kept := pos[c.follower[id]]; kept && c.follower[id] != "" && j < lastUser {
+					return
+				}
+			}
 			if _, allowed := c.since.removed[id]; !allowed && !merged[id] {
 				fs = append(fs, Finding{Rule: RuleHistoryRewritten, Blocks: []string{id},
 					Detail: string(want.kind) + " " + id + " was removed since call " + itoa(c.prev.call) + ", by no compaction, operator or documented middleware"})

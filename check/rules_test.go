@@ -122,6 +122,21 @@ func TestRules(t *testing.T) {
 			want: []got{{check.RuleReasoningWithoutFollower, 3}, {check.RuleReasoningWithoutFollower, 3}, {check.RuleHistoryRewritten, 3}},
 		},
 
+		{name: "history_rewritten: reasoning of an earlier turn left out (the providers allow it)",
+			conv: func() *rec {
+				r := chat()
+				return r.user("u3", "thanks").add("app", events.BlocksRemoved{BlockIDs: []string{"r1"}, Reason: "the client sends no earlier reasoning"}).call()
+			},
+		},
+		{name: "history_rewritten: reasoning of the tool loop in progress left out",
+			conv: func() *rec {
+				r := &rec{}
+				return r.user("u1", "look it up").call().reasoning("r1", "need a tool").toolCall("c1", "k1").toolResult("t1", "k1").
+					add("app", events.BlocksRemoved{BlockIDs: []string{"r1"}, Reason: "dropped"}).call()
+			},
+			want: []got{{check.RuleHistoryRewritten, 2}},
+		},
+
 		{name: "reasoning_altered: its text edited by a split that keeps its ID",
 			conv: func() *rec {
 				r := chat()
