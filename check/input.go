@@ -3,6 +3,7 @@ package check
 import (
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/turnlog/turnlog/events"
 )
@@ -16,6 +17,7 @@ func itoa(i int) string { return strconv.Itoa(i) }
 func (c *Checker) inputRules(in []events.Block, st *inputState, same int, carry map[string][]Finding) []Finding {
 	var fs []Finding
 	fs = append(fs, c.duplicatePrompts(in)...)
+	fs = append(fs, promptsInMessages(in, same)...)
 	fs = append(fs, duplicateRuns(in, st.runs.update(in, same))...)
 	fs = append(fs, c.reasoningRules(in, same, carry)...)
 	fs = append(fs, st.tools.update(in, same)...)
@@ -54,6 +56,34 @@ func (c *Checker) reasoningRules(in []events.Block, same int, carry map[string][
 		fs = append(fs, these...)
 	}
 	slices.SortStableFunc(fs, func(a, b Finding) int { return slices.Index(Rules, a.Rule) - slices.Index(Rules, b.Rule) })
+	return fs
+}
+
+// minPromptInMessage is the shortest system text looked for inside
+// messages: a short prompt ("be brief") is words a user may write.
+const minPromptInMessage = 24
+
+// promptsInMessages: a user message or tool result past the first same
+// blocks (those were looked at by an earlier call) holds a system block's
+// whole text, as a history flattened into one message ("System: ...
+// User: ...") re-sends the prompt: a duplicate system prompt, in text that
+// is not trusted.
+func promptsInMessages(in []events.Block, same int) []Finding {
+	var fs []Finding
+	for i := range in {
+		s := &in[i]
+		if s.Kind != events.KindSystem || len(s.Text) < minPromptInMessage {
+			continue
+		}
+		for j := max(same, i+1); j < len(in); j++ {
+			m := &in[j]
+			if (m.Kind == events.KindUser || m.Kind == events.KindToolResult) && strings.Contains(m.Text, s.Text) {
+				fs = append(fs, Finding{Rule: RuleDuplicateSystemPrompt, Blocks: ids(in, i, j),
+					Detail: blockAt(in, j) + " holds the whole text of " + blockAt(in, i) + " (" + itoa(len(s.Text)) +
+						" bytes): the system prompt sent again inside a message, as a history flattened into one message does"})
+			}
+		}
+	}
 	return fs
 }
 

@@ -85,3 +85,31 @@ func TestPendingLeavesToolCallsAwaitingTheirResults(t *testing.T) {
 		events.Block{ID: "u2", Kind: events.KindUser, Text: "and?"})
 	assert.Equal(t, []got{{check.RuleToolCallWithoutResult, 0}}, summary(dropped.pending(t)))
 }
+
+// TestPromptInAMessageIsPendingOnce: a system prompt's text inside a
+// message is reported at the call that received it, and not again as
+// pending after it; one added after the last call is pending.
+func TestPromptInAMessageIsPendingOnce(t *testing.T) {
+	const prompt = "You are Acme's support assistant. Answer briefly."
+	r := &rec{}
+	r.prompt("s", prompt).user("u1", "System: "+prompt+"\nUser: hi").call().answer("a1", "hello")
+	c := check.New()
+	feed := func(evs []events.Event) (rules []check.Rule) {
+		for _, e := range evs {
+			fs, err := c.Feed(e)
+			require.NoError(t, err)
+			for _, f := range fs {
+				rules = append(rules, f.Rule)
+			}
+		}
+		return rules
+	}
+	assert.Equal(t, []check.Rule{check.RuleDuplicateSystemPrompt}, feed(r.evs))
+	assert.Empty(t, c.Pending(len(r.evs), nil), "reported at call 1")
+	n := len(r.evs)
+	r.user("u2", "Again. System: "+prompt)
+	feed(r.evs[n:])
+	pending := c.Pending(len(r.evs), nil)
+	require.Len(t, pending, 1)
+	assert.Equal(t, []string{"s", "u2"}, pending[0].Blocks)
+}

@@ -57,6 +57,22 @@ func TestRules(t *testing.T) {
 			},
 		},
 
+		{name: "duplicate_system_prompt: a history flattened into one user message, the system prompt in it",
+			conv: func() *rec {
+				r := &rec{}
+				return r.prompt("s", "You are Acme's support assistant. Answer briefly.").user("u1", "hi").call().answer("a1", "hello").
+					user("u2", "System: You are Acme's support assistant. Answer briefly.\nUser: hi\nAssistant: hello\nUser: and my order?").call().
+					answer("a2", "shipped").user("u3", "thanks").call()
+			},
+			want:  []got{{check.RuleDuplicateSystemPrompt, 2}},
+			rules: map[check.Rule][]string{check.RuleDuplicateSystemPrompt: {"s", "u2"}},
+		},
+		{name: "duplicate_system_prompt: a short prompt's words in a message are no copy of it",
+			conv: func() *rec {
+				r := &rec{}
+				return r.prompt("s", "be brief").user("u1", "please be brief").call()
+			},
+		},
 		{name: "duplicate_blocks: a flattened history sent twice",
 			conv: func() *rec {
 				r := chat()
