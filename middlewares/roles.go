@@ -3,6 +3,7 @@ package middlewares
 import (
 	"context"
 	"fmt"
+	"github.com/turnlog/turnlog/rolemarker"
 	"strings"
 	"unicode"
 
@@ -145,19 +146,19 @@ func roles(tx *engine.Tx, memo *rolesMemo) error {
 
 // ignoredReason says why a marker was not honoured, for the log.
 func ignoredReason(b events.Block, m roleMarker, trusted bool) string {
-	marker := b.Text[m.start:m.body]
+	marker := b.Text[m.Start:m.Body]
 	if !trusted {
-		return fmt.Sprintf("role marker %q at line %d of untrusted %s text; kept as data, not honoured", marker, m.line, b.Kind)
+		return fmt.Sprintf("role marker %q at line %d of untrusted %s text; kept as data, not honoured", marker, m.Line, b.Kind)
 	}
 	from := "a template variable"
 	for _, s := range b.Untrusted {
-		if s.Start < m.body && m.lineStart-1 < s.End && s.Var != "" {
+		if s.Start < m.Body && m.LineStart-1 < s.End && s.Var != "" {
 			from = "variable " + s.Var
 			break
 		}
 	}
 	return fmt.Sprintf("role marker %q at line %d of trusted %s text comes from %s (untrusted content); kept as data, not honoured",
-		marker, m.line, b.Kind, from)
+		marker, m.Line, b.Kind, from)
 }
 
 // byTrust sorts markers by whether the operator wrote them: a marker is
@@ -166,10 +167,10 @@ func ignoredReason(b events.Block, m roleMarker, trusted bool) string {
 // next words a line start, nor a value's own marker count).
 func byTrust(marks []roleMarker, untrusted []events.Span) (honoured, ignored []roleMarker) {
 	for _, m := range marks {
-		from := max(m.lineStart-1, 0) // the line break before the line, if any
+		from := max(m.LineStart-1, 0) // the line break before the line, if any
 		touched := false
 		for _, s := range untrusted {
-			if s.Start < m.body && from < s.End {
+			if s.Start < m.Body && from < s.End {
 				touched = true
 				break
 			}
@@ -183,55 +184,11 @@ func byTrust(marks []roleMarker, untrusted []events.Span) (honoured, ignored []r
 	return honoured, ignored
 }
 
-// roleMarker is a marker found in a text: lineStart is where its line
-// begins, start where the marker begins after indentation, body where the
-// text after the colon begins.
-type roleMarker struct {
-	kind                   events.Kind
-	lineStart, start, body int
-	line                   int
-}
+// roleMarker is a marker found in a text (see rolemarker.Marker).
+type roleMarker = rolemarker.Marker
 
-var markerKinds = [...]struct {
-	word string
-	kind events.Kind
-}{
-	{"system:", events.KindSystem},
-	{"user:", events.KindUser},
-	{"assistant:", events.KindLLMText},
-}
-
-// roleMarkers finds the markers in s: all of them when all is set, else the
-// first one. It scans bytes, not a regular expression, and looks only at
-// line starts: it runs over every block's text before every model call.
-func roleMarkers(s string, all bool) []roleMarker {
-	var out []roleMarker
-	for pos, line := 0, 1; ; line++ {
-		at := pos
-		for at < len(s) && (s[at] == ' ' || s[at] == '\t') {
-			at++
-		}
-		if at < len(s) {
-			switch s[at] | 0x20 { // ASCII lower case
-			case 's', 'u', 'a':
-				for _, m := range markerKinds {
-					if len(s)-at >= len(m.word) && strings.EqualFold(s[at:at+len(m.word)], m.word) {
-						out = append(out, roleMarker{kind: m.kind, lineStart: pos, start: at, body: at + len(m.word), line: line})
-						if !all {
-							return out
-						}
-						break
-					}
-				}
-			}
-		}
-		nl := strings.IndexByte(s[at:], '\n')
-		if nl < 0 {
-			return out
-		}
-		pos = at + nl + 1
-	}
-}
+// roleMarkers finds the markers in s (rolemarker.Find).
+func roleMarkers(s string, all bool) []roleMarker { return rolemarker.Find(s, all) }
 
 // splitRoles cuts a trusted block's text at its markers. Each part gets
 // the untrusted spans inside it (markers are outside every span, so no
@@ -276,16 +233,16 @@ func splitRoles(b events.Block, marks []roleMarker) []events.Block {
 		return text, spans
 	}
 	var into []events.Block
-	if pre, spans := cut(0, marks[0].start); pre != "" {
+	if pre, spans := cut(0, marks[0].Start); pre != "" {
 		into = append(into, part(b.Kind, pre, spans))
 	}
 	for j, m := range marks {
 		end := len(b.Text)
 		if j+1 < len(marks) {
-			end = marks[j+1].start
+			end = marks[j+1].Start
 		}
-		if text, spans := cut(m.body, end); text != "" {
-			into = append(into, part(m.kind, text, spans))
+		if text, spans := cut(m.Body, end); text != "" {
+			into = append(into, part(m.Kind, text, spans))
 		}
 	}
 	if len(into) > 0 && into[0].Kind == b.Kind {
