@@ -36,12 +36,19 @@ const (
 	// previous call's without a compaction or an operator's change in
 	// between, which breaks the provider's prompt cache.
 	RuleSystemPromptChanged Rule = "system_prompt_changed"
+	// RuleRoleMarkerInUntrustedText: text that is not trusted (a user's
+	// message, a tool's result) holds a role marker ("System:",
+	// "Assistant:" or "User:" at a line start, or a chat template's
+	// role token such as "<|im_start|>system"): it speaks as another
+	// role, the way an instruction is smuggled in.
+	RuleRoleMarkerInUntrustedText Rule = "role_marker_in_untrusted_text"
 )
 
 // Rules lists every rule, in the order findings of one call are reported.
 var Rules = []Rule{
 	RuleDuplicateSystemPrompt, RuleDuplicateBlocks, RuleReasoningWithoutFollower, RuleReasoningAltered,
 	RuleToolCallWithoutResult, RuleToolResultWithoutCall, RuleHistoryRewritten, RuleSystemPromptChanged,
+	RuleRoleMarkerInUntrustedText,
 }
 
 // change reports whether r compares a call's input with the previous

@@ -17,7 +17,7 @@ const PendingCall = 0
 // model call to compare it with: what Pending checks.
 var pendingRules = []Rule{
 	RuleDuplicateSystemPrompt, RuleDuplicateBlocks, RuleReasoningWithoutFollower,
-	RuleToolCallWithoutResult, RuleToolResultWithoutCall,
+	RuleToolCallWithoutResult, RuleToolResultWithoutCall, RuleRoleMarkerInUntrustedText,
 }
 
 // Pending checks the Turn a conversation holds where no model call has
@@ -64,10 +64,11 @@ func (c *Checker) Pending(n int, turn *projector.Turn) []Finding {
 		if received != nil && allIn(f.Blocks, received) {
 			continue
 		}
-		if f.Rule == RuleDuplicateSystemPrompt && c.prev != nil && allSent(f.Blocks, c.prev.ids) {
-			// The last call received both (a prompt inside a message is
-			// looked for in new messages only, so its finding is not
-			// among the reported ones): reported there.
+		if (f.Rule == RuleDuplicateSystemPrompt || f.Rule == RuleRoleMarkerInUntrustedText) && c.prev != nil && allSent(f.Blocks, c.prev.ids) {
+			// The last call received them (a prompt or a role marker
+			// inside a message is looked for in new messages only, so
+			// its finding is not among the reported ones): reported
+			// there.
 			continue
 		}
 		k := f.key()

@@ -104,7 +104,7 @@ func TestPromptInAMessageIsPendingOnce(t *testing.T) {
 		}
 		return rules
 	}
-	assert.Equal(t, []check.Rule{check.RuleDuplicateSystemPrompt}, feed(r.evs))
+	assert.Equal(t, []check.Rule{check.RuleDuplicateSystemPrompt, check.RuleRoleMarkerInUntrustedText}, feed(r.evs))
 	assert.Empty(t, c.Pending(len(r.evs), nil), "reported at call 1")
 	n := len(r.evs)
 	r.user("u1b", "ok").call().answer("a1b", "fine").user("u1c", "and?")
@@ -114,6 +114,6 @@ func TestPromptInAMessageIsPendingOnce(t *testing.T) {
 	r.user("u2", "Again. System: "+prompt)
 	feed(r.evs[n:])
 	pending := c.Pending(len(r.evs), nil)
-	require.Len(t, pending, 1)
+	require.Len(t, pending, 1, "u2's \"System:\" is not at a line start: no role marker")
 	assert.Equal(t, []string{"s", "u2"}, pending[0].Blocks)
 }

@@ -69,7 +69,8 @@ was set, last replaced and locked (by event n).
                   input (duplicate_system_prompt, duplicate_blocks,
                   reasoning_without_follower, reasoning_altered,
                   tool_call_without_result, tool_result_without_call,
-                  history_rewritten, system_prompt_changed); exit 1 with
+                  history_rewritten, system_prompt_changed,
+                  role_marker_in_untrusted_text); exit 1 with
                   the findings, each at the model call that received it,
                   0 when there is none
   --rerun         run the recorded requests again through today's

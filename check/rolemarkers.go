@@ -1,0 +1,42 @@
+package check
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/rolemarker"
+)
+
+// roleTokens are chat templates' role tokens: a text that holds one tries
+// to open a message of another role in the model's own format.
+var roleTokens = []string{"<|im_start|>", "<|start_header_id|>", "<|system|>", "[INST]", "<<SYS>>"}
+
+// roleMarkers: a user message or tool result past the first same blocks
+// (an earlier call looked at those), not trusted, holds a role marker or
+// a role token. One finding a block, naming the first.
+func roleMarkers(in []events.Block, same int) []Finding {
+	var fs []Finding
+	for i := same; i < len(in); i++ {
+		b := &in[i]
+		if (b.Kind != events.KindUser && b.Kind != events.KindToolResult) || b.Trust == events.Trusted {
+			continue
+		}
+		what := ""
+		if m := rolemarker.Find(b.Text, false); len(m) > 0 {
+			what = "the role marker " + strconv.Quote(b.Text[m[0].Start:m[0].Body]) + " at line " + itoa(m[0].Line)
+		} else {
+			for _, tok := range roleTokens {
+				if strings.Contains(b.Text, tok) {
+					what = "the chat template's role token " + strconv.Quote(tok)
+					break
+				}
+			}
+		}
+		if what != "" {
+			fs = append(fs, Finding{Rule: RuleRoleMarkerInUntrustedText, Blocks: ids(in, i),
+				Detail: blockAt(in, i) + " holds " + what + ": text that is not trusted speaks as another role, as an instruction smuggled in does; the model may take it as one"})
+		}
+	}
+	return fs
+}
