@@ -26,6 +26,17 @@ history cache, its pending chat requests and the recording gateway's
 threading entries of its calls (so that an app re-sending the erased
 history starts a new conversation). It cannot be undone.
 
+A fork of the conversation (turnlog fork, a gateway call that branched it,
+an import of its export) is a conversation of its own: it keeps its copy
+of the blocks up to where it forked, and names this one in its
+conversation.started (forked_from). Erase the forks too for a privacy
+request; turnlog replay <fork> shows forked_from on its first event.
+
+Erasing is also how a full store's space is freed: it works when
+JetStream's storage is full (it notes the erasure once the events are
+gone). It needs the admin's NATS credential; with another it fails,
+saying so.
+
 It asks you to type the conversation ID to confirm. Without a terminal it
 refuses unless --yes is given.`,
 		Args: cobra.ExactArgs(1),

@@ -72,11 +72,16 @@ func (l *Log) Erase(ctx context.Context, conversation string) (Erased, error) {
 	// gateway spooled while NATS was away, too).
 	// (A read-only log, which cannot create the index, is refused the
 	// purges below.)
+	note := map[string]string{calls.ErasedKey(conversation): time.Now().UTC().Format(time.RFC3339Nano)}
 	threads, err := l.Threads(ctx)
 	if err == nil {
-		err = threads.Put(ctx, map[string]string{calls.ErasedKey(conversation): time.Now().UTC().Format(time.RFC3339Nano)})
+		err = storageFull(threads.Put(ctx, note))
 	}
-	if err != nil && !errors.Is(err, errNotProvisioned) {
+	// A full store takes no note, and erasing is how its space is freed:
+	// the note is written once the events are gone (nothing could be
+	// written meanwhile, an in-flight call's step neither).
+	noteLater := errors.Is(err, ErrStorageFull)
+	if err != nil && !noteLater && !errors.Is(err, errNotProvisioned) {
 		return out, fmt.Errorf("erase %s: note the erasure: %w", conversation, err)
 	}
 	// The gateway's threading entries are found from the events, so
@@ -86,6 +91,11 @@ func (l *Log) Erase(ctx context.Context, conversation string) (Erased, error) {
 	// Its legacy subject and each role's, in one purge.
 	if out.Messages, err = purge(ctx, l.streamFor(conversation), l.Names().EventsFilter(conversation)); err != nil {
 		return out, fmt.Errorf("erase %s: events: %w", conversation, err)
+	}
+	if noteLater {
+		if err := threads.Put(ctx, note); err != nil {
+			return out, fmt.Errorf("erase %s: note the erasure (its events are erased): %w", conversation, err)
+		}
 	}
 	if _, err := l.snaps.Get(ctx, conversation); err == nil {
 		out.Snapshot = true

@@ -3,6 +3,7 @@ package eventlog_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -94,4 +95,32 @@ func TestBudgetNeverLowers(t *testing.T) {
 	require.NoError(t, err)
 	req48, _ := eventlog.Reservations(48 << 20)
 	assert.Equal(t, req48, limit(), "raised")
+}
+
+// TestEraseFreesAFullStore: erasing is how docs/storage.md and every
+// "storage is full" message say to free space, but erase first writes its
+// note in the threading index, which a full store refused: erase failed,
+// nothing was freed, and only a restart with a larger --max-store helped.
+// It now erases, and notes the erasure once the events are gone.
+func TestEraseFreesAFullStore(t *testing.T) {
+	srv := natstest.Start(t, natstest.WithMaxStore(8<<20))
+	ctx := context.Background()
+	l, err := eventlog.Open(ctx, srv.Conn, eventlog.WithStorageBudget(8<<20))
+	require.NoError(t, err)
+	_, err = l.Threads(ctx) // the index exists, as once a gateway ran
+	require.NoError(t, err)
+	_, err = storagetest.Fill(t, l)
+	require.ErrorIs(t, err, eventlog.ErrStorageFull)
+
+	got, err := l.Erase(ctx, storagetest.Filler)
+	require.NoError(t, err, "erase frees a full store")
+	assert.NotZero(t, got.Messages)
+	n, err := l.LastSeq(ctx, storagetest.Filler)
+	require.NoError(t, err)
+	assert.Zero(t, n)
+	erased, err := l.ErasedAfter(ctx, storagetest.Filler, time.Now().Add(-time.Hour))
+	require.NoError(t, err)
+	assert.True(t, erased, "the erasure is noted, after the events went")
+	_, err = l.Append(ctx, "after", 0, events.New("after", "r1", 0, "test", events.UserAppended{BlockID: "b", Text: "hello"}))
+	assert.NoError(t, err, "space freed: writes pass again")
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -173,18 +174,32 @@ func (t *Threads) PutAsync(pairs map[string]string) (wait func(context.Context) 
 		futures = append(futures, f)
 	}
 	return func(ctx context.Context) error {
+		if _, ok := ctx.Deadline(); !ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, putAckTimeout)
+			defer cancel()
+		}
 		for _, f := range futures {
 			select {
 			case <-f.Ok():
 			case err := <-f.Err():
 				return err
 			case <-ctx.Done():
+				if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+					return fmt.Errorf("no acknowledgement from JetStream of a write to the threading index (%s) in time: the server refused it (this NATS credential may not write there: erase needs the admin's) or is not answering", t.prefix+"…")
+				}
 				return ctx.Err()
 			}
 		}
 		return nil
 	}, nil
 }
+
+// putAckTimeout bounds the wait for JetStream's acknowledgement of a write
+// to the index when the caller set no deadline: a write the server
+// refused (a credential that may not write the index) is never
+// acknowledged, and a command would wait for ever.
+const putAckTimeout = 10 * time.Second
 
 // getEach is GetMany key by key.
 func (t *Threads) getEach(ctx context.Context, keys []string) (map[string]string, error) {
