@@ -25,7 +25,7 @@ func (v *Verification) WriteText(w io.Writer) error {
 	case v.Inferences == 0:
 		// Nothing a model received to prove: say what was proved
 		// instead of "verified".
-		fmt.Fprintf(bw, "checked %s: 0 model calls, so no model input to verify (%s); what the log proves is who stored each step, and when:\n",
+		fmt.Fprintf(bw, "checked %s: 0 model calls, so no model input to verify (%s); what the log proves is who stored each step (the dates are the events' own, which their writer gave):\n",
 			safe(v.Conversation), plural.Count(v.Events, "event"))
 	case v.Inferences == v.Unparsed:
 		fmt.Fprintf(bw, "checked %s: %s (%s), %s\n", safe(v.Conversation), plural.Count(v.Inferences, "model call"), plural.Count(v.Events, "event"), unparsedNote(v.Unparsed))
@@ -52,7 +52,7 @@ func (v *Verification) WriteText(w io.Writer) error {
 		if p.Actor == actorImport {
 			verb = "imported"
 		}
-		fmt.Fprintf(bw, "  %s %s, stored by %s at %s (event %d, seq %d)\n", what, verb, writerName(p.Writer),
+		fmt.Fprintf(bw, "  %s %s, stored by %s, dated %s (event %d, seq %d)\n", what, verb, writerName(p.Writer),
 			p.Time.UTC().Format(timeLayout), p.N, p.Seq)
 	}
 	if len(v.Writers) > 0 || v.Unattributed > 0 {

@@ -98,7 +98,11 @@ func TestVerifySaysWhatAnImportProves(t *testing.T) {
 	assert.Equal(t, 0, v.Inferences)
 	assert.NotContains(t, out, "verified")
 	assert.Contains(t, out, "checked planted: 0 model calls, so no model input to verify")
-	assert.Contains(t, out, "3 blocks (4 events) imported, stored by admin at ")
+	// The server proves who stored them, not when they say they were
+	// made: an import's file gives its events' times (a date it names
+	// was shown as proved storage time).
+	assert.Contains(t, out, "3 blocks (4 events) imported, stored by admin, dated ")
+	assert.Contains(t, out, "the dates are the events' own, which their writer gave")
 	assert.Equal(t, map[string]int{"admin": v.Events}, v.Writers)
 	require.Len(t, v.Provenance, 1)
 	assert.Equal(t, "import", v.Provenance[0].Actor)
