@@ -57,3 +57,31 @@ func decodeStep(conversation string, seq uint64, data []byte) ([]events.Event, e
 	}
 	return evs, nil
 }
+
+// ErrUnappliable is matched by every error reading a conversation whose
+// stored message decodes as steps but whose events do not apply to the
+// conversation as the messages before it leave it (a step stored twice by
+// a writer that bypassed the log's fences, a block it refers to missing):
+// no retry helps, and a person must decide what the conversation is.
+var ErrUnappliable = errors.New("a stored message's events do not apply to the conversation")
+
+// UnappliableError is ErrUnappliable for one message: which, and the
+// fold's own error.
+type UnappliableError struct {
+	Conversation string
+	// Seq is the message's stream sequence.
+	Seq uint64
+	// Err is the fold's error (projector's).
+	Err error
+}
+
+func (e *UnappliableError) Error() string {
+	return fmt.Sprintf("conversation %s: message %d decodes, but its events do not apply to the conversation as the messages before it leave it: %v; "+
+		"the log needs a person: `turnlog replay %s` shows the steps up to it, and `turnlog repair %s` says what can be done", e.Conversation, e.Seq, e.Err, e.Conversation, e.Conversation)
+}
+
+// Is makes errors.Is(err, ErrUnappliable) true.
+func (e *UnappliableError) Is(target error) bool { return target == ErrUnappliable }
+
+// Unwrap returns the fold's error.
+func (e *UnappliableError) Unwrap() error { return e.Err }

@@ -284,7 +284,7 @@ func (l *Log) fold(ctx context.Context, turn *projector.Turn, lastID string, n i
 				break
 			}
 			if err := projector.Apply(turn, e); err != nil {
-				return nil, 0, "", fmt.Errorf("load %s: message %d: %w", conversation, m.seq, err)
+				return nil, 0, "", fmt.Errorf("load %s: %w", conversation, &UnappliableError{Conversation: conversation, Seq: m.seq, Err: err})
 			}
 			tail++
 		}

@@ -210,9 +210,11 @@ func parsePoint(v string) (string, int, error) {
 
 // readError answers a failed read of conversation id: 404 when it has no
 // events or fewer than asked for, 422 when a message of it is not a step
-// (see eventlog.ErrCorruptMessage), else 500.
+// (see eventlog.ErrCorruptMessage) or one whose events do not apply
+// (eventlog.ErrUnappliable), else 500.
 func (s *Server) readError(w http.ResponseWriter, id, what string, err error) {
 	var bad *eventlog.CorruptMessageError
+	var unappliable *eventlog.UnappliableError
 	switch {
 	case errors.Is(err, replay.ErrNoEvents):
 		writeError(w, http.StatusNotFound, fmt.Sprintf("conversation %q has no events; check the ID (GET /conversations lists them)", id))
@@ -224,6 +226,9 @@ func (s *Server) readError(w http.ResponseWriter, id, what string, err error) {
 		// Not NATS's fault, and no retry will help: the stored log has a
 		// message that is not a step. The error names it and the repair.
 		writeError(w, http.StatusUnprocessableEntity, bad.Error())
+	case errors.As(err, &unappliable):
+		// Neither: a stored step does not apply to the conversation.
+		writeError(w, http.StatusUnprocessableEntity, unappliable.Error())
 	default:
 		s.serverError(w, what, err)
 	}

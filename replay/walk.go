@@ -95,7 +95,7 @@ func newWalker(conversation string) *walker {
 // The error names the event's position and sequence.
 func (w *walker) apply(r *eventlog.Record) error {
 	if err := projector.Apply(w.turn, r.Event); err != nil {
-		return fmt.Errorf("event %d (seq %d): %w", r.Pos, r.Seq, err)
+		return fmt.Errorf("event %d (seq %d): %w", r.Pos, r.Seq, &eventlog.UnappliableError{Conversation: w.turn.Conversation, Seq: r.Seq, Err: err})
 	}
 	w.turn.Seq = r.Seq
 	w.track(r.Pos, r.Actor, r.Payload)

@@ -377,7 +377,7 @@ var errLogUnavailable = engine.ErrLogUnavailable
 // folded (a corrupt message, an event the fold rejects): retrying cannot
 // help.
 func unreadable(err error) bool {
-	return errors.Is(err, eventlog.ErrCorruptMessage) || errors.Is(err, events.ErrInvalid) || errors.Is(err, projector.ErrMismatch)
+	return errors.Is(err, eventlog.ErrCorruptMessage) || errors.Is(err, eventlog.ErrUnappliable) || errors.Is(err, events.ErrInvalid) || errors.Is(err, projector.ErrMismatch)
 }
 
 // refused reports whether the log answered an append with a definite no.
