@@ -216,28 +216,6 @@ func PlanInput(turn *projector.Turn, c *Call) ([]events.Event, error) {
 	return evs, emit(0, st)
 }
 
-// ActivePrompt is the system prompt a call's model read: the Turn's, or,
-// for a call continuing a history the provider holds (continues), the
-// first system block of its own input, else the Turn's prompt if it is a
-// message of that history. The provider keeps the history's items, not a
-// call's instructions (the Responses API's "instructions" apply to their
-// call alone): a call that sends none has no prompt from them.
-func ActivePrompt(turn *projector.Turn, input []events.Block, continues bool) (events.Block, bool) {
-	if !continues {
-		sp, _, ok := turn.SystemPrompt()
-		return sp, ok
-	}
-	for _, b := range input {
-		if b.Kind == events.KindSystem {
-			return b, true
-		}
-	}
-	sp, _, ok := turn.SystemPrompt()
-	if !ok || sp.Meta[MetaField] != "" {
-		return events.Block{}, false
-	}
-	return sp, true
-}
 
 // reqBlock is one block of the request with its item.
 type reqBlock struct {
