@@ -216,7 +216,6 @@ func PlanInput(turn *projector.Turn, c *Call) ([]events.Event, error) {
 	return evs, emit(0, st)
 }
 
-
 // reqBlock is one block of the request with its item.
 type reqBlock struct {
 	b    *events.Block // in item.Blocks
