@@ -260,3 +260,23 @@ func TestNoDeltaAfterAskReturns(t *testing.T) {
 		assert.False(t, late.Load(), "an onDelta call ran after Ask returned")
 	}
 }
+
+// TestAskSaysTheConversationWasErased: a request whose conversation is
+// erased while it waits (the erasure removes the request too) was waited
+// for until the timeout, and the sender told it "may still be answered":
+// it never will be. Ask now says the conversation was erased.
+func TestAskSaysTheConversationWasErased(t *testing.T) {
+	srv := natstest.Start(t)
+	admin, err := eventlog.Open(context.Background(), srv.Conn)
+	require.NoError(t, err)
+	_, err = admin.Append(context.Background(), "gone", 0, events.New("gone", "r0", 0, "test", events.UserAppended{BlockID: "b0", Text: "earlier"}))
+	require.NoError(t, err)
+	c, _ := client(t, srv) // no worker: the request waits
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		_, _ = admin.Erase(context.Background(), "gone")
+	}()
+	_, err = ask(t, c, worker.Request{Conversation: "gone", Text: "anyone?"}, 30*time.Second)
+	require.ErrorIs(t, err, chatclient.ErrErased)
+	assert.ErrorContains(t, err, "will not be answered")
+}

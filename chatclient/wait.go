@@ -7,11 +7,18 @@ package chatclient
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/worker"
 )
+
+// ErrErased is returned by Ask for a request whose conversation was
+// erased while it waited: the erasure removed the request too, and
+// nothing will answer it.
+var ErrErased = errors.New("the conversation was erased while the request waited")
 
 // watched is one record, or the error that ended a watch.
 type watched struct {
@@ -49,6 +56,7 @@ func (c *Client) wait(ctx context.Context, r *retrier, req worker.Request, after
 		restart     <-chan time.Time
 		backoff     = 100 * time.Millisecond
 		poll        = time.NewTimer(c.pollEvery)
+		emptied     bool // the last poll found the conversation empty
 		watchFailed = func(err error) {
 			r.failed(err)
 			stopWatch()
@@ -106,6 +114,20 @@ func (c *Client) wait(ctx context.Context, r *retrier, req worker.Request, after
 			res, ended := worker.Outcome(recs)
 			if ended {
 				return finished(res)
+			}
+			if err == nil && after > 0 && len(recs) == 0 {
+				// The conversation held messages when the request was
+				// sent; holding none now, it was erased, and the request
+				// with it: nothing will answer. Said after two polls in
+				// a row, not one read.
+				if last, lerr := c.log.LastSeq(ctx, conv); lerr == nil && last == 0 {
+					if emptied {
+						return worker.Result{}, fmt.Errorf("%w: conversation %s was erased after request %s was sent; it will not be answered", ErrErased, conv, id)
+					}
+					emptied = true
+				} else {
+					emptied = false
+				}
 			}
 			poll.Reset(c.pollEvery)
 		}
