@@ -2,11 +2,6 @@ package gateway_test
 
 import (
 	"encoding/json"
-	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -25,14 +20,7 @@ import (
 // names them, and a system message of the history the provider holds
 // stays the prompt of the calls after it.
 func TestChainedCallWithoutInstructionsHadNoPrompt(t *testing.T) {
-	var n atomic.Int64
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		i := n.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"id":"resp_%d","object":"response","created_at":1,"status":"completed","model":"m","output":[{"type":"message","id":"msg_%d","status":"completed","role":"assistant","content":[{"type":"output_text","text":"answer %d","annotations":[]}]}],"usage":{"input_tokens":5,"output_tokens":3,"total_tokens":8}}`, i, i, i)
-	}))
-	t.Cleanup(up.Close)
+	up := newNumberedResponses(t)
 	r := newRig(t, up.URL, "")
 	call := func(conv string, body map[string]any) string {
 		t.Helper()

@@ -2,12 +2,7 @@ package gateway_test
 
 import (
 	"encoding/json"
-	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -24,14 +19,7 @@ import (
 // so the conversation's history (export, diff-turns, the console) showed
 // the second answer before the branch, which no model saw.
 func TestPreviousResponseIDOfAnEarlierCallForks(t *testing.T) {
-	var n atomic.Int64
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		i := n.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"id":"resp_%d","object":"response","created_at":1,"status":"completed","model":"m","output":[{"type":"message","id":"msg_%d","status":"completed","role":"assistant","content":[{"type":"output_text","text":"answer %d","annotations":[]}]}],"usage":{"input_tokens":5,"output_tokens":3,"total_tokens":8}}`, i, i, i)
-	}))
-	t.Cleanup(up.Close)
+	up := newNumberedResponses(t)
 	r := newRig(t, up.URL, "")
 	call := func(input, previous string) (conv, id string) {
 		t.Helper()

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -234,4 +235,18 @@ func checkRules(t *testing.T, l *eventlog.Log, conv string) []string {
 		rules = append(rules, string(f.Rule))
 	}
 	return rules
+}
+
+// newNumberedResponses is a Responses API upstream whose n-th answer is
+// response resp_<n>, "answer <n>".
+func newNumberedResponses(t *testing.T) *httptest.Server {
+	var n atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		i := n.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"resp_%d","object":"response","created_at":1,"status":"completed","model":"m","output":[{"type":"message","id":"msg_%d","status":"completed","role":"assistant","content":[{"type":"output_text","text":"answer %d","annotations":[]}]}],"usage":{"input_tokens":5,"output_tokens":3,"total_tokens":8}}`, i, i, i)
+	}))
+	t.Cleanup(up.Close)
+	return up
 }
