@@ -188,8 +188,10 @@ func runMockLLM(t testing.TB, node, mainJS, config, dir string) (url string, exi
 	url = fmt.Sprintf("http://127.0.0.1:%d", port)
 	client := &http.Client{Timeout: time.Second}
 	// Node loads mock-llm's MCP and A2A modules before it listens: about a
-	// second on an idle machine, many more on a loaded one.
-	const startTimeout = 30 * time.Second
+	// second on an idle machine, many more on a loaded one (CI's 2 cores
+	// running the race-detector suites beside it once took over 30 s, with
+	// not a line of output: a wait, not a measurement).
+	const startTimeout = 90 * time.Second
 	deadline := time.Now().Add(startTimeout)
 	for time.Now().Before(deadline) {
 		select {
