@@ -120,7 +120,10 @@ func (c *Client) wait(ctx context.Context, r *retrier, req worker.Request, after
 				// sent; holding none now, it was erased, and the request
 				// with it: nothing will answer. Said after two polls in
 				// a row, not one read.
-				if last, lerr := c.log.LastSeq(ctx, conv); lerr == nil && last == 0 {
+				actx, cancel := context.WithTimeout(ctx, c.attempt)
+				last, lerr := c.log.LastSeq(actx, conv)
+				cancel()
+				if lerr == nil && last == 0 {
 					if emptied {
 						return worker.Result{}, fmt.Errorf("%w: conversation %s was erased after request %s was sent; it will not be answered", ErrErased, conv, id)
 					}

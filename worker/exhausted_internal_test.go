@@ -66,16 +66,7 @@ func TestSweepEndsRequestsNoWorkerHeardOf(t *testing.T) {
 	}
 
 	require.NoError(t, w.sweepExhausted(ctx))
-	var types []events.Type
-	var reason string
-	for rec, err := range l.Events(ctx, "forgotten") {
-		require.NoError(t, err)
-		assert.Equal(t, req.RequestID, rec.Cause)
-		types = append(types, rec.Type)
-		if p, ok := rec.Payload.(events.RequestFailed); ok {
-			reason = p.Reason
-		}
-	}
+	types, reason := requestEnd(t, l, "forgotten", req.RequestID)
 	assert.Equal(t, []events.Type{events.TypeUserAppended, events.TypeRequestFailed}, types, "the user's text is kept beside the reason")
 	assert.Contains(t, reason, "gave up after all its deliveries: the worker handling it stopped each time")
 	info, err = s.Info(ctx)

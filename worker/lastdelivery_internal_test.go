@@ -81,16 +81,7 @@ func TestEndLastDelivery(t *testing.T) {
 				require.NoError(t, err)
 				assert.Zero(t, n)
 			} else {
-				var types []events.Type
-				var reason string
-				for rec, err := range l.Events(ctx, "last") {
-					require.NoError(t, err)
-					assert.Equal(t, req.RequestID, rec.Cause)
-					types = append(types, rec.Type)
-					if p, ok := rec.Payload.(events.RequestFailed); ok {
-						reason = p.Reason
-					}
-				}
+				types, reason := requestEnd(t, l, "last", req.RequestID)
 				assert.Equal(t, []events.Type{events.TypeUserAppended, events.TypeRequestFailed}, types, "the user's text is kept beside the reason")
 				assert.Equal(t, "gave up after 1 deliveries: the log did not answer", reason)
 				dead, err := l.DeadLetters(ctx, 10)
@@ -104,4 +95,19 @@ func TestEndLastDelivery(t *testing.T) {
 			assert.Zero(t, info.State.Msgs, "the request left the requests stream")
 		})
 	}
+}
+
+// requestEnd returns the types of conv's events, each of which must be
+// request id's, and the reason of its request.failed ("" for none).
+func requestEnd(t *testing.T, l *eventlog.Log, conv, id string) (types []events.Type, reason string) {
+	t.Helper()
+	for rec, err := range l.Events(context.Background(), conv) {
+		require.NoError(t, err)
+		assert.Equal(t, id, rec.Cause)
+		types = append(types, rec.Type)
+		if p, ok := rec.Payload.(events.RequestFailed); ok {
+			reason = p.Reason
+		}
+	}
+	return types, reason
 }
