@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"context"
 	"crypto/sha256"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -47,4 +48,17 @@ func AlterHistoryCache(t require.TestingT, v []byte, how string) []byte {
 	require.NoError(t, err)
 	sum := sha256.Sum256(body)
 	return append(sum[:], body...)
+}
+
+// ReadThrough reads conversation's messages as a read that began when its
+// last message was until does, and returns how many steps it yielded.
+func (l *Log) ReadThrough(ctx context.Context, conversation string, until uint64) (int, error) {
+	n := 0
+	for _, err := range l.messages(ctx, conversation, 0, until) {
+		if err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
 }

@@ -163,6 +163,9 @@ func (l *Log) leaderRest(ctx context.Context, conversation, stream, subject stri
 	for next <= until {
 		raw, err := l.leaderGet(ctx, stream, leaderGetRequest{Seq: next, NextFor: subject})
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			raw, err = l.leaderApplied(ctx, stream, subject, next)
+		}
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			yield(message{}, fmt.Errorf("read %s: message %d, the last when the read began, is gone (the conversation was erased while it was read?)",
 				conversation, until))
 			return
@@ -194,4 +197,42 @@ func (l *Log) yieldStep(conversation string, raw *jetstream.RawStreamMsg, yield 
 	}
 	st := l.storedFrom(raw)
 	return yield(message{seq: st.seq, msgID: st.msgID, writer: st.writer, events: evs, raw: st}, nil)
+}
+
+// leaderSettle bounds how long a read waits for a stream leader to apply
+// what it (or its predecessor) acknowledged; see leaderApplied.
+const leaderSettle = 3 * time.Second
+
+// leaderApplied asks the leader again, for a while, for the first message
+// on subject from next on, which it said it does not hold. A leader newly
+// elected answers before it has applied every step its predecessor
+// acknowledged (an election during the read), and holds them a moment
+// later. The conversation's messages all gone is an erase: not found at
+// once.
+func (l *Log) leaderApplied(ctx context.Context, stream, subject string, next uint64) (*jetstream.RawStreamMsg, error) {
+	settle, cancel := context.WithTimeout(ctx, leaderSettle)
+	defer cancel()
+	for wait := 20 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
+		if _, err := l.leaderGet(settle, stream, leaderGetRequest{LastFor: subject}); err != nil {
+			return nil, settled(ctx, err)
+		}
+		select {
+		case <-settle.Done():
+			return nil, settled(ctx, settle.Err())
+		case <-time.After(wait):
+		}
+		raw, err := l.leaderGet(settle, stream, leaderGetRequest{Seq: next, NextFor: subject})
+		if !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return raw, settled(ctx, err)
+		}
+	}
+}
+
+// settled is err, except that the end of leaderApplied's own wait (ctx, its
+// caller's, still running) means the message never came: not found.
+func settled(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return jetstream.ErrMsgNotFound
+	}
+	return err
 }
