@@ -28,7 +28,7 @@ import (
 //     "tool_calls"), as the Chat Completions API wants them; a reasoning
 //     block starts a new assistant message and its text goes in
 //     "reasoning_content" (encrypted reasoning, opaque and provider
-//     specific, is not exported); "other" blocks (compaction summaries)
+//     specific, is not exported, and Left names it); "other" blocks (compaction summaries)
 //     are assistant text prefixed "[summary] ", as a model receives them;
 //   - tool_result blocks are "tool" messages with "tool_call_id";
 //   - Turn.Data is "metadata"; "model" is the model of the last model
@@ -44,6 +44,11 @@ type Chat struct {
 	CreatedAt time.Time         `json:"created_at"`
 	UpdatedAt time.Time         `json:"updated_at"`
 	Metadata  map[string]string `json:"metadata"`
+	// Left names the blocks whose content this shape cannot carry
+	// (encrypted reasoning, a thinking block's signature, images and other
+	// content an app sent through the gateway), one line each, so that
+	// export says what it left out. It is not written.
+	Left []string `json:"-"`
 }
 
 // Message is one OpenAI chat message.
@@ -121,6 +126,9 @@ func FromTurn(t *projector.Turn, model string, created, updated time.Time) *Chat
 	}
 	for i := range t.Blocks {
 		b := &t.Blocks[i]
+		if what := uncarried(b); what != "" {
+			c.Left = append(c.Left, "block "+b.ID+" ("+string(b.Kind)+"): "+what)
+		}
 		switch b.Kind {
 		case events.KindSystem:
 			if i == spIndex {
@@ -154,4 +162,20 @@ func FromTurn(t *projector.Turn, model string, created, updated time.Time) *Chat
 	}
 	flush()
 	return c
+}
+
+// uncarried says what of b chat messages JSON cannot carry, "" for
+// nothing: content the gateway recorded by its type alone (an image, a
+// document, a server tool's item), and reasoning's opaque part.
+func uncarried(b *events.Block) string {
+	typ := b.Meta["gateway.type"]
+	switch {
+	case b.Kind == events.KindReasoning && typ != "":
+		return typ + " (opaque)"
+	case b.Kind == events.KindReasoning && b.Encrypted != "":
+		return "the reasoning's encrypted content or signature"
+	case typ != "":
+		return typ + " content"
+	}
+	return ""
 }

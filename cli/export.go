@@ -2,9 +2,11 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/internal/plural"
 	"github.com/turnlog/turnlog/replay"
 )
 
@@ -51,6 +53,10 @@ metadata; data), which diff-turns reads.`,
 			}
 			if format == "turn" {
 				return write(cmd.OutOrStdout(), true, ex.Turn, nil)
+			}
+			if left := ex.Chat.Left; len(left) > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "export %s: %s hold what chat messages JSON cannot carry, left out (--format turn keeps them):\n  %s\n",
+					args[0], plural.Count(len(left), "block"), strings.Join(left, "\n  "))
 			}
 			return write(cmd.OutOrStdout(), true, ex.Chat, nil)
 		},

@@ -151,3 +151,29 @@ func TestForkCommand(t *testing.T) {
 		assert.NotEmpty(t, errOut, "%v", args)
 	}
 }
+
+// TestExportSaysWhatTheShapeCannotCarry: chat messages JSON has no place
+// for encrypted reasoning or an image; export leaves them out, and says so
+// on stderr, naming the blocks, instead of dropping them without a word.
+func TestExportSaysWhatTheShapeCannotCarry(t *testing.T) {
+	e := newAuditEnv(t, false)
+	req := `{"model":"claude-x","max_tokens":100,"messages":[{"role":"user","content":[{"type":"text","text":"What is this?"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}}]}]}`
+	resp := `{"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[{"type":"thinking","thinking":"A picture.","signature":"EqQBsig"},{"type":"redacted_thinking","data":"EmwKdata"},{"type":"text","text":"A PNG."}],"stop_reason":"end_turn","usage":{"input_tokens":5,"output_tokens":2}}`
+	file := e.file("calls.jsonl", callLine("2025-03-01T10:00:00Z", "pic", "messages", req, resp)+"\n")
+	_, errOut, code := e.run("", "import", "--calls", file)
+	require.Equal(t, 0, code, errOut)
+
+	out, errOut, code := e.run("", "export", "pic")
+	require.Equal(t, 0, code, errOut)
+	var chat replay.Chat
+	require.NoError(t, json.Unmarshal([]byte(out), &chat), "stdout stays the JSON alone")
+	assert.Contains(t, errOut, "3 blocks hold what chat messages JSON cannot carry")
+	assert.Contains(t, errOut, "image")
+	assert.Contains(t, errOut, "redacted_thinking")
+	assert.Contains(t, errOut, "signature")
+	assert.Contains(t, errOut, "--format turn keeps them")
+
+	_, errOut, code = e.run("", "export", "--format", "turn", "pic")
+	require.Equal(t, 0, code, errOut)
+	assert.NotContains(t, errOut, "cannot carry", "the Turn carries everything")
+}
