@@ -103,11 +103,30 @@ func violations(side Side, bs []events.Block) []Violation {
 		b := &bs[i]
 		switch b.Kind {
 		case events.KindReasoning:
+			// Reasoning produced in a row (Anthropic's thinking, then
+			// redacted thinking) goes back as a row, as replay --check
+			// allows: what follows the row is the follower. A row is
+			// judged once, at its first block.
+			if i > 0 && bs[i-1].Kind == events.KindReasoning {
+				continue
+			}
+			j := i + 1
+			for j < len(bs) && bs[j].Kind == events.KindReasoning {
+				j++
+			}
+			row := ""
+			if j > i+1 {
+				row = "is followed by reasoning at " + at(i+1) + ", then "
+			}
 			switch {
-			case i+1 == len(bs):
+			case j == len(bs) && row == "":
 				report(i, RuleReasoningFollower, "is the last block; a reasoning block must be immediately followed by llm_text or tool_call")
-			case bs[i+1].Kind != events.KindLLMText && bs[i+1].Kind != events.KindToolCall:
-				report(i, RuleReasoningFollower, "is followed by "+string(bs[i+1].Kind)+" at "+at(i+1)+"; a reasoning block must be immediately followed by llm_text or tool_call")
+			case j == len(bs):
+				report(i, RuleReasoningFollower, row+"by nothing: the row of reasoning blocks ends the Turn; it must be immediately followed by llm_text or tool_call")
+			case bs[j].Kind != events.KindLLMText && bs[j].Kind != events.KindToolCall && row == "":
+				report(i, RuleReasoningFollower, "is followed by "+string(bs[j].Kind)+" at "+at(j)+"; a reasoning block must be immediately followed by llm_text or tool_call")
+			case bs[j].Kind != events.KindLLMText && bs[j].Kind != events.KindToolCall:
+				report(i, RuleReasoningFollower, row+"by "+string(bs[j].Kind)+" at "+at(j)+"; a reasoning block, or a row of them, must be immediately followed by llm_text or tool_call")
 			}
 		case events.KindToolCall:
 			called[b.CallID] = true

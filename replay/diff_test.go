@@ -213,6 +213,22 @@ func TestDiff(t *testing.T) {
 			},
 		},
 		{
+			// Anthropic's thinking then redacted thinking, then the text:
+			// a row the model produced, which replay --check allows; a
+			// row that ends badly is reported once, at its first block.
+			name:    "reasoning in a row",
+			a:       turn(user("u1", "hi"), reasoning("r1"), reasoning("r2"), llm("l1", "ok")),
+			b:       turn(user("u1", "hi"), reasoning("r1"), reasoning("r2"), user("u2", "hm?")),
+			changes: []string{"removed l1 3->-1", "added u2 -1->3"},
+			check: func(t *testing.T, r replay.Result) {
+				require.Len(t, r.Violations, 1)
+				v := r.Violations[0]
+				assert.Equal(t, replay.SideB, v.Side)
+				assert.Equal(t, 1, v.Index)
+				assert.Equal(t, "is followed by reasoning at B[2], then by user at B[3]; a reasoning block, or a row of them, must be immediately followed by llm_text or tool_call", v.Message)
+			},
+		},
+		{
 			name:    "reasoning violation only on B",
 			a:       turn(user("u1", "hi"), reasoning("r1"), llm("l1", "ok")),
 			b:       turn(user("u1", "hi"), reasoning("r1"), user("u2", "more"), llm("l1", "ok")),
