@@ -44,6 +44,10 @@ func Chain(e Engine, mws ...Middleware) Handler {
 func Infer(e Engine) Handler {
 	return func(ctx context.Context, tx *Tx) error {
 		turn := tx.Turn()
+		if i, changed := projector.ChangedInPlace(turn); changed {
+			return fmt.Errorf("block %d (%s) was changed in place, not through an event (Tx.Emit): the log would not hold what the model is sent; "+
+				"a middleware changes the Turn only through the Tx (Tx.Emit), whose events the log records", i, turn.Blocks[i].ID)
+		}
 		started := events.InferenceStarted{
 			InferenceID: NewID(),
 			Model:       tx.Model(),
@@ -71,6 +75,12 @@ func Infer(e Engine) Handler {
 			// tool call without its ID) fails the call: recorded as
 			// such, so that the call started above does not stay open.
 			err = checkOutput(tx, out.Blocks)
+		}
+		if err == nil && projector.Hash(turn) != started.InputHash {
+			// The model may have been sent what the log does not hold,
+			// and the change would stay in the Turn every later call
+			// and snapshot is made from.
+			err = errInputChanged
 		}
 		took := time.Since(begin)
 		span.End(spanResult(out, err))
@@ -111,6 +121,10 @@ func Infer(e Engine) Handler {
 	}
 }
 
+// errInputChanged fails a model call whose engine wrote to the Turn it was
+// given (Input.Turn is read-only).
+var errInputChanged = errors.New("the engine changed the Turn it was given (Input.Turn is read-only): the model may have been sent what the log does not hold; the conversation is reloaded from the log")
+
 // safeInfer calls the engine, a panic in it returned as *PanicError.
 func safeInfer(ctx context.Context, e Engine, in Input, delta func(Delta)) (out Output, err error) {
 	defer func() {
@@ -127,6 +141,7 @@ func safeInfer(ctx context.Context, e Engine, in Input, delta func(Delta)) (out 
 func checkOutput(tx *Tx, blocks []events.Block) error {
 	turn := tx.Turn()
 	seen := make(map[string]bool, len(blocks))
+	calls := make(map[string]int, len(blocks))
 	for i, b := range blocks {
 		switch b.Kind {
 		case "", events.KindLLMText, events.KindReasoning, events.KindToolCall:
@@ -141,6 +156,14 @@ func checkOutput(tx *Tx, blocks []events.Block) error {
 			return fmt.Errorf("the engine's answer cannot be recorded: block %d has ID %q, which the conversation or the answer holds already", i, b.ID)
 		}
 		seen[b.ID] = true
+		if b.Kind == events.KindToolCall && b.CallID != "" {
+			// Each result names its call by this ID: two calls under
+			// one could not be told apart.
+			if j, dup := calls[b.CallID]; dup {
+				return fmt.Errorf("the engine's answer cannot be recorded: blocks %d and %d are tool calls with the same call ID %q; each result names its call by it", j, i, b.CallID)
+			}
+			calls[b.CallID] = i
+		}
 		e := events.New(turn.Conversation, tx.cause, tx.step, ActorEngine, outputPayload(b))
 		if err := e.Validate(); err != nil {
 			return fmt.Errorf("the engine's answer cannot be recorded: block %d: %w", i, err)

@@ -10,6 +10,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unsafe"
+
+	"github.com/turnlog/turnlog/events"
 )
 
 // ErrUnknownHashVersion: a recorded Turn hash names a format this build
@@ -57,8 +60,8 @@ func Hash(t *Turn) string {
 	h.turn.num(uint64(len(t.Blocks)))
 	for i := range t.Blocks {
 		b, s := &t.Blocks[i], &t.sums[i]
-		if !s.ok || s.id != b.ID {
-			*s = blockSum{id: b.ID, ok: true}
+		if shape := shapeOf(b); !s.ok || s.id != b.ID || s.shape != shape {
+			*s = blockSum{id: b.ID, shape: shape, ok: true}
 			h.block.reset()
 			h.block.block(b, &h.keys)
 			h.block.sum(s.sum[:0])
@@ -137,12 +140,60 @@ func HashText(s string) string {
 // is the ID of the block at its position, and Hash replaces an entry whose
 // ID is not: blocks cut, appended, moved or replaced by hand since the last
 // Hash (a Turn built for a test or from an export) are digested again. The
-// ID is a safety net, not a licence: it cannot catch a block changed in
-// place under the same ID, which only Apply's invalidation covers.
+// ID and the block's shape are a safety net, not a licence: changes go
+// through Apply, whose invalidation is what the cache relies on.
 type blockSum struct {
-	id  string
-	sum [sha256.Size]byte
-	ok  bool
+	id    string
+	shape blockShape
+	sum   [sha256.Size]byte
+	ok    bool
+}
+
+// blockShape is what of a block can be compared without hashing it: its
+// fields that are values, where its strings' bytes are and how long they
+// are, and how many metadata entries it has. A block changed in place
+// (a middleware's redaction written to the Block, an engine writing to
+// its input) has another shape, and Hash digests it again: the hash of a
+// model call's input is that of what the model was sent, and replay
+// --verify reports that the log does not hold it. Strings are immutable,
+// so bytes at the same place with the same length are the same text; a
+// metadata value replaced in place under the same number of keys is the
+// one change it cannot see.
+type blockShape struct {
+	kind                                events.Kind
+	trust                               events.Trust
+	isError                             bool
+	meta                                int
+	text, callID, tool, args, encrypted textAt
+}
+
+// textAt is where a string's bytes are, and how many.
+type textAt struct {
+	p *byte
+	n int
+}
+
+func at(s string) textAt { return textAt{unsafe.StringData(s), len(s)} }
+
+func shapeOf(b *Block) blockShape {
+	return blockShape{kind: b.Kind, trust: b.Trust, isError: b.IsError, meta: len(b.Meta),
+		text: at(b.Text), callID: at(b.CallID), tool: at(b.ToolName), args: at(b.Arguments), encrypted: at(b.Encrypted)}
+}
+
+// ChangedInPlace returns the index of the first block changed in place
+// since Hash last digested it (its kind, trust, text, call, arguments,
+// opaque part or number of metadata entries written to the Block itself,
+// not through Apply), and whether there is one. A writer that keeps its
+// changes in events (engine.Tx) asks before a model call: such a change
+// is in no event, so the log would not hold what the model is sent.
+func ChangedInPlace(t *Turn) (int, bool) {
+	for i := range min(len(t.sums), len(t.Blocks)) {
+		b, s := &t.Blocks[i], &t.sums[i]
+		if s.ok && s.id == b.ID && s.shape != shapeOf(b) {
+			return i, true
+		}
+	}
+	return -1, false
 }
 
 // forget drops the cached digest of the block at index i, which the

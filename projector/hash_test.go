@@ -247,6 +247,26 @@ func TestHashOutsideApply(t *testing.T) {
 		turn.Blocks[0], turn.Blocks[1] = turn.Blocks[1], turn.Blocks[0]
 		assert.Equal(t, refHash(turn), projector.Hash(turn))
 	})
+	// A middleware that redacts a block in place (not through an event)
+	// had the cached digest prove the text the block held before: the
+	// input hash of a model call that was sent the redacted text matched
+	// the log, and replay --verify passed.
+	t.Run("a block's text changed in place", func(t *testing.T) {
+		turn := base(t)
+		projector.Hash(turn)
+		turn.Blocks[0].Text = strings.Replace(turn.Blocks[0].Text, turn.Blocks[0].Text[:1], "#", 1)
+		assert.Equal(t, refHash(turn), projector.Hash(turn))
+	})
+	t.Run("a tool call's arguments, a block's kind, its trust changed in place", func(t *testing.T) {
+		turn := base(t)
+		projector.Hash(turn)
+		turn.Blocks[1].Arguments += " "
+		assert.Equal(t, refHash(turn), projector.Hash(turn))
+		turn.Blocks[1].Kind = events.KindUser
+		assert.Equal(t, refHash(turn), projector.Hash(turn))
+		turn.Blocks[2].Trust = events.Trusted
+		assert.Equal(t, refHash(turn), projector.Hash(turn))
+	})
 	t.Run("a block replaced by another", func(t *testing.T) {
 		turn := base(t)
 		projector.Hash(turn)
