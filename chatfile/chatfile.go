@@ -8,6 +8,8 @@
 package chatfile
 
 import (
+	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 
@@ -124,9 +126,15 @@ func FromTurn(t *projector.Turn, model string, created, updated time.Time) *Chat
 			cur = &Message{Role: RoleAssistant}
 		}
 	}
+	typed := map[string]bool{}
+	for i := range t.Blocks {
+		if typ := t.Blocks[i].Meta["gateway.type"]; typ != "" {
+			typed[typ] = true
+		}
+	}
 	for i := range t.Blocks {
 		b := &t.Blocks[i]
-		if what := uncarried(b); what != "" {
+		if what := uncarried(b, typed); what != "" {
 			c.Left = append(c.Left, "block "+b.ID+" ("+string(b.Kind)+"): "+what)
 		}
 		switch b.Kind {
@@ -167,8 +175,13 @@ func FromTurn(t *projector.Turn, model string, created, updated time.Time) *Chat
 // uncarried says what of b chat messages JSON cannot carry, "" for
 // nothing: content the gateway recorded by its type alone (an image, a
 // document, a server tool's item), and reasoning's opaque part.
-func uncarried(b *events.Block) string {
+func uncarried(b *events.Block, typed map[string]bool) string {
 	typ := b.Meta["gateway.type"]
+	if item := b.Meta["gateway.item"]; item != "" {
+		if extra := itemExtras(item, typed); len(extra) > 0 {
+			return "the item as the app sent it holds " + strings.Join(extra, ", ")
+		}
+	}
 	switch {
 	case b.Kind == events.KindReasoning && typ != "":
 		return typ + " (opaque)"
@@ -178,4 +191,43 @@ func uncarried(b *events.Block) string {
 		return typ + " content"
 	}
 	return ""
+}
+
+// carried are the members of a sent message or item that chat messages
+// JSON carries (or, as IDs, leaves out by design); carriedParts, the
+// content parts it carries.
+var (
+	carried = map[string]bool{"role": true, "content": true, "type": true, "id": true, "status": true, "tool_call_id": true, "tool_calls": true, "call_id": true, "arguments": true, "output": true}
+	// Parts that are blocks of their own (the Messages API's), or text.
+	carriedParts = map[string]bool{"text": true, "input_text": true, "output_text": true, "thinking": true, "redacted_thinking": true, "tool_use": true, "tool_result": true}
+)
+
+// itemExtras lists what of item, the canonical JSON of a message or item
+// the gateway kept as it was sent (gateway.item), chat messages JSON
+// cannot carry: members such as name or refusal, and content parts other
+// than text (image_url, input_audio, file, …) that are not blocks of their
+// own (typed holds the gateway.type of the Turn's blocks), sorted.
+func itemExtras(item string, typed map[string]bool) []string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal([]byte(item), &m) != nil {
+		return nil
+	}
+	var out []string
+	for k, v := range m {
+		if !carried[k] && string(v) != "null" {
+			out = append(out, k)
+		}
+	}
+	var parts []struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(m["content"], &parts) == nil {
+		for _, p := range parts {
+			if t := p.Type + " content"; !carriedParts[p.Type] && !typed[p.Type] && !slices.Contains(out, t) {
+				out = append(out, t)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }

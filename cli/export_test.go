@@ -173,6 +173,19 @@ func TestExportSaysWhatTheShapeCannotCarry(t *testing.T) {
 	assert.Contains(t, errOut, "signature")
 	assert.Contains(t, errOut, "--format turn keeps them")
 
+	// OpenAI's shape: an image part, a name and a refusal, which the
+	// gateway keeps as the items were sent (gateway.item).
+	req = chatReq(`{"role":"user","name":"alice","content":[{"type":"text","text":"And this?"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}]}`)
+	resp = `{"id":"chatcmpl-9","object":"chat.completion","model":"gpt-x","choices":[{"index":0,"message":{"role":"assistant","content":null,"refusal":"I can't help with that."},"finish_reason":"stop"}]}`
+	file = e.file("calls2.jsonl", callLine("2025-03-01T10:00:00Z", "pic2", "chat.completions", req, resp)+"\n")
+	_, errOut, code = e.run("", "import", "--calls", file)
+	require.Equal(t, 0, code, errOut)
+	_, errOut, code = e.run("", "export", "pic2")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, errOut, "image_url")
+	assert.Contains(t, errOut, "name")
+	assert.Contains(t, errOut, "refusal")
+
 	_, errOut, code = e.run("", "export", "--format", "turn", "pic")
 	require.Equal(t, 0, code, errOut)
 	assert.NotContains(t, errOut, "cannot carry", "the Turn carries everything")
