@@ -25,7 +25,9 @@ type Engine interface {
 
 // Input is everything a model call receives.
 type Input struct {
-	// Turn is the exact Turn sent; its hash is recorded in inference.started.
+	// Turn is the exact Turn sent; its hash is recorded in
+	// inference.started. It is read-only: a call whose engine changed it
+	// fails (the model may have been sent what the log does not hold).
 	Turn *projector.Turn
 	// Model names the model, e.g. "gpt-4o-mini"; providers may have a default.
 	Model string

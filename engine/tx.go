@@ -113,8 +113,9 @@ func NewTx(turn *projector.Turn, cause string, opts ...TxOption) *Tx {
 
 // Turn returns the current Turn, including emitted but uncommitted events.
 // It is read-only: change it only through Emit (or the helpers built on
-// it). A change made behind the Tx's back would not be in the log, and
-// `turnlog replay --verify` would report the model's input as unprovable.
+// it). A change made behind the Tx's back would not be in the log: the
+// chain refuses to call the model on a Turn whose blocks were changed in
+// place (see projector.ChangedInPlace), naming the block.
 func (tx *Tx) Turn() *projector.Turn { return tx.turn }
 
 // Cause is the ID of the request this Tx serves.

@@ -17,8 +17,9 @@ type Block = events.Block
 // and their Meta are read-only. Besides the position index, a Turn caches
 // the digest of each block for Hash, and Apply keeps that cache true by
 // dropping the entry of every block an event adds, changes or removes. A
-// block changed in place behind Apply's back keeps its old digest, and
-// Hash would then prove an input the model never received.
+// block changed in place behind Apply's back is in no event; Hash digests
+// it again when its shape changed (see blockShape), and ChangedInPlace
+// lets a writer refuse it.
 //
 // A Turn belongs to one goroutine at a time: Apply changes it, and Hash and
 // Index fill its caches, so neither may run while another goroutine uses
