@@ -85,6 +85,7 @@ func TestProvidersEndToEnd(t *testing.T) {
     api_key_env: TURNLOG_TEST_MODEL_KEY
     %s
     system_prompt: "You are terse."
+    tools: [word_count]
     middlewares: [logging, retry, systemprompt, ordering, reasoningguard, compaction]
     compact_after_blocks: 12
 `, tc.provider, baseURL, tc.extra))

@@ -32,3 +32,25 @@ func TestAllowRequestDataNamesReservedKeysOnly(t *testing.T) {
 	assert.NoError(t, set["p"].CheckRequestData(map[string]string{"systemprompt.none": "x", "tz": "UTC"}))
 	assert.Error(t, set["p"].CheckRequestData(map[string]string{"trust.operator": "x"}))
 }
+
+// TestDemoToolOnlyForTheScriptedEngine: every profile built without tools
+// offered the scripted engine's demo tool, word_count, to real models too
+// (found by the library probe: an OpenAI request body held it).
+func TestDemoToolOnlyForTheScriptedEngine(t *testing.T) {
+	set, err := profile.Parse([]byte("profiles:\n  demo:\n    provider: scripted\n  real:\n    provider: openai\n    base_url: http://127.0.0.1:1/v1\n    model: m\n" +
+		"  given:\n    provider: openai\n    base_url: http://127.0.0.1:1/v1\n    model: m\n    tools: [word_count]\n"))
+	require.NoError(t, err)
+	demo, err := set["demo"].Build(nil, nil)
+	require.NoError(t, err)
+	require.Len(t, demo.Tools.Specs(), 1)
+	assert.Equal(t, "word_count", demo.Tools.Specs()[0].Name)
+	real, err := set["real"].Build(nil, nil)
+	require.NoError(t, err)
+	assert.Empty(t, real.Tools.Specs(), "a real model is offered no tool it was not given")
+	given, err := set["given"].Build(nil, nil)
+	require.NoError(t, err)
+	require.Len(t, given.Tools.Specs(), 1, "unless the profile names it")
+
+	_, err = profile.Parse([]byte("profiles:\n  p:\n    tools: [rm_rf]\n"))
+	assert.ErrorContains(t, err, `tools: "rm_rf" is not a built-in tool`)
+}

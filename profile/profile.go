@@ -64,6 +64,11 @@ type Profile struct {
 	// trust, roles, globalprompt, systemprompt, systemprompt_append,
 	// template, ordering, compaction, reasoningguard, reasoningguard_repair.
 	Middlewares []string `yaml:"middlewares" json:"middlewares"`
+	// Tools names turnlog's built-in tools offered to the model (today the
+	// demo's word_count). Unset, a scripted profile is offered word_count
+	// and any other none; a program of your own gives its tools to the
+	// worker (worker.Config.Tools), which then offers those instead.
+	Tools []string `yaml:"tools,omitempty" json:"tools,omitempty"`
 	// Options are the settings of registered engines and middlewares of
 	// your own, by the name the profile uses (see Options). A name the
 	// profile does not use is an error.
@@ -239,6 +244,9 @@ func (p Profile) validate(withEngine bool) error {
 	if err := p.PromptPolicy.Validate(); err != nil {
 		return fmt.Errorf("prompt_policy: %w", err)
 	}
+	if _, err := builtinTools(p.Tools); err != nil {
+		return err
+	}
 	for _, k := range p.AllowRequestData {
 		if !middlewares.ReservedDataKey(k) {
 			return fmt.Errorf("allow_request_data: %q is not a reserved key (%s); requests may set it anyway, remove it",
@@ -274,8 +282,7 @@ func (p Profile) CheckRequestData(data map[string]string) error {
 }
 
 // Build makes the engine, the tools and the middleware chain of p.
-// tools are offered to the model; nil gives the demo tools of the scripted
-// engine.
+// tools are offered to the model; nil gives the profile's tools (Tools).
 func (p Profile) Build(logger *slog.Logger, tools *engine.Tools) (*Built, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -284,14 +291,21 @@ func (p Profile) Build(logger *slog.Logger, tools *engine.Tools) (*Built, error)
 	if err != nil {
 		return nil, err
 	}
+	scripted := p.Provider == "" || p.Provider == "scripted"
 	if tools == nil {
+		// The demo tool goes with the demo engine: a real model is
+		// offered no tool it was not given.
+		names := p.Tools
+		if names == nil && scripted {
+			names = []string{"word_count"}
+		}
 		var err error
-		if tools, err = engine.NewTools(engine.WordCount()); err != nil {
+		if tools, err = builtinTools(names); err != nil {
 			return nil, err
 		}
 	}
 	model := p.Model
-	if model == "" && (p.Provider == "" || p.Provider == "scripted") {
+	if model == "" && scripted {
 		model = "scripted"
 	}
 	return p.assemble(eng, logger, tools, model)
@@ -325,4 +339,18 @@ func (p Profile) assemble(eng engine.Engine, logger *slog.Logger, tools *engine.
 		Model:            model,
 		AllowRequestData: p.AllowRequestData,
 	}, nil
+}
+
+// builtinTools is the registry of turnlog's built-in tools named.
+func builtinTools(names []string) (*engine.Tools, error) {
+	all := map[string]func() engine.Tool{"word_count": engine.WordCount}
+	tools := make([]engine.Tool, 0, len(names))
+	for _, n := range names {
+		t, ok := all[n]
+		if !ok {
+			return nil, fmt.Errorf("tools: %q is not a built-in tool (turnlog has word_count); give your own tools to the worker (worker.Config.Tools)", n)
+		}
+		tools = append(tools, t())
+	}
+	return engine.NewTools(tools...)
 }

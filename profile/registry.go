@@ -147,7 +147,7 @@ func RegisterEngine(name string, factory EngineFactory, opts ...EngineOption) {
 	registered.add("RegisterEngine", name,
 		func() string {
 			if _, dup := registered.engines[name]; dup {
-				return fmt.Sprintf("profile: RegisterEngine called twice for %q", name)
+				return fmt.Sprintf("profile: RegisterEngine(%q): the name is registered already (by turnlog itself, or by an earlier call); give yours a prefix of your own, as in \"acme.%s\"", name, name)
 			}
 			// A version names one rendering: two engines claiming one
 			// would render each other's calls.
@@ -180,7 +180,7 @@ func RegisterMiddleware(name string, factory MiddlewareFactory) {
 	registered.add("RegisterMiddleware", name,
 		func() string {
 			if _, dup := registered.middlewares[name]; dup {
-				return fmt.Sprintf("profile: RegisterMiddleware called twice for %q", name)
+				return fmt.Sprintf("profile: RegisterMiddleware(%q): the name is registered already (by turnlog itself, or by an earlier call); give yours a prefix of your own, as in \"acme.%s\"", name, name)
 			}
 			return ""
 		},

@@ -202,9 +202,9 @@ func TestRegistrationMistakesPanic(t *testing.T) {
 		want     string
 	}{
 		{name: "a built-in's name twice", register: func() { profile.RegisterMiddleware("ordering", mw) },
-			want: `profile: RegisterMiddleware called twice for "ordering"`},
+			want: `profile: RegisterMiddleware("ordering"): the name is registered already (by turnlog itself, or by an earlier call); give yours a prefix of your own, as in "acme.ordering"`},
 		{name: "an engine's name twice", register: func() { profile.RegisterEngine("test.echo", eng) },
-			want: `profile: RegisterEngine called twice for "test.echo"`},
+			want: `profile: RegisterEngine("test.echo"): the name is registered already`},
 		{name: "after profiles were read", register: func() { profile.RegisterMiddleware("test.late", mw) },
 			want: `profile: RegisterMiddleware("test.late") after profiles were read: register in an init function`},
 		{name: "a name a YAML list would misread", register: func() { profile.RegisterMiddleware("Acme Prompt", mw) },

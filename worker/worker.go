@@ -26,7 +26,8 @@ type Config struct {
 	Log      *eventlog.Log
 	Conn     *nats.Conn
 	Profiles profile.Set
-	// Tools offered to the model (nil: the scripted engine's demo tools).
+	// Tools offered to the model (nil: the scripted engine's demo tool
+	// for scripted profiles, none for the others).
 	Tools *engine.Tools
 	// Name identifies the worker in logs and `turnlog status`.
 	Name string
