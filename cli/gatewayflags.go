@@ -35,7 +35,7 @@ func (f *gatewayFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.anthropicUpstream, "anthropic-upstream", envOr("TURNLOG_ANTHROPIC_UPSTREAM", gateway.DefaultAnthropicUpstream),
 		"base URL of the Anthropic API the gateway forwards /v1/messages to, as the Anthropic SDK takes it (without /v1; env TURNLOG_ANTHROPIC_UPSTREAM)")
 	f.maxBody = byteSize(gateway.DefaultMaxBody)
-	fs.Var(&f.maxBody, "max-body", "largest request body the gateway accepts (413 past it), and response bytes it keeps to record a call (e.g. 32MiB)")
+	fs.Var(&f.maxBody, "max-body", "largest request body the gateway accepts (413 past it), and response bytes it keeps to record a call (e.g. 32MiB); a call's new content or answer larger than one NATS message (max_payload, 8MiB embedded) is forwarded and recorded without it (see docs/gateway.md, Failures)")
 	f.maxInFlight = byteSize(gateway.DefaultMaxInFlightBytes)
 	fs.Var(&f.maxInFlight, "max-inflight-bytes", "most request-body bytes the gateway holds at once across the calls in flight (at least --max-body; the default is raised to --max-body when that is larger); a call that finds no room waits up to 10 s, then is answered 503 with nothing forwarded (e.g. 256MiB)")
 	fs.DurationVar(&f.upstreamTimeout, "upstream-timeout", gateway.DefaultUpstreamTimeout, "how long the gateway waits for the provider's answer to begin (its headers) before it answers 504 and records the call failed")

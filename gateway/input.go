@@ -179,6 +179,17 @@ func (r *Recorder) recordInput(ctx context.Context, p *Pending, fork *calls.Ref,
 			r.metrics.conflicts.Inc()
 			continue
 		}
+		if errors.Is(err, eventlog.ErrTooLarge) && p.call.Request != nil {
+			// The call's new content cannot be one message: the call is
+			// on its way upstream already (its plan is made as it is
+			// forwarded), and the app must get its answer. It is recorded
+			// as unparsed, by the hash of its bytes and why; the Turn was
+			// changed by the plan, and is loaded again.
+			r.metrics.unstored.WithLabelValues("input").Inc()
+			r.logger.Warn("gateway: call's new content too large to store; recorded by its hash alone", "conversation", p.conv, "err", err)
+			p.call.Request, p.call.Unparsed = nil, fmt.Sprintf("its new content is too large to store (%v); recorded by the hash of its bytes alone", err)
+			continue
+		}
 		if err != nil {
 			return inputResult{err: fmt.Errorf("record the call's input: %w", err)}
 		}

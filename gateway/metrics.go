@@ -21,6 +21,7 @@ type Metrics struct {
 	findings  *findingsmetric.Counter
 	spooled   prometheus.Gauge
 	forwarded *prometheus.CounterVec
+	unstored  *prometheus.CounterVec
 }
 
 // NewMetrics returns a gateway's series, registered.
@@ -57,10 +58,14 @@ func NewMetrics() *Metrics {
 			Name: "turnlog_gateway_unrecorded_forwards_total",
 			Help: "Requests the gateway forwarded without recording them, on paths it does not record (a models list, a token count, anything else under /v1/), by kind: model_call (a POST whose path ends like a model call's, /chat/completions, /completions, /responses or /messages, but is not a recorded route, e.g. an Azure deployment's, or that creates a batch of model calls, /batches; each such path is also logged, once) or other.",
 		}, []string{"kind"}),
+		unstored: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "turnlog_gateway_unstored_total",
+			Help: "Calls a part of which was too large for one NATS message (the server's max_payload), by part: input (the call's new content; recorded by its hash alone, as an unparsed call saying why) or output (its answer; recorded as failed, saying so). The app got the upstream's answer all the same.",
+		}, []string{"part"}),
 	}
 	m.forwarded.WithLabelValues("model_call")
 	m.forwarded.WithLabelValues("other")
-	m.registry.MustRegister(m.calls, m.errors, m.added, m.loads, m.conflicts, m.findings.Collector(), m.spooled, m.forwarded)
+	m.registry.MustRegister(m.calls, m.errors, m.added, m.loads, m.conflicts, m.findings.Collector(), m.spooled, m.forwarded, m.unstored)
 	return m
 }
 

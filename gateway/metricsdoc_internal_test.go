@@ -23,11 +23,12 @@ func TestEveryMetricIsDocumented(t *testing.T) {
 	m.calls.WithLabelValues("responses", "finished")
 	m.errors.WithLabelValues("upstream")
 	m.loads.WithLabelValues("cache")
+	m.unstored.WithLabelValues("input")
 	m.countFindings([]events.Payload{events.FindingRecorded{Rule: "duplicate_system_prompt"}})
 	families, err := m.registry.Gather()
 	require.NoError(t, err)
 	for _, f := range families {
 		assert.True(t, strings.Contains(table, "| `"+f.GetName()), "docs/observability.md has no line for %s", f.GetName())
 	}
-	assert.Len(t, families, 8)
+	assert.Len(t, families, 9)
 }

@@ -55,6 +55,7 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 	}
 	var indexed func(context.Context) error
 	inputSeq := turn.Seq // the input's step, or the log's end it was finished against
+	unstored := false    // the answer was too large to store: recorded as failed
 	for attempt := 0; ; attempt++ {
 		var none []events.Payload // an outcome's events find nothing
 		if checker != nil {
@@ -107,14 +108,24 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 			}
 			continue
 		}
-		if err != nil {
-			if indexed != nil && indexed(ctx) == nil {
-				// The index said this call was the conversation's latest:
-				// its retry must find the state before it latest again.
-				if uerr := r.threads.Unrecord(ctx, p.conv, turn.Events, in.atStart); uerr != nil {
-					r.logger.Warn("gateway: threading index still names the unrecorded call as its conversation's latest", "conversation", p.conv, "err", uerr)
-				}
+		if errors.Is(err, eventlog.ErrTooLarge) && !unstored {
+			// The answer cannot be one message; the app gets it all the
+			// same (this is not NATS away), and the log the call failed,
+			// saying why. Planned again on the Turn as the log has it.
+			unstored = true
+			r.metrics.unstored.WithLabelValues("output").Inc()
+			r.logger.Warn("gateway: call's answer too large to store; recorded as failed", "conversation", p.conv, "err", err)
+			r.unindex(ctx, p, indexed, turn.Events, in.atStart)
+			indexed, checker = nil, nil
+			o = calls.Outcome{Failure: fmt.Sprintf("the answer is too large to store (%v); it reached the client but is not recorded", err), Duration: o.Duration}
+			ok, background, respID = false, false, ""
+			if turn, err = r.log.Load(ctx, p.conv); err != nil {
+				return err
 			}
+			continue
+		}
+		if err != nil {
+			r.unindex(ctx, p, indexed, turn.Events, in.atStart)
 			r.metrics.calls.WithLabelValues(string(p.api), "unrecorded").Inc()
 			r.logger.Error("gateway: call's outcome not recorded", "conversation", p.conv, "err", err)
 			err = fmt.Errorf("record the call's outcome: %w", err)
@@ -153,6 +164,20 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 	r.snapshot(ctx, turn, in.atStart, eventlog.StepID(p.call.ID, 1))
 	r.cache.put(turn)
 	return nil
+}
+
+// unindex undoes the threading index's entry of a call whose outcome was
+// not stored at position at (indexed, the entry's acknowledgement, nil
+// when none was published): the index said this call was the
+// conversation's latest, and the next call (a retry) must find the state
+// before it, atStart, latest again.
+func (r *Recorder) unindex(ctx context.Context, p *Pending, indexed func(context.Context) error, at, atStart int) {
+	if indexed == nil || indexed(ctx) != nil {
+		return
+	}
+	if err := r.threads.Unrecord(ctx, p.conv, at, atStart); err != nil {
+		r.logger.Warn("gateway: threading index still names the unrecorded call as its conversation's latest", "conversation", p.conv, "err", err)
+	}
 }
 
 // snapshot saves the conversation's snapshot when the call took it past a
