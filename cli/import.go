@@ -62,7 +62,9 @@ call, or whose request or response is not of its API's shape, is reported
 with its number, and then nothing is recorded. Importing a file again
 records only the calls not imported before (a call's ID is derived from its
 line's content, and the threading index notes each call imported); the
-others are listed as unchanged.`,
+others are listed as unchanged. A call larger than one NATS message can
+hold is recorded as the gateway records it, by its hash alone (or, for an
+answer too large, as failed), and its line says so.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if callsIn != "" {
 				if len(args) > 0 {
@@ -173,6 +175,10 @@ func importCalls(cmd *cobra.Command, nf *natsFlags, path string, maxLine int, as
 		for _, r := range res {
 			if r.Status == gateway.StatusUnchanged {
 				fmt.Fprintf(w, "%s:%d: unchanged: this call was imported before, into %s\n", path, r.Line, r.Conversation)
+				continue
+			}
+			if r.Lacks != "" {
+				fmt.Fprintf(w, "%s:%d: recorded in %s (%s) %s\n", path, r.Line, r.Conversation, r.Threading, r.Lacks)
 				continue
 			}
 			fmt.Fprintf(w, "%s:%d: recorded in %s (%s)\n", path, r.Line, r.Conversation, r.Threading)

@@ -10,8 +10,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/gateway"
+	"github.com/turnlog/turnlog/internal/natstest"
 	"github.com/turnlog/turnlog/replay"
 )
 
@@ -204,4 +206,40 @@ func TestImportCallsCompaction(t *testing.T) {
 	assert.Equal(t, []string{"Be brief.", "one", "", "three", "answer 4"}, texts)
 	_, errOut, code = e.run("", "replay", "--verify", res[0].Conversation)
 	assert.Equal(t, 0, code, errOut)
+}
+
+// TestImportCallsTooLargeToStore: a line whose call adds more than one
+// NATS message holds stopped the import at that line ("step too large"),
+// the lines after it never imported. It is recorded as the gateway
+// records such a call, by its hash alone, and the output says so; the
+// other lines are imported.
+func TestImportCallsTooLargeToStore(t *testing.T) {
+	const payload = 64 << 10
+	srv := natstest.Start(t, natstest.WithMaxPayload(payload))
+	l, err := eventlog.Open(context.Background(), srv.Conn)
+	require.NoError(t, err)
+	e := &auditEnv{t: t, url: srv.ClientURL(), log: l}
+	big := strings.Repeat("x", 2*payload)
+	file := e.file("calls.jsonl", strings.Join([]string{
+		callLine("2025-03-01T10:00:00Z", "small-a", "chat.completions", chatReq(`{"role":"user","content":"hi"}`), chatResp("Hello.")),
+		callLine("2025-03-01T10:01:00Z", "large", "chat.completions", chatReq(`{"role":"user","content":"`+big+`"}`), chatResp("Long.")),
+		callLine("2025-03-01T10:02:00Z", "small-b", "chat.completions", chatReq(`{"role":"user","content":"hi"}`), chatResp("Hello.")),
+	}, "\n")+"\n")
+
+	out, errOut, code := e.run("", "import", "--calls", file)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, ":1: recorded in small-a")
+	assert.Contains(t, out, ":3: recorded in small-b", "the line after the large one is imported")
+	assert.Contains(t, out, ":2: recorded in large (explicit) by its hash alone: its new content is too large to store")
+
+	var started []events.InferenceStarted
+	for r, err := range l.Events(context.Background(), "large") {
+		require.NoError(t, err)
+		if s, ok := r.Event.Payload.(events.InferenceStarted); ok {
+			started = append(started, s)
+		}
+	}
+	require.Len(t, started, 1)
+	assert.Contains(t, started[0].Gateway["unparsed"], "too large to store")
+	assert.NotEmpty(t, started[0].Gateway["wire_sha256"])
 }

@@ -97,6 +97,11 @@ type Imported struct {
 	// Status is "recorded", or "unchanged" for a call an earlier import
 	// recorded (in Conversation), which is not recorded again.
 	Status string `json:"status"`
+	// Lacks, for a call recorded, says what of it the log does not hold
+	// and why: its input, recorded by its hash alone (unparsed: its new
+	// content too large to store), or its answer (too large to store,
+	// the call recorded as failed). Empty when the call is whole.
+	Lacks string `json:"lacks,omitempty"`
 }
 
 // Statuses of an Imported call.
@@ -159,7 +164,7 @@ func (r *Recorder) recordLogged(ctx context.Context, lines []LoggedLine, importe
 				return out, &LineError{Line: ln.Line, Err: err}
 			}
 		}
-		out = append(out, Imported{Line: ln.Line, Conversation: p.Conversation(), Threading: p.Threading(), Status: StatusRecorded})
+		out = append(out, Imported{Line: ln.Line, Conversation: p.Conversation(), Threading: p.Threading(), Status: StatusRecorded, Lacks: p.lacks})
 	}
 	return out, nil
 }

@@ -188,6 +188,7 @@ func (r *Recorder) recordInput(ctx context.Context, p *Pending, fork *calls.Ref,
 			r.metrics.unstored.WithLabelValues("input").Inc()
 			r.logger.Warn("gateway: call's new content too large to store; recorded by its hash alone", "conversation", p.conv, "err", err)
 			p.call.Request, p.call.Unparsed = nil, fmt.Sprintf("its new content is too large to store (%v); recorded by the hash of its bytes alone", err)
+			p.lacks = "by its hash alone: " + p.call.Unparsed
 			continue
 		}
 		if err != nil {

@@ -118,6 +118,7 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 			r.unindex(ctx, p, indexed, turn.Events, in.atStart)
 			indexed, checker = nil, nil
 			o = calls.Outcome{Failure: fmt.Sprintf("the answer is too large to store (%v); it reached the client but is not recorded", err), Duration: o.Duration}
+			p.lacks = "without its answer, as failed: " + o.Failure
 			ok, background, respID = false, false, ""
 			if turn, err = r.log.Load(ctx, p.conv); err != nil {
 				return err

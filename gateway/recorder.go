@@ -115,6 +115,9 @@ type Pending struct {
 	// before its outcome (see resumeImport); the Turn it is finished
 	// against is the log's now, which may hold more than its input.
 	resumed bool
+	// lacks says what of the call its record lacks, and why (see
+	// Imported.Lacks); set as it is recorded.
+	lacks string
 }
 
 // Start lets a deferred call's recording begin (see Call.Deferred); it
