@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/turnlog/turnlog/calls"
 	"github.com/turnlog/turnlog/eventlog"
@@ -17,7 +16,9 @@ import (
 )
 
 // Finish records a call's outcome after its input, and returns once
-// JetStream acknowledged it. It runs once per call; later calls return
+// JetStream acknowledged it. o.Duration is recorded as it is: zero says
+// the call's latency is unknown (a logged call without one), never the
+// time its recording took. It runs once per call; later calls return
 // nil.
 func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) error {
 	if p.finished {
@@ -26,9 +27,6 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 	p.finished = true
 	defer r.running.Delete(p.call.ID)
 	p.Start()
-	if o.Duration == 0 {
-		o.Duration = time.Since(p.started)
-	}
 	in := <-p.input
 	if in.erased {
 		return nil // said by emptied; the app keeps its answer

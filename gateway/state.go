@@ -60,6 +60,11 @@ func (st *state) finish(ctx context.Context, g *Gateway, o calls.Outcome) error 
 	if st.upstream == 0 && !st.upstreamStart.IsZero() {
 		st.upstream = time.Since(st.upstreamStart)
 	}
+	if o.Duration == 0 {
+		// A live call's latency is known: from its arrival to its end
+		// (an upstream that never answered, a proxy that gave up).
+		o.Duration = time.Since(st.started)
+	}
 	if st.pending != nil {
 		return g.rec.Finish(ctx, st.pending, o)
 	}

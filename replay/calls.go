@@ -78,7 +78,8 @@ type Call struct {
 	// recorded.
 	WireSHA256 string `json:"wire_sha256"`
 	// LatencyMS is the call's duration in milliseconds as its closing
-	// event recorded it; null while it is open.
+	// event recorded it; null while it is open, or when it is unknown (a
+	// logged call imported without its duration).
 	LatencyMS *float64 `json:"latency_ms"`
 	// Usage is null when the call is open, failed, or its provider
 	// reported no tokens.
@@ -301,6 +302,9 @@ func addOutput(w *walker, c *Call, id string) {
 }
 
 func millis(d time.Duration) *float64 {
+	if d == 0 {
+		return nil // unknown: a logged call imported without its duration
+	}
 	ms := float64(d.Microseconds()) / 1000
 	return &ms
 }

@@ -113,11 +113,11 @@ func Summary(e events.Event) string {
 		}
 		return s
 	case events.InferenceFinished:
-		s := fmt.Sprintf("finished in %s, tokens %d in / %d out", p.Duration.Round(time.Microsecond), p.PromptTokens, p.CompletionTokens)
+		s := fmt.Sprintf("finished%s, tokens %d in / %d out", latency(" in ", p.Duration), p.PromptTokens, p.CompletionTokens)
 		if p.PromptTokens == 0 && p.CompletionTokens == 0 {
 			// A model call reads at least one token: none is none
 			// reported (an OpenAI stream without include_usage).
-			s = fmt.Sprintf("finished in %s, no token counts reported", p.Duration.Round(time.Microsecond))
+			s = fmt.Sprintf("finished%s, no token counts reported", latency(" in ", p.Duration))
 		}
 		if p.StopReason != "" {
 			s += ", stop " + quote(p.StopReason)
@@ -132,7 +132,7 @@ func Summary(e events.Event) string {
 		}
 		return s
 	case events.InferenceFailed:
-		s := fmt.Sprintf("failed after %s: %s", p.Duration.Round(time.Microsecond), quote(p.Error))
+		s := fmt.Sprintf("failed%s: %s", latency(" after ", p.Duration), quote(p.Error))
 		if p.Transient {
 			s += " (transient)"
 		}
@@ -220,4 +220,13 @@ func kvList(m map[string]string) string {
 		parts[i] = safe(k) + "=" + quote(m[k])
 	}
 	return strings.Join(parts, " ")
+}
+
+// latency is a call's duration after word, or "" when it is unknown
+// (zero: a logged call imported without one; no call takes no time).
+func latency(word string, d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return word + d.Round(time.Microsecond).String()
 }
