@@ -166,3 +166,20 @@ func TestMiddlewareThatChangesABlockInPlaceFailsTheCall(t *testing.T) {
 	assert.False(t, called, "the model is not called")
 	assert.Zero(t, openCalls(evs))
 }
+
+// TestChainThatSkipsTheModelSaysSo: a middleware that returned without
+// calling next made the loop run the chain to its limit, and the request
+// failed with "too many model calls: 8 calls" though none was made.
+func TestChainThatSkipsTheModelSaysSo(t *testing.T) {
+	l, err := eventlog.Open(context.Background(), natstest.Start(t).Conn)
+	require.NoError(t, err)
+	eng := engine.EngineFunc(func(context.Context, engine.Input, func(engine.Delta)) (engine.Output, error) {
+		return engine.Output{Blocks: []events.Block{{Kind: events.KindLLMText, Text: "ok"}}}, nil
+	})
+	skip := func(engine.Handler) engine.Handler {
+		return func(context.Context, *engine.Tx) error { return nil }
+	}
+	err, _ = runLoop(t, l, "skip", engine.Chain(eng, skip))
+	require.ErrorIs(t, err, engine.ErrNoModelCall)
+	assert.NotErrorIs(t, err, engine.ErrTooManyIterations)
+}

@@ -89,6 +89,11 @@ func (l Loop) call(ctx context.Context, tx *Tx) (err error) {
 // the limit.
 var ErrTooManyIterations = errors.New("too many model calls for one request")
 
+// ErrNoModelCall ends a request whose chain returned without an error,
+// without calling the model and without answering the Turn itself: a
+// middleware that did not call next.
+var ErrNoModelCall = errors.New("the middleware chain returned without calling the model, and the Turn still awaits an answer: a middleware did not call next")
+
 // ActorTools is the actor of tool results.
 const ActorTools = "tools"
 
@@ -148,8 +153,14 @@ func (l Loop) Run(ctx context.Context, tx *Tx) error {
 				return fmt.Errorf("%w: %d calls, the limit is %d", ErrTooManyIterations, calls, max)
 			}
 			calls++
+			made := tx.ModelCalls()
 			if err := l.call(ctx, tx); err != nil {
 				return err
+			}
+			if tx.ModelCalls() == made && NextStep(tx.Turn()).Action == CallModel {
+				// Run again, the chain would do the same until the limit,
+				// which would then blame model calls never made.
+				return ErrNoModelCall
 			}
 		}
 	}
