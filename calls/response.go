@@ -41,18 +41,24 @@ type Output struct {
 	OtherChoices string
 }
 
+// usage is a response's token counts, in the names of the three APIs.
+// The Messages API counts the prompt's cached part apart from
+// input_tokens; Chat Completions' prompt_tokens and the Responses API's
+// input_tokens include theirs.
 type usage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	InputTokens      int `json:"input_tokens"`
-	OutputTokens     int `json:"output_tokens"`
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	InputTokens         int `json:"input_tokens"`
+	OutputTokens        int `json:"output_tokens"`
+	CacheCreationTokens int `json:"cache_creation_input_tokens"`
+	CacheReadTokens     int `json:"cache_read_input_tokens"`
 }
 
 func (u *usage) fill(o *Output) {
 	if u == nil {
 		return
 	}
-	o.PromptTokens = max(u.PromptTokens, u.InputTokens)
+	o.PromptTokens = max(u.PromptTokens, u.InputTokens+u.CacheCreationTokens+u.CacheReadTokens)
 	o.CompletionTokens = max(u.CompletionTokens, u.OutputTokens)
 }
 
