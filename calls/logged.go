@@ -150,7 +150,10 @@ func (l *Logged) Outcome() Outcome {
 		s := NewStream(l.API, len(l.Response)+1)
 		_, _ = s.Write(l.Response)
 		if out, err = s.Output(); err == nil && !s.Done() {
-			err = errors.New("the stream ended before its final event")
+			// Cut before its final event, as the gateway records a
+			// stream cut live: failed, with what had arrived.
+			o.Output, o.Failure = out, "the stream ended before its final event"
+			return o
 		}
 	} else {
 		out, err = ParseResponse(l.API, l.Response)

@@ -243,3 +243,25 @@ func TestImportCallsTooLargeToStore(t *testing.T) {
 	assert.Contains(t, started[0].Gateway["unparsed"], "too large to store")
 	assert.NotEmpty(t, started[0].Gateway["wire_sha256"])
 }
+
+// TestImportCallsCutStream: a logged stream cut before its final event
+// made the whole file unimportable ("nothing imported ... the stream ended
+// before its final event"), though the gateway records the same call live
+// as failed (found by the audit probe). It is recorded as failed, as the
+// gateway records it, and the file's other lines are imported.
+func TestImportCallsCutStream(t *testing.T) {
+	e := newAuditEnv(t, false)
+	cut := `"data: {\"id\":\"x\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"Half an ans\"}}]}\n\n"`
+	lines := []string{
+		callLine("2025-03-01T10:00:00Z", "cut", "chat.completions", `{"model":"gpt-x","stream":true,"messages":[{"role":"user","content":"Hi"}]}`, cut),
+		callLine("2025-03-01T10:01:00Z", "whole", "chat.completions", chatReq(`{"role":"user","content":"Hi"}`), chatResp("Hello.")),
+	}
+	file := e.file("cut.jsonl", strings.Join(lines, "\n")+"\n")
+	out, errOut, code := e.run("", "import", "--calls", file)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "cut")
+	assert.Contains(t, out, "whole")
+
+	out, errOut, _ = e.run("", "replay", "cut")
+	assert.Contains(t, out, "the stream ended before its final event", errOut)
+}
