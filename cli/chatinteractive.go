@@ -159,6 +159,13 @@ func (p *answerPrinter) event(rec eventlog.Record) {
 		if pl.IsError {
 			line = "tool error " + pl.Text
 		}
+	case events.InferenceFailed:
+		// The text streamed so far was that call's, and is not the
+		// answer: the screen says so before a retry's text follows it.
+		line = "model call failed: " + pl.Error
+		if pl.Transient {
+			line += " (the text above is not stored; a retry may follow)"
+		}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
