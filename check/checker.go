@@ -1,7 +1,6 @@
 package check
 
 import (
-	"slices"
 	"strings"
 
 	"github.com/turnlog/turnlog/events"
@@ -68,6 +67,15 @@ type Checker struct {
 	// each kind), so a fault an input still carries is reported once, at
 	// the call that first received it.
 	reported, reportedAside map[string]bool
+	// reportedChained is reported for the chained calls (see chained.go),
+	// chainedCalls counts them.
+	reportedChained map[string]bool
+	chainedCalls    int
+	// prompt is the active system prompt of the latest call that received
+	// the Turn or was chained, for system_prompt_changed; promptFree says a
+	// compaction or an operator may have changed it since.
+	prompt     promptSeen
+	promptFree bool
 	// continued is how many blocks the Turn had at the latest call when
 	// that call continued a history held on the provider's side (the
 	// Responses API's previous_response_id or conversation: its input is
@@ -133,7 +141,7 @@ const (
 // New returns a Checker for a conversation's events from its first.
 func New(opts ...Option) *Checker {
 	c := &Checker{produced: map[string]content{}, follower: map[string]string{}, origin: map[string]string{},
-		reported: map[string]bool{}, reportedAside: map[string]bool{}, continued: -1}
+		reported: map[string]bool{}, reportedAside: map[string]bool{}, reportedChained: map[string]bool{}, continued: -1}
 	c.since.reset()
 	for _, o := range opts {
 		o(c)
@@ -179,6 +187,9 @@ func (c *Checker) Observe(e events.Event, n int, turn *projector.Turn) []Finding
 	if (p.Gateway["previous_response_id"] != "" || p.Gateway["provider_conversation"] != "") && p.Instructions == "" {
 		c.continued = len(turn.Blocks)
 	}
+	if in, ok := chainedInput(turn, p); ok {
+		return c.chained(in, turn, n)
+	}
 	if p.Instructions != "" || len(p.InputBlocks) > 0 {
 		if c.aside == nil {
 			return nil
@@ -200,7 +211,7 @@ func (c *Checker) Observe(e events.Event, n int, turn *projector.Turn) []Finding
 		c.verify(fs, append(c.inputRules(in, &fresh, 0, nil), c.history(in, 0)...))
 	}
 	c.carried = carried
-	fs = append(fs, c.promptChanged(in)...)
+	fs = append(fs, c.promptChanged(promptOf(c.calls, in))...)
 	sortFindings(fs)
 	fs = c.stamp(fs, n, c.reported)
 	c.prev = c.prev.next(c.calls, in, same)
@@ -346,8 +357,10 @@ func (c *Checker) note(e events.Event, turn *projector.Turn) {
 	case events.SystemPromptSet:
 		c.origin[p.BlockID] = e.Actor
 		c.since.operator = c.since.operator || operator
+		c.promptFree = c.promptFree || operator
 	case events.SystemPromptReplaced:
 		c.since.operator = c.since.operator || operator || e.Actor == actorGlobalPrompt
+		c.promptFree = c.promptFree || operator || e.Actor == actorGlobalPrompt
 	case events.ReasoningAppended:
 		if _, ok := c.produced[p.BlockID]; !ok {
 			c.produced[p.BlockID] = content{kind: events.KindReasoning, text: p.Text, encrypted: p.Encrypted}
@@ -370,29 +383,12 @@ func (c *Checker) note(e events.Event, turn *projector.Turn) {
 			}
 		}
 		c.since.operator = c.since.operator || operator
+		c.promptFree = c.promptFree || operator
 	case events.TurnCompacted:
 		c.since.compacted = true
+		c.promptFree = true
 		for _, id := range p.Removed {
 			c.since.removed[id] = "compaction"
 		}
 	}
-}
-
-// blockAt names a block of an input for a finding's detail.
-func blockAt(in []events.Block, i int) string {
-	return string(in[i].Kind) + " " + in[i].ID + " at index " + itoa(i)
-}
-
-func ids(in []events.Block, idx ...int) []string {
-	out := make([]string, 0, len(idx))
-	for _, i := range idx {
-		out = append(out, in[i].ID)
-	}
-	return out
-}
-
-func sortFindings(fs []Finding) {
-	slices.SortStableFunc(fs, func(a, b Finding) int {
-		return slices.Index(Rules, a.Rule) - slices.Index(Rules, b.Rule)
-	})
 }

@@ -1,5 +1,11 @@
 package check
 
+import (
+	"slices"
+
+	"github.com/turnlog/turnlog/events"
+)
+
 // Rule names a rule a model input must keep. The values are stable: scripts
 // and `replay --check -o json` depend on them.
 type Rule string
@@ -81,4 +87,23 @@ func (f Finding) key() string {
 		k += "\x00" + b
 	}
 	return k
+}
+
+// blockAt names a block of an input for a finding's detail.
+func blockAt(in []events.Block, i int) string {
+	return string(in[i].Kind) + " " + in[i].ID + " at index " + itoa(i)
+}
+
+func ids(in []events.Block, idx ...int) []string {
+	out := make([]string, 0, len(idx))
+	for _, i := range idx {
+		out = append(out, in[i].ID)
+	}
+	return out
+}
+
+func sortFindings(fs []Finding) {
+	slices.SortStableFunc(fs, func(a, b Finding) int {
+		return slices.Index(Rules, a.Rule) - slices.Index(Rules, b.Rule)
+	})
 }

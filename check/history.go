@@ -230,34 +230,47 @@ func increasing(s []int) []bool {
 	return keep
 }
 
-// promptChanged: the active system prompt (the first system block) is
-// another block, or has another text, than at the previous call, and no
-// compaction or operator change happened in between.
-func (c *Checker) promptChanged(in []events.Block) []Finding {
-	if c.prev == nil || c.since.compacted || c.since.operator {
-		return nil
-	}
-	id, text := "", ""
-	idx := -1
+// promptSeen is the active system prompt of one call: the block's ID and
+// text ("" none), where names it for a finding's detail.
+type promptSeen struct {
+	call            int
+	id, text, where string
+	seen            bool
+}
+
+// promptOf is the active prompt of call's input in: its first system
+// block.
+func promptOf(call int, in []events.Block) promptSeen {
 	for i := range in {
 		if in[i].Kind == events.KindSystem {
-			id, text, idx = in[i].ID, in[i].Text, i
-			break
+			return promptSeen{call: call, id: in[i].ID, text: in[i].Text, where: blockAt(in, i), seen: true}
 		}
 	}
-	was := c.prev.prompt
-	since := " since call " + itoa(c.prev.call) + ", with no compaction or operator change in between; the provider's prompt cache is lost"
-	switch {
-	case id == was && text == c.prev.promptText:
+	return promptSeen{call: call, seen: true}
+}
+
+// promptChanged: the active system prompt, cur, is not the previous
+// call's (another block, another text, appeared or gone) with no
+// compaction and no operator change in between. cur becomes the previous
+// call's.
+func (c *Checker) promptChanged(cur promptSeen) []Finding {
+	was, free := c.prompt, c.promptFree
+	c.prompt, c.promptFree = cur, false
+	if !was.seen || free {
 		return nil
-	case was == "":
-		return []Finding{{Rule: RuleSystemPromptChanged, Blocks: []string{id}, Detail: "a system prompt appeared (" + blockAt(in, idx) + ")" + since}}
-	case id == "":
-		return []Finding{{Rule: RuleSystemPromptChanged, Blocks: []string{was}, Detail: "the system prompt " + was + " is gone" + since}}
-	case id != was:
-		return []Finding{{Rule: RuleSystemPromptChanged, Blocks: []string{was, id},
-			Detail: "the active system prompt is now " + blockAt(in, idx) + ", was " + was + since}}
 	}
-	return []Finding{{Rule: RuleSystemPromptChanged, Blocks: []string{id},
-		Detail: "the text of the system prompt " + blockAt(in, idx) + " changed (" + itoa(len(c.prev.promptText)) + " -> " + itoa(len(text)) + " bytes)" + since}}
+	since := " since call " + itoa(was.call) + ", with no compaction or operator change in between; the provider's prompt cache is lost"
+	switch {
+	case cur.id == was.id && cur.text == was.text:
+		return nil
+	case was.id == "":
+		return []Finding{{Rule: RuleSystemPromptChanged, Blocks: []string{cur.id}, Detail: "a system prompt appeared (" + cur.where + ")" + since}}
+	case cur.id == "":
+		return []Finding{{Rule: RuleSystemPromptChanged, Blocks: []string{was.id}, Detail: "the system prompt " + was.id + " is gone" + since}}
+	case cur.id != was.id:
+		return []Finding{{Rule: RuleSystemPromptChanged, Blocks: []string{was.id, cur.id},
+			Detail: "the active system prompt is now " + cur.where + ", was " + was.id + since}}
+	}
+	return []Finding{{Rule: RuleSystemPromptChanged, Blocks: []string{cur.id},
+		Detail: "the text of the system prompt " + cur.where + " changed (" + itoa(len(was.text)) + " -> " + itoa(len(cur.text)) + " bytes)" + since}}
 }

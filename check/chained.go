@@ -1,0 +1,74 @@
+package check
+
+import (
+	"slices"
+
+	"github.com/turnlog/turnlog/calls"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projector"
+)
+
+// A chained call continues a history the provider holds (the Responses
+// API's previous_response_id, or a provider's conversation) and sends
+// only its instructions and new items: the gateway's inference.started
+// names them (InputBlocks), the rest of what the model read being on the
+// provider's side. The rules are applied to what the call sent, so that a
+// gateway app's injection sent in a chained call is a finding as it is in
+// a call that sends its whole history.
+
+// ChainedSkips are the rules a chained call cannot be judged by: they need
+// the whole input, whose history the provider holds (a tool result there
+// may answer a call of that history). The other rules judge what the call
+// sent; system_prompt_changed compares its active prompt (calls.ActivePrompt)
+// with the previous call's.
+var ChainedSkips = []Rule{RuleHistoryRewritten, RuleToolResultWithoutCall}
+
+// chainedInput returns the blocks a chained call sent, looked up in the
+// Turn as it stood at the call, and whether p records one. A compaction's
+// summary also names InputBlocks, but is made by a worker (no Gateway)
+// and records its Instructions. A block the Turn no longer holds (erased)
+// leaves the input nil: the call is not judged.
+func chainedInput(turn *projector.Turn, p events.InferenceStarted) ([]events.Block, bool) {
+	if p.Gateway == nil || p.Instructions != "" || len(p.InputBlocks) == 0 {
+		return nil, false
+	}
+	in := make([]events.Block, 0, len(p.InputBlocks))
+	for _, id := range p.InputBlocks {
+		b, ok := turn.Block(id)
+		if !ok {
+			return nil, true
+		}
+		in = append(in, b)
+	}
+	return in, true
+}
+
+// chained checks a chained call's input, in: the rules of one input but
+// ChainedSkips, and system_prompt_changed against the previous call's
+// prompt. The history rules go on comparing the next call that sends its
+// whole input with the previous one that did.
+func (c *Checker) chained(in []events.Block, turn *projector.Turn, n int) []Finding {
+	c.chainedCalls++
+	c.lastOutput = ""
+	if in == nil {
+		return nil
+	}
+	var fresh inputState
+	fs := slices.DeleteFunc(c.inputRules(in, &fresh, 0, nil), func(f Finding) bool { return slices.Contains(ChainedSkips, f.Rule) })
+	cur := promptSeen{call: c.calls, seen: true}
+	if sp, ok := calls.ActivePrompt(turn, in, true); ok {
+		cur.id, cur.text, cur.where = sp.ID, sp.Text, string(sp.Kind)+" "+sp.ID
+		if i := slices.IndexFunc(in, func(b events.Block) bool { return b.ID == sp.ID }); i >= 0 {
+			cur.where = blockAt(in, i)
+		} else {
+			cur.where += " (of the history the provider holds)"
+		}
+	}
+	fs = append(fs, c.promptChanged(cur)...)
+	sortFindings(fs)
+	return c.stamp(fs, n, c.reportedChained)
+}
+
+// Chained counts the chained calls fed so far (see ChainedSkips): they are
+// among Calls, checked on what they sent only.
+func (c *Checker) Chained() int { return c.chainedCalls }
