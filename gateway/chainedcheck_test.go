@@ -66,5 +66,6 @@ func TestChainedCallsAreCheckedLive(t *testing.T) {
 	}
 	assert.Equal(t, live, replayed, "replay --check finds what the gateway recorded")
 	assert.Equal(t, 4, checked.Calls)
+	assert.Equal(t, 3, checked.Chained, "counted apart: not checked for history_rewritten")
 	verify(t, r.log, conv)
 }

@@ -22,8 +22,13 @@ import (
 // `turnlog replay --check -o json`.
 type Checked struct {
 	Conversation string `json:"conversation"`
-	// Calls counts the model calls checked (inference.started events).
+	// Calls counts the model calls checked (inference.started events),
+	// Chained among them included.
 	Calls int `json:"calls"`
+	// Chained counts the calls that continued a history the provider
+	// holds (previous_response_id): checked on what they sent only, not
+	// for the rules of check.ChainedSkips. Omitted when none.
+	Chained int `json:"chained,omitempty"`
 	// Findings lists each rule a model input broke, in call order; never
 	// null. A fault that later inputs still carry is listed once, at the
 	// call that first received it. Findings on the Turn no model call has
@@ -98,7 +103,7 @@ func Check(ctx context.Context, src Source, conversation string, opts ...Option)
 	if err != nil {
 		return nil, fmt.Errorf("check %s: %w", conversation, err)
 	}
-	out.Calls = c.Calls()
+	out.Calls, out.Chained = c.Calls(), c.Chained()
 	if w != nil && last >= 0 {
 		// What no model call has received yet: an import's blocks, or
 		// what came after the last call (call 0, check.PendingCall).
@@ -169,10 +174,20 @@ func (c *Checked) checkWire(ctx context.Context, rd WireRenderer, ch *check.Chec
 // WriteText prints the findings, one paragraph per finding, for a person.
 func (c *Checked) WriteText(w io.Writer) error {
 	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s checked", c.Conversation, plural.Count(c.Calls-c.Chained, "model call"))
+	if c.Chained > 0 {
+		// Not counted as checked for rules it was not judged by.
+		skips := make([]string, len(check.ChainedSkips))
+		for i, r := range check.ChainedSkips {
+			skips[i] = string(r)
+		}
+		fmt.Fprintf(&b, ", %s checked only on what it sent (the provider holds the history: not for %s)",
+			plural.Count(c.Chained, "chained call"), strings.Join(skips, ", "))
+	}
 	if c.OK() {
-		fmt.Fprintf(&b, "%s: %s checked, no findings\n", c.Conversation, plural.Count(c.Calls, "model call"))
+		b.WriteString(", no findings\n")
 	} else {
-		fmt.Fprintf(&b, "%s: %s checked, %s\n", c.Conversation, plural.Count(c.Calls, "model call"), plural.Count(len(c.Findings), "finding"))
+		fmt.Fprintf(&b, ", %s\n", plural.Count(len(c.Findings), "finding"))
 	}
 	for _, f := range c.Findings {
 		// Details and IDs may come from an untrusted import: escaped.
