@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -67,5 +68,8 @@ func TestChainedCallsAreCheckedLive(t *testing.T) {
 	assert.Equal(t, live, replayed, "replay --check finds what the gateway recorded")
 	assert.Equal(t, 4, checked.Calls)
 	assert.Equal(t, 3, checked.Chained, "counted apart: not checked for history_rewritten")
+	var text strings.Builder
+	require.NoError(t, checked.WriteText(&text))
+	assert.Contains(t, text.String(), "ledger: 1 model call checked, 3 chained calls checked only on what they sent")
 	verify(t, r.log, conv)
 }

@@ -181,8 +181,12 @@ func (c *Checked) WriteText(w io.Writer) error {
 		for i, r := range check.ChainedSkips {
 			skips[i] = string(r)
 		}
-		fmt.Fprintf(&b, ", %s checked only on what it sent (the provider holds the history: not for %s)",
-			plural.Count(c.Chained, "chained call"), strings.Join(skips, ", "))
+		they := "it"
+		if c.Chained > 1 {
+			they = "they"
+		}
+		fmt.Fprintf(&b, ", %s checked only on what %s sent (the provider holds the history: not for %s)",
+			plural.Count(c.Chained, "chained call"), they, strings.Join(skips, ", "))
 	}
 	if c.OK() {
 		b.WriteString(", no findings\n")
