@@ -52,6 +52,7 @@ func TestModelCallSpansReachAnOTLPReceiver(t *testing.T) {
 	res, err := worker.Await(askCtx, l, "traced", req.RequestID, 0, 0)
 	require.NoError(t, err)
 	require.NotEmpty(t, res.Answer)
+	waitForRequestSpan(t, rc)
 
 	flushCtx, flushCancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer flushCancel()
@@ -138,6 +139,7 @@ func TestFailedRequestSpanSaysSo(t *testing.T) {
 	require.NoError(t, err)
 	_, err = worker.Await(askCtx, l, "failing", req.RequestID, 0, 0)
 	require.ErrorIs(t, err, worker.ErrFailed)
+	waitForRequestSpan(t, rc)
 	flushCtx, flushCancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer flushCancel()
 	require.NoError(t, shutdown(flushCtx))
@@ -145,4 +147,15 @@ func TestFailedRequestSpanSaysSo(t *testing.T) {
 	require.Len(t, spans, 1)
 	assert.Equal(t, tracepb.Status_STATUS_CODE_ERROR, spans[0].GetStatus().GetCode())
 	assert.Contains(t, spans[0].GetStatus().GetMessage(), `unknown profile "no-such-profile"`)
+}
+
+// waitForRequestSpan waits until the receiver has the worker's request
+// span. The worker ends it once it has acknowledged the request, a moment
+// after the outcome a client awaits is stored: a shutdown right after the
+// client's wait could come first and drop the span (seen once on a busy
+// CI machine). A wait for an event, not a measurement.
+func waitForRequestSpan(t *testing.T, rc *otlptest.Receiver) {
+	t.Helper()
+	require.Eventually(t, func() bool { return len(rc.Named("process turnlog.chat")) > 0 }, 20*time.Second, 20*time.Millisecond,
+		"the worker's request span is exported")
 }
