@@ -204,6 +204,62 @@ func TestConcurrentCallsOfOneConversation(t *testing.T) {
 	verify(t, r.log, "agents")
 }
 
+// TestFailedCallWhoseOutcomeMeetsAnotherWrite: a failed call whose
+// outcome found the conversation moved on (another call's step, an
+// operator's change) panicked the recorder: the conflict path waited on a
+// threading entry only a finished call has. The client got a reset
+// connection instead of its 503, and the call stayed open, uncounted and
+// untraced (found by the observability probe, with 50 concurrent failing
+// calls of one conversation). Here another writer's step lands while the
+// upstream holds the call.
+func TestFailedCallWhoseOutcomeMeetsAnotherWrite(t *testing.T) {
+	got, release := make(chan struct{}), make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		close(got)
+		<-release
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, `{"error":{"message":"overloaded","type":"server_error","param":null,"code":null}}`)
+	}))
+	t.Cleanup(up.Close)
+	r := newRig(t, up.URL, "")
+	ctx := context.Background()
+	done := make(chan int)
+	go func() {
+		status := 0 // no answer: a reset connection
+		defer func() { done <- status }()
+		req, err := http.NewRequest(http.MethodPost, r.gw.URL+"/v1/chat/completions", strings.NewReader(fmt.Sprintf(chatBody, "hello")))
+		if err != nil {
+			return
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Turnlog-Token", token)
+		req.Header.Set("Turnlog-Conversation", "moved-on")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return
+		}
+		defer resp.Body.Close()
+		if body, err := io.ReadAll(resp.Body); err == nil && strings.Contains(string(body), "overloaded") {
+			status = resp.StatusCode
+		}
+	}()
+	<-got
+	require.Eventually(t, func() bool { started, _, _ := inferences(t, r, "moved-on"); return len(started) == 1 }, 10*time.Second, 10*time.Millisecond,
+		"the call's input is recorded while the upstream works")
+	last, err := r.log.LastSeq(ctx, "moved-on")
+	require.NoError(t, err)
+	_, err = r.log.Append(ctx, "moved-on", last, events.New("moved-on", "operator-step", 0, "operator", events.DataSet{Values: map[string]string{"note": "an operator's change"}}))
+	require.NoError(t, err)
+	close(release)
+	assert.Equal(t, 503, <-done, "the client gets the upstream's answer")
+	started, finished, failed := inferences(t, r, "moved-on")
+	assert.Len(t, started, 1)
+	assert.Zero(t, finished)
+	assert.Len(t, failed, 1, "recorded as failed, after the other write")
+}
+
 func TestCutStreamAndClientDisconnect(t *testing.T) {
 	cut := make(chan struct{})
 	up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

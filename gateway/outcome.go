@@ -93,8 +93,10 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 		if errors.Is(err, eventlog.ErrConflict) && attempt < appendAttempts {
 			r.metrics.conflicts.Inc()
 			checker = nil
-			if err := indexed(ctx); err != nil {
-				r.logger.Warn("gateway: call not indexed for threading", "conversation", p.conv, "err", err)
+			if indexed != nil { // only a call with an output is indexed
+				if err := indexed(ctx); err != nil {
+					r.logger.Warn("gateway: call not indexed for threading", "conversation", p.conv, "err", err)
+				}
 			}
 			indexed = nil
 			if r.erasedUnder(ctx, p, inputSeq) {
