@@ -111,7 +111,7 @@ directory of the template variables (prompt:cwd, git:, file:AGENTS.md).
 			ctx := cmd.Context()
 			// A chat is the root of its trace (or a child of the one
 			// TRACEPARENT names): the worker continues it.
-			stopTracing, err := startTracing(ctx, "turnlog-chat", false, io.Discard)
+			stopTracing, err := startTracing(ctx, "turnlog-chat", false, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"sync"
 	"time"
@@ -48,10 +49,24 @@ func (e *exportErrors) Handle(err error) {
 // installExportErrors makes the OpenTelemetry SDK report its errors
 // through exportErrors on w.
 func installExportErrors(w io.Writer) {
-	endpoint := os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+	endpoint := redactEndpoint(os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
 	if endpoint == "" {
-		endpoint = os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") + " (/v1/traces)"
+		endpoint = redactEndpoint(os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT")) + " (/v1/traces)"
 	}
 	h := &exportErrors{w: w, endpoint: endpoint, now: time.Now}
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(h.Handle))
+}
+
+// redactEndpoint is an OTLP endpoint as a log line may show it: the
+// password of its user info as xxxxx and its query (where a collector's
+// key may be) left out.
+func redactEndpoint(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(an endpoint that is not a URL)"
+	}
+	if u.RawQuery != "" {
+		u.RawQuery = "…"
+	}
+	return u.Redacted()
 }

@@ -52,3 +52,38 @@ func TestExportErrorsAreSaidOnceAMinute(t *testing.T) {
 	assert.Equal(t, "turnlog: OpenTelemetry: spans not exported to http://collector:4318, dropped: connection refused", lines[0])
 	assert.Contains(t, lines[1], "(and 4 failures more since the last said)")
 }
+
+// TestTraceExportFailureHidesTheEndpointsSecrets: the endpoint was printed
+// as the variable held it, a password in its user info or a key in its
+// query with it (found by the observability probe).
+func TestTraceExportFailureHidesTheEndpointsSecrets(t *testing.T) {
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no", http.StatusBadRequest)
+	}))
+	t.Cleanup(receiver.Close)
+	withSecrets := strings.Replace(receiver.URL, "http://", "http://tracer:TRACESPASS@", 1) + "/v1/traces?api_key=QUERYKEY"
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", withSecrets)
+	var out strings.Builder
+	stop, err := startTracing(context.Background(), "turnlog-test", false, &out)
+	require.NoError(t, err)
+	_, span := otel.Tracer("test").Start(context.Background(), "call")
+	span.End()
+	stop()
+	assert.Contains(t, out.String(), "spans not exported to http://tracer:xxxxx@")
+	assert.NotContains(t, out.String(), "TRACESPASS")
+	assert.NotContains(t, out.String(), "QUERYKEY")
+}
+
+// TestChatSaysSpansItCouldNotExport: turnlog chat threw its exporter's
+// errors away, so a collector that was down lost the chat's spans without
+// a word (found by the observability probe); serve and gateway said so.
+func TestChatSaysSpansItCouldNotExport(t *testing.T) {
+	e := newAuditEnv(t, true)
+	dead := httptest.NewServer(http.NotFoundHandler())
+	dead.Close() // nothing listens there any more
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", dead.URL)
+	_, errOut, code := e.run("", "chat", "-m", "hi", "traced-chat")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, errOut, "turnlog: OpenTelemetry: ")
+	assert.Contains(t, errOut, "not exported")
+}
