@@ -20,19 +20,33 @@ import (
 // thrown away. They are said on the command's output, with where the
 // spans were to go.
 func TestTraceExportFailuresAreSaid(t *testing.T) {
+	receiver := refusingReceiver(t)
+	out := exportOneSpan(t, "OTEL_EXPORTER_OTLP_ENDPOINT", receiver.URL)
+	assert.Contains(t, out, "turnlog: OpenTelemetry: spans not exported to "+receiver.URL+" (/v1/traces), dropped:")
+	assert.Contains(t, out, "400 Bad Request")
+}
+
+// refusingReceiver is an OTLP receiver that refuses every export with a
+// 400, which the exporter does not retry.
+func refusingReceiver(t *testing.T) *httptest.Server {
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "no", http.StatusBadRequest) // not retried by the exporter
+		http.Error(w, "no", http.StatusBadRequest)
 	}))
 	t.Cleanup(receiver.Close)
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.URL)
+	return receiver
+}
+
+// exportOneSpan starts tracing with variable set to endpoint, ends one
+// span, stops, and returns what the command said.
+func exportOneSpan(t *testing.T, variable, endpoint string) string {
+	t.Setenv(variable, endpoint)
 	var out strings.Builder
 	stop, err := startTracing(context.Background(), "turnlog-test", false, &out)
 	require.NoError(t, err)
 	_, span := otel.Tracer("test").Start(context.Background(), "call")
 	span.End()
 	stop()
-	assert.Contains(t, out.String(), "turnlog: OpenTelemetry: spans not exported to "+receiver.URL+" (/v1/traces), dropped:")
-	assert.Contains(t, out.String(), "400 Bad Request")
+	return out.String()
 }
 
 // TestExportErrorsAreSaidOnceAMinute: a receiver that stays away is said
@@ -57,21 +71,12 @@ func TestExportErrorsAreSaidOnceAMinute(t *testing.T) {
 // as the variable held it, a password in its user info or a key in its
 // query with it (found by the observability probe).
 func TestTraceExportFailureHidesTheEndpointsSecrets(t *testing.T) {
-	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "no", http.StatusBadRequest)
-	}))
-	t.Cleanup(receiver.Close)
+	receiver := refusingReceiver(t)
 	withSecrets := strings.Replace(receiver.URL, "http://", "http://tracer:TRACESPASS@", 1) + "/v1/traces?api_key=QUERYKEY"
-	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", withSecrets)
-	var out strings.Builder
-	stop, err := startTracing(context.Background(), "turnlog-test", false, &out)
-	require.NoError(t, err)
-	_, span := otel.Tracer("test").Start(context.Background(), "call")
-	span.End()
-	stop()
-	assert.Contains(t, out.String(), "spans not exported to http://tracer:xxxxx@")
-	assert.NotContains(t, out.String(), "TRACESPASS")
-	assert.NotContains(t, out.String(), "QUERYKEY")
+	out := exportOneSpan(t, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", withSecrets)
+	assert.Contains(t, out, "spans not exported to http://tracer:xxxxx@")
+	assert.NotContains(t, out, "TRACESPASS")
+	assert.NotContains(t, out, "QUERYKEY")
 }
 
 // TestChatSaysSpansItCouldNotExport: turnlog chat threw its exporter's
