@@ -20,8 +20,9 @@ import (
 //
 // Limits, as in JCS: numbers are read as doubles, so integers past 2^53
 // lose their last digits in the canonical form (never in what is
-// forwarded); a name that occurs twice in one object keeps its last value;
-// invalid UTF-8 reads as U+FFFD.
+// forwarded), and a number past a double's range is refused wherever it
+// is, even as the value of a name given again later; a name that occurs
+// twice in one object keeps its last value; invalid UTF-8 reads as U+FFFD.
 func Canonical(raw []byte) ([]byte, error) {
 	s := canonScanner{b: raw}
 	out, err := s.value(make([]byte, 0, len(raw)))
