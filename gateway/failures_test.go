@@ -341,17 +341,21 @@ func TestUpstreamErrorsAndTimeout(t *testing.T) {
 		}
 	}))
 	t.Cleanup(up.Close)
-	r := newRig(t, up.URL, "", func(c *gateway.Config) { c.UpstreamTimeout = 300 * time.Millisecond })
+	m := gateway.NewMetrics()
+	r := newRig(t, up.URL, "", func(c *gateway.Config) { c.UpstreamTimeout = 300 * time.Millisecond; c.Metrics = m })
 	for _, tc := range []struct {
 		name, test string
 		status     int
 		body       string
 		recorded   string
+		// errorsTotal is the gateway's own error counted, "" when the
+		// answer was the upstream's.
+		errorsTotal string
 	}{
-		{"5xx as it came", "5xx", 503, "currently overloaded", "upstream answered 503 Service Unavailable: server_error: The engine is currently overloaded"},
-		{"529 named", "529", 529, "Overloaded", "upstream answered 529 Overloaded: overloaded_error: Overloaded"},
-		{"an error event after a 200", "stream-error", 200, "server had an error", "server_error: The server had an error while processing your request"},
-		{"no answer in time", "slow", 504, "did not begin to answer within 300ms", "did not begin to answer within 300ms"},
+		{"5xx as it came", "5xx", 503, "currently overloaded", "upstream answered 503 Service Unavailable: server_error: The engine is currently overloaded", ""},
+		{"529 named", "529", 529, "Overloaded", "upstream answered 529 Overloaded: overloaded_error: Overloaded", ""},
+		{"an error event after a 200", "stream-error", 200, "server had an error", "server_error: The server had an error while processing your request", ""},
+		{"no answer in time", "slow", 504, "did not begin to answer within 300ms", "did not begin to answer within 300ms", `turnlog_gateway_errors_total{reason="upstream_timeout"} 1`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			conv := "upstream-" + tc.test
@@ -378,6 +382,13 @@ func TestUpstreamErrorsAndTimeout(t *testing.T) {
 			require.NoError(t, replay.Describe(t.Context(), r.log, &listed))
 			assert.True(t, listed.LastRequestFailed)
 			assert.Contains(t, listed.LastFailure, tc.recorded)
+			metrics := scrape(t, m)
+			if tc.errorsTotal != "" {
+				assert.Contains(t, metrics, tc.errorsTotal)
+			}
+			// A provider that answered, in time, is not one the gateway
+			// could not reach.
+			assert.NotContains(t, metrics, `turnlog_gateway_errors_total{reason="upstream"}`)
 		})
 	}
 }

@@ -303,7 +303,8 @@ func (g *Gateway) modifyResponse(resp *http.Response) error {
 }
 
 // upstreamError answers a call the upstream never answered (unreachable,
-// refused, timed out before its headers) with 502, and records it failed.
+// refused: 502; silent past --upstream-timeout: 504), and records it
+// failed.
 func (g *Gateway) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 	st := stateOf(r.Context())
 	anthropic := st != nil && st.anthropic
@@ -319,15 +320,16 @@ func (g *Gateway) upstreamError(w http.ResponseWriter, r *http.Request, err erro
 	if errors.Is(err, context.Canceled) {
 		return
 	}
-	g.cfg.Metrics.errors.WithLabelValues("upstream").Inc()
 	if st != nil {
 		w.Header().Set(ConversationHeader, st.conversation())
 	}
 	var timeout errUpstreamTimeout
 	if errors.As(err, &timeout) {
+		g.cfg.Metrics.errors.WithLabelValues("upstream_timeout").Inc()
 		writeError(w, anthropic, http.StatusGatewayTimeout, "turnlog's gateway: "+err.Error())
 		return
 	}
+	g.cfg.Metrics.errors.WithLabelValues("upstream").Inc()
 	writeError(w, anthropic, http.StatusBadGateway, "turnlog's gateway could not reach the provider: "+err.Error())
 }
 
