@@ -73,9 +73,14 @@ type ModelCall struct {
 type CallResult struct {
 	ResponseModel string
 	ResponseID    string
-	InputTokens   int
-	OutputTokens  int
-	FinishReason  string
+	// InputTokens and OutputTokens are the usage the answer reported;
+	// both 0 is none reported (a model call reads at least one token: an
+	// OpenAI stream without include_usage, a body turnlog could not
+	// read), and the span carries no gen_ai.usage attributes rather than
+	// counts of 0, as replay says "no token counts reported".
+	InputTokens  int
+	OutputTokens int
+	FinishReason string
 	// Output is the answer's blocks, on the span only with RecordContent.
 	Output []events.Block
 	// Err is the failure, if the call failed; ErrorType names its class
@@ -169,7 +174,9 @@ func (c *Call) End(r CallResult) {
 		attrs = append(attrs, semconv.GenAIResponseID(r.ResponseID))
 	}
 	if r.Err == nil {
-		attrs = append(attrs, semconv.GenAIUsageInputTokens(r.InputTokens), semconv.GenAIUsageOutputTokens(r.OutputTokens))
+		if r.InputTokens != 0 || r.OutputTokens != 0 {
+			attrs = append(attrs, semconv.GenAIUsageInputTokens(r.InputTokens), semconv.GenAIUsageOutputTokens(r.OutputTokens))
+		}
 		if r.FinishReason != "" {
 			attrs = append(attrs, semconv.GenAIResponseFinishReasons(r.FinishReason))
 		}

@@ -156,4 +156,8 @@ func TestGatewayCallContentFollowsTheConventions(t *testing.T) {
 	assert.JSONEq(t, `[{"role":"user","parts":[{"type":"text","content":"Weather?"}]}]`, a["gen_ai.input.messages"].GetStringValue())
 	assert.JSONEq(t, `[{"role":"assistant","finish_reason":"tool_calls","parts":[{"type":"text","content":"Let me look."},{"type":"tool_call","id":"call_1","name":"weather","arguments":"{}"}]}]`,
 		a["gen_ai.output.messages"].GetStringValue())
+	// The response reported no usage: the span says nothing of tokens,
+	// rather than that the call read and wrote none.
+	assert.NotContains(t, a, "gen_ai.usage.input_tokens")
+	assert.NotContains(t, a, "gen_ai.usage.output_tokens")
 }
