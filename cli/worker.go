@@ -273,9 +273,10 @@ global prompt, an appended house style) to copy from.
 
 This binary's providers: ` + strings.Join(profile.Engines(), ", ") + `.
 Its middlewares: ` + strings.Join(profile.Middlewares(), ", ") + `.
-A program of your own adds engines and middlewares (profile.RegisterEngine,
-profile.RegisterMiddleware) and runs this command with them (cli.Main): see
-docs/library.md.`,
+Its tools (a profile's tools key): ` + strings.Join(profile.Tools(), ", ") + `.
+A program of your own adds engines, middlewares and tools
+(profile.RegisterEngine, profile.RegisterMiddleware, profile.RegisterTool)
+and runs this command with them (cli.Main): see docs/library.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if examples {

@@ -52,5 +52,5 @@ func TestDemoToolOnlyForTheScriptedEngine(t *testing.T) {
 	require.Len(t, given.Tools.Specs(), 1, "unless the profile names it")
 
 	_, err = profile.Parse([]byte("profiles:\n  p:\n    tools: [rm_rf]\n"))
-	assert.ErrorContains(t, err, `tools: "rm_rf" is not a built-in tool`)
+	assert.ErrorContains(t, err, `tools: tool "rm_rf" is not registered in this binary (it has `)
 }

@@ -64,10 +64,11 @@ type Profile struct {
 	// trust, roles, globalprompt, systemprompt, systemprompt_append,
 	// template, ordering, compaction, reasoningguard, reasoningguard_repair.
 	Middlewares []string `yaml:"middlewares" json:"middlewares"`
-	// Tools names turnlog's built-in tools offered to the model (today the
-	// demo's word_count). Unset, a scripted profile is offered word_count
-	// and any other none; a program of your own gives its tools to the
-	// worker (worker.Config.Tools), which then offers those instead.
+	// Tools names the tools offered to the model: turnlog's demo tool
+	// word_count, and those a program of its own registered with
+	// RegisterTool (see Tools). Unset, a scripted profile is offered
+	// word_count and any other none. A worker given tools of its own
+	// (worker.Config.Tools) offers those instead.
 	Tools []string `yaml:"tools,omitempty" json:"tools,omitempty"`
 	// Options are the settings of registered engines and middlewares of
 	// your own, by the name the profile uses (see Options). A name the
@@ -244,7 +245,7 @@ func (p Profile) validate(withEngine bool) error {
 	if err := p.PromptPolicy.Validate(); err != nil {
 		return fmt.Errorf("prompt_policy: %w", err)
 	}
-	if _, err := builtinTools(p.Tools); err != nil {
+	if _, err := namedTools(p.Tools); err != nil {
 		return err
 	}
 	for _, k := range p.AllowRequestData {
@@ -300,7 +301,7 @@ func (p Profile) Build(logger *slog.Logger, tools *engine.Tools) (*Built, error)
 			names = []string{"word_count"}
 		}
 		var err error
-		if tools, err = builtinTools(names); err != nil {
+		if tools, err = namedTools(names); err != nil {
 			return nil, err
 		}
 	}
@@ -339,18 +340,4 @@ func (p Profile) assemble(eng engine.Engine, logger *slog.Logger, tools *engine.
 		Model:            model,
 		AllowRequestData: p.AllowRequestData,
 	}, nil
-}
-
-// builtinTools is the registry of turnlog's built-in tools named.
-func builtinTools(names []string) (*engine.Tools, error) {
-	all := map[string]func() engine.Tool{"word_count": engine.WordCount}
-	tools := make([]engine.Tool, 0, len(names))
-	for _, n := range names {
-		t, ok := all[n]
-		if !ok {
-			return nil, fmt.Errorf("tools: %q is not a built-in tool (turnlog has word_count); give your own tools to the worker (worker.Config.Tools)", n)
-		}
-		tools = append(tools, t())
-	}
-	return engine.NewTools(tools...)
 }

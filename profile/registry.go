@@ -77,7 +77,7 @@ var ErrNotRegistered = errors.New("not registered in this binary")
 
 // NotRegisteredError names what a profile asked for and this binary lacks.
 type NotRegisteredError struct {
-	// Kind is "provider" or "middleware".
+	// Kind is "provider", "middleware" or "tool".
 	Kind string
 	// Name is the name the profile used.
 	Name string
@@ -102,6 +102,7 @@ type registry struct {
 	frozen      bool
 	engines     map[string]EngineFactory
 	middlewares map[string]MiddlewareFactory
+	tools       map[string]engine.Tool
 	// wires are the engines' renderings, by version.
 	wires map[string]wireRendering
 	// defaults are the engines' endpoints and models when a profile
@@ -109,7 +110,7 @@ type registry struct {
 	defaults map[string]func() (baseURL, model string)
 }
 
-var registered = &registry{engines: map[string]EngineFactory{}, middlewares: map[string]MiddlewareFactory{}, wires: map[string]wireRendering{},
+var registered = &registry{engines: map[string]EngineFactory{}, middlewares: map[string]MiddlewareFactory{}, tools: map[string]engine.Tool{}, wires: map[string]wireRendering{},
 	defaults: map[string]func() (string, string){}}
 
 // validName is what a registered name may be: lowercase words joined by

@@ -2,6 +2,7 @@ package profile_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"testing"
@@ -44,6 +45,10 @@ func init() {
 			return nil, errors.New("options: prompt is required")
 		}
 		return middlewares.SystemPromptReplace(middlewares.SystemPromptReplaceConfig{Prompt: middlewares.StaticPrompt(opts.Prompt), Source: "test"})
+	})
+	profile.RegisterTool(engine.Tool{
+		Spec: engine.ToolSpec{Name: "test_lookup", Description: "Looks a key up.", Parameters: json.RawMessage(`{"type":"object","properties":{"key":{"type":"string"}}}`)},
+		Func: func(_ context.Context, args json.RawMessage) (string, error) { return "found " + string(args), nil },
 	})
 }
 
@@ -98,6 +103,30 @@ func TestWireRenderersComeWithTheirEngine(t *testing.T) {
 
 	r["test.echo/1"] = nil
 	assert.NotNil(t, profile.WireRenderers()["test.echo/1"], "callers get a copy of the registry")
+}
+
+// TestRegisteredToolsRunFromAProfile: a tool a program registered is
+// offered to, and run for, a profile that names it, as the engines and
+// middlewares a program registers are; a name the binary lacks fails when
+// the profile is read, listing what it has.
+func TestRegisteredToolsRunFromAProfile(t *testing.T) {
+	set, err := profile.Parse([]byte("profiles:\n  default:\n    provider: test.echo\n    middlewares: []\n    tools: [test_lookup, word_count]\n"))
+	require.NoError(t, err)
+	b, err := set[profile.DefaultName].Build(slog.New(slog.DiscardHandler), nil)
+	require.NoError(t, err)
+	var names []string
+	for _, s := range b.Tools.Specs() {
+		names = append(names, s.Name)
+	}
+	assert.Equal(t, []string{"test_lookup", "word_count"}, names, "both are offered to the model")
+	result, isError := b.Tools.Call(t.Context(), "test_lookup", `{"key":"k1"}`)
+	assert.False(t, isError)
+	assert.Equal(t, `found {"key":"k1"}`, result)
+	assert.Contains(t, profile.Tools(), "test_lookup")
+
+	_, err = profile.Parse([]byte("profiles:\n  default:\n    tools: [acme_search]\n"))
+	assert.ErrorContains(t, err, `tools: tool "acme_search" is not registered in this binary (it has test_lookup, word_count)`)
+	assert.ErrorIs(t, err, profile.ErrNotRegistered)
 }
 
 func TestProfileNamesWhatIsNotRegistered(t *testing.T) {
@@ -209,6 +238,16 @@ func TestRegistrationMistakesPanic(t *testing.T) {
 			want: `profile: RegisterMiddleware("test.late") after profiles were read: register in an init function`},
 		{name: "a name a YAML list would misread", register: func() { profile.RegisterMiddleware("Acme Prompt", mw) },
 			want: `profile: RegisterMiddleware("Acme Prompt"): a name is lowercase letters and digits`},
+		{name: "a tool's name twice", register: func() { profile.RegisterTool(engine.WordCount()) },
+			want: `profile: RegisterTool("word_count"): the name is registered already`},
+		{name: "a tool name the providers refuse", register: func() {
+			profile.RegisterTool(engine.Tool{Spec: engine.ToolSpec{Name: "acme.lookup"}, Func: engine.WordCount().Func})
+		}, want: `profile: RegisterTool("acme.lookup"): a tool's name is what the model sees: letters, digits, '_' and '-', at most 64`},
+		{name: "a tool without its function", register: func() { profile.RegisterTool(engine.Tool{Spec: engine.ToolSpec{Name: "test_nil"}}) },
+			want: `profile: RegisterTool("test_nil") with a nil function`},
+		{name: "a tool after profiles were read", register: func() {
+			profile.RegisterTool(engine.Tool{Spec: engine.ToolSpec{Name: "test_late"}, Func: engine.WordCount().Func})
+		}, want: `profile: RegisterTool("test_late") after profiles were read`},
 		{name: "no factory", register: func() { profile.RegisterEngine("test.nil", nil) },
 			want: "profile: RegisterEngine test.nil with a nil factory"},
 		{name: "a rendering another engine registered", register: func() {
@@ -235,5 +274,6 @@ func TestRegistrationMistakesPanic(t *testing.T) {
 	}
 	assert.NotContains(t, profile.Middlewares(), "test.late")
 	assert.NotContains(t, profile.Engines(), "test.other")
+	assert.NotContains(t, profile.Tools(), "test_late")
 	assert.NotContains(t, profile.WireRenderers(), "test.other/1")
 }
