@@ -158,6 +158,32 @@ func TestCallsCarryTheirFindings(t *testing.T) {
 	_, body, _ := call(t, ts, "GET", url+"?limit=1", "Bearer "+token, "")
 	first := body["calls"].([]any)[0].(map[string]any)
 	assert.Equal(t, []any{}, first["findings"])
+
+	// Every page counts the findings of the whole conversation and names
+	// the calls that have them, loaded or not: a page without them says
+	// where they are.
+	var at []any
+	for _, f := range checked.Findings {
+		if len(at) == 0 || at[len(at)-1] != float64(f.Call) {
+			at = append(at, float64(f.Call))
+		}
+	}
+	for _, query := range []string{"", "?limit=1", "?from=3", "?from=9"} {
+		_, body, _ := call(t, ts, "GET", url+query, "Bearer "+token, "")
+		assert.Equal(t, float64(len(checked.Findings)), body["findings_total"], "findings_total of %q", query)
+		assert.Equal(t, at, body["finding_calls"], "finding_calls of %q", query)
+	}
+}
+
+// TestCallsWithoutFindings: a conversation without
+// findings answers a count of 0 and an empty list, never null.
+func TestCallsWithoutFindings(t *testing.T) {
+	ts, l := startChatAPI(t)
+	const conv = "calls-clean"
+	chat(t, ts, l, conv, "hello")
+	_, body, _ := call(t, ts, "GET", "/conversations/"+conv+"/calls", "Bearer "+token, "")
+	assert.Equal(t, float64(0), body["findings_total"])
+	assert.Equal(t, []any{}, body["finding_calls"])
 }
 
 func TestCallsRefusals(t *testing.T) {

@@ -120,6 +120,14 @@ type CallsPage struct {
 	Total int `json:"total"`
 	// Next is the call to ask for next (from=Next), 0 on the last page.
 	Next int `json:"next,omitempty"`
+	// FindingsTotal counts the findings of all the conversation's calls,
+	// not only of the page's: a reader shown one page learns of the
+	// faults of the calls it has not loaded, and FindingCalls says where
+	// they are.
+	FindingsTotal int `json:"findings_total"`
+	// FindingCalls numbers the calls that have findings, in order, over
+	// the whole conversation; never null.
+	FindingCalls []int `json:"finding_calls"`
 }
 
 // Page selects model calls by number: Limit calls from From (counting from
@@ -138,11 +146,12 @@ func (p Page) has(call int) bool {
 // what changed in its input since the previous call, and the findings of
 // the rules of package check (as Check). The whole log is read (the Turns
 // must be folded, and checked, from the first event) but only the
-// selected calls are diffed and kept.
+// selected calls are diffed and kept; the findings are counted over every
+// call (FindingsTotal, FindingCalls).
 func Calls(ctx context.Context, src Source, conversation string, page Page, opts ...Option) (*CallsPage, error) {
 	o := collect(opts)
 	o.quarantine = func(*eventlog.CorruptMessageError) error { return nil } // the timeline shows them
-	out := &CallsPage{Conversation: conversation, Calls: []Call{}}
+	out := &CallsPage{Conversation: conversation, Calls: []Call{}, FindingCalls: []int{}}
 	var (
 		index  int
 		prev   = map[string]prevInput{} // latest input per purpose
@@ -158,6 +167,10 @@ func Calls(ctx context.Context, src Source, conversation string, page Page, opts
 			// The Turn before an inference.started is the Turn after it,
 			// as Entries feeds the checker.
 			findings := chk.Observe(r.Event, r.Pos, w.turn)
+			if len(findings) > 0 {
+				out.FindingsTotal += len(findings)
+				out.FindingCalls = append(out.FindingCalls, index)
+			}
 			if page.has(index) {
 				c := &Call{Call: index, N: r.Pos, Time: r.Time, InferenceID: p.InferenceID, Model: p.Model,
 					Provider: providerOf(p, ""), Purpose: p.Purpose, Threading: p.Gateway["threading"], Headers: calls.HeadersOfMeta(p.Gateway),
