@@ -21,6 +21,15 @@ import (
 // words ...") two: calls 2 and 3, and call 2 first gets the second prompt.
 func recordWithSecondPrompt(t *testing.T, c *console, conv string) {
 	t.Helper()
+	recordRequests(t, c, conv, []string{"hello", "count the words in one two three"}, 2)
+}
+
+// recordRequests records one request per question as
+// recordWithSecondPrompt describes, the second system prompt appended on
+// request number second (counting from 1). A question other than "count
+// the words ..." is one model call.
+func recordRequests(t *testing.T, c *console, conv string, questions []string, second int) {
+	t.Helper()
 	ctx := context.Background()
 	request := 0
 	prompt := func(next engine.Handler) engine.Handler {
@@ -36,7 +45,7 @@ func recordWithSecondPrompt(t *testing.T, c *console, conv string) {
 				if err := tx.Emit("app.prompt", events.SystemPromptSet{BlockID: "prompt-1", Text: "You are the word desk.", Trust: events.Trusted}); err != nil {
 					return err
 				}
-			case request == 2 && systems == 1:
+			case request == second && systems == 1:
 				if err := tx.Emit("app.prompt", events.SystemPromptSet{BlockID: "prompt-2", Text: "You are the word desk. Be brief.",
 					Index: len(tx.Turn().Blocks), Trust: events.Trusted}); err != nil {
 					return err
@@ -48,7 +57,7 @@ func recordWithSecondPrompt(t *testing.T, c *console, conv string) {
 	tools, err := engine.NewTools(engine.WordCount())
 	require.NoError(t, err)
 	loop := engine.Loop{Handler: engine.Chain(scripted.New(nil), prompt), Tools: tools}
-	for _, q := range []string{"hello", "count the words in one two three"} {
+	for _, q := range questions {
 		request++
 		turn, err := c.log.Load(ctx, conv)
 		require.NoError(t, err)

@@ -11,67 +11,142 @@ import { jsonView } from './jsonview.js';
 
 const $ = (id) => document.getElementById(id);
 const pageSize = 100;
+const maxFindingLinks = 20; // calls with findings named above the list; the rest are counted
+const maxFrom = 2 ** 30; // the API's largest "from"
 
 let conv = '';
-let calls = []; // loaded so far, in call order
+// The calls loaded, in call order: one run of consecutive calls from
+// call number first (a page, and the pages loaded before or after it),
+// so that call n is calls[n - first].
+let calls = [];
+let first = 1;
 let total = 0;
-let next = 0;
+let findingsTotal = 0; // over the whole conversation, not only the calls loaded
+let findingCalls = []; // the numbers of the calls with findings, loaded or not
 let opened = 0; // the call shown, 0 none
 let shown = 0; // counts renders of the call view, so a stale load is dropped
 
 export function initCalls() {
   conv = document.body.dataset.conversation;
   $('calls-more').addEventListener('click', more);
-  const want = Number(new URLSearchParams(location.search).get('call')) || 0;
-  load().then(() => {
-    if (want) open(want);
+  $('calls-earlier').addEventListener('click', earlier);
+  const n = Number(new URLSearchParams(location.search).get('call'));
+  const want = Number.isInteger(n) && n > 0 ? n : 0;
+  load(want).then(() => {
+    if (want && callAt(want)) open(want);
   });
   follow();
 }
 
-async function load() {
+/** The loaded call numbered n, or undefined. */
+function callAt(n) {
+  return n >= first ? calls[n - first] : undefined;
+}
+
+/** The number of the last call loaded (first - 1 when none is). */
+function last() {
+  return first + calls.length - 1;
+}
+
+/**
+ * The first call of the page that holds call n: pages start at calls 1,
+ * 101, 201, … as "More calls" loads them.
+ */
+function pageOf(n) {
+  return Math.min(Math.floor((n - 1) / pageSize) * pageSize + 1, maxFrom);
+}
+
+function fetchPage(from, limit = pageSize) {
+  return get(`/conversations/${enc(conv)}/calls?from=${from}&limit=${limit}`);
+}
+
+/**
+ * Loads the page of calls that holds call want (a link's ?call=), the
+ * first page without one, or when want is past the last call (saying so).
+ */
+async function load(want) {
   const status = $('calls-status');
   try {
-    const page = await get(`/conversations/${enc(conv)}/calls?limit=${pageSize}`);
-    calls = page.calls;
-    total = page.total;
-    next = page.next || 0;
-    render();
+    let page = await fetchPage(want ? pageOf(want) : 1);
+    if (want > page.total) {
+      notice(`There is no model call #${want}: the conversation has ${count(page.total, 'model call')}.`);
+      if (!page.calls.length && page.total) page = await fetchPage(1);
+    }
+    calls = [];
+    merge(page);
   } catch (e) {
     status.textContent = '';
     status.append(h('span', { class: 'error' }, e.message));
   }
 }
 
+function notice(text) {
+  $('calls-notice').textContent = text;
+  $('calls-notice').hidden = !text;
+}
+
 async function more() {
-  if (!next) return;
-  const page = await get(`/conversations/${enc(conv)}/calls?from=${next}&limit=${pageSize}`);
-  merge(page);
+  if (last() >= total) return;
+  merge(await fetchPage(last() + 1));
+}
+
+async function earlier() {
+  if (first <= 1) return;
+  const from = Math.max(1, first - pageSize);
+  merge(await fetchPage(from, first - from));
+}
+
+/** Opens call n, loading the page that holds it first if it is not loaded. */
+async function show(n) {
+  if (!callAt(n)) {
+    try {
+      merge(await fetchPage(pageOf(n)));
+    } catch (e) {
+      notice(e.message);
+      return;
+    }
+  }
+  open(n);
 }
 
 /**
  * Asks again for what may have changed: the first call still open, or the
- * calls after the last one loaded (only when every call is loaded: a page
- * not loaded yet stays behind "More calls").
+ * calls after the last one loaded when every later call is loaded. With
+ * later calls not loaded (they stay behind "More calls"), the last call
+ * loaded is asked for again, for the totals: how many calls, and the
+ * findings of all of them.
  */
 async function refresh() {
   const openCall = calls.find((c) => c.status === 'open');
-  const from = openCall ? openCall.call : calls.length + 1;
-  if (!openCall && next) return;
   try {
-    merge(await get(`/conversations/${enc(conv)}/calls?from=${from}&limit=${pageSize}`));
+    if (openCall) merge(await fetchPage(openCall.call));
+    else if (last() < total) merge(await fetchPage(last(), 1));
+    else merge(await fetchPage(last() + 1));
   } catch {
     // the next event tries again
   }
 }
 
+/**
+ * Takes a page's calls and totals. Calls next to or among those loaded
+ * join them; others replace them, so that the list stays one run of
+ * consecutive calls.
+ */
 function merge(page) {
-  for (const c of page.calls) calls[c.call - 1] = c;
-  calls = calls.filter(Boolean);
   total = page.total;
-  next = page.next || 0;
+  findingsTotal = page.findings_total || 0;
+  findingCalls = page.finding_calls || [];
+  const got = page.calls;
+  if (got.length) {
+    const lo = got[0].call;
+    const hi = got[got.length - 1].call;
+    const byCall = new Map(!calls.length || hi < first - 1 || lo > last() + 1 ? [] : calls.map((c) => [c.call, c]));
+    for (const c of got) byCall.set(c.call, c);
+    calls = [...byCall.values()].sort((a, b) => a.call - b.call);
+    first = calls[0].call;
+  }
   render();
-  const cur = opened && calls[opened - 1];
+  const cur = opened && callAt(opened);
   // A call that was open when shown has ended: show how.
   if (cur && $('call-view').dataset.status === 'open' && cur.status !== 'open') open(opened);
 }
@@ -101,15 +176,53 @@ function follow() {
 }
 
 function render() {
-  const findings = calls.reduce((n, c) => n + (c.findings || []).length, 0);
+  // The findings are the whole conversation's: those of calls not loaded
+  // are counted apart, not left out (a summary that counts only the calls
+  // loaded says "no findings" of a conversation whose finding is further on).
+  const loaded = calls.reduce((n, c) => n + (c.findings || []).length, 0);
+  const notShown = findingsTotal - loaded;
+  const all = calls.length === total;
   $('calls-status').textContent =
     total === 0
       ? 'No model calls yet.'
-      : `${count(total, 'model call')}${calls.length < total ? `, ${calls.length} shown` : ''}` + (findings ? `, ${count(findings, 'finding')}.` : '.');
-  $('calls-more').hidden = !next;
+      : count(total, 'model call') +
+        (all ? '' : calls.length ? `, calls ${first}–${last()} shown` : ', none shown') +
+        (findingsTotal ? `, ${count(findingsTotal, 'finding')}${notShown > 0 ? ` (${notShown} in calls not shown yet)` : ''}.` : '.');
+  findingLinks();
+  $('calls-earlier').hidden = !calls.length || first <= 1;
+  $('calls-more').hidden = last() >= total;
   $('calls').tBodies[0].replaceChildren(...calls.map(row));
   $('calls').dataset.ready = 'true';
   $('calls').dataset.total = total;
+}
+
+/** Names the calls with findings, each a link that opens it, loaded or not. */
+function findingLinks() {
+  const el = $('calls-findings');
+  el.hidden = !findingCalls.length;
+  if (!findingCalls.length) return;
+  const named = findingCalls.slice(0, maxFindingLinks);
+  const link = (n) =>
+    h(
+      'a',
+      {
+        class: callAt(n) ? 'finding-call' : 'finding-call not-loaded',
+        href: `?call=${n}`,
+        dataset: { call: n },
+        title: callAt(n) ? 'Open this call' : 'Load the calls around this one and open it',
+        onclick: (ev) => {
+          ev.preventDefault();
+          show(n);
+        },
+      },
+      `#${n}`,
+    );
+  el.replaceChildren(
+    findingCalls.length === 1 ? 'Findings at model call ' : 'Findings at model calls ',
+    ...named.flatMap((n, i) => (i ? [', ', link(n)] : [link(n)])),
+    findingCalls.length > named.length ? ` and ${findingCalls.length - named.length} more` : '',
+    '.',
+  );
 }
 
 function row(c) {
@@ -160,7 +273,7 @@ function since(c) {
 }
 
 async function open(n) {
-  const c = calls[n - 1];
+  const c = callAt(n);
   if (!c) return;
   opened = n;
   const mine = ++shown;
@@ -352,7 +465,7 @@ async function showDiffOf(el, c, mine) {
     el.append(h('p', { class: 'muted' }, c.previous ? `The input of this call or of call #${c.previous} cannot be rebuilt from the log.` : 'This is the first model call: nothing came before it.'));
     return;
   }
-  const prev = calls[c.previous - 1];
+  const prev = callAt(c.previous);
   let ta = null;
   let tb = null;
   if (!c.purpose && prev) {
