@@ -27,7 +27,7 @@ func (l *Log) AnswerAlive(instance string) (stop func(), err error) {
 	if err := validInstance(instance); err != nil {
 		return nil, err
 	}
-	sub, err := l.nc.Subscribe(l.Names().GatewayInstance(instance), func(m *nats.Msg) { _ = m.Respond([]byte("alive")) })
+	sub, err := l.nc.Subscribe(l.Names().GatewayInstance(instance), func(m *nats.Msg) { _ = Respond(m, []byte("alive")) })
 	if err != nil {
 		return nil, fmt.Errorf("answer for gateway %s: %w", instance, err)
 	}

@@ -201,6 +201,50 @@ func TestRolesEndToEnd(t *testing.T) {
 	wc.assertNoRefusal(t)
 }
 
+// TestWorkersAnswerInboxesOnly: NATS checks the client's right to publish
+// the status ping, never the reply subject it names; a worker answering
+// whatever reply it was given wrote its status into the stream that
+// stores that subject, under the worker's rights (found by the security
+// probe: a client key put workers' answers on a conversation's admin
+// subject, where they blocked the conversation as quarantined). A
+// worker answers inboxes only.
+func TestWorkersAnswerInboxesOnly(t *testing.T) {
+	srv := natstest.Start(t, natstest.WithAuth())
+	ctx := context.Background()
+	wc := connectAs(t, srv, natsauth.Worker)
+	startWorker(t, wc.open(t), wc.nc)
+	cc := connectAs(t, srv, natsauth.Client)
+	cl := cc.open(t, eventlog.ReadOnly())
+	names := cl.Names()
+
+	target := names.EventsRoleSubject("victim", "admin")
+	require.NoError(t, cc.nc.PublishRequest(names.WorkersPing(), target, nil))
+	// A ping with an inbox after it: once its answer is in, the worker
+	// has handled the one before (one subscription, in order).
+	inbox := cc.nc.NewInbox()
+	pongs, err := cc.nc.SubscribeSync(inbox)
+	require.NoError(t, err)
+	require.NoError(t, cc.nc.PublishRequest(names.WorkersPing(), inbox, nil))
+	_, err = pongs.NextMsg(10 * time.Second)
+	require.NoError(t, err, "the worker answers an inbox")
+	require.NoError(t, wc.nc.Flush())
+
+	admin, err := eventlog.Open(ctx, srv.Conn, eventlog.WithLogger(quiet))
+	require.NoError(t, err)
+	n := 0
+	for _, err := range admin.Events(ctx, "victim") {
+		require.NoError(t, err, "nothing was stored on the conversation's subject")
+		n++
+	}
+	assert.Zero(t, n)
+	js, err := jetstream.New(srv.Conn)
+	require.NoError(t, err)
+	st, err := js.Stream(ctx, names.EventsStreamOf("victim"))
+	require.NoError(t, err)
+	_, err = st.GetLastMsgForSubject(ctx, target)
+	assert.ErrorIs(t, err, jetstream.ErrMsgNotFound, "the worker's answer is not in the stream")
+}
+
 func TestClientRole(t *testing.T) {
 	srv := natstest.Start(t, natstest.WithAuth())
 	ctx := context.Background()

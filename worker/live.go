@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/profile"
 )
@@ -70,5 +71,7 @@ func (w *Worker) pong(m *nats.Msg) {
 		st.Storage = w.cfg.Storage()
 	}
 	data, _ := json.Marshal(st)
-	_ = m.Respond(data)
+	if err := eventlog.Respond(m, data); err != nil {
+		w.log.Warn("status ping not answered", "err", err)
+	}
 }
