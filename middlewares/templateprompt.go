@@ -124,7 +124,7 @@ func (p *templatePrompt) ensure(ctx context.Context) error {
 	}
 	src, err := p.cfg.Templates.Template(ctx)
 	if err != nil {
-		return fmt.Errorf("%s: read the template: %w", ActorTemplatePrompt, engine.Transient(err))
+		return fmt.Errorf("%s: read the template: %w", ActorTemplatePrompt, retryable(err))
 	}
 	r, err := p.render(ctx, src)
 	if err != nil {
@@ -255,12 +255,12 @@ func (p *templatePrompt) rebuild(ctx context.Context) (rendered, bool, error) {
 	)
 	if p.cfg.KeepTemplate && hash != "" {
 		if src, found, err = p.cfg.Templates.TemplateByHash(ctx, hash); err != nil {
-			return rendered{}, false, fmt.Errorf("%s: read the conversation's template: %w", ActorTemplatePrompt, engine.Transient(err))
+			return rendered{}, false, fmt.Errorf("%s: read the conversation's template: %w", ActorTemplatePrompt, retryable(err))
 		}
 	}
 	if !found {
 		if src, err = p.cfg.Templates.Template(ctx); err != nil {
-			return rendered{}, false, fmt.Errorf("%s: read the template: %w", ActorTemplatePrompt, engine.Transient(err))
+			return rendered{}, false, fmt.Errorf("%s: read the template: %w", ActorTemplatePrompt, retryable(err))
 		}
 	}
 	r, err := p.render(ctx, src)
@@ -327,4 +327,16 @@ func templateBlock(t *projector.Turn) (events.Block, int, bool) {
 		}
 	}
 	return events.Block{}, -1, false
+}
+
+// retryable marks a template store's error transient (a retry may find
+// the store back), unless it says no retry cures it (an error with a
+// Permanent method that returns true, as a template the store refuses to
+// read has): the request then fails at once rather than coming again.
+func retryable(err error) error {
+	var p interface{ Permanent() bool }
+	if errors.As(err, &p) && p.Permanent() {
+		return err
+	}
+	return engine.Transient(err)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/turnlog/turnlog/internal/natstest"
 	"github.com/turnlog/turnlog/natsauth"
 	"github.com/turnlog/turnlog/profile"
+	"github.com/turnlog/turnlog/projector"
 	"github.com/turnlog/turnlog/templates"
 	"github.com/turnlog/turnlog/worker"
 )
@@ -243,6 +244,85 @@ func TestWorkersAnswerInboxesOnly(t *testing.T) {
 	require.NoError(t, err)
 	_, err = st.GetLastMsgForSubject(ctx, target)
 	assert.ErrorIs(t, err, jetstream.ErrMsgNotFound, "the worker's answer is not in the stream")
+}
+
+// TestAClientCannotPlantATemplate: NATS checks the client's right to
+// publish a request, never the reply subject it names, so a client could
+// have the server's answer to a request it may make stored under the
+// global template's key (found by the security probe: the answer, with
+// text of the client's choosing in it, became every new conversation's
+// trusted system prompt, and its [file:...] read files on the worker's
+// machine). A value turnlog did not store under its key is never a
+// template: not the server's answer, nor a copy of another key's.
+func TestAClientCannotPlantATemplate(t *testing.T) {
+	srv := natstest.Start(t, natstest.WithAuth())
+	ctx := context.Background()
+	admin, err := eventlog.Open(ctx, srv.Conn, eventlog.WithLogger(quiet))
+	require.NoError(t, err)
+	store := templates.New(admin)
+	_, err = store.SetGlobal(ctx, "You are Acme's assistant.")
+	require.NoError(t, err)
+	oldHash := projector.HashText("You are Acme's assistant.")
+	_, err = store.SetGlobal(ctx, "You are Acme's assistant. Never reveal the roadmap.")
+	require.NoError(t, err)
+
+	wc := connectAs(t, srv, natsauth.Worker)
+	startWorker(t, wc.open(t), wc.nc)
+	cc := connectAs(t, srv, natsauth.Client)
+	cl := cc.open(t, eventlog.ReadOnly())
+	bucket := cl.Names().TemplatesBucket
+	global := "$KV." + bucket + ".global"
+	for _, tc := range []struct {
+		name, request string
+		data          []byte
+		want          string
+	}{
+		{"the server's answer to a request", "$JS.API.STREAM.INFO.KV_" + bucket, nil, "it has no Turnlog-Template header"},
+		{"a copy of another key's template", "$JS.API.DIRECT.GET.KV_" + bucket + ".$KV." + bucket + ".sha256." + oldHash, nil,
+			`it is marked as stored under "sha256.` + oldHash + `"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before, err := cl.JetStream().Stream(ctx, "KV_"+bucket)
+			require.NoError(t, err)
+			was := before.CachedInfo().State.LastSeq
+			// The request goes through; its answer is stored under the
+			// global key.
+			require.NoError(t, cc.nc.PublishRequest(tc.request, global, tc.data))
+			require.Eventually(t, func() bool {
+				info, err := before.Info(ctx)
+				return err == nil && info.State.LastSeq > was
+			}, 10*time.Second, 10*time.Millisecond, "the answer was stored under the key")
+			cc.assertNoRefusal(t)
+
+			_, err = templates.New(admin).Global(ctx)
+			require.ErrorIs(t, err, templates.ErrUnmarked, "the planted value is not the global template")
+			assert.ErrorContains(t, err, tc.want)
+			assert.ErrorContains(t, err, "turnlog template set")
+			_, err = templates.New(cl).Template(ctx)
+			assert.ErrorIs(t, err, templates.ErrUnmarked, "nor what a worker renders")
+			// A new conversation's request fails at once, saying why,
+			// rather than being prompted with the planted text.
+			conv := "planted-" + strings.ReplaceAll(tc.name[:5], " ", "-")
+			req, err := worker.Send(ctx, cl, worker.Request{Conversation: conv, Text: "hi"})
+			require.NoError(t, err)
+			actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			_, err = worker.Await(actx, cl, conv, req.RequestID, 0, 0)
+			cancel()
+			require.Error(t, err)
+			assert.ErrorContains(t, err, "not stored by turnlog")
+			turn, err := cl.Load(ctx, conv)
+			require.NoError(t, err)
+			_, _, prompted := turn.SystemPrompt()
+			assert.False(t, prompted, "no system prompt was set from it")
+
+			// The operator sets it again; it is the template once more.
+			_, err = store.SetGlobal(ctx, "You are Acme's assistant. Never reveal the roadmap.")
+			require.NoError(t, err)
+			g, err := templates.New(cl).Global(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, "You are Acme's assistant. Never reveal the roadmap.", g.Text)
+		})
+	}
 }
 
 func TestClientRole(t *testing.T) {

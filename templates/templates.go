@@ -18,6 +18,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/projector"
@@ -77,6 +78,33 @@ type Global struct {
 // Hash is the template's hash, as recorded in systemprompt.set.
 func (g Global) Hash() string { return projector.HashText(g.Text) }
 
+// MarkHeader is the header every template turnlog stores carries, with
+// the key it was stored under as its value. Only a value so marked is
+// read as a template: NATS checks a client's right to publish a request,
+// never the reply subject it names, so a client allowed to read the
+// bucket could have the server's answer to a request of its own (a
+// JetStream API response, a copy of another key's template) stored under
+// a template's key. Such an answer carries no mark, or the mark of
+// another key, and is refused (ErrUnmarked).
+const MarkHeader = "Turnlog-Template"
+
+// ErrUnmarked is matched by the error for a stored template value that
+// turnlog did not store under its key (see MarkHeader): it is never
+// rendered. A template stored by a turnlog before the mark existed reads
+// so too, until it is set again (turnlog template set).
+// A retry does not help (it reports Permanent), so a request that needs
+// the template fails at once, saying so, instead of coming again.
+var ErrUnmarked error = permanentError("the stored template was not stored by turnlog under this key")
+
+// permanentError is an error no retry cures: middlewares.TemplatePrompt
+// fails the request on it rather than marking it transient.
+type permanentError string
+
+func (e permanentError) Error() string { return string(e) }
+
+// Permanent says a retry does not help.
+func (permanentError) Permanent() bool { return true }
+
 // Store reads and writes the templates bucket of one installation. It is
 // safe for concurrent use. It implements middlewares.TemplateSource, so a
 // worker's template middleware reads the global template from it.
@@ -84,8 +112,8 @@ type Store struct {
 	js     jetstream.JetStream
 	bucket string
 
-	mu sync.Mutex
-	kv jetstream.KeyValue
+	mu     sync.Mutex
+	stream jetstream.Stream
 }
 
 // New returns the store of l's installation (its prefix decides the
@@ -95,38 +123,107 @@ func New(l *eventlog.Log) *Store {
 	return &Store{js: l.JetStream(), bucket: l.Names().TemplatesBucket}
 }
 
-func (s *Store) bucketKV(ctx context.Context) (jetstream.KeyValue, error) {
+// bucketStream returns the stream that holds the bucket: templates are
+// read with their headers, which a key-value Get does not return.
+func (s *Store) bucketStream(ctx context.Context) (jetstream.Stream, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.kv != nil {
-		return s.kv, nil
+	if s.stream != nil {
+		return s.stream, nil
 	}
-	kv, err := s.js.KeyValue(ctx, s.bucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
+	st, err := s.js.Stream(ctx, "KV_"+s.bucket)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil, fmt.Errorf("templates: bucket %s does not exist; start `turnlog serve` (or any command that opens the log) to create it", s.bucket)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("templates: bucket %s: %w", s.bucket, err)
 	}
-	s.kv = kv
-	return kv, nil
+	s.stream = st
+	return st, nil
+}
+
+// subject is where the bucket stores key.
+func (s *Store) subject(key string) string { return "$KV." + s.bucket + "." + key }
+
+// stored is a template value as read, with its revision and time.
+type stored struct {
+	text     string
+	revision uint64
+	time     time.Time
+}
+
+// get reads key's value; ok is false when the key holds none (never set,
+// or deleted). A value turnlog did not store under key is ErrUnmarked.
+func (s *Store) get(ctx context.Context, key string) (v stored, ok bool, err error) {
+	st, err := s.bucketStream(ctx)
+	if err != nil {
+		return stored{}, false, err
+	}
+	m, err := st.GetLastMsgForSubject(ctx, s.subject(key))
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return stored{}, false, nil
+	case err != nil:
+		return stored{}, false, err
+	}
+	switch m.Header.Get(kvOperationHeader) {
+	case kvDelete, kvPurge:
+		// Deleted (turnlog template reset): the default, whoever wrote
+		// the marker; the only one a client could have copied here is
+		// the key's own latest.
+		return stored{}, false, nil
+	}
+	if mark := m.Header.Get(MarkHeader); mark != key {
+		why := "it has no " + MarkHeader + " header"
+		if mark != "" {
+			why = fmt.Sprintf("it is marked as stored under %q", mark)
+		}
+		return stored{}, false, fmt.Errorf("templates: %s (message %d, %s): %w; it is not used, and nothing is rendered from it. "+
+			"Another NATS client's message, or a template stored by a turnlog older than the mark: set the template again (`turnlog template set`)",
+			key, m.Sequence, why, ErrUnmarked)
+	}
+	return stored{text: string(m.Data), revision: m.Sequence, time: m.Time}, true, nil
+}
+
+// The key-value store's header for a deleted key, and its values.
+const (
+	kvOperationHeader = "KV-Operation"
+	kvDelete          = "DEL"
+	kvPurge           = "PURGE"
+)
+
+// put stores text under key, marked (MarkHeader), and returns its
+// revision. op is "" for a value, kvDelete for a deletion.
+func (s *Store) put(ctx context.Context, key, text, op string) (uint64, error) {
+	if _, err := s.bucketStream(ctx); err != nil {
+		return 0, err
+	}
+	msg := nats.NewMsg(s.subject(key))
+	msg.Header.Set(MarkHeader, key)
+	if op != "" {
+		msg.Header.Set(kvOperationHeader, op)
+	}
+	msg.Data = []byte(text)
+	ack, err := s.js.PublishMsg(ctx, msg)
+	if err != nil {
+		return 0, err
+	}
+	return ack.Sequence, nil
 }
 
 // Global returns the global template: the stored one, or Default when none
-// was set.
+// was set. A stored value turnlog did not store is ErrUnmarked.
 func (s *Store) Global(ctx context.Context) (Global, error) {
-	kv, err := s.bucketKV(ctx)
-	if err != nil {
-		return Global{}, err
-	}
-	e, err := kv.Get(ctx, GlobalKey)
+	v, ok, err := s.get(ctx, GlobalKey)
 	switch {
-	case errors.Is(err, jetstream.ErrKeyNotFound):
-		return Global{Text: Default, Default: true}, nil
+	case err != nil && errors.Is(err, ErrUnmarked):
+		return Global{}, err
 	case err != nil:
 		return Global{}, fmt.Errorf("templates: read the global template: %w", err)
+	case !ok:
+		return Global{Text: Default, Default: true}, nil
 	}
-	return Global{Text: string(e.Value()), Revision: e.Revision(), Updated: e.Created()}, nil
+	return Global{Text: v.text, Revision: v.revision, Updated: v.time}, nil
 }
 
 // SetGlobal makes text the global template: conversations started from now
@@ -140,14 +237,10 @@ func (s *Store) SetGlobal(ctx context.Context, text string) (Global, error) {
 	if err := Validate(text); err != nil {
 		return Global{}, err
 	}
-	kv, err := s.bucketKV(ctx)
-	if err != nil {
-		return Global{}, err
-	}
-	if _, err := kv.Put(ctx, HashKeyPrefix+projector.HashText(text), []byte(text)); err != nil {
+	if _, err := s.put(ctx, HashKeyPrefix+projector.HashText(text), text, ""); err != nil {
 		return Global{}, fmt.Errorf("templates: store the template: %w", err)
 	}
-	rev, err := kv.Put(ctx, GlobalKey, []byte(text))
+	rev, err := s.put(ctx, GlobalKey, text, "")
 	if err != nil {
 		return Global{}, fmt.Errorf("templates: store the global template: %w", err)
 	}
@@ -156,11 +249,7 @@ func (s *Store) SetGlobal(ctx context.Context, text string) (Global, error) {
 
 // ResetGlobal goes back to Default for new conversations.
 func (s *Store) ResetGlobal(ctx context.Context) error {
-	kv, err := s.bucketKV(ctx)
-	if err != nil {
-		return err
-	}
-	if err := kv.Delete(ctx, GlobalKey); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+	if _, err := s.put(ctx, GlobalKey, "", kvDelete); err != nil {
 		return fmt.Errorf("templates: reset the global template: %w", err)
 	}
 	return nil
@@ -174,10 +263,9 @@ func (s *Store) Template(ctx context.Context) (string, error) {
 }
 
 // TemplateByHash returns the template whose projector.HashText is hash:
-// one stored by SetGlobal at any time, the current global template (even if
-// written to the bucket by another tool), or Default. ok is false when no
-// such template is known, for example a default of an older turnlog
-// version.
+// one stored by SetGlobal at any time, the current global template, or
+// Default. ok is false when no such template is known, for example a
+// default of an older turnlog version.
 func (s *Store) TemplateByHash(ctx context.Context, hash string) (text string, ok bool, err error) {
 	if hash == projector.HashText(Default) {
 		return Default, true, nil
@@ -185,18 +273,12 @@ func (s *Store) TemplateByHash(ctx context.Context, hash string) (text string, o
 	if !validHash(hash) {
 		return "", false, nil
 	}
-	kv, err := s.bucketKV(ctx)
-	if err != nil {
-		return "", false, err
-	}
-	e, err := kv.Get(ctx, HashKeyPrefix+hash)
+	v, found, err := s.get(ctx, HashKeyPrefix+hash)
 	switch {
-	case err == nil:
-		if t := string(e.Value()); projector.HashText(t) == hash {
-			return t, true, nil
-		}
-	case !errors.Is(err, jetstream.ErrKeyNotFound):
+	case err != nil && !errors.Is(err, ErrUnmarked):
 		return "", false, fmt.Errorf("templates: read template %s: %w", hash, err)
+	case found && projector.HashText(v.text) == hash:
+		return v.text, true, nil
 	}
 	g, err := s.Global(ctx)
 	if err != nil {
