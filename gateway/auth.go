@@ -5,6 +5,8 @@ import (
 	"crypto/subtle"
 	"net/http"
 	"strings"
+
+	"github.com/turnlog/turnlog/calls"
 )
 
 // TokenHeader carries turnlog's token in pass-through mode, where the
@@ -110,4 +112,59 @@ func (g *Gateway) MetricsHandler() http.Handler {
 		}
 		metrics.ServeHTTP(w, r)
 	})
+}
+
+// credentialHeaders are the headers a provider reads its key from:
+// OpenAI's (and every OpenAI-compatible server's) Authorization, the
+// Anthropic API's x-api-key, Azure OpenAI's api-key.
+var credentialHeaders = []string{"Authorization", "X-Api-Key", "Api-Key"}
+
+// minSecretLen is the shortest value taken for a credential: a shorter one
+// would redact ordinary words out of error messages.
+const minSecretLen = 8
+
+// credentials returns the credential values h sends upstream (after
+// authorize: the managed key, or the client's own in pass-through).
+func credentials(h http.Header) []string {
+	var out []string
+	for _, k := range credentialHeaders {
+		for _, v := range h.Values(k) {
+			if b := bearer(v); b != "" {
+				v = b
+			}
+			if v = strings.TrimSpace(v); len(v) >= minSecretLen {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// redacted is what a credential echoed by an upstream is recorded as.
+const redacted = "[credential redacted by turnlog]"
+
+// redactOutcome takes the call's credentials out of the failure and the
+// response's error text that o records: provider keys are never recorded,
+// also when an upstream puts one in its error ("Incorrect API key
+// provided: sk-...").
+func redactOutcome(o calls.Outcome, secrets []string) calls.Outcome {
+	if len(secrets) == 0 {
+		return o
+	}
+	o.Failure = redact(o.Failure, secrets)
+	if o.Output != nil && o.Output.Error != "" {
+		if e := redact(o.Output.Error, secrets); e != o.Output.Error {
+			out := *o.Output
+			out.Error = e
+			o.Output = &out
+		}
+	}
+	return o
+}
+
+func redact(s string, secrets []string) string {
+	for _, v := range secrets {
+		s = strings.ReplaceAll(s, v, redacted)
+	}
+	return s
 }

@@ -142,6 +142,7 @@ func TestKeysNeverStoredAndUpstreamErrorsRecorded(t *testing.T) {
 	assert.Zero(t, finished)
 	require.Len(t, failed, 1)
 	assert.Contains(t, failed[0], "upstream answered 401")
+	assert.Contains(t, failed[0], "Incorrect API key provided: [credential redacted by turnlog]", "the upstream echoed the key; the record says so without it")
 	verify(t, r.log, conv)
 
 	stored := storedBytes(t, r)

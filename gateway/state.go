@@ -21,6 +21,11 @@ type state struct {
 	// upstream's last byte (set by timedTransport and the tee).
 	upstreamStart time.Time
 	upstream      time.Duration
+	// secrets are the credentials the call sends upstream (the managed
+	// provider key, or the client's own): an upstream that echoes one in
+	// its error (some OpenAI-compatible servers do) does not get it into
+	// the record.
+	secrets []string
 }
 
 type stateKey struct{}
@@ -65,6 +70,7 @@ func (st *state) finish(ctx context.Context, g *Gateway, o calls.Outcome) error 
 		// (an upstream that never answered, a proxy that gave up).
 		o.Duration = time.Since(st.started)
 	}
+	o = redactOutcome(o, st.secrets)
 	if st.pending != nil {
 		return g.rec.Finish(ctx, st.pending, o)
 	}

@@ -57,7 +57,9 @@ func (u *chatUpstream) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if u.key != "" && r.Header.Get("Authorization") != "Bearer "+u.key {
-		openAIError(w, 401, "Incorrect API key provided")
+		// The key as it came, as some OpenAI-compatible servers answer
+		// (OpenAI's own masks it).
+		openAIError(w, 401, "Incorrect API key provided: "+strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
 		return
 	}
 	for k := range r.Header {
