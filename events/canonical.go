@@ -78,6 +78,11 @@ func canonical(p Payload) Payload {
 			v.Gateway = nilIfEmpty(v.Gateway)
 			return v
 		}
+	case InferenceFailed:
+		if v.Partial != nil && len(v.Partial) == 0 || hollowBlocks(v.Partial) {
+			v.Partial = canonicalBlocks(v.Partial)
+			return v
+		}
 	case FindingRecorded:
 		if v.Blocks != nil && len(v.Blocks) == 0 {
 			v.Blocks = nil

@@ -99,6 +99,7 @@ func TestEncodeMatchesReflection(t *testing.T) {
 		{name: "negative and huge durations", evs: []events.Event{
 			with(events.InferenceFinished{InferenceID: "i", Duration: -1}, same)[0],
 			with(events.InferenceFailed{InferenceID: "i", Duration: math.MaxInt64}, same)[0],
+			with(events.InferenceFailed{InferenceID: "i", Partial: []events.Block{}}, same)[0],
 			with(events.InferenceStarted{InferenceID: "i", InputHash: "h", Blocks: -5}, same)[0],
 		}},
 		{name: "non-ASCII everywhere", evs: with(events.UserAppended{BlockID: "ü", Text: "héllo 世界 🎉\x00", Meta: map[string]string{"ключ": "значение"}}, func(e *events.Event) {
@@ -264,6 +265,9 @@ func oneKeyMaps(p events.Payload) events.Payload {
 	case events.BlockSplit:
 		v.Into = blocks(v.Into)
 		return v
+	case events.InferenceFailed:
+		v.Partial = blocks(v.Partial)
+		return v
 	case events.BlockInserted:
 		v.Block.Meta = one(v.Block.Meta)
 		return v
@@ -419,7 +423,7 @@ func TestEncodeMatchesReflectionOnPayloads(t *testing.T) {
 		}),
 		rapid.Custom(func(t *rapid.T) events.Payload {
 			return events.InferenceFailed{InferenceID: id.Draw(t, "id"), Error: str.Draw(t, "error"), Transient: rapid.Bool().Draw(t, "transient"), Duration: dur.Draw(t, "duration"),
-				Wire: wire.Draw(t, "wire")}
+				Partial: blocks.Draw(t, "partial"), Wire: wire.Draw(t, "wire")}
 		}),
 		rapid.Custom(func(t *rapid.T) events.Payload {
 			return events.RequestCompleted{Inferences: num.Draw(t, "inferences")}

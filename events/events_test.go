@@ -69,7 +69,12 @@ func samplePayloads() []events.Payload {
 		events.InferenceFinished{InferenceID: "inf-1", PromptTokens: 100, CompletionTokens: 20, StopReason: "stop", Duration: 1500 * time.Millisecond,
 			ResponseID: "resp_1", OtherChoices: `[{"index":1,"message":{"role":"assistant","content":"b"},"finish_reason":"stop"}]`,
 			Wire: events.Wire{SHA256: strings.Repeat("0f", 32), Version: "openai-chat/1", Params: `{"model":"gpt-x"}`}},
-		events.InferenceFailed{InferenceID: "inf-2", Error: "429 too many requests", Transient: true, Duration: time.Second,
+		events.InferenceFailed{InferenceID: "inf-2", Error: "overloaded_error: Overloaded", Transient: true, Duration: time.Second,
+			Partial: []events.Block{
+				{ID: "p1", Kind: events.KindReasoning, Text: "The user greets", Encrypted: "sig"},
+				{ID: "p2", Kind: events.KindLLMText, Text: "Hello the", Meta: meta("gateway.part", "1")},
+				{ID: "p3", Kind: events.KindToolCall, CallID: "toolu_1", ToolName: "weather", Arguments: `{"city":"Par`},
+			},
 			Wire: events.Wire{SHA256: strings.Repeat("a1", 32), Version: "anthropic-messages/1"}},
 		events.RequestCompleted{Inferences: 2},
 		events.RequestFailed{Reason: "the model is unreachable; retry later"},

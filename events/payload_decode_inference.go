@@ -90,6 +90,8 @@ func decodeInferenceFailed(r *reader) (Payload, bool) {
 			ok = readBool(r, &p.Transient)
 		case "duration":
 			ok = readInt(r, &p.Duration)
+		case "partial":
+			ok = readBlocks(r, &p.Partial)
 		case "wire_sha256":
 			ok = readString(r, &p.SHA256)
 		case "wire_version":

@@ -289,13 +289,16 @@ func appendPayload(b []byte, p Payload) ([]byte, bool) {
 		}
 		b = appendWire(b, p.Wire)
 	case InferenceFailed:
-		b = appendMapLen(b, 3+present(p.Transient)+wireFields(p.Wire))
+		b = appendMapLen(b, 3+present(p.Transient)+present(len(p.Partial) != 0)+wireFields(p.Wire))
 		b = appendField(b, "inference_id", p.InferenceID)
 		b = appendField(b, "error", p.Error)
 		if p.Transient {
 			b = append(appendString(b, "transient"), 0xc3)
 		}
 		b = appendInt64(appendString(b, "duration"), int64(p.Duration))
+		if len(p.Partial) != 0 {
+			b = appendBlocks(appendString(b, "partial"), p.Partial)
+		}
 		b = appendWire(b, p.Wire)
 	case RequestCompleted:
 		b = appendMapLen(b, present(p.Inferences != 0))

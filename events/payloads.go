@@ -252,6 +252,14 @@ type InferenceFailed struct {
 	Error       string        `msgpack:"error" json:"error"`
 	Transient   bool          `msgpack:"transient,omitempty" json:"transient,omitempty"`
 	Duration    time.Duration `msgpack:"duration" json:"duration_ns"`
+	// Partial is what the model had produced when the call failed and
+	// the client had received (a stream's text, reasoning and tool-call
+	// deltas before its error event or its cut), in order, as blocks.
+	// It is kept so that an auditor can say what the model emitted and
+	// the user saw; it is not part of the Turn (the projector adds
+	// nothing of it): the client got no answer to continue from. Nil
+	// when nothing arrived, or for an event recorded before 2026-12.
+	Partial []Block `msgpack:"partial,omitempty" json:"partial,omitempty"`
 	Wire
 }
 

@@ -237,6 +237,11 @@ func (p InferenceFailed) Validate() error {
 	if err := needID("inference_id", p.InferenceID); err != nil {
 		return err
 	}
+	for i, b := range p.Partial {
+		if err := b.Validate(); err != nil {
+			return prefixed(fmt.Sprintf("partial[%d]", i), err)
+		}
+	}
 	return p.Wire.validate()
 }
 

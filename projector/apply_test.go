@@ -372,6 +372,10 @@ func TestApplyFactsChangeOnlyThePosition(t *testing.T) {
 		{name: "inference started", p: events.InferenceStarted{InferenceID: "i", Model: "m", InputHash: "h", Blocks: 6}},
 		{name: "inference finished", p: events.InferenceFinished{InferenceID: "i", Duration: time.Second}},
 		{name: "inference failed", p: events.InferenceFailed{InferenceID: "i", Error: "x"}},
+		// What the client received before the call failed is in the
+		// record, never in the Turn: there was no answer to go on from.
+		{name: "inference failed with a partial output", p: events.InferenceFailed{InferenceID: "i", Error: "cut", Partial: []events.Block{
+			{ID: "p1", Kind: events.KindLLMText, Text: "Hel"}, {ID: "p2", Kind: events.KindToolCall, CallID: "c1", ToolName: "f", Arguments: `{"a`}}}},
 		{name: "request completed", p: events.RequestCompleted{Inferences: 1}},
 		{name: "request failed", p: events.RequestFailed{Reason: "x"}},
 		{name: "conversation started without content", p: events.ConversationStarted{Profile: "p"}},

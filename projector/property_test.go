@@ -195,6 +195,7 @@ func (g *gen) valid() events.Payload {
 			events.InferenceStarted{InferenceID: "i", Model: "m", InputHash: projector.Hash(turn), Blocks: n},
 			events.InferenceFinished{InferenceID: "i", PromptTokens: 3},
 			events.InferenceFailed{InferenceID: "i", Error: "x", Transient: true},
+			events.InferenceFailed{InferenceID: "i", Error: "cut", Partial: []events.Block{{ID: "p1", Kind: events.KindLLMText, Text: "Hel"}}},
 			events.RequestCompleted{Inferences: 1},
 			events.RequestFailed{Reason: "x"},
 		}).Draw(t, "fact")
