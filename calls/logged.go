@@ -133,6 +133,15 @@ func ParseLogged(line []byte) (*Logged, error) {
 func (l *Logged) Outcome() Outcome {
 	o := Outcome{Failure: l.Failure, Transient: l.Transient, Duration: l.Duration, Refused: l.Status >= 300}
 	if o.Failure != "" {
+		if l.Stream && l.Status < 300 && len(l.Response) > 0 {
+			// What the stream delivered before it failed (the spool
+			// keeps a cut stream's bytes): the record's partial output.
+			s := NewStream(l.API, len(l.Response)+1)
+			_, _ = s.Write(l.Response)
+			if out, err := s.Output(); err == nil {
+				o.Output = out
+			}
+		}
 		return o
 	}
 	if l.Status >= 300 {

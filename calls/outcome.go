@@ -26,12 +26,23 @@ type Outcome struct {
 	// did not take the call's items into it.
 	Refused  bool
 	Duration time.Duration
+	// PartialUnstored leaves a failed call's partial output out of its
+	// record, which says so: the output was too large to store (the
+	// gateway tried, and the log refused the step).
+	PartialUnstored bool
 }
+
+// PartialUnstoredNote ends the reason of a failed call recorded without its
+// partial output (Outcome.PartialUnstored).
+const PartialUnstoredNote = "; what the call delivered before it failed is too large to store, and is not recorded"
 
 // PlanOutcome returns the events of a call's second step and applies them
 // to turn: the output's blocks and inference.finished, or
-// inference.failed with the reason (a failed call's partial output is not
-// added to the Turn: the client did not get an answer to continue from).
+// inference.failed with the reason. A failed call's partial output (what
+// a stream delivered before its error event or its cut) is kept in
+// inference.failed (Partial), not added to the Turn: the client did not
+// get an answer to continue from, but an auditor must be able to say what
+// the model emitted and the user saw.
 // A compaction (Call.Compact) that answered then compacts away the blocks
 // before its output (turn.compacted), the system prompt kept.
 // A call the upstream refused that continued a history the provider holds
@@ -56,7 +67,11 @@ func PlanOutcome(turn *projector.Turn, c *Call, o Outcome) ([]events.Event, erro
 		failure, transient = o.Output.Error, o.Output.ErrorTransient
 	}
 	if failure != "" {
-		if err := emit(events.InferenceFailed{InferenceID: c.ID, Error: summary(failure), Transient: transient, Duration: o.Duration}); err != nil {
+		failed := events.InferenceFailed{InferenceID: c.ID, Error: summary(failure), Transient: transient, Duration: o.Duration, Partial: partial(o.Output)}
+		if o.PartialUnstored {
+			failed.Error, failed.Partial = failed.Error+PartialUnstoredNote, nil
+		}
+		if err := emit(failed); err != nil {
 			return nil, err
 		}
 		if o.Refused && c.Request != nil && c.Request.Continues() {
@@ -108,4 +123,22 @@ func PlanOutcome(turn *projector.Turn, c *Call, o Outcome) ([]events.Event, erro
 		}
 	}
 	return evs, nil
+}
+
+// partial is the output a failed call delivered, as inference.failed
+// keeps it: its blocks in order, each with an ID of its own (a block the
+// Turn never holds, named so that a view can point at it); nil for none.
+func partial(out *Output) []events.Block {
+	if out == nil {
+		return nil
+	}
+	var bs []events.Block
+	for _, b := range out.Blocks() {
+		if b.Text == "" && b.Encrypted == "" && b.ToolName == "" && b.Arguments == "" && b.CallID == "" && len(b.Meta) == 0 {
+			continue // a message begun, nothing of it received
+		}
+		b.ID = ulid.Make().String()
+		bs = append(bs, b)
+	}
+	return bs
 }

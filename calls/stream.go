@@ -39,8 +39,11 @@ type Stream struct {
 	others      map[int]*otherChoice
 	// Messages.
 	blocks map[int]*streamBlock
-	// Responses: the final response object, when the stream sent it.
-	final []byte
+	// Responses: the final response object, when the stream sent it, and
+	// the output items as their events built them (see respItem).
+	final     []byte
+	items     map[int]*respItem
+	itemBytes int
 }
 
 type streamCall struct {
@@ -147,29 +150,6 @@ func (s *Stream) dispatch(event string, data []byte) {
 	}
 }
 
-func (s *Stream) responses(event string, data []byte) {
-	var e struct {
-		Type     string          `json:"type"`
-		Response json.RawMessage `json:"response"`
-		Message  string          `json:"message"`
-	}
-	if err := json.Unmarshal(data, &e); err != nil {
-		s.fail("a stream event is not JSON: " + err.Error())
-		return
-	}
-	if e.Type == "" {
-		e.Type = event
-	}
-	switch e.Type {
-	case "response.completed", "response.failed", "response.incomplete":
-		s.final = append([]byte(nil), e.Response...)
-		s.done = true
-	case "error":
-		s.fail("error event: " + e.Message)
-		s.done = true
-	}
-}
-
 func (s *Stream) messages(event string, data []byte) {
 	var e struct {
 		Type    string `json:"type"`
@@ -246,12 +226,18 @@ func (s *Stream) Output() (*Output, error) {
 	switch s.api {
 	case Responses:
 		if s.final == nil {
-			o = &Output{}
+			// No final response: what the items' events delivered.
+			o = &Output{Items: s.partialItems()}
 			break
 		}
 		var err error
 		if o, err = parseResponsesObject(s.final); err != nil {
 			return nil, err
+		}
+		if o.Error != "" && len(o.Items) == 0 {
+			// A failed response that holds no output: what its
+			// events delivered before.
+			o.Items = s.partialItems()
 		}
 	case ChatCompletions:
 		o = &s.out

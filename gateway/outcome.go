@@ -114,11 +114,19 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 			// saying why. Planned again on the Turn as the log has it.
 			unstored = true
 			r.metrics.unstored.WithLabelValues("output").Inc()
-			r.logger.Warn("gateway: call's answer too large to store; recorded as failed", "conversation", p.conv, "err", err)
 			r.unindex(ctx, p, indexed, turn.Events, in.atStart)
 			indexed, checker = nil, nil
-			o = calls.Outcome{Failure: fmt.Sprintf("the answer is too large to store (%v); it reached the client but is not recorded", err), Duration: o.Duration}
-			p.lacks = "without its answer, as failed: " + o.Failure
+			if !ok && !background {
+				// A failed call whose partial output is too large: it
+				// stays failed for its own reason, recorded without it.
+				r.logger.Warn("gateway: failed call's partial output too large to store; recorded without it", "conversation", p.conv, "err", err)
+				o.PartialUnstored = true
+				p.lacks = "without what it delivered before it failed: too large to store"
+			} else {
+				r.logger.Warn("gateway: call's answer too large to store; recorded as failed", "conversation", p.conv, "err", err)
+				o = calls.Outcome{Failure: fmt.Sprintf("the answer is too large to store (%v); it reached the client but is not recorded", err), Duration: o.Duration}
+				p.lacks = "without its answer, as failed: " + o.Failure
+			}
 			ok, background, respID = false, false, ""
 			if turn, err = r.log.Load(ctx, p.conv); err != nil {
 				return err

@@ -186,12 +186,19 @@ func (s *spool) keep(c *spoolCall, o calls.Outcome, t *tee, local *calls.Threads
 		if t.over {
 			l.Response, l.Failure = nil, "the response is larger than the gateway's --max-body; it reached the client but is not recorded"
 		}
+	} else if t != nil && t.stream != nil && !t.over {
+		// A stream that failed part-way: what it delivered is the
+		// record's partial output (calls.Logged.Outcome reads it).
+		l.Status, l.Response, l.Stream = t.status, t.buf.Bytes(), true
 	}
 	data := l.Marshal()
 	s.mu.Lock()
 	s.used -= c.reserved
 	if s.used+int64(len(data)) > s.limit {
-		l.Response, l.Failure = nil, "the spool was full: the response reached the client but was not kept"
+		if l.Failure == "" {
+			l.Failure = "the spool was full: the response reached the client but was not kept"
+		} // else a failed stream's: its reason stays, its partial output is not kept
+		l.Response = nil
 		data = l.Marshal()
 	}
 	s.used += int64(len(data))

@@ -140,10 +140,20 @@ func (t *tee) end() error {
 	return nil
 }
 
+// fail records the call failed for reason (the upstream's response cut,
+// the client gone), with what a stream had delivered until then as its
+// partial output.
 func (t *tee) fail(reason string) {
-	if !t.st.done() {
-		_ = t.finish(calls.Outcome{Failure: reason, Transient: true, Duration: time.Since(t.st.started)})
+	if t.st.done() {
+		return
 	}
+	o := calls.Outcome{Failure: reason, Transient: true, Duration: time.Since(t.st.started)}
+	if t.stream != nil {
+		if out, err := t.stream.Output(); err == nil {
+			o.Output = out
+		}
+	}
+	_ = t.finish(o)
 }
 
 // Close records a response the client stopped reading (it disconnected).

@@ -90,6 +90,12 @@ type Call struct {
 	// Output is what the model produced (reasoning, text, tool calls), in
 	// order, as it was appended; empty for a failed or open call.
 	Output []events.Block `json:"output"`
+	// Partial, for a failed call, is what the model had produced and the
+	// client received before the call failed (a stream's deltas before
+	// its error event or its cut), as inference.failed keeps it: not
+	// added to the conversation, which did not go on from it. Absent
+	// when there was none (and for calls recorded before it was kept).
+	Partial []events.Block `json:"partial,omitempty"`
 	// OtherChoices, for a Chat Completions call that asked for several
 	// answers ("n"), are the choices after the first (Output is the
 	// first's), as inference.finished keeps them: the response's choice
@@ -227,6 +233,9 @@ func Calls(ctx context.Context, src Source, conversation string, page Page, opts
 				c.closedBy(p.Wire)
 				c.Status, c.Error = CallFailed, p.Error
 				c.LatencyMS = millis(p.Duration)
+				for _, b := range p.Partial {
+					c.Partial = append(c.Partial, b.Clone())
+				}
 				delete(byID, p.InferenceID)
 			}
 		case events.ReasoningAppended:
