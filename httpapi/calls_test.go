@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/check"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projector"
 	"github.com/turnlog/turnlog/replay"
 )
 
@@ -184,6 +185,30 @@ func TestCallsWithoutFindings(t *testing.T) {
 	_, body, _ := call(t, ts, "GET", "/conversations/"+conv+"/calls", "Bearer "+token, "")
 	assert.Equal(t, float64(0), body["findings_total"])
 	assert.Equal(t, []any{}, body["finding_calls"])
+}
+
+// TestCallsShowAFailedCallsPartialOutput: a call that failed after it
+// delivered part of its answer (a stream's error event) carries that
+// output as "partial", its "output" empty: the conversation did not go on
+// from it.
+func TestCallsShowAFailedCallsPartialOutput(t *testing.T) {
+	ts, l := startChatAPI(t)
+	const conv = "calls-partial"
+	at := time.Now()
+	appendAt(t, l, conv, at, events.UserAppended{BlockID: "u1", Text: "hi"})
+	turn, err := l.Load(context.Background(), conv)
+	require.NoError(t, err)
+	appendAt(t, l, conv, at, events.InferenceStarted{InferenceID: "i1", Model: "m", InputHash: projector.Hash(turn), Blocks: 1})
+	appendAt(t, l, conv, at, events.InferenceFailed{InferenceID: "i1", Error: "overloaded_error: Overloaded", Transient: true, Duration: time.Second,
+		Partial: []events.Block{{ID: "p1", Kind: events.KindLLMText, Text: "Hello wor"}}})
+
+	_, body, _ := call(t, ts, "GET", "/conversations/"+conv+"/calls", "Bearer "+token, "")
+	calls := body["calls"].([]any)
+	require.Len(t, calls, 1)
+	c := calls[0].(map[string]any)
+	assert.Equal(t, "failed", c["status"])
+	assert.Equal(t, []any{}, c["output"])
+	assert.Equal(t, []any{map[string]any{"id": "p1", "kind": "llm_text", "text": "Hello wor"}}, c["partial"])
 }
 
 func TestCallsRefusals(t *testing.T) {

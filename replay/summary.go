@@ -136,6 +136,9 @@ func Summary(e events.Event) string {
 		if p.Transient {
 			s += " (transient)"
 		}
+		if len(p.Partial) > 0 {
+			s += "; partial output, received by the client, not in the Turn: " + partialPreview(p.Partial)
+		}
 		if e.Actor == calls.Actor && p.InferenceID != e.Cause {
 			// A gateway call is its step's cause: closed by another
 			// call's step, it is one that was left open (see the
@@ -153,6 +156,24 @@ func Summary(e events.Event) string {
 		return fmt.Sprintf("removed message %d (%d bytes, sha256 %s): %s", p.Seq, p.Size, short(p.SHA256), quote(p.Reason))
 	}
 	return string(e.Type)
+}
+
+// partialPreview shows a failed call's partial output: up to 3 blocks,
+// each its kind and a quoted preview, and how many more.
+func partialPreview(bs []events.Block) string {
+	var parts []string
+	for i, b := range bs {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(bs)-i))
+			break
+		}
+		text := b.Text
+		if b.Kind == events.KindToolCall {
+			text = b.ToolName + "(" + b.Arguments + ")"
+		}
+		parts = append(parts, string(b.Kind)+" "+quote(text))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func trustNote(t events.Trust) string {

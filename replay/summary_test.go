@@ -18,3 +18,29 @@ func TestSummaryOfAFinishedCall(t *testing.T) {
 	assert.Equal(t, `finished in 2ms, no token counts reported, stop "stop"`,
 		replay.Summary(ev(events.InferenceFinished{InferenceID: "i", StopReason: "stop", Duration: 2 * time.Millisecond})))
 }
+
+// A failed call's partial output (what a stream delivered before it
+// failed) is shown beside the reason, marked as outside the Turn.
+func TestSummaryOfAFailedCall(t *testing.T) {
+	ev := func(p events.InferenceFailed) events.Event { return events.New("c", p.InferenceID, 1, "gateway", p) }
+	tests := []struct {
+		name string
+		p    events.InferenceFailed
+		want string
+	}{
+		{name: "no partial output", p: events.InferenceFailed{InferenceID: "i", Error: "cut", Transient: true, Duration: 2 * time.Millisecond},
+			want: `failed after 2ms: "cut" (transient)`},
+		{name: "partial output", p: events.InferenceFailed{InferenceID: "i", Error: "overloaded", Partial: []events.Block{
+			{ID: "p1", Kind: events.KindLLMText, Text: "Hello\nwor"}, {ID: "p2", Kind: events.KindToolCall, CallID: "c1", ToolName: "weather", Arguments: `{"city":"Par`}}},
+			want: `failed: "overloaded"; partial output, received by the client, not in the Turn: llm_text "Hello⏎wor", tool_call "weather({\"city\":\"Par)"`},
+		{name: "many blocks", p: events.InferenceFailed{InferenceID: "i", Error: "cut", Partial: []events.Block{
+			{ID: "1", Kind: events.KindReasoning, Text: "a"}, {ID: "2", Kind: events.KindLLMText, Text: "b"}, {ID: "3", Kind: events.KindLLMText, Text: "c"},
+			{ID: "4", Kind: events.KindLLMText, Text: "d"}, {ID: "5", Kind: events.KindLLMText, Text: "e"}}},
+			want: `failed: "cut"; partial output, received by the client, not in the Turn: reasoning "a", llm_text "b", llm_text "c", and 2 more`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, replay.Summary(ev(tc.p)))
+		})
+	}
+}

@@ -376,25 +376,40 @@ function otherChoices(c) {
 
 function output(c) {
   const blocks = c.output || [];
+  const partial = c.partial || [];
   return h(
     'section',
     { id: 'call-output', class: 'call-part', 'aria-label': 'Output' },
     h('h3', null, 'Output'),
     blocks.length === 0
       ? h('p', { class: 'muted' }, c.status === 'finished' ? 'The model produced nothing.' : 'No output: the call did not finish.')
+      : blockList(blocks),
+    // What a failed call delivered before it failed: the client received
+    // it, the conversation did not go on from it.
+    partial.length === 0
+      ? null
       : h(
-          'ol',
-          { class: 'turn-blocks' },
-          blocks.map((b) =>
-            h(
-              'li',
-              { class: `block kind-${b.kind}`, dataset: { id: b.id } },
-              h('div', { class: 'block-head' }, h('span', { class: 'kind' }, b.kind), h('code', { class: 'id' }, b.id), b.call_id ? h('span', { class: 'muted' }, ` call ${b.call_id}`) : null),
-              h('pre', { class: 'block-text' }, blockText(b)),
-              b.encrypted ? h('p', { class: 'opaque' }, `‹opaque encrypted reasoning, ${b.encrypted.length} characters›`) : null,
-            ),
-          ),
+          'div',
+          { id: 'call-partial', class: 'partial' },
+          h('h4', null, 'Partial output (received by the client before the call failed; not sent on: not in the conversation)'),
+          blockList(partial),
         ),
+  );
+}
+
+function blockList(blocks) {
+  return h(
+    'ol',
+    { class: 'turn-blocks' },
+    blocks.map((b) =>
+      h(
+        'li',
+        { class: `block kind-${b.kind}`, dataset: { id: b.id } },
+        h('div', { class: 'block-head' }, h('span', { class: 'kind' }, b.kind), h('code', { class: 'id' }, b.id), b.call_id ? h('span', { class: 'muted' }, ` call ${b.call_id}`) : null),
+        h('pre', { class: 'block-text' }, blockText(b)),
+        b.encrypted ? h('p', { class: 'opaque' }, `‹opaque encrypted reasoning, ${b.encrypted.length} characters›`) : null,
+      ),
+    ),
   );
 }
 
