@@ -273,7 +273,7 @@ func (s *Stream) Output() (*Output, error) {
 			}
 			parts = append(parts, p)
 		}
-		bs, err := anthropicBlocks(events.KindLLMText, parts, nil)
+		bs, err := s.messagesBlocks(parts)
 		if err != nil {
 			return nil, err
 		}
@@ -287,6 +287,30 @@ func (s *Stream) Output() (*Output, error) {
 		o.Error, o.ErrorTransient = s.err, s.transient
 	}
 	return o, nil
+}
+
+// messagesBlocks is anthropicBlocks of the stream's content blocks. A
+// stream that failed (an error event, a cut) may have stopped in a tool
+// call's arguments: that call's block keeps them as they came, not JSON,
+// as the partial output they are, instead of making the whole output
+// unreadable.
+func (s *Stream) messagesBlocks(parts []part) ([]events.Block, error) {
+	if s.err == "" && s.done {
+		return anthropicBlocks(events.KindLLMText, parts, nil)
+	}
+	var bs []events.Block
+	for _, p := range parts {
+		if p.Type == "tool_use" && len(p.Input) > 0 && !json.Valid(p.Input) {
+			bs = append(bs, events.Block{Kind: events.KindToolCall, CallID: orDash(p.ID), ToolName: orDash(p.Name), Arguments: string(p.Input)})
+			continue
+		}
+		b, err := anthropicBlocks(events.KindLLMText, []part{p}, nil)
+		if err != nil {
+			return nil, err
+		}
+		bs = append(bs, b...)
+	}
+	return bs, nil
 }
 
 func sortedInts[V any](m map[int]V) []int {

@@ -59,6 +59,13 @@ var partialStreams = map[string]struct {
 			"event: content_block_delta\ndata: " + `{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"lo wor"}}`,
 			"event: error\ndata: " + `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`,
 		}},
+	"messages-tool-error": {path: "/v1/messages", body: `{"model":"c","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"weather in Paris?"}]}`,
+		events: []string{
+			"event: message_start\ndata: " + `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"c","content":[],"usage":{"input_tokens":5,"output_tokens":1}}}`,
+			"event: content_block_start\ndata: " + `{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"weather","input":{}}}`,
+			"event: content_block_delta\ndata: " + `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"city\":\"Par"}}`,
+			"event: error\ndata: " + `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`,
+		}},
 	"responses-error": {path: "/v1/responses", body: `{"model":"m","stream":true,"input":"hi"}`,
 		events: []string{
 			"event: response.created\ndata: " + `{"type":"response.created","response":{"id":"resp_1","status":"in_progress","output":[]}}`,
@@ -128,6 +135,8 @@ func TestFailedStreamKeepsWhatTheClientReceived(t *testing.T) {
 			partial: []block{{Kind: events.KindLLMText, Text: "Hello wor"}}},
 		{name: "messages error event", test: "messages-error", failure: "overloaded_error: Overloaded",
 			partial: []block{{Kind: events.KindReasoning, Text: "A greeting."}, {Kind: events.KindLLMText, Text: "Hello wor"}}},
+		{name: "messages error event in a tool call", test: "messages-tool-error", failure: "overloaded_error: Overloaded",
+			partial: []block{{Kind: events.KindToolCall, Tool: "weather", Args: `{"city":"Par`}}},
 		{name: "responses error event", test: "responses-error", failure: "The server had an error",
 			partial: []block{{Kind: events.KindLLMText, Text: "Hello wor"}}},
 		{name: "responses failed with its output empty", test: "responses-failed", failure: "The model failed",
