@@ -69,7 +69,11 @@ func Infer(e Engine) Handler {
 		begin := time.Now()
 		callCtx, span := startSpan(ctx, e, turn, turn.Blocks, started)
 		wctx, wire := WithWireRecorder(callCtx, false)
-		out, err := safeInfer(wctx, e, Input{Turn: turn, Model: tx.Model(), Tools: tx.Tools()}, tx.Delta)
+		var shown streamed
+		out, err := safeInfer(wctx, e, Input{Turn: turn, Model: tx.Model(), Tools: tx.Tools()}, func(d Delta) {
+			shown.add(d)
+			tx.Delta(d)
+		})
 		if err == nil {
 			// An answer the Turn cannot take (a block ID given twice, a
 			// tool call without its ID) fails the call: recorded as
@@ -86,6 +90,13 @@ func Infer(e Engine) Handler {
 		span.End(spanResult(out, err))
 		if err != nil {
 			failed := events.InferenceFailed{InferenceID: started.InferenceID, Error: err.Error(), Transient: IsTransient(err), Duration: took, Wire: wire.Wire()}
+			// What the call streamed before it failed (the client was
+			// shown it) is kept, not added to the Turn.
+			partial, tooLarge := shown.partial()
+			failed.Partial = partial
+			if tooLarge {
+				failed.Error += partialUnstoredNote
+			}
 			if eerr := tx.Emit(ActorEngine, failed); eerr != nil {
 				return fmt.Errorf("inference failed: %w (and recording it failed: %v)", err, eerr)
 			}

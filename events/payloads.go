@@ -258,7 +258,7 @@ type InferenceFailed struct {
 	// It is kept so that an auditor can say what the model emitted and
 	// the user saw; it is not part of the Turn (the projector adds
 	// nothing of it): the client got no answer to continue from. Nil
-	// when nothing arrived, or for an event recorded before 2026-12.
+	// when nothing arrived, or for an event recorded by an older turnlog.
 	Partial []Block `msgpack:"partial,omitempty" json:"partial,omitempty"`
 	Wire
 }
