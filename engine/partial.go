@@ -9,12 +9,13 @@ import (
 
 // maxPartialBytes bounds what a failed call keeps of what it streamed
 // (InferenceFailed.Partial): its step must fit one NATS message, beside
-// the call's other events.
-const maxPartialBytes = 1 << 20
+// the call's other events, also on a server with NATS's default
+// max_payload of 1 MiB.
+const maxPartialBytes = 256 << 10
 
 // partialUnstoredNote ends the reason of a failed call whose streamed
 // output was past maxPartialBytes.
-const partialUnstoredNote = "; what the call streamed before it failed is larger than turnlog keeps (1 MiB), and is not recorded"
+const partialUnstoredNote = "; what the call streamed before it failed is larger than turnlog keeps (256 KiB), and is not recorded"
 
 // streamed gathers a model call's deltas, so that a call that fails after
 // streaming keeps what its client was shown (InferenceFailed.Partial):

@@ -50,7 +50,7 @@ func TestFailedCallKeepsWhatItStreamed(t *testing.T) {
 	// recorded as failed all the same.
 	huge := engine.EngineFunc(func(_ context.Context, _ engine.Input, delta func(engine.Delta)) (engine.Output, error) {
 		chunk := strings.Repeat("x", 64<<10)
-		for range 40 {
+		for range 8 {
 			delta(engine.Delta{Kind: events.KindLLMText, Text: chunk})
 		}
 		return engine.Output{}, errors.New("stream cut")
