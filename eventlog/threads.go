@@ -179,9 +179,20 @@ func (t *Threads) PutAsync(pairs map[string]string) (wait func(context.Context) 
 			ctx, cancel = context.WithTimeout(ctx, putAckTimeout)
 			defer cancel()
 		}
+		// A write the server refused closes a command's connection (its
+		// error handler does, to report the refusal at once), and a
+		// closed connection never acknowledges: stop waiting then.
+		nc := t.js.Conn()
+		closed := nc.StatusChanged(nats.CLOSED)
+		defer nc.RemoveStatusListener(closed)
 		for _, f := range futures {
+			if nc.IsClosed() {
+				return fmt.Errorf("write to the threading index (%s): %w", t.prefix+"…", nats.ErrConnectionClosed)
+			}
 			select {
 			case <-f.Ok():
+			case <-closed:
+				return fmt.Errorf("write to the threading index (%s): %w", t.prefix+"…", nats.ErrConnectionClosed)
 			case err := <-f.Err():
 				return err
 			case <-ctx.Done():
