@@ -165,7 +165,14 @@ func (l *Log) DeadLetters(ctx context.Context, n int) ([]DeadLetter, error) {
 			got++
 			next = raw.Sequence + 1
 			var d DeadLetter
-			if err := json.Unmarshal(raw.Data, &d); err != nil {
+			err = json.Unmarshal(raw.Data, &d)
+			if err == nil && (d.Reason == "" || d.Time.IsZero()) {
+				// JSON, but not a record AddDeadLetter wrote (each has
+				// its reason and time): a JetStream API answer a client
+				// aimed here as its reply subject, say.
+				err = errors.New("JSON without a dead letter's reason and time; not written by turnlog")
+			}
+			if err != nil {
 				d = DeadLetter{Subject: raw.Subject, Reason: "not a dead-letter record: " + err.Error(), Time: raw.Time, Data: raw.Data}
 			}
 			d.Seq = raw.Sequence

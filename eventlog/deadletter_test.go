@@ -73,3 +73,25 @@ func TestReadOnlyOpenOfAnInstallationWithoutDeadLetters(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, n)
 }
+
+// TestDeadLetterListShowsWhatTurnlogDidNotWrite: a message on the
+// dead-letter subject that turnlog did not write (the JSON answer of a
+// JetStream API request a client aimed there as its reply subject, or
+// any client's publish) was listed as a dead letter of no request, no
+// reason and no time. It is listed as what it is.
+func TestDeadLetterListShowsWhatTurnlogDidNotWrite(t *testing.T) {
+	ctx := context.Background()
+	srv := natstest.Start(t)
+	l := openLog(t, srv)
+	require.NoError(t, l.AddDeadLetter(ctx, eventlog.DeadLetter{Subject: "turnlog.chat.*", Reason: "no conversation", RequestSeq: 1}))
+	reply := `{"type":"io.nats.jetstream.api.v1.stream_info_response","config":{"name":"KV_TURNLOG_TEMPLATES"}}`
+	_, err := l.JetStream().Publish(ctx, l.Names().DeadLetterSubject(), []byte(reply))
+	require.NoError(t, err)
+	got, err := l.DeadLetters(ctx, 10)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	assert.Equal(t, "no conversation", got[0].Reason)
+	assert.Contains(t, got[1].Reason, "not a dead-letter record")
+	assert.Equal(t, reply, string(got[1].Data), "its bytes, to look into")
+	assert.False(t, got[1].Time.IsZero(), "when it was stored")
+}
