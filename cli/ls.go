@@ -90,6 +90,9 @@ always follow the rules of this turnlog.`,
 				case c.LastRequestOpen:
 					last = "open: no outcome recorded (in progress, or its gateway stopped)"
 				}
+				if c.Foreign > 0 {
+					last = fmt.Sprintf("%s (not written by turnlog) ignored; %s", plural.Count(c.Foreign, "foreign message"), last)
+				}
 				if c.Quarantined > 0 {
 					last = fmt.Sprintf("%s (turnlog repair %s); %s", plural.Count(c.Quarantined, "quarantined message"), c.ID, last)
 				}

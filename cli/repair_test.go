@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/eventlog"
@@ -36,7 +38,7 @@ func TestRepairMakesACorruptConversationWorkAgain(t *testing.T) {
 	ctx := context.Background()
 	e := newAuditEnv(t, true)
 	e.ask("spoiled", "hello")
-	ack, err := e.log.JetStream().Publish(ctx, e.log.Names().EventsSubject("spoiled"), []byte("garbage"))
+	ack, err := e.log.JetStream().Publish(ctx, e.log.Names().EventsSubject("spoiled"), []byte("garbage"), jetstream.WithMsgID("damaged:"+ulid.Make().String()))
 	require.NoError(t, err)
 	seq := fmt.Sprint(ack.Sequence)
 	assert.Contains(t, failingRequest(t, e, "spoiled", "are you there?"), "message "+seq)
@@ -113,10 +115,45 @@ func TestLsShowsQuarantinedMessages(t *testing.T) {
 	ctx := context.Background()
 	e := newAuditEnv(t, false)
 	appendStep(t, e, "spoiled", events.UserAppended{BlockID: "u1", Text: "hi"})
-	_, err := e.log.JetStream().Publish(ctx, e.log.Names().EventsSubject("spoiled"), []byte("garbage"))
+	_, err := e.log.JetStream().Publish(ctx, e.log.Names().EventsSubject("spoiled"), []byte("garbage"), jetstream.WithMsgID("damaged:"+ulid.Make().String()))
 	require.NoError(t, err)
 	out, errOut, code := e.run("", "ls")
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "spoiled")
 	assert.Contains(t, out, "1 quarantined message (turnlog repair spoiled)")
+}
+
+// TestForeignMessagesBlockNoCommand: what the server stored on a
+// conversation's subject for a client that named it as a reply subject
+// (a JetStream answer, without headers) blocks no command: chat, export,
+// replay and --verify go on, replay and ls name it as foreign, and repair
+// removes it.
+func TestForeignMessagesBlockNoCommand(t *testing.T) {
+	ctx := context.Background()
+	e := newAuditEnv(t, true)
+	e.ask("victim", "hello")
+	ack, err := e.log.JetStream().Publish(ctx, e.log.Names().EventsRoleSubject("victim", "admin"),
+		[]byte(`{"type":"io.nats.jetstream.api.v1.stream_info_response"}`))
+	require.NoError(t, err)
+	seq := fmt.Sprint(ack.Sequence)
+	e.ask("victim", "still there?")
+
+	for _, args := range [][]string{{"export", "victim"}, {"replay", "--verify", "victim"}, {"diff-turns", "victim@1", "victim"}} {
+		_, errOut, code := e.run("", args...)
+		assert.Contains(t, []int{0, 1}, code, "%v: %s", args, errOut)
+		assert.NotContains(t, errOut, "quarantined", "%v", args)
+	}
+	out, errOut, code := e.run("", "replay", "victim")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "message "+seq+": not written by turnlog (a NATS reply or another client's publish), ignored")
+	assert.Contains(t, out, "1 foreign message (not written by turnlog) ignored")
+	out, errOut, code = e.run("", "ls")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "1 foreign message (not written by turnlog) ignored")
+
+	out, errOut, code = e.run("", "repair", "victim", "--yes")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "removed 1 message")
+	out, _, _ = e.run("", "replay", "victim")
+	assert.NotContains(t, out, "foreign")
 }

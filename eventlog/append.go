@@ -137,6 +137,7 @@ func (l *Log) appendStep(ctx context.Context, conversation string, expectedSeq u
 				// cause reused in another conversation would drop this step
 				// silently. Make sure the stored step is ours.
 				stored, err := stream.GetMsg(ctx, ack.Sequence)
+				fromServer(stored)
 				if err != nil {
 					return 0, fmt.Errorf("append to %s: checking duplicate step %s: %w", conversation, msgID, err)
 				}

@@ -106,7 +106,8 @@ func (l *Log) ensureHandles(ctx context.Context) error {
 // even while the stream elects a leader.
 func (l *Log) lastMsg(ctx context.Context, conversation string) (*jetstream.RawStreamMsg, error) {
 	if l.ready.Load() {
-		return l.streamFor(conversation).GetLastMsgForSubject(ctx, l.Names().EventsFilter(conversation))
+		m, err := l.streamFor(conversation).GetLastMsgForSubject(ctx, l.Names().EventsFilter(conversation))
+		return fromServer(m), err
 	}
 	n, err := l.shardCount(ctx, conversation)
 	if err != nil {
@@ -121,7 +122,8 @@ func (l *Log) lastMsg(ctx context.Context, conversation string) (*jetstream.RawS
 // by a direct get as lastMsg.
 func (l *Log) msgAt(ctx context.Context, conversation string, seq uint64) (*jetstream.RawStreamMsg, error) {
 	if l.ready.Load() {
-		return l.streamFor(conversation).GetMsg(ctx, seq)
+		m, err := l.streamFor(conversation).GetMsg(ctx, seq)
+		return fromServer(m), err
 	}
 	stream, _, err := l.eventsOf(ctx, conversation)
 	if err != nil {
@@ -164,10 +166,12 @@ func (l *Log) directGet(ctx context.Context, stream, suffix string, body []byte)
 			return nil, fmt.Errorf("direct get from %s: status %s %s", stream, resp.Header.Get("Status"), resp.Header.Get("Description"))
 		}
 	}
-	seq, err := strconv.ParseUint(resp.Header.Get(jetstream.SequenceHeader), 10, 64)
+	// The server's headers come after those stored with the message
+	// (see serverValue).
+	seq, err := strconv.ParseUint(serverValue(resp.Header, jetstream.SequenceHeader), 10, 64)
 	if err != nil {
 		return nil, fmt.Errorf("direct get from %s: bad %s header: %w", stream, jetstream.SequenceHeader, err)
 	}
-	tm, _ := time.Parse(time.RFC3339Nano, resp.Header.Get(jetstream.TimeStampHeaer))
-	return &jetstream.RawStreamMsg{Subject: resp.Header.Get(jetstream.SubjectHeader), Sequence: seq, Header: resp.Header, Data: resp.Data, Time: tm}, nil
+	tm, _ := time.Parse(time.RFC3339Nano, serverValue(resp.Header, timeStampHeader))
+	return &jetstream.RawStreamMsg{Subject: serverValue(resp.Header, jetstream.SubjectHeader), Sequence: seq, Header: resp.Header, Data: resp.Data, Time: tm}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/turnlog/turnlog/events"
 )
 
 // Reading a conversation's messages by their links.
@@ -27,7 +28,8 @@ import (
 // A message without the header (written by another client), a link to a
 // message that is gone or of another subject, or a list longer than the
 // walk allows, sends the read back to the batched get, which needs none of
-// this.
+// this. So does a foreign message (see foreign.go): its link, if it has
+// one, is a copy of another message's, which no server check vouched for.
 
 // stored is one message of a conversation as read by sequence.
 type stored struct {
@@ -40,12 +42,24 @@ type stored struct {
 	prev   uint64
 	linked bool
 	data   []byte
+	// foreign says why turnlog did not write it, "" when it may have
+	// (see foreignReason).
+	foreign string
+}
+
+// step decodes the stored message as a step of conversation (see
+// readStep).
+func (s *stored) step(conversation string) ([]events.Event, error) {
+	if s.foreign != "" {
+		return nil, &ForeignMessageError{Conversation: conversation, Seq: s.seq, Size: len(s.data), Subject: s.subject, Reason: s.foreign}
+	}
+	return decodeStep(conversation, s.seq, s.data)
 }
 
 func (l *Log) storedFrom(m *jetstream.RawStreamMsg) *stored {
 	s := &stored{seq: m.Sequence, msgID: m.Header.Get(jetstream.MsgIDHeader), subject: m.Subject,
-		writer: l.writerOf(m.Subject, m.Header), data: m.Data}
-	if v := m.Header.Get(jetstream.ExpectedLastSubjSeqHeader); v != "" {
+		writer: l.writerOf(m.Subject, m.Header), data: m.Data, foreign: foreignReason(m.Header)}
+	if v := m.Header.Get(jetstream.ExpectedLastSubjSeqHeader); v != "" && s.foreign == "" {
 		prev, err := strconv.ParseUint(v, 10, 64)
 		s.prev, s.linked = prev, err == nil && prev < m.Sequence
 	}
@@ -179,9 +193,10 @@ func (l *Log) after(ctx context.Context, conversation string, base uint64, baseI
 		caching, size := base == 0, 0
 		var read []*stored
 		for m, err := range l.readFrom(ctx, conversation, last, base, baseID) {
-			if errors.Is(err, ErrCorruptMessage) {
+			if errors.Is(err, ErrCorruptMessage) || errors.Is(err, ErrForeignMessage) {
 				// Named, and the caller may go on past it (see Events);
-				// a history with one is not cached.
+				// a history with one is not cached (the cache holds steps
+				// that link one to the next).
 				caching = false
 				if !yield(m, err) {
 					return
@@ -289,10 +304,10 @@ func (l *Log) readFrom(ctx context.Context, conversation string, last *stored, b
 				}
 			}
 			for _, m := range msgs {
-				evs, err := decodeStep(conversation, m.seq, m.data)
+				evs, err := m.step(conversation)
 				if err != nil {
 					// Named; the caller may go on past it (see Events).
-					if !yield(message{seq: m.seq}, fmt.Errorf("read %s: %w", conversation, err)) {
+					if !yield(message{seq: m.seq, msgID: m.msgID, raw: m}, fmt.Errorf("read %s: %w", conversation, err)) {
 						return
 					}
 					continue
@@ -306,7 +321,12 @@ func (l *Log) readFrom(ctx context.Context, conversation string, last *stored, b
 		// The batched read from base, which checks the base itself.
 		verify := base > 0
 		for m, err := range l.messages(ctx, conversation, base, last.seq) {
-			if errors.Is(err, ErrCorruptMessage) && !(verify && m.seq == base) {
+			if errors.Is(err, ErrForeignMessage) && verify && m.seq == base {
+				// The base itself: a Turn may end with a foreign message
+				// (see fold), checked as any other.
+				err = nil
+			}
+			if (errors.Is(err, ErrCorruptMessage) || errors.Is(err, ErrForeignMessage)) && !(verify && m.seq == base) {
 				if !yield(m, err) {
 					return
 				}

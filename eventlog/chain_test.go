@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -177,12 +178,13 @@ func TestLoadWithoutLinksFallsBack(t *testing.T) {
 	l := openLog(t, srv)
 	spy := spyReads(t, srv, l)
 	want, _ := interleaved(t, l, "c", 2, nil)
-	// A valid step published by a plain client: no expected sequence.
+	// A valid step published without an expected sequence (a message ID
+	// it needs: without one it is not turnlog's, see foreign_test.go).
 	e := user("c", "plain", 0, "without a link")
 	require.NoError(t, projector.Apply(want, e))
 	data, err := events.Encode(e)
 	require.NoError(t, err)
-	ack, err := l.JetStream().Publish(ctx, l.Names().EventsSubject("c"), data)
+	ack, err := l.JetStream().Publish(ctx, l.Names().EventsSubject("c"), data, jetstream.WithMsgID(eventlog.StepID("plain", 0)))
 	require.NoError(t, err)
 	want.Seq = ack.Sequence
 	want, _ = interleaved(t, l, "c", 2, want)

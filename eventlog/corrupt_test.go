@@ -23,13 +23,12 @@ func TestCorruptMessagesAreNamed(t *testing.T) {
 	l := openLog(t, srv)
 	seq, err := l.Append(ctx, "c", 0, user("c", "r0", 0, "fine"))
 	require.NoError(t, err)
-	garbage, err := l.JetStream().Publish(ctx, l.Names().EventsSubject("c"), []byte("garbage"))
-	require.NoError(t, err)
+	// Damaged steps: turnlog's headers, bytes that are not a step of c.
 	other, err := events.Encode(user("elsewhere", "r9", 0, "not yours"))
 	require.NoError(t, err)
-	foreign, err := l.JetStream().Publish(ctx, l.Names().EventsSubject("c"), other)
-	require.NoError(t, err)
-	_, err = l.Append(ctx, "c", foreign.Sequence, user("c", "r1", 0, "after"))
+	badSeq := garbage(t, l, "c", []byte("garbage"))
+	wrong := garbage(t, l, "c", other)
+	_, err = l.Append(ctx, "c", wrong, user("c", "r1", 0, "after"))
 	require.NoError(t, err)
 
 	_, err = l.Load(ctx, "c")
@@ -37,7 +36,7 @@ func TestCorruptMessagesAreNamed(t *testing.T) {
 	require.ErrorAs(t, err, &bad)
 	assert.ErrorIs(t, err, eventlog.ErrCorruptMessage)
 	assert.ErrorIs(t, err, events.ErrInvalid, "the decoding error is kept")
-	assert.Equal(t, garbage.Sequence, bad.Seq)
+	assert.Equal(t, badSeq, bad.Seq)
 	assert.Equal(t, len("garbage"), bad.Size)
 	assert.Contains(t, err.Error(), "turnlog repair c --yes", "the error says what to do")
 
@@ -51,12 +50,11 @@ func TestCorruptMessagesAreNamed(t *testing.T) {
 		require.NoError(t, err)
 		texts = append(texts, rec.Payload.(events.UserAppended).Text)
 	}
-	assert.Equal(t, []uint64{garbage.Sequence, foreign.Sequence}, quarantined)
+	assert.Equal(t, []uint64{badSeq, wrong}, quarantined)
 	assert.Equal(t, []string{"fine", "after"}, texts, "the steps around them are read")
 
 	// A corrupt last message: Last says which, and where.
-	_, err = l.JetStream().Publish(ctx, l.Names().EventsSubject("d"), []byte{0xc1})
-	require.NoError(t, err)
+	garbage(t, l, "d", []byte{0xc1})
 	tail, err := l.Last(ctx, "d")
 	assert.ErrorIs(t, err, eventlog.ErrCorruptMessage)
 	assert.NotZero(t, tail.Seq)

@@ -207,6 +207,9 @@ func (l *Log) streamEvents(ctx context.Context, conversation string) iter.Seq2[e
 			return
 		}
 		for m, err := range l.readFrom(ctx, conversation, last, 0, "") {
+			if errors.Is(err, ErrForeignMessage) {
+				continue // not the conversation's
+			}
 			if err != nil {
 				yield(events.Event{}, err)
 				return

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -151,20 +152,38 @@ func TestMalformedAppendsStoreNothing(t *testing.T) {
 	assert.Equal(t, seq, turn.Seq)
 }
 
-func TestForeignGarbageOnASubjectIsReportedNotSkipped(t *testing.T) {
+// TestForeignGarbageOnASubjectIsReportedAndSkipped: what another client
+// publishes (no message ID: not a turnlog step) is passed over by a load
+// and named by EventsWithForeign; with a message ID it could be a damaged
+// step, and a load stops at it, naming it.
+func TestForeignGarbageOnASubjectIsReportedAndSkipped(t *testing.T) {
 	ctx := context.Background()
 	srv := natstest.Start(t)
 	l := openLog(t, srv)
 	_, err := l.Append(ctx, "c", 0, user("c", "r0", 0, "fine"))
 	require.NoError(t, err)
-	// Another client writes something that is not a turnlog step.
 	_, err = l.JetStream().Publish(ctx, l.Names().EventsSubject("c"), []byte(`{"not":"msgpack"}`))
 	require.NoError(t, err)
 
+	turn, err := l.Load(ctx, "c")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"fine"}, texts(turn))
+	var reported []error
+	for _, err := range l.EventsWithForeign(ctx, "c") {
+		if err != nil {
+			reported = append(reported, err)
+		}
+	}
+	require.Len(t, reported, 1)
+	assert.ErrorIs(t, reported[0], eventlog.ErrForeignMessage)
+	assert.Contains(t, reported[0].Error(), "message 2", "the report names the message")
+
+	_, err = l.JetStream().Publish(ctx, l.Names().EventsSubject("c"), []byte(`{"not":"msgpack"}`), jetstream.WithMsgID("r1:0"))
+	require.NoError(t, err)
 	_, err = l.Load(ctx, "c")
 	require.Error(t, err)
 	assert.ErrorIs(t, err, events.ErrInvalid)
-	assert.Contains(t, err.Error(), "message 2", "the error names the bad message")
+	assert.Contains(t, err.Error(), "message 3", "the error names the bad message")
 }
 
 func TestSnapshotIsOnlyACache(t *testing.T) {

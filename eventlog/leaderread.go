@@ -74,7 +74,7 @@ func (l *Log) committedLast(ctx context.Context, conversation string) (*jetstrea
 		// anyone may have sent, is checked with the stream itself.
 		m, err := l.lastMsg(ctx, conversation)
 		switch {
-		case err == nil && m.Header.Get(jetstream.StreamHeader) == stream:
+		case err == nil && serverValue(m.Header, jetstream.StreamHeader) == stream:
 			return m, nil
 		case err != nil && !errors.Is(err, jetstream.ErrMsgNotFound):
 			return nil, err
@@ -144,7 +144,7 @@ func (l *Log) leaderGet(ctx context.Context, stream string, req leaderGetRequest
 			return nil, fmt.Errorf("message get from %s's leader: message %d: %w", stream, m.Sequence, err)
 		}
 	}
-	return m, nil
+	return asDirectGet(m, stream), nil
 }
 
 // leaderRest yields, from the stream's leader, the messages on subject
@@ -188,14 +188,19 @@ func (l *Log) leaderRest(ctx context.Context, conversation, stream, subject stri
 
 // yieldStep decodes raw, a message of conversation, and yields it with
 // the role that stored it (see Log.writerOf); a message that is not a step
-// is yielded as its error, which a caller may go on past (see Events). It
-// reports whether the caller wants more.
+// (foreign or corrupt) is yielded as its error, which a caller may go on
+// past (see Events). It reports whether the caller wants more.
 func (l *Log) yieldStep(conversation string, raw *jetstream.RawStreamMsg, yield func(message, error) bool) bool {
-	evs, err := decodeStep(conversation, raw.Sequence, raw.Data)
+	st := l.storedFrom(raw)
+	evs, err := readStep(conversation, raw)
+	if errors.Is(err, ErrForeignMessage) {
+		// Its sequence and ID: a Turn that ends with it names it (see
+		// fold), and a read from it checks it (see readFrom).
+		return yield(message{seq: st.seq, msgID: st.msgID, raw: st}, fmt.Errorf("read %s: %w", conversation, err))
+	}
 	if err != nil {
 		return yield(message{seq: raw.Sequence}, fmt.Errorf("read %s: %w", conversation, err))
 	}
-	st := l.storedFrom(raw)
 	return yield(message{seq: st.seq, msgID: st.msgID, writer: st.writer, events: evs, raw: st}, nil)
 }
 

@@ -112,7 +112,8 @@ func (l *Log) messages(ctx context.Context, conversation string, from, until uin
 					yield(message{}, fmt.Errorf("read %s: %w", conversation, err))
 					return
 				}
-				if by := raw.Header.Get(jetstream.StreamHeader); by != stream {
+				fromServer(raw)
+				if by := serverValue(raw.Header, jetstream.StreamHeader); by != stream {
 					// A mirror made with mirror_direct answered: its copy
 					// may lack the last steps, and holds those an erase
 					// removed from the stream. Ask again (another member
@@ -129,7 +130,7 @@ func (l *Log) messages(ctx context.Context, conversation string, from, until uin
 				}
 				got++
 				read, next = raw.Sequence, raw.Sequence+1
-				pending, _ = strconv.ParseUint(raw.Header.Get("Nats-Num-Pending"), 10, 64)
+				pending, _ = strconv.ParseUint(serverValue(raw.Header, "Nats-Num-Pending"), 10, 64)
 				if !l.yieldStep(conversation, raw, yield) {
 					return
 				}
@@ -169,11 +170,27 @@ func EventsOnly(records iter.Seq2[Record, error]) iter.Seq2[events.Event, error]
 }
 
 // Events yields every event of a conversation in log order, with its
-// position. A message that is not a step of the conversation (see
-// ErrCorruptMessage) is yielded as a *CorruptMessageError, and iteration
-// goes on after it if the caller goes on; any other error is yielded and
-// ends it.
+// position. A message turnlog did not write (see ErrForeignMessage) is
+// skipped; EventsWithForeign names it. A message with turnlog's headers
+// that is not a step of the conversation (see ErrCorruptMessage) is
+// yielded as a *CorruptMessageError, and iteration goes on after it if the
+// caller goes on; any other error is yielded and ends it.
 func (l *Log) Events(ctx context.Context, conversation string) iter.Seq2[Record, error] {
+	return l.events(ctx, conversation, false)
+}
+
+// EventsWithForeign is Events that also yields, in log order, each
+// message turnlog did not write as a Record holding its Seq alone with a
+// *ForeignMessageError, which the caller may go on past as past a
+// *CorruptMessageError: what a reader that reports what it read (replay,
+// ls) uses, so that nothing on a conversation's subjects is passed over
+// without a word.
+func (l *Log) EventsWithForeign(ctx context.Context, conversation string) iter.Seq2[Record, error] {
+	return l.events(ctx, conversation, true)
+}
+
+// events is Events, yielding foreign messages when foreign is set.
+func (l *Log) events(ctx context.Context, conversation string, foreign bool) iter.Seq2[Record, error] {
 	return func(yield func(Record, error) bool) {
 		if err := events.ValidateConversationID(conversation); err != nil {
 			yield(Record{}, err)
@@ -181,6 +198,12 @@ func (l *Log) Events(ctx context.Context, conversation string) iter.Seq2[Record,
 		}
 		pos := 0
 		for m, err := range l.after(ctx, conversation, 0, "") {
+			if errors.Is(err, ErrForeignMessage) {
+				if foreign && !yield(Record{Seq: m.seq}, err) {
+					return
+				}
+				continue
+			}
 			if errors.Is(err, ErrCorruptMessage) {
 				if !yield(Record{Seq: m.seq}, err) {
 					return
@@ -251,7 +274,9 @@ func (l *Log) load(ctx context.Context, conversation string, n int, useSnapshot 
 	if n >= 0 && turn.Events < n {
 		return nil, fmt.Errorf("load %s@%d: %w: the conversation has %d events", conversation, n, ErrNotFound, turn.Events)
 	}
-	if n < 0 && tail >= l.opts.snapshotEvery && !l.opts.readOnly {
+	// A Turn that ends with a foreign message without an ID has nothing
+	// to name it by (see SaveSnapshot): the next step's load saves it.
+	if n < 0 && tail >= l.opts.snapshotEvery && !l.opts.readOnly && lastID != "" {
 		if err := l.SaveSnapshot(ctx, turn, lastID); err != nil {
 			l.opts.logger.Warn("snapshot not saved", "conversation", conversation, "err", err)
 		}
@@ -275,6 +300,14 @@ func (l *Log) fold(ctx context.Context, turn *projector.Turn, lastID string, n i
 	for m, err := range l.after(ctx, conversation, turn.Seq, lastID) {
 		if errors.Is(err, errStaleBase) {
 			return nil, 0, "", err
+		}
+		if errors.Is(err, ErrForeignMessage) {
+			// Not a step: the Turn only ends with it, so that the next
+			// append expects it as the conversation's last message.
+			if n < 0 {
+				turn.Seq, lastID = m.seq, m.msgID
+			}
+			continue
 		}
 		if err != nil {
 			return nil, 0, "", fmt.Errorf("load %s: %w", conversation, err)

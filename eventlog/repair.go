@@ -94,12 +94,23 @@ func (l *Log) PlanRepair(ctx context.Context, conversation string) (*RepairPlan,
 			return nil, fmt.Errorf("plan repair of %s: %w", conversation, err)
 		}
 		s := scanned{seq: raw.Sequence, repair: raw.Header.Get(HeaderRepair)}
-		if _, err := decodeStep(conversation, raw.Sequence, raw.Data); err != nil {
+		// A foreign message goes whatever headers of a repair it carries
+		// (a direct get's copy of a message someone chose): it is not a
+		// repair's, and no purge point it names is followed.
+		if _, err := readStep(conversation, raw); err != nil {
+			reason := err.Error()
 			var bad *CorruptMessageError
-			errors.As(err, &bad)
+			var foreign *ForeignMessageError
+			switch {
+			case errors.As(err, &bad):
+				reason = bad.Err.Error()
+			case errors.As(err, &foreign):
+				reason = "not written by turnlog: " + foreign.Reason
+				s.repair = ""
+			}
 			sum := sha256.Sum256(raw.Data)
 			s.corrupt = &CorruptMessage{Seq: raw.Sequence, Size: len(raw.Data), SHA256: hex.EncodeToString(sum[:]),
-				Headers: joinHeaders(raw.Header), Reason: bad.Err.Error()}
+				Headers: joinHeaders(raw.Header), Reason: reason}
 		} else if p, err := strconv.ParseUint(raw.Header.Get(HeaderPurgeBelow), 10, 64); err == nil && s.repair != "" {
 			s.purge = p
 		}
@@ -294,8 +305,9 @@ func (l *Log) rawMessages(ctx context.Context, conversation string) iter.Seq2[*j
 					return
 				}
 				got++
+				fromServer(raw)
 				next = raw.Sequence + 1
-				pending, _ = strconv.ParseUint(raw.Header.Get("Nats-Num-Pending"), 10, 64)
+				pending, _ = strconv.ParseUint(serverValue(raw.Header, "Nats-Num-Pending"), 10, 64)
 				if !yield(raw, nil) {
 					return
 				}
@@ -314,13 +326,16 @@ func (l *Log) rawMessages(ctx context.Context, conversation string) iter.Seq2[*j
 
 // joinHeaders flattens NATS headers for the audit, leaving out the
 // headers a direct get adds (Nats-Stream, Nats-Sequence, ...), which say
-// where the message was read, not what it was.
+// where the message was read, not what it was: the last value of each
+// (see serverValue); those stored with the message are kept.
 func joinHeaders(h nats.Header) map[string]string {
 	out := map[string]string{}
 	for k, v := range h {
 		switch k {
 		case "Nats-Stream", "Nats-Sequence", "Nats-Time-Stamp", "Nats-Subject", "Nats-Num-Pending", "Nats-Last-Sequence":
-			continue
+			if v = v[:max(len(v)-1, 0)]; len(v) == 0 {
+				continue
+			}
 		}
 		out[k] = strings.Join(v, ", ")
 	}

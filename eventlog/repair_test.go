@@ -18,11 +18,14 @@ import (
 	"github.com/turnlog/turnlog/internal/natstest"
 )
 
-// garbage publishes data on the conversation's subject as another NATS
-// client could, with a header, and returns its sequence.
+// garbage publishes data on the conversation's subject as a damaged step:
+// with a message ID, as every step turnlog stores (without one, it would
+// be foreign, not quarantined: see foreign_test.go), and another header;
+// it returns its sequence.
 func garbage(t *testing.T, l *eventlog.Log, conv string, data []byte) uint64 {
 	t.Helper()
-	msg := &nats.Msg{Subject: l.Names().EventsSubject(conv), Data: data, Header: nats.Header{"X-Origin": []string{"intruder"}}}
+	msg := &nats.Msg{Subject: l.Names().EventsSubject(conv), Data: data, Header: nats.Header{"X-Origin": []string{"intruder"},
+		jetstream.MsgIDHeader: []string{"damaged:" + ulid.Make().String()}}}
 	ack, err := l.JetStream().PublishMsg(context.Background(), msg)
 	require.NoError(t, err)
 	return ack.Sequence
@@ -68,7 +71,7 @@ func TestRepairRemovesCorruptMessagesWithAnAudit(t *testing.T) {
 	assert.Equal(t, 3, plan.Restore, "kept messages come before removed ones: they are stored again")
 	sum := sha256.Sum256([]byte("garbage"))
 	assert.Equal(t, eventlog.CorruptMessage{Seq: bad1, Size: len("garbage"), SHA256: hex.EncodeToString(sum[:]),
-		Headers: map[string]string{"X-Origin": "intruder"}, Reason: plan.Corrupt[0].Reason}, plan.Corrupt[0])
+		Headers: map[string]string{"X-Origin": "intruder", jetstream.MsgIDHeader: plan.Corrupt[0].Headers[jetstream.MsgIDHeader]}, Reason: plan.Corrupt[0].Reason}, plan.Corrupt[0])
 	assert.Contains(t, plan.Corrupt[1].Reason, "another conversation")
 
 	cause := ulid.Make().String()
@@ -165,7 +168,8 @@ func TestAnInterruptedRepairIsFinishedByTheNext(t *testing.T) {
 		require.NoError(t, err)
 		break
 	}
-	msg := &nats.Msg{Subject: l.Names().EventsSubject("cut"), Data: data, Header: nats.Header{eventlog.HeaderRepair: []string{"interrupted"}}}
+	msg := &nats.Msg{Subject: l.Names().EventsSubject("cut"), Data: data, Header: nats.Header{eventlog.HeaderRepair: []string{"interrupted"},
+		jetstream.MsgIDHeader: []string{"repair:interrupted:1"}}}
 	_, err = l.JetStream().PublishMsg(ctx, msg)
 	require.NoError(t, err)
 
@@ -192,12 +196,13 @@ func TestARepairStoppedBeforeItsPurgeIsFinished(t *testing.T) {
 	bad := garbage(t, l, "fin", []byte("garbage"))
 	data, err := events.Encode(step)
 	require.NoError(t, err)
-	copied, err := l.JetStream().PublishMsg(ctx, &nats.Msg{Subject: subject, Data: data, Header: nats.Header{eventlog.HeaderRepair: []string{"R"}}})
+	copied, err := l.JetStream().PublishMsg(ctx, &nats.Msg{Subject: subject, Data: data, Header: nats.Header{eventlog.HeaderRepair: []string{"R"},
+		jetstream.MsgIDHeader: []string{"repair:R:1"}}})
 	require.NoError(t, err)
 	audit, err := events.Encode(events.New("fin", "R", 0, "repair", events.MessageRemoved{Seq: int(bad), Size: 7, SHA256: hex.EncodeToString(make([]byte, 32)), Reason: "x"}))
 	require.NoError(t, err)
 	_, err = l.JetStream().PublishMsg(ctx, &nats.Msg{Subject: subject, Data: audit, Header: nats.Header{
-		eventlog.HeaderRepair: []string{"R"}, eventlog.HeaderPurgeBelow: []string{itoa(copied.Sequence)}}})
+		eventlog.HeaderRepair: []string{"R"}, eventlog.HeaderPurgeBelow: []string{itoa(copied.Sequence)}, jetstream.MsgIDHeader: []string{"R:0"}}})
 	require.NoError(t, err)
 
 	plan, err := l.PlanRepair(ctx, "fin")

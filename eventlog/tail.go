@@ -20,9 +20,17 @@ import (
 // (or to see that it already finished) with one direct get, whatever the
 // conversation's length.
 type Tail struct {
-	// Seq is the stream sequence of the last message, 0 for a new
-	// conversation.
+	// Seq is the stream sequence of the conversation's last message, 0 for
+	// a new conversation: what the next append expects. It is the step's
+	// (StepSeq) unless messages turnlog did not write follow the step (see
+	// ErrForeignMessage).
 	Seq uint64
+	// StepSeq is the stream sequence of the conversation's last step, the
+	// message the fields below describe; 0 when it has none.
+	StepSeq uint64
+	// MsgID is the message ID of the last message (Seq), "" when it has
+	// none: what a snapshot of the Turn that ends with it names.
+	MsgID string
 	// Cause and Step identify the step the message carried.
 	Cause string
 	Step  int
@@ -47,9 +55,11 @@ func (t Tail) Closed() bool {
 	return false
 }
 
-// Last returns the conversation's last message, decoded. When it is not a
-// step of the conversation (ErrCorruptMessage), the error says so and the
-// Tail still has its Seq and Stored time.
+// Last returns the conversation's last step, decoded, and the sequence
+// of its last message (Tail.Seq), which messages turnlog did not write
+// may follow (see ErrForeignMessage): they are passed over. When the last
+// step is not a step of the conversation (ErrCorruptMessage), the error
+// says so and the Tail still has its Seq and Stored time.
 func (l *Log) Last(ctx context.Context, conversation string) (Tail, error) {
 	if err := events.ValidateConversationID(conversation); err != nil {
 		return Tail{}, err
@@ -61,7 +71,17 @@ func (l *Log) Last(ctx context.Context, conversation string) (Tail, error) {
 	if err != nil {
 		return Tail{}, fmt.Errorf("last message of %s: %w", conversation, err)
 	}
+	seq, id := m.Sequence, m.Header.Get(jetstream.MsgIDHeader)
+	if foreignReason(m.Header) != "" {
+		if m, err = l.stepBefore(ctx, conversation, m.Sequence); err != nil {
+			return Tail{}, fmt.Errorf("last step of %s: %w", conversation, err)
+		}
+		if m == nil {
+			return Tail{Seq: seq, MsgID: id}, nil // no step: only foreign messages
+		}
+	}
 	t, err := tailOf(conversation, m)
+	t.Seq, t.MsgID = seq, id
 	if err != nil {
 		return t, fmt.Errorf("last message of %s: %w", conversation, err)
 	}
@@ -85,22 +105,51 @@ func (l *Log) Before(ctx context.Context, conversation string, t Tail) (prev Tai
 	if !l.sameConversation(conversation, m.Subject) {
 		return Tail{}, false, nil
 	}
+	if foreignReason(m.Header) != "" {
+		// A step appended after a foreign message links to it.
+		if m, err = l.stepBefore(ctx, conversation, m.Sequence); err != nil || m == nil {
+			return Tail{}, false, err
+		}
+	}
 	prev, err = tailOf(conversation, m)
+	prev.MsgID = m.Header.Get(jetstream.MsgIDHeader)
 	if err != nil {
 		return prev, false, fmt.Errorf("read %s: %w", conversation, err)
 	}
 	return prev, true, nil
 }
 
+// stepBefore returns the conversation's last message below sequence seq
+// that turnlog may have written, nil when there is none. Only a foreign
+// message sends a read here: its link, if any, is not the server's (see
+// foreign.go), so the conversation's messages are read up to it, one
+// batched read. A cost for the conversations where someone left foreign
+// messages (a repair removes them), not for the others.
+func (l *Log) stepBefore(ctx context.Context, conversation string, seq uint64) (*jetstream.RawStreamMsg, error) {
+	var step *jetstream.RawStreamMsg
+	for raw, err := range l.rawMessages(ctx, conversation) {
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", conversation, err)
+		}
+		if raw.Sequence >= seq {
+			break
+		}
+		if foreignReason(raw.Header) == "" {
+			step = raw
+		}
+	}
+	return step, nil
+}
+
 // tailOf reads one stored step of a conversation.
 func tailOf(conversation string, m *jetstream.RawStreamMsg) (Tail, error) {
-	t := Tail{Seq: m.Sequence, Stored: m.Time}
+	t := Tail{Seq: m.Sequence, StepSeq: m.Sequence, Stored: m.Time, MsgID: m.Header.Get(jetstream.MsgIDHeader)}
 	if v := m.Header.Get(jetstream.ExpectedLastSubjSeqHeader); v != "" {
 		if prev, err := strconv.ParseUint(v, 10, 64); err == nil && prev < m.Sequence {
 			t.Prev = prev
 		}
 	}
-	evs, err := decodeStep(conversation, m.Sequence, m.Data)
+	evs, err := readStep(conversation, m)
 	if err != nil {
 		// The sequence and time are known all the same.
 		return t, err

@@ -18,8 +18,9 @@ import (
 // afterSeq, as they arrive, until ctx ends. afterPos is the position of the
 // last event already seen (Turn.Events), so positions continue from it.
 // Pass a loaded Turn's Seq and Events to follow it live without a gap.
-// A message that is not a step of the conversation is yielded as a
-// *CorruptMessageError, and the watch goes on if the caller does.
+// A message turnlog did not write (ErrForeignMessage) is passed over; one
+// with turnlog's headers that is not a step of the conversation is yielded
+// as a *CorruptMessageError, and the watch goes on if the caller does.
 //
 // It creates no consumer: it subscribes to the conversation's events
 // subject, whose messages (the appends, as they are published) are only a
@@ -88,6 +89,10 @@ func (l *Log) Watch(ctx context.Context, conversation string, afterSeq uint64, a
 				if err != nil {
 					if ctx.Err() != nil {
 						return
+					}
+					if errors.Is(err, ErrForeignMessage) && m.seq > last {
+						last, got = m.seq, true
+						continue
 					}
 					if errors.Is(err, ErrCorruptMessage) && m.seq > last {
 						// Named; the caller may go on past it.
@@ -171,6 +176,7 @@ func unwrapRead(err error) error {
 // Watch would yield so far. Positions count on from afterPos. It uses
 // direct gets, which any replica answers, so it works while the stream
 // elects a leader (a replica may lag the leader by the last few messages).
+// Messages turnlog did not write are passed over, as by Events.
 func (l *Log) EventsAfter(ctx context.Context, conversation string, afterSeq uint64, afterPos int) iter.Seq2[Record, error] {
 	return func(yield func(Record, error) bool) {
 		if err := events.ValidateConversationID(conversation); err != nil {
@@ -179,6 +185,9 @@ func (l *Log) EventsAfter(ctx context.Context, conversation string, afterSeq uin
 		}
 		pos := afterPos
 		for m, err := range l.messages(ctx, conversation, afterSeq+1, 0) {
+			if errors.Is(err, ErrForeignMessage) {
+				continue
+			}
 			if err != nil {
 				yield(Record{}, err)
 				return

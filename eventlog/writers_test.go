@@ -139,7 +139,8 @@ func TestRepairKeepsWhoWroteEachStep(t *testing.T) {
 	worker := openLog(t, srv, eventlog.WithWriterRole("worker"))
 	data, err := events.Encode(user("c", "r0", 0, "legacy"))
 	require.NoError(t, err)
-	ack, err := admin.JetStream().Publish(ctx, admin.Names().EventsSubject("c"), data)
+	// A step of a turnlog before roles: on the legacy subject, with its ID.
+	ack, err := admin.JetStream().Publish(ctx, admin.Names().EventsSubject("c"), data, jetstream.WithMsgID(eventlog.StepID("r0", 0)))
 	require.NoError(t, err)
 	seq, err := worker.Append(ctx, "c", ack.Sequence, reply("c", "r0", 1, "by a worker"))
 	require.NoError(t, err)

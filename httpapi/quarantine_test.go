@@ -7,11 +7,18 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/replay"
 )
+
+// damaged publishes with a message ID, as turnlog's steps are: garbage
+// so stored is a damaged step, quarantined (without an ID it would be
+// foreign, and ignored: see TestForeignMessagesBlockNoRoute).
+func damaged() jetstream.PublishOpt { return jetstream.WithMsgID("damaged:" + ulid.Make().String()) }
 
 // TestACorruptConversationIsReadableOverHTTP: one message that does not
 // decode on a conversation's subject used to turn its timeline into a 500
@@ -21,7 +28,7 @@ import (
 func TestACorruptConversationIsReadableOverHTTP(t *testing.T) {
 	ts, l := startChatAPI(t)
 	chat(t, ts, l, "spoiled", "hello")
-	ack, err := l.JetStream().Publish(context.Background(), l.Names().EventsSubject("spoiled"), []byte("garbage"))
+	ack, err := l.JetStream().Publish(context.Background(), l.Names().EventsSubject("spoiled"), []byte("garbage"), damaged())
 	require.NoError(t, err)
 
 	status, out, _ := call(t, ts, "GET", "/conversations/spoiled/timeline", "Bearer "+token, "")
@@ -54,7 +61,7 @@ func TestStreamNamesAQuarantinedMessageAndGoesOn(t *testing.T) {
 	require.Equal(t, http.StatusOK, res.StatusCode)
 	require.Equal(t, "ready", next(t, stream).event)
 
-	ack, err := l.JetStream().Publish(context.Background(), l.Names().EventsSubject("live"), []byte("garbage"))
+	ack, err := l.JetStream().Publish(context.Background(), l.Names().EventsSubject("live"), []byte("garbage"), damaged())
 	require.NoError(t, err)
 	e := next(t, stream)
 	require.Equal(t, "quarantined", e.event, e.data)
@@ -76,4 +83,47 @@ func TestStreamNamesAQuarantinedMessageAndGoesOn(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(e.data), &failed))
 	}
 	assert.Contains(t, failed.Payload.Reason, fmt.Sprintf("message %d", ack.Sequence))
+}
+
+// TestForeignMessagesBlockNoRoute: a NATS reply the server stored on a
+// conversation's subject (no headers: not turnlog's) is shown in the
+// timeline as foreign, and the Turn, the live stream and the next request
+// go on past it.
+func TestForeignMessagesBlockNoRoute(t *testing.T) {
+	ts, l := startChatAPI(t)
+	chat(t, ts, l, "victim", "hello")
+	stream, res := openStream(t, ts, "/conversations/victim/stream")
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Equal(t, "ready", next(t, stream).event)
+	ack, err := l.JetStream().Publish(context.Background(), l.Names().EventsRoleSubject("victim", "admin"), []byte(`{"stream":"TURNLOG_REQUESTS","seq":1}`))
+	require.NoError(t, err)
+
+	status, out, _ := call(t, ts, "GET", "/conversations/victim/turn", "Bearer "+token, "")
+	require.Equal(t, http.StatusOK, status, "%v", out)
+	status, out, _ = call(t, ts, "POST", "/conversations/victim/messages", "Bearer "+token, `{"text": "still there?"}`)
+	require.Equal(t, http.StatusAccepted, status, "%v", out)
+	var ev struct {
+		Type events.Type `json:"type"`
+	}
+	for ev.Type != events.TypeRequestCompleted {
+		e := next(t, stream)
+		if e.event == "delta" {
+			continue
+		}
+		require.Equal(t, "event", e.event, e.data)
+		require.NoError(t, json.Unmarshal([]byte(e.data), &ev))
+		require.NotEqual(t, events.TypeRequestFailed, ev.Type, e.data)
+	}
+
+	status, out, _ = call(t, ts, "GET", "/conversations/victim/timeline", "Bearer "+token, "")
+	require.Equal(t, http.StatusOK, status, "%v", out)
+	var foreign []map[string]any
+	for _, e := range out["events"].([]any) {
+		if m := e.(map[string]any); m["type"] == "foreign" {
+			foreign = append(foreign, m)
+		}
+	}
+	require.Len(t, foreign, 1)
+	assert.Equal(t, float64(ack.Sequence), foreign[0]["seq"])
+	assert.Contains(t, foreign[0]["summary"], "not written by turnlog")
 }

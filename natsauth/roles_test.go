@@ -630,7 +630,7 @@ func TestWorkerOnAnInstallationBeforeRoleSubjects(t *testing.T) {
 	cfg.Subjects = []string{admin.Names().EventsWildcard()}
 	_, err = js.UpdateStream(ctx, cfg)
 	require.NoError(t, err)
-	ack, err := js.Publish(ctx, admin.Names().EventsSubject("old"), mustEncode(t, userEvent("old", "r0", 0, "before the upgrade")))
+	ack, err := js.Publish(ctx, admin.Names().EventsSubject("old"), mustEncode(t, userEvent("old", "r0", 0, "before the upgrade")), jetstream.WithMsgID(eventlog.StepID("r0", 0)))
 	require.NoError(t, err)
 
 	wc := connectAs(t, srv, natsauth.Worker)

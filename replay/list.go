@@ -46,6 +46,11 @@ type Conversation struct {
 	// steps (see eventlog.ErrCorruptMessage): `turnlog repair` removes
 	// them. Always in the JSON, as the counts above.
 	Quarantined int `json:"quarantined"`
+	// Foreign counts the messages on its subjects that turnlog did not
+	// write (see eventlog.ErrForeignMessage), which every read ignores,
+	// when its source names them (ForeignSource): `turnlog repair`
+	// removes them too. Always in the JSON, as the counts above.
+	Foreign int `json:"foreign"`
 	// Findings counts the rules its model inputs broke (see Check), read
 	// by Describe in the same pass over the history: `turnlog replay
 	// --check` lists them. Always in the JSON, as the counts above.
@@ -105,14 +110,18 @@ func Newest(ctx context.Context, l Lister, match func(id string) bool) ([]Conver
 // It costs a read of the whole conversation, and a fold of it for the
 // check, so callers describe only what they show.
 func Describe(ctx context.Context, src Source, c *Conversation) error {
-	c.Events, c.ModelCalls, c.LastRequestFailed, c.LastFailure, c.Quarantined, c.Findings = 0, 0, false, "", 0, 0
+	c.Events, c.ModelCalls, c.LastRequestFailed, c.LastFailure, c.Quarantined, c.Foreign, c.Findings = 0, 0, false, "", 0, 0, 0
 	c.LastRequestOpen = false
 	chk, checking := NewChecker(), true
 	// An app's call through the gateway is its own request: its closing
 	// event says how it ended. (A worker's model calls are steps of a
 	// request, which request.completed or request.failed ends.)
 	lastGatewayCall := ""
-	for rec, err := range src.Events(ctx, c.ID) {
+	for rec, err := range eventsOf(ctx, src, c.ID, true) {
+		if errors.Is(err, eventlog.ErrForeignMessage) {
+			c.Foreign++
+			continue
+		}
 		if errors.Is(err, eventlog.ErrCorruptMessage) {
 			c.Quarantined++
 			continue

@@ -41,7 +41,7 @@ func WriteTimeline(w io.Writer, conversation string, entries iter.Seq2[*Entry, e
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "conversation %s\n", safe(conversation))
 	fmt.Fprintf(bw, "%5s %6s  %-24s  %-21s  %-21s  %s\n", "n", "seq", "time", "type", "actor", "cause:step  summary")
-	n, calls, quarantined := 0, 0, 0
+	n, calls, quarantined, foreign := 0, 0, 0, 0
 	for e, err := range entries {
 		if err != nil {
 			if n > 0 { // an error before the first event (a missing conversation) prints no table
@@ -49,8 +49,12 @@ func WriteTimeline(w io.Writer, conversation string, entries iter.Seq2[*Entry, e
 			}
 			return err
 		}
-		if e.Quarantined != nil {
-			quarantined++
+		if e.Quarantined != nil || e.Foreign != nil {
+			if e.Foreign != nil {
+				foreign++
+			} else {
+				quarantined++
+			}
 			fmt.Fprintf(bw, "%5s %6d  %-24s  %-21s  %-21s  %s\n", "-", e.Seq, "", e.Type, "", e.Summary)
 			continue
 		}
@@ -64,6 +68,9 @@ func WriteTimeline(w io.Writer, conversation string, entries iter.Seq2[*Entry, e
 	fmt.Fprintf(bw, "%s, %s", plural.Count(n, "event"), plural.Count(calls, "model call"))
 	if quarantined > 0 {
 		fmt.Fprintf(bw, ", %s (turnlog repair %s --yes removes them)", plural.Count(quarantined, "quarantined message"), safe(conversation))
+	}
+	if foreign > 0 {
+		fmt.Fprintf(bw, ", %s (not written by turnlog) ignored", plural.Count(foreign, "foreign message"))
 	}
 	fmt.Fprintln(bw)
 	return bw.Flush()

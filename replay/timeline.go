@@ -29,6 +29,10 @@ type options struct {
 	// the conversation, and read goes on past it; without it such a
 	// message ends the read with its *eventlog.CorruptMessageError.
 	quarantine func(*eventlog.CorruptMessageError) error
+	// foreign, when set, is given each message turnlog did not write,
+	// which the source names (ForeignSource); without it they are
+	// passed over unseen.
+	foreign func(*eventlog.ForeignMessageError) error
 	// wire, when set, renders recorded wire requests again (WithWire).
 	wire WireRenderer
 }
@@ -93,17 +97,12 @@ type Entry struct {
 	// that do not decode, another conversation's events): it is shown,
 	// and skipped by the fold, until `turnlog repair` removes it.
 	Quarantined *Quarantined `json:"quarantined,omitempty"`
-}
-
-// TypeQuarantined is the Type of a timeline entry that is a quarantined
-// message, not an event.
-const TypeQuarantined events.Type = "quarantined"
-
-// Quarantined is a message that is not a step of the conversation.
-type Quarantined struct {
-	Seq    uint64 `json:"seq"`
-	Size   int    `json:"size"`
-	Reason string `json:"reason"`
+	// Foreign is set, with Type "foreign" and N 0, for a message on the
+	// conversation's subjects that turnlog did not write (a NATS reply
+	// or another client's publish, see eventlog.ErrForeignMessage): it is
+	// shown, and ignored by every read, until `turnlog repair` removes
+	// it.
+	Foreign *Foreign `json:"foreign,omitempty"`
 }
 
 // Inference is one model call as the log proves it: the Turn re-projected
@@ -165,7 +164,16 @@ func read(ctx context.Context, src Source, conversation string, o options, visit
 	}
 	w := newWalker(conversation)
 	n := 0
-	for r, err := range src.Events(ctx, conversation) {
+	for r, err := range eventsOf(ctx, src, conversation, o.foreign != nil) {
+		var alien *eventlog.ForeignMessageError
+		if errors.As(err, &alien) {
+			if o.foreign != nil {
+				if err := o.foreign(alien); err != nil {
+					return w, n, err
+				}
+			}
+			continue
+		}
 		var bad *eventlog.CorruptMessageError
 		if o.quarantine != nil && errors.As(err, &bad) {
 			if err := o.quarantine(bad); err != nil {
@@ -257,6 +265,12 @@ func Entries(ctx context.Context, src Source, conversation string, opts ...Optio
 				Summary: fmt.Sprintf("quarantined message %d (%d bytes), not a step of this conversation: %s; `turnlog repair %s --yes` removes it",
 					bad.Seq, bad.Size, quote(q.Reason), conversation)}
 			return emit(e)
+		}
+		o.foreign = func(alien *eventlog.ForeignMessageError) error {
+			f := &Foreign{Seq: alien.Seq, Size: alien.Size, Subject: alien.Subject, Reason: alien.Reason}
+			return emit(&Entry{Seq: alien.Seq, Type: TypeForeign, Foreign: f,
+				Summary: fmt.Sprintf("message %d: not written by turnlog (a NATS reply or another client's publish), ignored: %s (%d bytes on %s)",
+					alien.Seq, quote(f.Reason), f.Size, quote(f.Subject))})
 		}
 		_, _, err := read(ctx, src, conversation, o, func(w *walker, r *eventlog.Record) error {
 			e := &Entry{N: r.Pos, Seq: r.Seq, Time: r.Time, Type: r.Type, Actor: r.Actor, Writer: r.Writer, Cause: r.Cause, Step: r.Step,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/engine"
@@ -176,7 +177,7 @@ func TestVerifyNamesTheAlteredEvent(t *testing.T) {
 
 	t.Run("an undecodable message is a mismatch", func(t *testing.T) {
 		copyConversation(t, l, "orig", "garbage", func(*eventlog.Record) {})
-		_, err := l.JetStream().Publish(ctx, l.Names().EventsSubject("garbage"), []byte("not msgpack"))
+		_, err := l.JetStream().Publish(ctx, l.Names().EventsSubject("garbage"), []byte("not msgpack"), jetstream.WithMsgID("damaged:0"))
 		require.NoError(t, err)
 		v, err := replay.Verify(ctx, l, "garbage")
 		require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/eventlog"
@@ -140,7 +141,10 @@ func TestVerifyWarnsOfUnattributedSteps(t *testing.T) {
 	require.NoError(t, err)
 	data, err := events.Encode(p.Events...)
 	require.NoError(t, err)
-	_, err = nc.Request(admin.Names().EventsSubject("planted"), data, 5*time.Second)
+	msg := nats.NewMsg(admin.Names().EventsSubject("planted"))
+	msg.Data = data
+	msg.Header.Set(jetstream.MsgIDHeader, "import:0") // as every step turnlog stored
+	_, err = nc.RequestMsg(msg, 5*time.Second)
 	require.NoError(t, err)
 
 	v, out := verifyText(t, admin, "planted")

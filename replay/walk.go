@@ -17,6 +17,26 @@ type Source interface {
 	Events(ctx context.Context, conversation string) iter.Seq2[eventlog.Record, error]
 }
 
+// ForeignSource is a Source that also names, in log order, the messages on
+// a conversation's subjects that turnlog did not write (a NATS reply a
+// client had the server publish there, another client's publish: see
+// eventlog.ErrForeignMessage), each as a *eventlog.ForeignMessageError;
+// *eventlog.Log implements it. The timeline and Describe report them when
+// their source does; from a plain Source they are never seen.
+type ForeignSource interface {
+	Source
+	EventsWithForeign(ctx context.Context, conversation string) iter.Seq2[eventlog.Record, error]
+}
+
+// eventsOf reads the conversation from src, with its foreign messages
+// when src names them and foreign is set.
+func eventsOf(ctx context.Context, src Source, conversation string, foreign bool) iter.Seq2[eventlog.Record, error] {
+	if fs, ok := src.(ForeignSource); ok && foreign {
+		return fs.EventsWithForeign(ctx, conversation)
+	}
+	return src.Events(ctx, conversation)
+}
+
 // ActivePrompt is the system prompt a model call received (the Turn's
 // first system block, see projector.Turn.SystemPrompt) and its history as
 // the log tells it. Its JSON form is part of `turnlog replay -o json`.

@@ -100,7 +100,13 @@ func (w *Worker) save(ctx context.Context, job saveJob) {
 	}
 	tail, err := w.cfg.Log.Last(ctx, t.Conversation)
 	if err == nil && tail.Seq == t.Seq {
-		err = w.cfg.Log.SaveSnapshot(ctx, t, eventlog.StepID(tail.Cause, tail.Step))
+		// The ID of the message at t.Seq, which a load checks: the last
+		// step's, or a foreign message's after it (eventlog.Tail).
+		id := eventlog.StepID(tail.Cause, tail.Step)
+		if tail.StepSeq != tail.Seq || (tail.MsgID != "" && tail.MsgID != id) {
+			id = tail.MsgID
+		}
+		err = w.cfg.Log.SaveSnapshot(ctx, t, id)
 		if err == nil {
 			w.metrics.snapshots.WithLabelValues(job.reason).Inc()
 			if job.putBack {

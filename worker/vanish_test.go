@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -119,7 +120,9 @@ func TestRequestsToACorruptConversationFailNamingTheMessage(t *testing.T) {
 	defer cancel()
 	_, err := ask(t, l, "spoiled", "hello")
 	require.NoError(t, err)
-	ack, err := l.JetStream().Publish(ctx, l.Names().EventsSubject("spoiled"), []byte("garbage"))
+	// A damaged step: turnlog's headers, bytes that do not decode (without
+	// a message ID it is not turnlog's, and ignored: see eventlog).
+	ack, err := l.JetStream().Publish(ctx, l.Names().EventsSubject("spoiled"), []byte("garbage"), jetstream.WithMsgID("damaged:0"))
 	require.NoError(t, err)
 	seq := fmt.Sprint(ack.Sequence)
 
