@@ -2,7 +2,6 @@ package cli
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -107,24 +106,8 @@ first).`,
 				}
 				st.InProgress += c.CachedInfo().NumAckPending
 			}
-			inbox := nc.NewInbox()
-			sub, err := nc.SubscribeSync(inbox)
-			if err != nil {
+			if st.Workers, err = worker.Statuses(ctx, nc, names, 500*time.Millisecond); err != nil {
 				return err
-			}
-			defer sub.Unsubscribe()
-			if err := nc.PublishRequest(names.WorkersPing(), inbox, nil); err != nil {
-				return err
-			}
-			for {
-				m, err := sub.NextMsg(500 * time.Millisecond)
-				if err != nil {
-					break
-				}
-				var ws worker.Status
-				if json.Unmarshal(m.Data, &ws) == nil {
-					st.Workers = append(st.Workers, ws)
-				}
 			}
 			st.Profiles = workersProfiles(st.Workers)
 			var streamBytes int64

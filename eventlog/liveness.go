@@ -16,8 +16,9 @@ import (
 // later, closes it as abandoned once it knows that no running process
 // will finish it. These two methods are how it knows.
 
-// aliveTimeout bounds Alive's wait for an answer.
-const aliveTimeout = 2 * time.Second
+// aliveTimeout bounds Alive's wait: a running gateway listens and never
+// answers, so a request to it always waits this long.
+const aliveTimeout = time.Second
 
 // AnswerAlive answers, until stop is called, every request asking whether
 // gateway instance is running (Alive). The subscription lives on the
@@ -27,7 +28,10 @@ func (l *Log) AnswerAlive(instance string) (stop func(), err error) {
 	if err := validInstance(instance); err != nil {
 		return nil, err
 	}
-	sub, err := l.nc.Subscribe(l.Names().GatewayInstance(instance), func(m *nats.Msg) { _ = Respond(m, []byte("alive")) })
+	// Listening is the answer: Alive asks whether anyone listens. Nothing
+	// is published back, since the role gateways run as answers no
+	// requests (a request's reply subject may name any subject).
+	sub, err := l.nc.Subscribe(l.Names().GatewayInstance(instance), func(*nats.Msg) {})
 	if err != nil {
 		return nil, fmt.Errorf("answer for gateway %s: %w", instance, err)
 	}
@@ -36,9 +40,9 @@ func (l *Log) AnswerAlive(instance string) (stop func(), err error) {
 
 // Alive reports whether gateway instance is running: false only when the
 // server says that no one listens for it (nats.ErrNoResponders), which it
-// knows at once. An answer that does not come in time (a slow server, a
-// lost reply) counts as running: closing a call that is in fact in
-// progress would put a false failure in the record.
+// knows at once. A running gateway listens and does not answer (see
+// AnswerAlive), so Alive waits aliveTimeout and counts it running; an
+// answer, from a gateway of an earlier turnlog, counts so at once.
 func (l *Log) Alive(ctx context.Context, instance string) (bool, error) {
 	if err := validInstance(instance); err != nil {
 		return false, err

@@ -303,9 +303,14 @@ func (n Names) DeadLetterWildcard() string { return n.Prefix + ".dead.>" }
 // clients; it is core NATS, never persisted.
 func (n Names) DeltaSubject(conversation string) string { return n.Prefix + ".delta." + conversation }
 
-// WorkersPing is the subject workers answer with their status (turnlog
-// status asks it); core NATS, never persisted.
+// WorkersPing is the subject on which turnlog status asks the workers who
+// they are; each says so on WorkersStatus. Core NATS, never persisted.
 func (n Names) WorkersPing() string { return n.Prefix + ".workers.ping" }
+
+// WorkersStatus is where workers publish their status when pinged: not as
+// a reply, since a role that may answer requests may publish once to
+// whatever reply subject a request names, stored streams' included.
+func (n Names) WorkersStatus() string { return n.Prefix + ".workers.status" }
 
 // GatewayInstance is the subject a running recording gateway answers on,
 // by the instance ID its calls' inference.started names (Log.Alive);

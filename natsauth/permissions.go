@@ -109,6 +109,7 @@ func SpecFor(r Role, n eventlog.Names) Spec {
 		pub(api("DIRECT.GET", ridKV)+".>", "chat: find the conversation a duplicate request ID was claimed for")
 		pub(api("STREAM.MSG.GET", ridKV), "chat: the same, from a bucket without direct gets")
 		pub(n.WorkersPing(), "status: ask the workers who they are")
+		sub(n.WorkersStatus(), "status: hear the workers say who they are")
 		pub(api("STREAM.INFO", "KV_"+n.ThreadsBucket), "status: the size of the recording gateway's threading index (its counts, none of its entries)")
 		sub(n.Prefix+".delta.>", "stream an answer as it is written")
 	case Worker:
@@ -144,9 +145,9 @@ func SpecFor(r Role, n eventlog.Names) Spec {
 		sub(n.ErasedSubject(), "gateway: let go of an erased conversation it keeps in memory (erase announces it)")
 		sub(n.GatewayInstances(), "gateway: answer, by its instance ID, that it runs (another gateway closes the calls of one that stopped)")
 		pub(n.GatewayInstances(), "gateway: ask whether the gateway that began an unfinished call still runs")
-		sub(n.WorkersPing(), "answer the status ping")
+		sub(n.WorkersPing(), "hear the status ping")
+		pub(n.WorkersStatus(), "say who it is when pinged (on a subject of its own: the role answers no requests)")
 		sub("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES."+rq+".*", "hear of a request JetStream will not deliver again (every worker that took it stopped before it ended), to end it with request.failed")
-		s.Responses = true
 	}
 	return s
 }

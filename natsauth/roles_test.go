@@ -191,12 +191,9 @@ func TestRolesEndToEnd(t *testing.T) {
 	// The client reads templates and asks the workers for their status.
 	_, err = templates.New(cl).Global(ctx)
 	require.NoError(t, err)
-	inbox := cc.nc.NewInbox()
-	pongs, err := cc.nc.SubscribeSync(inbox)
+	statuses, err := worker.Statuses(ctx, cc.nc, cl.Names(), 2*time.Second)
 	require.NoError(t, err)
-	require.NoError(t, cc.nc.PublishRequest(cl.Names().WorkersPing(), inbox, nil))
-	_, err = pongs.NextMsg(10 * time.Second)
-	assert.NoError(t, err, "the worker answers the client's status ping")
+	assert.NotEmpty(t, statuses, "the worker answers the client's status ping")
 
 	cc.assertNoRefusal(t)
 	wc.assertNoRefusal(t)
@@ -220,14 +217,11 @@ func TestWorkersAnswerInboxesOnly(t *testing.T) {
 
 	target := names.EventsRoleSubject("victim", "admin")
 	require.NoError(t, cc.nc.PublishRequest(names.WorkersPing(), target, nil))
-	// A ping with an inbox after it: once its answer is in, the worker
-	// has handled the one before (one subscription, in order).
-	inbox := cc.nc.NewInbox()
-	pongs, err := cc.nc.SubscribeSync(inbox)
+	// A second ping: once its answer is in, the worker has handled the
+	// one before (one subscription, in order).
+	statuses, err := worker.Statuses(ctx, cc.nc, names, 2*time.Second)
 	require.NoError(t, err)
-	require.NoError(t, cc.nc.PublishRequest(names.WorkersPing(), inbox, nil))
-	_, err = pongs.NextMsg(10 * time.Second)
-	require.NoError(t, err, "the worker answers an inbox")
+	require.NotEmpty(t, statuses, "the worker says who it is")
 	require.NoError(t, wc.nc.Flush())
 
 	admin, err := eventlog.Open(ctx, srv.Conn, eventlog.WithLogger(quiet))
@@ -244,6 +238,66 @@ func TestWorkersAnswerInboxesOnly(t *testing.T) {
 	require.NoError(t, err)
 	_, err = st.GetLastMsgForSubject(ctx, target)
 	assert.ErrorIs(t, err, jetstream.ErrMsgNotFound, "the worker's answer is not in the stream")
+}
+
+// TestWorkerKeyCannotAnswerOntoAnySubject: a role allowed to answer the
+// requests it receives (nats-server's allow_responses) may publish once to
+// whatever reply subject a request names. The worker role could both
+// publish and subscribe to the gateways' liveness subjects, so a holder of
+// the worker key sent itself a request whose reply was any subject (the
+// global template's key, a stream's delete API, the admin's events
+// subject) and "answered" it with what it chose (found by the security
+// re-probe: the worker key was as good as the admin's). The worker role
+// answers no requests: its status goes to a subject of its own, and a
+// gateway's liveness is whether anyone listens.
+func TestWorkerKeyCannotAnswerOntoAnySubject(t *testing.T) {
+	srv := natstest.Start(t, natstest.WithAuth())
+	ctx := context.Background()
+	admin, err := eventlog.Open(ctx, srv.Conn, eventlog.WithLogger(quiet))
+	require.NoError(t, err)
+	wc := connectAs(t, srv, natsauth.Worker)
+	wl := wc.open(t)
+	names := wl.Names()
+	target := "$KV." + names.TemplatesBucket + ".global"
+	self := names.GatewayInstance("probe")
+	sub, err := wc.nc.Subscribe(self, func(m *nats.Msg) {
+		out := nats.NewMsg(m.Reply)
+		out.Header.Set(templates.MarkHeader, "global")
+		out.Data = []byte("Planted by the worker key.")
+		_ = wc.nc.PublishMsg(out)
+	})
+	require.NoError(t, err)
+	defer sub.Unsubscribe()
+	require.NoError(t, wc.nc.PublishRequest(self, target, nil))
+	select {
+	case err := <-wc.refused:
+		assert.Contains(t, err.Error(), target, "the server refused the answer")
+	case <-time.After(10 * time.Second):
+		t.Error("the server did not refuse the worker's answer onto " + target)
+	}
+	g, err := templates.New(admin).Global(ctx)
+	require.NoError(t, err)
+	assert.True(t, g.Default, "nothing was stored under the global template's key: %q", g.Text)
+
+	// The status ping is still answered, and a running gateway is still
+	// known to run.
+	cc := connectAs(t, srv, natsauth.Client)
+	cl := cc.open(t, eventlog.ReadOnly())
+	startWorker(t, wc.open(t), wc.nc)
+	require.Eventually(t, func() bool { // the worker may still be starting
+		st, err := worker.Statuses(ctx, cc.nc, cl.Names(), 200*time.Millisecond)
+		return err == nil && len(st) > 0
+	}, 20*time.Second, 10*time.Millisecond, "the worker tells the client who it is")
+	stop, err := wl.AnswerAlive("g1")
+	require.NoError(t, err)
+	defer stop()
+	alive, err := wl.Alive(ctx, "g1")
+	require.NoError(t, err)
+	assert.True(t, alive)
+	alive, err = wl.Alive(ctx, "g2")
+	require.NoError(t, err)
+	assert.False(t, alive)
+	cc.assertNoRefusal(t)
 }
 
 // TestAClientCannotPlantATemplate: NATS checks the client's right to

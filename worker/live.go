@@ -4,6 +4,7 @@ package worker
 // and its answer to a status ping.
 
 import (
+	"context"
 	"encoding/json"
 	"time"
 
@@ -64,14 +65,47 @@ type Storage struct {
 	DiskFree int64 `json:"disk_free"`
 }
 
-func (w *Worker) pong(m *nats.Msg) {
+func (w *Worker) pong(*nats.Msg) {
 	st := Status{Name: w.cfg.Name, Started: w.started, Handled: w.handled.Load(), Profiles: w.cfg.Profiles.Names(),
 		Summaries: w.cfg.Profiles.Summaries()}
 	if w.cfg.Storage != nil {
 		st.Storage = w.cfg.Storage()
 	}
 	data, _ := json.Marshal(st)
-	if err := eventlog.Respond(m, data); err != nil {
+	// On the status subject, whatever reply the ping names: the worker
+	// role answers no requests (natsauth), so that no one can have it
+	// publish onto a subject of their choosing.
+	if err := w.cfg.Conn.Publish(w.names.WorkersStatus(), data); err != nil {
 		w.log.Warn("status ping not answered", "err", err)
+	}
+}
+
+// Statuses asks the running workers who they are (the status ping) and
+// gathers what they say on names.WorkersStatus until quiet passes without
+// a word: what `turnlog status` shows.
+func Statuses(ctx context.Context, nc *nats.Conn, names eventlog.Names, quiet time.Duration) ([]Status, error) {
+	sub, err := nc.SubscribeSync(names.WorkersStatus())
+	if err != nil {
+		return nil, err
+	}
+	defer sub.Unsubscribe()
+	if err := nc.Publish(names.WorkersPing(), nil); err != nil {
+		return nil, err
+	}
+	var out []Status
+	for {
+		wctx, cancel := context.WithTimeout(ctx, quiet)
+		m, err := sub.NextMsgWithContext(wctx)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return out, ctx.Err()
+			}
+			return out, nil
+		}
+		var ws Status
+		if json.Unmarshal(m.Data, &ws) == nil {
+			out = append(out, ws)
+		}
 	}
 }
