@@ -163,9 +163,18 @@ func (l *Log) DeadLetters(ctx context.Context, n int) ([]DeadLetter, error) {
 				return nil, fmt.Errorf("read dead letters: %w", err)
 			}
 			got++
-			next = raw.Sequence + 1
+			// A stored direct-get copy holds the copied record's
+			// sequence first: the server's own comes last.
+			raw = fromServer(raw)
+			next = max(next, raw.Sequence+1)
 			var d DeadLetter
 			err = json.Unmarshal(raw.Data, &d)
+			if len(raw.Header[jetstream.SequenceHeader]) > 1 {
+				// The server's headers stored with it: a copy of a
+				// record (a direct get's answer a client aimed here),
+				// not one AddDeadLetter wrote.
+				err = errors.New("a copy of stored message " + raw.Header.Get(jetstream.SequenceHeader) + " (a JetStream answer a client aimed here); not written by turnlog")
+			}
 			if err == nil && (d.Reason == "" || d.Time.IsZero()) {
 				// JSON, but not a record AddDeadLetter wrote (each has
 				// its reason and time): a JetStream API answer a client

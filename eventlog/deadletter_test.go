@@ -95,3 +95,32 @@ func TestDeadLetterListShowsWhatTurnlogDidNotWrite(t *testing.T) {
 	assert.Equal(t, reply, string(got[1].Data), "its bytes, to look into")
 	assert.False(t, got[1].Time.IsZero(), "when it was stored")
 }
+
+// TestDeadLetterListEndsOnACopiedRecord: a direct get's copy of a dead
+// letter, stored on the dead-letter subject (a client's request naming it
+// as the reply subject), holds the copied record's sequence in its
+// headers, which the batched read took for the copy's own: the listing
+// asked for the same messages again for ever (found by the security
+// re-probe: `turnlog status --dead` spun until killed). It ends, and
+// lists the copy as what it is.
+func TestDeadLetterListEndsOnACopiedRecord(t *testing.T) {
+	ctx := context.Background()
+	srv := natstest.Start(t)
+	l := openLog(t, srv)
+	require.NoError(t, l.AddDeadLetter(ctx, eventlog.DeadLetter{Subject: "turnlog.chat.*", Reason: "no conversation"}))
+	// The direct get's answer goes to the dead-letter subject, and is
+	// stored there: wait until it is.
+	require.NoError(t, srv.Conn.PublishRequest("$JS.API.DIRECT.GET."+l.Names().DeadLettersStream, l.Names().DeadLetterSubject(), []byte(`{"seq":1}`)))
+	require.Eventually(t, func() bool {
+		n, err := l.DeadLetterCount(ctx)
+		return err == nil && n == 2
+	}, 10*time.Second, 10*time.Millisecond)
+	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	got, err := l.DeadLetters(lctx, 10)
+	require.NoError(t, err, "the listing ends")
+	require.Len(t, got, 2)
+	assert.Equal(t, "no conversation", got[0].Reason)
+	assert.Contains(t, got[1].Reason, "not written by turnlog")
+	assert.Equal(t, uint64(2), got[1].Seq, "the copy's own sequence")
+}
