@@ -151,6 +151,28 @@ func TestKeysNeverStoredAndUpstreamErrorsRecorded(t *testing.T) {
 	}
 }
 
+// TestEchoedKeyCutShortIsNotStored: an upstream's plain-text error with
+// the key past the 200 characters a failure keeps of it was cut inside
+// the key before the key was looked for, and all but its end was stored
+// (found by the security re-probe).
+func TestEchoedKeyCutShortIsNotStored(t *testing.T) {
+	const key = "sk-proj-SECRETKEY0123456789abcdefABCDEF"
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, strings.Repeat("x", 140)+" Incorrect API key provided: "+strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+	}))
+	t.Cleanup(up.Close)
+	r := newRig(t, up.URL, "")
+	resp, _ := post(t, r.gw.URL+"/v1/chat/completions", map[string]string{"Turnlog-Token": token, "Authorization": "Bearer " + key}, fmt.Sprintf(chatBody, "cut"))
+	require.Equal(t, 401, resp.StatusCode)
+	_, _, failed := inferences(t, r, resp.Header.Get("Turnlog-Conversation"))
+	require.Len(t, failed, 1)
+	assert.Contains(t, failed[0], "Incorrect API key provided: [credential redacted")
+	assert.NotContains(t, string(storedBytes(t, r)), key[:20], "no part of the key is in the stream's stored bytes")
+}
+
 func TestThreadingByContent(t *testing.T) {
 	up := newChatUpstream(t, "")
 	r := newRig(t, up.URL, "")
