@@ -61,6 +61,9 @@ func (l *Log) provision(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	if err := l.refuseRollups(ctx, "KV_"+l.names.TemplatesBucket); err != nil {
+		return err
+	}
 	// The history cache is optional: a read-only log on an installation
 	// that has none reads the events themselves.
 	l.history, err = l.ensureBucket(ctx, historyBucketConfig(l.names))
@@ -260,4 +263,31 @@ func (l *Log) missingWriterSubject(have, want jetstream.StreamConfig) string {
 		}
 	}
 	return ""
+}
+
+// refuseRollups turns off a key-value bucket's rollups (nats.go makes
+// every bucket with them on, for its Purge), where turnlog never purges a
+// key: a message with the Nats-Rollup header deletes every earlier value
+// of its key, and a direct get's copy of a purged key's marker keeps the
+// header, so a client could have one stored under any key it names as a
+// reply subject and wipe the key's history (found by the security
+// re-probe, on the templates). Only the admin's log changes the stream;
+// a bucket another role created is changed when the admin's opens it.
+func (l *Log) refuseRollups(ctx context.Context, stream string) error {
+	if l.opts.readOnly || (l.opts.writerRole != "" && l.opts.writerRole != DefaultWriterRole) {
+		return nil
+	}
+	st, err := l.js.Stream(ctx, stream)
+	if err != nil {
+		return fmt.Errorf("stream %s: %w", stream, err)
+	}
+	cfg := st.CachedInfo().Config
+	if !cfg.AllowRollup {
+		return nil
+	}
+	cfg.AllowRollup = false
+	if _, err := l.js.UpdateStream(ctx, cfg); err != nil {
+		return fmt.Errorf("stream %s: refuse rollups: %w", stream, err)
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package templates_test
 
 import (
 	"context"
+	"github.com/nats-io/nats.go"
 	"os"
 	"path/filepath"
 	"strings"
@@ -162,4 +163,27 @@ func TestDefaultIncludesAgentsAndCwd(t *testing.T) {
 func writeFile(t *testing.T, dir, name, content string) {
 	t.Helper()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600))
+}
+
+// TestARollupCannotWipeTheTemplates: a message with the Nats-Rollup
+// header (a direct get's copy of a purged key's marker keeps it) stored
+// under a template's key deleted every earlier value of it: a client
+// aimed one at global, and the template and its history were gone (found
+// by the security re-probe). The bucket refuses rollups.
+func TestARollupCannotWipeTheTemplates(t *testing.T) {
+	ctx := context.Background()
+	srv := natstest.Start(t)
+	l, err := eventlog.Open(ctx, srv.Conn)
+	require.NoError(t, err)
+	store := templates.New(l)
+	_, err = store.SetGlobal(ctx, "You are Acme's assistant.")
+	require.NoError(t, err)
+	m := nats.NewMsg("$KV." + l.Names().TemplatesBucket + ".global")
+	m.Header.Set("Nats-Rollup", "sub")
+	m.Header.Set("KV-Operation", "PURGE")
+	_, err = l.JetStream().PublishMsg(ctx, m)
+	require.Error(t, err, "the bucket refuses a rollup")
+	g, err := store.Global(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "You are Acme's assistant.", g.Text)
 }
