@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +34,13 @@ var partialStreams = map[string]struct {
 			`data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"}}]}`,
 			`data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"lo wor"}}]}`,
 			`data: {"error":{"type":"server_error","message":"The server had an error while processing your request"}}`,
+		}},
+	// An error event that echoes the key it was sent (KEY), as some
+	// OpenAI-compatible servers' errors do.
+	"chat-error-key": {path: "/v1/chat/completions", body: `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`,
+		events: []string{
+			`data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"}}]}`,
+			`data: {"error":{"type":"invalid_request_error","message":"Incorrect API key provided: KEY"}}`,
 		}},
 	"chat-tool-error": {path: "/v1/chat/completions", body: `{"model":"m","stream":true,"messages":[{"role":"user","content":"weather in Paris?"}]}`,
 		events: []string{
@@ -93,6 +102,7 @@ func newPartialUpstream(t *testing.T) *httptest.Server {
 		s := partialStreams[r.Header.Get("X-Test")]
 		w.Header().Set("Content-Type", "text/event-stream")
 		for _, e := range s.events {
+			e = strings.ReplaceAll(e, "KEY", strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
 			io.WriteString(w, e+"\n\n")
 			w.(http.Flusher).Flush()
 		}
@@ -277,10 +287,12 @@ func TestSpooledStreamKeepsWhatTheClientReceived(t *testing.T) {
 	up := newPartialUpstream(t)
 	c := newCuttable(t, up.URL, 1<<20)
 	c.cut(t)
-	for _, test := range []string{"chat-cut", "chat-end", "chat-error"} {
+	const key = "sk-spooled-secret-0123456789"
+	for _, test := range []string{"chat-cut", "chat-end", "chat-error", "chat-error-key"} {
 		req, err := http.NewRequest(http.MethodPost, c.gw.URL+"/v1/chat/completions", strings.NewReader(partialStreams[test].body))
 		require.NoError(t, err)
 		req.Header.Set("Turnlog-Token", token)
+		req.Header.Set("Authorization", "Bearer "+key)
 		req.Header.Set("Turnlog-Conversation", "spooled-"+test)
 		req.Header.Set("X-Test", test)
 		resp, err := http.DefaultClient.Do(req)
@@ -288,7 +300,15 @@ func TestSpooledStreamKeepsWhatTheClientReceived(t *testing.T) {
 		io.ReadAll(resp.Body) // a cut stream ends in an error
 		resp.Body.Close()
 	}
-	require.Eventually(t, func() bool { return spooled(t, c.spool) == 3 }, 10*time.Second, 10*time.Millisecond, "the calls wait in the spool")
+	require.Eventually(t, func() bool { return spooled(t, c.spool) == 4 }, 10*time.Second, 10*time.Millisecond, "the calls wait in the spool")
+	// The key an upstream's error echoed is not on disk in the spool.
+	files, err := os.ReadDir(c.spool)
+	require.NoError(t, err)
+	for _, f := range files {
+		data, err := os.ReadFile(filepath.Join(c.spool, f.Name()))
+		require.NoError(t, err)
+		assert.NotContains(t, string(data), key, "spool file %s", f.Name())
+	}
 	c.restore(t)
 	require.Eventually(t, func() bool { return spooled(t, c.spool) == 0 }, 20*time.Second, 20*time.Millisecond, "the spool drains once NATS is back")
 	l, err := eventlog.Open(context.Background(), c.srv.Conn)
@@ -307,4 +327,11 @@ func TestSpooledStreamKeepsWhatTheClientReceived(t *testing.T) {
 		assert.NotEmpty(t, failure, "%s: recorded as failed", test)
 		assert.Equal(t, []string{"Hello wor"}, texts, "%s: inference.failed keeps what the stream delivered", test)
 	}
+	var failure string
+	for _, e := range conversationEvents(t, l, "spooled-chat-error-key") {
+		if p, ok := e.Payload.(events.InferenceFailed); ok {
+			failure = p.Error
+		}
+	}
+	assert.Contains(t, failure, "Incorrect API key provided: [credential redacted by turnlog]", "the echoed key, recorded from the spool")
 }
