@@ -169,7 +169,7 @@ func (l *Log) DeadLetters(ctx context.Context, n int) ([]DeadLetter, error) {
 			next = max(next, raw.Sequence+1)
 			var d DeadLetter
 			err = json.Unmarshal(raw.Data, &d)
-			if len(raw.Header[jetstream.SequenceHeader]) > 1 {
+			if StoredCopy(raw.Header) {
 				// The server's headers stored with it: a copy of a
 				// record (a direct get's answer a client aimed here),
 				// not one AddDeadLetter wrote.

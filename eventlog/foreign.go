@@ -80,12 +80,22 @@ func serverValue(h nats.Header, key string) string {
 	return v[len(v)-1]
 }
 
+// StoredCopy reports whether a message read by a direct get holds the
+// server's headers stored with it (Nats-Stream and Nats-Sequence twice):
+// it is a direct get's answer, a copy of another message, that a client
+// had stored by naming its subject as a reply subject, not a message
+// anyone published there. The events, the dead letters and the
+// templates refuse such copies alike.
+func StoredCopy(h nats.Header) bool {
+	return len(h[jetstream.StreamHeader]) > 1 && len(h[jetstream.SequenceHeader]) > 1
+}
+
 // fromServer corrects a message read by a direct get whose stored headers
 // hold the server's own (Nats-Sequence twice): nats.go and jetstreamext
 // took its sequence, subject and time from the stored copy, that of the
 // message it copies. It returns raw.
 func fromServer(raw *jetstream.RawStreamMsg) *jetstream.RawStreamMsg {
-	if raw == nil || len(raw.Header[jetstream.SequenceHeader]) < 2 {
+	if raw == nil || !StoredCopy(raw.Header) {
 		return raw
 	}
 	if seq, err := strconv.ParseUint(serverValue(raw.Header, jetstream.SequenceHeader), 10, 64); err == nil {
@@ -118,8 +128,8 @@ func asDirectGet(raw *jetstream.RawStreamMsg, stream string) *jetstream.RawStrea
 // those stored, then those the server added) was not written by turnlog,
 // "" when it may have been.
 func foreignReason(h nats.Header) string {
-	if stream, seq := h[jetstream.StreamHeader], h[jetstream.SequenceHeader]; len(stream) > 1 && len(seq) > 1 {
-		return fmt.Sprintf("it carries the headers of a direct get's answer, a copy of %s's message %s", quoteHeader(stream[0]), quoteHeader(seq[0]))
+	if StoredCopy(h) {
+		return fmt.Sprintf("it carries the headers of a direct get's answer, a copy of %s's message %s", quoteHeader(h[jetstream.StreamHeader][0]), quoteHeader(h[jetstream.SequenceHeader][0]))
 	}
 	if h.Get(jetstream.MsgIDHeader) == "" {
 		return "it has no Nats-Msg-Id header, which every step turnlog stores has"

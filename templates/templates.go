@@ -166,12 +166,12 @@ func (s *Store) get(ctx context.Context, key string) (v stored, ok bool, err err
 	case err != nil:
 		return stored{}, false, err
 	}
-	if copies := m.Header[jetstream.SequenceHeader]; len(copies) > 1 {
+	if eventlog.StoredCopy(m.Header) {
 		// The server's headers stored with it: a direct get's answer
 		// (of this key's value or deletion, to roll it back) that a
 		// client had stored here, not a value turnlog wrote.
 		return stored{}, false, fmt.Errorf("templates: %s (it is a copy of stored message %s, a JetStream answer another client had stored here): %w; it is not used, and nothing is rendered from it. Set the template again (`turnlog template set`)",
-			key, copies[0], ErrUnmarked)
+			key, m.Header.Get(jetstream.SequenceHeader), ErrUnmarked)
 	}
 	switch m.Header.Get(kvOperationHeader) {
 	case kvDelete, kvPurge:
