@@ -252,6 +252,13 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if g.unreachable.Load() && g.unreachable.Swap(false) {
 			g.cfg.Logger.Info("gateway: NATS is reachable again: calls are forwarded and recorded")
 		}
+		if conv := r.Header.Get(ConversationHeader); conv != "" {
+			if err := g.rec.stillDamaged(r.Context(), conv); err != nil {
+				g.cfg.Metrics.errors.WithLabelValues("quarantined").Inc()
+				writeError(w, anthropic, http.StatusUnprocessableEntity, "turnlog cannot record calls of this conversation, so nothing was forwarded: "+err.Error())
+				return
+			}
+		}
 		p, err := g.rec.Begin(r.Context(), Call{API: api, Body: body, Conversation: r.Header.Get(ConversationHeader),
 			Trace: tracing.Extract(r.Context(), r.Header), Deferred: true, Compact: compact, Headers: calls.HeadersOf(r.Header)})
 		if err != nil {
@@ -302,6 +309,11 @@ func (g *Gateway) modifyResponse(resp *http.Response) error {
 	if st == nil {
 		return nil // a path forwarded unrecorded
 	}
+	if st.pending != nil {
+		if err := st.pending.inputRecorded(resp.Request.Context()); err != nil {
+			return errUnrecorded{err}
+		}
+	}
 	resp.Header.Set(ConversationHeader, st.conversation())
 	resp.Header.Set("X-Accel-Buffering", "no")
 	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
@@ -332,6 +344,16 @@ func (g *Gateway) upstreamError(w http.ResponseWriter, r *http.Request, err erro
 	}
 	if st != nil {
 		w.Header().Set(ConversationHeader, st.conversation())
+	}
+	if u := (errUnrecorded{}); errors.As(err, &u) {
+		if unfoldable(u.err) {
+			g.cfg.Metrics.errors.WithLabelValues("quarantined").Inc()
+			writeError(w, anthropic, http.StatusUnprocessableEntity, "turnlog cannot record this call, so the provider's answer is withheld: "+u.err.Error())
+			return
+		}
+		g.cfg.Metrics.errors.WithLabelValues("unavailable").Inc()
+		writeError(w, anthropic, http.StatusServiceUnavailable, "turnlog could not record this call, so the provider's answer is withheld: "+u.err.Error()+"; retry shortly")
+		return
 	}
 	var timeout errUpstreamTimeout
 	if errors.As(err, &timeout) {

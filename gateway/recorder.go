@@ -46,6 +46,9 @@ type Recorder struct {
 	// holds the IDs of those in flight (see abandoned).
 	instance string
 	running  sync.Map
+	// quarantined holds the conversations found damaged (see
+	// stillDamaged).
+	quarantined quarantined
 }
 
 // NewRecorder returns a Recorder of cfg's log, threading store, checker
@@ -118,6 +121,10 @@ type Pending struct {
 	// lacks says what of the call its record lacks, and why (see
 	// Imported.Lacks); set as it is recorded.
 	lacks string
+	// inputDone is closed once the input's recording ended, inputErr
+	// then set to why it failed (see inputRecorded).
+	inputDone chan struct{}
+	inputErr  error
 }
 
 // Start lets a deferred call's recording begin (see Call.Deferred); it
@@ -192,7 +199,8 @@ func (r *Recorder) Begin(ctx context.Context, in Call) (*Pending, error) {
 		c.Instance = r.instance
 		r.running.Store(c.ID, struct{}{})
 	}
-	p := &Pending{call: c, api: in.API, started: time.Now(), named: in.Conversation != "", ready: make(chan struct{}), input: make(chan inputResult, 1)}
+	p := &Pending{call: c, api: in.API, started: time.Now(), named: in.Conversation != "", ready: make(chan struct{}), input: make(chan inputResult, 1),
+		inputDone: make(chan struct{})}
 	if in.Deferred {
 		p.start = make(chan struct{})
 	}
@@ -214,6 +222,13 @@ func (r *Recorder) Begin(ctx context.Context, in Call) (*Pending, error) {
 			close(p.ready)
 		}
 		in := r.recordInput(ctx, p, fork, fresh)
+		if unfoldable(in.err) {
+			r.quarantined.add(p.conv)
+		}
+		if !in.erased {
+			p.inputErr = in.err
+		}
+		close(p.inputDone)
 		if verify {
 			close(p.ready)
 		}
