@@ -1,12 +1,11 @@
 package gateway
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"net/http"
 	"strings"
 
 	"github.com/turnlog/turnlog/calls"
+	"github.com/turnlog/turnlog/internal/bearer"
 )
 
 // TokenHeader carries turnlog's token in pass-through mode, where the
@@ -26,7 +25,7 @@ const ConversationHeader = "Turnlog-Conversation"
 // refused (401), or "" and the managed key the call goes upstream with
 // ("" in pass-through).
 func (g *Gateway) authorize(h http.Header, anthropic bool, managedKey string) (refused, managed string) {
-	key := bearer(h.Get("Authorization"))
+	key := bearerToken(h.Get("Authorization"))
 	if anthropic && h.Get("X-Api-Key") != "" {
 		key = h.Get("X-Api-Key")
 	}
@@ -68,20 +67,16 @@ func (g *Gateway) authorize(h http.Header, anthropic bool, managedKey string) (r
 	return "", managedKey
 }
 
-func bearer(v string) string {
-	scheme, tok, ok := strings.Cut(v, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return ""
-	}
-	return strings.TrimSpace(tok)
+// bearerToken is the token of an Authorization header's value, "" when it
+// holds none.
+func bearerToken(v string) string {
+	tok, _ := bearer.Parse(v)
+	return tok
 }
 
-// tokenOK compares digests in constant time: neither the token's bytes nor
-// its length leak through timing.
-func (g *Gateway) tokenOK(tok string) bool {
-	got := sha256.Sum256([]byte(tok))
-	return subtle.ConstantTimeCompare(got[:], g.tokenHash[:]) == 1
-}
+// tokenOK reports whether tok is turnlog's token (bearer.Token: in
+// constant time).
+func (g *Gateway) tokenOK(tok string) bool { return g.token.Match(tok) }
 
 // stripTurnlog removes every Turnlog-* header: they are for turnlog, never
 // for the provider.
@@ -104,7 +99,7 @@ func (g *Gateway) MetricsHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok := r.Header.Get(TokenHeader)
 		if tok == "" {
-			tok = bearer(r.Header.Get("Authorization"))
+			tok = bearerToken(r.Header.Get("Authorization"))
 		}
 		if g.cfg.Token != "" && !g.tokenOK(tok) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="turnlog"`)
@@ -130,7 +125,7 @@ func credentials(h http.Header) []string {
 	var out []string
 	for _, k := range credentialHeaders {
 		for _, v := range h.Values(k) {
-			if b := bearer(v); b != "" {
+			if b := bearerToken(v); b != "" {
 				v = b
 			}
 			if v = strings.TrimSpace(v); len(v) >= minSecretLen {

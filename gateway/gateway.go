@@ -3,7 +3,6 @@ package gateway
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -18,14 +17,15 @@ import (
 
 	"github.com/oklog/ulid/v2"
 	"github.com/turnlog/turnlog/calls"
+	"github.com/turnlog/turnlog/internal/bearer"
 	"github.com/turnlog/turnlog/tracing"
 )
 
 // Gateway is the recording gateway as an http.Handler for /v1/ paths.
 type Gateway struct {
-	cfg       Config
-	tokenHash [sha256.Size]byte
-	rec       *Recorder
+	cfg   Config
+	token bearer.Token
+	rec   *Recorder
 	// local is the threading index of the calls this gateway recorded or
 	// spooled, what threads calls while NATS is away.
 	local     *calls.Threads
@@ -57,7 +57,7 @@ func New(cfg Config) (*Gateway, error) {
 	} else {
 		cfg.Threads = mirrorStore{shared: cfg.Threads, local: local}
 	}
-	g := &Gateway{cfg: cfg, tokenHash: sha256.Sum256([]byte(cfg.Token)), rec: newRecorder(&cfg), local: calls.NewThreads(local),
+	g := &Gateway{cfg: cfg, token: bearer.NewToken(cfg.Token), rec: newRecorder(&cfg), local: calls.NewThreads(local),
 		inFlight: newInFlight(cfg.MaxInFlightBytes, cfg.InFlightWait), warned: map[string]bool{}}
 	g.rec.local, g.rec.localStore = g.local, local
 	if lv, ok := cfg.Log.(liveness); ok {

@@ -1,13 +1,13 @@
 package httpapi
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/turnlog/turnlog/internal/bearer"
 )
 
 // isConsolePage reports whether r asks for a page or an asset of the web
@@ -28,20 +28,18 @@ func isWrite(method string) bool {
 	return true
 }
 
-// authorize checks the bearer token of a request. The comparison is of
-// SHA-256 digests in constant time, so neither the token's bytes nor its
-// length leak through timing.
+// authorize checks the bearer token of a request (bearer.Token: in
+// constant time, neither the token's bytes nor its length leak through
+// timing).
 func (s *Server) authorize(r *http.Request) (int, string) {
 	if s.cfg.Token == "" {
 		return 0, ""
 	}
-	auth := r.Header.Get("Authorization")
-	scheme, token, found := strings.Cut(auth, " ")
-	if auth == "" || !found || !strings.EqualFold(scheme, "Bearer") {
+	token, found := bearer.Parse(r.Header.Get("Authorization"))
+	if !found {
 		return http.StatusUnauthorized, "this server requires a token for everything but the console's pages; send the header \"Authorization: Bearer <token>\" with turnlog serve's token: the one in its data directory's auth/http.token, or the one it was given (TURNLOG_TOKEN or --token)"
 	}
-	got := sha256.Sum256([]byte(strings.TrimSpace(token)))
-	if subtle.ConstantTimeCompare(got[:], s.tokenHash[:]) != 1 {
+	if !s.token.Match(token) {
 		return http.StatusUnauthorized, "the bearer token is wrong; use turnlog serve's token: the one in its data directory's auth/http.token, or the one it was given (TURNLOG_TOKEN or --token)"
 	}
 	return 0, ""

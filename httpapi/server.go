@@ -26,7 +26,6 @@
 package httpapi
 
 import (
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -35,6 +34,7 @@ import (
 	"strings"
 
 	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/internal/bearer"
 	"github.com/turnlog/turnlog/profile"
 	"github.com/turnlog/turnlog/replay"
 	"github.com/turnlog/turnlog/templates"
@@ -120,9 +120,9 @@ func (c *Config) Validate() error {
 // Server is the HTTP API as an http.Handler. Create it with New; serve it
 // with Start or any http.Server.
 type Server struct {
-	cfg       Config
-	mux       *http.ServeMux
-	tokenHash [sha256.Size]byte
+	cfg   Config
+	mux   *http.ServeMux
+	token bearer.Token
 	// described remembers what the conversation list read of each
 	// conversation's history (see withFindings).
 	described *replay.Descriptions
@@ -133,7 +133,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), tokenHash: sha256.Sum256([]byte(cfg.Token)),
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), token: bearer.NewToken(cfg.Token),
 		described: replay.NewDescriptions(describedConversations)}
 	s.routes()
 	return s, nil
