@@ -75,3 +75,31 @@ func TestEnsureTokenRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestMetricsToken: the workers' metrics token lives apart from the HTTP
+// API's, made and guarded the same way, and a worker's token file that
+// other users may read is refused, saying what to do without promising
+// that a start makes a new one (a worker makes none).
+func TestMetricsToken(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "auth")
+	token, created, err := natsauth.EnsureMetricsToken(dir)
+	require.NoError(t, err)
+	assert.True(t, created)
+	assert.Len(t, token, 43, "256 bits, base64url")
+	info, err := os.Stat(natsauth.MetricsTokenFile(dir))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+	got, err := natsauth.ReadMetricsToken(natsauth.MetricsTokenFile(dir))
+	require.NoError(t, err)
+	assert.Equal(t, token, got)
+	httpToken, _, err := natsauth.EnsureToken(dir)
+	require.NoError(t, err)
+	assert.NotEqual(t, token, httpToken, "the metrics token is not the HTTP API's")
+
+	require.NoError(t, os.Chmod(natsauth.MetricsTokenFile(dir), 0o640))
+	_, err = natsauth.ReadMetricsToken(natsauth.MetricsTokenFile(dir))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "holds the metrics token but other users may read it")
+	assert.Contains(t, err.Error(), "chmod 600")
+	assert.NotContains(t, err.Error(), "next start")
+}
