@@ -75,6 +75,13 @@ for the tab and takes it out of the address bar). --no-token turns the
 token off, with a warning: then anyone who can reach --http can read and
 change every conversation.
 
+--metrics HOST:PORT (off by default, env TURNLOG_METRICS) serves the
+workers' and the gateway's Prometheus series (/metrics, /metrics/w2, ...,
+/metrics/gateway) to the same token only, sent as "Authorization: Bearer
+<token>" (Prometheus: authorization.credentials_file pointing at
+<data>/auth/http.token), also with --http ''; others get 401. With
+--no-token they need none either.
+
 The recording gateway is on the same listener: apps point their OpenAI or
 Anthropic SDK's base URL at http://HOST:PORT/v1 (OpenAI) or http://HOST:PORT
 (Anthropic) and every call is forwarded to --openai-upstream or
@@ -189,12 +196,18 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 				})
 			}
 			extraMetrics := map[string]http.Handler{}
-			if httpAt != "" {
-				profiles, err := profile.Load(wf.profiles)
+			var tok httpToken
+			if httpAt != "" || wf.metrics != "" {
+				// The --metrics listener needs the token too, with or
+				// without the HTTP API.
+				tok, err = resolveHTTPToken(data, token, cmd.Flags().Changed("token"), noToken, httpAt, cmd.ErrOrStderr())
 				if err != nil {
 					return err
 				}
-				tok, err := resolveHTTPToken(data, token, cmd.Flags().Changed("token"), noToken, httpAt, cmd.ErrOrStderr())
+				wf.metricsAuth.serveToken(tok, wf.metrics, func(s string) { fmt.Fprint(cmd.ErrOrStderr(), s) })
+			}
+			if httpAt != "" {
+				profiles, err := profile.Load(wf.profiles)
 				if err != nil {
 					return err
 				}
@@ -273,7 +286,7 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 	fs.StringSliceVar(&hosts, "allowed-hosts", splitList(os.Getenv("TURNLOG_HTTP_ALLOWED_HOSTS")), "host names the HTTP API may be addressed by besides localhost and IP addresses, comma-separated (a proxy's or the LAN's name for this machine; env TURNLOG_HTTP_ALLOWED_HOSTS)")
 	fs.IntVar(&workers, "workers", 2, "workers to run in this process (0: none, NATS only)")
 	fs.BoolVar(&noAuth, "no-auth", false, "run NATS without authentication (anyone who reaches --listen may do anything); default: keys per role in <data>/auth/")
-	wf.register(fs, "")
+	wf.register(fs, "", "serve's token (see --token)")
 	gf.register(fs)
 	fs.Var(&maxStore, "max-store", "JetStream storage limit in --data, like 512MiB or 20GiB (env TURNLOG_MAX_STORE; default: what the store holds plus 75% of the free disk space, raised as space is freed)")
 	fs.StringVar(&prefix, "prefix", envOr("TURNLOG_PREFIX", eventlog.DefaultPrefix), "subject prefix and stream name stem (env TURNLOG_PREFIX)")

@@ -93,6 +93,15 @@ func startServeIn(t *testing.T, data string, args ...string) *served {
 // user would in a shell, and returns its output and exit code.
 func runCmd(t *testing.T, env []string, stdin string, args ...string) (string, int) {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	return runCmdIn(ctx, t, env, stdin, args...)
+}
+
+// runCmdIn is runCmd until ctx ends, for a command that would otherwise
+// run on (a server, a worker).
+func runCmdIn(ctx context.Context, t *testing.T, env []string, stdin string, args ...string) (string, int) {
+	t.Helper()
 	// Each run sees only the connection variables it names.
 	for _, k := range connectionEnv {
 		t.Setenv(k, "")
@@ -107,8 +116,6 @@ func runCmd(t *testing.T, env []string, stdin string, args ...string) (string, i
 	root.SetErr(&out)
 	root.SetIn(strings.NewReader(stdin))
 	root.SetArgs(args)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	err := root.ExecuteContext(ctx)
 	var ee *exitError
 	switch {

@@ -22,18 +22,21 @@ type httpToken struct {
 	created bool
 }
 
-// resolveHTTPToken returns the token serve requires of the HTTP API: flag
-// (--token, fromArgs when it was on the command line) or TURNLOG_TOKEN,
-// else the data directory's token file, made when missing. --no-token
-// turns the token off, with a warning on warn; a token given on the
-// command line gets a warning too, since every local user sees a process's
-// arguments.
+// resolveHTTPToken returns the token serve requires of the HTTP API (at
+// listen; "" when only the --metrics listener needs it) and of its
+// --metrics listener: flag (--token, fromArgs when it was on the command
+// line) or TURNLOG_TOKEN, else the data directory's token file, made when
+// missing. --no-token turns the token off, with a warning on warn; a
+// token given on the command line gets a warning too, since every local
+// user sees a process's arguments.
 func resolveHTTPToken(data, given string, fromArgs, noToken bool, listen string, warn io.Writer) (httpToken, error) {
 	if noToken {
 		if given != "" {
 			return httpToken{}, errors.New("--no-token and a token (--token or TURNLOG_TOKEN) contradict each other; drop one")
 		}
-		fmt.Fprintf(warn, "turnlog: WARNING: the HTTP API needs no token (--no-token): anyone who can reach %s can read every conversation, write to it, set the template, and read files through template previews\n", listen)
+		if listen != "" {
+			fmt.Fprintf(warn, "turnlog: WARNING: the HTTP API needs no token (--no-token): anyone who can reach %s can read every conversation, write to it, set the template, and read files through template previews\n", listen)
+		}
 		return httpToken{}, nil
 	}
 	if given != "" {

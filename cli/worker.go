@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -36,6 +35,7 @@ type workerFlags struct {
 	storage      func() *worker.Storage
 	profiles     string
 	metrics      string
+	metricsAuth  metricsAuth
 	logLevel     string
 	replicas     int
 	partitions   int
@@ -57,11 +57,13 @@ type envErr struct {
 	err  error
 }
 
-func (f *workerFlags) register(fs *pflag.FlagSet, metricsDefault string) {
+// register adds the flags to fs; metricsDefault is --metrics' default,
+// metricsToken says which token its listener requires.
+func (f *workerFlags) register(fs *pflag.FlagSet, metricsDefault, metricsToken string) {
 	f.flags = fs
 	f.otel.register(fs)
 	fs.StringVar(&f.profiles, "profiles", os.Getenv("TURNLOG_PROFILES"), "profiles YAML file (env TURNLOG_PROFILES); without it the built-in default profile (see --help)")
-	fs.StringVar(&f.metrics, "metrics", envOr("TURNLOG_METRICS", metricsDefault), "HOST:PORT for Prometheus /metrics ('' turns it off; env TURNLOG_METRICS)")
+	fs.StringVar(&f.metrics, "metrics", envOr("TURNLOG_METRICS", metricsDefault), "HOST:PORT for Prometheus /metrics, served only to requests with "+metricsToken+" as \"Authorization: Bearer <token>\" ('' turns it off; env TURNLOG_METRICS)")
 	fs.StringVar(&f.logLevel, "log-level", envOr("TURNLOG_LOG_LEVEL", "info"), "debug, info, warn or error")
 	fs.IntVar(&f.replicas, "replicas", 0, "stream replicas when creating streams (3 on a cluster; default: keep existing, 1 when new)")
 	fs.IntVar(&f.eventShards, "event-shards", 0, "event streams conversations are spread over, set when the installation is created (a cluster: its number of servers; default: as recorded, 1 when new); opening an installation with another count fails")
@@ -220,14 +222,11 @@ func runWorkers(ctx context.Context, f *workerFlags, n int, dial func() (*nats.C
 		go func() { errs <- w.Run(ctx) }()
 	}
 	if f.metrics != "" {
-		ln, err := net.Listen("tcp", f.metrics)
+		stop, err := serveMetrics(f.metrics, &f.metricsAuth, mux, logger)
 		if err != nil {
-			return fmt.Errorf("--metrics %s: %w", f.metrics, err)
+			return err
 		}
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		go func() { _ = srv.Serve(ln) }()
-		defer srv.Close()
-		logger.Info("metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+		defer stop()
 	}
 	var first error
 	for i := 0; i < n; i++ {
@@ -264,6 +263,14 @@ or under --data / TURNLOG_DATA) unless --creds, --nkey, --context or
 TURNLOG_NATS_SEED names another credential: the worker role may consume
 requests, append events and write snapshots, not erase or set templates.
 
+--metrics (default 127.0.0.1:9090, env TURNLOG_METRICS) serves the
+workers' Prometheus series only to requests that send a token as
+"Authorization: Bearer <token>" (Prometheus: authorization.credentials_file);
+others get 401. The token is TURNLOG_METRICS_TOKEN's, or the first line of
+--metrics-token-file FILE (mode 0600; turnlog auth init --worker-env makes
+one, metrics.token). Without either the worker does not start: set one, or
+turn the listener off with --metrics ''.
+
 Profiles (--profiles FILE) say how to answer; without a file:
 
 ` + profile.DefaultYAML + `
@@ -281,6 +288,14 @@ and runs this command with them (cli.Main): see docs/library.md.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if examples {
 				_, err := io.WriteString(cmd.OutOrStdout(), profile.ExamplesYAML)
+				return err
+			}
+			// Before anything starts: a malformed setting, then a
+			// worker that would serve its series to anyone, is refused.
+			if err := wf.check(); err != nil {
+				return err
+			}
+			if err := wf.metricsAuth.workerToken(wf.metrics); err != nil {
 				return err
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
@@ -315,7 +330,8 @@ and runs this command with them (cli.Main): see docs/library.md.`,
 		},
 	}
 	nf.asRole(natsauth.Worker).register(cmd.Flags())
-	wf.register(cmd.Flags(), "127.0.0.1:9090")
+	wf.register(cmd.Flags(), "127.0.0.1:9090", "the token of "+envMetricsToken+" or --metrics-token-file")
+	wf.metricsAuth.registerWorkerToken(cmd.Flags())
 	cmd.Flags().IntVar(&n, "workers", 1, "workers in this process")
 	cmd.Flags().BoolVar(&examples, "example-profiles", false, "print example profiles (profile/examples.yaml) and exit")
 	return cmd
