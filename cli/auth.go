@@ -56,9 +56,12 @@ directory of mode 0700) to --dir, by default <data>/auth, the directory
 turnlog serve uses, and keeps any that exist. It also writes nkeys.env, the
 public keys as TURNLOG_NKEY_ADMIN=... lines that the configuration of
 turnlog auth conf reads (docker compose passes it to the NATS servers), and
-with --worker-env, worker.env: TURNLOG_NATS_SEED=<the worker's seed> and
-TURNLOG_NATS_INBOX_PREFIX=_INBOX_worker, for worker containers that cannot
-read a mounted key file.
+with --worker-env, worker.env: TURNLOG_NATS_SEED=<the worker's seed>,
+TURNLOG_NATS_INBOX_PREFIX=_INBOX_worker and TURNLOG_METRICS_TOKEN, the
+token the workers' --metrics listeners require, for worker containers that
+cannot read a mounted key file. The token is also in metrics.token (mode
+0600, kept if it exists), for the scraper (Prometheus:
+authorization.credentials_file).
 
 It also writes cluster.conf (mode 0600, kept if it exists), the cluster's
 route credential: a user and a random password that every node requires
@@ -118,9 +121,14 @@ them or the password, delete cluster.conf and run init again.`,
 					}
 				}
 				clear(seed)
+				metricsToken, madeToken, err := natsauth.EnsureMetricsToken(dir)
+				if err != nil {
+					return err
+				}
 				path := filepath.Join(dir, "worker.env")
 				body := "# The worker's secret key, for worker containers (docker compose env_file). Keep it secret.\n" + natsconn.EnvSeed + "=" + line + "\n" +
-					"# The only reply subjects the worker role may subscribe to.\n" + natsconn.EnvInboxPrefix + "=" + natsauth.InboxPrefix(natsauth.Worker) + "\n"
+					"# The only reply subjects the worker role may subscribe to.\n" + natsconn.EnvInboxPrefix + "=" + natsauth.InboxPrefix(natsauth.Worker) + "\n" +
+					"# The token the --metrics listener requires (also in " + natsauth.MetricsTokenFileName + ", for the scraper).\n" + envMetricsToken + "=" + metricsToken + "\n"
 				f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 				if err != nil {
 					return fmt.Errorf("write %s: %w", path, err)
@@ -132,7 +140,12 @@ them or the password, delete cluster.conf and run init again.`,
 				if err != nil {
 					return fmt.Errorf("write %s: %w", path, err)
 				}
-				fmt.Fprintf(out, "worker key for containers in %s (secret)\n", path)
+				fmt.Fprintf(out, "worker key and metrics token for containers in %s (secret)\n", path)
+				state := "kept"
+				if madeToken {
+					state = "created"
+				}
+				fmt.Fprintf(out, "the workers' metrics token in %s (%s; secret): scrapers send it as Authorization: Bearer\n", natsauth.MetricsTokenFile(dir), state)
 			}
 			return nil
 		},
@@ -140,7 +153,7 @@ them or the password, delete cluster.conf and run init again.`,
 	cmd.Flags().StringVar(&data, "data", envOr("TURNLOG_DATA", natsconn.DefaultDataDir), "data directory whose auth/ holds the keys (env TURNLOG_DATA)")
 	cmd.Flags().StringVar(&dir, "dir", "", "directory for the keys (default <data>/auth)")
 	cmd.Flags().StringSliceVar(&routes, "routes", natsauth.DefaultRoutes, "the cluster's route URLs for cluster.conf, when it is created (nats://HOST:PORT, comma-separated)")
-	cmd.Flags().BoolVar(&workerEnv, "worker-env", false, "also write worker.env with the worker's seed as TURNLOG_NATS_SEED (for containers)")
+	cmd.Flags().BoolVar(&workerEnv, "worker-env", false, "also write worker.env with the worker's seed as TURNLOG_NATS_SEED and its metrics token as TURNLOG_METRICS_TOKEN (for containers), and the token in metrics.token")
 	return cmd
 }
 

@@ -45,6 +45,11 @@ func TestAuthInit(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, seedLine, "worker.env: %s", workerEnv)
+	// The workers' metrics token, for the containers and the scraper.
+	metricsToken, err := natsauth.ReadMetricsToken(natsauth.MetricsTokenFile(dir))
+	require.NoError(t, err, "init --worker-env must make metrics.token, mode 0600")
+	assert.Len(t, metricsToken, 43, "256 random bits")
+	assert.Contains(t, string(workerEnv), "\nTURNLOG_METRICS_TOKEN="+metricsToken+"\n")
 	info, err = os.Stat(natsauth.ClusterFile(dir))
 	require.NoError(t, err, "init must make the cluster's route credential")
 	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "cluster.conf holds a secret")
@@ -62,6 +67,13 @@ func TestAuthInit(t *testing.T) {
 	again, err := os.ReadFile(natsauth.ClusterFile(dir))
 	require.NoError(t, err)
 	assert.Equal(t, string(cluster), string(again), "the route credential is kept: every node must hold the same")
+	out, code = runCmd(t, nil, "", "auth", "init", "--dir", dir, "--worker-env")
+	require.Equal(t, 0, code, out)
+	keptToken, err := natsauth.ReadMetricsToken(natsauth.MetricsTokenFile(dir))
+	require.NoError(t, err)
+	assert.Equal(t, metricsToken, keptToken, "the metrics token is kept: the scrapers hold it")
+	workerEnv, err = os.ReadFile(filepath.Join(dir, "worker.env"))
+	require.NoError(t, err)
 
 	// A server started on these keys lets the worker seed from the
 	// environment in, as a container would use it.

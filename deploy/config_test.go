@@ -255,6 +255,12 @@ func TestCompose(t *testing.T) {
 		args := strings.Join(s.Command, " ")
 		assert.Contains(t, args, "--nats-url nats://n1:4222,nats://n2:4222,nats://n3:4222", "%s must know every node, to fail over", w)
 		assert.Contains(t, args, "--replicas 3", "%s must create R3 streams", w)
-		assert.Equal(t, "./deploy/auth/worker.env", s.EnvFile, "%s signs with the worker key (TURNLOG_NATS_SEED)", w)
+		assert.Equal(t, "./deploy/auth/worker.env", s.EnvFile, "%s signs with the worker key (TURNLOG_NATS_SEED) and takes its metrics token (TURNLOG_METRICS_TOKEN) from worker.env", w)
+		for _, arg := range s.Command {
+			// A token on the command line would be in the repository
+			// and in every process list.
+			assert.NotContains(t, arg, "TOKEN", "%s: the metrics token comes from worker.env, never the command", w)
+			assert.NotEqual(t, "--metrics-token-file", arg, "%s: a mounted 0600 file is not readable by the image's user; the token comes from worker.env", w)
+		}
 	}
 }
