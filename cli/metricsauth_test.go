@@ -124,6 +124,32 @@ func TestWorkerMetricsNeedATokenToStart(t *testing.T) {
 	}
 }
 
+// TestWorkerDefaultMetricsOffWithoutAToken: a worker started with no
+// --metrics and no token (a bare `turnlog worker`) starts, with its
+// default listener off and a line that says so and what to set; nothing
+// listens on the default port.
+func TestWorkerDefaultMetricsOffWithoutAToken(t *testing.T) {
+	srv := natstest.Start(t)
+	for _, k := range append(connectionEnv, "TURNLOG_METRICS_TOKEN", "TURNLOG_METRICS", "TURNLOG_METRICS_TOKEN_FILE") {
+		t.Setenv(k, "")
+	}
+	t.Setenv("TURNLOG_DATA", t.TempDir())
+	root := newRootCmd()
+	out := &syncbuf.Buffer{}
+	root.SetOut(out)
+	root.SetErr(out)
+	root.SetArgs([]string{"worker", "--nats-url", srv.ClientURL(), "--log-level", "info"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), "worker started") }, 20*time.Second, 20*time.Millisecond, "%s", out)
+	cancel()
+	require.NoError(t, <-done, "%s", out)
+	assert.Contains(t, out.String(), "metrics listener off")
+	assert.Contains(t, out.String(), "TURNLOG_METRICS_TOKEN")
+	assert.NotContains(t, out.String(), `"msg":"metrics"`, "no listener opened")
+}
+
 // startWorkerCmd runs `turnlog worker --metrics 127.0.0.1:0` against a
 // NATS server of its own, with env and args, until the test ends, and
 // returns its output (its log at level info).

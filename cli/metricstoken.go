@@ -45,6 +45,12 @@ func (a *metricsAuth) registerWorkerToken(fs *pflag.FlagSet) {
 	fs.StringVar(&a.file, "metrics-token-file", os.Getenv("TURNLOG_METRICS_TOKEN_FILE"), "`file` holding the token the --metrics listener requires as \"Authorization: Bearer <token>\" (Prometheus: authorization.credentials_file), mode 0600 (env TURNLOG_METRICS_TOKEN_FILE; or give the token itself in "+envMetricsToken+")")
 }
 
+// given reports whether a worker's token was given at all (its file, or
+// TURNLOG_METRICS_TOKEN set).
+func (a *metricsAuth) given() bool {
+	return a.file != "" || os.Getenv(envMetricsToken) != ""
+}
+
 // workerToken resolves the token of a worker's --metrics listener
 // (listen): TURNLOG_METRICS_TOKEN or --metrics-token-file. With neither
 // the worker does not start: a listener without a token would serve its

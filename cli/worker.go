@@ -268,8 +268,9 @@ workers' Prometheus series only to requests that send a token as
 "Authorization: Bearer <token>" (Prometheus: authorization.credentials_file);
 others get 401. The token is TURNLOG_METRICS_TOKEN's, or the first line of
 --metrics-token-file FILE (mode 0600; turnlog auth init --worker-env makes
-one, metrics.token). Without either the worker does not start: set one, or
-turn the listener off with --metrics ''.
+one, metrics.token). Without either, the default listener stays off (the
+worker logs so at start); a listener asked for (--metrics, TURNLOG_METRICS)
+without a token is refused, and the worker does not start.
 
 Profiles (--profiles FILE) say how to answer; without a file:
 
@@ -295,6 +296,12 @@ and runs this command with them (cli.Main): see docs/library.md.`,
 			if err := wf.check(); err != nil {
 				return err
 			}
+			// The default listener without a token stays off, said below;
+			// one asked for is refused without one.
+			metricsOff := ""
+			if !cmd.Flags().Changed("metrics") && os.Getenv("TURNLOG_METRICS") == "" && !wf.metricsAuth.given() {
+				metricsOff, wf.metrics = wf.metrics, ""
+			}
 			if err := wf.metricsAuth.workerToken(wf.metrics); err != nil {
 				return err
 			}
@@ -303,6 +310,9 @@ and runs this command with them (cli.Main): see docs/library.md.`,
 			logger, err := wf.logger(cmd.ErrOrStderr())
 			if err != nil {
 				return err
+			}
+			if metricsOff != "" {
+				logger.Warn("metrics listener off: it serves its series only to a token, and none is set; set " + envMetricsToken + " or --metrics-token-file to serve them on " + metricsOff + " (--metrics '' silences this)")
 			}
 			stopTracing, err := startTracing(ctx, "turnlog-worker", wf.otel.content, cmd.ErrOrStderr())
 			if err != nil {
