@@ -98,7 +98,16 @@ func TestAckWaitReachesTheConsumers(t *testing.T) {
 // until the test ends.
 func runWorkerCmd(t *testing.T, env []string, args ...string) {
 	t.Helper()
-	for _, k := range connectionEnv {
+	workerCmd(t, env, append([]string{"worker", "--metrics", "", "--log-level", "error"}, args...)...)
+}
+
+// workerCmd runs the command line args (a `turnlog worker`) with the
+// environment env, and none of the connection's or the metrics' variables
+// of the test's own, until the test ends, when it must have stopped
+// cleanly; it returns the command's output.
+func workerCmd(t *testing.T, env []string, args ...string) *syncbuf.Buffer {
+	t.Helper()
+	for _, k := range append(connectionEnv, "TURNLOG_METRICS_TOKEN", "TURNLOG_METRICS", "TURNLOG_METRICS_TOKEN_FILE") {
 		t.Setenv(k, "")
 	}
 	t.Setenv("TURNLOG_DATA", t.TempDir()) // no keys: connect without credentials
@@ -110,7 +119,7 @@ func runWorkerCmd(t *testing.T, env []string, args ...string) {
 	out := &syncbuf.Buffer{}
 	root.SetOut(out)
 	root.SetErr(out)
-	root.SetArgs(append([]string{"worker", "--metrics", "", "--log-level", "error"}, args...))
+	root.SetArgs(args)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()
@@ -118,6 +127,7 @@ func runWorkerCmd(t *testing.T, env []string, args ...string) {
 		cancel()
 		assert.NoError(t, <-done, "worker: %s", out.String())
 	})
+	return out
 }
 
 // consumerAckWait waits until a worker created the consumer of partition

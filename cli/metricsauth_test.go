@@ -130,21 +130,8 @@ func TestWorkerMetricsNeedATokenToStart(t *testing.T) {
 // listens on the default port.
 func TestWorkerDefaultMetricsOffWithoutAToken(t *testing.T) {
 	srv := natstest.Start(t)
-	for _, k := range append(connectionEnv, "TURNLOG_METRICS_TOKEN", "TURNLOG_METRICS", "TURNLOG_METRICS_TOKEN_FILE") {
-		t.Setenv(k, "")
-	}
-	t.Setenv("TURNLOG_DATA", t.TempDir())
-	root := newRootCmd()
-	out := &syncbuf.Buffer{}
-	root.SetOut(out)
-	root.SetErr(out)
-	root.SetArgs([]string{"worker", "--nats-url", srv.ClientURL(), "--log-level", "info"})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx) }()
+	out := workerCmd(t, nil, "worker", "--nats-url", srv.ClientURL(), "--log-level", "info")
 	require.Eventually(t, func() bool { return strings.Contains(out.String(), "worker started") }, 20*time.Second, 20*time.Millisecond, "%s", out)
-	cancel()
-	require.NoError(t, <-done, "%s", out)
 	assert.Contains(t, out.String(), "metrics listener off")
 	assert.Contains(t, out.String(), "TURNLOG_METRICS_TOKEN")
 	assert.NotContains(t, out.String(), `"msg":"metrics"`, "no listener opened")
@@ -156,27 +143,7 @@ func TestWorkerDefaultMetricsOffWithoutAToken(t *testing.T) {
 func startWorkerCmd(t *testing.T, env []string, args ...string) *syncbuf.Buffer {
 	t.Helper()
 	srv := natstest.Start(t)
-	for _, k := range append(connectionEnv, "TURNLOG_METRICS_TOKEN", "TURNLOG_METRICS") {
-		t.Setenv(k, "")
-	}
-	t.Setenv("TURNLOG_DATA", t.TempDir()) // no keys: connect without credentials
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-	root := newRootCmd()
-	out := &syncbuf.Buffer{}
-	root.SetOut(out)
-	root.SetErr(out)
-	root.SetArgs(append([]string{"worker", "--nats-url", srv.ClientURL(), "--metrics", "127.0.0.1:0", "--log-level", "info"}, args...))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		assert.NoError(t, <-done, "worker: %s", out.String())
-	})
-	return out
+	return workerCmd(t, env, append([]string{"worker", "--nats-url", srv.ClientURL(), "--metrics", "127.0.0.1:0", "--log-level", "info"}, args...)...)
 }
 
 // metricsURL waits for the log line of the metrics listener in out and
