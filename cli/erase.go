@@ -154,11 +154,14 @@ a terminal it refuses unless --yes is given.`,
 // erasedLine says what Erase removed of conversation c.
 func erasedLine(c string, got eventlog.Erased) string {
 	snap := "no snapshot"
-	if got.Snapshot {
+	switch {
+	case got.Snapshot && got.History:
+		snap = "its snapshot and history cache"
+	case got.Snapshot:
 		snap = "its snapshot"
-	}
-	if got.History {
-		snap += " and history cache"
+	case got.History:
+		// Not "no snapshot and history cache", which reads as neither.
+		snap = "no snapshot, its history cache"
 	}
 	threading := ""
 	if got.Threading > 0 {

@@ -89,3 +89,25 @@ func TestEraseCommand(t *testing.T) {
 		assert.Contains(t, errOut, "invalid conversation ID")
 	})
 }
+
+func TestErasedLine(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		got  eventlog.Erased
+		want string
+	}{
+		{name: "nothing", want: "erased c: 0 event messages, no snapshot, 0 pending requests"},
+		{name: "snapshot and history", got: eventlog.Erased{Messages: 2, Snapshot: true, History: true, Requests: 1},
+			want: "erased c: 2 event messages, its snapshot and history cache, 1 pending request"},
+		{name: "snapshot alone", got: eventlog.Erased{Messages: 1, Snapshot: true},
+			want: "erased c: 1 event message, its snapshot, 0 pending requests"},
+		{name: "history alone", got: eventlog.Erased{Messages: 1, History: true},
+			want: "erased c: 1 event message, no snapshot, its history cache, 0 pending requests"},
+		{name: "threading", got: eventlog.Erased{Messages: 1, Threading: 2},
+			want: "erased c: 1 event message, no snapshot, 0 pending requests, 2 gateway threading entries"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, erasedLine("c", tc.got))
+		})
+	}
+}
