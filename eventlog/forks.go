@@ -157,26 +157,45 @@ type start struct {
 	unread error
 }
 
-// firstStart reads a conversation's first message, by a direct get of the
-// first message on its subjects (Names.EventsFilter), and returns the
-// forked_from and forked_at of the conversation.started it holds (none
-// when it holds none, or the conversation has no message any more). A
-// message that is not a step is a *ForeignMessageError or a
-// *CorruptMessageError.
+// firstStart reads a conversation's first message (the first on its
+// subjects, Names.EventsFilter) and returns the forked_from and forked_at
+// of the conversation.started it holds (none when it holds none, or the
+// conversation has no message any more). A message that is not a step is
+// a *ForeignMessageError or a *CorruptMessageError.
+//
+// On a single server it is a direct get, when the stream itself answers
+// it; a "not found" (which anyone may have sent) or a mirror's answer
+// (made with mirror_direct, it may lack a new fork) is asked again of the
+// stream, as committedLast does. On a cluster the stream's leader answers:
+// a replica that lags might not hold a fork made a moment ago.
 func (l *Log) firstStart(ctx context.Context, conversation string) (start, error) {
 	names := l.Names()
-	body, err := json.Marshal(leaderGetRequest{Seq: 1, NextFor: names.EventsFilter(conversation)})
-	if err != nil {
-		return start{}, err
+	stream := names.EventsStreamOf(conversation)
+	req := leaderGetRequest{Seq: 1, NextFor: names.EventsFilter(conversation)}
+	var raw *jetstream.RawStreamMsg
+	if !l.replicasMayLag() {
+		body, err := json.Marshal(req)
+		if err != nil {
+			return start{}, err
+		}
+		m, err := l.directGet(ctx, stream, "", body)
+		switch {
+		case err == nil && serverValue(m.Header, jetstream.StreamHeader) == stream:
+			raw = fromServer(m)
+		case err != nil && !errors.Is(err, jetstream.ErrMsgNotFound):
+			return start{}, fmt.Errorf("read the first message of %s: %w", conversation, err)
+		}
 	}
-	raw, err := l.directGet(ctx, names.EventsStreamOf(conversation), "", body)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return start{}, nil // erased since it was listed
+	if raw == nil {
+		m, err := l.leaderGet(ctx, stream, req)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return start{}, nil // erased since it was listed
+		}
+		if err != nil {
+			return start{}, fmt.Errorf("read the first message of %s: %w", conversation, err)
+		}
+		raw = m
 	}
-	if err != nil {
-		return start{}, fmt.Errorf("read the first message of %s: %w", conversation, err)
-	}
-	raw = fromServer(raw)
 	evs, err := readStep(conversation, raw)
 	if err != nil {
 		return start{}, err

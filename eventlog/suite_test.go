@@ -16,6 +16,7 @@ import (
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/internal/natstest"
+	"github.com/turnlog/turnlog/replay"
 )
 
 // logStore is one JetStream deployment the suite runs against, with what
@@ -281,6 +282,26 @@ var suiteCases = []struct {
 		require.NoError(t, err)
 		assert.Equal(t, []string{"a new start"}, texts(fresh), "nothing of the erased conversation comes back")
 		assert.Equal(t, 1, fresh.Events)
+	}, nil},
+	{"forks are found as soon as they are stored", func(t *testing.T, s *suiteLog) {
+		ctx := context.Background()
+		a, f1, f2 := s.id("a"), s.id("f1"), s.id("f2")
+		_, err := s.log.Append(ctx, a, 0, user(a, s.id("r1"), 0, "my address is 1 Main St"))
+		require.NoError(t, err)
+		_, err = replay.Fork(ctx, s.log, a, 0, f1)
+		require.NoError(t, err)
+		_, err = replay.Fork(ctx, s.log, f1, 0, f2)
+		require.NoError(t, err)
+		// No wait for the replicas: a fork made a moment ago is found
+		// (the stream's leader answers on a cluster).
+		var found eventlog.ForkSearch
+		require.NoError(t, s.retry(ctx, func(ctx context.Context) (err error) {
+			found, err = s.log.Forks(ctx, a)
+			return err
+		}))
+		assert.Equal(t, []eventlog.Fork{{Conversation: f1, From: a, At: 1, Depth: 1}, {Conversation: f2, From: f1, At: 1, Depth: 2}}, found.Forks)
+		assert.NotContains(t, uncheckedIDs(found.Unchecked), f1)
+		assert.NotContains(t, uncheckedIDs(found.Unchecked), f2)
 	}, nil},
 }
 
