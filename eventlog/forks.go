@@ -66,8 +66,8 @@ const firstReads = 16
 // itself need not be stored any more: the forks of an erased conversation
 // still name it.
 //
-// It reads what is stored: the list of conversations (as
-// `turnlog ls` does) and each one's first message, one direct get each,
+// It reads what is stored: the list of conversations (as `turnlog ls`
+// does) and each one's first message, one get each (firstReads at once),
 // never a whole conversation. A conversation whose first message is not a
 // step is reported in Unchecked, not skipped. An error reading the store
 // (NATS unreachable) fails the search: nothing is known then.
@@ -84,6 +84,9 @@ func (l *Log) Forks(ctx context.Context, conversation string) (ForkSearch, error
 	if err != nil {
 		return out, fmt.Errorf("find forks of %s: %w", conversation, err)
 	}
+	// The first error ends the reads still to come: the search fails.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	starts := make([]start, len(all))
 	var (
 		wg    sync.WaitGroup
@@ -103,7 +106,10 @@ func (l *Log) Forks(ctx context.Context, conversation string) (ForkSearch, error
 				s = start{unread: err}
 			case err != nil:
 				mu.Lock()
-				first = cmp.Or(first, err)
+				if first == nil {
+					first = err
+					cancel()
+				}
 				mu.Unlock()
 			}
 			s.id = c.ID

@@ -123,3 +123,17 @@ func TestForks(t *testing.T) {
 		})
 	}
 }
+
+// TestForksFailsWithoutTheStore: a search that cannot read the store says
+// so; it does not answer "no forks".
+func TestForksFailsWithoutTheStore(t *testing.T) {
+	ctx := context.Background()
+	srv := natstest.Start(t)
+	l := openLog(t, srv)
+	_, err := l.Append(ctx, "a", 0, user("a", "r1", 0, "hello"))
+	require.NoError(t, err)
+	srv.Conn.Close()
+	_, err = l.Forks(ctx, "a")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "find forks of a")
+}
