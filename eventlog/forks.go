@@ -123,6 +123,8 @@ func (l *Log) Forks(ctx context.Context, conversation string) (ForkSearch, error
 	children := map[string][]start{}
 	for _, s := range starts {
 		switch {
+		case s.id == conversation:
+			// Not a fork of itself, whatever its first message.
 		case s.unread != nil:
 			out.Unchecked = append(out.Unchecked, Unchecked{Conversation: s.id, Err: s.unread})
 		case s.from != "":

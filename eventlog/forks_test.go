@@ -109,6 +109,12 @@ func TestForks(t *testing.T) {
 				assert.ErrorIs(t, got.Unchecked[0].Err, eventlog.ErrForeignMessage)
 				assert.ErrorIs(t, got.Unchecked[1].Err, eventlog.ErrCorruptMessage)
 			})
+			t.Run("the conversation searched from is not unchecked", func(t *testing.T) {
+				got, err := l.Forks(ctx, "x")
+				require.NoError(t, err)
+				assert.Empty(t, got.Forks)
+				assert.Equal(t, []string{"y"}, uncheckedIDs(got.Unchecked))
+			})
 			t.Run("an erased conversation's forks are still found", func(t *testing.T) {
 				_, err := l.Erase(ctx, "a")
 				require.NoError(t, err)
