@@ -54,7 +54,8 @@ ID first, and an empty line after the last.
 
 A conversation whose first message is not a step (a message turnlog did
 not write, or a damaged one) cannot be checked: it is listed as not
-checked (turnlog replay <ID> shows it, turnlog repair <ID> removes it).
+checked (turnlog replay <ID> shows it, turnlog repair <ID> removes it,
+turnlog erase <ID> --forks erases it with its own forks).
 With --forks, erase then exits 1 after erasing the forks it found, since
 one may have been left. A conversation imported from an export
 (turnlog import) names no source and is not found; nor is the

@@ -47,7 +47,7 @@ func writeUnchecked(w io.Writer, conversation string, unchecked []eventlog.Unche
 	if len(unchecked) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "%s could not be checked: the first message is not a step, so whether it is a fork of %s (or of one of its forks) is unknown; turnlog replay <ID> shows the message.\n",
+	fmt.Fprintf(w, "%s could not be checked: the first message is not a step, so whether it is a fork of %s (or of one of its forks) is unknown; turnlog replay <ID> shows the message, turnlog erase <ID> --forks erases one with its own forks.\n",
 		plural.Count(len(unchecked), "conversation"), conversation)
 	fmt.Fprintln(w, "conversations not checked:")
 	for _, u := range unchecked {

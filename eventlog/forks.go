@@ -49,7 +49,8 @@ type ForkSearch struct {
 	Forks []Fork
 	// Unchecked are the conversations whose first message could not be
 	// read, by ID. Each may be a fork of the conversation or of one of its
-	// forks; none of their forks is in Forks.
+	// forks; its own forks, which name it, are not in Forks (a search from
+	// its ID finds them).
 	Unchecked []Unchecked
 }
 
@@ -99,10 +100,8 @@ func (l *Log) Forks(ctx context.Context, conversation string) (ForkSearch, error
 		wg.Go(func() {
 			defer func() { <-sem }()
 			s, err := l.firstStart(ctx, c.ID)
-			var fe *ForeignMessageError
-			var ce *CorruptMessageError
 			switch {
-			case errors.As(err, &fe), errors.As(err, &ce):
+			case errors.Is(err, ErrForeignMessage), errors.Is(err, ErrCorruptMessage):
 				s = start{unread: err}
 			case err != nil:
 				mu.Lock()
