@@ -140,7 +140,7 @@ a terminal it refuses unless --yes is given.`,
 				writeKept(stderr, conv, found.Forks)
 			}
 			if forks && len(found.Unchecked) > 0 {
-				return &exitError{code: 1, err: fmt.Errorf("erase %s --forks: the forks found are erased, but %s could not be checked (listed above), and each may be a fork left with a copy of its blocks; remove what is not a step (turnlog repair <ID>), then run the same command again",
+				return &exitError{code: 1, err: fmt.Errorf("erase %s --forks: the forks found are erased, but %s could not be checked (listed above): a fork among them would keep a copy of its blocks; remove what is not a step (turnlog repair <ID>), then run the same command again",
 					conv, plural.Count(len(found.Unchecked), "conversation"))}
 			}
 			return nil
