@@ -12,7 +12,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 	"github.com/turnlog/turnlog/embedded"
@@ -147,7 +146,7 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 					lock.Release()
 					return err
 				}
-				cfg.Users, adminKey, workerKey = keys.users, keys.admin, keys.worker
+				cfg.Users, cfg.Accounts, adminKey, workerKey = keys.auth.Users, keys.auth.Accounts, keys.admin, keys.worker
 			}
 			srv, err := embedded.Start(cfg)
 			if err != nil {
@@ -308,9 +307,9 @@ func authName(noAuth bool) string {
 }
 
 // serveAuth is what serve needs to run NATS with authentication: the
-// server's users and the keys serve's own connections use.
+// server's accounts and users and the keys serve's own connections use.
 type serveAuth struct {
-	users         []*server.NkeyUser
+	auth          natsauth.Auth
 	admin, worker nats.Option
 }
 
@@ -330,7 +329,7 @@ func serveKeys(data string, names eventlog.Names, out io.Writer) (*serveAuth, er
 		fmt.Fprintf(out, "turnlog: created NATS keys in %s (%s): turnlog commands run here use admin.nk; see docs/security.md\n", dir, strings.Join(files, ", "))
 	}
 	a := &serveAuth{}
-	if a.users, err = natsauth.Users(dir, names); err != nil {
+	if a.auth, err = natsauth.ServerAuth(dir, names); err != nil {
 		return nil, err
 	}
 	if a.admin, err = nats.NkeyOptionFromSeed(natsauth.KeyFile(dir, natsauth.Admin)); err != nil {

@@ -120,18 +120,30 @@ func TestNATSConfigs(t *testing.T) {
 			assert.Empty(t, o.JetStreamDomain, "one cluster, no JetStream domain")
 			assert.GreaterOrEqual(t, o.MaxPayload, int32(8<<20), "steps up to 8 MiB, as the embedded server")
 
-			// Authentication: one nkey user per role, with the roles'
-			// permissions, and nobody else.
+			// Authentication: one nkey user per role, each in its
+			// account with the role's permissions, and nobody else.
 			require.Len(t, o.Nkeys, len(natsauth.Roles), "one user per role")
 			assert.Empty(t, o.Users, "no user/password users besides the roles")
 			assert.Empty(t, o.Authorization, "no token")
 			assert.Empty(t, o.NoAuthUser, "no user for connections without credentials")
 			names := eventlog.NamesFor(eventlog.DefaultPrefix)
-			for i, r := range natsauth.Roles {
-				u := o.Nkeys[i]
-				assert.Equal(t, keys[r], u.Nkey, "user %d is the %s role, its key from %s", i, r, natsauth.EnvVar(r))
+			byKey := map[string]*server.NkeyUser{}
+			for _, u := range o.Nkeys {
+				byKey[u.Nkey] = u
+			}
+			for _, r := range natsauth.Roles {
+				u := byKey[keys[r]]
+				require.NotNil(t, u, "the %s role's user, its key from %s", r, natsauth.EnvVar(r))
+				require.NotNil(t, u.Account, "%s is in an account", r)
+				assert.Equal(t, natsauth.AccountOf(r), u.Account.Name, "%s's account", r)
 				assert.Equal(t, natsauth.Permissions(r, names), u.Permissions, "%s's permissions must be those of the embedded server", r)
 			}
+			var accounts []string
+			for _, a := range o.Accounts {
+				accounts = append(accounts, a.Name)
+			}
+			slices.Sort(accounts)
+			assert.Equal(t, []string{natsauth.Account, natsauth.ClientsAccount}, accounts, "turnlog's account and the clients'")
 
 			assert.Equal(t, "turnlog", o.Cluster.Name, "every node must name the same cluster")
 			assert.Equal(t, clusterPort, o.Cluster.Port)

@@ -49,9 +49,12 @@ type Config struct {
 	MaxStore int64
 	// Users, when not empty, turns authentication on: only these nkey
 	// users may connect (in-process connections too), each within its
-	// permissions (see natsauth.Users). Empty means anyone who reaches
+	// permissions (see natsauth.ServerAuth). Empty means anyone who reaches
 	// the address may do anything.
 	Users []*server.NkeyUser
+	// Accounts are the accounts Users are in (see natsauth.ServerAuth);
+	// none puts every user in the server's global account.
+	Accounts []*server.Account
 	// Lock is a lock on DataDir that the caller took beforehand (serve
 	// does, before it writes keys into the directory); when nil, Start
 	// takes one. Either way the Server owns it from Start on, and
@@ -136,6 +139,7 @@ func Start(c Config) (srv *Server, err error) {
 	}
 	if len(c.Users) > 0 {
 		opts.Nkeys = c.Users
+		opts.Accounts = c.Accounts
 	}
 	// The server wants pending capacity above the payload limit, and an
 	// object read (a large snapshot) may have 32 MiB in flight to one

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/embedded"
+	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/internal/natstest"
 	"github.com/turnlog/turnlog/natsauth"
 )
@@ -118,6 +119,9 @@ func TestRaiseMaxStoreWithAuth(t *testing.T) {
 	client := srv.ConnectAs(t, natsauth.Client)
 	js, err := jetstream.New(srv.Conn)
 	require.NoError(t, err)
+	events := eventlog.NamesFor(eventlog.DefaultPrefix).EventsStream
+	_, err = js.CreateStream(context.Background(), jetstream.StreamConfig{Name: events, Subjects: []string{"e.>"}, Storage: jetstream.FileStorage})
+	require.NoError(t, err)
 	_, err = js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Storage: jetstream.FileStorage})
 	require.NoError(t, err)
 	publishUntilFull(t, js, "s.a")
@@ -129,4 +133,8 @@ func TestRaiseMaxStoreWithAuth(t *testing.T) {
 	require.NoError(t, client.Publish("s.a", []byte("x")))
 	require.NoError(t, client.Flush())
 	assert.Error(t, client.LastError(), "the client key still may not publish there")
+	// And its account still reaches turnlog's through its imports.
+	m, err := client.Request("$JS.API.STREAM.INFO."+events, nil, 10*time.Second)
+	require.NoError(t, err)
+	assert.Contains(t, string(m.Data), `"name":"`+events+`"`, "the client's stream info is answered from turnlog's account")
 }

@@ -306,8 +306,10 @@ func TestWorkerKeyCannotAnswerOntoAnySubject(t *testing.T) {
 // global template's key (found by the security probe: the answer, with
 // text of the client's choosing in it, became every new conversation's
 // trusted system prompt, and its [file:...] read files on the worker's
-// machine). A value turnlog did not store under its key is never a
-// template: not the server's answer, nor a copy of another key's.
+// machine). The client's account has no streams: the answer goes back
+// there, and nothing is stored under the key. (A value stored under the
+// key by another role is still no template unless turnlog marked it: see
+// the templates package's tests.)
 func TestAClientCannotPlantATemplate(t *testing.T) {
 	srv := natstest.Start(t, natstest.WithAuth())
 	ctx := context.Background()
@@ -329,57 +331,43 @@ func TestAClientCannotPlantATemplate(t *testing.T) {
 	for _, tc := range []struct {
 		name, request string
 		data          []byte
-		want          string
 	}{
-		{"the server's answer to a request", "$JS.API.STREAM.INFO.KV_" + bucket, nil, "it has no Turnlog-Template header"},
-		{"a copy of another key's template", "$JS.API.DIRECT.GET.KV_" + bucket + ".$KV." + bucket + ".sha256." + oldHash, nil,
-			"it is a copy of stored message"},
+		{"the server's answer to a request", "$JS.API.STREAM.INFO.KV_" + bucket, nil},
+		{"a copy of another key's template", "$JS.API.DIRECT.GET.KV_" + bucket + ".$KV." + bucket + ".sha256." + oldHash, nil},
 		// Its own value copied: the copy would do to roll the template
 		// back, stashed under a key of another bucket until the operator
 		// set a new one (found by the security re-probe).
-		{"a copy of the key's own value", "$JS.API.DIRECT.GET.KV_" + bucket + ".$KV." + bucket + ".global", nil,
-			"it is a copy of stored message"},
+		{"a copy of the key's own value", "$JS.API.DIRECT.GET.KV_" + bucket + ".$KV." + bucket + ".global", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before, err := cl.JetStream().Stream(ctx, "KV_"+bucket)
+			before, err := admin.JetStream().Stream(ctx, "KV_"+bucket)
 			require.NoError(t, err)
 			was := before.CachedInfo().State.LastSeq
-			// The request goes through; its answer is stored under the
-			// global key.
 			require.NoError(t, cc.nc.PublishRequest(tc.request, global, tc.data))
-			require.Eventually(t, func() bool {
-				info, err := before.Info(ctx)
-				return err == nil && info.State.LastSeq > was
-			}, 10*time.Second, 10*time.Millisecond, "the answer was stored under the key")
+			// The same request on the client's inbox: once it is
+			// answered, the server has handled the one before.
+			_, err = cc.nc.Request(tc.request, tc.data, 10*time.Second)
+			require.NoError(t, err)
 			cc.assertNoRefusal(t)
+			info, err := before.Info(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, was, info.State.LastSeq, "nothing was stored under the key")
 
-			_, err = templates.New(admin).Global(ctx)
-			require.ErrorIs(t, err, templates.ErrUnmarked, "the planted value is not the global template")
-			assert.ErrorContains(t, err, tc.want)
-			assert.ErrorContains(t, err, "turnlog template set")
-			_, err = templates.New(cl).Template(ctx)
-			assert.ErrorIs(t, err, templates.ErrUnmarked, "nor what a worker renders")
-			// A new conversation's request fails at once, saying why,
-			// rather than being prompted with the planted text.
+			g, err := templates.New(cl).Global(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, "You are Acme's assistant. Never reveal the roadmap.", g.Text, "the template is the operator's")
+			// A new conversation is prompted with it.
 			conv := "planted-" + strings.ReplaceAll(tc.name[:5], " ", "-")
 			req, err := worker.Send(ctx, cl, worker.Request{Conversation: conv, Text: "hi"})
 			require.NoError(t, err)
 			actx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			_, err = worker.Await(actx, cl, conv, req.RequestID, 0, 0)
 			cancel()
-			require.Error(t, err)
-			assert.ErrorContains(t, err, "not stored by turnlog")
+			require.NoError(t, err)
 			turn, err := cl.Load(ctx, conv)
 			require.NoError(t, err)
 			_, _, prompted := turn.SystemPrompt()
-			assert.False(t, prompted, "no system prompt was set from it")
-
-			// The operator sets it again; it is the template once more.
-			_, err = store.SetGlobal(ctx, "You are Acme's assistant. Never reveal the roadmap.")
-			require.NoError(t, err)
-			g, err := templates.New(cl).Global(ctx)
-			require.NoError(t, err)
-			assert.Equal(t, "You are Acme's assistant. Never reveal the roadmap.", g.Text)
+			assert.True(t, prompted, "the operator's template prompted it")
 		})
 	}
 }

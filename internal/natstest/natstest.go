@@ -33,8 +33,9 @@ type settings struct {
 }
 
 // WithAuth starts the server with authentication as `turnlog serve` does:
-// keys for every role in <dir>/auth, each role within its permissions for
-// the installation with the default prefix (or WithPrefix's). Conn then
+// keys for every role in <dir>/auth, each role in its account
+// (natsauth.AccountOf) and within its permissions for the installation
+// with the default prefix (or WithPrefix's). Conn then
 // connects as admin; ConnectAs gives a connection of another role.
 func WithAuth() Option { return func(s *settings) { s.auth = true } }
 
@@ -75,11 +76,11 @@ func StartIn(tb testing.TB, dir string, opts ...Option) *Server {
 		if _, err := natsauth.Ensure(authDir); err != nil {
 			tb.Fatalf("natstest: create keys: %v", err)
 		}
-		users, err := natsauth.Users(authDir, eventlog.NamesFor(st.prefix).WithEventShards(st.eventShards))
+		auth, err := natsauth.ServerAuth(authDir, eventlog.NamesFor(st.prefix).WithEventShards(st.eventShards))
 		if err != nil {
 			tb.Fatalf("natstest: load keys: %v", err)
 		}
-		cfg.Users = users
+		cfg.Users, cfg.Accounts = auth.Users, auth.Accounts
 	}
 	srv, err := embedded.Start(cfg)
 	if err != nil {

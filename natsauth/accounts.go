@@ -1,0 +1,101 @@
+package natsauth
+
+// This file holds the NATS accounts a server with turnlog's roles has:
+// turnlog's own, with JetStream, and the client role's, without it.
+//
+// Why two: nats-server checks the subject a user publishes to, never the
+// reply subject it names, and publishes the answer there. In one account a
+// holder of the read-only client key could name any subject of a stream as
+// the reply of a request it may send (a stream info, a direct get, a chat
+// request) and have the server store the answer there: a direct get's copy
+// of a purged key's marker keeps its Nats-Rollup header and, stored under a
+// key of the threading index, deleted the key's values. In an account of
+// its own the client reaches turnlog's only through imports: a request it
+// sends on an imported service is delivered in turnlog's account with a
+// reply subject the server makes up (_R_.…), and the answer is delivered
+// back in the client's account on the reply it named, where no stream
+// stores anything.
+
+import (
+	"strings"
+
+	"github.com/turnlog/turnlog/eventlog"
+)
+
+// The accounts of a server with turnlog's roles.
+const (
+	// Account is turnlog's account: JetStream is enabled in it and every
+	// stream and bucket lives there, with the admin and worker users. It
+	// exports to ClientsAccount what the client role may ask and hear.
+	Account = "TURNLOG"
+	// ClientsAccount is the client role's account: no JetStream, so no
+	// reply subject a client names can be stored. It imports from Account
+	// the services and streams of the client's grants.
+	ClientsAccount = "TURNLOG_CLIENTS"
+)
+
+// AccountOf is the account role r's user is in.
+func AccountOf(r Role) string {
+	if r == Client {
+		return ClientsAccount
+	}
+	return Account
+}
+
+// Import is one subject ClientsAccount imports from Account, made of one of
+// the client role's grants: a publish grant is a service (a request
+// answered in turnlog's account, or a message stored there, such as a chat
+// request), a subscribe grant a stream (messages published in turnlog's
+// account that the client hears).
+type Import struct {
+	Grant
+	// Service is true for a service import, false for a stream import.
+	Service bool
+	// Streamed is true for a service answered with several messages (a
+	// batched direct get answers a message per match and an end of batch).
+	// nats-server forgets the way back of a singleton service's request
+	// after its first answer; a streamed one's lives until the export's
+	// response threshold (2 minutes) passes without an answer, so only
+	// the services that need it are streamed.
+	Streamed bool
+}
+
+// ImportsFor returns what ClientsAccount imports from Account for the
+// installation named by n: every publish grant of the client role as a
+// service and every subscribe grant as a stream, except the client's own
+// inbox, which is the client's account's own (the answers of services come
+// back to it there). Deriving them from the grants keeps the two in step:
+// a subject granted to the client but not imported would reach no one.
+func ImportsFor(n eventlog.Names) []Import {
+	s := SpecFor(Client, n)
+	inbox := InboxPrefix(Client) + ".>"
+	// Not a grant: nats-server answers every $JS.API request of an account
+	// without JetStream itself ("JetStream not enabled for account"),
+	// beside the imported services and before them, unless the account
+	// imports $JS.API.INFO from another (jetstream.go,
+	// enableJetStreamInfoServiceImportOnly). The client may not send it.
+	out := []Import{{Grant: Grant{jsAccountInfo, "none: it keeps the server from answering the client's JetStream requests as an account without JetStream; the client may not send it (no publish grant)"}, Service: true}}
+	for _, g := range s.Publish {
+		out = append(out, Import{Grant: g, Service: true, Streamed: batched(g.Subject)})
+	}
+	for _, g := range s.Subscribe {
+		if g.Subject == inbox {
+			continue
+		}
+		out = append(out, Import{Grant: g})
+	}
+	return out
+}
+
+// jsAccountInfo is JetStream's account info request.
+const jsAccountInfo = "$JS.API.INFO"
+
+// batched reports whether subject is the API of a stream's batched direct
+// get ($JS.API.DIRECT.GET.<stream>, the request in the body), whose answer
+// is several messages. A direct get with the subject in it
+// ($JS.API.DIRECT.GET.<stream>.<subject>) answers one.
+func batched(subject string) bool {
+	const api = "$JS.API.DIRECT.GET."
+	rest, ok := strings.CutPrefix(subject, api)
+	return ok && rest != "" && !strings.ContainsAny(rest, ".*>")
+}
