@@ -55,6 +55,10 @@ type Config struct {
 	// Accounts are the accounts Users are in (see natsauth.ServerAuth);
 	// none puts every user in the server's global account.
 	Accounts []*server.Account
+	// StreamsAccount is the account of Accounts that holds the streams
+	// (JetStream is enabled in it). The store of a data directory follows
+	// the account in use: see moveStore.
+	StreamsAccount string
 	// Lock is a lock on DataDir that the caller took beforehand (serve
 	// does, before it writes keys into the directory); when nil, Start
 	// takes one. Either way the Server owns it from Start on, and
@@ -140,6 +144,9 @@ func Start(c Config) (srv *Server, err error) {
 	if len(c.Users) > 0 {
 		opts.Nkeys = c.Users
 		opts.Accounts = c.Accounts
+	}
+	if err := c.moveStore(); err != nil {
+		return nil, fmt.Errorf("start embedded NATS: %w", err)
 	}
 	// The server wants pending capacity above the payload limit, and an
 	// object read (a large snapshot) may have 32 MiB in flight to one

@@ -69,7 +69,9 @@ func StartIn(tb testing.TB, dir string, opts ...Option) *Server {
 	for _, o := range opts {
 		o(&st)
 	}
-	cfg := embedded.Config{DataDir: dir, Listen: "127.0.0.1:0", MaxPayload: st.maxPayload, MaxStore: st.maxStore}
+	// The streams' account as serve gives it, with authentication or
+	// without: a directory served both ways keeps its streams.
+	cfg := embedded.Config{DataDir: dir, Listen: "127.0.0.1:0", MaxPayload: st.maxPayload, MaxStore: st.maxStore, StreamsAccount: natsauth.Account}
 	var authDir string
 	if st.auth {
 		authDir = natsauth.Dir(dir)
