@@ -162,10 +162,14 @@ func newAuthConfCmd() *cobra.Command {
 	var shards int
 	cmd := &cobra.Command{
 		Use:   "conf",
-		Short: "Print the nats-server configuration of the roles: users and permissions",
-		Long: `conf prints an authorization block for nats-server: one nkey user per
-role with exactly the subjects it needs for the installation with --prefix,
-each subject with the reason it is there. deploy/auth.conf is its output.
+		Short: "Print the nats-server configuration of the roles: accounts, users and permissions",
+		Long: `conf prints an accounts block for nats-server: one nkey user per role
+with exactly the subjects it needs for the installation with --prefix,
+each subject with the reason it is there. The admin and worker users are
+in the account TURNLOG, with JetStream; the client user is in
+TURNLOG_CLIENTS, without JetStream, which imports the client's subjects
+from TURNLOG, so that no reply subject a client names is ever stored.
+deploy/auth.conf is its output.
 The users' public keys are read from the environment variables
 TURNLOG_NKEY_ADMIN, TURNLOG_NKEY_CLIENT and TURNLOG_NKEY_WORKER (nkeys.env
 of turnlog auth init), or written in when --keys names a key directory.

@@ -1,10 +1,13 @@
 // Package natsauth is how turnlog's NATS servers know who may do what:
 // three roles (admin, client, worker), one nkey per role, and for each role
 // the subjects it may publish and subscribe to, enforced by nats-server
-// itself. The embedded server of `turnlog serve` creates the keys on first
-// start and loads the roles' permissions into its options; a cluster
-// operator generates the keys with `turnlog auth init` and gives the
-// servers the configuration `turnlog auth conf` prints (deploy/auth.conf).
+// itself. The client role is in a NATS account of its own, without
+// JetStream, that imports its grants from turnlog's (accounts.go): no reply
+// subject a client names can be stored. The embedded server of `turnlog
+// serve` creates the keys on first start and loads the roles' accounts and
+// permissions into its options; a cluster operator generates the keys with
+// `turnlog auth init` and gives the servers the configuration `turnlog auth
+// conf` prints (deploy/auth.conf).
 //
 // A key file (<role>.nk) is an identity only: what a role may do lives in
 // the server's configuration, derived from the installation's subject
