@@ -34,7 +34,9 @@ const (
 	ClientsAccount = "TURNLOG_CLIENTS"
 )
 
-// AccountOf is the account role r's user is in.
+// AccountOf is the account role r's user is in: the client's alone, every
+// other role's in turnlog's, where the streams are. What a check of a
+// server's configuration expects of each user (deploy's tests).
 func AccountOf(r Role) string {
 	if r == Client {
 		return ClientsAccount
