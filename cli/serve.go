@@ -136,7 +136,8 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 				lock.Release()
 				return err
 			}
-			cfg := embedded.Config{DataDir: data, Listen: listen, Sync: sync, Lock: lock, MaxStore: store.maxStore, StreamsAccount: natsauth.Account}
+			cfg := embedded.Config{DataDir: data, Listen: listen, Sync: sync, Lock: lock, MaxStore: store.maxStore, StreamsAccount: natsauth.Account,
+				Warn: func(s string) { fmt.Fprintf(cmd.ErrOrStderr(), "turnlog: WARNING: %s\n", s) }}
 			var adminKey, workerKey nats.Option
 			if noAuth {
 				fmt.Fprintf(cmd.ErrOrStderr(), "turnlog: WARNING: NATS authentication is off (--no-auth): anyone who can reach %s can read, write and erase every conversation\n", listen)

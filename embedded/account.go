@@ -35,7 +35,7 @@ func (c Config) storesAccount() string {
 // in its meta group: there the streams must be restored into the new
 // account), so a rename of the directory is the whole move. Nothing moves
 // when the store in use exists already: two stores holding streams are for
-// a person to sort out, not for a rename to overwrite.
+// a person to sort out, not for a rename to overwrite: Warn is told.
 func (c Config) moveStore() error {
 	to, from := c.storesAccount(), c.StreamsAccount
 	if to != server.DEFAULT_GLOBAL_ACCOUNT {
@@ -52,6 +52,10 @@ func (c Config) moveStore() error {
 		return fmt.Errorf("look for the store of account %s: %w", from, err)
 	}
 	if _, err := os.Stat(dst); err == nil {
+		if held, _ := os.ReadDir(filepath.Join(src, "streams")); len(held) > 0 && c.Warn != nil {
+			c.Warn(fmt.Sprintf("%s holds streams that this server does not open: it opens %s, the store of account %s (turnlog moved the store there, and then something wrote to %s again, e.g. an older turnlog). "+
+				"Nothing is moved or deleted: with the server stopped, keep the store you want as %s", src, dst, to, from, dst))
+		}
 		return nil
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("look for the store of account %s: %w", to, err)

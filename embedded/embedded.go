@@ -59,6 +59,9 @@ type Config struct {
 	// (JetStream is enabled in it). The store of a data directory follows
 	// the account in use: see moveStore.
 	StreamsAccount string
+	// Warn, when set, is told what an operator must see at start: a data
+	// directory holding streams in a store the server does not open.
+	Warn func(string)
 	// Lock is a lock on DataDir that the caller took beforehand (serve
 	// does, before it writes keys into the directory); when nil, Start
 	// takes one. Either way the Server owns it from Start on, and
