@@ -1,40 +1,21 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/internal/natstest"
 )
 
 // storedEventBytes is every byte the events streams hold (each message's
 // data and headers), to search for what an erasure must have removed.
 func storedEventBytes(t *testing.T, e *auditEnv) []byte {
 	t.Helper()
-	ctx := context.Background()
-	var all bytes.Buffer
-	for _, name := range e.log.Names().EventStreams() {
-		s, err := e.log.JetStream().Stream(ctx, name)
-		require.NoError(t, err)
-		info, err := s.Info(ctx)
-		require.NoError(t, err)
-		for seq := info.State.FirstSeq; seq <= info.State.LastSeq && seq > 0; seq++ {
-			m, err := s.GetMsg(ctx, seq)
-			if err != nil {
-				continue
-			}
-			all.Write(m.Data)
-			for k, v := range m.Header {
-				fmt.Fprint(&all, k, v)
-			}
-		}
-	}
-	return all.Bytes()
+	return natstest.StoredBytes(t, e.log.JetStream(), e.log.Names().EventStreams()...)
 }
 
 // listAfter is the conversation IDs listed after the line header in out,

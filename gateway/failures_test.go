@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -18,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/gateway"
+	"github.com/turnlog/turnlog/internal/natstest"
 	"github.com/turnlog/turnlog/internal/syncbuf"
 	"github.com/turnlog/turnlog/replay"
 )
@@ -102,27 +102,9 @@ func TestNATSDownAnswers503WithoutForwarding(t *testing.T) {
 // storedBytes returns every stored message of the event streams, data and
 // headers.
 func storedBytes(t *testing.T, r *rig) []byte {
-	ctx := context.Background()
-	var all bytes.Buffer
-	js := r.log.JetStream()
-	for _, name := range r.log.Names().EventStreams() {
-		s, err := js.Stream(ctx, name)
-		require.NoError(t, err)
-		info, err := s.Info(ctx)
-		require.NoError(t, err)
-		for seq := info.State.FirstSeq; seq <= info.State.LastSeq && seq > 0; seq++ {
-			m, err := s.GetMsg(ctx, seq)
-			if err != nil {
-				continue
-			}
-			all.Write(m.Data)
-			for k, v := range m.Header {
-				fmt.Fprint(&all, k, v)
-			}
-		}
-	}
-	require.NotZero(t, all.Len())
-	return all.Bytes()
+	all := natstest.StoredBytes(t, r.log.JetStream(), r.log.Names().EventStreams()...)
+	require.NotZero(t, len(all))
+	return all
 }
 
 func TestKeysNeverStoredAndUpstreamErrorsRecorded(t *testing.T) {
