@@ -62,6 +62,14 @@ type Import struct {
 	Streamed bool
 }
 
+// kind is the import's word in a server's configuration.
+func (im Import) kind() string {
+	if im.Service {
+		return "service"
+	}
+	return "stream"
+}
+
 // ImportsFor returns what ClientsAccount imports from Account for the
 // installation named by n: every publish grant of the client role as a
 // service and every subscribe grant as a stream, except the client's own

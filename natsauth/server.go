@@ -66,11 +66,7 @@ func Conf(n eventlog.Names, key func(Role) string) string {
 	b.WriteString("    # what the client role may ask (services) and hear (streams)\n")
 	b.WriteString("    exports = [\n")
 	for _, im := range imports {
-		kind := "stream"
-		if im.Service {
-			kind = "service"
-		}
-		fmt.Fprintf(&b, "      { %s: %q", kind, im.Subject)
+		fmt.Fprintf(&b, "      { %s: %q", im.kind(), im.Subject)
 		if im.Streamed {
 			b.WriteString(", response_type: stream")
 		}
@@ -81,11 +77,7 @@ func Conf(n eventlog.Names, key func(Role) string) string {
 	writeUsers(&b, n, key, Client)
 	b.WriteString("    imports = [\n")
 	for _, im := range imports {
-		kind := "stream"
-		if im.Service {
-			kind = "service"
-		}
-		fmt.Fprintf(&b, "      { %s: { account: %s, subject: %q } }\n", kind, Account, im.Subject)
+		fmt.Fprintf(&b, "      { %s: { account: %s, subject: %q } }\n", im.kind(), Account, im.Subject)
 	}
 	b.WriteString("    ]\n  }\n}\n")
 	return b.String()
