@@ -21,10 +21,9 @@ const ConversationHeader = "Turnlog-Conversation"
 // the provider key) the client's API key must be the token and is replaced
 // by the provider key; in pass-through mode Turnlog-Token must be the token
 // and the provider headers are left as they came. No Turnlog-* header
-// goes upstream (the caller strips them). It returns why the call is
-// refused (401), or "" and the managed key the call goes upstream with
-// ("" in pass-through).
-func (g *Gateway) authorize(h http.Header, anthropic bool, managedKey string) (refused, managed string) {
+// goes upstream (the caller strips them). It returns "" or why the call is
+// refused (401).
+func (g *Gateway) authorize(h http.Header, anthropic bool, managedKey string) string {
 	key := bearerToken(h.Get("Authorization"))
 	if anthropic && h.Get("X-Api-Key") != "" {
 		key = h.Get("X-Api-Key")
@@ -34,28 +33,28 @@ func (g *Gateway) authorize(h http.Header, anthropic bool, managedKey string) (r
 	asKey := g.cfg.Token != "" && key != "" && g.tokenOK(key)
 	if tok := h.Get(TokenHeader); (tok != "" && !(asKey && managedKey != "")) || managedKey == "" {
 		if g.cfg.Token == "" {
-			return "", ""
+			return ""
 		}
 		if tok == "" {
 			return "this gateway holds no provider key for this API, so each call must carry turnlog's token in the header " + TokenHeader +
-				" (and its provider key as usual); or start the gateway with TURNLOG_OPENAI_API_KEY / TURNLOG_ANTHROPIC_API_KEY and use the token as the API key", ""
+				" (and its provider key as usual); or start the gateway with TURNLOG_OPENAI_API_KEY / TURNLOG_ANTHROPIC_API_KEY and use the token as the API key"
 		}
 		if !g.tokenOK(tok) {
-			return "the " + TokenHeader + " header is not turnlog's token; use the one in the data directory's auth/http.token, or the one turnlog was given (TURNLOG_TOKEN)", ""
+			return "the " + TokenHeader + " header is not turnlog's token; use the one in the data directory's auth/http.token, or the one turnlog was given (TURNLOG_TOKEN)"
 		}
 		if asKey {
 			// Forwarded, it would hand turnlog's token to the provider.
 			return "the API key is turnlog's token, which is never sent to the provider: with " + TokenHeader +
-				" (pass-through) send the provider's own key as the API key; or start the gateway with TURNLOG_OPENAI_API_KEY / TURNLOG_ANTHROPIC_API_KEY to have it send its key", ""
+				" (pass-through) send the provider's own key as the API key; or start the gateway with TURNLOG_OPENAI_API_KEY / TURNLOG_ANTHROPIC_API_KEY to have it send its key"
 		}
-		return "", ""
+		return ""
 	}
 	// Managed: the client's API key is turnlog's token.
 	if h.Get(TokenHeader) != "" && !g.tokenOK(h.Get(TokenHeader)) {
-		return "the " + TokenHeader + " header is not turnlog's token; use the one in the data directory's auth/http.token, or the one turnlog was given (TURNLOG_TOKEN)", ""
+		return "the " + TokenHeader + " header is not turnlog's token; use the one in the data directory's auth/http.token, or the one turnlog was given (TURNLOG_TOKEN)"
 	}
 	if g.cfg.Token != "" && !g.tokenOK(key) {
-		return "the API key is not turnlog's token: this gateway sends its own provider key upstream, and clients use turnlog's token (auth/http.token, or TURNLOG_TOKEN) as their API key", ""
+		return "the API key is not turnlog's token: this gateway sends its own provider key upstream, and clients use turnlog's token (auth/http.token, or TURNLOG_TOKEN) as their API key"
 	}
 	h.Del("Authorization")
 	h.Del("X-Api-Key")
@@ -64,7 +63,7 @@ func (g *Gateway) authorize(h http.Header, anthropic bool, managedKey string) (r
 	} else {
 		h.Set("Authorization", "Bearer "+managedKey)
 	}
-	return "", managedKey
+	return ""
 }
 
 // bearerToken is the token of an Authorization header's value, "" when it

@@ -182,8 +182,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	msg, managedKey := g.authorize(r.Header, anthropic, g.cfg.providerKey(api))
-	if msg != "" {
+	if msg := g.authorize(r.Header, anthropic, g.cfg.providerKey(api)); msg != "" {
 		if !anthropic {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="turnlog"`)
 		}
@@ -194,9 +193,6 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	proxy := g.openai
 	if anthropic {
 		proxy = g.anthropic
-	}
-	if managedKey != "" {
-		r = r.WithContext(context.WithValue(r.Context(), managedKeyOf{}, managedKey))
 	}
 	if !recorded {
 		g.forwardUnrecorded(r)
@@ -299,12 +295,12 @@ func (g *Gateway) refuse(w http.ResponseWriter, anthropic bool, err error) {
 // modifyResponse marks the response with its conversation and wraps its
 // body so that the call is recorded as it passes.
 func (g *Gateway) modifyResponse(resp *http.Response) error {
-	// Outermost, so that what the tee records and holds back is the
-	// upstream's answer as it came.
-	defer func() {
-		key, _ := resp.Request.Context().Value(managedKeyOf{}).(string)
-		resp.Body = maskKey(resp.Body, key)
-	}()
+	// The credentials the call sent upstream never come back to the app
+	// nor go into the record: masked before the tee, so that the record
+	// is what the app received.
+	secrets := credentials(resp.Request.Header)
+	maskHeaders(resp.Header, secrets)
+	resp.Body = maskKeys(resp.Body, secrets)
 	st := stateOf(resp.Request.Context())
 	if st == nil {
 		return nil // a path forwarded unrecorded

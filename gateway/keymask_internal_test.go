@@ -51,7 +51,7 @@ func TestMaskedBodyWhateverTheCuts(t *testing.T) {
 					n := min(len(rest), 1+rng.IntN(12))
 					pieces, rest = append(pieces, rest[:n]), rest[n:]
 				}
-				got, err := io.ReadAll(maskKey(&chunks{pieces: pieces}, key))
+				got, err := io.ReadAll(maskKeys(&chunks{pieces: pieces}, []string{key}))
 				require.NoError(t, err)
 				require.Len(t, got, len(tc.body), "pieces %q", pieces)
 				want := tc.body
@@ -69,7 +69,7 @@ func TestMaskedBodyWhateverTheCuts(t *testing.T) {
 // as they arrive; only a tail that begins the key waits for the next read.
 func TestMaskedBodyHoldsOnlyWhatMayBeTheKey(t *testing.T) {
 	const key = "sk-provider-secret"
-	m := maskKey(&chunks{pieces: []string{"data: {\"x\":1}\n\n", "data: {\"e\":\"sk-prov", "ider-secret\"}\n\n"}}, key)
+	m := maskKeys(&chunks{pieces: []string{"data: {\"x\":1}\n\n", "data: {\"e\":\"sk-prov", "ider-secret\"}\n\n"}}, []string{key})
 	p := make([]byte, 100)
 	n, err := m.Read(p)
 	require.NoError(t, err)
