@@ -72,12 +72,12 @@ func TestProviderKeysNeverReachTheAppNorTheRecord(t *testing.T) {
 				`data: {"error":{"type":"invalid_request_error","message":"Incorrect API key provided: `, after: `"}}` + "\n\n", recorded: true},
 		{name: "a model's answer", path: "/v1/chat/completions", body: fmt.Sprintf(chatBody, "answer"), contentType: "application/json", status: 200,
 			before: `{"id":"c2","object":"chat.completion","model":"gpt-test","choices":[{"index":0,"message":{"role":"assistant","content":"your key is `,
-			after: `"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":5,"total_tokens":10}}`, recorded: true},
+			after:  `"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":5,"total_tokens":10}}`, recorded: true},
 		{name: "a path forwarded unrecorded", path: "/v1/models", body: "", contentType: "application/json", status: 401,
 			before: `{"error":{"message":"Incorrect API key provided: `, after: `"}}`},
 		{name: "pass-through: a model's answer holding the app's own key", path: "/v1/chat/completions", body: fmt.Sprintf(chatBody, "pass"), contentType: "application/json", status: 200,
 			before: `{"id":"c3","object":"chat.completion","model":"gpt-test","choices":[{"index":0,"message":{"role":"assistant","content":"your key is `,
-			after: `"},"finish_reason":"stop"}]}`, header: passThrough, key: appKey, recorded: true},
+			after:  `"},"finish_reason":"stop"}]}`, header: passThrough, key: appKey, recorded: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
