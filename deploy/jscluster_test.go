@@ -54,7 +54,8 @@ func connectRole(t *testing.T, url string, r natsauth.Role, kp nkeys.KeyPair) *n
 // of its own, reads a conversation replicated on the three nodes through
 // its imports, from any node, and sends a chat request, which is stored
 // and acknowledged; an answer it aims at the conversation's events
-// subject is not stored.
+// subject is not stored; its status ping reaches a worker on another node
+// and the worker's status comes back.
 func TestTheClusterServesTheRoles(t *testing.T) {
 	keys := roleSeeds(t)
 	dir := configDir(t, true)
@@ -147,4 +148,27 @@ func TestTheClusterServesTheRoles(t *testing.T) {
 	events1, err := info.Info(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, events0.State.Msgs, events1.State.Msgs, "an answer the client aims at an events subject is not stored")
+
+	// The status ping, a stream turnlog's account imports from the
+	// clients' (no response is tracked for it), reaches a worker on
+	// another node, and the worker's status the client.
+	wk := connectRole(t, urls[2], natsauth.Worker, keys[natsauth.Worker])
+	pings, err := wk.SubscribeSync(l.Names().WorkersPing())
+	require.NoError(t, err)
+	statuses, err := client.SubscribeSync(l.Names().WorkersStatus())
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { // until each node knows of the other's subscription
+		if client.Publish(l.Names().WorkersPing(), nil) != nil {
+			return false
+		}
+		_, err := pings.NextMsg(100 * time.Millisecond)
+		return err == nil
+	}, 10*time.Second, 10*time.Millisecond, "a worker on node 3 hears the client's ping sent on node 2")
+	require.Eventually(t, func() bool {
+		if wk.Publish(l.Names().WorkersStatus(), []byte(`{"id":"w"}`)) != nil {
+			return false
+		}
+		_, err := statuses.NextMsg(100 * time.Millisecond)
+		return err == nil
+	}, 10*time.Second, 10*time.Millisecond, "the client on node 2 hears the worker's status from node 3")
 }

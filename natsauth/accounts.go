@@ -44,15 +44,30 @@ func AccountOf(r Role) string {
 	return Account
 }
 
-// Import is one subject ClientsAccount imports from Account, made of one of
-// the client role's grants: a publish grant is a service (a request
-// answered in turnlog's account, or a message stored there, such as a chat
-// request), a subscribe grant a stream (messages published in turnlog's
-// account that the client hears).
+// Import is one subject that joins ClientsAccount to Account, made of one
+// of the client role's grants: a publish grant is a service ClientsAccount
+// imports (a request answered in turnlog's account, or a message stored
+// there, such as a chat request), a subscribe grant a stream it imports
+// (messages published in turnlog's account that the client hears), and the
+// status ping, which nothing answers on its reply subject, a stream
+// Account imports from ClientsAccount (FromClients).
 type Import struct {
 	Grant
 	// Service is true for a service import, false for a stream import.
 	Service bool
+	// FromClients is true for a stream Account imports from
+	// ClientsAccount: what a client publishes that turnlog's account
+	// hears, with no answer awaited. nats-server keeps an entry for every
+	// request sent on an imported service until it is answered or the
+	// export's response threshold passes; the status ping is answered on
+	// a subject of the workers' own, never on its reply, so as a service
+	// each ping a client sent with a reply stayed in the server's memory
+	// (found by the security probe: 500,000 pings took a server from
+	// 58 MB to 770 MB). A stream import tracks nothing, and the reply
+	// subject the client names comes along unchanged, in turnlog's
+	// account, where no role answers it (workers have no
+	// allow_responses).
+	FromClients bool
 	// Streamed is true for a service answered with several messages (a
 	// batched direct get answers a message per match and an end of batch).
 	// nats-server forgets the way back of a singleton service's request
@@ -70,12 +85,14 @@ func (im Import) kind() string {
 	return "stream"
 }
 
-// ImportsFor returns what ClientsAccount imports from Account for the
+// ImportsFor returns what joins ClientsAccount to Account for the
 // installation named by n: every publish grant of the client role as a
-// service and every subscribe grant as a stream, except the client's own
-// inbox, which is the client's account's own (the answers of services come
-// back to it there). Deriving them from the grants keeps the two in step:
-// a subject granted to the client but not imported would reach no one.
+// service ClientsAccount imports, but the status ping, which Account
+// imports as a stream (FromClients), and every subscribe grant as a stream
+// ClientsAccount imports, except the client's own inbox, which is the
+// client's account's own (the answers of services come back to it there).
+// Deriving them from the grants keeps the two in step: a subject granted
+// to the client but not imported would reach no one.
 func ImportsFor(n eventlog.Names) []Import {
 	s := SpecFor(Client, n)
 	inbox := InboxPrefix(Client) + ".>"
@@ -86,6 +103,10 @@ func ImportsFor(n eventlog.Names) []Import {
 	// enableJetStreamInfoServiceImportOnly). The client may not send it.
 	out := []Import{{Grant: Grant{jsAccountInfo, "none: it keeps the server from answering the client's JetStream requests as an account without JetStream; the client may not send it (no publish grant)"}, Service: true}}
 	for _, g := range s.Publish {
+		if g.Subject == n.WorkersPing() {
+			out = append(out, Import{Grant: g, FromClients: true})
+			continue
+		}
 		out = append(out, Import{Grant: g, Service: true, Streamed: batched(g.Subject)})
 	}
 	for _, g := range s.Subscribe {

@@ -119,7 +119,8 @@ func TestClientRepliesAreNeverStored(t *testing.T) {
 // the client role's grants (a subject granted but not imported would reach
 // no one), each batched direct get streamed (its answer is several
 // messages), and the one import that is no grant, which the client may
-// not send.
+// not send; the status ping alone goes the other way, a stream turnlog's
+// account imports (as a service, every ping kept a response entry).
 func TestClientImportsFollowItsGrants(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -131,8 +132,13 @@ func TestClientImportsFollowItsGrants(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			names := eventlog.NamesFor(eventlog.DefaultPrefix).WithEventShards(tc.shards)
 			spec := natsauth.SpecFor(natsauth.Client, names)
-			services, streams := map[string]bool{}, map[string]bool{}
+			services, streams, fromClients := map[string]bool{}, map[string]bool{}, map[string]bool{}
 			for _, im := range natsauth.ImportsFor(names) {
+				if im.FromClients {
+					assert.False(t, im.Service, "%s: what turnlog's account imports from the clients' is a stream", im.Subject)
+					fromClients[im.Subject] = true
+					continue
+				}
 				if im.Service {
 					assert.False(t, services[im.Subject], "%s imported twice", im.Subject)
 					services[im.Subject] = im.Streamed
@@ -140,7 +146,11 @@ func TestClientImportsFollowItsGrants(t *testing.T) {
 					streams[im.Subject] = true
 				}
 			}
+			assert.Equal(t, map[string]bool{names.WorkersPing(): true}, fromClients, "the status ping alone is a stream from the clients")
 			for _, g := range spec.Publish {
+				if fromClients[g.Subject] {
+					continue
+				}
 				streamed, ok := services[g.Subject]
 				require.True(t, ok, "publish grant %s is imported as a service", g.Subject)
 				rest, direct := strings.CutPrefix(g.Subject, "$JS.API.DIRECT.GET.")

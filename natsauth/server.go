@@ -48,7 +48,7 @@ func EnvVar(r Role) string { return "TURNLOG_NKEY_" + strings.ToUpper(string(r))
 // server's configuration file) that defines the accounts Account (with
 // JetStream) and ClientsAccount (without), one user per role in its
 // account with its permissions for the installation named by n, and what
-// ClientsAccount imports from Account (ImportsFor). key gives the value of
+// each account imports from the other (ImportsFor). key gives the value of
 // a user's nkey: "$" + EnvVar(r) to read it from the environment, as
 // deploy/auth.conf does, or the public key itself.
 func Conf(n eventlog.Names, key func(Role) string) string {
@@ -59,24 +59,42 @@ func Conf(n eventlog.Names, key func(Role) string) string {
 	fmt.Fprintf(&b, "# reaches %s's streams only through the imports below, and the answer\n", Account)
 	b.WriteString("# to a request it sends comes back in its own account, on whatever reply\n")
 	b.WriteString("# subject it named, where nothing is stored (see docs/security.md).\n")
-	imports := ImportsFor(n)
+	var toClients, fromClients []Import
+	for _, im := range ImportsFor(n) {
+		if im.FromClients {
+			fromClients = append(fromClients, im)
+		} else {
+			toClients = append(toClients, im)
+		}
+	}
 	b.WriteString("accounts {\n")
 	fmt.Fprintf(&b, "  %s {\n    jetstream: enabled\n", Account)
 	writeUsers(&b, n, key, Admin, Worker)
 	b.WriteString("    # what the client role may ask (services) and hear (streams)\n")
 	b.WriteString("    exports = [\n")
-	for _, im := range imports {
+	for _, im := range toClients {
 		fmt.Fprintf(&b, "      { %s: %q", im.kind(), im.Subject)
 		if im.Streamed {
 			b.WriteString(", response_type: stream")
 		}
 		fmt.Fprintf(&b, ", accounts: [%s] } # %s\n", ClientsAccount, im.Why)
 	}
+	b.WriteString("    ]\n")
+	b.WriteString("    # what the client role publishes that no one answers on its reply (no response is tracked)\n")
+	b.WriteString("    imports = [\n")
+	for _, im := range fromClients {
+		fmt.Fprintf(&b, "      { %s: { account: %s, subject: %q } }\n", im.kind(), ClientsAccount, im.Subject)
+	}
 	b.WriteString("    ]\n  }\n")
 	fmt.Fprintf(&b, "  %s {\n", ClientsAccount)
 	writeUsers(&b, n, key, Client)
+	b.WriteString("    exports = [\n")
+	for _, im := range fromClients {
+		fmt.Fprintf(&b, "      { %s: %q, accounts: [%s] } # %s\n", im.kind(), im.Subject, Account, im.Why)
+	}
+	b.WriteString("    ]\n")
 	b.WriteString("    imports = [\n")
-	for _, im := range imports {
+	for _, im := range toClients {
 		fmt.Fprintf(&b, "      { %s: { account: %s, subject: %q } }\n", im.kind(), Account, im.Subject)
 	}
 	b.WriteString("    ]\n  }\n}\n")
