@@ -18,6 +18,7 @@ package natsauth
 
 import (
 	"strings"
+	"time"
 
 	"github.com/turnlog/turnlog/eventlog"
 )
@@ -117,6 +118,28 @@ func ImportsFor(n eventlog.Names) []Import {
 	}
 	return out
 }
+
+// responseThreshold is how long nats-server keeps the way back of a
+// client's request on a service Account exports: until the answer, or
+// until this passes without one (a batched direct get's, streamed, until
+// it passes whatever happens). Each entry holds about 1.3 KB, so the
+// default, 2 minutes, let a client key grow a server's memory by its
+// request rate times 2 minutes (the security probe: 2.35 GB from four
+// connections); now by its rate times this (the server sweeps once per
+// threshold, so an entry lives between one and two of them).
+//
+// Why 10 s: nats.go and its jetstream package give up on a request after
+// 5 s (their default timeout, which turnlog keeps), and the entry is made
+// when the server receives the request, after the requester started
+// waiting, so no answer a requester still waits for by default is lost.
+// The other 5 s leave room for a cluster under load: a chat request's
+// PubAck waits for a quorum of the stream's replicas, a leader's message
+// get or a direct get for a busy store, and a caller with a longer
+// deadline than the default still gets an answer that is only late. An
+// answer later than that is dropped: the requester times out as it would
+// have at 5 s (a chat request may be sent again under the same request ID,
+// which JetStream deduplicates).
+const responseThreshold = 10 * time.Second
 
 // jsAccountInfo is JetStream's account info request.
 const jsAccountInfo = "$JS.API.INFO"

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -170,4 +171,57 @@ func TestClientImportsFollowItsGrants(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestServiceExportsHaveAShortResponseThreshold: nats-server keeps an
+// entry for every request on an imported service until it is answered or
+// the export's response threshold passes, and a batched direct get's
+// entry (a streamed answer) until the threshold whatever happens: with
+// the default 2 minutes a client key that sends requests fast grows the
+// server's memory without bound (found by the security probe). Every
+// service export carries a short threshold, in the configuration and in
+// the accounts the server loads from it, but not shorter than the 5 s
+// nats.go and JetStream wait for an answer.
+func TestServiceExportsHaveAShortResponseThreshold(t *testing.T) {
+	srv := natstest.Start(t, natstest.WithAuth())
+	names := eventlog.NamesFor(eventlog.DefaultPrefix)
+	auth, err := natsauth.ServerAuth(srv.AuthDir, names)
+	require.NoError(t, err)
+	running, err := srv.NATS().LookupAccount(natsauth.Account)
+	require.NoError(t, err)
+	var loaded *server.Account
+	for _, a := range auth.Accounts {
+		if a.Name == natsauth.Account {
+			loaded = a
+		}
+	}
+	require.NotNil(t, loaded, "the configuration defines %s", natsauth.Account)
+	conf := natsauth.Conf(names, func(r natsauth.Role) string { return "$" + natsauth.EnvVar(r) })
+	n := 0
+	for _, im := range natsauth.ImportsFor(names) {
+		if !im.Service {
+			continue
+		}
+		n++
+		for _, tc := range []struct {
+			name string
+			acc  *server.Account
+		}{
+			{"loaded from the configuration", loaded},
+			{"in the running server", running},
+		} {
+			thr, err := tc.acc.ServiceExportResponseThreshold(im.Subject)
+			require.NoError(t, err, "%s: %s", tc.name, im.Subject)
+			assert.Less(t, thr, server.DEFAULT_SERVICE_EXPORT_RESPONSE_THRESHOLD, "%s: %s", tc.name, im.Subject)
+			assert.GreaterOrEqual(t, thr, 5*time.Second, "%s: %s: an answer nats.go still waits for", tc.name, im.Subject)
+		}
+		line := ""
+		for _, l := range strings.Split(conf, "\n") {
+			if strings.Contains(l, `{ service: "`+im.Subject+`"`) {
+				line = l
+			}
+		}
+		assert.Contains(t, line, "response_threshold:", "the export of %s in the configuration", im.Subject)
+	}
+	assert.Positive(t, n)
 }

@@ -70,12 +70,16 @@ func Conf(n eventlog.Names, key func(Role) string) string {
 	b.WriteString("accounts {\n")
 	fmt.Fprintf(&b, "  %s {\n    jetstream: enabled\n", Account)
 	writeUsers(&b, n, key, Admin, Worker)
-	b.WriteString("    # what the client role may ask (services) and hear (streams)\n")
+	b.WriteString("    # what the client role may ask (services) and hear (streams); the server forgets\n")
+	fmt.Fprintf(&b, "    # a request not answered within its service's response threshold (%s, not 2 minutes)\n", responseThreshold)
 	b.WriteString("    exports = [\n")
 	for _, im := range toClients {
 		fmt.Fprintf(&b, "      { %s: %q", im.kind(), im.Subject)
 		if im.Streamed {
 			b.WriteString(", response_type: stream")
+		}
+		if im.Service {
+			fmt.Fprintf(&b, ", response_threshold: %q", responseThreshold.String())
 		}
 		fmt.Fprintf(&b, ", accounts: [%s] } # %s\n", ClientsAccount, im.Why)
 	}
