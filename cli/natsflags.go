@@ -106,6 +106,9 @@ func (f *natsFlags) dialFor(ctx context.Context, extra ...nats.Option) (*nats.Co
 	box := refusalsIn(ctx)
 	refusal := nats.ErrorHandler(func(nc *nats.Conn, _ *nats.Subscription, err error) {
 		if errors.Is(err, nats.ErrPermissionViolation) && box != nil {
+			if box.answered(err) {
+				return
+			}
 			box.record(err, plan.Credential)
 			go nc.Close()
 			return

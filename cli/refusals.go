@@ -18,6 +18,49 @@ type refusals struct {
 	mu         sync.Mutex
 	err        error
 	credential string
+	// expected are the publishes whose refusal is an answer (see expect),
+	// each with the channel closed when it arrives.
+	expected map[string]chan struct{}
+}
+
+// expect makes a refusal of a publish to subject an answer, not the
+// command's failure: the connection stays open and the returned channel
+// is closed when the refusal arrives, so the command stops waiting for the
+// reply a refused request never gets. What a credential may see differs
+// by role (the client key may not read the threading index's info), and
+// status shows what it may. done ends the expectation.
+func (r *refusals) expect(subject string) (refused <-chan struct{}, done func()) {
+	ch := make(chan struct{})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.expected == nil {
+		r.expected = map[string]chan struct{}{}
+	}
+	r.expected[subject] = ch
+	return ch, func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.expected[subject] == ch {
+			delete(r.expected, subject)
+		}
+	}
+}
+
+// answered reports whether err is the refusal of an expected publish, and
+// if so tells the one waiting for it. nats.go gives the refused subject in
+// the error's text only (the server's 'Permissions Violation for Publish
+// to "<subject>"').
+func (r *refusals) answered(err error) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for subject, ch := range r.expected {
+		if strings.Contains(err.Error(), `Publish to "`+subject+`"`) {
+			close(ch)
+			delete(r.expected, subject)
+			return true
+		}
+	}
+	return false
 }
 
 func (r *refusals) record(err error, credential string) {

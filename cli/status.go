@@ -29,7 +29,9 @@ func newStatusCmd() *cobra.Command {
 		Short: "Show streams, buckets, pending requests, dead letters and running workers",
 		Long: `Show the streams, the buckets beside them (snapshots, templates, request
 IDs, history caches, the recording gateway's threading index: what each
-holds, "not created" for one nothing has needed yet), the pending
+holds, "not created" for one nothing has needed yet, "not visible" for
+one the credential may not read: the threading index, to the client key,
+as its keys name every gateway conversation), the pending
 requests, the dead letters and the workers
 that answer within 500ms, and JetStream's storage: when a worker of
 turnlog serve answers, what the server stores, its limit (--max-store),

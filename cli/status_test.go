@@ -3,11 +3,14 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/natsauth"
 )
 
 // TestStatusCountsAndListsDeadLetters: `turnlog status` counts the dead
@@ -82,4 +85,45 @@ func TestStatusListsTheBuckets(t *testing.T) {
 	assert.True(t, found.Created)
 	assert.Equal(t, uint64(2), found.Keys)
 	assert.Positive(t, found.Bytes)
+}
+
+// TestStatusWithTheClientKey: the client key may not read the threading
+// index's stream info (its answer can list every key: every gateway
+// conversation, every erased conversation's hash), so `turnlog status`
+// with it shows every other count and says why the index's are missing,
+// rather than failing on the server's refusal.
+func TestStatusWithTheClientKey(t *testing.T) {
+	s := startServe(t)
+	ctx := context.Background()
+	key, err := nats.NkeyOptionFromSeed(natsauth.KeyFile(natsauth.Dir(s.data), natsauth.Admin))
+	require.NoError(t, err)
+	nc, err := nats.Connect(s.natsURL, key)
+	require.NoError(t, err)
+	defer nc.Close()
+	l, err := eventlog.Open(ctx, nc)
+	require.NoError(t, err)
+	threads, err := l.Threads(ctx)
+	require.NoError(t, err)
+	require.NoError(t, threads.Put(ctx, map[string]string{"c.secret-conversation": "secret-conversation"}))
+	client := natsauth.KeyFile(natsauth.Dir(s.data), natsauth.Client)
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"table", []string{"status"}, "TURNLOG_THREADS  -  -  -  -  gateway threading index (not visible to this credential, such as the client key; the admin key shows it)"},
+		{"json", []string{"status", "--json"}, `"not_visible": true`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, code := runCmd(t, []string{"NATS_CREDS=" + client}, "", append(tc.args, "--nats-url", s.natsURL)...)
+			require.Equal(t, 0, code, out)
+			assert.NotContains(t, out, "refused")
+			assert.Regexp(t, `TURNLOG_SNAPSHOTS|"TURNLOG_SNAPSHOTS"`, out, "the other buckets are shown")
+			assert.Contains(t, strings.Join(strings.Fields(out), " "), strings.Join(strings.Fields(tc.want), " "))
+		})
+	}
+	out, code := runCmd(t, []string{"TURNLOG_DATA=" + s.data}, "", "status", "--nats-url", s.natsURL)
+	require.Equal(t, 0, code, out)
+	assert.Regexp(t, `TURNLOG_THREADS +\d+ +\d+ +1 +1 +gateway threading index\n`, out, "the admin key sees the counts")
 }

@@ -3,6 +3,7 @@ package cli
 // This file holds the streams and buckets tables of `turnlog status`.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -31,10 +32,16 @@ type streamStatus struct {
 type bucketStatus struct {
 	Name string `json:"name"`
 	// What is what the bucket keeps, for the reader.
-	What     string `json:"what"`
-	Created  bool   `json:"created"`
-	Messages uint64 `json:"messages"`
-	Bytes    uint64 `json:"bytes"`
+	What    string `json:"what"`
+	Created bool   `json:"created"`
+	// NotVisible is true when the server refused the credential the
+	// bucket's stream info: the client key may not read the threading
+	// index's, whose answer can list every key (every gateway
+	// conversation, every erased conversation's hash). Its counts are
+	// then unknown, not zero.
+	NotVisible bool   `json:"not_visible,omitempty"`
+	Messages   uint64 `json:"messages"`
+	Bytes      uint64 `json:"bytes"`
 	// Keys is how many keys (or objects' chunks and descriptions) hold a
 	// value.
 	Keys     uint64 `json:"keys"`
@@ -55,8 +62,10 @@ func bucketStatuses(ctx context.Context, js jetstream.JetStream, names eventlog.
 	out := make([]bucketStatus, 0, len(buckets))
 	for _, b := range buckets {
 		bs := bucketStatus{Name: b.name, What: b.what}
-		s, err := js.Stream(ctx, b.stream)
+		s, err := streamUnlessRefused(ctx, js, b.stream)
 		switch {
+		case errors.Is(err, errNotVisible):
+			bs.NotVisible = true
 		case errors.Is(err, jetstream.ErrStreamNotFound):
 		case err != nil:
 			return nil, fmt.Errorf("bucket %s: %w", b.name, err)
@@ -69,10 +78,47 @@ func bucketStatuses(ctx context.Context, js jetstream.JetStream, names eventlog.
 	return out, nil
 }
 
+// errNotVisible is streamUnlessRefused's answer when the server refused
+// the credential the stream's info.
+var errNotVisible = errors.New("not visible to this credential")
+
+// streamUnlessRefused looks stream up, as js.Stream does, but a refusal of
+// the request by the server (the credential's role may not ask) is
+// errNotVisible, not the command's failure (see refusals.expect).
+func streamUnlessRefused(ctx context.Context, js jetstream.JetStream, stream string) (jetstream.Stream, error) {
+	box := refusalsIn(ctx)
+	if box == nil {
+		return js.Stream(ctx, stream)
+	}
+	// jetstream.New leaves APIPrefix empty and uses the default.
+	refused, done := box.expect(cmp.Or(js.Options().APIPrefix, jetstream.DefaultAPIPrefix) + "STREAM.INFO." + stream)
+	defer done()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-refused:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	s, err := js.Stream(ctx, stream)
+	select {
+	case <-refused:
+		return nil, errNotVisible
+	default:
+		return s, err
+	}
+}
+
 // printBuckets writes the buckets table to w (a tabwriter).
 func printBuckets(w io.Writer, buckets []bucketStatus) {
 	fmt.Fprintln(w, "\nBUCKET\tMESSAGES\tBYTES\tKEYS\tREPLICAS\tHOLDS")
 	for _, b := range buckets {
+		if b.NotVisible {
+			fmt.Fprintf(w, "%s\t-\t-\t-\t-\t%s (not visible to this credential, such as the client key; the admin key shows it)\n", b.Name, b.What)
+			continue
+		}
 		if !b.Created {
 			fmt.Fprintf(w, "%s\t-\t-\t-\t-\t%s (not created)\n", b.Name, b.What)
 			continue

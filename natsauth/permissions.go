@@ -110,7 +110,12 @@ func SpecFor(r Role, n eventlog.Names) Spec {
 		pub(api("STREAM.MSG.GET", ridKV), "chat: the same, from a bucket without direct gets")
 		pub(n.WorkersPing(), "status: ask the workers who they are")
 		sub(n.WorkersStatus(), "status: hear the workers say who they are")
-		pub(api("STREAM.INFO", "KV_"+n.ThreadsBucket), "status: the size of the recording gateway's threading index (its counts, none of its entries)")
+		// Not the threading index's stream info: its counts were for
+		// status, but a stream info request may ask for every subject
+		// ({"subjects_filter":">"}), and the index's keys name every
+		// gateway conversation (c.<conversation>) and hash every erased
+		// one's ID (e.<sha256>, unsalted: a guess can be confirmed).
+		// status shows the index as not visible to the client key.
 		sub(n.Prefix+".delta.>", "stream an answer as it is written")
 	case Worker:
 		for _, st := range append(append([]string{}, evs...), rq, snapKV, snapObj, tplKV, dead, ridKV, histKV) {

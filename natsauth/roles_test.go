@@ -443,9 +443,19 @@ func TestClientRole(t *testing.T) {
 				return err
 			})
 		}
-		cc.expectRefused(t, "$JS.API.STREAM.PURGE", func(ctx context.Context) error {
+		// An erasure first notes itself in the threading index, whose
+		// info the client may not ask for; the purge it would end with
+		// is refused on its own.
+		cc.expectRefused(t, "$JS.API.STREAM.INFO.KV_"+cl.Names().ThreadsBucket, func(ctx context.Context) error {
 			_, err := cl.Erase(ctx, "c1")
 			return err
+		})
+		cc.expectRefused(t, "$JS.API.STREAM.PURGE", func(ctx context.Context) error {
+			s, err := cl.JetStream().Stream(ctx, cl.Names().EventsStream)
+			if err != nil {
+				return err
+			}
+			return s.Purge(ctx, jetstream.WithPurgeSubject(cl.Names().EventsSubject("c1")))
 		})
 		cc.expectRefused(t, "$KV."+cl.Names().TemplatesBucket, func(ctx context.Context) error {
 			_, err := templates.New(cl).SetGlobal(ctx, "You obey [file:/etc/passwd]")
@@ -749,4 +759,32 @@ func TestWorkerRoleEndsARequestJetStreamGaveUpOn(t *testing.T) {
 		return err == nil && info.State.Msgs == 0
 	}, 10*time.Second, 50*time.Millisecond, "the request left the requests stream")
 	wc.assertNoRefusal(t)
+}
+
+// TestClientCannotListTheThreadingIndex: the client role could ask for
+// the threading index's stream info (for status's counts), and a stream
+// info request with {"subjects_filter":">"} answers every key (found by
+// the security probe): c.<conversation> for every gateway conversation,
+// and e.<sha256 of a conversation ID>, unsalted, which confirms that a
+// guessed conversation was erased. The client role may not ask for it.
+func TestClientCannotListTheThreadingIndex(t *testing.T) {
+	srv := natstest.Start(t, natstest.WithAuth())
+	ctx := context.Background()
+	admin, err := eventlog.Open(ctx, srv.Conn, eventlog.WithLogger(quiet))
+	require.NoError(t, err)
+	threads, err := admin.Threads(ctx)
+	require.NoError(t, err)
+	require.NoError(t, threads.Put(ctx, map[string]string{"c.secret-conversation": "secret-conversation"}))
+	cc := connectAs(t, srv, natsauth.Client)
+
+	subject := "$JS.API.STREAM.INFO.KV_" + admin.Names().ThreadsBucket
+	var answer []byte
+	cc.expectRefused(t, `Publish to "`+subject+`"`, func(ctx context.Context) error {
+		m, err := cc.nc.RequestWithContext(ctx, subject, []byte(`{"subjects_filter":">"}`))
+		if err == nil {
+			answer = m.Data
+		}
+		return err
+	})
+	assert.NotContains(t, string(answer), "secret-conversation", "the index's keys reached the client")
 }
