@@ -70,6 +70,13 @@ func (l *Log) provision(ctx context.Context) error {
 	if errors.Is(err, errNotProvisioned) {
 		l.history, err = nil, nil
 	}
+	if err != nil || l.opts.readOnly {
+		return err
+	}
+	// The gateway's threading index with the rest, not on first use: a
+	// bucket left to be made later could be made first by a worker key,
+	// with subjects of its choosing (see checkBucketSubjects).
+	_, err = l.ensureBucket(ctx, threadsBucketConfig(l.names))
 	return err
 }
 
@@ -188,14 +195,18 @@ func unlimited(n int64) int64 {
 func (l *Log) ensureBucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	kv, err := l.js.KeyValue(ctx, cfg.Bucket)
 	if err == nil {
-		if l.opts.replicas == 0 || l.opts.readOnly {
+		if l.opts.readOnly {
 			return kv, nil
 		}
 		st, err := kv.Status(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("bucket %s: %w", cfg.Bucket, err)
 		}
-		if st.(*jetstream.KeyValueBucketStatus).StreamInfo().Config.Replicas == l.opts.replicas {
+		info := st.(*jetstream.KeyValueBucketStatus).StreamInfo()
+		if err := checkBucketSubjects(info.Config, cfg.Bucket); err != nil {
+			return nil, err
+		}
+		if l.opts.replicas == 0 || info.Config.Replicas == l.opts.replicas {
 			return kv, nil
 		}
 	} else if !errors.Is(err, jetstream.ErrBucketNotFound) {
@@ -290,4 +301,19 @@ func (l *Log) refuseRollups(ctx context.Context, stream string) error {
 		return fmt.Errorf("stream %s: refuse rollups: %w", stream, err)
 	}
 	return nil
+}
+
+// checkBucketSubjects refuses a bucket whose stream holds other subjects
+// than the one nats.go gives a bucket ($KV.<bucket>.>). A worker key may
+// create a missing bucket (on a fresh cluster), and so could make one
+// with subjects of its choosing, such as another role's reply inbox,
+// whose messages the stream would then store where the worker reads them.
+// Such a stream is not used, and the error says what to do.
+func checkBucketSubjects(cfg jetstream.StreamConfig, bucket string) error {
+	want := "$KV." + bucket + ".>"
+	if len(cfg.Subjects) == 1 && cfg.Subjects[0] == want {
+		return nil
+	}
+	return fmt.Errorf("bucket %s: its stream %s takes the subjects %s, where a bucket takes %s alone: turnlog did not make it so, and does not use it (it would store whatever is published on the others); an admin deletes it (nats stream rm %s, with the admin's key) and opens the log again to make it anew",
+		bucket, cfg.Name, strings.Join(cfg.Subjects, ", "), want, cfg.Name)
 }

@@ -29,16 +29,20 @@ type Threads struct {
 // Threads opens the installation's threading bucket, creating it when it
 // is missing (a worker's credential may).
 func (l *Log) Threads(ctx context.Context) (*Threads, error) {
-	kv, err := l.ensureBucket(ctx, jetstream.KeyValueConfig{
-		Bucket:      l.names.ThreadsBucket,
-		Description: "turnlog gateway threading index: content hashes of recorded calls to their conversations",
-		History:     1,
-		Storage:     jetstream.FileStorage,
-	})
+	kv, err := l.ensureBucket(ctx, threadsBucketConfig(l.names))
 	if err != nil {
 		return nil, fmt.Errorf("open the gateway's threading index: %w", err)
 	}
 	return &Threads{js: l.js, kv: kv, prefix: "$KV." + l.names.ThreadsBucket + ".", stream: "KV_" + l.names.ThreadsBucket}, nil
+}
+
+func threadsBucketConfig(n Names) jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{
+		Bucket:      n.ThreadsBucket,
+		Description: "turnlog gateway threading index: content hashes of recorded calls to their conversations",
+		History:     1,
+		Storage:     jetstream.FileStorage,
+	}
 }
 
 // Get returns key's value; ok is false when it has none.

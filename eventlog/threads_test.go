@@ -49,6 +49,8 @@ func TestThreadsGetManyWithoutDirectGets(t *testing.T) {
 	js, err := jetstream.New(srv.Conn)
 	require.NoError(t, err)
 	bucket := l.Names().ThreadsBucket
+	// Open made the bucket as turnlog does; made again by hand.
+	require.NoError(t, js.DeleteStream(ctx, "KV_"+bucket))
 	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: "KV_" + bucket, Subjects: []string{"$KV." + bucket + ".>"},
 		MaxMsgsPerSubject: 1, AllowRollup: true, DenyDelete: true, Discard: jetstream.DiscardNew, AllowDirect: false})
 	require.NoError(t, err)
