@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nkeys"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/eventlog"
@@ -30,12 +29,9 @@ const clusterPort = 6222
 func roleKeys(t *testing.T) map[natsauth.Role]string {
 	t.Helper()
 	keys := map[natsauth.Role]string{}
-	for _, r := range natsauth.Roles {
-		kp, err := nkeys.CreateUser()
-		require.NoError(t, err)
+	for r, kp := range roleSeeds(t) {
 		pub, err := kp.PublicKey()
 		require.NoError(t, err)
-		t.Setenv(natsauth.EnvVar(r), pub)
 		keys[r] = pub
 	}
 	return keys
