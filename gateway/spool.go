@@ -182,18 +182,18 @@ func (s *spool) keep(c *spoolCall, o calls.Outcome, t *tee, local *calls.Threads
 		l.Status = t.status // the provider took nothing of the call in
 	}
 	if o.Failure == "" && t != nil {
-		// Without the credentials the call sent upstream, which a
-		// response's error may echo: they are never recorded.
-		l.Status, l.Response, l.Stream = t.status, []byte(redact(string(t.buf.Bytes()), t.st.secrets)), t.stream != nil
+		// The response as the client got it: without the credentials
+		// the call sent upstream (maskKeys, before the tee).
+		l.Status, l.Response, l.Stream = t.status, t.buf.Bytes(), t.stream != nil
 		if t.over {
 			l.Response, l.Failure = nil, "the response is larger than the gateway's --max-body; it reached the client but is not recorded"
 		}
 	} else if t != nil && t.stream != nil && !t.over {
 		// A stream that failed part-way: what it delivered is the
 		// record's partial output (calls.Logged.Outcome reads it), its
-		// error event too, without the credentials the call sent
-		// upstream (an error may echo them).
-		l.Status, l.Response, l.Stream = t.status, []byte(redact(string(t.buf.Bytes()), t.st.secrets)), true
+		// error event too, as the client got them (without the call's
+		// credentials).
+		l.Status, l.Response, l.Stream = t.status, t.buf.Bytes(), true
 	}
 	data := l.Marshal()
 	s.mu.Lock()

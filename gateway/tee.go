@@ -112,9 +112,9 @@ func (t *tee) end() error {
 	o := calls.Outcome{Duration: time.Since(t.st.started)}
 	switch {
 	case t.status >= 300:
-		// Credentials out before the reason is cut short: a key cut in
-		// two would not be found whole (the outcome's own redaction).
-		o.Failure = statusFailure(t.status, []byte(redact(string(t.buf.Bytes()), t.st.secrets)))
+		// The body is without the call's credentials already (maskKeys,
+		// before the tee), so a key is not cut in two with the reason.
+		o.Failure = statusFailure(t.status, t.buf.Bytes())
 		o.Transient, o.Refused = t.status == 429 || t.status >= 500, true
 	case t.stream != nil:
 		out, err := t.stream.Output()
