@@ -57,6 +57,16 @@ func (l *Log) ClaimRequestID(ctx context.Context, id, conversation string) error
 		if string(e.Value()) == conversation {
 			return nil
 		}
+		if copied, err := l.copiedClaim(ctx, id); err != nil {
+			return fmt.Errorf("claim request ID %s: %w", id, err)
+		} else if copied {
+			// Not a claim: replaced by this one, unless a real claim
+			// came first (then it is read again).
+			if _, err := kv.Update(ctx, id, []byte(conversation), e.Revision()); err == nil {
+				return nil
+			}
+			continue
+		}
 		return fmt.Errorf("request_id %s: %w; send every request with a fresh request_id (or none, to have one generated)", id, ErrCauseReused)
 	}
 	return fmt.Errorf("claim request ID %s: it keeps expiring and reappearing; try again", id)
@@ -114,7 +124,32 @@ func (l *Log) claimOf(ctx context.Context, id string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("bucket %s: %w", l.names.RequestIDsBucket, err)
 	}
+	if copied, err := l.copiedClaim(ctx, id); err != nil || copied {
+		return "", err
+	}
 	return string(e.Value()), nil
+}
+
+// copiedClaim reports whether the request IDs bucket's value for id is a
+// stored copy of a direct get's answer (a worker key can have the server
+// store one under any key, by naming the key as a reply subject), not a
+// claim (StoredCopy: it carries the server's headers, which turnlog's
+// claims never do). It is logged, as the copy is someone's doing.
+func (l *Log) copiedClaim(ctx context.Context, id string) (bool, error) {
+	stream := "KV_" + l.names.RequestIDsBucket
+	m, err := l.leaderGet(ctx, stream, leaderGetRequest{LastFor: "$KV." + l.names.RequestIDsBucket + "." + id})
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read the claim of request ID %s: %w", id, err)
+	}
+	if !StoredCopy(m.Header) {
+		return false, nil
+	}
+	l.opts.logger.Warn("a request ID's claim is a copy of another stored message (a JetStream answer a client with the worker or admin key had stored there), not a claim: ignored",
+		"request_id", id, "seq", m.Sequence)
+	return true, nil
 }
 
 // requestIDBucket is the request IDs bucket, looked up on first use by a
