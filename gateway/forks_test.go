@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"encoding/json"
 	"slices"
 	"testing"
 
@@ -19,16 +18,7 @@ func TestForksFindsAGatewayBranch(t *testing.T) {
 	r := newRig(t, newNumberedResponses(t).URL, "")
 	call := func(input, previous string) (conv, id string) {
 		t.Helper()
-		body := map[string]any{"model": "m", "input": input}
-		if previous != "" {
-			body["previous_response_id"] = previous
-		}
-		b, _ := json.Marshal(body)
-		resp, out := post(t, r.gw.URL+"/v1/responses", map[string]string{"Turnlog-Token": token}, string(b))
-		require.Equal(t, 200, resp.StatusCode, "%s", out)
-		var got struct{ ID string }
-		require.NoError(t, json.Unmarshal(out, &got))
-		return resp.Header.Get("Turnlog-Conversation"), got.ID
+		return respond(t, r, nil, input, previous)
 	}
 	main, r1 := call("my address is 1 Main St", "")
 	call("and my phone is 555-0100", r1)

@@ -23,16 +23,7 @@ func TestPreviousResponseIDOfAnEarlierCallForks(t *testing.T) {
 	r := newRig(t, up.URL, "")
 	call := func(input, previous string) (conv, id string) {
 		t.Helper()
-		body := map[string]any{"model": "m", "instructions": "be brief", "input": input}
-		if previous != "" {
-			body["previous_response_id"] = previous
-		}
-		b, _ := json.Marshal(body)
-		resp, out := post(t, r.gw.URL+"/v1/responses", map[string]string{"Turnlog-Token": token}, string(b))
-		require.Equal(t, 200, resp.StatusCode, "%s", out)
-		var got struct{ ID string }
-		require.NoError(t, json.Unmarshal(out, &got))
-		return resp.Header.Get("Turnlog-Conversation"), got.ID
+		return respond(t, r, map[string]any{"instructions": "be brief"}, input, previous)
 	}
 	main, r1 := call("first question", "")
 	conv2, _ := call("second question", r1)
@@ -95,4 +86,24 @@ func TestContinuingAnUnrecordedResponseIsNotAFault(t *testing.T) {
 	conv := resp.Header.Get("Turnlog-Conversation")
 	verify(t, r.log, conv)
 	assert.Empty(t, checkRules(t, r.log, conv))
+}
+
+// respond sends a Responses API call with input, continuing previous (a
+// response ID, "" for none), with extra fields beside them, and returns
+// the conversation it was recorded in and the response's ID.
+func respond(t *testing.T, r *rig, extra map[string]any, input, previous string) (conv, id string) {
+	t.Helper()
+	body := map[string]any{"model": "m", "input": input}
+	for k, v := range extra {
+		body[k] = v
+	}
+	if previous != "" {
+		body["previous_response_id"] = previous
+	}
+	b, _ := json.Marshal(body)
+	resp, out := post(t, r.gw.URL+"/v1/responses", map[string]string{"Turnlog-Token": token}, string(b))
+	require.Equal(t, 200, resp.StatusCode, "%s", out)
+	var got struct{ ID string }
+	require.NoError(t, json.Unmarshal(out, &got))
+	return resp.Header.Get("Turnlog-Conversation"), got.ID
 }
