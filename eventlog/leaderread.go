@@ -83,6 +83,24 @@ func (l *Log) committedLast(ctx context.Context, conversation string) (*jetstrea
 	return l.leaderGet(ctx, stream, leaderGetRequest{LastFor: subject})
 }
 
+// streamMsgAt is the message at seq as the stream holds it: a direct get's
+// answer when the stream itself gave it, else (not found, or a mirror
+// made with mirror_direct answered) the leader's. A replica that answers
+// has stored the message, and a stored message never changes; one that
+// has not applied it yet, or a mirror that never copied it, says "not
+// found" of a message the stream holds.
+func (l *Log) streamMsgAt(ctx context.Context, handle jetstream.Stream, stream string, seq uint64) (*jetstream.RawStreamMsg, error) {
+	m, err := handle.GetMsg(ctx, seq)
+	m = fromServer(m)
+	switch {
+	case err == nil && serverValue(m.Header, jetstream.StreamHeader) == stream:
+		return m, nil
+	case err != nil && !errors.Is(err, jetstream.ErrMsgNotFound):
+		return nil, err
+	}
+	return l.leaderGet(ctx, stream, leaderGetRequest{Seq: seq})
+}
+
 // leaderGetRequest is the body of a STREAM.MSG.GET request.
 type leaderGetRequest struct {
 	Seq     uint64 `json:"seq,omitempty"`
