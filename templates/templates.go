@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -109,6 +110,7 @@ func (permanentError) Permanent() bool { return true }
 // safe for concurrent use. It implements middlewares.TemplateSource, so a
 // worker's template middleware reads the global template from it.
 type Store struct {
+	log    *eventlog.Log
 	js     jetstream.JetStream
 	bucket string
 
@@ -120,7 +122,7 @@ type Store struct {
 // bucket). The bucket is created by eventlog.Open; it is looked up on first
 // use, so New does no I/O.
 func New(l *eventlog.Log) *Store {
-	return &Store{js: l.JetStream(), bucket: l.Names().TemplatesBucket}
+	return &Store{log: l, js: l.JetStream(), bucket: l.Names().TemplatesBucket}
 }
 
 // bucketStream returns the stream that holds the bucket: templates are
@@ -169,9 +171,17 @@ func (s *Store) get(ctx context.Context, key string) (v stored, ok bool, err err
 	if eventlog.StoredCopy(m.Header) {
 		// The server's headers stored with it: a direct get's answer
 		// (of this key's value or deletion, to roll it back) that a
-		// client had stored here, not a value turnlog wrote.
-		return stored{}, false, fmt.Errorf("templates: %s (it is a copy of stored message %s, a JetStream answer another client had stored here): %w; it is not used, and nothing is rendered from it. Set the template again (`turnlog template set`)",
-			key, m.Header.Get(jetstream.SequenceHeader), ErrUnmarked)
+		// client had stored here, not a value turnlog wrote. The value
+		// it covers is still in the key's history.
+		before, err := s.beforeCopies(ctx, key, m)
+		if err != nil {
+			return stored{}, false, err
+		}
+		if before == nil {
+			return stored{}, false, fmt.Errorf("templates: %s (it is a copy of stored message %s, a JetStream answer another client had stored here, and the key's history holds no value before it): %w; it is not used, and nothing is rendered from it. Set the template again (`turnlog template set`)",
+				key, m.Header.Get(jetstream.SequenceHeader), ErrUnmarked)
+		}
+		m = before
 	}
 	switch m.Header.Get(kvOperationHeader) {
 	case kvDelete, kvPurge:
@@ -190,6 +200,32 @@ func (s *Store) get(ctx context.Context, key string) (v stored, ok bool, err err
 			key, m.Sequence, why, ErrUnmarked)
 	}
 	return stored{text: string(m.Data), revision: m.Sequence, time: m.Time}, true, nil
+}
+
+// beforeCopies is key's newest message in the bucket's history that is
+// not a stored copy, older than copy (the key's latest, a copy), or nil
+// when the history holds none (the bucket keeps 16 revisions a key, so
+// more copies than that push the value out). The copy is logged: someone
+// with a key that may send JetStream requests on the bucket put it there.
+func (s *Store) beforeCopies(ctx context.Context, key string, copy *jetstream.RawStreamMsg) (*jetstream.RawStreamMsg, error) {
+	at, ok := eventlog.StoredSequence(copy.Header)
+	if !ok {
+		at = copy.Sequence
+	}
+	var newest *jetstream.RawStreamMsg
+	for m, err := range s.log.SubjectHistory(ctx, "KV_"+s.bucket, s.subject(key), at) {
+		if err != nil {
+			return nil, fmt.Errorf("templates: %s: its latest message (%d) is a copy another client had stored, and reading the value before it failed: %w", key, at, err)
+		}
+		if !eventlog.StoredCopy(m.Header) {
+			newest = m
+		}
+	}
+	if newest != nil {
+		slog.Warn("templates: the key's latest message is a copy of a JetStream answer another client had stored there; the value before it is used",
+			"key", key, "copy", at, "used", newest.Sequence)
+	}
+	return newest, nil
 }
 
 // The key-value store's header for a deleted key, and its values.
