@@ -46,6 +46,11 @@ each):
     that an interrupted run leaves every remaining fork findable: run it
     again.
 
+Once the conversation is erased, erase searches again, for forks made
+while it ran (while the confirmation waited, or by a gateway call between
+the search and the erasure): with --forks it erases them too, without it
+lists them with the others kept.
+
 Each list comes after a line ending in ':' (the confirmation's
 "forks of <conversation> kept (--forks erases them too):" or "forks of
 <conversation> erased too:", the final "forks of <conversation> not
@@ -133,6 +138,15 @@ a terminal it refuses unless --yes is given.`,
 					return err
 				}
 				fmt.Fprintln(cmd.OutOrStdout(), erasedLine(c, got))
+			}
+			// A fork made after the search (while the confirmation
+			// waited, or by a gateway call or turnlog fork between the
+			// search and the erasure) holds a copy too: search again now
+			// that the conversation is gone, when no new fork can copy
+			// its blocks.
+			found, err = eraseLateForks(ctx, cmd.OutOrStdout(), l, conv, forks, found)
+			if err != nil {
+				return err
 			}
 			// Said again after the erasure, as with --yes.
 			writeUnchecked(stderr, conv, found.Unchecked)

@@ -6,9 +6,12 @@ package cli
 // that a script can read the IDs (erase --help says so).
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/internal/plural"
@@ -67,4 +70,59 @@ func uncheckedReason(err error) string {
 		return fmt.Sprintf("message %d: not a step (%v)", ce.Seq, ce.Err)
 	}
 	return err.Error()
+}
+
+// maxLateSearches bounds how many times erase searches again for forks
+// made while it ran: each search that finds some erases them (with
+// --forks), and forks of those can only have been made before they were
+// erased.
+const maxLateSearches = 3
+
+// eraseLateForks searches again, after conversation was erased, for
+// forks made while erase ran (found is what the first search found) and,
+// with --forks, erases them, deepest first, writing a line each to out.
+// It returns what the last search found, the forks erased before
+// included, for the lists erase writes.
+func eraseLateForks(ctx context.Context, out io.Writer, l *eventlog.Log, conversation string, erase bool, found eventlog.ForkSearch) (eventlog.ForkSearch, error) {
+	handled := map[string]bool{conversation: true}
+	for _, f := range found.Forks {
+		handled[f.Conversation] = true
+	}
+	for range maxLateSearches {
+		// From every conversation erased so far: a fork of a fork erased
+		// since names that fork, which the conversation no longer reaches.
+		from := []string{conversation}
+		if erase {
+			from = slices.Collect(maps.Keys(handled))
+			slices.Sort(from)
+		}
+		again, err := l.ForksOf(ctx, from)
+		if err != nil {
+			return found, fmt.Errorf("erase %s: erased, but the search for forks made while erase ran failed: %w; run the same command again to find them", conversation, err)
+		}
+		var late []eventlog.Fork
+		for _, f := range again.Forks {
+			if !handled[f.Conversation] {
+				late = append(late, f)
+			}
+		}
+		if !erase {
+			// Listed, not erased: the whole list as it is now.
+			return again, nil
+		}
+		found.Unchecked = again.Unchecked
+		if len(late) == 0 {
+			return found, nil
+		}
+		for _, f := range slices.Backward(late) {
+			got, err := l.Erase(ctx, f.Conversation)
+			if err != nil {
+				return found, fmt.Errorf("erase %s: a fork made while erase ran, %s: %w; run the same command again to erase it", conversation, f.Conversation, err)
+			}
+			fmt.Fprintln(out, erasedLine(f.Conversation, got)+" (a fork made while erase ran)")
+			handled[f.Conversation] = true
+			found.Forks = append(found.Forks, f)
+		}
+	}
+	return found, nil
 }

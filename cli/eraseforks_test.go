@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"io"
 	"strings"
 	"testing"
 
@@ -173,5 +174,69 @@ func TestEraseNamesConversationsItCannotCheck(t *testing.T) {
 		seq, err := e.log.LastSeq(ctx, conv)
 		require.NoError(t, err)
 		assert.Zero(t, seq, "%s: what could be found is erased", conv)
+	}
+}
+
+// readerFunc is an io.Reader made of a function.
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
+
+// TestEraseFindsForksMadeWhileItRan: erase searched for forks before it
+// erased, so a fork made after the search (while the confirmation waited
+// for the ID, or by a gateway call or turnlog fork between the search and
+// the erasure) kept its copy of the erased blocks, unnamed: --forks left
+// it, and without --forks it was missing from the list of forks kept.
+// The search runs again once the conversation is gone.
+func TestEraseFindsForksMadeWhileItRan(t *testing.T) {
+	ctx := context.Background()
+	old := isTerminal
+	isTerminal = func(any) bool { return true }
+	t.Cleanup(func() { isTerminal = old })
+	for _, tc := range []struct {
+		name  string
+		forks bool
+	}{
+		{name: "--forks erases it", forks: true},
+		{name: "without --forks it is listed as kept"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := forkedEnv(t)
+			answered := false
+			confirm := readerFunc(func(p []byte) (int, error) {
+				if !answered {
+					answered = true
+					// While erase waits for the ID: a fork of a, and a
+					// fork of f2, each with a copy of a's blocks.
+					for _, f := range [][2]string{{"a", "late1"}, {"f2", "late2"}} {
+						_, errOut, code := e.run("", "fork", f[0], f[1])
+						require.Equal(t, 0, code, errOut)
+					}
+				}
+				return copy(p, "a\n"), io.EOF
+			})
+			args := []string{"erase", "a"}
+			if tc.forks {
+				args = append(args, "--forks")
+			}
+			out, errOut, code := e.runIn(confirm, args...)
+			require.Equal(t, 0, code, "%s\n%s", out, errOut)
+			exists := func(conv string) bool {
+				seq, err := e.log.LastSeq(ctx, conv)
+				require.NoError(t, err)
+				return seq > 0
+			}
+			stored := string(storedEventBytes(t, e))
+			if tc.forks {
+				for _, conv := range []string{"a", "f1", "f2", "late1", "late2"} {
+					assert.False(t, exists(conv), "%s erased", conv)
+				}
+				assert.NotContains(t, stored, "1 Main St", "no copy of the erased blocks is left")
+				assert.Contains(t, out, "erased late1: ")
+				assert.Contains(t, out, "erased late2: ")
+				return
+			}
+			assert.ElementsMatch(t, []string{"f1", "f2", "late1", "late2"}, listAfter(t, errOut, "forks of a not erased:"), "%s", errOut)
+		})
 	}
 }

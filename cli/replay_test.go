@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -64,11 +65,17 @@ func (e *auditEnv) ask(conv, text string) {
 // stderr and the exit code.
 func (e *auditEnv) run(stdin string, args ...string) (string, string, int) {
 	e.t.Helper()
+	return e.runIn(strings.NewReader(stdin), args...)
+}
+
+// runIn is run with stdin read from in.
+func (e *auditEnv) runIn(in io.Reader, args ...string) (string, string, int) {
+	e.t.Helper()
 	root := newRootCmd()
 	var out, errOut bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&errOut)
-	root.SetIn(strings.NewReader(stdin))
+	root.SetIn(in)
 	if len(args) > 0 {
 		args = append(args, "--nats-url", e.url)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 
@@ -77,9 +78,32 @@ const firstReads = 16
 // names no source and is not found: the export file holds no record of
 // where it came from.
 func (l *Log) Forks(ctx context.Context, conversation string) (ForkSearch, error) {
+	return l.ForksOf(ctx, []string{conversation})
+}
+
+// ForksOf is Forks from several conversations at once, in one read of
+// the store: the forks of any of them, and theirs in turn, none of the
+// conversations themselves. Depth counts from the nearest of them. It
+// exists for a search after an erasure: a fork made from a fork that is
+// erased since is no longer reached from the conversation it came from,
+// but still names the erased fork.
+func (l *Log) ForksOf(ctx context.Context, conversations []string) (ForkSearch, error) {
 	out := ForkSearch{Forks: []Fork{}}
-	if err := events.ValidateConversationID(conversation); err != nil {
-		return out, fmt.Errorf("find forks: %w", err)
+	if len(conversations) == 0 {
+		return out, errors.New("find forks: no conversation named")
+	}
+	for _, c := range conversations {
+		if err := events.ValidateConversationID(c); err != nil {
+			return out, fmt.Errorf("find forks: %w", err)
+		}
+	}
+	conversation := conversations[0]
+	if len(conversations) > 1 {
+		conversation += fmt.Sprintf(" and %d more", len(conversations)-1)
+	}
+	roots := map[string]bool{}
+	for _, c := range conversations {
+		roots[c] = true
 	}
 	all, err := l.Conversations(ctx)
 	if err != nil {
@@ -122,7 +146,7 @@ func (l *Log) Forks(ctx context.Context, conversation string) (ForkSearch, error
 	children := map[string][]start{}
 	for _, s := range starts {
 		switch {
-		case s.id == conversation:
+		case roots[s.id]:
 			// Not a fork of itself, whatever its first message.
 		case s.unread != nil:
 			out.Unchecked = append(out.Unchecked, Unchecked{Conversation: s.id, Err: s.unread})
@@ -132,8 +156,8 @@ func (l *Log) Forks(ctx context.Context, conversation string) (ForkSearch, error
 	}
 	// Breadth first from the conversation; a conversation is visited once,
 	// so forks that name each other (IDs reused after an erasure) end.
-	seen := map[string]bool{conversation: true}
-	level := []string{conversation}
+	seen := maps.Clone(roots)
+	level := slices.Clone(conversations)
 	for depth := 1; len(level) > 0; depth++ {
 		var next []string
 		var found []Fork
