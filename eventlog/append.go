@@ -124,7 +124,6 @@ func (l *Log) appendStep(ctx context.Context, conversation string, expectedSeq u
 	if msgID == "" {
 		msgID = StepID(cause, step)
 	}
-	stream := l.streamFor(conversation)
 	names := l.Names()
 	subject, filter := l.appendSubjects(conversation)
 	sm.set(subject, data, msgID, strconv.FormatUint(expectedSeq, 10), filter)
@@ -136,7 +135,7 @@ func (l *Log) appendStep(ctx context.Context, conversation string, expectedSeq u
 				// Message IDs are deduplicated across the whole stream, so a
 				// cause reused in another conversation would drop this step
 				// silently. Make sure the stored step is ours.
-				stored, err := l.streamMsgAt(ctx, stream, names.EventsStreamOf(conversation), ack.Sequence)
+				stored, err := l.MessageAt(ctx, names.EventsStreamOf(conversation), ack.Sequence)
 				if err != nil {
 					return 0, fmt.Errorf("append to %s: checking duplicate step %s: %w", conversation, msgID, err)
 				}

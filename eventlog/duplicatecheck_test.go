@@ -63,3 +63,47 @@ func duplicateCheckedOnTheStream(t *testing.T, s *suiteLog) {
 	require.NoError(t, err)
 	assert.Zero(t, turn.Events, "nothing was stored in the other conversation")
 }
+
+func init() {
+	suiteCases = append(suiteCases, struct {
+		name string
+		run  func(t *testing.T, s *suiteLog)
+		skip map[string]string
+	}{"holds is answered by the stream not a mirror", holdsAnsweredByTheStream, nil})
+}
+
+// holdsAnsweredByTheStream: Holds tells a writer whose append was refused
+// whether the conversation moved on (reload, go on) or was erased under it
+// (write nothing more). Read by a direct get, a mirror made with
+// mirror_direct that never copied the conversation (or, on a cluster, a
+// replica that had not applied the message yet) answered "not found", and
+// Holds said the conversation was erased: the gateway then dropped a
+// call's outcome it should have recorded.
+func holdsAnsweredByTheStream(t *testing.T, s *suiteLog) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	names := s.log.Names()
+	conv := s.id("c")
+	stream := names.EventsStreamOf(conv)
+	decoy := ""
+	for i := 0; decoy == "" || names.EventsStreamOf(decoy) != stream; i++ {
+		decoy = s.id(fmt.Sprintf("decoy%d", i))
+	}
+	_, err := s.log.Append(ctx, decoy, 0, user(decoy, s.id("d"), 0, "copied by the mirror"))
+	require.NoError(t, err)
+	_ = directMirror(t, ctx, s, "HOLDS", conv, names.EventsFilter(decoy))
+
+	var seq uint64
+	for i := range 12 {
+		seq, err = s.log.Append(ctx, conv, seq, user(conv, s.id(fmt.Sprintf("r%d", i)), 0, fmt.Sprintf("hello %d", i)))
+		require.NoError(t, err)
+		held, err := s.log.Holds(ctx, conv, seq)
+		require.NoError(t, err)
+		assert.True(t, held, "round %d: the conversation holds the message just appended", i)
+	}
+	_, err = s.log.Erase(ctx, conv)
+	require.NoError(t, err)
+	held, err := s.log.Holds(ctx, conv, seq)
+	require.NoError(t, err)
+	assert.False(t, held, "erased")
+}

@@ -51,8 +51,8 @@ func (l *Log) ErasedAfter(ctx context.Context, conv string, at time.Time) (bool,
 // stream sequences are never used again, so a writer whose next append is
 // refused can tell a conversation that moved on (reload and go on) from
 // one erased under it (write nothing more: what it would write belongs to
-// what was erased). The stream's leader answers, not a replica that may
-// lag.
+// what was erased). The stream answers (its leader when a direct get
+// says "not found"), not a replica that may lag or a mirror.
 func (l *Log) Holds(ctx context.Context, conversation string, seq uint64) (bool, error) {
 	if err := events.ValidateConversationID(conversation); err != nil {
 		return false, fmt.Errorf("holds: %w", err)
@@ -60,7 +60,7 @@ func (l *Log) Holds(ctx context.Context, conversation string, seq uint64) (bool,
 	if err := l.ensureHandles(ctx); err != nil {
 		return false, fmt.Errorf("holds %s: %w", conversation, err)
 	}
-	m, err := l.streamFor(conversation).GetMsg(ctx, seq)
+	m, err := l.MessageAt(ctx, l.Names().EventsStreamOf(conversation), seq)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return false, nil
 	}

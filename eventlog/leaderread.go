@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -83,19 +84,21 @@ func (l *Log) committedLast(ctx context.Context, conversation string) (*jetstrea
 	return l.leaderGet(ctx, stream, leaderGetRequest{LastFor: subject})
 }
 
-// streamMsgAt is the message at seq as the stream holds it: a direct get's
-// answer when the stream itself gave it, else (not found, or a mirror
-// made with mirror_direct answered) the leader's. A replica that answers
-// has stored the message, and a stored message never changes; one that
-// has not applied it yet, or a mirror that never copied it, says "not
-// found" of a message the stream holds.
-func (l *Log) streamMsgAt(ctx context.Context, handle jetstream.Stream, stream string, seq uint64) (*jetstream.RawStreamMsg, error) {
-	m, err := handle.GetMsg(ctx, seq)
-	m = fromServer(m)
+// MessageAt is the message at seq in stream as the stream holds it: a
+// direct get's answer when the stream itself gave it, else (not found, no
+// direct gets, or a mirror made with mirror_direct answered) its leader's.
+// A replica that answers has stored the message, and a stored message
+// never changes; one that has not applied it yet, or a mirror that never
+// copied it, says "not found" of a message the stream holds. It exists
+// for the checks whose "not found" decides something (a duplicate step,
+// an erased conversation, a request already ended), which a lagging
+// replica must not answer. Not found is jetstream.ErrMsgNotFound.
+func (l *Log) MessageAt(ctx context.Context, stream string, seq uint64) (*jetstream.RawStreamMsg, error) {
+	m, err := l.directGet(ctx, stream, "", []byte(`{"seq":`+strconv.FormatUint(seq, 10)+`}`))
 	switch {
 	case err == nil && serverValue(m.Header, jetstream.StreamHeader) == stream:
-		return m, nil
-	case err != nil && !errors.Is(err, jetstream.ErrMsgNotFound):
+		return fromServer(m), nil
+	case err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) && !errors.Is(err, nats.ErrNoResponders):
 		return nil, err
 	}
 	return l.leaderGet(ctx, stream, leaderGetRequest{Seq: seq})

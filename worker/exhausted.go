@@ -150,7 +150,9 @@ func (w *Worker) endExhausted(ctx context.Context, seq, deliveries uint64) error
 	if err != nil {
 		return err
 	}
-	m, err := s.GetMsg(ctx, seq)
+	// As the stream holds it: a replica or mirror that lacks it would have
+	// the request end without a word.
+	m, err := w.cfg.Log.MessageAt(ctx, w.names.RequestsStream, seq)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil // ended already
 	}
