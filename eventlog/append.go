@@ -135,7 +135,7 @@ func (l *Log) appendStep(ctx context.Context, conversation string, expectedSeq u
 				// Message IDs are deduplicated across the whole stream, so a
 				// cause reused in another conversation would drop this step
 				// silently. Make sure the stored step is ours.
-				stored, err := l.MessageAt(ctx, names.EventsStreamOf(conversation), ack.Sequence)
+				stored, err := l.MessageAt(ctx, l.streamFor(conversation), ack.Sequence)
 				if err != nil {
 					return 0, fmt.Errorf("append to %s: checking duplicate step %s: %w", conversation, msgID, err)
 				}

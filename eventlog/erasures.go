@@ -60,7 +60,7 @@ func (l *Log) Holds(ctx context.Context, conversation string, seq uint64) (bool,
 	if err := l.ensureHandles(ctx); err != nil {
 		return false, fmt.Errorf("holds %s: %w", conversation, err)
 	}
-	m, err := l.MessageAt(ctx, l.Names().EventsStreamOf(conversation), seq)
+	m, err := l.MessageAt(ctx, l.streamFor(conversation), seq)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return false, nil
 	}

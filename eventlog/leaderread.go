@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -84,24 +83,31 @@ func (l *Log) committedLast(ctx context.Context, conversation string) (*jetstrea
 	return l.leaderGet(ctx, stream, leaderGetRequest{LastFor: subject})
 }
 
-// MessageAt is the message at seq in stream as the stream holds it: a
-// direct get's answer when the stream itself gave it, else (not found, no
-// direct gets, or a mirror made with mirror_direct answered) its leader's.
-// A replica that answers has stored the message, and a stored message
-// never changes; one that has not applied it yet, or a mirror that never
-// copied it, says "not found" of a message the stream holds. It exists
-// for the checks whose "not found" decides something (a duplicate step,
-// an erased conversation, a request already ended), which a lagging
-// replica must not answer. Not found is jetstream.ErrMsgNotFound.
-func (l *Log) MessageAt(ctx context.Context, stream string, seq uint64) (*jetstream.RawStreamMsg, error) {
-	m, err := l.directGet(ctx, stream, "", []byte(`{"seq":`+strconv.FormatUint(seq, 10)+`}`))
+// MessageAt is the message at seq in stream as the stream holds it: what
+// stream.GetMsg answers when the stream itself gave it (a direct get when
+// the stream allows them), else (not found, or a mirror made with
+// mirror_direct answered) its leader's. A replica that answers has stored
+// the message, and a stored message never changes; one that has not
+// applied it yet, or a mirror that never copied it, says "not found" of a
+// message the stream holds. It exists for the checks whose "not found"
+// decides something (a duplicate step, an erased conversation, a request
+// already ended), which a lagging replica must not answer. Not found is
+// jetstream.ErrMsgNotFound.
+func (l *Log) MessageAt(ctx context.Context, stream jetstream.Stream, seq uint64) (*jetstream.RawStreamMsg, error) {
+	name := stream.CachedInfo().Config.Name
+	m, err := stream.GetMsg(ctx, seq)
+	m = fromServer(m)
 	switch {
-	case err == nil && serverValue(m.Header, jetstream.StreamHeader) == stream:
-		return fromServer(m), nil
-	case err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) && !errors.Is(err, nats.ErrNoResponders):
+	case err == nil && !stream.CachedInfo().Config.AllowDirect:
+		return m, nil // the message get API: the leader answered
+	case err == nil && serverValue(m.Header, jetstream.StreamHeader) == name:
+		return m, nil
+	case err != nil && !errors.Is(err, jetstream.ErrMsgNotFound):
 		return nil, err
+	case err != nil && !stream.CachedInfo().Config.AllowDirect:
+		return nil, err // the leader said not found
 	}
-	return l.leaderGet(ctx, stream, leaderGetRequest{Seq: seq})
+	return l.leaderGet(ctx, name, leaderGetRequest{Seq: seq})
 }
 
 // leaderGetRequest is the body of a STREAM.MSG.GET request.

@@ -54,7 +54,11 @@ func (l *Log) checkDuplicateRequest(ctx context.Context, conversation, id string
 	}
 	// Still queued (or in a worker's hands): its subject names its
 	// conversation.
-	first, err := l.MessageAt(ctx, l.names.RequestsStream, seq)
+	reqs, err := l.requestsStream(ctx)
+	if err != nil {
+		return fmt.Errorf("check duplicate request %s: %w", id, err)
+	}
+	first, err := l.MessageAt(ctx, reqs, seq)
 	switch {
 	case err == nil:
 		if owner := l.names.ConversationOf(first.Subject); owner != conversation {

@@ -152,7 +152,7 @@ func (w *Worker) endExhausted(ctx context.Context, seq, deliveries uint64) error
 	}
 	// As the stream holds it: a replica or mirror that lacks it would have
 	// the request end without a word.
-	m, err := w.cfg.Log.MessageAt(ctx, w.names.RequestsStream, seq)
+	m, err := w.cfg.Log.MessageAt(ctx, s, seq)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil // ended already
 	}
