@@ -35,22 +35,12 @@ func init() {
 func duplicateCheckedOnTheStream(t *testing.T, s *suiteLog) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	names := s.log.Names()
 	owner := s.id("owner")
-	stream := names.EventsStreamOf(owner)
-	sameStream := func(prefix string) string {
-		c := ""
-		for i := 0; c == "" || names.EventsStreamOf(c) != stream; i++ {
-			c = s.id(fmt.Sprintf("%s%d", prefix, i))
-		}
-		return c
-	}
-	decoy, other := sameStream("decoy"), sameStream("other")
-	_, err := s.log.Append(ctx, decoy, 0, user(decoy, s.id("d"), 0, "copied by the mirror"))
-	require.NoError(t, err)
-	_ = directMirror(t, ctx, s, "DUP", owner, names.EventsFilter(decoy))
+	other := sameStream(s, "other", owner)
+	decoyMirror(t, ctx, s, "DUP", owner)
 
 	var seq uint64
+	var err error
 	for i := range 12 {
 		cause := s.id(fmt.Sprintf("req%d", i))
 		seq, err = s.log.Append(ctx, owner, seq, user(owner, cause, 0, fmt.Sprintf("hello %d", i)))
@@ -82,17 +72,10 @@ func init() {
 func holdsAnsweredByTheStream(t *testing.T, s *suiteLog) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	names := s.log.Names()
 	conv := s.id("c")
-	stream := names.EventsStreamOf(conv)
-	decoy := ""
-	for i := 0; decoy == "" || names.EventsStreamOf(decoy) != stream; i++ {
-		decoy = s.id(fmt.Sprintf("decoy%d", i))
-	}
-	_, err := s.log.Append(ctx, decoy, 0, user(decoy, s.id("d"), 0, "copied by the mirror"))
-	require.NoError(t, err)
-	_ = directMirror(t, ctx, s, "HOLDS", conv, names.EventsFilter(decoy))
+	decoyMirror(t, ctx, s, "HOLDS", conv)
 
+	var err error
 	var seq uint64
 	for i := range 12 {
 		seq, err = s.log.Append(ctx, conv, seq, user(conv, s.id(fmt.Sprintf("r%d", i)), 0, fmt.Sprintf("hello %d", i)))

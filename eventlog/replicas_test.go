@@ -135,6 +135,29 @@ func directMirror(t *testing.T, ctx context.Context, s *suiteLog, name, conv, fi
 	return handle
 }
 
+// sameStream is a new conversation ID, made from prefix, whose events
+// are in the same stream as conv's.
+func sameStream(s *suiteLog, prefix, conv string) string {
+	names := s.log.Names()
+	c := ""
+	for i := 0; c == "" || names.EventsStreamOf(c) != names.EventsStreamOf(conv); i++ {
+		c = s.id(fmt.Sprintf("%s%d", prefix, i))
+	}
+	return c
+}
+
+// decoyMirror stores a step of another conversation in conv's stream and
+// makes a mirror (see directMirror) that copies that conversation only:
+// it answers "not found" for every message of conv, a replica as far
+// behind as can be.
+func decoyMirror(t *testing.T, ctx context.Context, s *suiteLog, name, conv string) {
+	t.Helper()
+	decoy := sameStream(s, "decoy", conv)
+	_, err := s.log.Append(ctx, decoy, 0, user(decoy, s.id("d"), 0, "copied by the mirror"))
+	require.NoError(t, err)
+	_ = directMirror(t, ctx, s, name, conv, s.log.Names().EventsFilter(decoy))
+}
+
 // mirrorAnswersDirectGets: an operator who scales reads as the NATS
 // documentation suggests, with a mirror of the events stream made with
 // mirror_direct, adds a member to the queue group that answers the
@@ -146,17 +169,10 @@ func mirrorAnswersDirectGets(t *testing.T, s *suiteLog) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	conv := s.id("c")
-	names := s.log.Names()
-	stream := names.EventsStreamOf(conv)
-	decoy := ""
-	for i := 0; decoy == "" || names.EventsStreamOf(decoy) != stream; i++ {
-		decoy = s.id(fmt.Sprintf("decoy%d", i))
-	}
-	_, err := s.log.Append(ctx, decoy, 0, user(decoy, s.id("d"), 0, "copied by the mirror"))
-	require.NoError(t, err)
-	_ = directMirror(t, ctx, s, "DECOY", conv, names.EventsFilter(decoy))
+	decoyMirror(t, ctx, s, "DECOY", conv)
 
 	var seq uint64
+	var err error
 	for i := 1; i <= 8; i++ {
 		seq, err = s.log.Append(ctx, conv, seq, user(conv, s.id(fmt.Sprintf("r%d", i)), 0, fmt.Sprintf("hello %d", i)))
 		require.NoError(t, err)
