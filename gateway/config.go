@@ -85,7 +85,9 @@ type Config struct {
 	// Transport reaches the upstreams (default a clone of
 	// http.DefaultTransport that keeps up to 256 idle connections per
 	// upstream: the default's 2 would open a connection per call under
-	// concurrent load).
+	// concurrent load, and that asks for no compression, so that the
+	// provider's bytes are the app's). One of your own should set
+	// DisableCompression too.
 	Transport http.RoundTripper
 	// UpstreamTimeout bounds the wait for the upstream's answer to begin
 	// (its headers; a stream's events may then take as long as they
@@ -159,6 +161,11 @@ func (c *Config) Validate() error {
 	if c.Transport == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConnsPerHost = 256
+		// The provider answers as it writes: asked for gzip (what the
+		// transport does by itself), it would compress, and the transport
+		// inflate, so that the app got other bytes than the provider sent
+		// and a stream's events went through a gzip reader.
+		t.DisableCompression = true
 		c.Transport = t
 	}
 	if c.UpstreamTimeout <= 0 {
