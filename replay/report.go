@@ -40,7 +40,7 @@ func (h *History) WriteText(w io.Writer) error {
 func WriteTimeline(w io.Writer, conversation string, entries iter.Seq2[*Entry, error]) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "conversation %s\n", safe(conversation))
-	fmt.Fprintf(bw, "%5s %6s  %-24s  %-21s  %-21s  %s\n", "n", "seq", "time", "type", "actor", "cause:step  summary")
+	fmt.Fprintf(bw, "%5s %6s  %-24s  %-21s  %-21s  %-6s  %s\n", "n", "seq", "time", "type", "actor", "by", "cause:step  summary")
 	n, calls, quarantined, foreign := 0, 0, 0, 0
 	for e, err := range entries {
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -269,4 +270,24 @@ func TestAt(t *testing.T) {
 	require.NoError(t, pt.WriteText(&out))
 	assert.Contains(t, out.String(), "at@3 (of ")
 	assert.Contains(t, out.String(), "system prompt ")
+}
+
+// TestTimelineHeaderNamesEveryColumn: the text timeline's rows have a
+// "stored by" column (the role), but its header left it out, so that
+// "cause:step" stood above the role and every title after it was one
+// column off (found by an adopter probe). Each title starts where its
+// column does.
+func TestTimelineHeaderNamesEveryColumn(t *testing.T) {
+	e := &replay.Entry{N: 1, Seq: 7, Time: time.Date(2026, 11, 28, 16, 0, 0, 0, time.UTC), Type: events.TypeUserAppended,
+		Actor: "worker", Writer: "admin", Cause: "req-1", Step: 0, Summary: "user u1 \"hi\""}
+	var text bytes.Buffer
+	require.NoError(t, replay.WriteTimeline(&text, "c", func(yield func(*replay.Entry, error) bool) { yield(e, nil) }))
+	lines := strings.Split(text.String(), "\n")
+	require.GreaterOrEqual(t, len(lines), 3, text.String())
+	header, row := lines[1], lines[2]
+	for title, value := range map[string]string{"type": "user.appended", "actor": "worker", "by": "admin", "cause:step": "req-1:0"} {
+		at := strings.Index(header, " "+title+" ")
+		require.GreaterOrEqual(t, at, 0, "the header names %q: %q", title, header)
+		assert.Equal(t, value, row[at+1:at+1+len(value)], "%q heads its column\n%s\n%s", title, header, row)
+	}
 }
