@@ -22,6 +22,7 @@ type Metrics struct {
 	spooled   prometheus.Gauge
 	forwarded *prometheus.CounterVec
 	unstored  *prometheus.CounterVec
+	threading *prometheus.CounterVec
 }
 
 // NewMetrics returns a gateway's series, registered.
@@ -62,10 +63,14 @@ func NewMetrics() *Metrics {
 			Name: "turnlog_gateway_unstored_total",
 			Help: "Calls a part of which was too large for one NATS message (the server's max_payload), by part: input (the call's new content; recorded by its hash alone, as an unparsed call saying why) or output (its answer; recorded as failed, saying so). The app got the upstream's answer all the same.",
 		}, []string{"part"}),
+		threading: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "turnlog_gateway_threading_total",
+			Help: "Recorded calls by how they were threaded: explicit (Turnlog-Conversation, previous_response_id, a provider's conversation), inferred (by content: a continuation or a fork of a recorded call), new (a first call), unmatched (a new conversation although the input re-sends what a model wrote: the app changed the history it re-sent, trimmed or re-serialised answers, a sliding window, a changing system prompt; each app chat becomes many conversations; logged, at most once a minute; name the conversation with Turnlog-Conversation).",
+		}, []string{"api", "threading"}),
 	}
 	m.forwarded.WithLabelValues("model_call")
 	m.forwarded.WithLabelValues("other")
-	m.registry.MustRegister(m.calls, m.errors, m.added, m.loads, m.conflicts, m.findings.Collector(), m.spooled, m.forwarded, m.unstored)
+	m.registry.MustRegister(m.calls, m.errors, m.added, m.loads, m.conflicts, m.findings.Collector(), m.spooled, m.forwarded, m.unstored, m.threading)
 	return m
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -39,8 +40,11 @@ type Recorder struct {
 	checks     *check.Cache
 	cache      *turnCache
 	logger     *slog.Logger
-	metrics    *Metrics
-	parse      *calls.ParseCache
+	// unmatchedLogged is when a call whose history matched no recorded
+	// call was last logged (UnixNano; see threaded).
+	unmatchedLogged atomic.Int64
+	metrics         *Metrics
+	parse           *calls.ParseCache
 	// instance names this gateway process in the calls it records live
 	// (calls.Call.Instance; "" for a Recorder of its own), and running
 	// holds the IDs of those in flight (see abandoned).
@@ -222,6 +226,9 @@ func (r *Recorder) Begin(ctx context.Context, in Call) (*Pending, error) {
 			close(p.ready)
 		}
 		in := r.recordInput(ctx, p, fork, fresh)
+		if in.err == nil && !in.erased {
+			r.threaded(p)
+		}
 		if unfoldable(in.err) {
 			r.quarantined.add(p.conv)
 		}
