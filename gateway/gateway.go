@@ -41,6 +41,21 @@ type Gateway struct {
 	// log named already (see forwardUnrecorded).
 	warnedMu sync.Mutex
 	warned   map[string]bool
+	// stopping is set once Run's context ends: the process is shutting
+	// down, and the calls still in flight when its HTTP server closes
+	// their connections are cut by turnlog, not by their clients.
+	stopping atomic.Bool
+}
+
+// disconnected is the reason a call failed when its request's context
+// ended before what (the upstream's answer, the response's end): its
+// client went away, or, once the gateway is stopping, the shutdown may
+// have closed the connection.
+func (g *Gateway) disconnected(what string) string {
+	if g.stopping.Load() {
+		return "turnlog's gateway was shutting down: it closed the connection before " + what + ", once the calls in flight had had their grace to end (or the client disconnected meanwhile)"
+	}
+	return "the client disconnected before " + what
 }
 
 // New builds a Gateway.
@@ -91,6 +106,7 @@ func New(cfg Config) (*Gateway, error) {
 // (--record-optional) whenever NATS is up, until ctx ends. Then it
 // releases the spool's directory.
 func (g *Gateway) Run(ctx context.Context) {
+	defer context.AfterFunc(ctx, func() { g.stopping.Store(true) })()
 	if el, ok := g.cfg.Log.(erasures); ok {
 		// An erased conversation leaves the gateway's memory too.
 		if stop, err := el.OnErase(g.rec.Forget); err != nil {
@@ -316,6 +332,7 @@ func (g *Gateway) modifyResponse(resp *http.Response) error {
 	st.tee = newTee(resp.Body, st, sse, resp.StatusCode, int(g.cfg.MaxBody), st.spooled != nil, func(o calls.Outcome) error {
 		return st.finish(resp.Request.Context(), g, o)
 	})
+	st.tee.disconnected = g.disconnected
 	resp.Body = st.tee
 	return nil
 }
@@ -328,7 +345,7 @@ func (g *Gateway) upstreamError(w http.ResponseWriter, r *http.Request, err erro
 	anthropic := st != nil && st.anthropic
 	reason := "the upstream did not answer: " + err.Error()
 	if errors.Is(err, context.Canceled) {
-		reason = "the client disconnected before the upstream answered"
+		reason = g.disconnected("the upstream answered")
 	}
 	if st != nil && !st.done() {
 		if ferr := st.finish(r.Context(), g, calls.Outcome{Failure: reason, Transient: true}); ferr != nil {

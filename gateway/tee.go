@@ -28,6 +28,9 @@ type tee struct {
 	// for the spool.
 	keep   bool
 	finish func(calls.Outcome) error
+	// disconnected says why the response ended early when the client's
+	// side ended (Gateway.disconnected; nil: its client went away).
+	disconnected func(what string) string
 
 	stream  *calls.Stream
 	buf     bytes.Buffer
@@ -83,7 +86,7 @@ func (t *tee) Read(p []byte) (int, error) {
 	case err != nil:
 		reason := "the upstream's response was cut: " + err.Error()
 		if errors.Is(err, context.Canceled) {
-			reason = "the client disconnected before the response ended"
+			reason = t.disconnectedReason()
 		}
 		t.fail(reason)
 		return total, err
@@ -161,7 +164,15 @@ func (t *tee) fail(reason string) {
 // Close records a response the client stopped reading (it disconnected).
 func (t *tee) Close() error {
 	if !t.st.done() {
-		t.fail("the client disconnected before the response ended")
+		t.fail(t.disconnectedReason())
 	}
 	return t.body.Close()
+}
+
+// disconnectedReason is why a response its client stopped reading ended.
+func (t *tee) disconnectedReason() string {
+	if t.disconnected == nil {
+		return "the client disconnected before the response ended"
+	}
+	return t.disconnected("the response ended")
 }
