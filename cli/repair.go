@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/turnlog/turnlog/events"
@@ -38,6 +39,11 @@ func newRepairCmd() *cobra.Command {
   each is removed with a blocks.removed event. A profile can instead drop
   them as they come: list reasoningguard_repair in place of reasoningguard
   in its middlewares.
+- model calls the recording gateway left open (it was killed between a
+  call's input and its answer) whose gateway no longer runs: a gateway
+  closes such a call when the conversation's next call comes, but a first
+  call's retry starts a conversation of its own. Each is closed with an
+  inference.failed saying so.
 
 The events carry actor "repair" and one cause, so replay shows who did
 what. Without --yes nothing changes. Run it while no request of the
@@ -83,8 +89,12 @@ conversation is in flight; if it changed meanwhile, run it again.`,
 			if asJSON {
 				return printJSON(out, res)
 			}
-			fmt.Fprintf(out, "repaired %s: removed %s and %s (cause %s); `turnlog replay %s` shows the records\n",
-				conv, plural.Count(res.RemovedMessages, "message"), plural.Count(res.RemovedBlocks, "reasoning block"), res.Cause, conv)
+			closed := ""
+			if res.ClosedCalls > 0 {
+				closed = ", closed " + plural.Count(res.ClosedCalls, "model call") + " left open"
+			}
+			fmt.Fprintf(out, "repaired %s: removed %s and %s%s (cause %s); `turnlog replay %s` shows the records\n",
+				conv, plural.Count(res.RemovedMessages, "message"), plural.Count(res.RemovedBlocks, "reasoning block"), closed, res.Cause, conv)
 			return nil
 		},
 	}
@@ -121,6 +131,9 @@ func writePlan(w io.Writer, p *repair.Plan) {
 	}
 	for _, o := range p.Orphans {
 		fmt.Fprintf(w, "  remove reasoning block %s at index %d, followed by %s\n", printable(o.ID, 60), o.Index, o.Follower)
+	}
+	for _, a := range p.Abandoned {
+		fmt.Fprintf(w, "  close model call %s as failed: left open since %s by gateway %s, which no longer runs\n", printable(a.InferenceID, 60), a.Started.UTC().Format(time.RFC3339), printable(a.Instance, 60))
 	}
 	if p.Unfoldable != "" {
 		fmt.Fprintf(w, "  the Turn does not fold even without those messages, at %s: this needs a person; `turnlog replay %s` shows the events\n",
