@@ -21,7 +21,7 @@ const DefaultMaxTokens = 8192
 const (
 	EnvBaseURL = "ANTHROPIC_BASE_URL" // the API root without /v1, e.g. https://api.anthropic.com
 	EnvAPIKey  = "ANTHROPIC_API_KEY"  // sent as x-api-key
-	EnvModel   = "ANTHROPIC_MODEL"    // e.g. claude-sonnet-4-5
+	EnvModel   = "ANTHROPIC_MODEL"    // e.g. claude-sonnet-5-5
 )
 
 // Thinking configures extended thinking: off (the zero value), adaptive
