@@ -326,7 +326,7 @@ func defaultAnswerer(profiles profile.Set) string {
 		return fmt.Sprintf("no profile is named %q: a request must name one of %s", profile.DefaultName, strings.Join(profiles.Names(), ", "))
 	}
 	s := p.Summary(profile.DefaultName)
-	line := fmt.Sprintf("answers with profile %q: %s", s.Name, describeAnswerer(s))
+	line := fmt.Sprintf("the workers answer chat requests (turnlog chat, the console) with profile %q: %s", s.Name, describeAnswerer(s))
 	if s.Provider == profile.ProviderScripted {
 		line += " (scripted answers, no model; --profiles FILE configures a real one)"
 	}

@@ -71,7 +71,7 @@ func TestStatusListsEachProfilesModel(t *testing.T) {
 // says which provider and model answer by default.
 func TestServeBannerNamesTheDefaultModel(t *testing.T) {
 	s := startServe(t)
-	assert.Contains(t, s.out.String(), `answers with profile "default": provider scripted, model scripted`)
+	assert.Contains(t, s.out.String(), `the workers answer chat requests (turnlog chat, the console) with profile "default": provider scripted, model scripted`)
 
 	file := filepath.Join(t.TempDir(), "profiles.yaml")
 	require.NoError(t, os.WriteFile(file, []byte(`profiles:
@@ -82,5 +82,5 @@ func TestServeBannerNamesTheDefaultModel(t *testing.T) {
     middlewares: [logging]
 `), 0o600))
 	s = startServe(t, "--profiles", file)
-	assert.Contains(t, s.out.String(), `answers with profile "default": provider anthropic, model claude-sonnet-4-5 at http://127.0.0.1:9/`)
+	assert.Contains(t, s.out.String(), `the workers answer chat requests (turnlog chat, the console) with profile "default": provider anthropic, model claude-sonnet-4-5 at http://127.0.0.1:9/`)
 }
