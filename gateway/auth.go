@@ -40,7 +40,7 @@ func (g *Gateway) authorize(h http.Header, anthropic bool, managedKey string) st
 				" (and its provider key as usual); or start the gateway with TURNLOG_OPENAI_API_KEY / TURNLOG_ANTHROPIC_API_KEY and use the token as the API key"
 		}
 		if !g.tokenOK(tok) {
-			return "the " + TokenHeader + " header is not turnlog's token; use the one in the data directory's auth/http.token, or the one turnlog was given (TURNLOG_TOKEN)"
+			return "the " + TokenHeader + " header is not turnlog's token; use " + tokenWhere
 		}
 		if asKey {
 			// Forwarded, it would hand turnlog's token to the provider.
@@ -51,10 +51,13 @@ func (g *Gateway) authorize(h http.Header, anthropic bool, managedKey string) st
 	}
 	// Managed: the client's API key is turnlog's token.
 	if h.Get(TokenHeader) != "" && !g.tokenOK(h.Get(TokenHeader)) {
-		return "the " + TokenHeader + " header is not turnlog's token; use the one in the data directory's auth/http.token, or the one turnlog was given (TURNLOG_TOKEN)"
+		return "the " + TokenHeader + " header is not turnlog's token; use " + tokenWhere
+	}
+	if g.cfg.Token != "" && key == "" {
+		return "no API key was sent: this gateway sends its own provider key upstream, and clients send turnlog's token as their API key (" + tokenWhere + ")"
 	}
 	if g.cfg.Token != "" && !g.tokenOK(key) {
-		return "the API key is not turnlog's token: this gateway sends its own provider key upstream, and clients use turnlog's token (auth/http.token, or TURNLOG_TOKEN) as their API key"
+		return "the API key is not turnlog's token: this gateway sends its own provider key upstream, and clients send turnlog's token as their API key (" + tokenWhere + ")"
 	}
 	h.Del("Authorization")
 	h.Del("X-Api-Key")
@@ -65,6 +68,9 @@ func (g *Gateway) authorize(h http.Header, anthropic bool, managedKey string) st
 	}
 	return ""
 }
+
+// tokenWhere says where turnlog's token is.
+const tokenWhere = "the token in the data directory's auth/http.token, .turnlog/auth/http.token where `turnlog serve` runs by default, or the one the gateway was given in TURNLOG_TOKEN"
 
 // bearerToken is the token of an Authorization header's value, "" when it
 // holds none.
@@ -102,7 +108,7 @@ func (g *Gateway) MetricsHandler() http.Handler {
 		}
 		if g.cfg.Token != "" && !g.tokenOK(tok) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="turnlog"`)
-			http.Error(w, "the gateway's metrics need turnlog's token: Authorization: Bearer <token> (auth/http.token, or TURNLOG_TOKEN)", http.StatusUnauthorized)
+			http.Error(w, "the gateway's metrics need turnlog's token: Authorization: Bearer <token> ("+tokenWhere+")", http.StatusUnauthorized)
 			return
 		}
 		metrics.ServeHTTP(w, r)

@@ -81,6 +81,13 @@ func TestRefusedBeforeForwarding(t *testing.T) {
 			assert.Empty(t, sent, "nothing was forwarded")
 		})
 	}
+	t.Run("the 401 says what was missing and where the token is", func(t *testing.T) {
+		// An adopter's SDK without a key got "the API key is not turnlog's
+		// token", naming auth/http.token, not where serve keeps it.
+		_, body := post(t, r.gw.URL+"/v1/chat/completions", nil, fmt.Sprintf(chatBody, "hi"))
+		assert.Contains(t, string(body), "no API key was sent")
+		assert.Contains(t, string(body), ".turnlog/auth/http.token")
+	})
 }
 
 func TestNATSDownAnswers503WithoutForwarding(t *testing.T) {
