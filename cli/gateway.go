@@ -100,7 +100,6 @@ docs/gateway.md.`,
 				return err
 			}
 			defer stopTracing()
-			go g.Run(ctx)
 			mux := http.NewServeMux()
 			mux.Handle("/v1/", g)
 			mux.Handle("GET /metrics", g.MetricsHandler())
@@ -109,6 +108,7 @@ docs/gateway.md.`,
 				return err
 			}
 			defer running.Close()
+			go g.Run(ctx) // once the listener is up, as serve does
 			fmt.Fprintf(cmd.OutOrStdout(), "turnlog: gateway on %s (recording to NATS)\n", running.URL())
 			fmt.Fprint(cmd.OutOrStdout(), gatewayBanner(running.URL(), g))
 			<-ctx.Done()

@@ -243,13 +243,15 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 				if err != nil {
 					return err
 				}
-				go gw.Run(ctx)
 				extraMetrics["/metrics/gateway"] = gw.Metrics().Handler()
 				running, err := httpapi.Start(ctx, httpAt, withGateway(api, gw), logger)
 				if err != nil {
 					return err
 				}
 				defer running.Close()
+				// Once the listener is up: a port in use ends serve
+				// before the gateway follows anything.
+				go gw.Run(ctx)
 				fmt.Fprint(out, tok.banner(running.URL(), isTerminal(out)))
 				fmt.Fprint(out, gatewayBanner(running.URL(), gw))
 			}
