@@ -187,7 +187,7 @@ func (r *Recorder) recordInput(ctx context.Context, p *Pending, fork *calls.Ref,
 			// changed by the plan, and is loaded again.
 			r.metrics.unstored.WithLabelValues("input").Inc()
 			r.logger.Warn("gateway: call's new content too large to store; recorded by its hash alone", "conversation", p.conv, "err", err)
-			p.call.Request, p.call.Unparsed = nil, fmt.Sprintf("its new content is too large to store (%v); recorded by the hash of its bytes alone", err)
+			p.call.Request, p.call.Unparsed = nil, "its new content is too large to store: larger than one NATS message (raise the server's max_payload, or have the app send large attachments by URL or file ID); recorded by the hash of its bytes alone"
 			p.lacks = "by its hash alone: " + p.call.Unparsed
 			continue
 		}

@@ -124,7 +124,7 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 				p.lacks = "without what it delivered before it failed: too large to store"
 			} else {
 				r.logger.Warn("gateway: call's answer too large to store; recorded as failed", "conversation", p.conv, "err", err)
-				o = calls.Outcome{Failure: fmt.Sprintf("the answer is too large to store (%v); it reached the client but is not recorded", err), Duration: o.Duration}
+				o = calls.Outcome{Failure: "the answer is too large to store: larger than one NATS message (raise the server's max_payload); it reached the client but is not recorded", Duration: o.Duration}
 				p.lacks = "without its answer, as failed: " + o.Failure
 			}
 			ok, background, respID = false, false, ""
