@@ -77,6 +77,9 @@ func TestRefusedBeforeForwarding(t *testing.T) {
 			resp, body := post(t, r.gw.URL+tc.path, tc.header, tc.body)
 			assert.Equal(t, tc.status, resp.StatusCode, "%s", body)
 			assert.Contains(t, string(body), tc.shape)
+			// An app told the provider's 401 from turnlog's by nothing (an
+			// adopter probe took one for the other).
+			assert.Equal(t, "gateway", resp.Header.Get(gateway.ErrorHeader), "turnlog's own answer says so")
 			sent, _, _ := r.wire.snapshot()
 			assert.Empty(t, sent, "nothing was forwarded")
 		})
@@ -124,6 +127,7 @@ func TestKeysNeverStoredAndUpstreamErrorsRecorded(t *testing.T) {
 	resp, body := post(t, r.gw.URL+"/v1/chat/completions", map[string]string{"Turnlog-Token": token, "Authorization": "Bearer sk-client-wrong-key"}, fmt.Sprintf(chatBody, "pass"))
 	assert.Equal(t, 401, resp.StatusCode)
 	assert.Contains(t, string(body), "Incorrect API key provided")
+	assert.Empty(t, resp.Header.Get(gateway.ErrorHeader), "the provider's own error: turnlog's token was good")
 	conv := resp.Header.Get("Turnlog-Conversation")
 	require.NotEmpty(t, conv)
 	started, finished, failed := inferences(t, r, conv)
