@@ -102,6 +102,11 @@ func Inspect(ctx context.Context, l *eventlog.Log, conversation string) (*Plan, 
 func abandoned(ctx context.Context, l *eventlog.Log, conv string) ([]Abandoned, error) {
 	out := []Abandoned{}
 	tail, err := l.Last(ctx, conv)
+	if errors.Is(err, eventlog.ErrCorruptMessage) || errors.Is(err, eventlog.ErrForeignMessage) {
+		// The last message is not a step: removed first (the plan's
+		// Messages); a call left open before it shows on the next run.
+		return out, nil
+	}
 	if err != nil || tail.Seq == 0 {
 		return out, err
 	}
