@@ -137,10 +137,15 @@ func (c *Config) Validate() error {
 	if c.AnthropicUpstream == "" {
 		c.AnthropicUpstream = DefaultAnthropicUpstream
 	}
-	for name, u := range map[string]string{"--openai-upstream": c.OpenAIUpstream, "--anthropic-upstream": c.AnthropicUpstream} {
-		p, err := url.Parse(u)
+	// In a fixed order, each with its own provider's example: an
+	// Anthropic upstream told to look like OpenAI's would be given /v1.
+	for _, up := range []struct{ flag, url, example string }{
+		{"--openai-upstream", c.OpenAIUpstream, DefaultOpenAIUpstream},
+		{"--anthropic-upstream", c.AnthropicUpstream, DefaultAnthropicUpstream},
+	} {
+		p, err := url.Parse(up.url)
 		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-			return fmt.Errorf("gateway: %s %q: give the provider's base URL as its SDK takes it, such as %s", name, u, DefaultOpenAIUpstream)
+			return fmt.Errorf("gateway: %s %q: give the provider's base URL as its SDK takes it, such as %s", up.flag, up.url, up.example)
 		}
 	}
 	if strings.TrimSpace(c.Token) != c.Token {

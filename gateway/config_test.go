@@ -1,0 +1,46 @@
+package gateway_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/gateway"
+	"github.com/turnlog/turnlog/internal/natstest"
+)
+
+// TestUpstreamURLsAreChecked: an upstream that cannot be a provider's base
+// URL as its SDK takes it is refused at start, and the error names the
+// flag and gives that flag's own example, not the other provider's.
+func TestUpstreamURLsAreChecked(t *testing.T) {
+	s := natstest.Start(t)
+	l, err := eventlog.Open(t.Context(), s.Conn)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name              string
+		openai, anthropic string
+		want              []string // in the error; none: accepted
+	}{
+		{name: "anthropic without a scheme", anthropic: "api.anthropic.com",
+			want: []string{"--anthropic-upstream", "such as https://api.anthropic.com"}},
+		{name: "openai without a scheme", openai: "api.openai.com/v1",
+			want: []string{"--openai-upstream", "such as https://api.openai.com/v1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := gateway.New(gateway.Config{Log: l, Connected: s.Conn.IsConnected, Token: token,
+				OpenAIUpstream: tc.openai, AnthropicUpstream: tc.anthropic})
+			if len(tc.want) == 0 {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			for _, w := range tc.want {
+				assert.Contains(t, err.Error(), w)
+			}
+			if tc.anthropic != "" {
+				assert.NotContains(t, err.Error(), "api.openai.com", "the Anthropic flag's example is Anthropic's")
+			}
+		})
+	}
+}
