@@ -148,6 +148,14 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("gateway: %s %q: give the provider's base URL as its SDK takes it, such as %s", up.flag, up.url, up.example)
 		}
 	}
+	// Anthropic's routes keep their /v1 (proxy): an upstream ending in
+	// /v1 would be called at /v1/v1/messages and answer every call 404,
+	// as a profile's base URL would (engine/anthropic's Validate).
+	if p, _ := url.Parse(c.AnthropicUpstream); strings.HasSuffix(strings.TrimRight(p.Path, "/"), "/v1") {
+		p.Path = strings.TrimSuffix(strings.TrimRight(p.Path, "/"), "/v1")
+		p.RawPath = ""
+		return fmt.Errorf("gateway: --anthropic-upstream %q ends in /v1, but the gateway adds /v1/messages itself; give the Anthropic SDK's base URL, without /v1: %s", c.AnthropicUpstream, p)
+	}
 	if strings.TrimSpace(c.Token) != c.Token {
 		return errors.New("gateway: the token starts or ends with white space; remove it")
 	}

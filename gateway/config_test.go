@@ -26,6 +26,12 @@ func TestUpstreamURLsAreChecked(t *testing.T) {
 			want: []string{"--anthropic-upstream", "such as https://api.anthropic.com"}},
 		{name: "openai without a scheme", openai: "api.openai.com/v1",
 			want: []string{"--openai-upstream", "such as https://api.openai.com/v1"}},
+		{name: "anthropic ending in /v1", anthropic: "http://127.0.0.1:18092/v1",
+			want: []string{"--anthropic-upstream", "ends in /v1", "the Anthropic SDK's base URL, without /v1: http://127.0.0.1:18092"}},
+		{name: "anthropic ending in /v1/", anthropic: "https://api.anthropic.com/v1/",
+			want: []string{"--anthropic-upstream", "without /v1: https://api.anthropic.com"}},
+		{name: "anthropic behind a proxy's path", anthropic: "https://proxy.example/anthropic"},
+		{name: "openai-compatible without /v1", openai: "https://api.deepseek.com"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := gateway.New(gateway.Config{Log: l, Connected: s.Conn.IsConnected, Token: token,
