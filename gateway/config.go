@@ -205,6 +205,33 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// openAIUpstreamDoubt is a warning about an OpenAI upstream whose calls
+// will likely miss its API, or "". It never refuses: the gateway appends
+// the route without its /v1 (/chat/completions) to the upstream's path,
+// and OpenAI-compatible servers put their API where they like (Gemini's
+// /v1beta/openai, Azure's /openai/v1, a proxy's root). Only OpenAI's own
+// host, which serves under /v1 alone, and an upstream without any path
+// (vLLM, Ollama and llama.cpp's server serve under /v1) are doubted.
+func openAIUpstreamDoubt(upstream string) string {
+	u, err := url.Parse(upstream)
+	if err != nil {
+		return ""
+	}
+	path := strings.TrimRight(u.Path, "/")
+	if path == "/v1" {
+		return ""
+	}
+	with := *u
+	with.Path, with.RawPath = "/v1", ""
+	if strings.EqualFold(u.Hostname(), "api.openai.com") {
+		return fmt.Sprintf("gateway: --openai-upstream %q: OpenAI serves its API under /v1 only, so every call will get its 404; use %s", upstream, &with)
+	}
+	if path == "" {
+		return fmt.Sprintf("gateway: --openai-upstream %q has no path: calls will go to its /chat/completions and /responses; if the server's API is under /v1, as vLLM's, Ollama's and llama.cpp's are, use %s", upstream, &with)
+	}
+	return ""
+}
+
 // providerKey is the managed key for api's provider ("" in pass-through).
 func (c *Config) providerKey(api calls.API) string {
 	if api.Anthropic() {

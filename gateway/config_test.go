@@ -1,6 +1,9 @@
 package gateway_test
 
 import (
+	"github.com/turnlog/turnlog/internal/syncbuf"
+	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -47,6 +50,42 @@ func TestUpstreamURLsAreChecked(t *testing.T) {
 			if tc.anthropic != "" {
 				assert.NotContains(t, err.Error(), "api.openai.com", "the Anthropic flag's example is Anthropic's")
 			}
+		})
+	}
+}
+
+// TestOpenAIUpstreamWithoutV1IsWarned: OpenAI-compatible servers put
+// their API under paths of their own, so no OpenAI upstream is refused;
+// but one with no path at all (most serve under /v1), or OpenAI's own
+// host without /v1, gets one WARN line at start saying what its calls
+// will reach.
+func TestOpenAIUpstreamWithoutV1IsWarned(t *testing.T) {
+	s := natstest.Start(t)
+	l, err := eventlog.Open(t.Context(), s.Conn)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name, openai string
+		want         string // in the log; "": no warning
+	}{
+		{name: "openai's host without /v1", openai: "https://api.openai.com", want: "https://api.openai.com/v1"},
+		{name: "openai's host with another path", openai: "https://api.openai.com/v2/", want: "https://api.openai.com/v1"},
+		{name: "a local server without a path", openai: "http://127.0.0.1:11434/", want: "http://127.0.0.1:11434/v1"},
+		{name: "openai's base URL", openai: "https://api.openai.com/v1"},
+		{name: "a local server's /v1", openai: "http://127.0.0.1:8000/v1/"},
+		{name: "a path of the server's own", openai: "https://generativelanguage.googleapis.com/v1beta/openai/"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			logs := &syncbuf.Buffer{}
+			_, err := gateway.New(gateway.Config{Log: l, Connected: s.Conn.IsConnected, Token: token,
+				OpenAIUpstream: tc.openai, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+			require.NoError(t, err, "an OpenAI upstream is never refused for its path")
+			if tc.want == "" {
+				assert.NotContains(t, logs.String(), "--openai-upstream")
+				return
+			}
+			assert.Equal(t, 1, strings.Count(logs.String(), "level=WARN"), "%s", logs.String())
+			assert.Contains(t, logs.String(), "--openai-upstream")
+			assert.Contains(t, logs.String(), tc.want)
 		})
 	}
 }

@@ -66,6 +66,9 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.Connected == nil {
 		return nil, errors.New("gateway: Config.Connected is required")
 	}
+	if msg := openAIUpstreamDoubt(cfg.OpenAIUpstream); msg != "" {
+		cfg.Logger.Warn(msg)
+	}
 	local := calls.NewMemStore(100000)
 	if m, ok := cfg.Threads.(*calls.MemStore); ok {
 		local = m
