@@ -101,7 +101,9 @@ docs/gateway.md.`,
 			}
 			defer stopTracing()
 			mux := http.NewServeMux()
-			mux.Handle("/v1/", g)
+			// The gateway's routes, and its answers to calls whose
+			// path shows a wrong base URL (gateway.Gateway.Handles).
+			mux.Handle("/", withGateway(http.NotFoundHandler(), g))
 			mux.Handle("GET /metrics", g.MetricsHandler())
 			running, err := httpapi.Start(ctx, listen, mux, nil)
 			if err != nil {

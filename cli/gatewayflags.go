@@ -81,10 +81,12 @@ func (f *gatewayFlags) inFlightBytes() int64 {
 	return int64(f.maxInFlight)
 }
 
-// withGateway serves /v1/ paths by the gateway, everything else by api.
+// withGateway serves the gateway's paths (/v1/, and the calls whose path
+// shows a wrong base URL: gateway.Gateway.Handles) by the gateway,
+// everything else by api.
 func withGateway(api http.Handler, g *gateway.Gateway) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/v1/") {
+		if g.Handles(r) {
 			g.ServeHTTP(w, r)
 			return
 		}

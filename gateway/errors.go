@@ -17,13 +17,13 @@ func writeError(w http.ResponseWriter, anthropic bool, status int, message strin
 	w.Header().Set(ErrorHeader, "gateway")
 	var body any
 	if anthropic {
-		typ := map[int]string{401: "authentication_error", 403: "permission_error", 413: "request_too_large", 503: "overloaded_error", 502: "api_error", 400: "invalid_request_error"}[status]
+		typ := map[int]string{401: "authentication_error", 403: "permission_error", 404: "not_found_error", 413: "request_too_large", 503: "overloaded_error", 502: "api_error", 400: "invalid_request_error"}[status]
 		if typ == "" {
 			typ = "api_error"
 		}
 		body = map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": message}}
 	} else {
-		typ := map[int]string{401: "invalid_request_error", 403: "permission_error", 413: "invalid_request_error", 503: "service_unavailable", 502: "upstream_error", 504: "upstream_error", 400: "invalid_request_error"}[status]
+		typ := map[int]string{401: "invalid_request_error", 403: "permission_error", 404: "invalid_request_error", 413: "invalid_request_error", 503: "service_unavailable", 502: "upstream_error", 504: "upstream_error", 400: "invalid_request_error"}[status]
 		code := map[int]any{401: "invalid_api_key", 413: "request_too_large"}[status]
 		body = map[string]any{"error": map[string]any{"message": message, "type": typ, "param": nil, "code": code}}
 	}

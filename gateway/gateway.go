@@ -178,7 +178,8 @@ func (g *Gateway) proxy(base string, dropV1 bool, transport http.RoundTripper) (
 }
 
 // ServeHTTP serves /v1/ paths: the three recorded routes, everything else
-// forwarded unrecorded.
+// forwarded unrecorded, but for paths that show a wrong base URL (see
+// Handles), answered 404 with what to fix.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	api, recorded := calls.APIOfPath(r.URL.Path)
 	compact := !recorded && strings.TrimSuffix(r.URL.Path, "/") == calls.CompactPath
@@ -200,6 +201,13 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, anthropic, http.StatusForbidden, msg)
 			return
 		}
+	}
+	// Before authorization: what the answer says (the base URL an SDK
+	// takes, as the docs and the start-up banner do) leaks nothing,
+	// nothing is forwarded, and the app is told the mistake that would
+	// remain once its token were right.
+	if g.misdirected(w, r) {
+		return
 	}
 	if msg := g.authorize(r.Header, anthropic, g.cfg.providerKey(api)); msg != "" {
 		if !anthropic {

@@ -1,0 +1,99 @@
+package cli
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/internal/syncbuf"
+	"github.com/turnlog/turnlog/natsauth"
+)
+
+// TestWrongBaseURLIsSaidOnEachListener: an OpenAI SDK whose base URL lacks
+// /v1 calls POST /chat/completions, which neither serve's HTTP API nor
+// gateway's listener has; both answer it in OpenAI's error shape saying
+// the base URL to use, without a token and with nothing forwarded, as
+// they answer an Anthropic SDK's /v1/v1/messages in Anthropic's.
+func TestWrongBaseURLIsSaidOnEachListener(t *testing.T) {
+	var forwarded atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		forwarded.Add(1)
+		http.NotFound(w, r)
+	}))
+	t.Cleanup(up.Close)
+	s := startServe(t, "--openai-upstream", up.URL+"/v1", "--anthropic-upstream", up.URL)
+
+	out := &syncbuf.Buffer{}
+	root := newRootCmd()
+	root.SetOut(out)
+	root.SetErr(out)
+	root.SetArgs([]string{"gateway", "--listen", "127.0.0.1:0", "--data", s.data, "--nats-url", s.natsURL,
+		"--openai-upstream", up.URL + "/v1", "--anthropic-upstream", up.URL, "--record-optional", "--spool-dir", filepath.Join(t.TempDir(), "spool")})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	urlRe := regexp.MustCompile(`gateway on (http://\S+)`)
+	var gw string
+	require.Eventually(t, func() bool {
+		if m := urlRe.FindStringSubmatch(out.String()); m != nil {
+			gw = m[1]
+		}
+		return gw != ""
+	}, 60*time.Second, 20*time.Millisecond, "no banner: %s", out)
+
+	for _, tc := range []struct {
+		name, base, path string
+		anthropic        bool
+		want             string
+	}{
+		{name: "serve, openai sdk without /v1", base: s.httpURL, path: "/chat/completions", want: "must end in /v1: " + s.httpURL + "/v1"},
+		{name: "serve, anthropic sdk with /v1", base: s.httpURL, path: "/v1/v1/messages", anthropic: true, want: "without /v1: " + s.httpURL},
+		{name: "gateway, openai sdk without /v1", base: gw, path: "/responses", want: "must end in /v1: " + gw + "/v1"},
+		{name: "gateway, anthropic sdk with /v1", base: gw, path: "/v1/v1/messages", anthropic: true, want: "without /v1: " + gw},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodPost, tc.base+tc.path, strings.NewReader(`{"model":"m"}`))
+			req.Header.Set("Content-Type", "application/json")
+			if tc.anthropic {
+				req.Header.Set("X-Api-Key", "sk-ant-provider")
+			} else {
+				req.Header.Set("Authorization", "Bearer sk-provider")
+			}
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			assert.Equal(t, http.StatusNotFound, resp.StatusCode, "%s", body)
+			assert.Contains(t, string(body), tc.want)
+			if tc.anthropic {
+				assert.Contains(t, string(body), `"type":"not_found_error"`)
+			} else {
+				assert.Contains(t, string(body), `"type":"invalid_request_error"`)
+			}
+		})
+	}
+	assert.Zero(t, forwarded.Load(), "nothing forwarded")
+
+	// The HTTP API's own 404 is unchanged.
+	tok, err := os.ReadFile(natsauth.TokenFile(natsauth.Dir(s.data)))
+	require.NoError(t, err)
+	req, _ := http.NewRequest(http.MethodGet, s.httpURL+"/no-such-route", nil)
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+	assert.Contains(t, string(body), "docs/http-api.md")
+}

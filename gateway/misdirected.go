@@ -1,0 +1,85 @@
+package gateway
+
+import (
+	"net/http"
+	"strings"
+)
+
+// withoutV1 are the model calls of the OpenAI API as its SDKs make them
+// under their base URL: POSTed to one of these paths, a call comes from
+// an SDK whose base URL lacks /v1.
+var withoutV1 = []string{"/chat/completions", "/completions", "/responses", "/embeddings", "/moderations"}
+
+// Handles reports whether r is the gateway's on a listener it shares
+// with other routes (serve's HTTP API): every /v1/ path, and a model call
+// of an OpenAI SDK whose base URL lacks /v1 (POST /chat/completions,
+// /responses, ...), which the gateway answers with what to fix instead
+// of leaving it to the other routes' 404.
+func (g *Gateway) Handles(r *http.Request) bool {
+	return strings.HasPrefix(r.URL.Path, "/v1/") || missingV1(r)
+}
+
+// missingV1 reports whether r is an OpenAI SDK's model call made under a
+// base URL without /v1.
+func missingV1(r *http.Request) bool {
+	if r.Method != http.MethodPost {
+		return false
+	}
+	path := strings.TrimSuffix(r.URL.Path, "/")
+	for _, p := range withoutV1 {
+		if path == p || (p == "/responses" && strings.HasPrefix(path, p+"/")) {
+			return true
+		}
+	}
+	return false
+}
+
+// misdirected answers, 404 in the API's error shape and with nothing
+// forwarded, a call whose path shows its SDK's base URL is wrong for the
+// gateway: an OpenAI SDK's without /v1 (POST /chat/completions), or with
+// /v1 twice, as an Anthropic SDK's base URL ending in /v1 makes
+// (/v1/v1/messages). Such a call would otherwise get the HTTP API's 404,
+// or be forwarded unrecorded to a path the provider does not have.
+// It reports whether it answered.
+func (g *Gateway) misdirected(w http.ResponseWriter, r *http.Request) bool {
+	base := "http://" + r.Host
+	if r.TLS != nil {
+		base = "https://" + r.Host
+	}
+	var anthropic bool
+	var msg string
+	switch {
+	case strings.HasPrefix(r.URL.Path, "/v1/v1/"):
+		anthropic = strings.HasPrefix(r.URL.Path, "/v1/v1/messages") || r.Header.Get("X-Api-Key") != "" || r.Header.Get("Anthropic-Version") != ""
+		if anthropic {
+			msg = "no such route: " + r.URL.Path + " has /v1 twice; the Anthropic SDK's base URL is turnlog's address without /v1: " + base +
+				" (its calls add /v1/messages themselves); nothing was forwarded"
+		} else {
+			msg = "no such route: " + r.URL.Path + " has /v1 twice; an OpenAI SDK's base URL ends in /v1 once: " + base +
+				"/v1 (an Anthropic SDK's is " + base + ", without /v1); nothing was forwarded"
+		}
+	case missingV1(r):
+		msg = "no such route: " + r.URL.Path + "; an OpenAI SDK's base URL must end in /v1: " + base + "/v1; nothing was forwarded"
+	default:
+		return false
+	}
+	if g.firstWarning(r.URL.Path) {
+		g.cfg.Logger.Warn("gateway: answered 404 to a call whose path shows its SDK's base URL is wrong; nothing was forwarded",
+			"path", r.URL.Path, "fix", msg)
+	}
+	g.cfg.Metrics.errors.WithLabelValues("misdirected").Inc()
+	writeError(w, anthropic, http.StatusNotFound, msg)
+	return true
+}
+
+// firstWarning reports whether path is not yet among the paths the log
+// warned of, and notes it (up to maxWarnedPaths, whatever clients send).
+func (g *Gateway) firstWarning(path string) bool {
+	g.warnedMu.Lock()
+	defer g.warnedMu.Unlock()
+	if g.warned[path] || len(g.warned) >= maxWarnedPaths {
+		return false
+	}
+	g.warned[path] = true
+	return true
+}

@@ -1,0 +1,88 @@
+package gateway_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/gateway"
+	"github.com/turnlog/turnlog/internal/syncbuf"
+)
+
+// TestWrongBaseURLIsSaid: an app whose SDK's base URL is wrong for the
+// gateway (an OpenAI SDK's without /v1, an Anthropic SDK's with it) is
+// answered 404 in its API's error shape saying what the base URL should
+// be, with or without a token, and nothing is forwarded; the log says it
+// once a path.
+func TestWrongBaseURLIsSaid(t *testing.T) {
+	var seen atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		seen.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, chatAnswer("ok"))
+	}))
+	t.Cleanup(up.Close)
+	m := gateway.NewMetrics()
+	logs := &syncbuf.Buffer{}
+	r := newRig(t, up.URL, up.URL, func(c *gateway.Config) { c.Metrics, c.Logger = m, slog.New(slog.NewTextHandler(logs, nil)) })
+	host := strings.TrimPrefix(r.gw.URL, "http://")
+	openai := map[string]string{"Authorization": "Bearer sk-provider", "Turnlog-Token": token}
+	anthropic := map[string]string{"X-Api-Key": "sk-ant-provider", "Anthropic-Version": "2023-06-01", "Turnlog-Token": token}
+	for _, tc := range []struct {
+		name      string
+		path      string
+		header    map[string]string
+		anthropic bool
+		want      string
+	}{
+		{name: "openai sdk without /v1, chat", path: "/chat/completions", header: openai,
+			want: "an OpenAI SDK's base URL must end in /v1: http://" + host + "/v1"},
+		{name: "openai sdk without /v1, responses", path: "/responses", header: openai,
+			want: "http://" + host + "/v1"},
+		{name: "openai sdk without /v1, no token", path: "/embeddings", header: map[string]string{"Authorization": "Bearer sk-provider"},
+			want: "http://" + host + "/v1"},
+		{name: "anthropic sdk with /v1", path: "/v1/v1/messages", header: anthropic, anthropic: true,
+			want: "the Anthropic SDK's base URL is turnlog's address without /v1: http://" + host},
+		{name: "anthropic sdk with /v1, no token", path: "/v1/v1/messages", header: map[string]string{"X-Api-Key": "sk-ant-provider"}, anthropic: true,
+			want: "without /v1: http://" + host},
+		{name: "/v1 twice otherwise", path: "/v1/v1/chat/completions", header: openai,
+			want: "/v1 twice"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for range 2 {
+				resp, body := post(t, r.gw.URL+tc.path, tc.header, fmt.Sprintf(chatBody, "hi"))
+				require.Equal(t, http.StatusNotFound, resp.StatusCode, "%s", body)
+				assert.Equal(t, "gateway", resp.Header.Get(gateway.ErrorHeader))
+				var shape struct {
+					Type  string `json:"type"`
+					Error struct {
+						Type    string `json:"type"`
+						Message string `json:"message"`
+					} `json:"error"`
+				}
+				require.NoError(t, json.Unmarshal(body, &shape), "%s", body)
+				assert.Contains(t, shape.Error.Message, tc.want)
+				assert.Contains(t, shape.Error.Message, "nothing was forwarded")
+				if tc.anthropic {
+					assert.Equal(t, "error", shape.Type, "Anthropic's error shape: %s", body)
+					assert.Equal(t, "not_found_error", shape.Error.Type)
+				} else {
+					assert.Empty(t, shape.Type, "OpenAI's error shape: %s", body)
+					assert.Equal(t, "invalid_request_error", shape.Error.Type)
+				}
+			}
+			assert.Equal(t, 1, strings.Count(logs.String(), "path="+tc.path+" "), "logged once: %s", logs.String())
+		})
+	}
+	assert.Zero(t, seen.Load(), "nothing forwarded")
+	assert.Contains(t, scrape(t, m), `turnlog_gateway_errors_total{reason="misdirected"} 12`)
+}
