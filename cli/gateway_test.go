@@ -32,24 +32,7 @@ func TestGatewayCommand(t *testing.T) {
 	}))
 	t.Cleanup(up.Close)
 
-	out := &syncbuf.Buffer{}
-	root := newRootCmd()
-	root.SetOut(out)
-	root.SetErr(out)
-	root.SetArgs([]string{"gateway", "--listen", "127.0.0.1:0", "--data", s.data, "--nats-url", s.natsURL,
-		"--openai-upstream", up.URL + "/v1", "--record-optional", "--spool-dir", filepath.Join(t.TempDir(), "spool")})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	urlRe := regexp.MustCompile(`gateway on (http://\S+)`)
-	var base string
-	require.Eventually(t, func() bool {
-		if m := urlRe.FindStringSubmatch(out.String()); m != nil {
-			base = m[1]
-		}
-		return base != ""
-	}, 60*time.Second, 20*time.Millisecond, "no banner: %s", out)
+	base, out := startGatewayCmd(t, s, "--openai-upstream", up.URL+"/v1")
 
 	// The banner says where each SDK points and how it authenticates,
 	// and never shows a provider key.
@@ -85,4 +68,31 @@ func TestGatewayCommand(t *testing.T) {
 	assert.Contains(t, string(metrics), `turnlog_gateway_calls_total{api="chat.completions",outcome="finished"} 1`)
 	assert.Contains(t, string(metrics), "turnlog_gateway_added_seconds_count 1")
 	assert.NotContains(t, out.String(), "Permissions Violation")
+}
+
+// startGatewayCmd runs `turnlog gateway` beside serve s (its data
+// directory, its NATS), on a free port with a spool, with args added, until
+// the test ends; it returns the gateway's URL, from its banner, and what
+// it printed.
+func startGatewayCmd(t *testing.T, s *served, args ...string) (string, *syncbuf.Buffer) {
+	t.Helper()
+	out := &syncbuf.Buffer{}
+	root := newRootCmd()
+	root.SetOut(out)
+	root.SetErr(out)
+	root.SetArgs(append([]string{"gateway", "--listen", "127.0.0.1:0", "--data", s.data, "--nats-url", s.natsURL,
+		"--record-optional", "--spool-dir", filepath.Join(t.TempDir(), "spool")}, args...))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	urlRe := regexp.MustCompile(`gateway on (http://\S+)`)
+	var base string
+	require.Eventually(t, func() bool {
+		if m := urlRe.FindStringSubmatch(out.String()); m != nil {
+			base = m[1]
+		}
+		return base != ""
+	}, 60*time.Second, 20*time.Millisecond, "no banner: %s", out)
+	return base, out
 }

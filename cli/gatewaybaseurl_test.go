@@ -1,21 +1,16 @@
 package cli
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/turnlog/turnlog/internal/syncbuf"
 	"github.com/turnlog/turnlog/natsauth"
 )
 
@@ -33,24 +28,7 @@ func TestWrongBaseURLIsSaidOnEachListener(t *testing.T) {
 	t.Cleanup(up.Close)
 	s := startServe(t, "--openai-upstream", up.URL+"/v1", "--anthropic-upstream", up.URL)
 
-	out := &syncbuf.Buffer{}
-	root := newRootCmd()
-	root.SetOut(out)
-	root.SetErr(out)
-	root.SetArgs([]string{"gateway", "--listen", "127.0.0.1:0", "--data", s.data, "--nats-url", s.natsURL,
-		"--openai-upstream", up.URL + "/v1", "--anthropic-upstream", up.URL, "--record-optional", "--spool-dir", filepath.Join(t.TempDir(), "spool")})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	urlRe := regexp.MustCompile(`gateway on (http://\S+)`)
-	var gw string
-	require.Eventually(t, func() bool {
-		if m := urlRe.FindStringSubmatch(out.String()); m != nil {
-			gw = m[1]
-		}
-		return gw != ""
-	}, 60*time.Second, 20*time.Millisecond, "no banner: %s", out)
+	gw, _ := startGatewayCmd(t, s, "--openai-upstream", up.URL+"/v1", "--anthropic-upstream", up.URL)
 
 	for _, tc := range []struct {
 		name, base, path string

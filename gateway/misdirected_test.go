@@ -3,18 +3,13 @@ package gateway_test
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/gateway"
-	"github.com/turnlog/turnlog/internal/syncbuf"
 )
 
 // TestWrongBaseURLIsSaid: an app whose SDK's base URL is wrong for the
@@ -23,17 +18,9 @@ import (
 // be, with or without a token, and nothing is forwarded; the log says it
 // once a path.
 func TestWrongBaseURLIsSaid(t *testing.T) {
-	var seen atomic.Int64
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		seen.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, chatAnswer("ok"))
-	}))
-	t.Cleanup(up.Close)
-	m := gateway.NewMetrics()
-	logs := &syncbuf.Buffer{}
-	r := newRig(t, up.URL, up.URL, func(c *gateway.Config) { c.Metrics, c.Logger = m, slog.New(slog.NewTextHandler(logs, nil)) })
+	up, seen := countingUpstream(t)
+	m, logs, watched := watchedGateway()
+	r := newRig(t, up.URL, up.URL, watched)
 	host := strings.TrimPrefix(r.gw.URL, "http://")
 	openai := map[string]string{"Authorization": "Bearer sk-provider", "Turnlog-Token": token}
 	anthropic := map[string]string{"X-Api-Key": "sk-ant-provider", "Anthropic-Version": "2023-06-01", "Turnlog-Token": token}

@@ -22,17 +22,9 @@ import (
 // /v1/ path, but no longer in silence: it is counted and its path logged,
 // once. Other paths (a models list) are counted apart.
 func TestModelCallOnAnUnrecordedPathIsSaid(t *testing.T) {
-	var seen atomic.Int64
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		seen.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, chatAnswer("ok"))
-	}))
-	t.Cleanup(up.Close)
-	m := gateway.NewMetrics()
-	logs := &syncbuf.Buffer{}
-	r := newRig(t, up.URL, "", func(c *gateway.Config) { c.Metrics, c.Logger = m, slog.New(slog.NewTextHandler(logs, nil)) })
+	up, seen := countingUpstream(t)
+	m, logs, watched := watchedGateway()
+	r := newRig(t, up.URL, "", watched)
 	h := map[string]string{"Turnlog-Token": token}
 	for range 2 {
 		resp, body := post(t, r.gw.URL+"/v1/deployments/gpt-4o/chat/completions?api-version=2024-10-21", h, fmt.Sprintf(chatBody, "hi"))
@@ -73,4 +65,26 @@ func TestBatchesAreSaidUnrecorded(t *testing.T) {
 	}
 	assert.Contains(t, scrape(t, m), `turnlog_gateway_unrecorded_forwards_total{kind="model_call"} 2`)
 	assert.Equal(t, 2, strings.Count(logs.String(), "forwarded a batch of model calls unrecorded"), "%s", logs.String())
+}
+
+// countingUpstream answers every call with a chat answer and counts the
+// calls it was sent.
+func countingUpstream(t *testing.T) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	var seen atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		seen.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, chatAnswer("ok"))
+	}))
+	t.Cleanup(up.Close)
+	return up, &seen
+}
+
+// watchedGateway is a rig option giving the gateway metrics and a log the
+// test reads.
+func watchedGateway() (*gateway.Metrics, *syncbuf.Buffer, rigOption) {
+	m, logs := gateway.NewMetrics(), &syncbuf.Buffer{}
+	return m, logs, func(c *gateway.Config) { c.Metrics, c.Logger = m, slog.New(slog.NewTextHandler(logs, nil)) }
 }
