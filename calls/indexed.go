@@ -41,7 +41,7 @@ func IndexedKeys(conv string, evs iter.Seq2[events.Event, error]) ([]string, err
 		if fin.ResponseID != "" {
 			keys = append(keys, responseKey(fin.ResponseID))
 		}
-		if n := len(turn.Blocks); n > 0 && output(turn.Blocks[n-1].Kind) {
+		if n := len(turn.Blocks); n > 0 && ModelOutput(turn.Blocks[n-1].Kind) {
 			chain := Chain(turn.Blocks)
 			keys = append(keys, stateKey(chain[n-1]))
 			if k, ok := reasonlessState(turn.Blocks); ok {

@@ -57,9 +57,10 @@ type Ref struct {
 	Events       int
 }
 
-// output reports whether a block of kind k can end a recorded state: what
-// a model writes.
-func output(k events.Kind) bool {
+// ModelOutput reports whether a block of kind k is what a model writes
+// (text, a tool call, reasoning): what can end a recorded state, and what
+// an input that re-sends earlier turns holds.
+func ModelOutput(k events.Kind) bool {
 	return k == events.KindLLMText || k == events.KindToolCall || k == events.KindReasoning
 }
 
@@ -176,7 +177,7 @@ func (x *Threads) Unrecord(ctx context.Context, conv string, n, back int) error 
 // model's text or tool call (see find).
 func reasonlessState(blocks []events.Block) (string, bool) {
 	less := withoutReasoning(blocks)
-	if len(less) == len(blocks) || len(less) == 0 || !output(less[len(less)-1].Kind) {
+	if len(less) == len(blocks) || len(less) == 0 || !ModelOutput(less[len(less)-1].Kind) {
 		return "", false
 	}
 	chain := Chain(less)
@@ -186,7 +187,7 @@ func reasonlessState(blocks []events.Block) (string, bool) {
 // recordPairs are the entries Record writes.
 func recordPairs(conv string, n int, blocks []events.Block, chain [][32]byte, responseID string) map[string]string {
 	pairs := map[string]string{}
-	if len(blocks) > 0 && output(blocks[len(blocks)-1].Kind) {
+	if len(blocks) > 0 && ModelOutput(blocks[len(blocks)-1].Kind) {
 		if len(chain) != len(blocks) {
 			chain = Chain(blocks)
 		}
@@ -266,7 +267,7 @@ func (x *Threads) findAt(ctx context.Context, blocks []events.Block, chain [][32
 	}
 	var at []int
 	for i := len(blocks) - 1; i >= 0; i-- {
-		if !output(blocks[i].Kind) {
+		if !ModelOutput(blocks[i].Kind) {
 			continue
 		}
 		if keys == nil {

@@ -52,8 +52,7 @@ func (r *Recorder) mayLogUnmatched() bool {
 // writes: text of the assistant, a tool call, reasoning.
 func resendsModelOutput(blocks []events.Block) bool {
 	for _, b := range blocks {
-		switch b.Kind {
-		case events.KindLLMText, events.KindToolCall, events.KindReasoning:
+		if calls.ModelOutput(b.Kind) {
 			return true
 		}
 	}

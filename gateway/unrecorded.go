@@ -23,12 +23,7 @@ func (g *Gateway) forwardUnrecorded(r *http.Request) {
 	kind := "other"
 	if r.Method == http.MethodPost && looksLikeModelCall(r.URL.Path) {
 		kind = "model_call"
-		g.warnedMu.Lock()
-		first := !g.warned[r.URL.Path] && len(g.warned) < maxWarnedPaths
-		if first {
-			g.warned[r.URL.Path] = true
-		}
-		g.warnedMu.Unlock()
+		first := g.firstWarning(r.URL.Path)
 		switch {
 		case !first:
 		case isBatch(r.URL.Path):
