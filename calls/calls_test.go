@@ -157,7 +157,7 @@ func TestThreads(t *testing.T) {
 	ctx := context.Background()
 	x := NewThreads(NewMemStore(100))
 	a := []events.Block{{Kind: events.KindUser, Text: "hi"}, {Kind: events.KindLLMText, Text: "hello"}}
-	require.NoError(t, x.Record(ctx, "A", 5, a, nil, "resp_1"))
+	require.NoError(t, x.Record(ctx, "A", 5, a, nil, Answer{ResponseID: "resp_1"}))
 	_, _, ok, err := x.Find(ctx, a[:1], nil)
 	require.NoError(t, err)
 	assert.False(t, ok, "a call equal to another's first input starts its own conversation")
@@ -166,7 +166,7 @@ func TestThreads(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, Ref{"A", 5}, ref)
 	assert.True(t, latest)
-	require.NoError(t, x.Record(ctx, "A", 9, append(a, events.Block{Kind: events.KindUser, Text: "more"}, events.Block{Kind: events.KindLLMText, Text: "ok"}), nil, ""))
+	require.NoError(t, x.Record(ctx, "A", 9, append(a, events.Block{Kind: events.KindUser, Text: "more"}, events.Block{Kind: events.KindLLMText, Text: "ok"}), nil, Answer{}))
 	ref, latest, ok, err = x.Find(ctx, append(a, events.Block{Kind: events.KindUser, Text: "other"}), nil)
 	require.NoError(t, err)
 	require.True(t, ok)

@@ -11,7 +11,8 @@ import (
 // gateway's calls recorded in conversation conv wrote, found from the
 // conversation's events in log order: the state each finished call left,
 // the conversation's latest-call entry, the entries of its Responses API
-// responses' IDs (for previous_response_id) and of its imported calls. Erasing a conversation
+// responses' IDs (for previous_response_id) and of their output items'
+// (for item references), and of its imported calls. Erasing a conversation
 // removes them with it, so that no hash of its content stays and a later
 // call re-sending its history starts a new conversation instead of
 // reviving the erased one's ID.
@@ -21,7 +22,12 @@ import (
 func IndexedKeys(conv string, evs iter.Seq2[events.Event, error]) ([]string, error) {
 	turn := projector.New(conv)
 	var keys []string
+	// items are the IDs of the output items the outcome of call outcomeOf
+	// appended so far: its blocks come before its inference.finished.
+	var items []string
+	outcomeOf := ""
 	for e, err := range evs {
+		blocks := len(turn.Blocks)
 		if err == nil {
 			err = projector.Apply(turn, e)
 		}
@@ -30,6 +36,14 @@ func IndexedKeys(conv string, evs iter.Seq2[events.Event, error]) ([]string, err
 		}
 		if e.Actor != Actor {
 			continue
+		}
+		if e.Step == 1 && len(turn.Blocks) == blocks+1 {
+			if e.Cause != outcomeOf {
+				items, outcomeOf = items[:0], e.Cause
+			}
+			if id := itemID(turn.Blocks[blocks].Meta[MetaItem]); id != "" {
+				items = append(items, id)
+			}
 		}
 		if st, ok := e.Payload.(events.InferenceStarted); ok && st.Gateway["source"] == SourceImport && st.Gateway["import"] != "" {
 			keys = append(keys, importedKey(st.Gateway["import"]))
@@ -40,6 +54,11 @@ func IndexedKeys(conv string, evs iter.Seq2[events.Event, error]) ([]string, err
 		}
 		if fin.ResponseID != "" {
 			keys = append(keys, responseKey(fin.ResponseID))
+			if outcomeOf == e.Cause {
+				for _, id := range items {
+					keys = append(keys, itemKey(id))
+				}
+			}
 		}
 		if n := len(turn.Blocks); n > 0 && ModelOutput(turn.Blocks[n-1].Kind) {
 			chain := Chain(turn.Blocks)

@@ -63,8 +63,9 @@ func (s *MemStore) Put(_ context.Context, pairs map[string]string) error {
 }
 
 // ForgetConversation removes the entries that name conversation conv
-// (its states, its latest call, its responses and imported calls): what a
-// gateway's own copy of the index keeps of a conversation erased since.
+// (its states, its latest call, its responses, their items and imported
+// calls): what a gateway's own copy of the index keeps of a conversation
+// erased since.
 func (s *MemStore) ForgetConversation(conv string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -74,7 +75,7 @@ func (s *MemStore) ForgetConversation(conv string) {
 		switch {
 		case k == latestKey(conv):
 			names = true
-		case strings.HasPrefix(k, "s."), strings.HasPrefix(k, "n."):
+		case strings.HasPrefix(k, "s."), strings.HasPrefix(k, "n."), strings.HasPrefix(k, "o."):
 			ref, ok := parseRef(v)
 			names = ok && ref.Conversation == conv
 		case strings.HasPrefix(k, "r."):

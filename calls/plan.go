@@ -306,7 +306,11 @@ func planFull(turn *projector.Turn, req *Request, c *Call, emit func(int, events
 		// The request's block carries the gateway keys its item wants
 		// (Item.mark); Key equal, so is its gateway.type.
 		if d := metaDiff(b.Meta, rbs[i].b.Meta); len(d) > 0 {
-			if err := emit(0, events.BlockAnnotated{BlockID: ids[i], Meta: d, Reason: "the client writes this item otherwise"}); err != nil {
+			reason := "the client writes this item otherwise"
+			if rbs[i].at == 0 && rbs[i].item.sentAsReference() {
+				reason = "the client sends this item back by reference (item_reference): the provider reads its stored copy"
+			}
+			if err := emit(0, events.BlockAnnotated{BlockID: ids[i], Meta: d, Reason: reason}); err != nil {
 				return err
 			}
 		}

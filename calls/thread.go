@@ -35,7 +35,8 @@ type ThreadStore interface {
 //
 //	s.<hex SHA-256 chain of the state's blocks>  "<conversation>@<events>"
 //	c.<conversation>                              "<events>" of its latest recorded call
-//	r.<hex SHA-256 of a response ID>              "<conversation>"
+//	r.<hex SHA-256 of a response ID>              "<conversation>@<events>"
+//	o.<hex SHA-256 of an output item's ID>        "<conversation>@<events>" after the call that produced it
 //	i.<hash of an imported call's line>           "<conversation>" it was recorded in ("pending <conversation>" while it is)
 //	e.<hex SHA-256 of a conversation ID>          when it was last erased (RFC 3339)
 //
@@ -72,6 +73,10 @@ func responseKey(id string) string {
 	h := sha256.Sum256([]byte(id))
 	return "r." + hex.EncodeToString(h[:])
 }
+func itemKey(id string) string {
+	h := sha256.Sum256([]byte(id))
+	return "o." + hex.EncodeToString(h[:])
+}
 func (r Ref) value() string { return r.Conversation + "@" + strconv.Itoa(r.Events) }
 
 // parseRef reads a state's value.
@@ -97,15 +102,31 @@ type AsyncThreadStore interface {
 	PutAsync(pairs map[string]string) (wait func(context.Context) error, err error)
 }
 
+// Answer is what a call's answer gave IDs to that a later call may name
+// back: the Responses API's response (previous_response_id) and its
+// output items (item references). Zero for the other APIs.
+type Answer struct {
+	ResponseID string
+	ItemIDs    []string
+}
+
+// AnswerOf is the Answer of output, a response of api (nil: none).
+func AnswerOf(api API, output *Output) Answer {
+	if output == nil || api != Responses {
+		return Answer{}
+	}
+	return Answer{ResponseID: output.ResponseID, ItemIDs: output.ItemIDs()}
+}
+
 // Record notes that conversation conv, after its n-th event, holds
 // blocks, the state a finished call left, that it is the conversation's
-// latest call, and that the call's response (Responses' ID, "" for none)
-// was produced in conv. A state that does not end with a model's output
+// latest call, and that the call's answer (its response and items) was
+// produced in conv. A state that does not end with a model's output
 // block is not recorded (nothing could continue it by content).
 //
 // chain, when not nil, is Chain(blocks), known already.
-func (x *Threads) Record(ctx context.Context, conv string, n int, blocks []events.Block, chain [][32]byte, responseID string) error {
-	pairs := recordPairs(conv, n, blocks, chain, responseID)
+func (x *Threads) Record(ctx context.Context, conv string, n int, blocks []events.Block, chain [][32]byte, answer Answer) error {
+	pairs := recordPairs(conv, n, blocks, chain, answer)
 	if len(pairs) == 0 {
 		return nil
 	}
@@ -118,9 +139,9 @@ func (x *Threads) Record(ctx context.Context, conv string, n int, blocks []event
 // RecordAsync is Record that returns once the entries are on their way,
 // with what waits until they are durable; on a store that cannot publish
 // without waiting, it is Record, and the wait returns at once.
-func (x *Threads) RecordAsync(ctx context.Context, conv string, n int, blocks []events.Block, chain [][32]byte, responseID string) (wait func(context.Context) error, err error) {
+func (x *Threads) RecordAsync(ctx context.Context, conv string, n int, blocks []events.Block, chain [][32]byte, answer Answer) (wait func(context.Context) error, err error) {
 	done := func(context.Context) error { return nil }
-	pairs := recordPairs(conv, n, blocks, chain, responseID)
+	pairs := recordPairs(conv, n, blocks, chain, answer)
 	if len(pairs) == 0 {
 		return done, nil
 	}
@@ -185,7 +206,7 @@ func reasonlessState(blocks []events.Block) (string, bool) {
 }
 
 // recordPairs are the entries Record writes.
-func recordPairs(conv string, n int, blocks []events.Block, chain [][32]byte, responseID string) map[string]string {
+func recordPairs(conv string, n int, blocks []events.Block, chain [][32]byte, answer Answer) map[string]string {
 	pairs := map[string]string{}
 	if len(blocks) > 0 && ModelOutput(blocks[len(blocks)-1].Kind) {
 		if len(chain) != len(blocks) {
@@ -197,11 +218,15 @@ func recordPairs(conv string, n int, blocks []events.Block, chain [][32]byte, re
 			pairs[k] = Ref{conv, n}.value()
 		}
 	}
-	if responseID != "" {
+	if answer.ResponseID != "" {
 		// Where the response left its conversation: a call that names it
 		// in previous_response_id after the conversation went on
 		// branches there (see Response).
-		pairs[responseKey(responseID)] = Ref{conv, n}.value()
+		pairs[responseKey(answer.ResponseID)] = Ref{conv, n}.value()
+	}
+	for _, id := range answer.ItemIDs {
+		// Where a reference to the item finds it (see Items).
+		pairs[itemKey(id)] = Ref{conv, n}.value()
 	}
 	return pairs
 }
@@ -367,4 +392,40 @@ func wrapResponseErr(err error) error {
 		return nil
 	}
 	return fmt.Errorf("thread the call by its previous_response_id: %w", err)
+}
+
+// Items returns, for each of the output items ids that a recorded call
+// produced, the state that call left (its conversation holds the item
+// there, see ItemBlocks); ids not found are absent. One round trip on a
+// store that reads many keys at once.
+func (x *Threads) Items(ctx context.Context, ids []string) (map[string]Ref, error) {
+	keys := make([]string, len(ids))
+	for i, id := range ids {
+		keys[i] = itemKey(id)
+	}
+	var found map[string]string
+	if bs, ok := x.store.(BatchThreadStore); ok {
+		var err error
+		if found, err = bs.GetMany(ctx, keys); err != nil {
+			return nil, fmt.Errorf("find the items the call references: %w", err)
+		}
+	} else {
+		found = map[string]string{}
+		for _, k := range keys {
+			v, ok, err := x.store.Get(ctx, k)
+			if err != nil {
+				return nil, fmt.Errorf("find the items the call references: %w", err)
+			}
+			if ok {
+				found[k] = v
+			}
+		}
+	}
+	refs := make(map[string]Ref, len(found))
+	for i, k := range keys {
+		if ref, ok := parseRef(found[k]); ok {
+			refs[ids[i]] = ref
+		}
+	}
+	return refs, nil
 }

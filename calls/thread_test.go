@@ -56,8 +56,8 @@ func TestFindReadsEarlierStatesTogether(t *testing.T) {
 
 	// Two earlier states recorded (a conversation forked twice): the
 	// longer is found, and whether it is its conversation's latest.
-	require.NoError(t, x.Record(ctx, "A", 7, history[:20], nil, ""))
-	require.NoError(t, x.Record(ctx, "B", 9, history[:400], nil, ""))
+	require.NoError(t, x.Record(ctx, "A", 7, history[:20], nil, Answer{}))
+	require.NoError(t, x.Record(ctx, "B", 9, history[:400], nil, Answer{}))
 	require.NoError(t, store.Put(ctx, map[string]string{stateKey(Chain(history[:500])[499]): "not a state"}))
 	store.gets, store.batches = 0, 0
 	ref, latest, ok, err := x.Find(ctx, ask, nil)
@@ -93,8 +93,8 @@ func TestMemStoreForgetsAConversation(t *testing.T) {
 	x := NewThreads(s)
 	a := []events.Block{{Kind: events.KindUser, Text: "q"}, {Kind: events.KindLLMText, Text: "a"}}
 	b := []events.Block{{Kind: events.KindUser, Text: "other"}, {Kind: events.KindLLMText, Text: "b"}}
-	require.NoError(t, x.Record(ctx, "12", 4, a, nil, "resp_a"))
-	require.NoError(t, x.Record(ctx, "other", 12, b, nil, "resp_b"))
+	require.NoError(t, x.Record(ctx, "12", 4, a, nil, Answer{ResponseID: "resp_a"}))
+	require.NoError(t, x.Record(ctx, "other", 12, b, nil, Answer{ResponseID: "resp_b"}))
 	require.NoError(t, x.RecordImported(ctx, "k1", "12"))
 	require.NoError(t, x.ImportPending(ctx, "k2", "12"))
 	s.ForgetConversation("12")

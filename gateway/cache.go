@@ -4,6 +4,8 @@ import (
 	"container/list"
 	"sync"
 
+	"github.com/turnlog/turnlog/calls"
+	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/projector"
 )
 
@@ -79,4 +81,17 @@ func (c *turnCache) remove(el *list.Element) *cachedTurn {
 	delete(c.byID, e.turn.Conversation)
 	c.bytes -= e.size
 	return e
+}
+
+// itemBlocks is calls.ItemBlocks of conv's cached Turn, read under the
+// cache's lock (a call may take the Turn and change it once it is
+// released); false when conv is not cached or its Turn lacks the item.
+func (c *turnCache) itemBlocks(conv, id string) ([]events.Block, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.byID[conv]
+	if !ok {
+		return nil, false
+	}
+	return calls.ItemBlocks(el.Value.(*cachedTurn).turn.Blocks, id)
 }

@@ -23,6 +23,9 @@ type Metrics struct {
 	forwarded *prometheus.CounterVec
 	unstored  *prometheus.CounterVec
 	threading *prometheus.CounterVec
+	// references counts item references by whether they were read as
+	// the items they name.
+	references *prometheus.CounterVec
 }
 
 // NewMetrics returns a gateway's series, registered.
@@ -67,10 +70,14 @@ func NewMetrics() *Metrics {
 			Name: "turnlog_gateway_threading_total",
 			Help: "Recorded calls by how they were threaded: explicit (Turnlog-Conversation, previous_response_id, a provider's conversation), inferred (by content: a continuation or a fork of a recorded call), new (a first call), unmatched (a new conversation although the input re-sends what a model wrote: the app changed the history it re-sent, trimmed or re-serialised answers, a sliding window, a changing system prompt; each app chat becomes many conversations; logged, at most once a minute; name the conversation with Turnlog-Conversation).",
 		}, []string{"api", "threading"}),
+		references: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "turnlog_gateway_item_references_total",
+			Help: "Item references in Responses API inputs ({\"type\": \"item_reference\"}: an app with store on sending the provider's earlier output back by ID), by outcome: resolved (read as the output item a recorded call produced, so the call continues its conversation) or unresolved (an item no call through the gateway produced, or an erased conversation's: recorded as sent, and the call starts a conversation of its own).",
+		}, []string{"outcome"}),
 	}
 	m.forwarded.WithLabelValues("model_call")
 	m.forwarded.WithLabelValues("other")
-	m.registry.MustRegister(m.calls, m.errors, m.added, m.loads, m.conflicts, m.findings.Collector(), m.spooled, m.forwarded, m.unstored, m.threading)
+	m.registry.MustRegister(m.calls, m.errors, m.added, m.loads, m.conflicts, m.findings.Collector(), m.spooled, m.forwarded, m.unstored, m.threading, m.references)
 	return m
 }
 

@@ -25,11 +25,12 @@ func TestEveryMetricIsDocumented(t *testing.T) {
 	m.loads.WithLabelValues("cache")
 	m.unstored.WithLabelValues("input")
 	m.threading.WithLabelValues("responses", "new")
+	m.references.WithLabelValues("resolved")
 	m.countFindings([]events.Payload{events.FindingRecorded{Rule: "duplicate_system_prompt"}})
 	families, err := m.registry.Gather()
 	require.NoError(t, err)
 	for _, f := range families {
 		assert.True(t, strings.Contains(table, "| `"+f.GetName()), "docs/observability.md has no line for %s", f.GetName())
 	}
-	assert.Len(t, families, 10)
+	assert.Len(t, families, 11)
 }

@@ -47,10 +47,9 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 	// A background response's ID is continued by the app's next call
 	// (previous_response_id) as any other's, though its output is not here.
 	background := o.Failure == "" && o.Output != nil && o.Output.Background
-	respID := "" // indexed for previous_response_id: the Responses API's alone
-	if o.Output != nil && p.api == calls.Responses {
-		respID = o.Output.ResponseID
-	}
+	// Indexed for previous_response_id and item references: the
+	// Responses API's alone.
+	answer := calls.AnswerOf(p.api, o.Output)
 	var indexed func(context.Context) error
 	inputSeq := turn.Seq // the input's step, or the log's end it was finished against
 	unstored := false    // the answer was too large to store: recorded as failed
@@ -85,7 +84,7 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 			// append fail, the entry names a state the log lacks, and a
 			// call continuing it starts a conversation (see recordInput).
 			var err error
-			if indexed, err = r.threads.RecordAsync(ctx, p.conv, turn.Events, turn.Blocks, stateChain(p.call, o, turn, p.resumed), respID); err != nil {
+			if indexed, err = r.threads.RecordAsync(ctx, p.conv, turn.Events, turn.Blocks, stateChain(p.call, o, turn, p.resumed), answer); err != nil {
 				indexed = func(context.Context) error { return err }
 			}
 		}
@@ -127,7 +126,7 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 				o = calls.Outcome{Failure: "the answer is too large to store: larger than one NATS message (raise the server's max_payload); it reached the client but is not recorded", Duration: o.Duration}
 				p.lacks = "without its answer, as failed: " + o.Failure
 			}
-			ok, background, respID = false, false, ""
+			ok, background, answer = false, false, calls.Answer{}
 			if turn, err = r.log.Load(ctx, p.conv); err != nil {
 				return err
 			}
@@ -166,7 +165,7 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 		}
 	} else if ok {
 		// Planned again after a conflict: indexed at its final position.
-		if err := r.threads.Record(ctx, p.conv, turn.Events, turn.Blocks, nil, respID); err != nil {
+		if err := r.threads.Record(ctx, p.conv, turn.Events, turn.Blocks, nil, answer); err != nil {
 			r.logger.Warn("gateway: call not indexed for threading", "conversation", p.conv, "err", err)
 		}
 	}

@@ -193,7 +193,7 @@ func TestEraseRemovesResponseIDEntries(t *testing.T) {
 	verify(t, admin, conv) // the second call's input is the blocks it names
 	got, err := admin.Erase(ctx, conv)
 	require.NoError(t, err)
-	assert.Equal(t, 5, got.Threading, "two states, two response IDs, the latest-call entry")
+	assert.Equal(t, 7, got.Threading, "two states, two response IDs, their two output items, the latest-call entry")
 	assert.NotEqual(t, conv, call(`{"model":"m","input":"more","previous_response_id":"resp_2"}`))
 }
 

@@ -221,7 +221,7 @@ func (s *spool) keep(c *spoolCall, o calls.Outcome, t *tee, local *calls.Threads
 		// not known until it is recorded, so a stand-in that no real
 		// position equals marks it as its conversation's latest.
 		blocks := append(c.req.RequestBlocks(), o.Output.Blocks()...)
-		_ = local.Record(context.Background(), c.Conversation, -int(s.seq.Add(1)), blocks, nil, o.Output.ResponseID)
+		_ = local.Record(context.Background(), c.Conversation, -int(s.seq.Add(1)), blocks, nil, calls.AnswerOf(c.api, o.Output))
 	}
 	return nil
 }

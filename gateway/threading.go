@@ -26,6 +26,7 @@ func (r *Recorder) thread(ctx context.Context, p *Pending, in Call) (fork *calls
 	if err != nil {
 		c.Unparsed = err.Error()
 	} else {
+		req = r.resolveReferences(ctx, req)
 		c.Request, p.parsed = req, true
 	}
 	switch {
