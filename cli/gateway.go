@@ -24,8 +24,9 @@ func newGatewayCmd() *cobra.Command {
 		nf     natsFlags
 		gf     gatewayFlags
 		of     otelFlags
-		listen string
-		token  string
+		listen   string
+		token    string
+		logLevel string
 	)
 	nf.asRole(natsauth.Worker)
 	cmd := &cobra.Command{
@@ -91,6 +92,9 @@ docs/gateway.md.`,
 			if err != nil {
 				return err
 			}
+			if cfg.Logger, err = jsonLogger(cmd.ErrOrStderr(), logLevel); err != nil {
+				return err
+			}
 			g, err := gateway.New(cfg)
 			if err != nil {
 				return err
@@ -105,6 +109,10 @@ docs/gateway.md.`,
 			// path shows a wrong base URL (gateway.Gateway.Handles).
 			mux.Handle("/", withGateway(http.NotFoundHandler(), g))
 			mux.Handle("GET /metrics", g.MetricsHandler())
+			mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Allow", "GET, HEAD")
+				http.Error(w, "method not allowed: /metrics is read with GET", http.StatusMethodNotAllowed)
+			})
 			running, err := httpapi.Start(ctx, listen, mux, nil)
 			if err != nil {
 				return err
@@ -123,6 +131,7 @@ docs/gateway.md.`,
 	fs := cmd.Flags()
 	fs.StringVar(&listen, "listen", envOr("TURNLOG_GATEWAY_LISTEN", "127.0.0.1:8090"), "HOST:PORT the gateway listens on (env TURNLOG_GATEWAY_LISTEN)")
 	fs.StringVar(&token, "token", os.Getenv("TURNLOG_TOKEN"), "turnlog's token, which clients send as their API key or in Turnlog-Token (env TURNLOG_TOKEN; default: <data>/auth/http.token)")
+	fs.StringVar(&logLevel, "log-level", envOr("TURNLOG_LOG_LEVEL", "info"), "debug, info, warn or error; the log is a JSON object a line on stderr, as serve's (env TURNLOG_LOG_LEVEL)")
 	nf.register(fs)
 	gf.register(fs)
 	of.register(fs)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -68,6 +69,31 @@ func TestGatewayCommand(t *testing.T) {
 	assert.Contains(t, string(metrics), `turnlog_gateway_calls_total{api="chat.completions",outcome="finished"} 1`)
 	assert.Contains(t, string(metrics), "turnlog_gateway_added_seconds_count 1")
 	assert.NotContains(t, out.String(), "Permissions Violation")
+	// Another method on /metrics is 405 with the methods it takes, as
+	// serve's listener answers, not 404 (which reads as a wrong path).
+	resp, err = http.Post(base+"/metrics", "text/plain", nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+	assert.Contains(t, resp.Header.Get("Allow"), "GET")
+
+	// Its log is serve's: a JSON object a line (a log shipper reads both
+	// alike). A call whose path shows a wrong base URL is logged at WARN.
+	resp, err = http.Post(base+"/chat/completions", "application/json", strings.NewReader(`{}`))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+	var warn map[string]any
+	require.Eventually(t, func() bool {
+		for _, line := range strings.Split(out.String(), "\n") {
+			if strings.Contains(line, "base URL is wrong") {
+				warn = nil
+				return json.Unmarshal([]byte(line), &warn) == nil
+			}
+		}
+		return false
+	}, 10*time.Second, 20*time.Millisecond, "no JSON line for the warning:\n%s", out)
+	assert.Equal(t, "WARN", warn["level"])
 }
 
 // startGatewayCmd runs `turnlog gateway` beside serve s (its data

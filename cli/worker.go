@@ -116,12 +116,17 @@ func (f *workerFlags) check() error {
 	return nil
 }
 
-func (f *workerFlags) logger(w io.Writer) (*slog.Logger, error) {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", f.logLevel)
+func (f *workerFlags) logger(w io.Writer) (*slog.Logger, error) { return jsonLogger(w, f.logLevel) }
+
+// jsonLogger is the log of turnlog's long-running commands (serve, worker,
+// gateway): a JSON object a line on w, at level and above (--log-level),
+// so that one log shipper reads them all alike.
+func jsonLogger(w io.Writer, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", level)
 	}
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: durationText})), nil
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l, ReplaceAttr: durationText})), nil
 }
 
 // durationText writes durations as Go's duration strings ("48.9ms"), as
