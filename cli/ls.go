@@ -6,6 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 	"github.com/turnlog/turnlog/eventlog"
@@ -29,10 +30,11 @@ func newLsCmd() *cobra.Command {
 		Short:   "List conversations, newest first",
 		Long: `ls lists the stored conversations, newest first: last activity, events,
 model calls, findings (rules their model inputs broke, which
-"turnlog replay --check CONV" lists) and whether the latest request failed
+"turnlog replay --check CONV" lists), whether the latest request failed
 (with its reason): a worker's chat request, or, for a conversation an app
 made through the recording gateway, its latest call (an upstream error, a
-cut stream).
+cut stream), and its first user message (and, for a fork, what it was
+forked from), which tells apart conversations named by ULIDs alone.
 
   turnlog ls                    # the 20 most recent
   turnlog ls --search support   # IDs containing "support" (any case)
@@ -81,7 +83,7 @@ always follow the rules of this turnlog.`,
 				return nil
 			}
 			w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "CONVERSATION\tLAST ACTIVITY\tEVENTS\tMODEL CALLS\tFINDINGS\tLAST REQUEST")
+			fmt.Fprintln(w, "CONVERSATION\tLAST ACTIVITY\tEVENTS\tMODEL CALLS\tFINDINGS\tLAST REQUEST\tFIRST MESSAGE")
 			for _, c := range cs {
 				last := "ok"
 				switch {
@@ -101,7 +103,11 @@ always follow the rules of this turnlog.`,
 					// Where to look, in the cell that says there is something.
 					findings = fmt.Sprintf("%d (replay --check)", c.Findings)
 				}
-				fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\t%s\n", c.ID, c.LastActivity.Local().Format(time.DateTime), c.Events, c.ModelCalls, findings, last)
+				first := oneLine(c.FirstMessage, 50)
+				if c.ForkedFrom != "" {
+					first = strings.TrimSpace(first + " (fork of " + oneLine(c.ForkedFrom, 40) + ")")
+				}
+				fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\t%s\t%s\n", c.ID, c.LastActivity.Local().Format(time.DateTime), c.Events, c.ModelCalls, findings, last, first)
 			}
 			if err := w.Flush(); err != nil {
 				return err
@@ -120,8 +126,17 @@ always follow the rules of this turnlog.`,
 	return cmd
 }
 
-// oneLine shortens s to one line of at most n runes for a table cell.
+// oneLine shortens s to one line of at most n runes for a table cell,
+// without control characters: text a user or a provider wrote must not
+// drive the terminal of whoever lists it (an escape sequence can retitle
+// the window, hide or rewrite what is shown).
 func oneLine(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) && !unicode.IsSpace(r) || r == 0x9b {
+			return -1
+		}
+		return r
+	}, s)
 	s = strings.Join(strings.Fields(s), " ")
 	if r := []rune(s); len(r) > n {
 		return string(r[:n-1]) + "…"

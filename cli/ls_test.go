@@ -258,3 +258,35 @@ func TestCompletionIsDocumented(t *testing.T) {
 	assert.Contains(t, script, "bash completion")
 	assert.Contains(t, script, "__start_turnlog")
 }
+
+// Conversations an app made through the gateway, or chats begun without
+// an ID, are named by ULIDs alone: ls could not tell them apart. Each
+// now shows its first user message, on one line with the terminal's
+// control characters left out (a user's text must not drive the
+// terminal of whoever lists it), and a fork names what it was forked
+// from.
+func TestLsShowsFirstMessage(t *testing.T) {
+	e := newAuditEnv(t, true)
+	e.ask("plain", "how do I reset my password?")
+	e.ask("hostile", "line one\nline two \x1b]0;owned\x07\x1b[31mred")
+	_, errOut, code := e.run("", "fork", "plain", "branch")
+	require.Equal(t, 0, code, errOut)
+
+	byID := map[string]replay.Conversation{}
+	for _, c := range e.ls().Conversations {
+		byID[c.ID] = c
+	}
+	assert.Equal(t, "how do I reset my password?", byID["plain"].FirstMessage)
+	assert.Equal(t, "plain", byID["branch"].ForkedFrom)
+	assert.Equal(t, "how do I reset my password?", byID["branch"].FirstMessage, "a fork's first message is in the blocks it began with")
+	assert.Empty(t, byID["plain"].ForkedFrom)
+
+	out, errOut, code := e.run("", "ls")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "FIRST MESSAGE")
+	assert.Contains(t, out, "how do I reset my password?")
+	assert.Contains(t, out, "(fork of plain)")
+	assert.NotContains(t, out, "\x1b", "no escape sequence reaches the terminal")
+	assert.NotContains(t, out, "\x07")
+	assert.Contains(t, out, "line one line two")
+}

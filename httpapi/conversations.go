@@ -35,6 +35,10 @@ type ConversationInfo struct {
 	// replay.Conversation.LastRequestOpen).
 	LastRequestOpen bool `json:"last_request_open"`
 	Findings        int  `json:"findings"`
+	// FirstMessage and ForkedFrom tell apart conversations named by
+	// ULIDs alone (replay.Conversation.FirstMessage, ForkedFrom).
+	FirstMessage string `json:"first_message"`
+	ForkedFrom   string `json:"forked_from,omitempty"`
 }
 
 // ConversationsBody is the answer of GET /conversations: the conversations
@@ -98,7 +102,8 @@ func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) {
 	matches := make([]ConversationInfo, len(found))
 	for i, c := range found {
 		matches[i] = ConversationInfo{ID: c.ID, Messages: c.Messages, UpdatedAt: c.LastActivity,
-			Events: c.Events, ModelCalls: c.ModelCalls, LastRequestFailed: c.LastRequestFailed, LastRequestOpen: c.LastRequestOpen, Findings: c.Findings}
+			Events: c.Events, ModelCalls: c.ModelCalls, LastRequestFailed: c.LastRequestFailed, LastRequestOpen: c.LastRequestOpen, Findings: c.Findings,
+			FirstMessage: c.FirstMessage, ForkedFrom: c.ForkedFrom}
 	}
 	writeJSON(w, http.StatusOK, ConversationsBody{Conversations: matches, Total: total})
 }

@@ -308,4 +308,5 @@ func TestListConversationsCountsAsLs(t *testing.T) {
 	assert.Equal(t, float64(want.Events), got["events"], "events as ls counts them: %v", got)
 	assert.Equal(t, float64(want.ModelCalls), got["model_calls"], "model calls as ls counts them: %v", got)
 	assert.Equal(t, false, got["last_request_failed"])
+	assert.Equal(t, "count the words in a b c", got["first_message"], "the first message, as ls shows it")
 }

@@ -55,6 +55,39 @@ type Conversation struct {
 	// by Describe in the same pass over the history: `turnlog replay
 	// --check` lists them. Always in the JSON, as the counts above.
 	Findings int `json:"findings"`
+	// FirstMessage is the text of its first user message (a fork's, of
+	// the blocks it began with), at most firstMessageRunes runes: what
+	// tells apart conversations named by ULIDs alone (an app's through
+	// the gateway, chats begun without an ID). "" when it has none.
+	// Always in the JSON.
+	FirstMessage string `json:"first_message"`
+	// ForkedFrom is the conversation it was forked from ("" for none).
+	ForkedFrom string `json:"forked_from,omitempty"`
+}
+
+// firstMessageRunes bounds Conversation.FirstMessage: a list shows the
+// beginning of a message, not the whole of a pasted document.
+const firstMessageRunes = 200
+
+// firstUserText returns the text of the first user block of blocks.
+func firstUserText(blocks []events.Block) (string, bool) {
+	for _, b := range blocks {
+		if b.Kind == events.KindUser {
+			return b.Text, true
+		}
+	}
+	return "", false
+}
+
+// shorten returns s cut to at most n runes.
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	if r := []rune(s); len(r) > n {
+		return string(r[:n])
+	}
+	return s
 }
 
 // Lister is what Newest reads: the conversations the log holds, and one
@@ -111,7 +144,8 @@ func Newest(ctx context.Context, l Lister, match func(id string) bool) ([]Conver
 // check, so callers describe only what they show.
 func Describe(ctx context.Context, src Source, c *Conversation) error {
 	c.Events, c.ModelCalls, c.LastRequestFailed, c.LastFailure, c.Quarantined, c.Foreign, c.Findings = 0, 0, false, "", 0, 0, 0
-	c.LastRequestOpen = false
+	c.LastRequestOpen, c.FirstMessage, c.ForkedFrom = false, "", ""
+	firstFound := false
 	chk, checking := NewChecker(), true
 	// An app's call through the gateway is its own request: its closing
 	// event says how it ended. (A worker's model calls are steps of a
@@ -139,6 +173,18 @@ func Describe(ctx context.Context, src Source, c *Conversation) error {
 			c.Findings += len(fs)
 		}
 		switch p := rec.Payload.(type) {
+		case events.ConversationStarted:
+			c.ForkedFrom = p.ForkedFrom
+			if !firstFound {
+				var text string
+				if text, firstFound = firstUserText(p.Blocks); firstFound {
+					c.FirstMessage = shorten(text, firstMessageRunes)
+				}
+			}
+		case events.UserAppended:
+			if !firstFound {
+				c.FirstMessage, firstFound = shorten(p.Text, firstMessageRunes), true
+			}
 		case events.InferenceStarted:
 			c.ModelCalls++
 			if p.Gateway != nil {

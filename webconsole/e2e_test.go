@@ -387,12 +387,14 @@ func TestE2ETimelineShowsTheActivePrompt(t *testing.T) {
 	assert.Equal(t, []string{"e2e-timeline", "e2e-older"}, eval[[]string](c, rows))
 	// The counts are ls's, named as ls names them (issue 23, item 6: the
 	// list showed "Messages", steps, where ls showed events and model calls).
-	assert.Equal(t, []string{"ID", "Events", "Model calls", "Last activity", "Findings", ""},
+	// The first message tells apart conversations named by ULIDs alone.
+	assert.Equal(t, []string{"ID", "First message", "Events", "Model calls", "Last activity", "Findings", ""},
 		eval[[]string](c, `[...document.querySelectorAll("#conversation-list thead th")].map(th => th.textContent)`))
 	described := replay.Conversation{ID: "e2e-timeline"}
 	require.NoError(t, replay.Describe(context.Background(), c.log, &described))
-	assert.Equal(t, []string{"e2e-timeline", strconv.Itoa(described.Events), "3"},
-		eval[[]string](c, `[...document.querySelectorAll("#conversation-list tbody tr")[0].cells].slice(0, 3).map(td => td.textContent)`))
+	assert.Equal(t, []string{"e2e-timeline", described.FirstMessage, strconv.Itoa(described.Events), "3"},
+		eval[[]string](c, `[...document.querySelectorAll("#conversation-list tbody tr")[0].cells].slice(0, 4).map(td => td.textContent)`))
+	assert.NotEmpty(t, described.FirstMessage)
 	c.screenshot("conversations")
 	c.do(chromedp.SendKeys(chromedp.ID("search"), "OLD"))
 	c.waitFor("the search", `document.querySelectorAll("#conversation-list tbody tr").length === 1`)

@@ -55,6 +55,12 @@ async function load() {
         'tr',
         { dataset: { id: c.id } },
         h('td', null, h('a', { href: `/ui/conversations/${enc(c.id)}` }, c.id)),
+        h(
+          'td',
+          { class: 'first-message', title: c.first_message || null },
+          (c.first_message || '').slice(0, 80),
+          c.forked_from ? h('span', { class: 'quiet' }, ` (fork of ${c.forked_from})`) : '',
+        ),
         h('td', { class: 'num' }, c.events),
         h('td', { class: 'num' }, c.model_calls),
         h('td', { class: 'time' }, when(c.updated_at)),
