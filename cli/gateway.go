@@ -21,9 +21,9 @@ func init() { commands = append(commands, newGatewayCmd) }
 
 func newGatewayCmd() *cobra.Command {
 	var (
-		nf     natsFlags
-		gf     gatewayFlags
-		of     otelFlags
+		nf       natsFlags
+		gf       gatewayFlags
+		of       otelFlags
 		listen   string
 		token    string
 		logLevel string
