@@ -5,6 +5,71 @@ import (
 	"strings"
 )
 
+// publicBase is the scheme and host an app reached the gateway at, for a
+// hint that names its base URL: the request's own, unless a proxy in
+// front (one that terminates TLS, or serves the gateway under another
+// name) says otherwise in X-Forwarded-Proto and X-Forwarded-Host, or in
+// Forwarded's proto and host; the first proxy's, the one the app called.
+// It only shapes the text of an answer to the same client, so the headers
+// are taken as said, but only when they can be a scheme and a host.
+func publicBase(r *http.Request) string {
+	proto, host := "http", r.Host
+	if r.TLS != nil {
+		proto = "https"
+	}
+	fproto, fhost := forwarded(r.Header)
+	if p := strings.ToLower(fproto); p == "http" || p == "https" {
+		proto = p
+	}
+	if validHost(fhost) {
+		host = fhost
+	}
+	return proto + "://" + host
+}
+
+// forwarded returns the first proxy's proto and host: Forwarded's, else
+// X-Forwarded-Proto's and X-Forwarded-Host's ("" where none says).
+func forwarded(h http.Header) (proto, host string) {
+	if f := h.Get("Forwarded"); f != "" {
+		first, _, _ := strings.Cut(f, ",")
+		for _, pair := range strings.Split(first, ";") {
+			k, v, ok := strings.Cut(strings.TrimSpace(pair), "=")
+			if !ok {
+				continue
+			}
+			v = strings.Trim(v, `"`)
+			switch strings.ToLower(k) {
+			case "proto":
+				proto = v
+			case "host":
+				host = v
+			}
+		}
+		return proto, host
+	}
+	firstOf := func(v string) string {
+		v, _, _ = strings.Cut(v, ",")
+		return strings.TrimSpace(v)
+	}
+	return firstOf(h.Get("X-Forwarded-Proto")), firstOf(h.Get("X-Forwarded-Host"))
+}
+
+// validHost reports whether s can be a host[:port] of a URL: letters,
+// digits, '.', '-', ':' and an IPv6 literal's brackets.
+func validHost(s string) bool {
+	if s == "" || len(s) > 255 {
+		return false
+	}
+	for _, c := range s {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '-', c == ':', c == '[', c == ']':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // withoutV1 are the model calls of the OpenAI API as its SDKs make them
 // under their base URL: POSTed to one of these paths, a call comes from
 // an SDK whose base URL lacks /v1.
@@ -42,10 +107,7 @@ func missingV1(r *http.Request) bool {
 // or be forwarded unrecorded to a path the provider does not have.
 // It reports whether it answered.
 func (g *Gateway) misdirected(w http.ResponseWriter, r *http.Request) bool {
-	base := "http://" + r.Host
-	if r.TLS != nil {
-		base = "https://" + r.Host
-	}
+	base := publicBase(r)
 	var anthropic bool
 	var msg string
 	switch {

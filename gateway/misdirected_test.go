@@ -73,3 +73,36 @@ func TestWrongBaseURLIsSaid(t *testing.T) {
 	assert.Zero(t, seen.Load(), "nothing forwarded")
 	assert.Contains(t, scrape(t, m), `turnlog_gateway_errors_total{reason="misdirected"} 12`)
 }
+
+// TestWrongBaseURLBehindAProxy: behind a proxy that terminates TLS (or
+// serves the gateway under another name), the base URL the hint gives is
+// the one the app reaches, from X-Forwarded-Proto and X-Forwarded-Host
+// (the Forwarded header's proto and host too), not the listener's plain
+// http and its own address. A header that cannot be a scheme or a host
+// is not used.
+func TestWrongBaseURLBehindAProxy(t *testing.T) {
+	up, _ := countingUpstream(t)
+	r := newRig(t, up.URL, up.URL)
+	host := strings.TrimPrefix(r.gw.URL, "http://")
+	for _, tc := range []struct {
+		name   string
+		header map[string]string
+		want   string
+	}{
+		{name: "x-forwarded", header: map[string]string{"X-Forwarded-Proto": "https", "X-Forwarded-Host": "llm.example.com"},
+			want: "https://llm.example.com/v1"},
+		{name: "proto alone", header: map[string]string{"X-Forwarded-Proto": "https"}, want: "https://" + host + "/v1"},
+		{name: "forwarded", header: map[string]string{"Forwarded": `for=10.0.0.1;proto=https;host="llm.example.com:8443"`},
+			want: "https://llm.example.com:8443/v1"},
+		{name: "first proxy's", header: map[string]string{"X-Forwarded-Proto": "https, http", "X-Forwarded-Host": "llm.example.com, inner:8090"},
+			want: "https://llm.example.com/v1"},
+		{name: "not a scheme or a host", header: map[string]string{"X-Forwarded-Proto": "javascript", "X-Forwarded-Host": "evil.example/path?x=<b>"},
+			want: "http://" + host + "/v1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := post(t, r.gw.URL+"/chat/completions", tc.header, fmt.Sprintf(chatBody, "hi"))
+			require.Equal(t, http.StatusNotFound, resp.StatusCode, "%s", body)
+			assert.Contains(t, string(body), "must end in /v1: "+tc.want+";")
+		})
+	}
+}
