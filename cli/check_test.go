@@ -221,7 +221,7 @@ func TestReplayCheckFindsTheLibraryAppsBugs(t *testing.T) {
 	table, _, code := e.run("", "ls")
 	require.Equal(t, 0, code)
 	assert.Regexp(t, `(?m)^buggy .*\b`+strconv.Itoa(len(buggy.Findings))+` \(replay --check\)`, table)
-	assert.Regexp(t, `(?m)^fixed .* - +ok$`, table)
+	assert.Regexp(t, `(?m)^fixed .* - +ok  `, table)
 }
 
 // TestReplayCheckPassesTheDefaultProfile: conversations the workers answer

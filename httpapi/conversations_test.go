@@ -137,8 +137,8 @@ func TestListConversations(t *testing.T) {
 	var body httpapi.ConversationsBody
 	getJSON(t, ts, "/conversations?q=alpha", &body)
 	require.NotEmpty(t, body.Conversations)
-	assert.Equal(t, httpapi.ConversationInfo{ID: "alpha", Messages: 2, UpdatedAt: t0.Add(2 * time.Minute), Events: 2}, body.Conversations[0],
-		"messages counts steps; updated_at is the last event's time")
+	assert.Equal(t, httpapi.ConversationInfo{ID: "alpha", Messages: 2, UpdatedAt: t0.Add(2 * time.Minute), Events: 2, FirstMessage: "a"}, body.Conversations[0],
+		"messages counts steps; updated_at is the last event's time; the first message is the first user message")
 
 	var raw map[string]any
 	getJSON(t, ts, "/conversations?q=nothing-here", &raw)
