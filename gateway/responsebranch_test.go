@@ -33,16 +33,8 @@ func TestPreviousResponseIDOfAnEarlierCallForks(t *testing.T) {
 	conv4, _ := call("after the branch", r3)
 	assert.Equal(t, branch, conv4, "the branch goes on")
 
-	texts := func(conv string) (out []string) {
-		turn, err := r.log.Load(t.Context(), conv)
-		require.NoError(t, err)
-		for _, b := range turn.Blocks {
-			out = append(out, b.Text)
-		}
-		return out
-	}
-	assert.Equal(t, []string{"be brief", "first question", "answer 1", "second question", "answer 2"}, texts(main))
-	assert.Equal(t, []string{"be brief", "first question", "answer 1", "branch question", "answer 3", "after the branch", "answer 4"}, texts(branch))
+	assert.Equal(t, []string{"be brief", "first question", "answer 1", "second question", "answer 2"}, blockTexts(t, r.log, main))
+	assert.Equal(t, []string{"be brief", "first question", "answer 1", "branch question", "answer 3", "after the branch", "answer 4"}, blockTexts(t, r.log, branch))
 	first := conversationEvents(t, r.log, branch)[0].Payload.(events.ConversationStarted)
 	assert.Equal(t, main, first.ForkedFrom)
 	mainEvents := conversationEvents(t, r.log, main)
