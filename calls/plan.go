@@ -331,14 +331,20 @@ func planFull(turn *projector.Turn, req *Request, c *Call, emit func(int, events
 }
 
 // planAppended records a call that continues a stored response: its items
-// are new, but for instructions equal to the active system prompt.
+// are new, but for instructions equal to the active system prompt (when
+// that prompt is a call's instructions, not a message of the provider's
+// history).
 func planAppended(turn *projector.Turn, req *Request, c *Call, emit func(int, events.Payload) error) (ids, added []string, err error) {
 	rbs := flatten(req)
 	ids = make([]string, 0, len(rbs))
 	for i := range rbs {
 		b := rbs[i].b
-		if rbs[i].item.Field != "" && b.Kind == events.KindSystem {
-			if sp, _, ok := turn.SystemPrompt(); ok {
+		instructions := rbs[i].item.Field != "" && b.Kind == events.KindSystem
+		if instructions {
+			// A call's instructions take the place of the ones an
+			// earlier call sent; a system or developer message of the
+			// provider's history stays, and they go before it.
+			if sp, _, ok := turn.SystemPrompt(); ok && sp.Meta[MetaField] != "" {
 				if sp.Text != b.Text {
 					if err := emit(0, events.SystemPromptReplaced{BlockID: sp.ID, Text: b.Text, Previous: sp.Text, Meta: metaDiff(sp.Meta, b.Meta),
 						Reason: "the call's instructions differ from the conversation's system prompt"}); err != nil {
@@ -356,7 +362,7 @@ func planAppended(turn *projector.Turn, req *Request, c *Call, emit func(int, ev
 		id := ulid.Make().String()
 		index := len(turn.Blocks)
 		if b.Kind == events.KindSystem {
-			if _, _, ok := turn.SystemPrompt(); !ok {
+			if _, _, ok := turn.SystemPrompt(); !ok || instructions {
 				index = 0
 			}
 		}

@@ -114,23 +114,42 @@ func referencedBlock(b *events.Block) events.Block {
 }
 
 // ItemBlocks returns the content of the blocks of the item whose ID is id
-// among blocks (a Turn's, in order): the block whose MetaItem names it and
-// the blocks of the same item after it (MetaPart), copied (see
-// referencedBlock) for Request.Resolve. A reference that was itself not
-// found is not its item. ok is false when blocks hold no such item.
+// among blocks (a Turn's, in order; see itemAt), copied (see
+// referencedBlock) for Request.Resolve. ok is false when blocks hold no
+// such item.
 func ItemBlocks(blocks []events.Block, id string) ([]events.Block, bool) {
-	for i := range blocks {
-		item := blocks[i].Meta[MetaItem]
-		if item == "" || !strings.Contains(item, id) || IsReference(&blocks[i]) || itemID(item) != id {
-			continue
-		}
-		out := []events.Block{referencedBlock(&blocks[i])}
-		for j := i + 1; j < len(blocks) && blocks[j].Meta[MetaPart] != ""; j++ {
-			out = append(out, referencedBlock(&blocks[j]))
-		}
-		return out, true
+	start, end, ok := itemAt(blocks, id)
+	if !ok {
+		return nil, false
 	}
-	return nil, false
+	out := make([]events.Block, 0, end-start)
+	for i := start; i < end; i++ {
+		out = append(out, referencedBlock(&blocks[i]))
+	}
+	return out, true
+}
+
+// itemAt finds the item whose ID is id among blocks: the block that names
+// it (its MetaItem's id, or MetaItemID for an item the provider named
+// when the app put it into its conversation) and the blocks of the same
+// item after it (MetaPart), blocks[start:end]. A reference that was itself
+// not found is not its item.
+func itemAt(blocks []events.Block, id string) (start, end int, ok bool) {
+	for i := range blocks {
+		b := &blocks[i]
+		if b.Meta[MetaItemID] != id {
+			item := b.Meta[MetaItem]
+			if item == "" || !strings.Contains(item, id) || IsReference(b) || itemID(item) != id {
+				continue
+			}
+		}
+		end := i + 1
+		for end < len(blocks) && blocks[end].Meta[MetaPart] != "" {
+			end++
+		}
+		return i, end, true
+	}
+	return 0, 0, false
 }
 
 // itemID is the id member of an item's JSON ("" for none).

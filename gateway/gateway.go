@@ -170,6 +170,12 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if anthropic {
 		proxy = g.anthropic
 	}
+	if !recorded && !anthropic {
+		if pw, ok := providerWriteOf(r); ok {
+			g.forwardProviderWrite(w, r, proxy, pw)
+			return
+		}
+	}
 	if !recorded {
 		g.forwardUnrecorded(r)
 		proxy.ServeHTTP(w, r)

@@ -26,6 +26,9 @@ type Metrics struct {
 	// references counts item references by whether they were read as
 	// the items they name.
 	references *prometheus.CounterVec
+	// providerWrites counts changes to conversations the provider holds
+	// made beside model calls (see providerwrites.go).
+	providerWrites *prometheus.CounterVec
 }
 
 // NewMetrics returns a gateway's series, registered.
@@ -74,10 +77,14 @@ func NewMetrics() *Metrics {
 			Name: "turnlog_gateway_item_references_total",
 			Help: "Item references in Responses API inputs ({\"type\": \"item_reference\"}: an app with store on sending the provider's earlier output back by ID), by outcome: resolved (read as the output item a recorded call produced, so the call continues its conversation) or unresolved (an item no call through the gateway produced, or an erased conversation's: recorded as sent, and the call starts a conversation of its own).",
 		}, []string{"outcome"}),
+		providerWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "turnlog_gateway_provider_writes_total",
+			Help: "Changes an app made to a conversation OpenAI holds (the Conversations API) beside its model calls, by kind (created: POST /v1/conversations, its items; added: POST /v1/conversations/{id}/items; deleted: DELETE /v1/conversations/{id}/items/{item_id}) and outcome: recorded, unplaced (a deleted item the record cannot place: the record still holds it), unparsed (items not of the API's shape, which the provider took: the record lacks them), unrecorded (NATS away with --record-optional, or the log refused: the record lacks the change).",
+		}, []string{"kind", "outcome"}),
 	}
 	m.forwarded.WithLabelValues("model_call")
 	m.forwarded.WithLabelValues("other")
-	m.registry.MustRegister(m.calls, m.errors, m.added, m.loads, m.conflicts, m.findings.Collector(), m.spooled, m.forwarded, m.unstored, m.threading, m.references)
+	m.registry.MustRegister(m.calls, m.errors, m.added, m.loads, m.conflicts, m.findings.Collector(), m.spooled, m.forwarded, m.unstored, m.threading, m.references, m.providerWrites)
 	return m
 }
 

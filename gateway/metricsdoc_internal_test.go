@@ -26,11 +26,12 @@ func TestEveryMetricIsDocumented(t *testing.T) {
 	m.unstored.WithLabelValues("input")
 	m.threading.WithLabelValues("responses", "new")
 	m.references.WithLabelValues("resolved")
+	m.providerWrites.WithLabelValues("added", "recorded")
 	m.countFindings([]events.Payload{events.FindingRecorded{Rule: "duplicate_system_prompt"}})
 	families, err := m.registry.Gather()
 	require.NoError(t, err)
 	for _, f := range families {
 		assert.True(t, strings.Contains(table, "| `"+f.GetName()), "docs/observability.md has no line for %s", f.GetName())
 	}
-	assert.Len(t, families, 11)
+	assert.Len(t, families, 12)
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/calls"
+	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/gateway"
 	"github.com/turnlog/turnlog/internal/sdktest"
 	"github.com/turnlog/turnlog/replay"
@@ -30,11 +32,56 @@ type conversationsUpstream struct {
 	*httptest.Server
 	mu    sync.Mutex
 	convs map[string][]string // conversation → texts of its items
+	ids   map[string][]string // conversation → IDs of its items ("" for those it did not name)
 	n     int
 }
 
+// items serves POST /v1/conversations/{id}/items (adds them, answers
+// them with their IDs) and DELETE /v1/conversations/{id}/items/{item_id}.
+// The lock is held.
+func (u *conversationsUpstream) items(w http.ResponseWriter, r *http.Request, rest string, raw []byte) {
+	parts := strings.Split(rest, "/")
+	texts, ok := u.convs[parts[0]]
+	if !ok || len(parts) < 2 || parts[1] != "items" {
+		w.WriteHeader(404)
+		fmt.Fprintf(w, `{"error":{"message":"Conversation with id '%s' not found.","type":"invalid_request_error"}}`, parts[0])
+		return
+	}
+	conv := parts[0]
+	if r.Method == http.MethodDelete && len(parts) == 3 {
+		for i, id := range u.ids[conv] {
+			if id == parts[2] {
+				u.convs[conv] = append(texts[:i:i], texts[i+1:]...)
+				u.ids[conv] = append(u.ids[conv][:i:i], u.ids[conv][i+1:]...)
+				fmt.Fprintf(w, `{"id":%q,"object":"conversation","created_at":1,"metadata":{}}`, conv)
+				return
+			}
+		}
+		w.WriteHeader(404)
+		fmt.Fprintf(w, `{"error":{"message":"Item with id '%s' not found.","type":"invalid_request_error"}}`, parts[2])
+		return
+	}
+	var body struct {
+		Items []struct{ Content string } `json:"items"`
+	}
+	if err := json.Unmarshal(raw, &body); err != nil || len(body.Items) == 0 {
+		w.WriteHeader(400)
+		io.WriteString(w, `{"error":{"message":"items: expected a non-empty list","type":"invalid_request_error"}}`)
+		return
+	}
+	var data []string
+	for _, it := range body.Items {
+		u.n++
+		id := fmt.Sprintf("msg_item%d", u.n)
+		u.convs[conv] = append(u.convs[conv], it.Content)
+		u.ids[conv] = append(u.ids[conv], id)
+		data = append(data, fmt.Sprintf(`{"type":"message","id":%q,"status":"completed","role":"user","content":[{"type":"input_text","text":%q}]}`, id, it.Content))
+	}
+	fmt.Fprintf(w, `{"object":"list","data":[%s],"first_id":"x","last_id":"y","has_more":false}`, strings.Join(data, ","))
+}
+
 func newConversationsUpstream(t *testing.T) *conversationsUpstream {
-	u := &conversationsUpstream{convs: map[string][]string{}}
+	u := &conversationsUpstream{convs: map[string][]string{}, ids: map[string][]string{}}
 	u.Server = httptest.NewServer(http.HandlerFunc(u.serve))
 	t.Cleanup(u.Close)
 	return u
@@ -45,6 +92,10 @@ func (u *conversationsUpstream) serve(w http.ResponseWriter, r *http.Request) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
+	if rest, ok := strings.CutPrefix(r.URL.Path, "/v1/conversations/"); ok {
+		u.items(w, r, rest, raw)
+		return
+	}
 	switch r.URL.Path {
 	case "/v1/conversations":
 		var body struct {
@@ -56,6 +107,7 @@ func (u *conversationsUpstream) serve(w http.ResponseWriter, r *http.Request) {
 		u.convs[id] = []string{}
 		for _, it := range body.Items {
 			u.convs[id] = append(u.convs[id], it.Content)
+			u.ids[id] = append(u.ids[id], "")
 		}
 		fmt.Fprintf(w, `{"id":%q,"object":"conversation","created_at":1,"metadata":{}}`, id)
 	case "/v1/responses":
@@ -98,6 +150,7 @@ func (u *conversationsUpstream) serve(w http.ResponseWriter, r *http.Request) {
 		u.n++
 		answer := fmt.Sprintf("answer to %q after %d items", input, len(items))
 		u.convs[id] = append(items, input, answer)
+		u.ids[id] = append(u.ids[id], "", "")
 		msg := fmt.Sprintf(`{"type":"message","id":"msg_%d","status":"completed","role":"assistant","content":[{"type":"output_text","text":%q,"annotations":[]}]}`, u.n, answer)
 		resp := fmt.Sprintf(`{"id":"resp_%d","object":"response","created_at":1,"status":"completed","model":"m","conversation":{"id":%q},"output":[%s],"usage":{"input_tokens":5,"output_tokens":3,"total_tokens":8}}`, u.n, id, msg)
 		if !body.Stream {
@@ -205,9 +258,10 @@ func TestRefusedContinuationLeavesNoItems(t *testing.T) {
 }
 
 // TestOpenAISDKConversation: the official openai package creates a
-// conversation (passed through, unrecorded) and makes three calls in it,
-// one streamed; they are one turnlog conversation, the provider's ID, and
-// both directions pass byte for byte.
+// conversation with a developer message in it, adds a note to it and makes
+// three calls in it, one streamed; they are one turnlog conversation, the
+// provider's ID, holding what the provider's holds, the developer message
+// the prompt each call read; both directions pass byte for byte.
 func TestOpenAISDKConversation(t *testing.T) {
 	up := newConversationsUpstream(t)
 	r := newRig(t, up.URL, "", func(c *gateway.Config) { c.OpenAIKey = "sk-provider-secret" })
@@ -218,13 +272,124 @@ func TestOpenAISDKConversation(t *testing.T) {
 		Conversation string `json:"conversation"`
 	}
 	require.NoError(t, json.Unmarshal(out, &res), "script output: %s", out)
-	assert.Equal(t, []string{`answer to "first question" after 0 items`, `answer to "second question" after 2 items`, `answer to "third question" after 4 items`}, res.Texts)
+	assert.Equal(t, []string{`answer to "first question" after 1 items`, `answer to "second question" after 4 items`, `answer to "third question" after 6 items`}, res.Texts)
 	sent, received, _ := r.wire.snapshot()
 	assert.Equal(t, res.Sent, sent, "request bodies byte for byte")
 	assert.Equal(t, res.Received, received, "response bodies byte for byte")
-	require.Len(t, res.Conversations, 4)
-	assert.Equal(t, []string{res.Conversation, res.Conversation, res.Conversation}, res.Conversations[1:])
+	require.Len(t, res.Conversations, 5)
+	for _, conv := range res.Conversations {
+		assert.Equal(t, res.Conversation, conv)
+	}
+	assert.Equal(t, []string{"Be terse.", "first question", `answer to "first question" after 1 items`, "a note",
+		"second question", `answer to "second question" after 4 items`, "third question", `answer to "third question" after 6 items`},
+		blockTexts(t, r.log, res.Conversation))
+	turn, err := r.log.Load(t.Context(), res.Conversation)
+	require.NoError(t, err)
+	for _, e := range conversationEvents(t, r.log, res.Conversation) {
+		if st, ok := e.Payload.(events.InferenceStarted); ok {
+			assert.Equal(t, turn.Blocks[0].ID, st.SystemPromptID, "the developer message is the prompt the model read")
+		}
+	}
 	v := verify(t, r.log, res.Conversation)
 	assert.Equal(t, 3, v.Inferences)
 	assert.Empty(t, checkRules(t, r.log, res.Conversation))
+}
+
+// TestConversationItemsAreRecorded: items an app puts into an OpenAI
+// conversation beside its model calls (when it creates it, and with
+// POST .../items) are what the model reads before each call's input, a
+// developer message among them. They passed through unrecorded: the record
+// of a call showed a history without them and no system prompt, where the
+// model read one. They are now recorded where the provider puts them,
+// marked with the request that put them, before the app gets the answer;
+// a deleted item is removed; the calls still verify.
+func TestConversationItemsAreRecorded(t *testing.T) {
+	up := newConversationsUpstream(t)
+	m, logs, watched := watchedGateway()
+	r := newRig(t, up.URL, "", watched)
+	hdr := map[string]string{"Turnlog-Token": token}
+	resp, out := post(t, r.gw.URL+"/v1/conversations", hdr,
+		`{"items":[{"type":"message","role":"developer","content":"You are terse."},{"role":"user","content":"I am Ada."}],"metadata":{"app":"x"}}`)
+	require.Equal(t, 200, resp.StatusCode, "%s", out)
+	var c struct{ ID string }
+	require.NoError(t, json.Unmarshal(out, &c))
+	assert.Equal(t, c.ID, resp.Header.Get("Turnlog-Conversation"))
+	call := func(input string) {
+		t.Helper()
+		resp, out := post(t, r.gw.URL+"/v1/responses", hdr, `{"model":"m","conversation":"`+c.ID+`","input":"`+input+`"}`)
+		require.Equal(t, 200, resp.StatusCode, "%s", out)
+		require.Equal(t, c.ID, resp.Header.Get("Turnlog-Conversation"))
+	}
+	call("first question")
+	resp, out = post(t, r.gw.URL+"/v1/conversations/"+c.ID+"/items", hdr, `{"items":[{"role":"user","content":"a note"},{"role":"user","content":"another note"}]}`)
+	require.Equal(t, 200, resp.StatusCode, "%s", out)
+	ids := calls.ResponseItemIDs(out)
+	require.Len(t, ids, 2)
+	req, err := http.NewRequest(http.MethodDelete, r.gw.URL+"/v1/conversations/"+c.ID+"/items/"+ids[0], nil)
+	require.NoError(t, err)
+	req.Header.Set("Turnlog-Token", token)
+	del, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	del.Body.Close()
+	require.Equal(t, 200, del.StatusCode)
+	call("second question")
+
+	// The record holds what the provider's conversation holds, in its
+	// order: the answers' item counts are the provider's.
+	assert.Equal(t, []string{"You are terse.", "I am Ada.", "first question", `answer to "first question" after 2 items`,
+		"another note", "second question", `answer to "second question" after 5 items`}, blockTexts(t, r.log, c.ID))
+	turn, err := r.log.Load(t.Context(), c.ID)
+	require.NoError(t, err)
+	assert.Equal(t, "POST /v1/conversations", turn.Blocks[0].Meta[calls.MetaAddedBy])
+	assert.Equal(t, "POST /v1/conversations/"+c.ID+"/items", turn.Blocks[4].Meta[calls.MetaAddedBy])
+	assert.Equal(t, ids[1], turn.Blocks[4].Meta[calls.MetaItemID])
+	var removed []string
+	var prompts []string
+	for _, e := range conversationEvents(t, r.log, c.ID) {
+		switch p := e.Payload.(type) {
+		case events.BlocksRemoved:
+			removed = append(removed, p.Reason)
+		case events.InferenceStarted:
+			prompts = append(prompts, p.SystemPromptID)
+		}
+	}
+	require.Len(t, removed, 1)
+	assert.Contains(t, removed[0], "the app deleted item "+ids[0])
+	assert.Equal(t, []string{turn.Blocks[0].ID, turn.Blocks[0].ID}, prompts, "each call's model read the seeded developer message")
+	v := verify(t, r.log, c.ID)
+	assert.Equal(t, 2, v.Inferences)
+	assert.Empty(t, checkRules(t, r.log, c.ID))
+	metrics := scrape(t, m)
+	assert.Contains(t, metrics, `turnlog_gateway_provider_writes_total{kind="created",outcome="recorded"} 1`)
+	assert.Contains(t, metrics, `turnlog_gateway_provider_writes_total{kind="added",outcome="recorded"} 1`)
+	assert.Contains(t, metrics, `turnlog_gateway_provider_writes_total{kind="deleted",outcome="recorded"} 1`)
+	assert.NotContains(t, logs.String(), "WARN")
+}
+
+// TestInstructionsBesideASeededDeveloperMessage: a call's instructions
+// apply to that call, beside the conversation's history, where a developer
+// message the app put into the conversation stays. The instructions
+// replaced that message in the record (systemprompt.replaced), so the
+// record showed one prompt where the model read two, and lost the
+// history's. They are now their own block before the history, and the
+// check says the model read two system prompts.
+func TestInstructionsBesideASeededDeveloperMessage(t *testing.T) {
+	up := newConversationsUpstream(t)
+	r := newRig(t, up.URL, "")
+	hdr := map[string]string{"Turnlog-Token": token}
+	resp, out := post(t, r.gw.URL+"/v1/conversations", hdr, `{"items":[{"role":"developer","content":"You are terse."}]}`)
+	require.Equal(t, 200, resp.StatusCode, "%s", out)
+	var c struct{ ID string }
+	require.NoError(t, json.Unmarshal(out, &c))
+	for _, q := range []string{"first", "second"} {
+		resp, out = post(t, r.gw.URL+"/v1/responses", hdr, `{"model":"m","instructions":"Be brief.","conversation":"`+c.ID+`","input":"`+q+`"}`)
+		require.Equal(t, 200, resp.StatusCode, "%s", out)
+	}
+	assert.Equal(t, []string{"Be brief.", "You are terse.", "first", `answer to "first" after 1 items`, "second", `answer to "second" after 3 items`},
+		blockTexts(t, r.log, c.ID))
+	for _, e := range conversationEvents(t, r.log, c.ID) {
+		_, replaced := e.Payload.(events.SystemPromptReplaced)
+		assert.False(t, replaced, "nothing replaced the history's developer message")
+	}
+	verify(t, r.log, c.ID)
 }
