@@ -11,8 +11,9 @@ import (
 // gateway's calls recorded in conversation conv wrote, found from the
 // conversation's events in log order: the state each finished call left,
 // the conversation's latest-call entry, the entries of its Responses API
-// responses' IDs (for previous_response_id) and of their output items'
-// (for item references), and of its imported calls. Erasing a conversation
+// responses' IDs (for previous_response_id; a background response's too)
+// and of their output items' (for item references), and of its imported
+// calls. Erasing a conversation
 // removes them with it, so that no hash of its content stays and a later
 // call re-sending its history starts a new conversation instead of
 // reviving the erased one's ID.
@@ -47,6 +48,13 @@ func IndexedKeys(conv string, evs iter.Seq2[events.Event, error]) ([]string, err
 		}
 		if st, ok := e.Payload.(events.InferenceStarted); ok && st.Gateway["source"] == SourceImport && st.Gateway["import"] != "" {
 			keys = append(keys, importedKey(st.Gateway["import"]))
+		}
+		if failed, ok := e.Payload.(events.InferenceFailed); ok {
+			if id := BackgroundResponseID(failed.Error); id != "" {
+				// Indexed when it was queued, as a finished call's is.
+				keys = append(keys, responseKey(id))
+			}
+			continue
 		}
 		fin, ok := e.Payload.(events.InferenceFinished)
 		if !ok {

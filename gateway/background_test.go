@@ -1,6 +1,8 @@
 package gateway_test
 
 import (
+	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,7 +12,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/internal/natstest"
 	"github.com/turnlog/turnlog/replay"
 )
 
@@ -63,4 +67,38 @@ func TestBackgroundResponseIsNotAFinishedCall(t *testing.T) {
 	require.Equal(t, 200, resp.StatusCode, "%s", out)
 	assert.Equal(t, conv, resp.Header.Get("Turnlog-Conversation"), "the next call continues it by its ID")
 	verify(t, r.log, conv)
+}
+
+// TestEraseRemovesABackgroundCallsResponseEntry: a background call's
+// response ID is indexed (its app continues it by previous_response_id),
+// but erase found the entries to remove from the finished calls' response
+// IDs alone, so the erased conversation's ID stayed in the threading index
+// under the background response's hash.
+func TestEraseRemovesABackgroundCallsResponseEntry(t *testing.T) {
+	s := natstest.Start(t, natstest.WithAuth())
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"resp_bg","object":"response","created_at":1,"status":"queued","background":true,"model":"m","output":[],"usage":null}`)
+	}))
+	t.Cleanup(up.Close)
+	gw := sharedGateway(t, s, up.URL)
+	resp, out := post(t, gw.URL+"/v1/responses", map[string]string{"Turnlog-Token": token}, `{"model":"m","input":"a long job","background":true}`)
+	require.Equal(t, 200, resp.StatusCode, "%s", out)
+	conv := resp.Header.Get("Turnlog-Conversation")
+
+	ctx := context.Background()
+	admin, err := eventlog.Open(ctx, s.Conn)
+	require.NoError(t, err)
+	threads, err := admin.Threads(ctx)
+	require.NoError(t, err)
+	key := "r." + fmt.Sprintf("%x", sha256.Sum256([]byte("resp_bg")))
+	_, found, err := threads.Get(ctx, key)
+	require.NoError(t, err)
+	require.True(t, found, "the background response is indexed")
+	_, err = admin.Erase(ctx, conv)
+	require.NoError(t, err)
+	_, found, err = threads.Get(ctx, key)
+	require.NoError(t, err)
+	assert.False(t, found, "erased with its conversation")
 }
