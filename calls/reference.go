@@ -63,10 +63,9 @@ func (it *Item) sentAsReference() bool {
 
 // Resolve returns the request with each item reference whose ID found
 // holds read as those blocks (ItemBlocks' answer, which the request then
-// owns); r itself when found
-// resolves none. The request's canonical input, and so its InputHash, is
-// unchanged: the reference's first block keeps the reference as its
-// MetaItem, and renders as it.
+// owns); r itself when found resolves none. The request's canonical
+// input, and so its InputHash, is unchanged: the reference's first block
+// keeps the reference as its MetaItem, and renders as it.
 func (r *Request) Resolve(found map[string][]events.Block) *Request {
 	var out *Request
 	for i := range r.Items {
@@ -84,8 +83,7 @@ func (r *Request) Resolve(found map[string][]events.Block) *Request {
 			c.requestBlocks, c.requestKeys, c.requestChain = nil, nil, nil
 			out = &c
 		}
-		it := Item{Field: r.Items[i].Field, Canon: r.Items[i].Canon, Blocks: make([]events.Block, len(blocks))}
-		copy(it.Blocks, blocks)
+		it := Item{Field: r.Items[i].Field, Canon: r.Items[i].Canon, Blocks: blocks}
 		it.mark(Responses)
 		it.keys()
 		out.Items[i] = it
