@@ -11,7 +11,8 @@ import (
 // gateway's calls recorded in conversation conv wrote, found from the
 // conversation's events in log order: the state each finished call left,
 // the conversation's latest-call entry, the entries of its Responses API
-// responses' IDs (for previous_response_id; a background response's too)
+// responses' IDs (for previous_response_id; a background response's too,
+// running or ended)
 // and of their output items' (for item references), and of its imported
 // calls. Erasing a conversation
 // removes them with it, so that no hash of its content stays and a later
@@ -24,7 +25,8 @@ func IndexedKeys(conv string, evs iter.Seq2[events.Event, error]) ([]string, err
 	turn := projector.New(conv)
 	var keys []string
 	// items are the IDs of the output items the outcome of call outcomeOf
-	// appended so far: its blocks come before its inference.finished.
+	// appended so far: its blocks come before its inference.finished (in
+	// step 1, or 2 for a background call's end).
 	var items []string
 	outcomeOf := ""
 	for e, err := range evs {
@@ -38,7 +40,7 @@ func IndexedKeys(conv string, evs iter.Seq2[events.Event, error]) ([]string, err
 		if e.Actor != Actor {
 			continue
 		}
-		if e.Step == 1 && len(turn.Blocks) == blocks+1 {
+		if e.Step >= 1 && len(turn.Blocks) == blocks+1 {
 			if e.Cause != outcomeOf {
 				items, outcomeOf = items[:0], e.Cause
 			}
@@ -75,6 +77,10 @@ func IndexedKeys(conv string, evs iter.Seq2[events.Event, error]) ([]string, err
 				keys = append(keys, k)
 			}
 		}
+	}
+	for _, id := range backgroundResponses(turn.Data) {
+		// Still running: indexed when it was queued.
+		keys = append(keys, responseKey(id))
 	}
 	return withLatest(conv, keys), nil
 }

@@ -43,6 +43,8 @@ const PartialUnstoredNote = "; what the call delivered before it failed is too l
 // inference.failed (Partial), not added to the Turn: the client did not
 // get an answer to continue from, but an auditor must be able to say what
 // the model emitted and the user saw.
+// A background response still running (Output.Background) leaves the call
+// open, its response noted in the Turn's data (BackgroundKey).
 // A compaction (Call.Compact) that answered then compacts away the blocks
 // before its output (turn.compacted), the system prompt kept.
 // A call the upstream refused that continued a history the provider holds
@@ -52,7 +54,7 @@ func PlanOutcome(turn *projector.Turn, c *Call, o Outcome) ([]events.Event, erro
 	conv := turn.Conversation
 	var evs []events.Event
 	emit := func(p events.Payload) error {
-		e := c.event(conv, 1, p)
+		e := c.event(conv, max(c.outcomeStep, 1), p)
 		if err := projector.Apply(turn, e); err != nil {
 			return fmt.Errorf("record call %s: %w", c.ID, err)
 		}
@@ -61,6 +63,11 @@ func PlanOutcome(turn *projector.Turn, c *Call, o Outcome) ([]events.Event, erro
 		}
 		evs = append(evs, e)
 		return nil
+	}
+	if o.Failure == "" && o.Output != nil && o.Output.Background {
+		// Queued: the call stays open, noting the response the app
+		// fetches later (see PlanBackgroundOutcome).
+		return evs, emit(events.DataSet{Values: map[string]string{BackgroundKey(c.ID): o.Output.ResponseID}})
 	}
 	failure, transient := o.Failure, o.Transient
 	if failure == "" && o.Output != nil && o.Output.Error != "" {

@@ -82,6 +82,10 @@ type Call struct {
 	// history the provider holds (Request.Continues): what PlanOutcome
 	// removes again when the provider refused the call.
 	appended []string
+	// outcomeStep is the step PlanOutcome's events are (0: 1, the step
+	// after the input's); a background call's end, recorded after the
+	// step that noted it queued, is step 2.
+	outcomeStep int
 }
 
 // Fork is where a conversation branched off: From at position At, whose

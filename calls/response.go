@@ -27,8 +27,9 @@ type Output struct {
 	// failed or incomplete status, a stream's error event).
 	Error string
 	// Background is set for a Responses API background response still
-	// queued or in progress (Error says so): the call's output is not in
-	// the response, though its ID continues the provider's history.
+	// queued or in progress: the call's output is not in the response
+	// (the app fetches it later, see PlanBackgroundOutcome), though its ID
+	// continues the provider's history.
 	Background bool
 	// ErrorTransient says a retry may succeed where the error is one the
 	// provider names so (an overloaded or rate-limited model, a server
@@ -229,26 +230,6 @@ func parseMessagesResponse(body []byte) (*Output, error) {
 	return o, nil
 }
 
-// backgroundPrefix begins the reason a background response's call is
-// recorded failed with, which names the response (BackgroundResponseID).
-const backgroundPrefix = "background response "
-
-// BackgroundResponseID returns the response a call recorded failed as a
-// background response names in its reason (inference.failed's error),
-// "" for another reason: its ID is indexed for previous_response_id as a
-// finished call's is, and erased with it.
-func BackgroundResponseID(reason string) string {
-	rest, ok := strings.CutPrefix(reason, backgroundPrefix)
-	if !ok {
-		return ""
-	}
-	id, _, ok := strings.Cut(rest, " is ")
-	if !ok || strings.ContainsAny(id, " \t\n") {
-		return ""
-	}
-	return id
-}
-
 // parseResponsesObject reads a Responses API response object.
 func parseResponsesObject(body []byte) (*Output, error) {
 	var r struct {
@@ -276,8 +257,9 @@ func parseResponsesObject(body []byte) (*Output, error) {
 		// A background response (background: true): the provider runs
 		// the call later, and its output is fetched from it.
 		o.Background = true
-		o.Error = backgroundPrefix + r.ID + " is " + r.Status + ": the provider produces its output later, and an app fetches it from the provider " +
-			"(GET /v1/responses/" + r.ID + "), which the gateway forwards unrecorded; the record holds no output of this call (stream a background response to record it)"
+	}
+	if r.Status == "cancelled" && o.Error == "" {
+		o.Error = "response cancelled"
 	}
 	r.Usage.fill(o)
 	for i, raw := range r.Output {

@@ -175,6 +175,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			g.forwardProviderWrite(w, r, proxy, pw)
 			return
 		}
+		if id := backgroundFetchOf(r); id != "" {
+			g.forwardBackgroundFetch(w, r, proxy, id)
+			return
+		}
 	}
 	if !recorded {
 		g.forwardUnrecorded(r)

@@ -37,7 +37,7 @@ func NewMetrics() *Metrics {
 		registry: prometheus.NewRegistry(),
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "turnlog_gateway_calls_total",
-			Help: "Model calls through the gateway (and import --calls, the spool), by API and outcome: finished, failed (the upstream or the response failed; recorded), unrecorded (the log refused or could not be reached; see the error log), spooled (forwarded while NATS was away, kept in the spool for later), erased (not recorded, or not finished: its conversation was erased after the call was made, while it was spooled or in flight), abandoned (an earlier call left open, whose outcome its gateway never recorded, closed as failed by this one).",
+			Help: "Model calls through the gateway (and import --calls, the spool), by API and outcome: finished, failed (the upstream or the response failed; recorded), unrecorded (the log refused or could not be reached; see the error log), spooled (forwarded while NATS was away, kept in the spool for later), erased (not recorded, or not finished: its conversation was erased after the call was made, while it was spooled or in flight), abandoned (an earlier call left open, whose outcome its gateway never recorded, closed as failed by this one), background (a Responses API background response, queued: the call stays open until the app fetches its end through the gateway, which records it then, counted again as finished or failed).",
 		}, []string{"api", "outcome"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "turnlog_gateway_errors_total",

@@ -153,7 +153,10 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 	}
 	r.metrics.countFindings(findings)
 	outcome := "finished"
-	if !ok {
+	switch {
+	case background:
+		outcome = "background"
+	case !ok:
 		outcome = "failed"
 	}
 	r.metrics.calls.WithLabelValues(string(p.api), outcome).Inc()
