@@ -13,7 +13,22 @@ import (
 
 // Chain returns the state keys of each prefix of blocks: key i covers
 // blocks[:i+1].
-func Chain(blocks []events.Block) [][32]byte { return chainOf(blocks, nil) }
+func Chain(blocks []events.Block) [][32]byte { return chainOf("", blocks, nil) }
+
+// ScopedChain is Chain within scope, the end user a call names
+// (Request.Scope): the same blocks of two end users are two states, so
+// their chats are never threaded into one conversation. The empty scope's
+// chain is Chain.
+func ScopedChain(scope string, blocks []events.Block) [][32]byte { return chainOf(scope, blocks, nil) }
+
+// scopeSeed is the link a scope's chain starts from: zero for none (the
+// chains recorded before scopes existed), else a hash of the scope.
+func scopeSeed(scope string) [32]byte {
+	if scope == "" {
+		return [32]byte{}
+	}
+	return sha256.Sum256([]byte("turnlog threading scope\x00" + scope))
+}
 
 // ExtendChain returns the chain (see Chain) of blocks followed by more,
 // given chain, the chain of blocks, and the content keys of more (Key):
@@ -41,10 +56,11 @@ func link(prev, k [32]byte) [32]byte {
 	return sha256.Sum256(buf[:])
 }
 
-// chainOf is Chain with the blocks' content keys when known (nil: computed).
-func chainOf(blocks []events.Block, keys [][32]byte) [][32]byte {
+// chainOf is ScopedChain with the blocks' content keys when known (nil:
+// computed).
+func chainOf(scope string, blocks []events.Block, keys [][32]byte) [][32]byte {
 	out := make([][32]byte, len(blocks))
-	var prev [32]byte
+	prev := scopeSeed(scope)
 	for i := range blocks {
 		var k [32]byte
 		if keys != nil {
@@ -94,12 +110,13 @@ func (r *Request) RequestKeys() [][32]byte {
 	return r.requestKeys
 }
 
-// RequestChain returns Chain(RequestBlocks()), from RequestKeys, computed
+// RequestChain returns ScopedChain(Scope, RequestBlocks()), from
+// RequestKeys, computed
 // once per request: the lookup of the call's conversation and the entry of
 // the state it leaves both take it. The caller must not change it.
 func (r *Request) RequestChain() [][32]byte {
 	if r.requestChain == nil {
-		r.requestChain = chainOf(r.RequestBlocks(), r.RequestKeys())
+		r.requestChain = chainOf(r.Scope, r.RequestBlocks(), r.RequestKeys())
 	}
 	return r.requestChain
 }

@@ -29,6 +29,9 @@ func IndexedKeys(conv string, evs iter.Seq2[events.Event, error]) ([]string, err
 	// step 1, or 2 for a background call's end).
 	var items []string
 	outcomeOf := ""
+	// scopes are the calls' scopes (Request.Scope), which their states'
+	// keys are of.
+	scopes := map[string]string{}
 	for e, err := range evs {
 		blocks := len(turn.Blocks)
 		if err == nil {
@@ -48,8 +51,13 @@ func IndexedKeys(conv string, evs iter.Seq2[events.Event, error]) ([]string, err
 				items = append(items, id)
 			}
 		}
-		if st, ok := e.Payload.(events.InferenceStarted); ok && st.Gateway["source"] == SourceImport && st.Gateway["import"] != "" {
-			keys = append(keys, importedKey(st.Gateway["import"]))
+		if st, ok := e.Payload.(events.InferenceStarted); ok {
+			if st.Gateway["source"] == SourceImport && st.Gateway["import"] != "" {
+				keys = append(keys, importedKey(st.Gateway["import"]))
+			}
+			if sc := st.Gateway[MetaScope]; sc != "" {
+				scopes[st.InferenceID] = sc
+			}
 		}
 		if failed, ok := e.Payload.(events.InferenceFailed); ok {
 			if id := BackgroundResponseID(failed.Error); id != "" {
@@ -71,9 +79,10 @@ func IndexedKeys(conv string, evs iter.Seq2[events.Event, error]) ([]string, err
 			}
 		}
 		if n := len(turn.Blocks); n > 0 && ModelOutput(turn.Blocks[n-1].Kind) {
-			chain := Chain(turn.Blocks)
+			scope := scopes[fin.InferenceID]
+			chain := ScopedChain(scope, turn.Blocks)
 			keys = append(keys, stateKey(chain[n-1]))
-			if k, ok := reasonlessState(turn.Blocks); ok {
+			if k, ok := reasonlessState(scope, turn.Blocks); ok {
 				keys = append(keys, k)
 			}
 		}

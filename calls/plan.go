@@ -88,6 +88,14 @@ type Call struct {
 	outcomeStep int
 }
 
+// Scope is the call's scope (Request.Scope; "" for a call not read).
+func (c *Call) Scope() string {
+	if c.Request == nil {
+		return ""
+	}
+	return c.Request.Scope
+}
+
 // Fork is where a conversation branched off: From at position At, whose
 // Turn was Blocks and Data.
 type Fork struct {
@@ -178,6 +186,9 @@ func PlanInput(turn *projector.Turn, c *Call) ([]events.Event, error) {
 	}
 	req := c.Request
 	gw["api"], gw["params"] = string(req.API), req.Params.Hash
+	if req.Scope != "" {
+		gw[MetaScope] = req.Scope
+	}
 	if req.PreviousResponseID != "" {
 		gw["previous_response_id"] = req.PreviousResponseID
 	}

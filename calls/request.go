@@ -26,6 +26,11 @@ const (
 	MetaField = "gateway.field"
 )
 
+// MetaScope is the key of inference.started's gateway map that holds the
+// call's scope (Request.Scope), when it has one: the end user whose
+// states the call's threading reads and writes.
+const MetaScope = "scope"
+
 // HashPrefix starts every input hash the gateway records: "jcs:" and the
 // hex SHA-256 of the request's canonical JSON (see Canonical). It tells
 // replay --verify to re-render the call (Render) rather than hash a Turn.
@@ -45,6 +50,12 @@ type Request struct {
 	// provider holds the conversation's items and reads them before the
 	// call's input.
 	ProviderConversation string
+	// Scope is the end user the request names, "" for none: its
+	// safety_identifier, else its user (Chat Completions, Responses), or
+	// its metadata.user_id (Messages). Threading by content finds only
+	// states of the same scope (ScopedChain), so two end users' chats that
+	// begin alike ("hi", "Hello! How can I help?") stay two conversations.
+	Scope string
 	// Items are the input's items in order: the instructions or system
 	// first, then the messages or input items.
 	Items []Item
@@ -126,6 +137,7 @@ func (c *ParseCache) ParseRequest(api API, body []byte) (*Request, error) {
 	if p, ok := top["conversation"]; ok && api == Responses {
 		req.ProviderConversation = conversationMember(p)
 	}
+	req.Scope = scopeOf(api, top)
 	canon := make(map[string][]byte, len(top))
 	lists := map[string][][]byte{}
 	var inputs []string
@@ -299,4 +311,26 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// scopeOf reads the end user a request names (Request.Scope) from its
+// members.
+func scopeOf(api API, top map[string][]byte) string {
+	if api == Messages {
+		var m struct {
+			UserID string `json:"user_id"`
+		}
+		if raw, ok := top["metadata"]; ok && json.Unmarshal(raw, &m) == nil {
+			return m.UserID
+		}
+		return ""
+	}
+	for _, name := range []string{"safety_identifier", "user"} {
+		if raw, ok := top[name]; ok {
+			if s, err := stringMember(name, raw); err == nil && s != "" {
+				return s
+			}
+		}
+	}
+	return ""
 }

@@ -97,11 +97,13 @@ type AsyncThreadStore interface {
 // blocks, the state a finished call left, that it is the conversation's
 // latest call, and that the call's answer (its response and items) was
 // produced in conv. A state that does not end with a model's output
-// block is not recorded (nothing could continue it by content).
+// block is not recorded (nothing could continue it by content). The
+// state is the call's scope's (Request.Scope: only calls of the same end
+// user find it).
 //
-// chain, when not nil, is Chain(blocks), known already.
-func (x *Threads) Record(ctx context.Context, conv string, n int, blocks []events.Block, chain [][32]byte, answer Answer) error {
-	pairs := recordPairs(conv, n, blocks, chain, answer)
+// chain, when not nil, is ScopedChain(scope, blocks), known already.
+func (x *Threads) Record(ctx context.Context, conv string, n int, scope string, blocks []events.Block, chain [][32]byte, answer Answer) error {
+	pairs := recordPairs(conv, n, scope, blocks, chain, answer)
 	if len(pairs) == 0 {
 		return nil
 	}
@@ -114,9 +116,9 @@ func (x *Threads) Record(ctx context.Context, conv string, n int, blocks []event
 // RecordAsync is Record that returns once the entries are on their way,
 // with what waits until they are durable; on a store that cannot publish
 // without waiting, it is Record, and the wait returns at once.
-func (x *Threads) RecordAsync(ctx context.Context, conv string, n int, blocks []events.Block, chain [][32]byte, answer Answer) (wait func(context.Context) error, err error) {
+func (x *Threads) RecordAsync(ctx context.Context, conv string, n int, scope string, blocks []events.Block, chain [][32]byte, answer Answer) (wait func(context.Context) error, err error) {
 	done := func(context.Context) error { return nil }
-	pairs := recordPairs(conv, n, blocks, chain, answer)
+	pairs := recordPairs(conv, n, scope, blocks, chain, answer)
 	if len(pairs) == 0 {
 		return done, nil
 	}
@@ -171,25 +173,25 @@ func (x *Threads) Unrecord(ctx context.Context, conv string, n, back int) error 
 // reasonlessState returns the key of the state blocks hold with their
 // reasoning left out, for a state that holds reasoning and ends with a
 // model's text or tool call (see find).
-func reasonlessState(blocks []events.Block) (string, bool) {
+func reasonlessState(scope string, blocks []events.Block) (string, bool) {
 	less := withoutReasoning(blocks)
 	if len(less) == len(blocks) || len(less) == 0 || !ModelOutput(less[len(less)-1].Kind) {
 		return "", false
 	}
-	chain := Chain(less)
+	chain := ScopedChain(scope, less)
 	return reasonlessKey(chain[len(chain)-1]), true
 }
 
 // recordPairs are the entries Record writes.
-func recordPairs(conv string, n int, blocks []events.Block, chain [][32]byte, answer Answer) map[string]string {
+func recordPairs(conv string, n int, scope string, blocks []events.Block, chain [][32]byte, answer Answer) map[string]string {
 	pairs := map[string]string{}
 	if len(blocks) > 0 && ModelOutput(blocks[len(blocks)-1].Kind) {
 		if len(chain) != len(blocks) {
-			chain = Chain(blocks)
+			chain = ScopedChain(scope, blocks)
 		}
 		pairs[stateKey(chain[len(chain)-1])] = Ref{conv, n}.value()
 		pairs[latestKey(conv)] = strconv.Itoa(n)
-		if k, ok := reasonlessState(blocks); ok {
+		if k, ok := reasonlessState(scope, blocks); ok {
 			pairs[k] = Ref{conv, n}.value()
 		}
 	}
@@ -208,10 +210,11 @@ func recordPairs(conv string, n int, blocks []events.Block, chain [][32]byte, an
 
 // Find returns the recorded state that the longest prefix of blocks is,
 // and whether it is its conversation's latest call (continue) or not
-// (fork there). ok is false when no prefix was recorded. chain, when not
-// nil, is Chain(blocks), known already (Request.RequestChain).
-func (x *Threads) Find(ctx context.Context, blocks []events.Block, chain [][32]byte) (ref Ref, latest, ok bool, err error) {
-	return x.find(ctx, blocks, chain, false)
+// (fork there), among the states of scope (Request.Scope). ok is false
+// when no prefix was recorded. chain, when not nil, is ScopedChain(scope,
+// blocks), known already (Request.RequestChain).
+func (x *Threads) Find(ctx context.Context, scope string, blocks []events.Block, chain [][32]byte) (ref Ref, latest, ok bool, err error) {
+	return x.find(ctx, scope, blocks, chain, false)
 }
 
 // FindLongest is Find tried only at the longest prefix that can be a
@@ -219,12 +222,12 @@ func (x *Threads) Find(ctx context.Context, blocks []events.Block, chain [][32]b
 // match there is the match Find would return from any store holding it,
 // since no longer prefix can be a state. The gateway asks its own copy of
 // the index this way before the shared one.
-func (x *Threads) FindLongest(ctx context.Context, blocks []events.Block, chain [][32]byte) (ref Ref, latest, ok bool, err error) {
-	return x.find(ctx, blocks, chain, true)
+func (x *Threads) FindLongest(ctx context.Context, scope string, blocks []events.Block, chain [][32]byte) (ref Ref, latest, ok bool, err error) {
+	return x.find(ctx, scope, blocks, chain, true)
 }
 
-func (x *Threads) find(ctx context.Context, blocks []events.Block, chain [][32]byte, longestOnly bool) (ref Ref, latest, ok bool, err error) {
-	ref, latest, ok, err = x.findAt(ctx, blocks, chain, longestOnly, stateKey)
+func (x *Threads) find(ctx context.Context, scope string, blocks []events.Block, chain [][32]byte, longestOnly bool) (ref Ref, latest, ok bool, err error) {
+	ref, latest, ok, err = x.findAt(ctx, scope, blocks, chain, longestOnly, stateKey)
 	if ok || err != nil || longestOnly {
 		return ref, latest, ok, err
 	}
@@ -232,7 +235,7 @@ func (x *Threads) find(ctx context.Context, blocks []events.Block, chain [][32]b
 	// turns (Anthropic strips it from what the model reads, and says so):
 	// its call continues the state recorded without it. One round trip
 	// more, for the longest such state: what such a client continues.
-	return x.findAt(ctx, withoutReasoning(blocks), nil, true, reasonlessKey)
+	return x.findAt(ctx, scope, withoutReasoning(blocks), nil, true, reasonlessKey)
 }
 
 // withoutReasoning returns blocks without their reasoning blocks (blocks
@@ -257,7 +260,7 @@ func withoutReasoning(blocks []events.Block) []events.Block {
 }
 
 // findAt is find among the states named by key.
-func (x *Threads) findAt(ctx context.Context, blocks []events.Block, chain [][32]byte, longestOnly bool, key func([32]byte) string) (ref Ref, latest, ok bool, err error) {
+func (x *Threads) findAt(ctx context.Context, scope string, blocks []events.Block, chain [][32]byte, longestOnly bool, key func([32]byte) string) (ref Ref, latest, ok bool, err error) {
 	// The candidates: the prefixes that end with an output block, longest
 	// first, by the index of that block. Each is named (hex) only when
 	// its group is asked: a continuation is found at the first.
@@ -271,7 +274,7 @@ func (x *Threads) findAt(ctx context.Context, blocks []events.Block, chain [][32
 			continue
 		}
 		if keys == nil {
-			keys = chainOf(blocks[:i+1], nil)
+			keys = chainOf(scope, blocks[:i+1], nil)
 		}
 		at = append(at, i)
 		if longestOnly {

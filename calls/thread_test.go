@@ -48,7 +48,7 @@ func TestFindReadsEarlierStatesTogether(t *testing.T) {
 
 	store := &countingStore{MemStore: NewMemStore(100)}
 	x := NewThreads(store)
-	_, _, ok, err := x.Find(ctx, ask, nil)
+	_, _, ok, err := x.Find(ctx, "", ask, nil)
 	require.NoError(t, err)
 	assert.False(t, ok)
 	assert.Equal(t, 2, store.gets, "the longest state alone, and the longest without its reasoning")
@@ -56,11 +56,11 @@ func TestFindReadsEarlierStatesTogether(t *testing.T) {
 
 	// Two earlier states recorded (a conversation forked twice): the
 	// longer is found, and whether it is its conversation's latest.
-	require.NoError(t, x.Record(ctx, "A", 7, history[:20], nil, Answer{}))
-	require.NoError(t, x.Record(ctx, "B", 9, history[:400], nil, Answer{}))
+	require.NoError(t, x.Record(ctx, "A", 7, "", history[:20], nil, Answer{}))
+	require.NoError(t, x.Record(ctx, "B", 9, "", history[:400], nil, Answer{}))
 	require.NoError(t, store.Put(ctx, map[string]string{stateKey(Chain(history[:500])[499]): "not a state"}))
 	store.gets, store.batches = 0, 0
-	ref, latest, ok, err := x.Find(ctx, ask, nil)
+	ref, latest, ok, err := x.Find(ctx, "", ask, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, Ref{"B", 9}, ref, "the longest recorded state; an entry that is not one is passed over")
@@ -93,12 +93,12 @@ func TestMemStoreForgetsAConversation(t *testing.T) {
 	x := NewThreads(s)
 	a := []events.Block{{Kind: events.KindUser, Text: "q"}, {Kind: events.KindLLMText, Text: "a"}}
 	b := []events.Block{{Kind: events.KindUser, Text: "other"}, {Kind: events.KindLLMText, Text: "b"}}
-	require.NoError(t, x.Record(ctx, "12", 4, a, nil, Answer{ResponseID: "resp_a"}))
-	require.NoError(t, x.Record(ctx, "other", 12, b, nil, Answer{ResponseID: "resp_b"}))
+	require.NoError(t, x.Record(ctx, "12", 4, "", a, nil, Answer{ResponseID: "resp_a"}))
+	require.NoError(t, x.Record(ctx, "other", 12, "", b, nil, Answer{ResponseID: "resp_b"}))
 	require.NoError(t, x.RecordImported(ctx, "k1", "12"))
 	require.NoError(t, x.ImportPending(ctx, "k2", "12"))
 	s.ForgetConversation("12")
-	_, _, ok, err := x.Find(ctx, a, nil)
+	_, _, ok, err := x.Find(ctx, "", a, nil)
 	require.NoError(t, err)
 	assert.False(t, ok, "its state")
 	_, _, ok, _ = x.Response(ctx, "resp_a")
@@ -107,7 +107,7 @@ func TestMemStoreForgetsAConversation(t *testing.T) {
 		_, _, ok, _ = x.Imported(ctx, k)
 		assert.False(t, ok, "its imported call %s", k)
 	}
-	ref, latest, ok, err := x.Find(ctx, b, nil)
+	ref, latest, ok, err := x.Find(ctx, "", b, nil)
 	require.NoError(t, err)
 	assert.True(t, ok && latest, "the other conversation's state and latest call stay")
 	assert.Equal(t, Ref{"other", 12}, ref)

@@ -106,7 +106,11 @@ func (r *Recorder) recordBackground(ctx context.Context, id string, o calls.Outc
 			outcome = "failed"
 		}
 		r.metrics.calls.WithLabelValues(string(calls.Responses), outcome).Inc()
-		if err := r.threads.Record(ctx, conv, turn.Events, turn.Blocks, nil, calls.AnswerOf(calls.Responses, o.Output)); err != nil {
+		scope := ""
+		if st, ok, _ := r.startedOf(ctx, conv, call); ok {
+			scope = st.Gateway[calls.MetaScope]
+		}
+		if err := r.threads.Record(ctx, conv, turn.Events, scope, turn.Blocks, nil, calls.AnswerOf(calls.Responses, o.Output)); err != nil {
 			r.logger.Warn("gateway: call not indexed for threading", "conversation", conv, "err", err)
 		}
 		r.cache.put(turn)

@@ -201,17 +201,24 @@ type eventsLog interface {
 // recorded reports whether conversation conv holds call id's
 // inference.started: a call the spool began to record before a crash.
 func (r *Recorder) recorded(ctx context.Context, conv, id string) (bool, error) {
+	_, ok, err := r.startedOf(ctx, conv, id)
+	return ok, err
+}
+
+// startedOf returns call id's inference.started in conversation conv,
+// read from the log; ok is false when it holds none.
+func (r *Recorder) startedOf(ctx context.Context, conv, id string) (_ events.InferenceStarted, ok bool, _ error) {
 	el, ok := r.log.(eventsLog)
 	if !ok {
-		return false, nil
+		return events.InferenceStarted{}, false, nil
 	}
 	for rec, err := range el.Events(ctx, conv) {
 		if err != nil {
-			return false, err
+			return events.InferenceStarted{}, false, err
 		}
 		if s, ok := rec.Event.Payload.(events.InferenceStarted); ok && s.InferenceID == id {
-			return true, nil
+			return s, true, nil
 		}
 	}
-	return false, nil
+	return events.InferenceStarted{}, false, nil
 }

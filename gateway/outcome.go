@@ -84,7 +84,7 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 			// append fail, the entry names a state the log lacks, and a
 			// call continuing it starts a conversation (see recordInput).
 			var err error
-			if indexed, err = r.threads.RecordAsync(ctx, p.conv, turn.Events, turn.Blocks, stateChain(p.call, o, turn, p.resumed), answer); err != nil {
+			if indexed, err = r.threads.RecordAsync(ctx, p.conv, turn.Events, p.call.Scope(), turn.Blocks, stateChain(p.call, o, turn, p.resumed), answer); err != nil {
 				indexed = func(context.Context) error { return err }
 			}
 		}
@@ -168,7 +168,7 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 		}
 	} else if ok {
 		// Planned again after a conflict: indexed at its final position.
-		if err := r.threads.Record(ctx, p.conv, turn.Events, turn.Blocks, nil, answer); err != nil {
+		if err := r.threads.Record(ctx, p.conv, turn.Events, p.call.Scope(), turn.Blocks, nil, answer); err != nil {
 			r.logger.Warn("gateway: call not indexed for threading", "conversation", p.conv, "err", err)
 		}
 	}

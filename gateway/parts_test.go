@@ -277,3 +277,62 @@ func TestSpokenAnswerContinues(t *testing.T) {
 		})
 	}
 }
+
+// TestEndUsersAreNotMerged: two end users of one app whose chats begin
+// alike ("hi", and the model's same greeting) were one state: the first
+// user's second call continued the conversation recorded last, the other
+// user's, and the other's second call then forked it. An app that names
+// its end user (safety_identifier or user; Anthropic's metadata.user_id)
+// now keeps each user's chat a conversation of its own; one that names
+// none is threaded as before.
+func TestEndUsersAreNotMerged(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		field func(user string) string
+	}{
+		{"user", func(u string) string { return `"user":"` + u + `",` }},
+		{"safety_identifier", func(u string) string { return `"safety_identifier":"` + u + `",` }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := newFixedUpstream(t, chatAnswer("Hello! How can I help?"))
+			r := newRig(t, up.URL, "")
+			send := func(user string, msgs string) string {
+				t.Helper()
+				resp, body := post(t, r.gw.URL+"/v1/chat/completions", map[string]string{"Turnlog-Token": token}, `{"model":"m",`+tc.field(user)+`"messages":[`+msgs+`]}`)
+				require.Equal(t, 200, resp.StatusCode, "%s", body)
+				return resp.Header.Get("Turnlog-Conversation")
+			}
+			first := `{"role":"user","content":"hi"}`
+			ada, bob := send("ada", first), send("bob", first)
+			again := first + `,{"role":"assistant","content":"Hello! How can I help?"}`
+			assert.Equal(t, ada, send("ada", again+`,{"role":"user","content":"my invoice"}`), "ada's second call continues ada's chat")
+			assert.Equal(t, bob, send("bob", again+`,{"role":"user","content":"my password"}`), "bob's second call continues bob's chat")
+			for _, c := range []string{ada, bob} {
+				verify(t, r.log, c)
+				assert.Empty(t, checkRules(t, r.log, c), "conversation %s", c)
+			}
+			started, _, _ := inferences(t, r, ada)
+			require.Len(t, started, 2)
+			assert.Equal(t, "ada", started[1].Gateway["scope"], "the record says whose states the call was threaded by")
+		})
+	}
+}
+
+// TestAnthropicEndUsersAreNotMerged: as TestEndUsersAreNotMerged, with the
+// Messages API's metadata.user_id.
+func TestAnthropicEndUsersAreNotMerged(t *testing.T) {
+	up := newFixedUpstream(t, `{"id":"msg_1","type":"message","role":"assistant","model":"c","content":[{"type":"text","text":"Hello!"}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":1}}`)
+	r := newRig(t, "", up.URL)
+	send := func(user, msgs string) string {
+		t.Helper()
+		resp, body := post(t, r.gw.URL+"/v1/messages", map[string]string{"Turnlog-Token": token, "Anthropic-Version": "2023-06-01"},
+			`{"model":"c","max_tokens":10,"metadata":{"user_id":"`+user+`"},"messages":[`+msgs+`]}`)
+		require.Equal(t, 200, resp.StatusCode, "%s", body)
+		return resp.Header.Get("Turnlog-Conversation")
+	}
+	first := `{"role":"user","content":"hi"}`
+	ada, bob := send("ada", first), send("bob", first)
+	again := first + `,{"role":"assistant","content":"Hello!"}`
+	assert.Equal(t, ada, send("ada", again+`,{"role":"user","content":"one"}`))
+	assert.Equal(t, bob, send("bob", again+`,{"role":"user","content":"two"}`))
+}

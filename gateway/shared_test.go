@@ -222,3 +222,40 @@ func TestThreadingFindsAStateBehindUnrecordedOutputs(t *testing.T) {
 	assert.Equal(t, conv, start.ForkedFrom, "forked from the first call's state, the longest one recorded")
 	verify(t, l, fork)
 }
+
+// Erasing a conversation whose calls named their end user removes its
+// states, which are that user's (calls.ScopedChain): erase finds each
+// call's scope in its inference.started.
+func TestEraseRemovesScopedThreadingEntries(t *testing.T) {
+	s := natstest.Start(t, natstest.WithAuth())
+	up := newFixedUpstream(t, chatAnswer("Hello! How can I help?"))
+	gw := sharedGateway(t, s, up.URL)
+	send := func(msgs string) string {
+		t.Helper()
+		resp, body := post(t, gw.URL+"/v1/chat/completions", map[string]string{"Turnlog-Token": token}, `{"model":"m","user":"ada","messages":[`+msgs+`]}`)
+		require.Equal(t, 200, resp.StatusCode, "%s", body)
+		return resp.Header.Get("Turnlog-Conversation")
+	}
+	first := `{"role":"user","content":"hi"}`
+	conv := send(first)
+	second := first + `,{"role":"assistant","content":"Hello! How can I help?"},{"role":"user","content":"my invoice"}`
+	require.Equal(t, conv, send(second))
+
+	ctx := context.Background()
+	admin, err := eventlog.Open(ctx, s.Conn)
+	require.NoError(t, err)
+	kv, err := admin.JetStream().KeyValue(ctx, admin.Names().ThreadsBucket)
+	require.NoError(t, err)
+	got, err := admin.Erase(ctx, conv)
+	require.NoError(t, err)
+	assert.Equal(t, 3, got.Threading, "two states and the latest-call entry")
+	keys, err := kv.ListKeys(ctx)
+	require.NoError(t, err)
+	for k := range keys.Keys() {
+		e, err := kv.Get(ctx, k)
+		require.NoError(t, err)
+		assert.NotContains(t, string(e.Value()), conv, "entry %s of the erased conversation", k)
+	}
+	third := second + `,{"role":"assistant","content":"Hello! How can I help?"},{"role":"user","content":"thanks"}`
+	assert.NotEqual(t, conv, send(third), "the erased chat's history starts a new conversation")
+}

@@ -146,7 +146,7 @@ func (s *spool) admit(api calls.API, body []byte, compact bool, headers map[stri
 	case c.req != nil:
 		// A fork of a state recorded earlier cannot be made without the
 		// log: it starts a conversation.
-		if ref, latest, ok, _ := local.Find(context.Background(), c.req.RequestBlocks(), c.req.RequestChain()); ok && latest {
+		if ref, latest, ok, _ := local.Find(context.Background(), c.req.Scope, c.req.RequestBlocks(), c.req.RequestChain()); ok && latest {
 			c.Conversation, c.threading = ref.Conversation, calls.ThreadInferred
 		}
 	}
@@ -221,7 +221,7 @@ func (s *spool) keep(c *spoolCall, o calls.Outcome, t *tee, local *calls.Threads
 		// not known until it is recorded, so a stand-in that no real
 		// position equals marks it as its conversation's latest.
 		blocks := append(c.req.RequestBlocks(), o.Output.Blocks()...)
-		_ = local.Record(context.Background(), c.Conversation, -int(s.seq.Add(1)), blocks, nil, calls.AnswerOf(c.api, o.Output))
+		_ = local.Record(context.Background(), c.Conversation, -int(s.seq.Add(1)), c.req.Scope, blocks, nil, calls.AnswerOf(c.api, o.Output))
 	}
 	return nil
 }

@@ -61,12 +61,12 @@ func (r *Recorder) thread(ctx context.Context, p *Pending, in Call) (fork *calls
 			// the shared index. recordInput verifies the guess against
 			// the log (the Turn ends at that state and the append's fence
 			// holds), and asks the shared index when it does not hold.
-			if ref, latest, ok, _ := r.local.FindLongest(ctx, blocks, chain); ok && latest {
+			if ref, latest, ok, _ := r.local.FindLongest(ctx, req.Scope, blocks, chain); ok && latest {
 				p.conv, c.Threading, p.guess = ref.Conversation, calls.ThreadInferred, &ref
 				break
 			}
 		}
-		fork = r.infer(ctx, p, blocks, chain)
+		fork = r.infer(ctx, p, req.Scope, blocks, chain)
 	}
 	fresh = p.conv == ""
 	if fresh {
@@ -82,8 +82,8 @@ func (r *Recorder) thread(ctx context.Context, p *Pending, in Call) (fork *calls
 // infer threads a call by content with the shared index: a continuation
 // of the latest call of a conversation (p.conv set), a fork of an earlier
 // state (returned), or neither.
-func (r *Recorder) infer(ctx context.Context, p *Pending, blocks []events.Block, chain [][32]byte) (fork *calls.Ref) {
-	ref, latest, ok, err := r.threads.Find(ctx, blocks, chain)
+func (r *Recorder) infer(ctx context.Context, p *Pending, scope string, blocks []events.Block, chain [][32]byte) (fork *calls.Ref) {
+	ref, latest, ok, err := r.threads.Find(ctx, scope, blocks, chain)
 	if err != nil {
 		r.logger.Warn("gateway: threading index unreadable; the call starts a conversation", "err", err)
 	}
@@ -102,7 +102,7 @@ func (r *Recorder) infer(ctx context.Context, p *Pending, blocks []events.Block,
 // shared index, as if it had been asked first.
 func (r *Recorder) unguess(ctx context.Context, p *Pending, req *calls.Request) (fork *calls.Ref, fresh bool) {
 	p.guess, p.conv, p.call.Threading = nil, "", ""
-	fork = r.infer(ctx, p, req.RequestBlocks(), req.RequestChain())
+	fork = r.infer(ctx, p, req.Scope, req.RequestBlocks(), req.RequestChain())
 	if fresh = p.conv == ""; fresh {
 		p.conv = ulid.Make().String()
 		if p.call.Threading == "" {
