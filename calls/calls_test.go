@@ -241,3 +241,30 @@ func TestLogBytesOfALongConversation(t *testing.T) {
 	t.Logf("request bytes %d, log bytes %d (1/%d)", requestBytes, logBytes, requestBytes/logBytes)
 	assert.LessOrEqual(t, logBytes*20, requestBytes)
 }
+
+// A request's scope is the end user it names, however long: one past what
+// the providers take is kept as its hash, so that a hostile value cannot
+// swell the record.
+func TestScopeOfARequest(t *testing.T) {
+	for _, tc := range []struct {
+		api  API
+		body string
+		want string
+	}{
+		{ChatCompletions, `{"model":"m","user":"ada","messages":[]}`, "ada"},
+		{ChatCompletions, `{"model":"m","user":"ada","safety_identifier":"u-1","messages":[]}`, "u-1"},
+		{Responses, `{"model":"m","user":null,"input":"hi"}`, ""},
+		{Responses, `{"model":"m","user":42,"input":"hi"}`, ""},
+		{Messages, `{"model":"c","max_tokens":1,"metadata":{"user_id":"ada"},"messages":[]}`, "ada"},
+		{Messages, `{"model":"c","max_tokens":1,"user":"ada","messages":[]}`, ""},
+	} {
+		req, err := ParseRequest(tc.api, []byte(tc.body))
+		require.NoError(t, err, tc.body)
+		assert.Equal(t, tc.want, req.Scope, tc.body)
+	}
+	long := strings.Repeat("x", 10000)
+	req, err := ParseRequest(ChatCompletions, []byte(`{"model":"m","user":"`+long+`","messages":[]}`))
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(req.Scope, "sha256:"), req.Scope)
+	assert.Len(t, req.Scope, len("sha256:")+64)
+}

@@ -313,24 +313,34 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
+// maxScope bounds a scope as the record keeps it: a longer one (the
+// providers take 64 to 256 characters) is kept as its hash.
+const maxScope = 256
+
 // scopeOf reads the end user a request names (Request.Scope) from its
 // members.
 func scopeOf(api API, top map[string][]byte) string {
+	var scope string
 	if api == Messages {
 		var m struct {
 			UserID string `json:"user_id"`
 		}
 		if raw, ok := top["metadata"]; ok && json.Unmarshal(raw, &m) == nil {
-			return m.UserID
+			scope = m.UserID
 		}
-		return ""
-	}
-	for _, name := range []string{"safety_identifier", "user"} {
-		if raw, ok := top[name]; ok {
-			if s, err := stringMember(name, raw); err == nil && s != "" {
-				return s
+	} else {
+		for _, name := range []string{"safety_identifier", "user"} {
+			if raw, ok := top[name]; ok {
+				if s, err := stringMember(name, raw); err == nil && s != "" {
+					scope = s
+					break
+				}
 			}
 		}
 	}
-	return ""
+	if len(scope) > maxScope {
+		sum := sha256.Sum256([]byte(scope))
+		scope = "sha256:" + hex.EncodeToString(sum[:])
+	}
+	return scope
 }
