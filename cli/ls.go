@@ -89,6 +89,8 @@ always follow the rules of this turnlog.`,
 				switch {
 				case c.LastRequestFailed:
 					last = "failed: " + oneLine(c.LastFailure, 60)
+				case c.LastRequestOpen && c.WaitingFor != "":
+					last = "open: background response " + oneLine(c.WaitingFor, 40) + " still running, or its end not yet fetched through the gateway"
 				case c.LastRequestOpen:
 					last = "open: no outcome recorded (in progress, or its gateway stopped)"
 				}

@@ -94,6 +94,7 @@ func TestBackgroundResponseIsRecordedWhenFetched(t *testing.T) {
 	listed := replay.Conversation{ID: conv}
 	require.NoError(t, replay.Describe(t.Context(), r.log, &listed))
 	assert.True(t, listed.LastRequestOpen, "ls says the call is open")
+	assert.Equal(t, "resp_bg", listed.WaitingFor, "and which response it waits for")
 
 	fetch := func(method, path string) (*http.Response, []byte) {
 		t.Helper()
@@ -118,6 +119,10 @@ func TestBackgroundResponseIsRecordedWhenFetched(t *testing.T) {
 	assert.Empty(t, failed)
 	assert.Equal(t, "resp_bg", finished[0].ResponseID)
 	assert.Equal(t, []string{"a long job", "the long answer"}, blockTexts(t, r.log, conv))
+	listed = replay.Conversation{ID: conv}
+	require.NoError(t, replay.Describe(t.Context(), r.log, &listed))
+	assert.False(t, listed.LastRequestOpen)
+	assert.Empty(t, listed.WaitingFor)
 	events1 := len(conversationEvents(t, r.log, conv))
 	fetch(http.MethodGet, "/v1/responses/resp_bg")
 	assert.Len(t, conversationEvents(t, r.log, conv), events1, "fetched again: recorded once")

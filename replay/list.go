@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/turnlog/turnlog/calls"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
 )
@@ -42,6 +43,10 @@ type Conversation struct {
 	// answer was recorded (the app got none; see docs/gateway.md, Calls
 	// left open). Always in the JSON.
 	LastRequestOpen bool `json:"last_request_open"`
+	// WaitingFor, for such an open call that is a background response
+	// still running (see calls.PlanBackgroundOutcome), is that response's
+	// ID: its end is recorded when the app fetches it through the gateway.
+	WaitingFor string `json:"waiting_for,omitempty"`
 	// Quarantined counts the messages on its subject that are not its
 	// steps (see eventlog.ErrCorruptMessage): `turnlog repair` removes
 	// them. Always in the JSON, as the counts above.
@@ -144,7 +149,7 @@ func Newest(ctx context.Context, l Lister, match func(id string) bool) ([]Conver
 // check, so callers describe only what they show.
 func Describe(ctx context.Context, src Source, c *Conversation) error {
 	c.Events, c.ModelCalls, c.LastRequestFailed, c.LastFailure, c.Quarantined, c.Foreign, c.Findings = 0, 0, false, "", 0, 0, 0
-	c.LastRequestOpen, c.FirstMessage, c.ForkedFrom = false, "", ""
+	c.LastRequestOpen, c.FirstMessage, c.ForkedFrom, c.WaitingFor = false, "", "", ""
 	firstFound := false
 	chk, checking := NewChecker(), true
 	// An app's call through the gateway is its own request: its closing
@@ -185,11 +190,20 @@ func Describe(ctx context.Context, src Source, c *Conversation) error {
 			if !firstFound {
 				c.FirstMessage, firstFound = shorten(p.Text, firstMessageRunes), true
 			}
+		case events.DataSet:
+			if lastGatewayCall != "" {
+				if id, ok := p.Values[calls.BackgroundKey(lastGatewayCall)]; ok {
+					c.WaitingFor = id
+				}
+				if slices.Contains(p.Unset, calls.BackgroundKey(lastGatewayCall)) {
+					c.WaitingFor = ""
+				}
+			}
 		case events.InferenceStarted:
 			c.ModelCalls++
 			if p.Gateway != nil {
 				lastGatewayCall = p.InferenceID
-				c.LastRequestFailed, c.LastFailure, c.LastRequestOpen = false, "", true
+				c.LastRequestFailed, c.LastFailure, c.LastRequestOpen, c.WaitingFor = false, "", true, ""
 			}
 		case events.InferenceFinished:
 			if p.InferenceID == lastGatewayCall {
