@@ -37,7 +37,19 @@ func Chain(e Engine, mws ...Middleware) Handler {
 	for i := len(mws) - 1; i >= 0; i-- {
 		h = mws[i](h)
 	}
-	return h
+	return sealed(h)
+}
+
+// sealed digests the Turn before the middlewares see it, so that the
+// check before the model call (projector.ChangedInPlace) knows every
+// block the Turn holds, the request's new message included: a block no
+// model call had hashed yet could be rewritten in place unseen. The
+// digests are those the call's input hash reuses.
+func sealed(h Handler) Handler {
+	return func(ctx context.Context, tx *Tx) error {
+		projector.Hash(tx.Turn())
+		return h(ctx, tx)
+	}
 }
 
 // Infer is the handler at the end of every chain: one recorded model call.

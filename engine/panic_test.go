@@ -167,6 +167,32 @@ func TestMiddlewareThatChangesABlockInPlaceFailsTheCall(t *testing.T) {
 	assert.Zero(t, openCalls(evs))
 }
 
+// TestMiddlewareThatRedactsTheNewMessageInPlaceFailsTheCall: the block
+// a middleware most often redacts is the user's message of this request,
+// which no model call had hashed yet, so the in-place check saw no
+// change: the model was sent "[REDACTED]", the log kept the original and
+// the request completed (only replay --verify found the mismatch later).
+func TestMiddlewareThatRedactsTheNewMessageInPlaceFailsTheCall(t *testing.T) {
+	l, err := eventlog.Open(context.Background(), natstest.Start(t).Conn)
+	require.NoError(t, err)
+	called := false
+	eng := engine.EngineFunc(func(context.Context, engine.Input, func(engine.Delta)) (engine.Output, error) {
+		called = true
+		return engine.Output{Blocks: []events.Block{{Kind: events.KindLLMText, Text: "ok"}}}, nil
+	})
+	redact := func(next engine.Handler) engine.Handler {
+		return func(ctx context.Context, tx *engine.Tx) error {
+			turn := tx.Turn()
+			turn.Blocks[len(turn.Blocks)-1].Text = "[REDACTED]"
+			return next(ctx, tx)
+		}
+	}
+	err, evs := runLoop(t, l, "redactnew", engine.Chain(eng, redact))
+	require.ErrorContains(t, err, "was changed in place, not through an event")
+	assert.False(t, called, "the model is not called")
+	assert.Zero(t, openCalls(evs))
+}
+
 // TestChainThatSkipsTheModelSaysSo: a middleware that returned without
 // calling next made the loop run the chain to its limit, and the request
 // failed with "too many model calls: 8 calls" though none was made.
