@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -108,10 +109,13 @@ type registry struct {
 	// defaults are the engines' endpoints and models when a profile
 	// names none (WithDefaults), by engine name.
 	defaults map[string]func() (baseURL, model string)
+	// where is the file and line of each registration, by function and
+	// name ("RegisterEngine acme.gpt"), for the panic of a second one.
+	where map[string]string
 }
 
 var registered = &registry{engines: map[string]EngineFactory{}, middlewares: map[string]MiddlewareFactory{}, tools: map[string]engine.Tool{}, wires: map[string]wireRendering{},
-	defaults: map[string]func() (string, string){}}
+	defaults: map[string]func() (string, string){}, where: map[string]string{}}
 
 // validName is what a registered name may be: lowercase words joined by
 // '.', '_' or '-', such as "acme.sysprompt". The dot is for a
@@ -148,7 +152,7 @@ func RegisterEngine(name string, factory EngineFactory, opts ...EngineOption) {
 	registered.add("RegisterEngine", name,
 		func() string {
 			if _, dup := registered.engines[name]; dup {
-				return fmt.Sprintf("profile: RegisterEngine(%q): the name is registered already (by turnlog itself, or by an earlier call); give yours a prefix of your own, as in \"acme.%s\"", name, name)
+				return registered.twice("RegisterEngine", name)
 			}
 			// A version names one rendering: two engines claiming one
 			// would render each other's calls.
@@ -181,11 +185,21 @@ func RegisterMiddleware(name string, factory MiddlewareFactory) {
 	registered.add("RegisterMiddleware", name,
 		func() string {
 			if _, dup := registered.middlewares[name]; dup {
-				return fmt.Sprintf("profile: RegisterMiddleware(%q): the name is registered already (by turnlog itself, or by an earlier call); give yours a prefix of your own, as in \"acme.%s\"", name, name)
+				return registered.twice("RegisterMiddleware", name)
 			}
 			return ""
 		},
 		func() { registered.middlewares[name] = factory })
+}
+
+// twice is the panic of fn registering name a second time (called under
+// the lock): where the first registration is, and what to do.
+func (r *registry) twice(fn, name string) string {
+	msg := fmt.Sprintf("profile: %s(%q): the name is registered already, by turnlog itself or an earlier call (at %s)", fn, name, r.where[fn+" "+name])
+	if !strings.Contains(name, ".") {
+		return msg + fmt.Sprintf("; give yours a prefix of your own, as in \"acme.%s\"", name)
+	}
+	return msg + "; register each name once: two packages register it, or one init registers it twice"
 }
 
 // add registers what put adds, unless conflict (called under the lock)
@@ -193,6 +207,7 @@ func RegisterMiddleware(name string, factory MiddlewareFactory) {
 func (r *registry) add(fn, name string, conflict func() string, put func()) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+
 	if !validName.MatchString(name) {
 		panic(fmt.Sprintf("profile: %s(%q): a name is lowercase letters and digits joined by '.', '_' or '-', e.g. \"acme.sysprompt\"", fn, name))
 	}
@@ -203,6 +218,11 @@ func (r *registry) add(fn, name string, conflict func() string, put func()) {
 		panic(fmt.Sprintf("profile: %s(%q) after profiles were read: register in an init function, before cli.Main or worker.New", fn, name))
 	}
 	put()
+	// Where fn was called from (add's caller's caller), for the panic of
+	// a second call.
+	if _, file, line, ok := runtime.Caller(2); ok {
+		r.where[fn+" "+name] = fmt.Sprintf("%s:%d", file, line)
+	}
 }
 
 // engine returns the factory registered as name.

@@ -220,6 +220,10 @@ func TestOptionsAreChecked(t *testing.T) {
 	}
 }
 
+// registryTestFile is where this file's init registers test.echo, as
+// a panic names it: the file's path ends so.
+const registryTestFile = "profile/registry_test.go:"
+
 func TestRegistrationMistakesPanic(t *testing.T) {
 	_, err := profile.Load("") // profiles have been read: the registry is frozen
 	require.NoError(t, err)
@@ -231,9 +235,17 @@ func TestRegistrationMistakesPanic(t *testing.T) {
 		want     string
 	}{
 		{name: "a built-in's name twice", register: func() { profile.RegisterMiddleware("ordering", mw) },
-			want: `profile: RegisterMiddleware("ordering"): the name is registered already (by turnlog itself, or by an earlier call); give yours a prefix of your own, as in "acme.ordering"`},
+			want: `profile: RegisterMiddleware("ordering"): the name is registered already, by turnlog itself or an earlier call (at `},
+		{name: "a built-in's name twice: what to do", register: func() { profile.RegisterMiddleware("ordering", mw) },
+			want: `); give yours a prefix of your own, as in "acme.ordering"`},
+		// A name with a prefix already was told to take one ("acme.test.echo"),
+		// and not where the first registration is.
 		{name: "an engine's name twice", register: func() { profile.RegisterEngine("test.echo", eng) },
-			want: `profile: RegisterEngine("test.echo"): the name is registered already`},
+			want: `profile: RegisterEngine("test.echo"): the name is registered already, by turnlog itself or an earlier call (at `},
+		{name: "an engine's name twice: where first", register: func() { profile.RegisterEngine("test.echo", eng) },
+			want: registryTestFile},
+		{name: "a prefixed name twice: what to do", register: func() { profile.RegisterEngine("test.echo", eng) },
+			want: `); register each name once: two packages register it, or one init registers it twice`},
 		{name: "after profiles were read", register: func() { profile.RegisterMiddleware("test.late", mw) },
 			want: `profile: RegisterMiddleware("test.late") after profiles were read: register in an init function`},
 		{name: "a name a YAML list would misread", register: func() { profile.RegisterMiddleware("Acme Prompt", mw) },
