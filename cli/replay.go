@@ -163,6 +163,13 @@ difference, 2 error.`,
 				if err != nil {
 					return err
 				}
+				if profiles == "" && !res.OK() {
+					// A binary of one's own re-running its workers'
+					// conversations without their profiles file runs
+					// turnlog's chain, not theirs.
+					res.Notes = append(res.Notes, fmt.Sprintf("no --profiles given (nor TURNLOG_PROFILES): this re-ran the built-in profile %q; "+
+						"to re-run the chain the workers ran, pass the profiles file they were started with (serve --profiles FILE)", profileName))
+				}
 				prog.done()
 				if err := write(out, asJSON, res, res.WriteText); err != nil {
 					return err

@@ -25,7 +25,9 @@ func printWire(ctx context.Context, out, errOut io.Writer, conv string, e *repla
 		return printGatewayRequest(out, errOut, call, e)
 	}
 	if inf.WireSHA256 == "" {
-		return fmt.Errorf("%s recorded no wire request: the call failed before sending one, never closed (a crash), or was recorded by a turnlog before wire hashes", call)
+		return fmt.Errorf("%s recorded no wire request: its engine records none (an engine of your own calls engine.DescribeWire "+
+			"and registers its rendering with profile.WithWire: see docs/library.md), the call failed before sending one, "+
+			"never closed (a crash), or was recorded by a turnlog before wire hashes", call)
 	}
 	if inf.Turn == nil {
 		return fmt.Errorf("%s: its input cannot be rebuilt from the log (see replay --verify), so its request cannot be rendered again", call)
