@@ -193,6 +193,41 @@ func TestMiddlewareThatRedactsTheNewMessageInPlaceFailsTheCall(t *testing.T) {
 	assert.Zero(t, openCalls(evs))
 }
 
+// TestMiddlewareThatRewritesABlockAnEarlierOneAddedFailsTheCall: a block a
+// middleware adds through the Tx, rewritten in place by a later middleware
+// of the same pass, was no block any hash had seen: the model was sent the
+// rewrite, the log kept what was emitted (found by an outside module's
+// chain, after the in-place check learned the request's new message).
+func TestMiddlewareThatRewritesABlockAnEarlierOneAddedFailsTheCall(t *testing.T) {
+	l, err := eventlog.Open(context.Background(), natstest.Start(t).Conn)
+	require.NoError(t, err)
+	called := false
+	eng := engine.EngineFunc(func(context.Context, engine.Input, func(engine.Delta)) (engine.Output, error) {
+		called = true
+		return engine.Output{Blocks: []events.Block{{Kind: events.KindLLMText, Text: "ok"}}}, nil
+	})
+	add := func(next engine.Handler) engine.Handler {
+		return func(ctx context.Context, tx *engine.Tx) error {
+			if _, _, ok := tx.Turn().SystemPrompt(); !ok {
+				if err := tx.Emit("acme.prompt", events.SystemPromptSet{BlockID: engine.NewID(), Text: "Be brief.", Trust: events.Trusted}); err != nil {
+					return err
+				}
+			}
+			return next(ctx, tx)
+		}
+	}
+	rewrite := func(next engine.Handler) engine.Handler {
+		return func(ctx context.Context, tx *engine.Tx) error {
+			tx.Turn().Blocks[0].Text = "SECRET INSTRUCTIONS"
+			return next(ctx, tx)
+		}
+	}
+	err, evs := runLoop(t, l, "rewriteadded", engine.Chain(eng, add, rewrite))
+	require.ErrorContains(t, err, "was changed in place, not through an event")
+	assert.False(t, called, "the model is not called")
+	assert.Zero(t, openCalls(evs))
+}
+
 // TestChainThatSkipsTheModelSaysSo: a middleware that returned without
 // calling next made the loop run the chain to its limit, and the request
 // failed with "too many model calls: 8 calls" though none was made.

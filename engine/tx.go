@@ -172,6 +172,9 @@ func (tx *Tx) emit(actor string, e events.Event) error {
 	if err := projector.Apply(tx.turn, e); err != nil {
 		return fmt.Errorf("%s: %w", actor, err)
 	}
+	// What the event made is checked for changes in place before the
+	// model call, as the blocks a hash digested are (Infer).
+	projector.Note(tx.turn)
 	tx.evs = append(tx.evs, e)
 	if e.Type == events.TypeInferenceStarted {
 		tx.modelCalls++

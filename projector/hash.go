@@ -147,6 +147,8 @@ type blockSum struct {
 	shape blockShape
 	sum   [sha256.Size]byte
 	ok    bool
+	// noted: shape is the block's as Note saw it, sum not computed yet.
+	noted bool
 }
 
 // blockShape is what of a block can be compared without hashing it: its
@@ -189,11 +191,31 @@ func shapeOf(b *Block) blockShape {
 func ChangedInPlace(t *Turn) (int, bool) {
 	for i := range min(len(t.sums), len(t.Blocks)) {
 		b, s := &t.Blocks[i], &t.sums[i]
-		if s.ok && s.id == b.ID && s.shape != shapeOf(b) {
+		if (s.ok || s.noted) && s.id == b.ID && s.shape != shapeOf(b) {
 			return i, true
 		}
 	}
 	return -1, false
+}
+
+// Note remembers the shape of every block Hash has not digested (nor Note
+// seen) since it was last added or changed through Apply, without hashing
+// it, so that ChangedInPlace sees it changed in place after: a writer
+// that applies its own events (engine.Tx) notes the blocks they make, or a
+// middleware could rewrite a block an earlier one had just added, unseen.
+func Note(t *Turn) {
+	if n := len(t.Blocks); len(t.sums) < n {
+		old := len(t.sums)
+		t.sums = slices.Grow(t.sums, n-old)[:n]
+		clear(t.sums[old:])
+	}
+	for i := range t.Blocks {
+		b, s := &t.Blocks[i], &t.sums[i]
+		if (s.ok || s.noted) && s.id == b.ID {
+			continue
+		}
+		*s = blockSum{id: b.ID, shape: shapeOf(b), noted: true}
+	}
 }
 
 // forget drops the cached digest of the block at index i, which the
