@@ -112,6 +112,11 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 			if err := wf.check(); err != nil {
 				return err
 			}
+			// A profiles file it cannot read is said before anything
+			// starts or is written.
+			if _, err := profile.Load(wf.profiles); err != nil {
+				return err
+			}
 			if maxStoreErr != nil && !cmd.Flags().Changed("max-store") {
 				return maxStoreErr
 			}
