@@ -190,3 +190,25 @@ func TestEraseRemovesABackgroundCallsResponseEntry(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, found, "erased with its conversation")
 }
+
+// TestBackgroundFetchLargerThanTheLimitIsNotCut: a fetched response larger
+// than --max-body was passed on cut at the limit, as if whole (its
+// Content-Length the cut's); it is answered 502 saying why.
+func TestBackgroundFetchLargerThanTheLimitIsNotCut(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"resp_big","object":"response","status":"completed","model":"m","output":[{"type":"message","id":"msg_big","status":"completed","role":"assistant","content":[{"type":"output_text","text":%q,"annotations":[]}]}]}`,
+			strings.Repeat("x", 4096))
+	}))
+	t.Cleanup(up.Close)
+	r := newRig(t, up.URL, "", func(c *gateway.Config) { c.MaxBody = 1024 })
+	req, err := http.NewRequest(http.MethodGet, r.gw.URL+"/v1/responses/resp_big", nil)
+	require.NoError(t, err)
+	req.Header.Set("Turnlog-Token", token)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	assert.Equal(t, http.StatusBadGateway, resp.StatusCode, "%s", body)
+	assert.Contains(t, string(body), "larger than this gateway's limit")
+}

@@ -220,8 +220,14 @@ func (h *heldResponse) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// send writes the held answer to w.
+// send writes the held answer to w; one larger than the limit, whose end
+// was dropped, is not passed on cut: w gets 502 saying so.
 func (h *heldResponse) send(w http.ResponseWriter) {
+	if h.over {
+		writeError(w, false, http.StatusBadGateway, "the provider's answer is larger than this gateway's limit of "+
+			strconv.FormatInt(h.limit, 10)+" bytes (--max-body), so turnlog cannot pass it on")
+		return
+	}
 	for k, v := range h.header {
 		w.Header()[k] = v
 	}
