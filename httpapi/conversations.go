@@ -34,7 +34,10 @@ type ConversationInfo struct {
 	// LastRequestOpen: its latest gateway call has no outcome (see
 	// replay.Conversation.LastRequestOpen).
 	LastRequestOpen bool `json:"last_request_open"`
-	Findings        int  `json:"findings"`
+	// WaitingFor is the background response such an open call waits for
+	// (replay.Conversation.WaitingFor).
+	WaitingFor string `json:"waiting_for,omitempty"`
+	Findings   int    `json:"findings"`
 	// FirstMessage and ForkedFrom tell apart conversations named by
 	// ULIDs alone (replay.Conversation.FirstMessage, ForkedFrom).
 	FirstMessage string `json:"first_message"`
@@ -102,7 +105,7 @@ func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) {
 	matches := make([]ConversationInfo, len(found))
 	for i, c := range found {
 		matches[i] = ConversationInfo{ID: c.ID, Messages: c.Messages, UpdatedAt: c.LastActivity,
-			Events: c.Events, ModelCalls: c.ModelCalls, LastRequestFailed: c.LastRequestFailed, LastRequestOpen: c.LastRequestOpen, Findings: c.Findings,
+			Events: c.Events, ModelCalls: c.ModelCalls, LastRequestFailed: c.LastRequestFailed, LastRequestOpen: c.LastRequestOpen, WaitingFor: c.WaitingFor, Findings: c.Findings,
 			FirstMessage: c.FirstMessage, ForkedFrom: c.ForkedFrom}
 	}
 	writeJSON(w, http.StatusOK, ConversationsBody{Conversations: matches, Total: total})

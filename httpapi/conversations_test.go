@@ -14,6 +14,7 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/calls"
 	_ "github.com/turnlog/turnlog/engine/scripted" // provider "scripted", the default profile's
 	"github.com/turnlog/turnlog/engine/wire"
 	"github.com/turnlog/turnlog/eventlog"
@@ -309,4 +310,21 @@ func TestListConversationsCountsAsLs(t *testing.T) {
 	assert.Equal(t, float64(want.ModelCalls), got["model_calls"], "model calls as ls counts them: %v", got)
 	assert.Equal(t, false, got["last_request_failed"])
 	assert.Equal(t, "count the words in a b c", got["first_message"], "the first message, as ls shows it")
+}
+
+// A gateway conversation whose latest call is a background response still
+// running is listed open, with the response it waits for, as ls lists it.
+func TestListConversationsSaysWhichBackgroundResponseWaits(t *testing.T) {
+	ts, l := startChatAPI(t)
+	t0 := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	appendAt(t, l, "bg", t0, events.UserAppended{BlockID: "u1", Text: "a long job"})
+	appendAt(t, l, "bg", t0.Add(time.Second), events.InferenceStarted{InferenceID: "call1", InputHash: "jcs:x", Blocks: 1, Gateway: map[string]string{"api": "responses"}})
+	appendAt(t, l, "bg", t0.Add(2*time.Second), events.DataSet{Values: map[string]string{calls.BackgroundKey("call1"): "resp_bg"}})
+	var raw struct {
+		Conversations []map[string]any `json:"conversations"`
+	}
+	require.Equal(t, http.StatusOK, getJSON(t, ts, "/conversations", &raw))
+	require.Len(t, raw.Conversations, 1)
+	assert.Equal(t, true, raw.Conversations[0]["last_request_open"])
+	assert.Equal(t, "resp_bg", raw.Conversations[0]["waiting_for"])
 }
