@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/turnlog/turnlog/events"
 )
@@ -31,6 +32,11 @@ type Output struct {
 	// (the app fetches it later, see PlanBackgroundOutcome), though its ID
 	// continues the provider's history.
 	Background bool
+	// Took, for a Responses API response that says when it was created
+	// and completed (created_at, completed_at: whole seconds), is the
+	// time between: a background call's duration, which the gateway
+	// cannot see (zero when the response does not say).
+	Took time.Duration
 	// ErrorTransient says a retry may succeed where the error is one the
 	// provider names so (an overloaded or rate-limited model, a server
 	// error), as a stream's error event after a 200 does.
@@ -236,6 +242,8 @@ func parseResponsesObject(body []byte) (*Output, error) {
 		ID                string            `json:"id"`
 		Model             string            `json:"model"`
 		Status            string            `json:"status"`
+		CreatedAt         int64             `json:"created_at"`
+		CompletedAt       int64             `json:"completed_at"`
 		Output            []json.RawMessage `json:"output"`
 		Usage             *usage            `json:"usage"`
 		Error             *apiError         `json:"error"`
@@ -260,6 +268,9 @@ func parseResponsesObject(body []byte) (*Output, error) {
 	}
 	if r.Status == "cancelled" && o.Error == "" {
 		o.Error = "response cancelled"
+	}
+	if r.CreatedAt > 0 && r.CompletedAt >= r.CreatedAt {
+		o.Took = time.Duration(r.CompletedAt-r.CreatedAt) * time.Second
 	}
 	r.Usage.fill(o)
 	for i, raw := range r.Output {

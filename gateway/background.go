@@ -52,7 +52,7 @@ func (g *Gateway) forwardBackgroundFetch(w http.ResponseWriter, r *http.Request,
 		answer.send(w) // not a response that ended: nothing to record
 		return
 	}
-	conv, err := g.rec.recordBackground(r.Context(), id, calls.Outcome{Output: out})
+	conv, err := g.rec.recordBackground(r.Context(), id, calls.Outcome{Output: out, Duration: out.Took})
 	if err != nil {
 		g.cfg.Logger.Error("gateway: a background response's end was not recorded", "response", id, "err", err)
 		g.cfg.Metrics.errors.WithLabelValues("unavailable").Inc()

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -41,7 +42,7 @@ func backgroundUpstream(t *testing.T) *httptest.Server {
 				io.WriteString(w, `{"id":"resp_bg","object":"response","created_at":1,"status":"in_progress","background":true,"model":"m","output":[],"usage":null}`)
 				return
 			}
-			io.WriteString(w, `{"id":"resp_bg","object":"response","created_at":1,"status":"completed","background":true,"model":"m","output":[{"type":"message","id":"msg_bg","status":"completed","role":"assistant","content":[{"type":"output_text","text":"the long answer","annotations":[]}]}],"usage":{"input_tokens":5,"output_tokens":3,"total_tokens":8}}`)
+			io.WriteString(w, `{"id":"resp_bg","object":"response","created_at":1,"completed_at":43,"status":"completed","background":true,"model":"m","output":[{"type":"message","id":"msg_bg","status":"completed","role":"assistant","content":[{"type":"output_text","text":"the long answer","annotations":[]}]}],"usage":{"input_tokens":5,"output_tokens":3,"total_tokens":8}}`)
 		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/cancel"):
 			id := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/v1/responses/"), "/cancel")
 			fmt.Fprintf(w, `{"id":%q,"object":"response","created_at":1,"status":"cancelled","background":true,"model":"m","output":[],"usage":null}`, id)
@@ -118,6 +119,7 @@ func TestBackgroundResponseIsRecordedWhenFetched(t *testing.T) {
 	require.Len(t, finished, 1)
 	assert.Empty(t, failed)
 	assert.Equal(t, "resp_bg", finished[0].ResponseID)
+	assert.Equal(t, 42*time.Second, finished[0].Duration, "the provider's own account: completed_at - created_at")
 	assert.Equal(t, []string{"a long job", "the long answer"}, blockTexts(t, r.log, conv))
 	listed = replay.Conversation{ID: conv}
 	require.NoError(t, replay.Describe(t.Context(), r.log, &listed))
