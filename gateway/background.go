@@ -2,12 +2,12 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strings"
 
 	"github.com/turnlog/turnlog/calls"
-	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projector"
 )
 
 // A background response's end, as the app fetches it: GET
@@ -78,42 +78,31 @@ func (r *Recorder) recordBackground(ctx context.Context, id string, o calls.Outc
 		return "", err
 	}
 	conv := ref.Conversation
-	for attempt := 0; ; attempt++ {
-		turn, _, err := r.turn(ctx, conv, false)
-		if err != nil {
-			return "", err
+	call := ""
+	turn, err := r.appendPlanned(ctx, conv, func(turn *projector.Turn) ([]events.Event, error) {
+		if call = calls.BackgroundCall(turn, id); call == "" {
+			return nil, nil
 		}
-		call := calls.BackgroundCall(turn, id)
-		if call == "" {
-			r.cache.put(turn)
-			return "", nil
-		}
-		evs, err := calls.PlanBackgroundOutcome(turn, call, id, o)
-		if err != nil {
-			return "", err
-		}
-		seq, err := r.log.Append(ctx, conv, turn.Seq, evs...)
-		if errors.Is(err, eventlog.ErrConflict) && attempt < appendAttempts {
-			r.metrics.conflicts.Inc()
-			continue
-		}
-		if err != nil {
-			return "", err
-		}
-		turn.Seq = seq
-		outcome := "finished"
-		if o.Output.Error != "" {
-			outcome = "failed"
-		}
-		r.metrics.calls.WithLabelValues(string(calls.Responses), outcome).Inc()
-		scope := ""
-		if st, ok, _ := r.startedOf(ctx, conv, call); ok {
-			scope = st.Gateway[calls.MetaScope]
-		}
-		if err := r.threads.Record(ctx, conv, turn.Events, scope, turn.Blocks, nil, calls.AnswerOf(calls.Responses, o.Output)); err != nil {
-			r.logger.Warn("gateway: call not indexed for threading", "conversation", conv, "err", err)
-		}
-		r.cache.put(turn)
-		return conv, nil
+		return calls.PlanBackgroundOutcome(turn, call, id, o)
+	})
+	if err != nil {
+		return "", err
 	}
+	defer r.cache.put(turn)
+	if call == "" {
+		return "", nil
+	}
+	outcome := "finished"
+	if o.Output.Error != "" {
+		outcome = "failed"
+	}
+	r.metrics.calls.WithLabelValues(string(calls.Responses), outcome).Inc()
+	scope := ""
+	if st, ok, _ := r.startedOf(ctx, conv, call); ok {
+		scope = st.Gateway[calls.MetaScope]
+	}
+	if err := r.threads.Record(ctx, conv, turn.Events, scope, turn.Blocks, nil, calls.AnswerOf(calls.Responses, o.Output)); err != nil {
+		r.logger.Warn("gateway: call not indexed for threading", "conversation", conv, "err", err)
+	}
+	return conv, nil
 }

@@ -2,9 +2,7 @@ package gateway
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/turnlog/turnlog/calls"
-	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/projector"
 )
@@ -131,7 +128,7 @@ func (g *Gateway) forwardProviderWrite(w http.ResponseWriter, r *http.Request, p
 	write := &calls.ProviderWrite{By: r.Method + " " + r.URL.Path}
 	ids := calls.ResponseItemIDs(answer.body.Bytes())
 	placed := true
-	err := g.rec.recordProviderWrite(r.Context(), calls.ProviderConversationID(conv), func(turn *projector.Turn) ([]events.Event, error) {
+	turn, err := g.rec.appendPlanned(r.Context(), calls.ProviderConversationID(conv), func(turn *projector.Turn) ([]events.Event, error) {
 		if pw.kind == "deleted" {
 			evs, ok, err := calls.PlanItemDeleted(turn, write, pw.item)
 			placed = ok
@@ -139,6 +136,7 @@ func (g *Gateway) forwardProviderWrite(w http.ResponseWriter, r *http.Request, p
 		}
 		return calls.PlanItemsAdded(turn, write, items, ids)
 	})
+	g.rec.cache.put(turn)
 	if err != nil {
 		g.cfg.Logger.Error("gateway: a change to a provider's conversation was made but not recorded", "conversation", conv, "err", err)
 		count("unrecorded")
@@ -156,85 +154,4 @@ func (g *Gateway) forwardProviderWrite(w http.ResponseWriter, r *http.Request, p
 	}
 	answer.header.Set(ConversationHeader, calls.ProviderConversationID(conv))
 	answer.send(w)
-}
-
-// recordProviderWrite appends plan's events to conv, planned on its Turn
-// (the cache's, else the log's), again on the log's Turn after a conflict.
-func (r *Recorder) recordProviderWrite(ctx context.Context, conv string, plan func(*projector.Turn) ([]events.Event, error)) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-	defer cancel()
-	for attempt := 0; ; attempt++ {
-		turn, _, err := r.turn(ctx, conv, false)
-		if err != nil {
-			return err
-		}
-		evs, err := plan(turn)
-		if err != nil {
-			return err
-		}
-		if len(evs) == 0 {
-			r.cache.put(turn)
-			return nil
-		}
-		seq, err := r.log.Append(ctx, conv, turn.Seq, evs...)
-		if errors.Is(err, eventlog.ErrConflict) && attempt < appendAttempts {
-			r.metrics.conflicts.Inc()
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		turn.Seq = seq
-		r.cache.put(turn)
-		return nil
-	}
-}
-
-// heldResponse holds the provider's answer to a change until it is
-// recorded: its status, headers and body (up to limit bytes; over says
-// there was more, which is dropped, and the answer is not passed on).
-type heldResponse struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-	limit  int64
-	over   bool
-}
-
-func (h *heldResponse) Header() http.Header { return h.header }
-
-func (h *heldResponse) WriteHeader(status int) {
-	if h.status == 0 {
-		h.status = status
-	}
-}
-
-func (h *heldResponse) Write(p []byte) (int, error) {
-	h.WriteHeader(http.StatusOK)
-	n := len(p)
-	if room := h.limit - int64(h.body.Len()); int64(n) > room {
-		h.over = true
-		p = p[:max(room, 0)]
-	}
-	h.body.Write(p)
-	return n, nil
-}
-
-// send writes the held answer to w; one larger than the limit, whose end
-// was dropped, is not passed on cut: w gets 502 saying so.
-func (h *heldResponse) send(w http.ResponseWriter) {
-	if h.over {
-		writeError(w, false, http.StatusBadGateway, "the provider's answer is larger than this gateway's limit of "+
-			strconv.FormatInt(h.limit, 10)+" bytes (--max-body), so turnlog cannot pass it on")
-		return
-	}
-	for k, v := range h.header {
-		w.Header()[k] = v
-	}
-	w.Header().Set("Content-Length", strconv.Itoa(h.body.Len()))
-	if h.status == 0 {
-		h.status = http.StatusOK
-	}
-	w.WriteHeader(h.status)
-	_, _ = w.Write(h.body.Bytes())
 }
