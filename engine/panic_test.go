@@ -146,25 +146,14 @@ func TestEngineThatChangesItsInputFailsTheCall(t *testing.T) {
 // said it was sent the original. The call is refused before the model is
 // called, naming the block.
 func TestMiddlewareThatChangesABlockInPlaceFailsTheCall(t *testing.T) {
-	l, err := eventlog.Open(context.Background(), natstest.Start(t).Conn)
-	require.NoError(t, err)
-	called := false
-	eng := engine.EngineFunc(func(context.Context, engine.Input, func(engine.Delta)) (engine.Output, error) {
-		called = true
-		return engine.Output{Blocks: []events.Block{{Kind: events.KindLLMText, Text: "ok"}}}, nil
-	})
-	redact := func(next engine.Handler) engine.Handler {
+	refusedInPlace(t, func(next engine.Handler) engine.Handler {
 		return func(ctx context.Context, tx *engine.Tx) error {
 			turn := tx.Turn()
 			projector.Hash(turn) // as an earlier call of the conversation did
 			turn.Blocks[0].Text = "[REDACTED]"
 			return next(ctx, tx)
 		}
-	}
-	err, evs := runLoop(t, l, "redact", engine.Chain(eng, redact))
-	require.ErrorContains(t, err, "was changed in place, not through an event")
-	assert.False(t, called, "the model is not called")
-	assert.Zero(t, openCalls(evs))
+	})
 }
 
 // TestMiddlewareThatRedactsTheNewMessageInPlaceFailsTheCall: the block
@@ -173,6 +162,20 @@ func TestMiddlewareThatChangesABlockInPlaceFailsTheCall(t *testing.T) {
 // change: the model was sent "[REDACTED]", the log kept the original and
 // the request completed (only replay --verify found the mismatch later).
 func TestMiddlewareThatRedactsTheNewMessageInPlaceFailsTheCall(t *testing.T) {
+	refusedInPlace(t, func(next engine.Handler) engine.Handler {
+		return func(ctx context.Context, tx *engine.Tx) error {
+			turn := tx.Turn()
+			turn.Blocks[len(turn.Blocks)-1].Text = "[REDACTED]"
+			return next(ctx, tx)
+		}
+	})
+}
+
+// refusedInPlace runs a chain of mws whose model answers "ok" and checks
+// that it was refused for a block changed in place, the model not called
+// and no call left open.
+func refusedInPlace(t *testing.T, mws ...engine.Middleware) {
+	t.Helper()
 	l, err := eventlog.Open(context.Background(), natstest.Start(t).Conn)
 	require.NoError(t, err)
 	called := false
@@ -180,14 +183,7 @@ func TestMiddlewareThatRedactsTheNewMessageInPlaceFailsTheCall(t *testing.T) {
 		called = true
 		return engine.Output{Blocks: []events.Block{{Kind: events.KindLLMText, Text: "ok"}}}, nil
 	})
-	redact := func(next engine.Handler) engine.Handler {
-		return func(ctx context.Context, tx *engine.Tx) error {
-			turn := tx.Turn()
-			turn.Blocks[len(turn.Blocks)-1].Text = "[REDACTED]"
-			return next(ctx, tx)
-		}
-	}
-	err, evs := runLoop(t, l, "redactnew", engine.Chain(eng, redact))
+	err, evs := runLoop(t, l, "inplace", engine.Chain(eng, mws...))
 	require.ErrorContains(t, err, "was changed in place, not through an event")
 	assert.False(t, called, "the model is not called")
 	assert.Zero(t, openCalls(evs))
@@ -199,13 +195,6 @@ func TestMiddlewareThatRedactsTheNewMessageInPlaceFailsTheCall(t *testing.T) {
 // rewrite, the log kept what was emitted (found by an outside module's
 // chain, after the in-place check learned the request's new message).
 func TestMiddlewareThatRewritesABlockAnEarlierOneAddedFailsTheCall(t *testing.T) {
-	l, err := eventlog.Open(context.Background(), natstest.Start(t).Conn)
-	require.NoError(t, err)
-	called := false
-	eng := engine.EngineFunc(func(context.Context, engine.Input, func(engine.Delta)) (engine.Output, error) {
-		called = true
-		return engine.Output{Blocks: []events.Block{{Kind: events.KindLLMText, Text: "ok"}}}, nil
-	})
 	add := func(next engine.Handler) engine.Handler {
 		return func(ctx context.Context, tx *engine.Tx) error {
 			if _, _, ok := tx.Turn().SystemPrompt(); !ok {
@@ -222,10 +211,7 @@ func TestMiddlewareThatRewritesABlockAnEarlierOneAddedFailsTheCall(t *testing.T)
 			return next(ctx, tx)
 		}
 	}
-	err, evs := runLoop(t, l, "rewriteadded", engine.Chain(eng, add, rewrite))
-	require.ErrorContains(t, err, "was changed in place, not through an event")
-	assert.False(t, called, "the model is not called")
-	assert.Zero(t, openCalls(evs))
+	refusedInPlace(t, add, rewrite)
 }
 
 // TestChainThatSkipsTheModelSaysSo: a middleware that returned without
