@@ -99,13 +99,7 @@ func TestBackgroundResponseIsRecordedWhenFetched(t *testing.T) {
 
 	fetch := func(method, path string) (*http.Response, []byte) {
 		t.Helper()
-		req, err := http.NewRequest(method, r.gw.URL+path, nil)
-		require.NoError(t, err)
-		req.Header.Set("Turnlog-Token", token)
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
+		resp, b := tokenRequest(t, method, r.gw.URL+path)
 		require.Equal(t, 200, resp.StatusCode, "%s", b)
 		return resp, b
 	}
@@ -204,13 +198,21 @@ func TestBackgroundFetchLargerThanTheLimitIsNotCut(t *testing.T) {
 	}))
 	t.Cleanup(up.Close)
 	r := newRig(t, up.URL, "", func(c *gateway.Config) { c.MaxBody = 1024 })
-	req, err := http.NewRequest(http.MethodGet, r.gw.URL+"/v1/responses/resp_big", nil)
+	resp, body := tokenRequest(t, http.MethodGet, r.gw.URL+"/v1/responses/resp_big")
+	assert.Equal(t, http.StatusBadGateway, resp.StatusCode, "%s", body)
+	assert.Contains(t, string(body), "larger than this gateway's limit")
+}
+
+// tokenRequest sends a request without a body, with turnlog's token, and
+// returns the answer and its body.
+func tokenRequest(t *testing.T, method, url string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
 	require.NoError(t, err)
 	req.Header.Set("Turnlog-Token", token)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	assert.Equal(t, http.StatusBadGateway, resp.StatusCode, "%s", body)
-	assert.Contains(t, string(body), "larger than this gateway's limit")
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
 }

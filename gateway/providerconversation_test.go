@@ -325,13 +325,8 @@ func TestConversationItemsAreRecorded(t *testing.T) {
 	require.Equal(t, 200, resp.StatusCode, "%s", out)
 	ids := calls.ResponseItemIDs(out)
 	require.Len(t, ids, 2)
-	req, err := http.NewRequest(http.MethodDelete, r.gw.URL+"/v1/conversations/"+c.ID+"/items/"+ids[0], nil)
-	require.NoError(t, err)
-	req.Header.Set("Turnlog-Token", token)
-	del, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	del.Body.Close()
-	require.Equal(t, 200, del.StatusCode)
+	del, out := tokenRequest(t, http.MethodDelete, r.gw.URL+"/v1/conversations/"+c.ID+"/items/"+ids[0])
+	require.Equal(t, 200, del.StatusCode, "%s", out)
 	call("second question")
 
 	// The record holds what the provider's conversation holds, in its
