@@ -162,9 +162,10 @@ func newStoredItemsUpstream(t *testing.T) *storedItemsUpstream {
 func (u *storedItemsUpstream) serve(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Input []struct {
-			Type    string `json:"type"`
-			ID      string `json:"id"`
-			Content string `json:"content"`
+			Type    string          `json:"type"`
+			Role    string          `json:"role"`
+			ID      string          `json:"id"`
+			Content json.RawMessage `json:"content"`
 		} `json:"input"`
 		Stream bool `json:"stream"`
 	}
@@ -176,8 +177,12 @@ func (u *storedItemsUpstream) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	last, refs := "", 0
+	last, refs, items := "", 0, -1
 	for _, it := range body.Input {
+		if it.Role == "system" || it.Role == "developer" {
+			continue
+		}
+		items++
 		if it.Type == "item_reference" {
 			if !u.items[it.ID] {
 				w.WriteHeader(404)
@@ -187,21 +192,35 @@ func (u *storedItemsUpstream) serve(w http.ResponseWriter, r *http.Request) {
 			refs++
 			continue
 		}
-		last = it.Content
+		// A message's content: a string, or parts with text.
+		if json.Unmarshal(it.Content, &last) != nil {
+			var parts []struct{ Text string }
+			_ = json.Unmarshal(it.Content, &parts)
+			for _, p := range parts {
+				last = p.Text
+			}
+		}
 	}
 	u.n++
 	id := fmt.Sprintf("msg_%d", u.n)
 	u.items[id] = true
-	answer := fmt.Sprintf("answer to %q after %d items, %d by reference", last, len(body.Input)-1, refs)
+	answer := fmt.Sprintf("answer to %q after %d items, %d by reference", last, items, refs)
 	msg := fmt.Sprintf(`{"type":"message","id":%q,"status":"completed","role":"assistant","content":[{"type":"output_text","text":%q,"annotations":[]}]}`, id, answer)
 	resp := fmt.Sprintf(`{"id":"resp_%d","object":"response","created_at":1,"status":"completed","model":"m","output":[%s],"usage":{"input_tokens":5,"output_tokens":3,"total_tokens":8}}`, u.n, msg)
 	if !body.Stream {
 		io.WriteString(w, resp)
 		return
 	}
+	// The events a streaming client builds its text from, as OpenAI sends
+	// them: the response begun, the item added, its text's delta, the
+	// item done, the response completed.
 	w.Header().Set("Content-Type", "text/event-stream")
-	fmt.Fprintf(w, "event: response.output_item.done\ndata: {\"type\":\"response.output_item.done\",\"output_index\":0,\"item\":%s}\n\n", msg)
-	fmt.Fprintf(w, "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":%s}\n\n", resp)
+	event := func(typ, data string) { fmt.Fprintf(w, "event: %s\ndata: {\"type\":%q,%s}\n\n", typ, typ, data) }
+	event("response.created", fmt.Sprintf(`"sequence_number":0,"response":{"id":"resp_%d","object":"response","created_at":1,"status":"in_progress","model":"m","output":[]}`, u.n))
+	event("response.output_item.added", fmt.Sprintf(`"sequence_number":1,"output_index":0,"item":{"type":"message","id":%q,"status":"in_progress","role":"assistant","content":[]}`, id))
+	event("response.output_text.delta", fmt.Sprintf(`"sequence_number":2,"output_index":0,"item_id":%q,"content_index":0,"delta":%q,"logprobs":[]`, id, answer))
+	event("response.output_item.done", fmt.Sprintf(`"sequence_number":3,"output_index":0,"item":%s`, msg))
+	event("response.completed", fmt.Sprintf(`"sequence_number":4,"response":%s`, resp))
 }
 
 // TestOpenAISDKItemReferences: the official openai SDK sending each
@@ -259,4 +278,31 @@ func TestImportedItemReferences(t *testing.T) {
 	require.Equal(t, got[0].Conversation, got[1].Conversation)
 	assert.Equal(t, []string{"first question", "answer 1", "second question", "answer 2"}, blockTexts(t, r.log, got[0].Conversation))
 	verify(t, r.log, got[0].Conversation)
+}
+
+// TestVercelAISDKChat: a chat written with the Vercel AI SDK (ai and
+// @ai-sdk/openai, Responses API with store on by default), whose calls
+// send the model's earlier answers back as item references, one call
+// streamed: one conversation, its history the answers, byte for byte both
+// ways, and replay --verify and --check pass.
+func TestVercelAISDKChat(t *testing.T) {
+	up := newStoredItemsUpstream(t)
+	r := newRig(t, up.URL, "", managed)
+	res := runSDK(t, "vercel_chat.js", "BASE_URL="+r.gw.URL+"/v1", "API_KEY="+token)
+	assert.Equal(t, []string{
+		`answer to "first question" after 0 items, 0 by reference`,
+		`answer to "second question" after 2 items, 1 by reference`,
+		`answer to "third question" after 4 items, 2 by reference`,
+		`answer to "fourth question" after 6 items, 3 by reference`,
+	}, res.Texts)
+	sent, received, _ := r.wire.snapshot()
+	assert.Equal(t, res.Sent, sent, "request bodies byte for byte")
+	assert.Equal(t, res.Received, received, "response bodies byte for byte")
+	require.Len(t, res.Conversations, 4)
+	conv := res.Conversations[0]
+	assert.Equal(t, []string{conv, conv, conv, conv}, res.Conversations, "one conversation")
+	assert.Equal(t, append([]string{"Be brief."}, interleave([]string{"first question", "second question", "third question", "fourth question"}, res.Texts)...), blockTexts(t, r.log, conv))
+	v := verify(t, r.log, conv)
+	assert.Equal(t, 4, v.Inferences)
+	assert.Empty(t, checkRules(t, r.log, conv))
 }

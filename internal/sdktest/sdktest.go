@@ -1,6 +1,8 @@
 // Package sdktest installs the providers' official JavaScript SDKs (npm
-// "openai" and "@anthropic-ai/sdk") for tests and runs node scripts that
-// use them: clients turnlog did not write, to check the gateway against.
+// "openai" and "@anthropic-ai/sdk"), and the Vercel AI SDK ("ai" with its
+// OpenAI provider, the most used TypeScript client beside them), for
+// tests, and runs node scripts that use them: clients turnlog did not
+// write, to check the gateway against.
 //
 // Install puts them under TURNLOG_SDK_DIR when set (an npm prefix, reused
 // when it holds these versions), else under the user cache directory
@@ -15,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,9 +27,34 @@ import (
 const (
 	OpenAIVersion    = "6.49.0"
 	AnthropicVersion = "1.14.0"
+	// VercelAIVersion and VercelOpenAIVersion are the Vercel AI SDK's
+	// ("ai") and its OpenAI provider's ("@ai-sdk/openai"); ZodVersion is
+	// the schema library they take as a peer.
+	VercelAIVersion     = "6.0.326"
+	VercelOpenAIVersion = "3.0.141"
+	ZodVersion          = "4.6.7"
 )
 
-// Install returns an npm prefix whose node_modules holds both SDKs,
+// packages are what Install installs, by name, at their versions.
+var packages = map[string]string{
+	"openai":            OpenAIVersion,
+	"@anthropic-ai/sdk": AnthropicVersion,
+	"ai":                VercelAIVersion,
+	"@ai-sdk/openai":    VercelOpenAIVersion,
+	"zod":               ZodVersion,
+}
+
+// specs are packages as npm install takes them, in a fixed order.
+func specs() []string {
+	out := make([]string, 0, len(packages))
+	for name, v := range packages {
+		out = append(out, name+"@"+v)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Install returns an npm prefix whose node_modules holds the SDKs,
 // installing them first when needed.
 func Install(t testing.TB) string {
 	t.Helper()
@@ -35,16 +63,16 @@ func Install(t testing.TB) string {
 	}
 	npm, err := exec.LookPath("npm")
 	if err != nil {
-		t.Skip("npm is missing from PATH: install Node.js and npm to run the tests with the openai and @anthropic-ai/sdk packages")
+		t.Skip("npm is missing from PATH: install Node.js and npm to run the tests with the openai, @anthropic-ai/sdk and Vercel ai packages")
 	}
 	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is missing from PATH: install Node.js to run the tests with the openai and @anthropic-ai/sdk packages")
+		t.Skip("node is missing from PATH: install Node.js to run the tests with the openai, @anthropic-ai/sdk and Vercel ai packages")
 	}
 	prefix := os.Getenv("TURNLOG_SDK_DIR")
 	if prefix == "" {
 		prefix = filepath.Join(t.TempDir(), "sdk")
 		if cache, err := os.UserCacheDir(); err == nil {
-			prefix = filepath.Join(cache, "turnlog-test", "sdk-"+OpenAIVersion+"-"+AnthropicVersion)
+			prefix = filepath.Join(cache, "turnlog-test", "sdk-"+OpenAIVersion+"-"+AnthropicVersion+"-ai"+VercelAIVersion+"-"+VercelOpenAIVersion)
 		}
 	}
 	if installed(prefix) {
@@ -60,11 +88,11 @@ func Install(t testing.TB) string {
 	t.Cleanup(func() { os.RemoveAll(tmp) })
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, npm, "install", "--prefix", tmp, "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error",
-		"openai@"+OpenAIVersion, "@anthropic-ai/sdk@"+AnthropicVersion)
+	args := append([]string{"install", "--prefix", tmp, "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error"}, specs()...)
+	cmd := exec.CommandContext(ctx, npm, args...)
 	cmd.WaitDelay = 5 * time.Second
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Skipf("npm install openai@%s @anthropic-ai/sdk@%s failed (%v), so the tests with them cannot run:\n%s", OpenAIVersion, AnthropicVersion, err, out)
+		t.Skipf("npm install %s failed (%v), so the tests with them cannot run:\n%s", strings.Join(specs(), " "), err, out)
 	}
 	if err := os.Rename(tmp, prefix); err != nil && !installed(prefix) {
 		return tmp
@@ -73,7 +101,7 @@ func Install(t testing.TB) string {
 }
 
 func installed(prefix string) bool {
-	for pkg, v := range map[string]string{"openai": OpenAIVersion, "@anthropic-ai/sdk": AnthropicVersion} {
+	for pkg, v := range packages {
 		raw, err := os.ReadFile(filepath.Join(prefix, "node_modules", filepath.FromSlash(pkg), "package.json"))
 		if err != nil {
 			return false
