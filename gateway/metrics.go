@@ -41,7 +41,7 @@ func NewMetrics() *Metrics {
 		}, []string{"api", "outcome"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "turnlog_gateway_errors_total",
-			Help: "Calls the gateway answered with an error of its own, by reason: unauthorized (401), too_large (413), busy (503: no room for its body among the calls in flight, --max-inflight-bytes), unavailable (503: NATS away, or the spool full), upstream (502: the provider could not be reached), upstream_timeout (504: the provider did not begin to answer within --upstream-timeout), bad_request (400), misdirected (404: a path that shows the SDK's base URL is wrong, an OpenAI SDK's without /v1 or an Anthropic SDK's with it), refused (403: a browser's request from another site, or to a host name the listener does not answer, on serve's listener).",
+			Help: "Calls the gateway answered with an error of its own, by reason: unauthorized (401), too_large (413), busy (503: no room for its body among the calls in flight, --max-inflight-bytes), unavailable (503: NATS away, or the spool full), upstream (502: the provider could not be reached), upstream_timeout (504: the provider did not begin to answer within --upstream-timeout), bad_request (400), misdirected (404: a path that shows the SDK's base URL is wrong, an OpenAI SDK's without /v1, an Anthropic SDK's with it, or a client appending /messages without it), refused (403: a browser's request from another site, or to a host name the listener does not answer, on serve's listener).",
 		}, []string{"reason"}),
 		added: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "turnlog_gateway_added_seconds",

@@ -81,7 +81,17 @@ var withoutV1 = []string{"/chat/completions", "/completions", "/responses", "/em
 // /responses, ...), which the gateway answers with what to fix instead
 // of leaving it to the other routes' 404.
 func (g *Gateway) Handles(r *http.Request) bool {
-	return strings.HasPrefix(r.URL.Path, "/v1/") || missingV1(r)
+	return strings.HasPrefix(r.URL.Path, "/v1/") || missingV1(r) || messagesWithoutV1(r)
+}
+
+// messagesWithoutV1 reports whether r is a Messages API call (POST
+// /messages, /messages/count_tokens, ...) made under a base URL without
+// /v1: what a client that appends /messages to a base URL ending in /v1
+// (the Vercel AI SDK's @ai-sdk/anthropic) makes when given turnlog's
+// address as the official Anthropic SDKs take it.
+func messagesWithoutV1(r *http.Request) bool {
+	path := strings.TrimSuffix(r.URL.Path, "/")
+	return r.Method == http.MethodPost && (path == "/messages" || strings.HasPrefix(path, "/messages/"))
 }
 
 // missingV1 reports whether r is an OpenAI SDK's model call made under a
@@ -120,6 +130,11 @@ func (g *Gateway) misdirected(w http.ResponseWriter, r *http.Request) bool {
 			msg = "no such route: " + r.URL.Path + " has /v1 twice; an OpenAI SDK's base URL ends in /v1 once: " + base +
 				"/v1 (an Anthropic SDK's is " + base + ", without /v1); nothing was forwarded"
 		}
+	case messagesWithoutV1(r):
+		anthropic = true
+		msg = "no such route: " + r.URL.Path + "; this client appends /messages to its base URL (as the Vercel AI SDK's @ai-sdk/anthropic does), " +
+			"so its base URL is turnlog's address with /v1: " + base + "/v1 (the official Anthropic SDKs take " + base +
+			", without /v1); nothing was forwarded"
 	case missingV1(r):
 		msg = "no such route: " + r.URL.Path + "; an OpenAI SDK's base URL must end in /v1: " + base + "/v1; nothing was forwarded"
 	default:

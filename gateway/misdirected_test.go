@@ -106,3 +106,35 @@ func TestWrongBaseURLBehindAProxy(t *testing.T) {
 		})
 	}
 }
+
+// TestAnthropicBaseURLWithoutV1IsSaid: a client that appends /messages to
+// its base URL (the Vercel AI SDK's @ai-sdk/anthropic, whose base URL ends
+// in /v1) given turnlog's address without /v1, as the official SDKs take
+// it, calls POST /messages: it is answered 404 in Anthropic's shape with
+// the base URL it needs, not the HTTP API's 401 asking for a token it
+// sent, and nothing is forwarded.
+func TestAnthropicBaseURLWithoutV1IsSaid(t *testing.T) {
+	up, seen := countingUpstream(t)
+	r := newRig(t, up.URL, up.URL)
+	host := strings.TrimPrefix(r.gw.URL, "http://")
+	for _, path := range []string{"/messages", "/messages/count_tokens"} {
+		req, err := http.NewRequest(http.MethodPost, r.gw.URL+path, strings.NewReader(`{"model":"m","max_tokens":8,"messages":[]}`))
+		require.NoError(t, err)
+		assert.True(t, r.g.Handles(req), "%s is the gateway's to answer on a shared listener", path)
+		resp, body := post(t, r.gw.URL+path, map[string]string{"X-Api-Key": token, "Anthropic-Version": "2023-06-01"}, `{"model":"m","max_tokens":8,"messages":[]}`)
+		require.Equal(t, http.StatusNotFound, resp.StatusCode, "%s", body)
+		assert.Equal(t, "gateway", resp.Header.Get(gateway.ErrorHeader))
+		var shape struct {
+			Type  string `json:"type"`
+			Error struct {
+				Type    string `json:"type"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		require.NoError(t, json.Unmarshal(body, &shape), "%s", body)
+		assert.Equal(t, "error", shape.Type, "Anthropic's error shape: %s", body)
+		assert.Contains(t, shape.Error.Message, "base URL is turnlog's address with /v1: http://"+host+"/v1")
+		assert.Contains(t, shape.Error.Message, "nothing was forwarded")
+	}
+	assert.Zero(t, seen.Load(), "nothing forwarded")
+}

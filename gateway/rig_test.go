@@ -28,6 +28,7 @@ type rig struct {
 	srv  *natstest.Server
 	log  *eventlog.Log
 	gw   *httptest.Server
+	g    *gateway.Gateway
 	wire *wireLog
 }
 
@@ -54,7 +55,7 @@ func newRig(t *testing.T, openai, anthropic string, opts ...rigOption) *rig {
 	require.NoError(t, err)
 	hs := httptest.NewServer(g)
 	t.Cleanup(hs.Close)
-	return &rig{srv: s, log: l, gw: hs, wire: wire}
+	return &rig{srv: s, log: l, gw: hs, g: g, wire: wire}
 }
 
 // sdkResult is what the fixtures' wire.js reports.
