@@ -29,15 +29,39 @@ func metaDiff(have, want map[string]string) map[string]string {
 // sameContent reports whether a and b have the content Key compares.
 func sameContent(a, b *events.Block) bool {
 	return a.Kind == b.Kind && a.Text == b.Text && a.CallID == b.CallID && a.ToolName == b.ToolName &&
-		a.Arguments == b.Arguments && a.Encrypted == b.Encrypted && a.IsError == b.IsError &&
-		a.Meta["gateway.type"] == b.Meta["gateway.type"] && a.Meta[events.MetaParts] == b.Meta[events.MetaParts]
+		a.Encrypted == b.Encrypted && a.IsError == b.IsError &&
+		a.Meta["gateway.type"] == b.Meta["gateway.type"] && a.Meta[events.MetaParts] == b.Meta[events.MetaParts] &&
+		(a.Arguments == b.Arguments || a.Kind == events.KindToolCall && argumentsKey(a.Arguments) == argumentsKey(b.Arguments))
+}
+
+// argumentsKey is a tool call's arguments as content compares them: their
+// canonical JSON (Canonical), so that an SDK that parses the model's
+// arguments and writes them back with its own JSON writer ({"city":
+// "Paris"} sent back as {"city":"Paris"}) re-sends the same call; the
+// text itself when it is not JSON.
+func argumentsKey(args string) string {
+	if args == "" {
+		return ""
+	}
+	c, err := Canonical([]byte(args))
+	if err != nil {
+		return args
+	}
+	return string(c)
 }
 
 // Key is a block's content as threading and the delta compare it: kind,
-// text, tool call and result, encrypted reasoning, the digest of its
-// other content (events.MetaParts); not its ID or how the client writes
-// it.
-func Key(b *events.Block) [32]byte {
+// text, tool call (its arguments as JSON, argumentsKey) and result,
+// encrypted reasoning, the digest of its other content (events.MetaParts);
+// not its ID or how the client writes it.
+func Key(b *events.Block) [32]byte { return keyOf(b, true) }
+
+// legacyKey is Key as turnlog computed it before tool calls' arguments
+// were compared as JSON (their text as written): the keys of states
+// recorded then, which erase still finds (IndexedKeys).
+func legacyKey(b *events.Block) [32]byte { return keyOf(b, false) }
+
+func keyOf(b *events.Block, jsonArgs bool) [32]byte {
 	h := sha256.New()
 	var n [binary.MaxVarintLen64]byte
 	str := func(s string) {
@@ -48,7 +72,11 @@ func Key(b *events.Block) [32]byte {
 	str(b.Text)
 	str(b.CallID)
 	str(b.ToolName)
-	str(b.Arguments)
+	if jsonArgs && b.Kind == events.KindToolCall {
+		str(argumentsKey(b.Arguments))
+	} else {
+		str(b.Arguments)
+	}
 	str(b.Encrypted)
 	str(b.Meta["gateway.type"])
 	if parts := b.Meta[events.MetaParts]; parts != "" {

@@ -85,6 +85,7 @@ func IndexedKeys(conv string, evs iter.Seq2[events.Event, error]) ([]string, err
 			if k, ok := reasonlessState(scope, turn.Blocks); ok {
 				keys = append(keys, k)
 			}
+			keys = append(keys, legacyStateKeys(scope, turn.Blocks)...)
 		}
 	}
 	for _, id := range backgroundResponses(turn.Data) {
@@ -99,4 +100,34 @@ func withLatest(conv string, keys []string) []string {
 		return nil
 	}
 	return append(keys, latestKey(conv))
+}
+
+// legacyStateKeys returns the keys the state of blocks had before tool
+// calls' arguments were compared as JSON (legacyKey), where they differ
+// from its keys now: a state recorded then is still erased with its
+// conversation.
+func legacyStateKeys(scope string, blocks []events.Block) []string {
+	differs := false
+	for i := range blocks {
+		if b := &blocks[i]; b.Kind == events.KindToolCall && argumentsKey(b.Arguments) != b.Arguments {
+			differs = true
+			break
+		}
+	}
+	if !differs {
+		return nil
+	}
+	legacy := func(bs []events.Block) [32]byte {
+		ks := make([][32]byte, len(bs))
+		for i := range bs {
+			ks[i] = legacyKey(&bs[i])
+		}
+		chain := chainOf(scope, bs, ks)
+		return chain[len(chain)-1]
+	}
+	out := []string{stateKey(legacy(blocks))}
+	if less := withoutReasoning(blocks); len(less) != len(blocks) && len(less) > 0 && ModelOutput(less[len(less)-1].Kind) {
+		out = append(out, reasonlessKey(legacy(less)))
+	}
+	return out
 }

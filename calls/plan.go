@@ -216,7 +216,16 @@ func planFull(turn *projector.Turn, req *Request, c *Call, emit func(int, events
 		b := &turn.Blocks[at]
 		// The request's block carries the gateway keys its item wants
 		// (Item.mark); Key equal, so is its gateway.type.
-		if d := metaDiff(b.Meta, rbs[i].b.Meta); len(d) > 0 {
+		d := metaDiff(b.Meta, rbs[i].b.Meta)
+		if b.Arguments != rbs[i].b.Arguments && rbs[i].at == 0 && rbs[i].item.Canon != nil && b.Meta[MetaItem] != string(rbs[i].item.Canon) {
+			// The same arguments as JSON, written otherwise (argumentsKey):
+			// the block renders as this call wrote its item.
+			if d == nil {
+				d = map[string]string{}
+			}
+			d[MetaItem] = string(rbs[i].item.Canon)
+		}
+		if len(d) > 0 {
 			reason := "the client writes this item otherwise"
 			if rbs[i].at == 0 && rbs[i].item.sentAsReference() {
 				reason = "the client sends this item back by reference (item_reference): the provider reads its stored copy"
