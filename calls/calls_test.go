@@ -268,3 +268,42 @@ func TestScopeOfARequest(t *testing.T) {
 	assert.True(t, strings.HasPrefix(req.Scope, "sha256:"), req.Scope)
 	assert.Len(t, req.Scope, len("sha256:")+64)
 }
+
+// IndexedKeys finds the state a call left by its key now (tool arguments
+// as JSON) and, where it differs, by its key before that change, so that
+// erasing a conversation recorded by an earlier version leaves none of its
+// entries.
+func TestIndexedKeysFindStatesOfBothKeyForms(t *testing.T) {
+	for _, tc := range []struct {
+		args   string
+		legacy bool
+	}{{`{"city":"Paris"}`, false}, {`{"city": "Paris"}`, true}} {
+		user := events.Block{ID: "u1", Kind: events.KindUser, Text: "weather?"}
+		call := events.Block{ID: "t1", Kind: events.KindToolCall, CallID: "call_1", ToolName: "weather", Arguments: tc.args}
+		evs := []events.Event{
+			events.New("c", "op", 0, "app", events.UserAppended{BlockID: user.ID, Text: user.Text}),
+			events.New("c", "call", 0, Actor, events.InferenceStarted{InferenceID: "call", InputHash: "jcs:x", Blocks: 1, Gateway: map[string]string{"api": "chat.completions"}}),
+			events.New("c", "call", 1, Actor, events.ToolCalled{BlockID: call.ID, CallID: call.CallID, Name: call.ToolName, Arguments: call.Arguments}),
+			events.New("c", "call", 1, Actor, events.InferenceFinished{InferenceID: "call"}),
+		}
+		keys, err := IndexedKeys("c", func(yield func(events.Event, error) bool) {
+			for _, e := range evs {
+				if !yield(e, nil) {
+					return
+				}
+			}
+		})
+		require.NoError(t, err)
+		blocks := []events.Block{user, call}
+		now := stateKey(Chain(blocks)[1])
+		raw := [][32]byte{legacyKey(&blocks[0]), legacyKey(&blocks[1])}
+		before := stateKey(chainOf("", blocks, raw)[1])
+		assert.Contains(t, keys, now, tc.args)
+		if tc.legacy {
+			assert.NotEqual(t, now, before)
+			assert.Contains(t, keys, before, "the key of the state as an earlier version recorded it: %s", tc.args)
+		} else {
+			assert.Equal(t, now, before, "canonical arguments: one key")
+		}
+	}
+}
