@@ -228,25 +228,7 @@ func (u *storedItemsUpstream) serve(w http.ResponseWriter, r *http.Request) {
 // conversation whose history is the model's answers; both directions pass
 // byte for byte, and replay --verify and --check pass.
 func TestOpenAISDKItemReferences(t *testing.T) {
-	up := newStoredItemsUpstream(t)
-	r := newRig(t, up.URL, "", managed)
-	res := runSDK(t, "responses_reference.js", "BASE_URL="+r.gw.URL+"/v1", "API_KEY="+token)
-	assert.Equal(t, []string{
-		`answer to "first question" after 0 items, 0 by reference`,
-		`answer to "second question" after 2 items, 1 by reference`,
-		`answer to "third question" after 4 items, 2 by reference`,
-		`answer to "fourth question" after 6 items, 3 by reference`,
-	}, res.Texts)
-	sent, received, _ := r.wire.snapshot()
-	assert.Equal(t, res.Sent, sent, "request bodies byte for byte")
-	assert.Equal(t, res.Received, received, "response bodies byte for byte")
-	require.Len(t, res.Conversations, 4)
-	conv := res.Conversations[0]
-	assert.Equal(t, []string{conv, conv, conv, conv}, res.Conversations, "one conversation")
-	assert.Equal(t, append([]string{"Be brief."}, interleave([]string{"first question", "second question", "third question", "fourth question"}, res.Texts)...), blockTexts(t, r.log, conv))
-	v := verify(t, r.log, conv)
-	assert.Equal(t, 4, v.Inferences)
-	assert.Empty(t, checkRules(t, r.log, conv))
+	referenceChat(t, "responses_reference.js")
 }
 
 // interleave is a[0], b[0], a[1], b[1], ...
@@ -286,9 +268,19 @@ func TestImportedItemReferences(t *testing.T) {
 // streamed: one conversation, its history the answers, byte for byte both
 // ways, and replay --verify and --check pass.
 func TestVercelAISDKChat(t *testing.T) {
+	referenceChat(t, "vercel_chat.js")
+}
+
+// referenceChat runs script, a four-question chat ("Be brief.") that sends
+// the model's earlier answers back as item references, against the strict
+// stand-in through the gateway, and checks that it is one conversation
+// holding the answers, byte for byte both ways, and that replay --verify
+// and --check pass.
+func referenceChat(t *testing.T, script string) {
+	t.Helper()
 	up := newStoredItemsUpstream(t)
 	r := newRig(t, up.URL, "", managed)
-	res := runSDK(t, "vercel_chat.js", "BASE_URL="+r.gw.URL+"/v1", "API_KEY="+token)
+	res := runSDK(t, script, "BASE_URL="+r.gw.URL+"/v1", "API_KEY="+token)
 	assert.Equal(t, []string{
 		`answer to "first question" after 0 items, 0 by reference`,
 		`answer to "second question" after 2 items, 1 by reference`,
