@@ -47,18 +47,8 @@ func TestWrongBaseURLIsSaid(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			for range 2 {
 				resp, body := post(t, r.gw.URL+tc.path, tc.header, fmt.Sprintf(chatBody, "hi"))
-				require.Equal(t, http.StatusNotFound, resp.StatusCode, "%s", body)
-				assert.Equal(t, "gateway", resp.Header.Get(gateway.ErrorHeader))
-				var shape struct {
-					Type  string `json:"type"`
-					Error struct {
-						Type    string `json:"type"`
-						Message string `json:"message"`
-					} `json:"error"`
-				}
-				require.NoError(t, json.Unmarshal(body, &shape), "%s", body)
+				shape := misdirectedAnswer(t, resp, body)
 				assert.Contains(t, shape.Error.Message, tc.want)
-				assert.Contains(t, shape.Error.Message, "nothing was forwarded")
 				if tc.anthropic {
 					assert.Equal(t, "error", shape.Type, "Anthropic's error shape: %s", body)
 					assert.Equal(t, "not_found_error", shape.Error.Type)
@@ -122,19 +112,32 @@ func TestAnthropicBaseURLWithoutV1IsSaid(t *testing.T) {
 		require.NoError(t, err)
 		assert.True(t, r.g.Handles(req), "%s is the gateway's to answer on a shared listener", path)
 		resp, body := post(t, r.gw.URL+path, map[string]string{"X-Api-Key": token, "Anthropic-Version": "2023-06-01"}, `{"model":"m","max_tokens":8,"messages":[]}`)
-		require.Equal(t, http.StatusNotFound, resp.StatusCode, "%s", body)
-		assert.Equal(t, "gateway", resp.Header.Get(gateway.ErrorHeader))
-		var shape struct {
-			Type  string `json:"type"`
-			Error struct {
-				Type    string `json:"type"`
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		require.NoError(t, json.Unmarshal(body, &shape), "%s", body)
+		shape := misdirectedAnswer(t, resp, body)
 		assert.Equal(t, "error", shape.Type, "Anthropic's error shape: %s", body)
 		assert.Contains(t, shape.Error.Message, "base URL is turnlog's address with /v1: http://"+host+"/v1")
-		assert.Contains(t, shape.Error.Message, "nothing was forwarded")
 	}
 	assert.Zero(t, seen.Load(), "nothing forwarded")
+}
+
+// errorShape is an error answer as both APIs write it (Anthropic's with
+// "type": "error" beside "error").
+type errorShape struct {
+	Type  string `json:"type"`
+	Error struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// misdirectedAnswer checks that the gateway answered a call whose path
+// shows a wrong base URL itself, 404, saying nothing was forwarded, and
+// returns the answer read.
+func misdirectedAnswer(t *testing.T, resp *http.Response, body []byte) errorShape {
+	t.Helper()
+	require.Equal(t, http.StatusNotFound, resp.StatusCode, "%s", body)
+	assert.Equal(t, "gateway", resp.Header.Get(gateway.ErrorHeader))
+	var shape errorShape
+	require.NoError(t, json.Unmarshal(body, &shape), "%s", body)
+	assert.Contains(t, shape.Error.Message, "nothing was forwarded")
+	return shape
 }
