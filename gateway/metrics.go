@@ -79,7 +79,7 @@ func NewMetrics() *Metrics {
 		}, []string{"outcome"}),
 		providerWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "turnlog_gateway_provider_writes_total",
-			Help: "Changes an app made to a conversation OpenAI holds (the Conversations API) beside its model calls, by kind (created: POST /v1/conversations, its items; added: POST /v1/conversations/{id}/items; deleted: DELETE /v1/conversations/{id}/items/{item_id}) and outcome: recorded, unplaced (a deleted item the record cannot place: the record still holds it), unparsed (items not of the API's shape, which the provider took: the record lacks them), unrecorded (NATS away with --record-optional, or the log refused: the record lacks the change).",
+			Help: "Changes an app made to a conversation OpenAI holds (the Conversations API) beside its model calls, by kind (created: POST /v1/conversations, its items; added: POST /v1/conversations/{id}/items; deleted: DELETE /v1/conversations/{id}/items/{item_id}) and outcome: recorded, unplaced (a deleted item the record cannot place: the record still holds it), unparsed (items not of the API's shape, which the provider took: the record lacks them), unrecorded (NATS away with --record-optional, the change too large for one NATS message, or the log refused: the record lacks the change).",
 		}, []string{"kind", "outcome"}),
 	}
 	m.forwarded.WithLabelValues("model_call")

@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/turnlog/turnlog/calls"
+	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/projector"
 )
@@ -137,6 +139,17 @@ func (g *Gateway) forwardProviderWrite(w http.ResponseWriter, r *http.Request, p
 		return calls.PlanItemsAdded(turn, write, items, ids)
 	})
 	g.rec.cache.put(turn)
+	if errors.Is(err, eventlog.ErrTooLarge) {
+		// As a model call's content too large to store: the app gets the
+		// provider's answer (a retry would make the change twice there),
+		// and the log and the metrics say what the record lacks.
+		g.cfg.Logger.Warn("gateway: a change to a provider's conversation is too large to store; the app got the provider's answer, the record lacks the change",
+			"conversation", conv, "err", err)
+		count("unrecorded")
+		answer.header.Set(ConversationHeader, calls.ProviderConversationID(conv))
+		answer.send(w)
+		return
+	}
 	if err != nil {
 		g.cfg.Logger.Error("gateway: a change to a provider's conversation was made but not recorded", "conversation", conv, "err", err)
 		count("unrecorded")
