@@ -96,6 +96,8 @@ func New(cfg Config) (*Gateway, error) {
 // (--record-optional) whenever NATS is up, until ctx ends. Then it
 // releases the spool's directory.
 func (g *Gateway) Run(ctx context.Context) {
+	// Stopping as soon as ctx ends, and at the latest when Run returns.
+	defer g.stopping.Store(true)
 	defer context.AfterFunc(ctx, func() { g.stopping.Store(true) })()
 	if el, ok := g.cfg.Log.(erasures); ok {
 		// An erased conversation leaves the gateway's memory too.

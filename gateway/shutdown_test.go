@@ -43,7 +43,8 @@ func TestACallCutByShutdownSaysSo(t *testing.T) {
 	require.NoError(t, err)
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	go g.Run(ctx)
+	ran := make(chan struct{})
+	go func() { g.Run(ctx); close(ran) }()
 	hs := httptest.NewServer(g)
 	t.Cleanup(hs.Close)
 
@@ -57,8 +58,8 @@ func TestACallCutByShutdownSaysSo(t *testing.T) {
 	_, err = io.ReadAtLeast(resp.Body, buf, 5)
 	require.NoError(t, err, "the stream has begun")
 
-	stop() // serve's Ctrl-C: the gateway is stopping
-	time.Sleep(50 * time.Millisecond)
+	stop()                      // serve's Ctrl-C: the gateway is stopping
+	<-ran                       // Run has returned: the gateway knows it is stopping
 	hs.CloseClientConnections() // the grace is over: the connections are closed
 	rig := &rig{srv: s, log: l}
 	require.Eventually(t, func() bool { _, _, f := inferences(t, rig, "story"); return len(f) == 1 }, 10*time.Second, 20*time.Millisecond)
