@@ -18,14 +18,8 @@ import (
 func TestReplayWireOfAnEngineThatRecordsNoneSaysSo(t *testing.T) {
 	e := newAuditEnv(t, false)
 	ctx := context.Background()
-	turn, err := e.log.Load(ctx, "nowire")
-	require.NoError(t, err)
-	tx := engine.NewTx(turn, engine.NewID(), engine.WithLog(e.log))
-	require.NoError(t, tx.Emit("app", events.UserAppended{BlockID: engine.NewID(), Text: "hi"}))
-	eng := engine.EngineFunc(func(context.Context, engine.Input, func(engine.Delta)) (engine.Output, error) {
-		return engine.Output{Blocks: []events.Block{{Kind: events.KindLLMText, Text: "hello"}}}, nil
-	})
-	require.NoError(t, engine.Loop{Handler: engine.Chain(eng)}.Run(ctx, tx))
+	tx := userSaidHi(t, e, "nowire", "app")
+	require.NoError(t, engine.Loop{Handler: engine.Chain(answersHello)}.Run(ctx, tx))
 	require.NoError(t, tx.Commit(ctx))
 
 	_, errOut, code := e.run("", "replay", "nowire", "--inference", "1", "--wire")
@@ -43,10 +37,7 @@ func TestRerunWithoutProfilesSaysWhichProfileRan(t *testing.T) {
 	t.Setenv("TURNLOG_PROFILES", "")
 	e := newAuditEnv(t, false)
 	ctx := context.Background()
-	turn, err := e.log.Load(ctx, "own")
-	require.NoError(t, err)
-	tx := engine.NewTx(turn, engine.NewID(), engine.WithLog(e.log))
-	require.NoError(t, tx.Emit("worker", events.UserAppended{BlockID: engine.NewID(), Text: "hi"}))
+	tx := userSaidHi(t, e, "own", "worker")
 	own := func(next engine.Handler) engine.Handler {
 		return func(ctx context.Context, tx *engine.Tx) error {
 			if _, _, ok := tx.Turn().SystemPrompt(); !ok {
@@ -57,10 +48,7 @@ func TestRerunWithoutProfilesSaysWhichProfileRan(t *testing.T) {
 			return next(ctx, tx)
 		}
 	}
-	eng := engine.EngineFunc(func(context.Context, engine.Input, func(engine.Delta)) (engine.Output, error) {
-		return engine.Output{Blocks: []events.Block{{Kind: events.KindLLMText, Text: "hello"}}}, nil
-	})
-	require.NoError(t, engine.Loop{Handler: engine.Chain(eng, own)}.Run(ctx, tx))
+	require.NoError(t, engine.Loop{Handler: engine.Chain(answersHello, own)}.Run(ctx, tx))
 	require.NoError(t, tx.Emit("worker", events.RequestCompleted{Inferences: tx.ModelCalls()}))
 	require.NoError(t, tx.Commit(ctx))
 
@@ -69,3 +57,20 @@ func TestRerunWithoutProfilesSaysWhichProfileRan(t *testing.T) {
 	assert.Contains(t, out, "DIFFERENCE")
 	assert.Contains(t, out, "no --profiles", "says the built-in profile ran, and what to pass")
 }
+
+// userSaidHi opens a Tx on conversation conv in e's log, in which actor
+// appended a user's "hi".
+func userSaidHi(t *testing.T, e *auditEnv, conv, actor string) *engine.Tx {
+	t.Helper()
+	turn, err := e.log.Load(context.Background(), conv)
+	require.NoError(t, err)
+	tx := engine.NewTx(turn, engine.NewID(), engine.WithLog(e.log))
+	require.NoError(t, tx.Emit(actor, events.UserAppended{BlockID: engine.NewID(), Text: "hi"}))
+	return tx
+}
+
+// answersHello is an engine of one's own that answers "hello" and
+// records no wire request.
+var answersHello = engine.EngineFunc(func(context.Context, engine.Input, func(engine.Delta)) (engine.Output, error) {
+	return engine.Output{Blocks: []events.Block{{Kind: events.KindLLMText, Text: "hello"}}}, nil
+})

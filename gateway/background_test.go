@@ -75,8 +75,7 @@ func TestBackgroundResponseIsRecordedWhenFetched(t *testing.T) {
 		c.Threads = threads
 	})
 	hdr := map[string]string{"Turnlog-Token": token}
-	resp, out := post(t, r.gw.URL+"/v1/responses", hdr, `{"model":"m","input":"a long job","background":true}`)
-	require.Equal(t, 200, resp.StatusCode, "%s", out)
+	resp, _ := postOK(t, r.gw.URL+"/v1/responses", hdr, `{"model":"m","input":"a long job","background":true}`)
 	conv := resp.Header.Get("Turnlog-Conversation")
 	outcomes := func(conv string) (finished []events.InferenceFinished, failed []events.InferenceFailed) {
 		for _, e := range conversationEvents(t, r.log, conv) {
@@ -123,8 +122,7 @@ func TestBackgroundResponseIsRecordedWhenFetched(t *testing.T) {
 	fetch(http.MethodGet, "/v1/responses/resp_bg")
 	assert.Len(t, conversationEvents(t, r.log, conv), events1, "fetched again: recorded once")
 
-	resp, out = post(t, r.gw.URL+"/v1/responses", hdr, `{"model":"m","input":"next","previous_response_id":"resp_bg"}`)
-	require.Equal(t, 200, resp.StatusCode, "%s", out)
+	resp, _ = postOK(t, r.gw.URL+"/v1/responses", hdr, `{"model":"m","input":"next","previous_response_id":"resp_bg"}`)
 	assert.Equal(t, conv, resp.Header.Get("Turnlog-Conversation"), "the next call continues it by its ID")
 	verify(t, r.log, conv)
 	assert.Empty(t, checkRules(t, r.log, conv))
@@ -136,8 +134,7 @@ func TestBackgroundResponseIsRecordedWhenFetched(t *testing.T) {
 	require.True(t, found, "the fetched answer's item is indexed for item references")
 
 	// Cancelled: recorded failed, saying so.
-	resp, out = post(t, r.gw.URL+"/v1/responses", hdr, `{"model":"m","input":"a second job","background":true}`)
-	require.Equal(t, 200, resp.StatusCode, "%s", out)
+	resp, _ = postOK(t, r.gw.URL+"/v1/responses", hdr, `{"model":"m","input":"a second job","background":true}`)
 	second := resp.Header.Get("Turnlog-Conversation")
 	fetch(http.MethodPost, "/v1/responses/resp_bg2/cancel")
 	_, failed = outcomes(second)
@@ -167,8 +164,7 @@ func TestEraseRemovesABackgroundCallsResponseEntry(t *testing.T) {
 	}))
 	t.Cleanup(up.Close)
 	gw := sharedGateway(t, s, up.URL)
-	resp, out := post(t, gw.URL+"/v1/responses", map[string]string{"Turnlog-Token": token}, `{"model":"m","input":"a long job","background":true}`)
-	require.Equal(t, 200, resp.StatusCode, "%s", out)
+	resp, _ := postOK(t, gw.URL+"/v1/responses", map[string]string{"Turnlog-Token": token}, `{"model":"m","input":"a long job","background":true}`)
 	conv := resp.Header.Get("Turnlog-Conversation")
 
 	ctx := context.Background()

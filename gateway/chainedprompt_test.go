@@ -25,8 +25,7 @@ func TestChainedCallWithoutInstructionsHadNoPrompt(t *testing.T) {
 	call := func(conv string, body map[string]any) string {
 		t.Helper()
 		b, _ := json.Marshal(body)
-		resp, out := post(t, r.gw.URL+"/v1/responses", map[string]string{"Turnlog-Token": token, "Turnlog-Conversation": conv}, string(b))
-		require.Equal(t, 200, resp.StatusCode, "%s", out)
+		_, out := postOK(t, r.gw.URL+"/v1/responses", map[string]string{"Turnlog-Token": token, "Turnlog-Conversation": conv}, string(b))
 		var got struct{ ID string }
 		require.NoError(t, json.Unmarshal(out, &got))
 		return got.ID

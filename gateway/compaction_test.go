@@ -71,8 +71,7 @@ func TestCompactedHistoryContinuesItsConversation(t *testing.T) {
 			items[i] = json.RawMessage(s)
 		}
 		b, _ := json.Marshal(map[string]any{"model": "m", "instructions": "Be brief.", "store": false, "input": items})
-		resp, out := post(t, r.gw.URL+path, hdr, string(b))
-		require.Equal(t, 200, resp.StatusCode, "%s", out)
+		resp, out := postOK(t, r.gw.URL+path, hdr, string(b))
 		var got struct{ Output []json.RawMessage }
 		require.NoError(t, json.Unmarshal(out, &got))
 		return resp.Header.Get("Turnlog-Conversation"), got.Output

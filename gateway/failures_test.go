@@ -37,6 +37,14 @@ func post(t *testing.T, url string, header map[string]string, body string) (*htt
 	return resp, b
 }
 
+// postOK is post of a call that must be answered 200.
+func postOK(t *testing.T, url string, header map[string]string, body string) (*http.Response, []byte) {
+	t.Helper()
+	resp, out := post(t, url, header, body)
+	require.Equal(t, 200, resp.StatusCode, "%s", out)
+	return resp, out
+}
+
 const chatBody = `{"model":"gpt-test","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"%s"}]}`
 
 func managed(c *gateway.Config) { c.OpenAIKey = "sk-provider-secret" }

@@ -122,8 +122,7 @@ func TestServerToolBlocksAnsweredAlikeAreNotDuplicates(t *testing.T) {
 			for i, next := range []string{"and tomorrow?", "thanks", ""} {
 				body, _ := json.Marshal(map[string]any{"model": "c", "max_tokens": 100, "messages": msgs, "stream": stream,
 					"tools": []map[string]any{{"type": "web_search_20250305", "name": "web_search"}}})
-				resp, out := post(t, r.gw.URL+"/v1/messages", headers, string(body))
-				require.Equal(t, 200, resp.StatusCode, "%s", out)
+				resp, _ := postOK(t, r.gw.URL+"/v1/messages", headers, string(body))
 				if i == 0 {
 					conv = resp.Header.Get("Turnlog-Conversation")
 				}

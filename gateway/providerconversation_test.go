@@ -179,16 +179,14 @@ func TestResponsesConversationIsOneConversation(t *testing.T) {
 	hdr := map[string]string{"Turnlog-Token": token}
 	create := func() string {
 		t.Helper()
-		resp, out := post(t, r.gw.URL+"/v1/conversations", hdr, `{"items":[]}`)
-		require.Equal(t, 200, resp.StatusCode, "%s", out)
+		_, out := postOK(t, r.gw.URL+"/v1/conversations", hdr, `{"items":[]}`)
 		var c struct{ ID string }
 		require.NoError(t, json.Unmarshal(out, &c))
 		return c.ID
 	}
 	call := func(conv, body string) string {
 		t.Helper()
-		resp, out := post(t, r.gw.URL+"/v1/responses", hdr, body)
-		require.Equal(t, 200, resp.StatusCode, "%s", out)
+		resp, _ := postOK(t, r.gw.URL+"/v1/responses", hdr, body)
 		return resp.Header.Get("Turnlog-Conversation")
 	}
 	a, b := create(), create()
@@ -234,8 +232,7 @@ func TestRefusedContinuationLeavesNoItems(t *testing.T) {
 	up := newConversationsUpstream(t)
 	r := newRig(t, up.URL, "")
 	hdr := map[string]string{"Turnlog-Token": token}
-	resp, out := post(t, r.gw.URL+"/v1/conversations", hdr, `{}`)
-	require.Equal(t, 200, resp.StatusCode, "%s", out)
+	_, out := postOK(t, r.gw.URL+"/v1/conversations", hdr, `{}`)
 	var c struct{ ID string }
 	require.NoError(t, json.Unmarshal(out, &c))
 	for _, tc := range []struct {
@@ -316,13 +313,11 @@ func TestConversationItemsAreRecorded(t *testing.T) {
 	assert.Equal(t, c.ID, resp.Header.Get("Turnlog-Conversation"))
 	call := func(input string) {
 		t.Helper()
-		resp, out := post(t, r.gw.URL+"/v1/responses", hdr, `{"model":"m","conversation":"`+c.ID+`","input":"`+input+`"}`)
-		require.Equal(t, 200, resp.StatusCode, "%s", out)
+		resp, _ := postOK(t, r.gw.URL+"/v1/responses", hdr, `{"model":"m","conversation":"`+c.ID+`","input":"`+input+`"}`)
 		require.Equal(t, c.ID, resp.Header.Get("Turnlog-Conversation"))
 	}
 	call("first question")
-	resp, out = post(t, r.gw.URL+"/v1/conversations/"+c.ID+"/items", hdr, `{"items":[{"role":"user","content":"a note"},{"role":"user","content":"another note"}]}`)
-	require.Equal(t, 200, resp.StatusCode, "%s", out)
+	resp, out = postOK(t, r.gw.URL+"/v1/conversations/"+c.ID+"/items", hdr, `{"items":[{"role":"user","content":"a note"},{"role":"user","content":"another note"}]}`)
 	ids := calls.ResponseItemIDs(out)
 	require.Len(t, ids, 2)
 	del, out := tokenRequest(t, http.MethodDelete, r.gw.URL+"/v1/conversations/"+c.ID+"/items/"+ids[0])
@@ -372,13 +367,11 @@ func TestInstructionsBesideASeededDeveloperMessage(t *testing.T) {
 	up := newConversationsUpstream(t)
 	r := newRig(t, up.URL, "")
 	hdr := map[string]string{"Turnlog-Token": token}
-	resp, out := post(t, r.gw.URL+"/v1/conversations", hdr, `{"items":[{"role":"developer","content":"You are terse."}]}`)
-	require.Equal(t, 200, resp.StatusCode, "%s", out)
+	_, out := postOK(t, r.gw.URL+"/v1/conversations", hdr, `{"items":[{"role":"developer","content":"You are terse."}]}`)
 	var c struct{ ID string }
 	require.NoError(t, json.Unmarshal(out, &c))
 	for _, q := range []string{"first", "second"} {
-		resp, out = post(t, r.gw.URL+"/v1/responses", hdr, `{"model":"m","instructions":"Be brief.","conversation":"`+c.ID+`","input":"`+q+`"}`)
-		require.Equal(t, 200, resp.StatusCode, "%s", out)
+		postOK(t, r.gw.URL+"/v1/responses", hdr, `{"model":"m","instructions":"Be brief.","conversation":"`+c.ID+`","input":"`+q+`"}`)
 	}
 	assert.Equal(t, []string{"Be brief.", "You are terse.", "first", `answer to "first" after 1 items`, "second", `answer to "second" after 3 items`},
 		blockTexts(t, r.log, c.ID))
@@ -399,8 +392,7 @@ func TestConversationItemsTooLargeToStorePassOn(t *testing.T) {
 	up := newConversationsUpstream(t)
 	r, m := newSmallRig(t, up.URL)
 	hdr := map[string]string{"Turnlog-Token": token}
-	resp, out := post(t, r.gw.URL+"/v1/conversations", hdr, `{"items":[{"role":"user","content":"hi"}]}`)
-	require.Equal(t, 200, resp.StatusCode, "%s", out)
+	resp, out := postOK(t, r.gw.URL+"/v1/conversations", hdr, `{"items":[{"role":"user","content":"hi"}]}`)
 	var c struct{ ID string }
 	require.NoError(t, json.Unmarshal(out, &c))
 	big := strings.Repeat("x", 2*smallPayload)

@@ -93,8 +93,7 @@ func respond(t *testing.T, r *rig, extra map[string]any, input, previous string)
 		body["previous_response_id"] = previous
 	}
 	b, _ := json.Marshal(body)
-	resp, out := post(t, r.gw.URL+"/v1/responses", map[string]string{"Turnlog-Token": token}, string(b))
-	require.Equal(t, 200, resp.StatusCode, "%s", out)
+	resp, out := postOK(t, r.gw.URL+"/v1/responses", map[string]string{"Turnlog-Token": token}, string(b))
 	var got struct{ ID string }
 	require.NoError(t, json.Unmarshal(out, &got))
 	return resp.Header.Get("Turnlog-Conversation"), got.ID
