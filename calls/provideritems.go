@@ -76,19 +76,9 @@ func (w *ProviderWrite) event(conv string, p events.Payload) events.Event {
 // MetaAddedBy and, where the provider's answer gave it, the item's ID
 // (ids[i] for items[i]; ids may be shorter or nil).
 func PlanItemsAdded(turn *projector.Turn, w *ProviderWrite, items []Item, ids []string) ([]events.Event, error) {
-	var evs []events.Event
-	emit := func(p events.Payload) error {
-		e := w.event(turn.Conversation, p)
-		if err := projector.Apply(turn, e); err != nil {
-			return fmt.Errorf("record %s: %w", w.By, err)
-		}
-		evs = append(evs, e)
-		return nil
-	}
-	if turn.Events == 0 {
-		if err := emit(events.ConversationStarted{}); err != nil {
-			return nil, err
-		}
+	evs, emit, err := w.start(turn)
+	if err != nil {
+		return nil, err
 	}
 	for i := range items {
 		for j := range items[i].Blocks {
@@ -107,7 +97,26 @@ func PlanItemsAdded(turn *projector.Turn, w *ProviderWrite, items []Item, ids []
 			}
 		}
 	}
-	return evs, nil
+	return *evs, nil
+}
+
+// start returns the events w records in the conversation whose Turn is
+// turn, so far a conversation.started when it has no events, and emit,
+// which applies an event of w to turn and adds it to them.
+func (w *ProviderWrite) start(turn *projector.Turn) (evs *[]events.Event, emit func(events.Payload) error, err error) {
+	evs = new([]events.Event)
+	emit = func(p events.Payload) error {
+		e := w.event(turn.Conversation, p)
+		if err := projector.Apply(turn, e); err != nil {
+			return fmt.Errorf("record %s: %w", w.By, err)
+		}
+		*evs = append(*evs, e)
+		return nil
+	}
+	if turn.Events == 0 {
+		err = emit(events.ConversationStarted{})
+	}
+	return evs, emit, err
 }
 
 // PlanItemDeleted returns the blocks.removed that records the provider

@@ -381,24 +381,3 @@ func TestInstructionsBesideASeededDeveloperMessage(t *testing.T) {
 	}
 	verify(t, r.log, c.ID)
 }
-
-// TestConversationItemsTooLargeToStorePassOn: items the provider took that
-// are larger than one NATS message were answered 503, "the provider made
-// this change, but turnlog could not record it": an app that retried added
-// them twice at the provider. The app now gets the provider's answer, and
-// the change is logged and counted as unrecorded, as a model call's
-// content too large to store is answered and counted.
-func TestConversationItemsTooLargeToStorePassOn(t *testing.T) {
-	up := newConversationsUpstream(t)
-	r, m := newSmallRig(t, up.URL)
-	hdr := map[string]string{"Turnlog-Token": token}
-	resp, out := postOK(t, r.gw.URL+"/v1/conversations", hdr, `{"items":[{"role":"user","content":"hi"}]}`)
-	var c struct{ ID string }
-	require.NoError(t, json.Unmarshal(out, &c))
-	big := strings.Repeat("x", 2*smallPayload)
-	resp, out = post(t, r.gw.URL+"/v1/conversations/"+c.ID+"/items", hdr, `{"items":[{"role":"user","content":"`+big+`"}]}`)
-	require.Equal(t, 200, resp.StatusCode, "the provider's answer passes on: %s", out)
-	assert.Len(t, calls.ResponseItemIDs(out), 1)
-	assert.Contains(t, scrape(t, m), `turnlog_gateway_provider_writes_total{kind="added",outcome="unrecorded"} 1`)
-	assert.Equal(t, []string{"hi"}, blockTexts(t, r.log, c.ID), "the record holds what it could store")
-}

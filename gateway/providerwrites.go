@@ -69,10 +69,12 @@ func (g *Gateway) forwardProviderWrite(w http.ResponseWriter, r *http.Request, p
 		proxy.ServeHTTP(w, r)
 		return
 	}
+	var body []byte
 	var items []calls.Item
 	var parseErr error
 	if r.Method == http.MethodPost {
-		body, err := readBody(r, g.cfg.MaxBody)
+		var err error
+		body, err = readBody(r, g.cfg.MaxBody)
 		if err != nil {
 			writeError(w, false, http.StatusBadRequest, "reading the request body: "+err.Error())
 			return
@@ -142,9 +144,14 @@ func (g *Gateway) forwardProviderWrite(w http.ResponseWriter, r *http.Request, p
 	if errors.Is(err, eventlog.ErrTooLarge) {
 		// As a model call's content too large to store: the app gets the
 		// provider's answer (a retry would make the change twice there),
-		// and the log and the metrics say what the record lacks.
-		g.cfg.Logger.Warn("gateway: a change to a provider's conversation is too large to store; the app got the provider's answer, the record lacks the change",
-			"conversation", conv, "err", err)
+		// and the log and the metrics say what the record lacks; the
+		// record marks the place of the items by their hash.
+		if pw.kind == "deleted" {
+			g.cfg.Logger.Warn("gateway: a change to a provider's conversation is too large to store; the app got the provider's answer, the record lacks the change",
+				"conversation", conv, "err", err)
+		} else {
+			g.recordUnstored(r, conv, write, len(items), body)
+		}
 		count("unrecorded")
 		answer.header.Set(ConversationHeader, calls.ProviderConversationID(conv))
 		answer.send(w)
@@ -167,4 +174,34 @@ func (g *Gateway) forwardProviderWrite(w http.ResponseWriter, r *http.Request, p
 	}
 	answer.header.Set(ConversationHeader, calls.ProviderConversationID(conv))
 	answer.send(w)
+}
+
+// unstoredItems is why items put into a provider's conversation are not
+// in its record (calls.MetaUnstored).
+const unstoredItems = "too large to store: larger than one NATS message (raise the server's max_payload, or have the app send large attachments by URL or file ID); recorded by the SHA-256 of the request's bytes alone"
+
+// recordUnstored marks, in the record of the provider's conversation
+// conv, the place of n items that write (whose request body was body)
+// put into it and that are too large to store: the record's reader sees
+// that the provider holds items it lacks, and by what bytes
+// (calls.PlanItemsUnstored). Where the mark cannot be stored either, the
+// log's warning alone says what the record lacks.
+func (g *Gateway) recordUnstored(r *http.Request, conv string, write *calls.ProviderWrite, n int, body []byte) {
+	u := calls.UnstoredItems{Items: n, Wire: calls.WireSHA256(body), Bytes: len(body), Reason: unstoredItems}
+	turn, err := g.rec.appendPlanned(r.Context(), calls.ProviderConversationID(conv), func(turn *projector.Turn) ([]events.Event, error) {
+		return calls.PlanItemsUnstored(turn, write, u)
+	})
+	g.rec.cache.put(turn)
+	switch {
+	case errors.Is(err, eventlog.ErrTooLarge):
+		g.cfg.Logger.Warn("gateway: a change to a provider's conversation is too large to store, and so is the mark of its place; the app got the provider's answer, the record lacks the change and does not say so",
+			"conversation", conv, "method", r.Method, "path", r.URL.Path, "items", n, "bytes", len(body), "sha256", u.Wire, "err", err)
+		return
+	case err != nil:
+		g.cfg.Logger.Error("gateway: a change to a provider's conversation is too large to store, and the mark of its place could not be stored; the app got the provider's answer, the record lacks the change and does not say so",
+			"conversation", conv, "method", r.Method, "path", r.URL.Path, "items", n, "bytes", len(body), "sha256", u.Wire, "err", err)
+		return
+	}
+	g.cfg.Logger.Warn("gateway: a change to a provider's conversation is too large to store; the app got the provider's answer, the record marks its place by the hash of its bytes alone",
+		"conversation", conv, "method", r.Method, "path", r.URL.Path, "items", n, "bytes", len(body), "sha256", u.Wire)
 }

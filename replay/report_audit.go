@@ -55,6 +55,10 @@ func (v *Verification) WriteText(w io.Writer) error {
 		fmt.Fprintf(bw, "  %s %s, stored by %s, dated %s (event %d, seq %d)\n", what, verb, writerName(p.Writer),
 			p.Time.UTC().Format(timeLayout), p.N, p.Seq)
 	}
+	if v.Unstored > 0 {
+		fmt.Fprintf(bw, "NOT STORED: %d %s of items to the provider's conversation, too large to store: the record marks each by the SHA-256 of its bytes alone (replay shows them)\n",
+			v.Unstored, plural.Noun(v.Unstored, "write"))
+	}
 	if len(v.Writers) > 0 || v.Unattributed > 0 {
 		var parts []string
 		for _, r := range sortedKeys(v.Writers) {

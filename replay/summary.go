@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/turnlog/turnlog/calls"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -90,6 +91,9 @@ func Summary(e events.Event) string {
 	case events.BlockSplit:
 		return fmt.Sprintf("split %s into %s%s", safe(p.BlockID), plural.Count(len(p.Into), "block"), reason(p.Reason))
 	case events.BlockInserted:
+		if unstoredMark(p) {
+			return unstoredSummary(p)
+		}
 		return fmt.Sprintf("inserted %s %s at %d %s%s", p.Block.Kind, safe(p.Block.ID), p.Index, quote(p.Block.Text), reason(p.Reason))
 	case events.TurnCompacted:
 		s := "compacted " + plural.Count(len(p.Removed), "block")
@@ -188,6 +192,28 @@ func reason(r string) string {
 		return ""
 	}
 	return ": " + quote(r)
+}
+
+// unstoredMark reports whether p is the block.inserted that marks items
+// put into a provider's conversation and not stored.
+func unstoredMark(p events.Payload) bool {
+	b, ok := p.(events.BlockInserted)
+	return ok && b.Block.Meta[calls.MetaUnstored] != ""
+}
+
+// unstoredSummary says what the block that marks items put into a
+// provider's conversation, and not stored, stands for
+// (calls.PlanItemsUnstored): the gap in the record, in words a reader
+// does not miss.
+func unstoredSummary(p events.BlockInserted) string {
+	m := p.Block.Meta
+	items := safe(m[calls.MetaItems]) + " items"
+	if n, err := strconv.Atoi(m[calls.MetaItems]); err == nil {
+		items = plural.Count(n, "item")
+	}
+	return fmt.Sprintf("inserted %s %s at %d: NOT STORED: %s put into the provider's conversation by %s (the request's body: %s bytes, sha256 %s)%s",
+		p.Block.Kind, safe(p.Block.ID), p.Index, items, quote(m[calls.MetaAddedBy]), safe(m[calls.MetaWireBytes]), short(m[calls.MetaWireSHA256]),
+		reason(m[calls.MetaUnstored]))
 }
 
 // short is the first 12 digits of a hash, enough to compare by eye, after

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/turnlog/turnlog/calls"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/replay"
 )
@@ -43,4 +44,19 @@ func TestSummaryOfAFailedCall(t *testing.T) {
 			assert.Equal(t, tc.want, replay.Summary(ev(tc.p)))
 		})
 	}
+}
+
+// Items put into a provider's conversation that were too large to store
+// are marked by a block of kind other; the timeline says what the record
+// lacks, where a plain insertion's summary cut the text at its preview.
+func TestSummaryOfUnstoredItems(t *testing.T) {
+	wire := "a40f1e479a0fcfaec0a240cd9e9d52a7b4b3bcad084df2af4d7a12bf830fdb4a"
+	mark := func(items string) events.Event {
+		return events.New("c", "r", 0, "gateway", events.BlockInserted{Index: 1, Reason: "too large to store", Block: events.Block{
+			ID: "b1", Kind: events.KindOther, Text: "[...]", Meta: map[string]string{calls.MetaAddedBy: "POST /v1/conversations/conv_1/items",
+				calls.MetaItems: items, calls.MetaWireSHA256: wire, calls.MetaWireBytes: "131149", calls.MetaUnstored: "too large to store"}}})
+	}
+	assert.Equal(t, `inserted other b1 at 1: NOT STORED: 2 items put into the provider's conversation by "POST /v1/conversations/conv_1/items" (the request's body: 131149 bytes, sha256 a40f1e479a0f…): "too large to store"`,
+		replay.Summary(mark("2")))
+	assert.Contains(t, replay.Summary(mark("1")), "NOT STORED: 1 item put into")
 }

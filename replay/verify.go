@@ -36,6 +36,13 @@ type Verification struct {
 	// SHA-256 of its bytes alone, so there is no input to re-project. They
 	// are not mismatches, and not verified inputs either.
 	Unparsed int `json:"unparsed,omitempty"`
+	// Unstored counts the writes of items to the provider's conversation
+	// (OpenAI's Conversations API) that the record lacks, too large to
+	// store: each is marked where the items went by a block of kind other
+	// (calls.PlanItemsUnstored) with the SHA-256 of the request's bytes.
+	// The provider's model read items the log does not hold: not a
+	// mismatch (the calls' inputs are their new items only), but a gap.
+	Unstored int `json:"unstored,omitempty"`
 	// Mismatches lists every recorded fact the log does not prove, in log
 	// order; never null.
 	Mismatches []Mismatch `json:"mismatches"`
@@ -229,6 +236,9 @@ func Verify(ctx context.Context, src Source, conversation string, opts ...Option
 		}
 		if m, bad := templateMismatch(r); bad {
 			direct = append(direct, m)
+		}
+		if unstoredMark(r.Payload) {
+			v.Unstored++
 		}
 		before := len(w.turn.Blocks)
 		if err := w.apply(r); err != nil {
