@@ -34,6 +34,21 @@ import (
 // times, and the log is read every watchResync besides, for notices lost
 // on a slow connection.
 func (l *Log) Watch(ctx context.Context, conversation string, afterSeq uint64, afterPos int) iter.Seq2[Record, error] {
+	return l.watch(ctx, conversation, afterSeq, afterPos, false)
+}
+
+// WatchWithForeign is Watch that also yields, as they arrive, the messages
+// turnlog did not write, each as a Record holding its Seq alone with a
+// *ForeignMessageError, which the caller may go on past as past a
+// *CorruptMessageError: what a live view that reports what landed (the
+// HTTP API's stream) uses, so that nothing stored on a conversation's
+// subjects passes it without a word.
+func (l *Log) WatchWithForeign(ctx context.Context, conversation string, afterSeq uint64, afterPos int) iter.Seq2[Record, error] {
+	return l.watch(ctx, conversation, afterSeq, afterPos, true)
+}
+
+// watch is Watch, yielding foreign messages when foreign is set.
+func (l *Log) watch(ctx context.Context, conversation string, afterSeq uint64, afterPos int, foreign bool) iter.Seq2[Record, error] {
 	return func(yield func(Record, error) bool) {
 		if err := events.ValidateConversationID(conversation); err != nil {
 			yield(Record{}, err)
@@ -92,6 +107,9 @@ func (l *Log) Watch(ctx context.Context, conversation string, afterSeq uint64, a
 					}
 					if errors.Is(err, ErrForeignMessage) && m.seq > last {
 						last, got = m.seq, true
+						if foreign && !yield(Record{Seq: m.seq}, fmt.Errorf("watch %s: %w", conversation, unwrapRead(err))) {
+							return
+						}
 						continue
 					}
 					if errors.Is(err, ErrCorruptMessage) && m.seq > last {

@@ -178,8 +178,10 @@ func (s *Server) checkRequestData(profileName string, data map[string]string) er
 // conversation's delta subject: the answer as the model writes it; never
 // before the first event of its request),
 // "event" (StreamEvent, every event the log stores from then on, in
-// order) and "quarantined" (replay.Quarantined: a message stored on the
-// conversation's subject that is not a step) until the client goes away.
+// order), "quarantined" (replay.Quarantined: a message stored on the
+// conversation's subject that is not a step) and "foreign"
+// (replay.ForeignEntry: a message turnlog did not write, the timeline's
+// entry for it) until the client goes away.
 // A failure ends the stream with an "error" event ({"error": "..."}).
 func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	id, ok := conversationID(w, r)
@@ -225,13 +227,13 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	}
 	recs := make(chan watched)
 	go func() {
-		for rec, err := range s.cfg.Log.Watch(ctx, id, turn.Seq, turn.Events) {
+		for rec, err := range s.cfg.Log.WatchWithForeign(ctx, id, turn.Seq, turn.Events) {
 			select {
 			case recs <- watched{rec, err}:
 			case <-ctx.Done():
 				return
 			}
-			if err != nil && !errors.Is(err, eventlog.ErrCorruptMessage) {
+			if err != nil && !errors.Is(err, eventlog.ErrCorruptMessage) && !errors.Is(err, eventlog.ErrForeignMessage) {
 				return
 			}
 		}
@@ -275,6 +277,15 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 		case wr := <-recs:
+			var alien *eventlog.ForeignMessageError
+			if errors.As(wr.err, &alien) {
+				// Ignored by every read, as in the timeline, but never
+				// passed over without a word: a viewer learns it landed.
+				if !send("foreign", replay.ForeignEntry(alien)) {
+					return
+				}
+				continue
+			}
 			var bad *eventlog.CorruptMessageError
 			if errors.As(wr.err, &bad) {
 				if !send("quarantined", replay.Quarantined{Seq: bad.Seq, Size: bad.Size, Reason: bad.Err.Error()}) {

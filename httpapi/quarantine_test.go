@@ -102,6 +102,8 @@ func TestForeignMessagesBlockNoRoute(t *testing.T) {
 	require.Equal(t, http.StatusOK, status, "%v", out)
 	status, out, _ = call(t, ts, "POST", "/conversations/victim/messages", "Bearer "+token, `{"text": "still there?"}`)
 	require.Equal(t, http.StatusAccepted, status, "%v", out)
+	e := next(t, stream)
+	require.Equal(t, "foreign", e.event, e.data) // named, then passed
 	var ev struct {
 		Type events.Type `json:"type"`
 	}
@@ -126,4 +128,52 @@ func TestForeignMessagesBlockNoRoute(t *testing.T) {
 	require.Len(t, foreign, 1)
 	assert.Equal(t, float64(ack.Sequence), foreign[0]["seq"])
 	assert.Contains(t, foreign[0]["summary"], "not written by turnlog")
+}
+
+// TestStreamNamesAForeignMessageAndGoesOn: a message another NATS client
+// publishes on a conversation's subject (no turnlog headers) while a
+// client follows it is announced as "foreign", with the seq and summary
+// the timeline gives it, and the stream goes on to the next request's
+// events. It used to be passed over without a word.
+func TestStreamNamesAForeignMessageAndGoesOn(t *testing.T) {
+	ts, l := startChatAPI(t)
+	chat(t, ts, l, "visited", "hello")
+	stream, res := openStream(t, ts, "/conversations/visited/stream")
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Equal(t, "ready", next(t, stream).event)
+
+	ack, err := l.JetStream().Publish(context.Background(), l.Names().EventsSubject("visited"), []byte("not a step"))
+	require.NoError(t, err)
+	e := next(t, stream)
+	require.Equal(t, "foreign", e.event, e.data)
+	var got struct {
+		Seq     uint64 `json:"seq"`
+		Type    string `json:"type"`
+		Summary string `json:"summary"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(e.data), &got))
+	assert.Equal(t, ack.Sequence, got.Seq)
+	assert.Equal(t, "foreign", got.Type)
+
+	status, out, _ := call(t, ts, "GET", "/conversations/visited/timeline", "Bearer "+token, "")
+	require.Equal(t, http.StatusOK, status, "%v", out)
+	evs := out["events"].([]any)
+	last := evs[len(evs)-1].(map[string]any)
+	require.Equal(t, "foreign", last["type"])
+	assert.Equal(t, last["summary"], got.Summary, "the stream words it as the timeline does")
+
+	status, out, _ = call(t, ts, "POST", "/conversations/visited/messages", "Bearer "+token, `{"text": "still there?"}`)
+	require.Equal(t, http.StatusAccepted, status, "%v", out)
+	var ev struct {
+		Type events.Type `json:"type"`
+	}
+	for ev.Type != events.TypeRequestCompleted {
+		e := next(t, stream)
+		if e.event == "delta" {
+			continue
+		}
+		require.Equal(t, "event", e.event, e.data)
+		require.NoError(t, json.Unmarshal([]byte(e.data), &ev))
+		require.NotEqual(t, events.TypeRequestFailed, ev.Type, e.data)
+	}
 }

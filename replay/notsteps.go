@@ -1,6 +1,11 @@
 package replay
 
-import "github.com/turnlog/turnlog/events"
+import (
+	"fmt"
+
+	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/events"
+)
 
 // Timeline entries for messages on a conversation's subjects that are not
 // its steps: quarantined ones (turnlog's headers, not a step of the
@@ -29,4 +34,14 @@ type Foreign struct {
 	Size    int    `json:"size"`
 	Subject string `json:"subject"`
 	Reason  string `json:"reason"`
+}
+
+// ForeignEntry is the timeline entry of a message turnlog did not write:
+// the one place its summary is worded, so that the timeline and the HTTP
+// API's live stream (its "foreign" event) say the same thing.
+func ForeignEntry(alien *eventlog.ForeignMessageError) *Entry {
+	f := &Foreign{Seq: alien.Seq, Size: alien.Size, Subject: alien.Subject, Reason: alien.Reason}
+	return &Entry{Seq: alien.Seq, Type: TypeForeign, Foreign: f,
+		Summary: fmt.Sprintf("message %d: not written by turnlog (a NATS reply or another client's publish), ignored: %s (%d bytes on %s)",
+			alien.Seq, quote(f.Reason), f.Size, quote(f.Subject))}
 }

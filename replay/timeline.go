@@ -266,12 +266,7 @@ func Entries(ctx context.Context, src Source, conversation string, opts ...Optio
 					bad.Seq, bad.Size, quote(q.Reason), conversation)}
 			return emit(e)
 		}
-		o.foreign = func(alien *eventlog.ForeignMessageError) error {
-			f := &Foreign{Seq: alien.Seq, Size: alien.Size, Subject: alien.Subject, Reason: alien.Reason}
-			return emit(&Entry{Seq: alien.Seq, Type: TypeForeign, Foreign: f,
-				Summary: fmt.Sprintf("message %d: not written by turnlog (a NATS reply or another client's publish), ignored: %s (%d bytes on %s)",
-					alien.Seq, quote(f.Reason), f.Size, quote(f.Subject))})
-		}
+		o.foreign = func(alien *eventlog.ForeignMessageError) error { return emit(ForeignEntry(alien)) }
 		_, _, err := read(ctx, src, conversation, o, func(w *walker, r *eventlog.Record) error {
 			e := &Entry{N: r.Pos, Seq: r.Seq, Time: r.Time, Type: r.Type, Actor: r.Actor, Writer: r.Writer, Cause: r.Cause, Step: r.Step,
 				Summary: Summary(r.Event), Payload: r.Payload}

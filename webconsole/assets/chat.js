@@ -1,6 +1,7 @@
 // Chat: POST /conversations/{id}/messages sends, GET .../stream (Server-Sent
 // Events) shows the answer as the model writes it ("delta") and the log's
-// events ("event") until request.completed or request.failed.
+// events ("event") until request.completed or request.failed, and notes a
+// message another client stored on the conversation's subject ("foreign").
 
 import { get, write, enc, ApiError, eventStream } from './api.js';
 import { h, showError, blockText } from './dom.js';
@@ -80,6 +81,7 @@ function connect() {
   });
   es.addEventListener('delta', (m) => route(JSON.parse(m.data), 'delta'));
   es.addEventListener('event', (m) => route(JSON.parse(m.data), 'event'));
+  es.addEventListener('foreign', (m) => foreignNotice(JSON.parse(m.data)));
   es.addEventListener('end', (m) => {
     state.textContent = 'stream ended: ' + JSON.parse(m.data).error;
     state.dataset.state = 'ended';
@@ -89,6 +91,18 @@ function connect() {
     state.dataset.state = 'connecting';
     $('chat-send').disabled = true;
   };
+}
+
+/**
+ * Notes in the transcript a message another client stored on the
+ * conversation's subject (a timeline entry of type foreign): ignored by
+ * every read, but never passed over without a word.
+ */
+function foreignNotice(entry) {
+  const tr = $('transcript');
+  const note = h('p', { class: 'notice foreign muted', role: 'status', dataset: { seq: entry.seq } }, entry.summary);
+  tr.append(note);
+  note.scrollIntoView({ block: 'end' });
 }
 
 /** Sends a delta or event to its request's bubble, or keeps it for later. */

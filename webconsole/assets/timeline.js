@@ -1,7 +1,8 @@
 // One conversation: its timeline (GET /conversations/{id}/timeline), a row
 // per event coloured by kind, the active system prompt at every model call,
 // the input Turn of a model call on click, and the diff of two picked
-// points. It reloads when a request of the conversation ends (stream).
+// points. It reloads when the stream brings an event, a quarantined or a
+// foreign message.
 
 import { get, enc, eventStream } from './api.js';
 import { h, when, short, blockText, eventKind, debounce, count, showModal } from './dom.js';
@@ -55,6 +56,10 @@ function follow() {
     reconnect = true;
   });
   es.addEventListener('event', reload);
+  // A message that is not a step (quarantined) or that turnlog did not
+  // write (foreign) lands in the log too: the timeline shows it as a row.
+  es.addEventListener('quarantined', reload);
+  es.addEventListener('foreign', reload);
   es.addEventListener('end', () => (live.textContent = 'not live'));
   es.onerror = () => (live.textContent = 'reconnecting…');
 }

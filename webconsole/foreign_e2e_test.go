@@ -1,0 +1,43 @@
+package webconsole_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestE2EForeignMessageShowsLive: a message another NATS client publishes
+// on a followed conversation's subject appears at once, without a reload:
+// as a "foreign" row of the timeline, and as a notice in the chat's
+// transcript worded as the timeline words it. The stream's "foreign" event
+// brings it; the pages used to learn nothing of it.
+func TestE2EForeignMessageShowsLive(t *testing.T) {
+	c := startConsole(t)
+	const conv = "e2e-foreign"
+	c.ask(conv, "hello")
+	c.seedToken()
+	publish := func() uint64 {
+		t.Helper()
+		ack, err := c.log.JetStream().Publish(context.Background(), c.log.Names().EventsSubject(conv), []byte("not a step"))
+		require.NoError(t, err)
+		return ack.Sequence
+	}
+
+	c.open("/ui/conversations/" + conv)
+	c.waitFor("the timeline", `document.getElementById("timeline").dataset.ready === "true"`)
+	c.waitFor("the stream", `document.getElementById("live-state").textContent === "live"`)
+	seq := publish()
+	c.waitFor("the foreign row", `document.querySelector('#timeline tr[data-type="foreign"]') !== null`)
+	assert.Contains(t, eval[string](c, `document.querySelector('#timeline tr[data-type="foreign"]').textContent`), fmt.Sprintf("message %d: not written by turnlog", seq))
+
+	c.open("/ui/chat/" + conv)
+	c.waitFor("the stream", `document.getElementById("stream-state").dataset.state === "ready"`)
+	seq = publish()
+	notice := fmt.Sprintf(`document.querySelector('#transcript .notice.foreign[data-seq="%d"]')`, seq)
+	c.waitFor("the notice", notice+` !== null`)
+	assert.Contains(t, eval[string](c, notice+`.textContent`), fmt.Sprintf("message %d: not written by turnlog", seq))
+	c.checkClean()
+}
