@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/profile"
+	"github.com/turnlog/turnlog/replay"
 	"github.com/turnlog/turnlog/worker"
 )
 
@@ -22,11 +23,12 @@ func newStatusCmd() *cobra.Command {
 		nf     natsFlags
 		asJSON bool
 		dead   bool
+		scan   bool
 		limit  int
 	)
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Show streams, buckets, pending requests, dead letters and running workers",
+		Short: "Show streams, buckets, pending requests, dead letters, running workers and (--scan) messages not turnlog's",
 		Long: `Show the streams, the buckets beside them (snapshots, templates, request
 IDs, history caches, the recording gateway's threading index: what each
 holds, "not created" for one nothing has needed yet, "not visible" for
@@ -44,7 +46,16 @@ request.failed in a conversation: its subject names no valid conversation
 last delivery could not write to its conversation. --dead lists the newest
 ones with their subject, reason and time (the stream TURNLOG_DEAD_LETTERS
 keeps them 30 days, at most 100,000 records or 256 MiB, oldest dropped
-first).`,
+first).
+
+A message on a conversation's subject that is not one of its steps is
+foreign (turnlog did not write it: another NATS client's publish, a NATS
+reply; every read ignores it) or quarantined (turnlog's headers, but not a
+step of the conversation: its requests fail until turnlog repair removes
+it). JetStream keeps no count of them, and status does not read every
+message by default, so that it stays fast on a large log: --scan reads
+every stored message (no fold: one read of the event streams) and lists the
+conversations that hold such messages, with the command that shows them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dead && limit < 1 {
@@ -74,6 +85,9 @@ first).`,
 				Storage storageStatus `json:"storage"`
 				// Dead lists the newest dead letters (with --dead).
 				Dead []eventlog.DeadLetter `json:"dead,omitempty"`
+				// NotSteps counts the messages that are not steps (with
+				// --scan; see notStepsStatus).
+				NotSteps notStepsStatus `json:"not_steps"`
 			}{Partitions: l.Partitions(), Workers: []worker.Status{}, Profiles: []profile.Summary{}}
 			if st.DeadLetters, err = l.DeadLetterCount(ctx); err != nil {
 				return err
@@ -120,6 +134,12 @@ first).`,
 				streamBytes += int64(b.Bytes)
 			}
 			st.Storage = readStorage(st.Workers, streamBytes)
+			if scan {
+				if st.NotSteps.NotStepsScan, err = replay.ScanNotSteps(ctx, l); err != nil {
+					return fmt.Errorf("scan the event streams: %w", err)
+				}
+				st.NotSteps.Scanned = true
+			}
 			out := cmd.OutOrStdout()
 			if asJSON {
 				return printJSON(out, st)
@@ -136,7 +156,8 @@ first).`,
 			if st.DeadLetters > 0 && !dead {
 				fmt.Fprint(w, " (turnlog status --dead lists them)")
 			}
-			fmt.Fprint(w, "\n\n")
+			fmt.Fprint(w, "\n")
+			printNotSteps(w, st.NotSteps)
 			if dead && len(st.Dead) > 0 {
 				fmt.Fprintln(w, "DEAD LETTER\tTIME\tSUBJECT\tREASON\tDATA")
 				for _, d := range st.Dead {
@@ -164,6 +185,7 @@ first).`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
 	cmd.Flags().BoolVar(&dead, "dead", false, "list the newest dead letters: subject, reason and time")
 	cmd.Flags().IntVar(&limit, "limit", 50, "how many dead letters --dead lists")
+	cmd.Flags().BoolVar(&scan, "scan", false, "read every stored message to count those on conversations' subjects that are not steps (foreign, quarantined) and list the conversations that hold them: one read of the event streams")
 	return cmd
 }
 
