@@ -196,3 +196,71 @@ func TestDamagedStepsStayQuarantined(t *testing.T) {
 	assert.Equal(t, bad, q.Seq)
 	assert.NotErrorIs(t, err, eventlog.ErrForeignMessage)
 }
+
+// TestWatchWithForeignNamesThem: a live watch passes over a foreign
+// message (Watch) or names it in log order and goes on
+// (WatchWithForeign), and the events after it keep their positions.
+func TestWatchWithForeignNamesThem(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	srv := natstest.Start(t)
+	l := openLog(t, srv)
+	names := l.Names()
+	seq, err := l.Append(ctx, "w", 0, user("w", "r0", 0, "one"))
+	require.NoError(t, err)
+	turn, err := l.Load(ctx, "w")
+	require.NoError(t, err)
+
+	type seen struct {
+		seq     uint64
+		pos     int
+		foreign bool
+	}
+	watch := func(with bool) <-chan seen {
+		out := make(chan seen, 16)
+		wctx, stop := context.WithCancel(ctx)
+		t.Cleanup(stop)
+		it := l.Watch(wctx, "w", turn.Seq, turn.Events)
+		if with {
+			it = l.WatchWithForeign(wctx, "w", turn.Seq, turn.Events)
+		}
+		go func() {
+			for rec, err := range it {
+				var fe *eventlog.ForeignMessageError
+				if errors.As(err, &fe) {
+					assert.Equal(t, rec.Seq, fe.Seq)
+					out <- seen{seq: fe.Seq, foreign: true}
+					continue
+				}
+				if !assert.NoError(t, err) {
+					return
+				}
+				out <- seen{seq: rec.Seq, pos: rec.Pos}
+			}
+		}()
+		return out
+	}
+	// Whenever a watch starts, it reads the log from turn.Seq on: it
+	// finds what was stored before it subscribed.
+	plain, named := watch(false), watch(true)
+
+	bare := inject(t, l, &nats.Msg{Subject: names.EventsSubject("w"), Data: []byte("another client's publish")})
+	echo := inject(t, l, echoOf(names.EventsRoleSubject("w", "admin"), names.RequestsStream, 3, []byte(`{"text":"hi"}`), "forged:w"))
+	seq, err = l.Append(ctx, "w", echo, reply("w", "r0", 1, "two"))
+	require.NoError(t, err)
+
+	next := func(ch <-chan seen) seen {
+		t.Helper()
+		select {
+		case s := <-ch:
+			return s
+		case <-ctx.Done():
+			t.Fatal("the watch yielded nothing")
+			return seen{}
+		}
+	}
+	assert.Equal(t, seen{seq: bare, foreign: true}, next(named))
+	assert.Equal(t, seen{seq: echo, foreign: true}, next(named))
+	assert.Equal(t, seen{seq: seq, pos: 2}, next(named))
+	assert.Equal(t, seen{seq: seq, pos: 2}, next(plain), "Watch passes over them")
+}

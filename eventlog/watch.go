@@ -18,8 +18,8 @@ import (
 // afterSeq, as they arrive, until ctx ends. afterPos is the position of the
 // last event already seen (Turn.Events), so positions continue from it.
 // Pass a loaded Turn's Seq and Events to follow it live without a gap.
-// A message turnlog did not write (ErrForeignMessage) is passed over; one
-// with turnlog's headers that is not a step of the conversation is yielded
+// A message turnlog did not write (ErrForeignMessage) is passed over
+// (WatchWithForeign names it); one with turnlog's headers that is not a step of the conversation is yielded
 // as a *CorruptMessageError, and the watch goes on if the caller does.
 //
 // It creates no consumer: it subscribes to the conversation's events
