@@ -32,6 +32,10 @@ func TestE2EForeignMessageShowsLive(t *testing.T) {
 	seq := publish()
 	c.waitFor("the foreign row", `document.querySelector('#timeline tr[data-type="foreign"]') !== null`)
 	assert.Contains(t, eval[string](c, `document.querySelector('#timeline tr[data-type="foreign"]').textContent`), fmt.Sprintf("message %d: not written by turnlog", seq))
+	assert.False(t, eval[bool](c, `document.querySelector('#timeline tr[data-type="foreign"] input.pick') !== null`),
+		"not an event: no position to pick for a diff")
+	assert.NotContains(t, eval[string](c, `document.querySelector('#timeline tr[data-type="foreign"] td.time').textContent`), "1-01-01",
+		"no time shown for a message that has none")
 
 	c.open("/ui/chat/" + conv)
 	c.waitFor("the stream", `document.getElementById("stream-state").dataset.state === "ready"`)

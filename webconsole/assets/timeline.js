@@ -69,7 +69,10 @@ function render(tl) {
     const kind = eventKind(e.type);
     const failed = e.type.endsWith('.failed');
     const inf = e.inference;
-    const box = h('input', {
+    // A message that is not a step (quarantined, foreign) has no position
+    // to diff from, and no event time.
+    const notStep = e.type === 'quarantined' || e.type === 'foreign';
+    const box = notStep ? null : h('input', {
       type: 'checkbox',
       class: 'pick',
       'aria-label': `Pick ${conv}@${e.n} for the diff`,
@@ -79,7 +82,7 @@ function render(tl) {
         pick(e.n, ev.target.checked);
       },
     });
-    if (picked.includes(e.n)) box.checked = true;
+    if (box && picked.includes(e.n)) box.checked = true;
     const row = h(
       'tr',
       {
@@ -89,8 +92,8 @@ function render(tl) {
         tabindex: inf ? 0 : null,
       },
       h('td', null, box),
-      h('td', { class: 'num' }, e.n),
-      h('td', { class: 'time' }, when(e.time)),
+      h('td', { class: 'num' }, notStep ? '–' : e.n),
+      h('td', { class: 'time' }, notStep && e.time.startsWith('0001-') ? '' : when(e.time)),
       h('td', { class: 'type' }, e.type),
       h('td', { class: 'actor' }, e.actor),
       h('td', { class: 'summary' }, e.summary, inf ? findingsOf(inf) : null, inf ? activePrompt(inf) : null),
