@@ -125,3 +125,31 @@ func TestAppendTimeout(t *testing.T) {
 		})
 	}
 }
+
+// TestAppendRidesOutAStreamWithoutALeader: while no stream answers a
+// subject (a cluster electing the stream's leader, which can take
+// seconds on a loaded cluster), an append tries again until its timeout,
+// not for half a second only as jetstream.PublishMsg does: a write that
+// no stream received is safe to send again, and a shorter wait failed
+// writes (a gateway call cut, a worker's request redelivered) that a
+// second's patience would have stored. TestRetriedAppendOnALaggingReplica
+// failed so once, "nats: no response from stream", on a loaded machine.
+func TestAppendRidesOutAStreamWithoutALeader(t *testing.T) {
+	srv := natstest.Start(t)
+	l := openLog(t, srv)
+	ctx := context.Background()
+	require.NoError(t, l.JetStream().DeleteStream(ctx, l.Names().EventsStream))
+	back := make(chan error, 1)
+	go func() {
+		time.Sleep(time.Second)
+		_, err := eventlog.Open(ctx, srv.Conn) // makes the stream again
+		back <- err
+	}()
+	seq, err := l.Append(ctx, "c", 0, user("c", "r1", 0, "sent while no stream answered"))
+	require.NoError(t, <-back)
+	require.NoError(t, err, "stored once the stream answers again")
+	turn, err := l.Load(ctx, "c")
+	require.NoError(t, err)
+	assert.Equal(t, seq, turn.Seq)
+	assert.Equal(t, 1, turn.Events)
+}

@@ -29,14 +29,19 @@ type pubAck struct {
 // right; and a context without a deadline costs no timer of its own (see
 // request). Otherwise it is what jetstream.PublishMsg does, so that
 // callers see the same errors: the same default timeout when ctx has no
-// deadline, the same retries while no stream answers (a cluster electing a
-// leader), jetstream.ErrNoStreamResponse after them, and a
+// deadline, jetstream.ErrNoStreamResponse when no stream answers, and a
 // *jetstream.APIError wrapped as "nats: ..." when the stream refuses the
-// message.
+// message. It differs in one thing: while no stream answers (a cluster
+// electing the stream's leader, which a loaded cluster can take seconds
+// over), it sends the message again every 250 ms for up to the timeout,
+// where jetstream.PublishMsg gives up after half a second. A message no
+// stream received is safe to send again (and the message ID and the
+// expected sequence fence it besides).
 func (l *Log) publish(ctx context.Context, msg *nats.Msg, stream string) (pubAck, error) {
 	timeout := l.js.Options().DefaultTimeout
+	start := time.Now()
 	resp, err := request(ctx, l.nc, msg, timeout)
-	for r := 0; errors.Is(err, nats.ErrNoResponders) && r < jetstream.DefaultPubRetryAttempts; r++ {
+	for errors.Is(err, nats.ErrNoResponders) && time.Since(start)+jetstream.DefaultPubRetryWait < timeout {
 		t := time.NewTimer(jetstream.DefaultPubRetryWait)
 		select {
 		case <-ctx.Done():
