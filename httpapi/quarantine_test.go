@@ -104,18 +104,7 @@ func TestForeignMessagesBlockNoRoute(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, status, "%v", out)
 	e := next(t, stream)
 	require.Equal(t, "foreign", e.event, e.data) // named, then passed
-	var ev struct {
-		Type events.Type `json:"type"`
-	}
-	for ev.Type != events.TypeRequestCompleted {
-		e := next(t, stream)
-		if e.event == "delta" {
-			continue
-		}
-		require.Equal(t, "event", e.event, e.data)
-		require.NoError(t, json.Unmarshal([]byte(e.data), &ev))
-		require.NotEqual(t, events.TypeRequestFailed, ev.Type, e.data)
-	}
+	awaitCompleted(t, stream)
 
 	status, out, _ = call(t, ts, "GET", "/conversations/victim/timeline", "Bearer "+token, "")
 	require.Equal(t, http.StatusOK, status, "%v", out)
@@ -164,6 +153,14 @@ func TestStreamNamesAForeignMessageAndGoesOn(t *testing.T) {
 
 	status, out, _ = call(t, ts, "POST", "/conversations/visited/messages", "Bearer "+token, `{"text": "still there?"}`)
 	require.Equal(t, http.StatusAccepted, status, "%v", out)
+	awaitCompleted(t, stream)
+}
+
+// awaitCompleted reads stream's events until the request's
+// request.completed, skipping deltas; any other kind of SSE event, or a
+// request.failed, fails the test.
+func awaitCompleted(t *testing.T, stream <-chan sse) {
+	t.Helper()
 	var ev struct {
 		Type events.Type `json:"type"`
 	}
