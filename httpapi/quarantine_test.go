@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/replay"
 )
@@ -56,10 +58,7 @@ func TestACorruptConversationIsReadableOverHTTP(t *testing.T) {
 // request, which names the message).
 func TestStreamNamesAQuarantinedMessageAndGoesOn(t *testing.T) {
 	ts, l := startChatAPI(t)
-	chat(t, ts, l, "live", "hello")
-	stream, res := openStream(t, ts, "/conversations/live/stream")
-	require.Equal(t, http.StatusOK, res.StatusCode)
-	require.Equal(t, "ready", next(t, stream).event)
+	stream := chatAndFollow(t, ts, l, "live")
 
 	ack, err := l.JetStream().Publish(context.Background(), l.Names().EventsSubject("live"), []byte("garbage"), damaged())
 	require.NoError(t, err)
@@ -91,10 +90,7 @@ func TestStreamNamesAQuarantinedMessageAndGoesOn(t *testing.T) {
 // go on past it.
 func TestForeignMessagesBlockNoRoute(t *testing.T) {
 	ts, l := startChatAPI(t)
-	chat(t, ts, l, "victim", "hello")
-	stream, res := openStream(t, ts, "/conversations/victim/stream")
-	require.Equal(t, http.StatusOK, res.StatusCode)
-	require.Equal(t, "ready", next(t, stream).event)
+	stream := chatAndFollow(t, ts, l, "victim")
 	ack, err := l.JetStream().Publish(context.Background(), l.Names().EventsRoleSubject("victim", "admin"), []byte(`{"stream":"TURNLOG_REQUESTS","seq":1}`))
 	require.NoError(t, err)
 
@@ -126,10 +122,7 @@ func TestForeignMessagesBlockNoRoute(t *testing.T) {
 // events. It used to be passed over without a word.
 func TestStreamNamesAForeignMessageAndGoesOn(t *testing.T) {
 	ts, l := startChatAPI(t)
-	chat(t, ts, l, "visited", "hello")
-	stream, res := openStream(t, ts, "/conversations/visited/stream")
-	require.Equal(t, http.StatusOK, res.StatusCode)
-	require.Equal(t, "ready", next(t, stream).event)
+	stream := chatAndFollow(t, ts, l, "visited")
 
 	ack, err := l.JetStream().Publish(context.Background(), l.Names().EventsSubject("visited"), []byte("not a step"))
 	require.NoError(t, err)
@@ -173,4 +166,15 @@ func awaitCompleted(t *testing.T, stream <-chan sse) {
 		require.NoError(t, json.Unmarshal([]byte(e.data), &ev))
 		require.NotEqual(t, events.TypeRequestFailed, ev.Type, e.data)
 	}
+}
+
+// chatAndFollow has conversation conv answer a "hello", then opens its
+// live stream and reads it up to "ready".
+func chatAndFollow(t *testing.T, ts *httptest.Server, l *eventlog.Log, conv string) <-chan sse {
+	t.Helper()
+	chat(t, ts, l, conv, "hello")
+	stream, res := openStream(t, ts, "/conversations/"+conv+"/stream")
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Equal(t, "ready", next(t, stream).event)
+	return stream
 }
