@@ -83,29 +83,35 @@ func (l *Log) committedLast(ctx context.Context, conversation string) (*jetstrea
 	return l.leaderGet(ctx, stream, leaderGetRequest{LastFor: subject})
 }
 
-// MessageAt is the message at seq in stream as the stream holds it: what
-// stream.GetMsg answers when the stream itself gave it (a direct get when
-// the stream allows them), else (not found, or a mirror made with
-// mirror_direct answered) its leader's. A replica that answers has stored
-// the message, and a stored message never changes; one that has not
-// applied it yet, or a mirror that never copied it, says "not found" of a
-// message the stream holds. It exists for the checks whose "not found"
-// decides something (a duplicate step, an erased conversation, a request
-// already ended), which a lagging replica must not answer. Not found is
-// jetstream.ErrMsgNotFound.
+// MessageAt is the message at seq in stream as the stream holds it. It
+// exists for the checks whose answer decides something (a duplicate step,
+// an erased conversation, a request already ended), which neither a
+// replica nor a mirror may answer: on a cluster a replica that has not
+// applied the message yet says "not found" of a message the stream holds,
+// and one that has not applied a purge or a delete yet still returns the
+// message the stream no longer holds (seen in CI: Holds said an erased
+// conversation still held its step). So on a cluster the stream's leader
+// answers. On a single server the stream is its only replica and a direct
+// get it answers is the stream's word; a mirror made with mirror_direct
+// answers the stream's direct gets too, in its own name, so its answer,
+// and a "not found" that anyone may have sent, is checked with the
+// stream. Not found is jetstream.ErrMsgNotFound.
 func (l *Log) MessageAt(ctx context.Context, stream jetstream.Stream, seq uint64) (*jetstream.RawStreamMsg, error) {
 	name := stream.CachedInfo().Config.Name
+	if !stream.CachedInfo().Config.AllowDirect {
+		m, err := stream.GetMsg(ctx, seq) // the message get API: the leader answers
+		return fromServer(m), err
+	}
+	if l.replicasMayLag() {
+		return l.leaderGet(ctx, name, leaderGetRequest{Seq: seq})
+	}
 	m, err := stream.GetMsg(ctx, seq)
 	m = fromServer(m)
 	switch {
-	case err == nil && !stream.CachedInfo().Config.AllowDirect:
-		return m, nil // the message get API: the leader answered
 	case err == nil && serverValue(m.Header, jetstream.StreamHeader) == name:
 		return m, nil
 	case err != nil && !errors.Is(err, jetstream.ErrMsgNotFound):
 		return nil, err
-	case err != nil && !stream.CachedInfo().Config.AllowDirect:
-		return nil, err // the leader said not found
 	}
 	return l.leaderGet(ctx, name, leaderGetRequest{Seq: seq})
 }
@@ -132,12 +138,47 @@ type leaderGetResponse struct {
 // leaderGet asks stream's leader for one message. Not found is
 // jetstream.ErrMsgNotFound; other refusals are *jetstream.APIError, so
 // that Unavailable tells a stream without a leader from a refusal.
+//
+// While the stream has no leader (an election, a server cut off from the
+// others, the moments after a network heals), its replicas answer "JetStream
+// system temporarily unavailable" (10008) or nobody answers: it asks
+// again every 250 ms while ctx allows (the log's default timeout when ctx
+// has no deadline), as an append does, and then returns that answer.
 func (l *Log) leaderGet(ctx context.Context, stream string, req leaderGetRequest) (*jetstream.RawStreamMsg, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, l.js.Options().DefaultTimeout)
 		defer cancel()
 	}
+	for {
+		m, err := l.leaderGetOnce(ctx, stream, req)
+		if !leaderless(err) {
+			return m, err
+		}
+		t := time.NewTimer(leaderWait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+	}
+}
+
+// leaderWait is how long a read waits before it asks a stream without a
+// leader again (jetstream.DefaultPubRetryWait, as an append).
+const leaderWait = jetstream.DefaultPubRetryWait
+
+// leaderless reports whether err is a stream's answer while it has no
+// leader: nobody answered at once, or a replica said it is unavailable.
+// A request that timed out is not asked again: its context is over.
+func leaderless(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.Is(err, nats.ErrNoResponders) || errors.As(err, &apiErr) && Unavailable(apiErr)
+}
+
+// leaderGetOnce is one request of leaderGet.
+func (l *Log) leaderGetOnce(ctx context.Context, stream string, req leaderGetRequest) (*jetstream.RawStreamMsg, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, err

@@ -285,3 +285,56 @@ func TestRetriedAppendOnALaggingReplicaIsStoredOnce(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 10, turn.Events, "each step stored once")
 }
+
+// TestHoldsOnALaggingReplicaSeesTheErase: Holds tells a writer whose
+// append was refused whether the conversation was erased under it. Seen
+// in CI as TestSuite/r3-3shards/holds_is_answered_by_the_stream_not_a_mirror
+// ("erased"): right after an erase, a replica that had not applied the
+// purge yet answered the direct get with the erased message, in the
+// stream's own name, and Holds said the conversation still held it; the
+// writer would then reload and write on into what was erased. The reader
+// sits on the lagging server, whose own replica is one of the three that
+// answer its direct gets; the eraser sits on the leader. Each round's
+// Holds is answered by the lagging replica with a chance of 1 in 3:
+// twelve rounds leave it out with a chance under 1 in 100.
+func TestHoldsOnALaggingReplicaSeesTheErase(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := natstest.StartFaultyCluster(t, 3)
+	open := func(name, url string) *eventlog.Log {
+		nc, err := nats.Connect(url, nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+		require.NoError(t, err)
+		t.Cleanup(nc.Close)
+		var l *eventlog.Log
+		require.NoError(t, natstest.Retry(ctx, 10*time.Second, func(ctx context.Context) (err error) {
+			l, err = eventlog.Open(ctx, nc, eventlog.WithReplicas(3))
+			return err
+		}))
+		return l
+	}
+	setup := open("setup", c.ClientURLs("setup"))
+	stream := setup.Names().EventsStreamOf("erased")
+	waitStreamCurrent(t, ctx, c, stream)
+	leader := c.StreamLeader(stream)
+	lagging := (leader + 1) % c.N()
+	eraser := open("eraser", c.ClientURL("eraser", leader))
+	reader := open("reader", c.ClientURL("reader", lagging))
+
+	const delay = 150 * time.Millisecond
+	c.Delay(lagging, delay)
+	for i := range 12 {
+		conv := fmt.Sprintf("erased-%d", i)
+		require.Equal(t, stream, setup.Names().EventsStreamOf(conv))
+		seq, err := eraser.Append(ctx, conv, 0, user(conv, fmt.Sprintf("r%d", i), 0, "hello"))
+		require.NoError(t, err)
+		// The lagging replica stores the step, then erase it.
+		waitStreamCurrent(t, ctx, c, stream)
+		time.Sleep(3 * delay)
+		_, err = eraser.Erase(ctx, conv)
+		require.NoError(t, err)
+		held, err := reader.Holds(ctx, conv, seq)
+		require.NoError(t, err)
+		require.False(t, held, "round %d: the conversation was erased, but a replica that had not applied the erase answered", i)
+	}
+	assert.Equal(t, leader, c.StreamLeader(stream), "the leader never moved: the answers were a follower's, not an election's")
+}
