@@ -6,11 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/internal/natstest"
 )
 
@@ -27,25 +25,14 @@ func TestReadWaitsForTheStreamsLeader(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c := natstest.StartFaultyCluster(t, 3)
-	open := func(name, url string) *eventlog.Log {
-		nc, err := nats.Connect(url, nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
-		require.NoError(t, err)
-		t.Cleanup(nc.Close)
-		var l *eventlog.Log
-		require.NoError(t, natstest.Retry(ctx, 10*time.Second, func(ctx context.Context) (err error) {
-			l, err = eventlog.Open(ctx, nc, eventlog.WithReplicas(3))
-			return err
-		}))
-		return l
-	}
-	writer := open("writer", c.ClientURLs("writer"))
+	writer := openReplicated(t, ctx, "writer", c.ClientURLs("writer"))
 	conv := "elected"
 	stream := writer.Names().EventsStreamOf(conv)
 	seq, err := writer.Append(ctx, conv, 0, user(conv, "r1", 0, "hello"))
 	require.NoError(t, err)
 	waitStreamCurrent(t, ctx, c, stream)
 	follower := (c.StreamLeader(stream) + 1) % c.N()
-	reader := open("reader", c.ClientURL("reader", follower))
+	reader := openReplicated(t, ctx, "reader", c.ClientURL("reader", follower))
 
 	for i := range c.N() {
 		c.IsolateRoutes(i)

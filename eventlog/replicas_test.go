@@ -240,6 +240,22 @@ func mirrorKeepsErasedSteps(t *testing.T, s *suiteLog) {
 	}
 }
 
+// openReplicated opens the log with R3 streams on a connection called name
+// to url (one server of c, or several), which reconnects for ever; both
+// are closed when the test ends.
+func openReplicated(t *testing.T, ctx context.Context, name, url string) *eventlog.Log {
+	t.Helper()
+	nc, err := nats.Connect(url, nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	var l *eventlog.Log
+	require.NoError(t, natstest.Retry(ctx, 10*time.Second, func(ctx context.Context) (err error) {
+		l, err = eventlog.Open(ctx, nc, eventlog.WithReplicas(3))
+		return err
+	}))
+	return l
+}
+
 // TestRetriedAppendOnALaggingReplicaIsStoredOnce: an append whose step was
 // stored but whose acknowledgement was lost is sent again; the server
 // refuses it with a sequence conflict, and the log's last message tells
@@ -252,23 +268,12 @@ func TestRetriedAppendOnALaggingReplicaIsStoredOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c := natstest.StartFaultyCluster(t, 3)
-	open := func(name, url string) *eventlog.Log {
-		nc, err := nats.Connect(url, nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
-		require.NoError(t, err)
-		t.Cleanup(nc.Close)
-		var l *eventlog.Log
-		require.NoError(t, natstest.Retry(ctx, 10*time.Second, func(ctx context.Context) (err error) {
-			l, err = eventlog.Open(ctx, nc, eventlog.WithReplicas(3))
-			return err
-		}))
-		return l
-	}
-	setup := open("setup", c.ClientURLs("setup"))
+	setup := openReplicated(t, ctx, "setup", c.ClientURLs("setup"))
 	conv := "retried"
 	stream := setup.Names().EventsStreamOf(conv)
 	waitStreamCurrent(t, ctx, c, stream)
 	lagging := (c.StreamLeader(stream) + 1) % c.N()
-	writer := open("writer", c.ClientURL("writer", lagging))
+	writer := openReplicated(t, ctx, "writer", c.ClientURL("writer", lagging))
 
 	c.Delay(lagging, 100*time.Millisecond)
 	var seq uint64
@@ -301,24 +306,13 @@ func TestHoldsOnALaggingReplicaSeesTheErase(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c := natstest.StartFaultyCluster(t, 3)
-	open := func(name, url string) *eventlog.Log {
-		nc, err := nats.Connect(url, nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
-		require.NoError(t, err)
-		t.Cleanup(nc.Close)
-		var l *eventlog.Log
-		require.NoError(t, natstest.Retry(ctx, 10*time.Second, func(ctx context.Context) (err error) {
-			l, err = eventlog.Open(ctx, nc, eventlog.WithReplicas(3))
-			return err
-		}))
-		return l
-	}
-	setup := open("setup", c.ClientURLs("setup"))
+	setup := openReplicated(t, ctx, "setup", c.ClientURLs("setup"))
 	stream := setup.Names().EventsStreamOf("erased")
 	waitStreamCurrent(t, ctx, c, stream)
 	leader := c.StreamLeader(stream)
 	lagging := (leader + 1) % c.N()
-	eraser := open("eraser", c.ClientURL("eraser", leader))
-	reader := open("reader", c.ClientURL("reader", lagging))
+	eraser := openReplicated(t, ctx, "eraser", c.ClientURL("eraser", leader))
+	reader := openReplicated(t, ctx, "reader", c.ClientURL("reader", lagging))
 
 	const delay = 150 * time.Millisecond
 	c.Delay(lagging, delay)
