@@ -7,6 +7,7 @@ import (
 	"iter"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/turnlog/turnlog/events"
@@ -42,6 +43,8 @@ type stored struct {
 	prev   uint64
 	linked bool
 	data   []byte
+	// time is when the stream stored it.
+	time time.Time
 	// foreign says why turnlog did not write it, "" when it may have
 	// (see foreignReason).
 	foreign string
@@ -51,14 +54,14 @@ type stored struct {
 // readStep).
 func (s *stored) step(conversation string) ([]events.Event, error) {
 	if s.foreign != "" {
-		return nil, &ForeignMessageError{Conversation: conversation, Seq: s.seq, Size: len(s.data), Subject: s.subject, Reason: s.foreign}
+		return nil, &ForeignMessageError{Conversation: conversation, Seq: s.seq, Size: len(s.data), Subject: s.subject, Reason: s.foreign, Time: s.time}
 	}
 	return decodeStep(conversation, s.seq, s.data)
 }
 
 func (l *Log) storedFrom(m *jetstream.RawStreamMsg) *stored {
 	s := &stored{seq: m.Sequence, msgID: m.Header.Get(jetstream.MsgIDHeader), subject: m.Subject,
-		writer: l.writerOf(m.Subject, m.Header), data: m.Data, foreign: foreignReason(m.Header)}
+		writer: l.writerOf(m.Subject, m.Header), data: m.Data, time: m.Time, foreign: foreignReason(m.Header)}
 	if v := m.Header.Get(jetstream.ExpectedLastSubjSeqHeader); v != "" && s.foreign == "" {
 		prev, err := strconv.ParseUint(v, 10, 64)
 		s.prev, s.linked = prev, err == nil && prev < m.Sequence

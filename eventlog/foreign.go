@@ -54,6 +54,8 @@ type ForeignMessageError struct {
 	Subject string
 	// Reason says which of its headers shows that turnlog did not write it.
 	Reason string
+	// Time is when the stream stored it (zero when the read did not say).
+	Time time.Time
 }
 
 func (e *ForeignMessageError) Error() string {
@@ -152,7 +154,7 @@ func foreignError(conversation string, raw *jetstream.RawStreamMsg) *ForeignMess
 	if why == "" {
 		return nil
 	}
-	return &ForeignMessageError{Conversation: conversation, Seq: raw.Sequence, Size: len(raw.Data), Subject: raw.Subject, Reason: why}
+	return &ForeignMessageError{Conversation: conversation, Seq: raw.Sequence, Size: len(raw.Data), Subject: raw.Subject, Reason: why, Time: raw.Time}
 }
 
 // readStep decodes raw, a message of conversation's subjects: its events,

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
@@ -129,13 +130,15 @@ func TestStreamNamesAForeignMessageAndGoesOn(t *testing.T) {
 	e := next(t, stream)
 	require.Equal(t, "foreign", e.event, e.data)
 	var got struct {
-		Seq     uint64 `json:"seq"`
-		Type    string `json:"type"`
-		Summary string `json:"summary"`
+		Seq     uint64    `json:"seq"`
+		Type    string    `json:"type"`
+		Summary string    `json:"summary"`
+		Time    time.Time `json:"time"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(e.data), &got))
 	assert.Equal(t, ack.Sequence, got.Seq)
 	assert.Equal(t, "foreign", got.Type)
+	assert.WithinDuration(t, time.Now(), got.Time, time.Minute, "the stream says when the message was stored")
 
 	status, out, _ := call(t, ts, "GET", "/conversations/visited/timeline", "Bearer "+token, "")
 	require.Equal(t, http.StatusOK, status, "%v", out)
@@ -143,6 +146,7 @@ func TestStreamNamesAForeignMessageAndGoesOn(t *testing.T) {
 	last := evs[len(evs)-1].(map[string]any)
 	require.Equal(t, "foreign", last["type"])
 	assert.Equal(t, last["summary"], got.Summary, "the stream words it as the timeline does")
+	assert.Equal(t, got.Time.Format(time.RFC3339Nano), last["time"], "and dates it as the timeline does")
 
 	status, out, _ = call(t, ts, "POST", "/conversations/visited/messages", "Bearer "+token, `{"text": "still there?"}`)
 	require.Equal(t, http.StatusAccepted, status, "%v", out)

@@ -41,7 +41,7 @@ type Foreign struct {
 // API's live stream (its "foreign" event) say the same thing.
 func ForeignEntry(alien *eventlog.ForeignMessageError) *Entry {
 	f := &Foreign{Seq: alien.Seq, Size: alien.Size, Subject: alien.Subject, Reason: alien.Reason}
-	return &Entry{Seq: alien.Seq, Type: TypeForeign, Foreign: f,
+	return &Entry{Seq: alien.Seq, Time: alien.Time, Type: TypeForeign, Foreign: f,
 		Summary: fmt.Sprintf("message %d: not written by turnlog (a NATS reply or another client's publish), ignored: %s (%d bytes on %s)",
 			alien.Seq, quote(f.Reason), f.Size, quote(f.Subject))}
 }

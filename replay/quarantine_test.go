@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -71,6 +72,7 @@ func TestTimelineShowsForeignMessages(t *testing.T) {
 	l := openTestLog(t)
 	c := newConvo(t, l, "f")
 	c.request(promptLoop(t, "be brief"), "hello", nil)
+	published := time.Now()
 	ack, err := l.JetStream().PublishMsg(ctx, &nats.Msg{Subject: l.Names().EventsRoleSubject("f", "admin"), Data: []byte(`{"stream":"TURNLOG_REQUESTS","seq":3}`)})
 	require.NoError(t, err)
 	c.turn.Seq = ack.Sequence // the next append expects it
@@ -93,6 +95,7 @@ func TestTimelineShowsForeignMessages(t *testing.T) {
 	assert.Equal(t, replay.TypeForeign, f.Type)
 	assert.Equal(t, ack.Sequence, f.Foreign.Seq)
 	assert.Equal(t, l.Names().EventsRoleSubject("f", "admin"), f.Foreign.Subject)
+	assert.WithinDuration(t, published, f.Time, time.Minute, "the entry says when the stream stored the message")
 	assert.Contains(t, f.Summary, fmt.Sprintf("message %d: not written by turnlog (a NATS reply or another client's publish), ignored", ack.Sequence))
 	assert.Equal(t, 2, h.Inferences)
 
