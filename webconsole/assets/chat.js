@@ -1,7 +1,8 @@
 // Chat: POST /conversations/{id}/messages sends, GET .../stream (Server-Sent
 // Events) shows the answer as the model writes it ("delta") and the log's
 // events ("event") until request.completed or request.failed, and notes a
-// message another client stored on the conversation's subject ("foreign").
+// message another client stored on the conversation's subject ("foreign")
+// or one that is not a step of it ("quarantined").
 
 import { get, write, enc, ApiError, eventStream } from './api.js';
 import { h, showError, blockText } from './dom.js';
@@ -81,7 +82,16 @@ function connect() {
   });
   es.addEventListener('delta', (m) => route(JSON.parse(m.data), 'delta'));
   es.addEventListener('event', (m) => route(JSON.parse(m.data), 'event'));
-  es.addEventListener('foreign', (m) => foreignNotice(JSON.parse(m.data)));
+  es.addEventListener('foreign', (m) => {
+    const entry = JSON.parse(m.data);
+    notice('foreign muted', entry.seq, entry.summary);
+  });
+  es.addEventListener('quarantined', (m) => {
+    const q = JSON.parse(m.data);
+    notice('quarantined', q.seq,
+      `quarantined message ${q.seq} (${q.size} bytes), not a step of this conversation: ${JSON.stringify(q.reason)}; ` +
+      `requests fail until \`turnlog repair ${conv} --yes\` removes it`);
+  });
   es.addEventListener('end', (m) => {
     state.textContent = 'stream ended: ' + JSON.parse(m.data).error;
     state.dataset.state = 'ended';
@@ -94,13 +104,15 @@ function connect() {
 }
 
 /**
- * Notes in the transcript a message another client stored on the
- * conversation's subject (a timeline entry of type foreign): ignored by
- * every read, but never passed over without a word.
+ * Notes in the transcript a message on the conversation's subject that is
+ * not one of its steps: one another client stored (a timeline entry of
+ * type foreign, ignored by every read) or one turnlog cannot read as a
+ * step (quarantined: requests fail until it is repaired). Neither is ever
+ * passed over without a word.
  */
-function foreignNotice(entry) {
+function notice(kind, seq, text) {
   const tr = $('transcript');
-  const note = h('p', { class: 'notice foreign muted', role: 'status', dataset: { seq: entry.seq } }, entry.summary);
+  const note = h('p', { class: `notice ${kind}`, role: 'status', dataset: { seq } }, text);
   tr.append(note);
   note.scrollIntoView({ block: 'end' });
 }
