@@ -56,7 +56,7 @@ func (s *stored) step(conversation string) ([]events.Event, error) {
 	if s.foreign != "" {
 		return nil, &ForeignMessageError{Conversation: conversation, Seq: s.seq, Size: len(s.data), Subject: s.subject, Reason: s.foreign, Time: s.time}
 	}
-	return decodeStep(conversation, s.seq, s.data)
+	return decodeStep(conversation, s.seq, s.time, s.data)
 }
 
 func (l *Log) storedFrom(m *jetstream.RawStreamMsg) *stored {
@@ -244,7 +244,7 @@ func (l *Log) fromCache(ctx context.Context, conversation string, last *stored, 
 		}
 	}
 	for _, m := range cached {
-		evs, err := decodeStep(conversation, m.seq, m.data)
+		evs, err := decodeStep(conversation, m.seq, m.time, m.data)
 		if err != nil {
 			yield(message{}, fmt.Errorf("read %s (history cache): %w", conversation, err))
 			return true

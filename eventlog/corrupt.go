@@ -3,6 +3,7 @@ package eventlog
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/turnlog/turnlog/events"
 )
@@ -25,6 +26,8 @@ type CorruptMessageError struct {
 	Size int
 	// Err says why it is not a step.
 	Err error
+	// Time is when the stream stored it (zero when the read did not say).
+	Time time.Time
 }
 
 func (e *CorruptMessageError) Error() string {
@@ -42,16 +45,16 @@ func (e *CorruptMessageError) Unwrap() error { return e.Err }
 // conversation than its subject does.
 var errForeignEvents = errors.New("its events belong to another conversation")
 
-// decodeStep decodes the message at seq on conversation's subject, or
-// says why it is not one of its steps.
-func decodeStep(conversation string, seq uint64, data []byte) ([]events.Event, error) {
+// decodeStep decodes the message at seq on conversation's subject, stored
+// at at, or says why it is not one of its steps.
+func decodeStep(conversation string, seq uint64, at time.Time, data []byte) ([]events.Event, error) {
 	evs, err := events.DecodeOwned(data) // data is a message read, which nothing else holds
 	if err != nil {
-		return nil, &CorruptMessageError{Conversation: conversation, Seq: seq, Size: len(data), Err: err}
+		return nil, &CorruptMessageError{Conversation: conversation, Seq: seq, Size: len(data), Err: err, Time: at}
 	}
 	for i := range evs {
 		if evs[i].Conversation != conversation {
-			return nil, &CorruptMessageError{Conversation: conversation, Seq: seq, Size: len(data),
+			return nil, &CorruptMessageError{Conversation: conversation, Seq: seq, Size: len(data), Time: at,
 				Err: fmt.Errorf("%w: event %d names %q", errForeignEvents, i, evs[i].Conversation)}
 		}
 	}

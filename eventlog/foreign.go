@@ -164,5 +164,5 @@ func readStep(conversation string, raw *jetstream.RawStreamMsg) ([]events.Event,
 	if fe := foreignError(conversation, raw); fe != nil {
 		return nil, fe
 	}
-	return decodeStep(conversation, raw.Sequence, raw.Data)
+	return decodeStep(conversation, raw.Sequence, raw.Time, raw.Data)
 }

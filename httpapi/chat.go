@@ -288,7 +288,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 			}
 			var bad *eventlog.CorruptMessageError
 			if errors.As(wr.err, &bad) {
-				if !send("quarantined", replay.Quarantined{Seq: bad.Seq, Size: bad.Size, Reason: bad.Err.Error()}) {
+				if !send("quarantined", quarantinedEvent{replay.Quarantined{Seq: bad.Seq, Size: bad.Size, Reason: bad.Err.Error()}, bad.Time}) {
 					return
 				}
 				continue
@@ -356,4 +356,11 @@ func writeEvent(w http.ResponseWriter, rc *http.ResponseController, event string
 		return err
 	}
 	return rc.Flush()
+}
+
+// quarantinedEvent is the data of the live stream's "quarantined" event:
+// the message, and when the stream stored it.
+type quarantinedEvent struct {
+	replay.Quarantined
+	Time time.Time `json:"time"`
 }

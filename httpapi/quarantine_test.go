@@ -65,9 +65,13 @@ func TestStreamNamesAQuarantinedMessageAndGoesOn(t *testing.T) {
 	require.NoError(t, err)
 	e := next(t, stream)
 	require.Equal(t, "quarantined", e.event, e.data)
-	var q replay.Quarantined
+	var q struct {
+		replay.Quarantined
+		Time time.Time `json:"time"`
+	}
 	require.NoError(t, json.Unmarshal([]byte(e.data), &q))
 	assert.Equal(t, ack.Sequence, q.Seq)
+	assert.WithinDuration(t, time.Now(), q.Time, time.Minute, "the stream says when the message was stored")
 
 	status, out, _ := call(t, ts, "POST", "/conversations/live/messages", "Bearer "+token, `{"text": "still there?"}`)
 	require.Equal(t, http.StatusAccepted, status, "%v", out)

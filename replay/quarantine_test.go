@@ -25,6 +25,7 @@ func TestTimelineShowsQuarantinedMessages(t *testing.T) {
 	c := newConvo(t, l, "q")
 	c.request(promptLoop(t, "be brief"), "hello", nil)
 	// turnlog's headers, bytes that do not decode: a damaged step.
+	published := time.Now()
 	ack, err := l.JetStream().Publish(ctx, l.Names().EventsSubject("q"), []byte("garbage"), jetstream.WithMsgID("damaged:0"))
 	require.NoError(t, err)
 	c.turn.Seq = ack.Sequence // a writer that appends after it
@@ -48,6 +49,7 @@ func TestTimelineShowsQuarantinedMessages(t *testing.T) {
 	q := quarantined[0]
 	assert.Equal(t, replay.TypeQuarantined, q.Type)
 	assert.Equal(t, ack.Sequence, q.Seq)
+	assert.WithinDuration(t, published, q.Time, time.Minute, "the entry says when the stream stored the message")
 	assert.Equal(t, ack.Sequence, q.Quarantined.Seq)
 	assert.Equal(t, len("garbage"), q.Quarantined.Size)
 	assert.NotEmpty(t, q.Quarantined.Reason)

@@ -70,7 +70,7 @@ function render(tl) {
     const failed = e.type.endsWith('.failed');
     const inf = e.inference;
     // A message that is not a step (quarantined, foreign) has no position
-    // to diff from; a quarantined one has no time either.
+    // to diff from.
     const notStep = e.type === 'quarantined' || e.type === 'foreign';
     const box = notStep ? null : h('input', {
       type: 'checkbox',
