@@ -13,8 +13,8 @@ import (
 // the conversation's latest-call entry, the entries of its Responses API
 // responses' IDs (for previous_response_id; a background response's too,
 // running or ended)
-// and of their output items' (for item references), and of its imported
-// calls. Erasing a conversation
+// and of their output items' (for item references), of its imported
+// calls, and of its first calls that failed (for their retries). Erasing a conversation
 // removes them with it, so that no hash of its content stays and a later
 // call re-sending its history starts a new conversation instead of
 // reviving the erased one's ID.
@@ -32,6 +32,9 @@ func IndexedKeys(conv string, evs iter.Seq2[events.Event, error]) ([]string, err
 	// scopes are the calls' scopes (Request.Scope), which their states'
 	// keys are of.
 	scopes := map[string]string{}
+	finished := false // a gateway call of it finished: later failures are no first call's
+	// began are the calls that began the conversation (threading new).
+	began := map[string]bool{}
 	for e, err := range evs {
 		blocks := len(turn.Blocks)
 		if err == nil {
@@ -58,11 +61,14 @@ func IndexedKeys(conv string, evs iter.Seq2[events.Event, error]) ([]string, err
 			if sc := st.Gateway[MetaScope]; sc != "" {
 				scopes[st.InferenceID] = sc
 			}
+			began[st.InferenceID] = st.Gateway["threading"] == ThreadNew
 		}
 		if failed, ok := e.Payload.(events.InferenceFailed); ok {
 			if id := BackgroundResponseID(failed.Error); id != "" {
 				// Indexed when it was queued, as a finished call's is.
 				keys = append(keys, responseKey(id))
+			} else if n := len(turn.Blocks); !finished && began[failed.InferenceID] && n > 0 {
+				keys = append(keys, retryKey(ScopedChain(scopes[failed.InferenceID], turn.Blocks)[n-1]))
 			}
 			continue
 		}
@@ -70,6 +76,7 @@ func IndexedKeys(conv string, evs iter.Seq2[events.Event, error]) ([]string, err
 		if !ok {
 			continue
 		}
+		finished = true
 		if fin.ResponseID != "" {
 			keys = append(keys, responseKey(fin.ResponseID))
 			if outcomeOf == e.Cause {

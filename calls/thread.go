@@ -38,6 +38,7 @@ type ThreadStore interface {
 //	o.<hex SHA-256 of an output item's ID>        "<conversation>@<events>" after the call that produced it
 //	i.<hash of an imported call's line>           "<conversation>" it was recorded in ("pending <conversation>" while it is)
 //	e.<hex SHA-256 of a conversation ID>          when it was last erased (RFC 3339)
+//	a.<hex SHA-256 chain of a failed first call's input>  "<conversation>@<events>", for its retry (retried.go)
 //
 // A state's key is a chain of its blocks' content keys (Key), so the
 // state of every prefix of a call's input is known without rehashing; a

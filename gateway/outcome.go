@@ -172,6 +172,13 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 			r.logger.Warn("gateway: call not indexed for threading", "conversation", p.conv, "err", err)
 		}
 	}
+	if !ok && !background && p.threading == calls.ThreadNew && p.call.Request != nil && !p.call.Request.Continues() {
+		// The conversation's first call failed: the app's retry of it
+		// continues this conversation (see calls.FindRetried).
+		if err := r.threads.RecordFailedFirst(ctx, p.conv, turn.Events, p.call.Scope(), turn.Blocks); err != nil {
+			r.logger.Warn("gateway: failed call not indexed for its retry", "conversation", p.conv, "err", err)
+		}
+	}
 	r.snapshot(ctx, turn, in.atStart, eventlog.StepID(p.call.ID, 1))
 	r.cache.put(turn)
 	return nil

@@ -67,6 +67,17 @@ func (r *Recorder) thread(ctx context.Context, p *Pending, in Call) (fork *calls
 			}
 		}
 		fork = r.infer(ctx, p, req.Scope, blocks, chain)
+		if p.conv == "" && fork == nil && !req.Continues() && calls.Retried(in.Headers) {
+			// The app's retry of a call that failed: if it was its
+			// conversation's first, the conversation it started.
+			ref, ok, err := r.threads.FindRetried(ctx, req.Scope, blocks, chain)
+			if err != nil {
+				r.logger.Warn("gateway: threading index unreadable; the call starts a conversation", "err", err)
+			}
+			if ok {
+				p.conv, c.Threading = ref.Conversation, calls.ThreadInferred
+			}
+		}
 	}
 	fresh = p.conv == ""
 	if fresh {

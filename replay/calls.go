@@ -59,7 +59,8 @@ type Call struct {
 	Threading string `json:"threading,omitempty"`
 	// Headers are the request headers the gateway recorded for the call,
 	// those that change what the provider does (calls.RecordedHeaders:
-	// anthropic-version, anthropic-beta, openai-beta).
+	// anthropic-version, anthropic-beta, openai-beta), and the SDK's
+	// retry count when the call was a retry.
 	Headers map[string]string `json:"headers,omitempty"`
 	// InputHash is the hash inference.started recorded and Verified
 	// whether the input re-projected from the log hashes to it.
