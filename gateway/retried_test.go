@@ -8,8 +8,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/calls"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/gateway"
 	"github.com/turnlog/turnlog/internal/natstest"
 )
 
@@ -86,4 +88,36 @@ func TestRetryOfAFailedFirstCall(t *testing.T) {
 	require.Equal(t, http.StatusOK, status)
 	assert.NotEqual(t, b, d, "a retry after the erase starts a conversation of its own")
 	assert.NotEqual(t, a, d, "and does not join a conversation whose first call finished")
+}
+
+// TestImportedRetryOfAFailedFirstCall: a log of calls (import --calls)
+// holds an SDK's failed first attempt and its retry, whose headers say it
+// is one: both are recorded in one conversation, as live calls are, the
+// retry's count kept; a first attempt's count of 0 is not.
+func TestImportedRetryOfAFailedFirstCall(t *testing.T) {
+	r := newRig(t, "", "")
+	rec, err := gateway.NewRecorder(gateway.Config{Log: r.log, Threads: calls.NewMemStore(100)})
+	require.NoError(t, err)
+	request := `{"model":"m","messages":[{"role":"user","content":"hello"}]}`
+	lines := []string{
+		`{"api":"chat.completions","time":"2026-01-02T03:04:05Z","headers":{"X-Stainless-Retry-Count":"0"},"status":529,` +
+			`"request":` + request + `,"response":{"error":{"message":"Overloaded","type":"overloaded_error"}}}`,
+		`{"api":"chat.completions","time":"2026-01-02T03:04:06Z","headers":{"X-Stainless-Retry-Count":"1"},` +
+			`"request":` + request + `,"response":{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}}`,
+	}
+	var convs []string
+	for _, line := range lines {
+		l, err := calls.ParseLogged([]byte(line))
+		require.NoError(t, err)
+		conv, err := rec.Record(context.Background(), l)
+		require.NoError(t, err)
+		convs = append(convs, conv)
+	}
+	assert.Equal(t, convs[0], convs[1], "the logged retry continues the failed attempt's conversation")
+	started, finished, failed := inferences(t, r, convs[0])
+	require.Len(t, started, 2)
+	assert.Len(t, failed, 1)
+	assert.Equal(t, 1, finished)
+	assert.Equal(t, []string{"", "1"}, []string{started[0].Gateway["header.x-stainless-retry-count"], started[1].Gateway["header.x-stainless-retry-count"]})
+	verify(t, r.log, convs[0])
 }
