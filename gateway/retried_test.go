@@ -3,7 +3,6 @@ package gateway_test
 import (
 	"context"
 	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -75,15 +74,7 @@ func TestRetryOfAFailedFirstCall(t *testing.T) {
 	got, err := admin.Erase(ctx, b)
 	require.NoError(t, err)
 	assert.Positive(t, got.Threading, "the failed first call's entry goes with its conversation")
-	kv, err := admin.JetStream().KeyValue(ctx, admin.Names().ThreadsBucket)
-	require.NoError(t, err)
-	keys, err := kv.ListKeys(ctx)
-	require.NoError(t, err)
-	for k := range keys.Keys() {
-		e, err := kv.Get(ctx, k)
-		require.NoError(t, err)
-		assert.False(t, strings.HasPrefix(string(e.Value()), b+"@"), "entry %s=%s of the erased conversation", k, e.Value())
-	}
+	noThreadingEntryOf(t, admin, b)
 	status, d := send("1")
 	require.Equal(t, http.StatusOK, status)
 	assert.NotEqual(t, b, d, "a retry after the erase starts a conversation of its own")

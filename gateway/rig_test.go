@@ -131,3 +131,19 @@ func conversationEvents(t *testing.T, l *eventlog.Log, conv string) []events.Eve
 }
 
 func TestMain(m *testing.M) { os.Exit(m.Run()) }
+
+// noThreadingEntryOf asserts that no entry of the threading index names
+// conv (erased: no hash of its content stays).
+func noThreadingEntryOf(t *testing.T, l *eventlog.Log, conv string) {
+	t.Helper()
+	ctx := context.Background()
+	kv, err := l.JetStream().KeyValue(ctx, l.Names().ThreadsBucket)
+	require.NoError(t, err)
+	keys, err := kv.ListKeys(ctx)
+	require.NoError(t, err)
+	for k := range keys.Keys() {
+		e, err := kv.Get(ctx, k)
+		require.NoError(t, err)
+		assert.False(t, strings.Contains(string(e.Value()), conv), "entry %s=%s of the erased conversation", k, e.Value())
+	}
+}
