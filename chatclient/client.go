@@ -142,11 +142,21 @@ func (c *Client) Ask(ctx context.Context, req worker.Request, onDelta func(worke
 			return c.wait(ctx, r, req, found[0].Seq-1, feed, noAnswer)
 		}
 	} else {
+		var last eventlog.Tail
 		err := r.do(ctx, c.streamsMissing(func(ctx context.Context) error {
 			var err error
-			after, err = c.log.LastSeq(ctx, req.Conversation)
+			last, err = c.log.Last(ctx, req.Conversation)
+			if errors.Is(err, eventlog.ErrCorruptMessage) {
+				err = nil // a damaged last step fails the request, which says so
+			}
+			after = last.Seq
 			return err
 		}))
+		if err == nil {
+			// An app's conversation, which the gateway records from the
+			// app's calls, is not the worker's to answer in.
+			err = worker.NotAnApps(req.Conversation, last)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return worker.Result{}, noAnswer(false, r.lastErr())

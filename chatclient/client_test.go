@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/calls"
 	"github.com/turnlog/turnlog/chatclient"
 	_ "github.com/turnlog/turnlog/engine/scripted" // provider "scripted", the default profile's
 	"github.com/turnlog/turnlog/eventlog"
@@ -279,4 +281,32 @@ func TestAskSaysTheConversationWasErased(t *testing.T) {
 	_, err = ask(t, c, worker.Request{Conversation: "gone", Text: "anyone?"}, 30*time.Second)
 	require.ErrorIs(t, err, chatclient.ErrErased)
 	assert.ErrorContains(t, err, "will not be answered")
+}
+
+// TestAskRefusesAnAppsConversation: turnlog chat into a conversation the
+// recording gateway records from an app's calls is refused before
+// anything is sent (see worker.ErrAppsConversation): the worker's answer
+// would land in the app's record. Nothing is queued.
+func TestAskRefusesAnAppsConversation(t *testing.T) {
+	srv := natstest.Start(t)
+	startWorker(t, srv)
+	c, l := client(t, srv)
+	ctx := context.Background()
+	const app = "app-chat"
+	writer, err := eventlog.Open(ctx, srv.Conn)
+	require.NoError(t, err)
+	seq, err := writer.Append(ctx, app, 0, events.New(app, "call-1", 0, calls.Actor, events.UserAppended{BlockID: "u1", Text: "hello"}))
+	require.NoError(t, err)
+
+	_, err = ask(t, c, worker.Request{Conversation: app, Text: "typed by hand"}, 30*time.Second)
+	require.ErrorIs(t, err, worker.ErrAppsConversation)
+	assert.Contains(t, err.Error(), "turnlog fork "+app)
+	after, err := l.LastSeq(ctx, app)
+	require.NoError(t, err)
+	assert.Equal(t, seq, after, "nothing was written into the app's record")
+	reqs, err := writer.JetStream().Stream(ctx, writer.Names().RequestsStream)
+	require.NoError(t, err)
+	info, err := reqs.Info(ctx, jetstream.WithSubjectFilter(writer.Names().ChatSubject(app)))
+	require.NoError(t, err)
+	assert.Zero(t, info.State.Msgs, "no request was queued")
 }

@@ -145,9 +145,9 @@ directory of the template variables (prompt:cwd, git:, file:AGENTS.md).
 					return &exitError{code: 1, err: fmt.Errorf("request failed: %s", res.Failed)}
 				case errors.Is(err, chatclient.ErrErased):
 					return &exitError{code: 1, err: err}
-				case errors.Is(err, eventlog.ErrCauseReused):
-					// --request-id names another conversation's request:
-					// nothing was sent.
+				case errors.Is(err, eventlog.ErrCauseReused), errors.Is(err, worker.ErrAppsConversation):
+					// --request-id names another conversation's request,
+					// or the conversation is an app's: nothing was sent.
 					return &exitError{code: 1, err: err}
 				case errors.As(err, &noAnswer):
 					return &exitError{code: 3, err: noAnswerHelp(noAnswer, message)}

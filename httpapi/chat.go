@@ -116,6 +116,21 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, `"data": `+err.Error())
 		return
 	}
+	// An app's conversation, which the gateway records from the app's
+	// calls, is not the worker's to answer in.
+	last, err := s.cfg.Log.Last(r.Context(), id)
+	if err == nil {
+		err = worker.NotAnApps(id, last)
+	}
+	switch {
+	case errors.Is(err, worker.ErrAppsConversation):
+		writeError(w, http.StatusConflict, err.Error())
+		return
+	case err != nil && !errors.Is(err, eventlog.ErrCorruptMessage):
+		// A damaged last step fails the request, which says so.
+		s.serverError(w, "read the conversation's last step", err)
+		return
+	}
 	if body.RequestID != "" {
 		// Refused here, at once: the worker could only fail it.
 		if err := s.cfg.Log.ClaimRequestID(r.Context(), body.RequestID, id); errors.Is(err, eventlog.ErrCauseReused) {

@@ -1,0 +1,43 @@
+package httpapi_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/calls"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/replay"
+)
+
+// TestMessageIntoAnAppsConversationIsRefused: a conversation the recording
+// gateway records from an app's calls is the app's. A message sent to it
+// from the console was answered by the worker into the app's record, and
+// the app's next call, which never saw that answer, showed as rewriting
+// its history (three history_rewritten findings against the app, by hand
+// with serve). It is refused with 409, saying to fork it, and nothing is
+// queued or written; a fork takes messages.
+func TestMessageIntoAnAppsConversationIsRefused(t *testing.T) {
+	ts, l := startChatAPI(t)
+	ctx := context.Background()
+	const app = "app-chat"
+	seq, err := l.Append(ctx, app, 0,
+		events.New(app, "call-1", 0, calls.Actor, events.ConversationStarted{}),
+		events.New(app, "call-1", 0, calls.Actor, events.UserAppended{BlockID: "u1", Text: "hello"}))
+	require.NoError(t, err)
+
+	status, out, _ := call(t, ts, "POST", "/conversations/"+app+"/messages", "Bearer "+token, `{"text": "typed in the console"}`)
+	require.Equal(t, http.StatusConflict, status, "%v", out)
+	assert.Contains(t, out["error"], "recorded by the gateway")
+	assert.Contains(t, out["error"], "turnlog fork "+app)
+	after, err := l.LastSeq(ctx, app)
+	require.NoError(t, err)
+	assert.Equal(t, seq, after, "nothing was written into the app's record")
+
+	forked, err := replay.Fork(ctx, l, app, 0, "app-chat-fork")
+	require.NoError(t, err)
+	res := chat(t, ts, l, forked.Conversation, "and in the fork?")
+	assert.Empty(t, res.Failed, "the fork is the worker's to answer in")
+}

@@ -1,0 +1,33 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/turnlog/turnlog/calls"
+	"github.com/turnlog/turnlog/eventlog"
+)
+
+// ErrAppsConversation matches the error of a chat request refused because
+// its conversation is an app's: recorded by the gateway from the app's own
+// calls, which its last step is. A worker's answer there would be written
+// into the app's record, though the app never sees it; the app's next call
+// would then show as rewriting its history (replay --check reports
+// history_rewritten against the app). A fork of the conversation
+// (turnlog fork) carries its Turn into a conversation of its own, where
+// the worker may answer.
+var ErrAppsConversation = errors.New("the conversation is an app's, recorded by the gateway from its calls")
+
+// NotAnApps returns an error matching ErrAppsConversation when last,
+// conversation's last step (eventlog.Log.Last), was written by the
+// recording gateway, and nil otherwise (a new conversation too). Clients
+// ask it before they send a chat request (the HTTP API, turnlog chat).
+func NotAnApps(conversation string, last eventlog.Tail) error {
+	for _, e := range last.Events {
+		if e.Actor == calls.Actor {
+			return fmt.Errorf("%w: a message sent to %s would be answered by turnlog's worker into the app's record, and the app's next call would then show as rewriting its history; fork it and chat in the fork: turnlog fork %s",
+				ErrAppsConversation, conversation, conversation)
+		}
+	}
+	return nil
+}
