@@ -12,9 +12,9 @@ import (
 // conversation's events in log order: the state each finished call left,
 // the conversation's latest-call entry, the entries of its Responses API
 // responses' IDs (for previous_response_id; a background response's too,
-// running or ended)
-// and of their output items' (for item references), of its imported
-// calls, and of its first calls that failed (for their retries). Erasing a conversation
+// running or ended) and of their output items' (for item references), of
+// its imported calls, and of its first call if it failed (for the app's
+// retry of it). Erasing a conversation
 // removes them with it, so that no hash of its content stays and a later
 // call re-sending its history starts a new conversation instead of
 // reviving the erased one's ID.
@@ -32,9 +32,9 @@ func IndexedKeys(conv string, evs iter.Seq2[events.Event, error]) ([]string, err
 	// scopes are the calls' scopes (Request.Scope), which their states'
 	// keys are of.
 	scopes := map[string]string{}
-	finished := false // a gateway call of it finished: later failures are no first call's
-	// began are the calls that began the conversation (threading new).
-	began := map[string]bool{}
+	// finished: a gateway call of it finished, so a later failure is not
+	// its first call's; began: the calls that began it (threading new).
+	finished, began := false, map[string]bool{}
 	for e, err := range evs {
 		blocks := len(turn.Blocks)
 		if err == nil {
