@@ -80,9 +80,16 @@ func (w *Worker) pong(*nats.Msg) {
 	}
 }
 
+// FirstStatusWait is how long Statuses waits for the first worker's
+// answer: `turnlog status` takes that long when no worker runs.
+const FirstStatusWait = 2 * time.Second
+
 // Statuses asks the running workers who they are (the status ping) and
 // gathers what they say on names.WorkersStatus until quiet passes without
-// a word: what `turnlog status` shows.
+// a word after an answer: what `turnlog status` shows. The first answer
+// is waited for up to FirstStatusWait (quiet, if longer): a worker on a
+// busy machine or across a slow link answers later than quiet, and status
+// would say that no worker runs.
 func Statuses(ctx context.Context, nc *nats.Conn, names eventlog.Names, quiet time.Duration) ([]Status, error) {
 	sub, err := nc.SubscribeSync(names.WorkersStatus())
 	if err != nil {
@@ -94,7 +101,11 @@ func Statuses(ctx context.Context, nc *nats.Conn, names eventlog.Names, quiet ti
 	}
 	var out []Status
 	for {
-		wctx, cancel := context.WithTimeout(ctx, quiet)
+		wait := quiet
+		if len(out) == 0 {
+			wait = max(quiet, FirstStatusWait)
+		}
+		wctx, cancel := context.WithTimeout(ctx, wait)
 		m, err := sub.NextMsgWithContext(wctx)
 		cancel()
 		if err != nil {

@@ -123,3 +123,33 @@ func TestWorkerSavesSnapshots(t *testing.T) {
 	assert.Equal(t, n, loaded.Events)
 	assert.Len(t, loaded.Blocks, 1+4*3, "the system prompt, and per request the user block, reasoning and answer")
 }
+
+// TestStatusesWaitsForASlowWorker: `turnlog status` gathered the workers'
+// answers until 500 ms passed without one, so a worker that answered
+// later (a busy machine, a slow link: here its storage report takes 800
+// ms) was not listed, and status said no worker runs, with no storage
+// limit. The first answer is waited for longer.
+func TestStatusesWaitsForASlowWorker(t *testing.T) {
+	srv := natstest.Start(t)
+	l := startWorker(t, srv, func(c *worker.Config) {
+		c.Name = "slow"
+		c.Storage = func() *worker.Storage {
+			time.Sleep(800 * time.Millisecond)
+			return &worker.Storage{MaxStore: 1 << 30, DiskFree: -1}
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// Once it answers at all (it subscribes as it starts).
+	require.Eventually(t, func() bool {
+		st, err := worker.Statuses(ctx, srv.Conn, l.Names(), time.Second)
+		return err == nil && len(st) == 1
+	}, 20*time.Second, 10*time.Millisecond)
+
+	st, err := worker.Statuses(ctx, srv.Conn, l.Names(), 500*time.Millisecond)
+	require.NoError(t, err)
+	require.Len(t, st, 1, "the worker that answers after 800 ms is listed")
+	assert.Equal(t, "slow", st[0].Name)
+	require.NotNil(t, st[0].Storage)
+	assert.Equal(t, int64(1<<30), st[0].Storage.MaxStore)
+}
