@@ -22,8 +22,12 @@ const RetryHeader = "x-stainless-retry-count"
 
 // Retried reports whether headers (HeadersOf) say the call is an SDK's
 // retry of one that failed.
-func Retried(headers map[string]string) bool {
-	n, err := strconv.Atoi(strings.TrimSpace(headers[RetryHeader]))
+func Retried(headers map[string]string) bool { return retryCount(headers[RetryHeader]) }
+
+// retryCount reports whether v, a RetryHeader's value, counts a retry
+// (1 and up): a first attempt's 0 says nothing and is not recorded.
+func retryCount(v string) bool {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
 	return err == nil && n > 0
 }
 
@@ -37,8 +41,8 @@ func HeadersOf(h http.Header) map[string]string {
 	var out map[string]string
 	for _, name := range RecordedHeaders {
 		vs := h.Values(name)
-		if len(vs) == 0 || name == RetryHeader && !Retried(map[string]string{name: vs[0]}) {
-			continue // a first attempt's retry count (0) says nothing
+		if len(vs) == 0 || name == RetryHeader && !retryCount(vs[0]) {
+			continue
 		}
 		if out == nil {
 			out = map[string]string{}
@@ -56,7 +60,7 @@ func recordedOnly(h map[string]string) map[string]string {
 	for k, v := range h {
 		name := strings.ToLower(k)
 		for _, r := range RecordedHeaders {
-			if name == r && (name != RetryHeader || Retried(map[string]string{name: v})) {
+			if name == r && (name != RetryHeader || retryCount(v)) {
 				if out == nil {
 					out = map[string]string{}
 				}

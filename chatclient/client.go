@@ -145,10 +145,7 @@ func (c *Client) Ask(ctx context.Context, req worker.Request, onDelta func(worke
 		var last eventlog.Tail
 		err := r.do(ctx, c.streamsMissing(func(ctx context.Context) error {
 			var err error
-			last, err = c.log.Last(ctx, req.Conversation)
-			if errors.Is(err, eventlog.ErrCorruptMessage) {
-				err = nil // a damaged last step fails the request, which says so
-			}
+			last, err = worker.LastStep(ctx, c.log, req.Conversation)
 			after = last.Seq
 			return err
 		}))

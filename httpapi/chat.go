@@ -118,17 +118,13 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	// An app's conversation, which the gateway records from the app's
 	// calls, is not the worker's to answer in.
-	last, err := s.cfg.Log.Last(r.Context(), id)
-	if err == nil {
-		err = worker.NotAnApps(id, last)
-	}
-	switch {
-	case errors.Is(err, worker.ErrAppsConversation):
-		writeError(w, http.StatusConflict, err.Error())
-		return
-	case err != nil && !errors.Is(err, eventlog.ErrCorruptMessage):
-		// A damaged last step fails the request, which says so.
+	last, err := worker.LastStep(r.Context(), s.cfg.Log, id)
+	if err != nil {
 		s.serverError(w, "read the conversation's last step", err)
+		return
+	}
+	if err := worker.NotAnApps(id, last); err != nil {
+		writeError(w, http.StatusConflict, err.Error())
 		return
 	}
 	if body.RequestID != "" {

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -30,4 +31,15 @@ func NotAnApps(conversation string, last eventlog.Tail) error {
 		}
 	}
 	return nil
+}
+
+// LastStep is l.Last(conversation) as a client reads it before it sends a
+// chat request, for NotAnApps: a damaged last step is no error here (the
+// worker fails the request, saying so), and the Tail still has its Seq.
+func LastStep(ctx context.Context, l *eventlog.Log, conversation string) (eventlog.Tail, error) {
+	last, err := l.Last(ctx, conversation)
+	if errors.Is(err, eventlog.ErrCorruptMessage) {
+		err = nil
+	}
+	return last, err
 }
