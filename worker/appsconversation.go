@@ -22,7 +22,9 @@ var ErrAppsConversation = errors.New("the conversation is an app's, recorded by 
 // NotAnApps returns an error matching ErrAppsConversation when last,
 // conversation's last step (eventlog.Log.Last), was written by the
 // recording gateway, and nil otherwise (a new conversation too). Clients
-// ask it before they send a chat request (the HTTP API, turnlog chat).
+// ask it before they send a chat request (the HTTP API, turnlog chat);
+// the worker asks it again before a request's first step and keeps a
+// refused request as a dead letter, writing nothing into the app's record.
 func NotAnApps(conversation string, last eventlog.Tail) error {
 	for _, e := range last.Events {
 		if e.Actor == calls.Actor {

@@ -90,6 +90,12 @@ func (w *Worker) failAs(ctx context.Context, tx *engine.Tx, reason string, forei
 	step := tx.Step()
 	if tail, err := w.cfg.Log.Last(ctx, conv); err == nil && tail.Cause == tx.Cause() && tail.Step >= step {
 		step = tail.Step + 1
+	} else if err == nil && tail.Cause != tx.Cause() {
+		// A request that failed from a cached Turn before its first
+		// step may find that an app has taken the conversation over.
+		if err := NotAnApps(conv, tail); err != nil {
+			return deadLetter, err
+		}
 	}
 	// A request that failed before its first step landed still records
 	// what the user asked, so the failure has its context in the log.

@@ -28,7 +28,8 @@ const (
 	ack outcome = iota
 	retryLater
 	handBack
-	drop // a simulated crash: neither ack nor nak
+	drop       // a simulated crash: neither ack nor nak
+	deadLetter // not the worker's to answer: kept as a dead letter
 )
 
 // maxRetryDelay bounds the delay before a request that will be retried is
@@ -124,6 +125,8 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		_ = m.Nak()
 	case drop:
 		log().Warn("request dropped", "err", err)
+	case deadLetter:
+		w.deadLetter(ctx, m, meta, w.names.ChatSubject(conv), err.Error())
 	}
 }
 
@@ -186,6 +189,14 @@ func (w *Worker) start(ctx context.Context, req Request, sent time.Time, optimis
 		}
 	}
 	resume := tail.Seq > 0 && tail.Cause == req.RequestID
+	if !resume {
+		// The HTTP API and turnlog chat ask this before they send; a
+		// request published by another NATS client, or one that lost
+		// the race with the app's next call, is stopped here.
+		if err := NotAnApps(conv, tail); err != nil {
+			return nil, 0, nil, earlier, false, err
+		}
+	}
 	if resume && tail.Closed() {
 		return nil, 0, nil, earlier, true, nil // finished before; only the ack was lost
 	}
@@ -213,6 +224,11 @@ func (w *Worker) serveOnce(ctx context.Context, req Request, sent time.Time, pro
 		return ack, err
 	}
 	resume := step > 0
+	if errors.Is(err, ErrAppsConversation) {
+		// Nothing is written into the app's record, not even a failure:
+		// the app's next call would show it as a rewritten history.
+		return deadLetter, err
+	}
 	if err != nil {
 		if unreadable(err) {
 			// The log itself cannot be folded: no retry will help. The
