@@ -75,6 +75,11 @@ func NewStream(api API, limit int) *Stream {
 	return &Stream{api: api, limit: limit, chatCalls: map[int]*streamCall{}, blocks: map[int]*streamBlock{}}
 }
 
+// Final reports whether a Responses stream sent its final response object
+// (response.completed, .failed or .incomplete), which says how the
+// response ended; an error event ends a stream without one.
+func (s *Stream) Final() bool { return s.final != nil }
+
 // Done reports whether the stream's final event has been seen
 // ([DONE], response.completed/failed/incomplete, message_stop, error).
 func (s *Stream) Done() bool { return s.done }

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -12,27 +13,27 @@ import (
 
 // A background response's end, as the app fetches it: GET
 // /v1/responses/{id} answered with a status that ends it (completed,
-// failed, incomplete, cancelled), or POST /v1/responses/{id}/cancel. The
-// call that queued it stays open in its conversation until then (see
+// failed, incomplete, cancelled), POST /v1/responses/{id}/cancel, or GET
+// /v1/responses/{id}?stream=true streamed to its final event. The call
+// that queued it stays open in its conversation until then (see
 // calls.PlanBackgroundOutcome); its outcome is recorded before the app
 // gets the answer, as any call's is.
 
-// backgroundFetchOf returns the response r fetches or cancels, "" for
-// another request. A streamed fetch (?stream=true) is not one: its events
-// resume a stream, and pass through unrecorded.
-func backgroundFetchOf(r *http.Request) string {
+// backgroundFetchOf returns the response r fetches, streams or cancels
+// ("" for another request), and whether r streams it.
+func backgroundFetchOf(r *http.Request) (id string, streamed bool) {
 	rest, ok := strings.CutPrefix(strings.TrimSuffix(r.URL.Path, "/"), "/v1/responses/")
-	if !ok || rest == "" || r.URL.Query().Get("stream") == "true" {
-		return ""
+	if !ok || rest == "" {
+		return "", false
 	}
 	id, tail, _ := strings.Cut(rest, "/")
 	switch {
 	case r.Method == http.MethodGet && tail == "":
-		return id
+		return id, r.URL.Query().Get("stream") == "true"
 	case r.Method == http.MethodPost && tail == "cancel":
-		return id
+		return id, false
 	}
-	return ""
+	return "", false
 }
 
 // forwardBackgroundFetch forwards a fetch of response id and, when its
@@ -54,8 +55,7 @@ func (g *Gateway) forwardBackgroundFetch(w http.ResponseWriter, r *http.Request,
 	}
 	conv, err := g.rec.recordBackground(r.Context(), id, calls.Outcome{Output: out, Duration: out.Took})
 	if err != nil {
-		g.cfg.Logger.Error("gateway: a background response's end was not recorded", "response", id, "err", err)
-		g.cfg.Metrics.errors.WithLabelValues("unavailable").Inc()
+		g.backgroundNotRecorded(id, err)
 		writeError(w, false, http.StatusServiceUnavailable, "turnlog could not record how background response "+id+
 			" ended, so the provider's answer is withheld: "+err.Error()+"; retry shortly")
 		return
@@ -64,6 +64,90 @@ func (g *Gateway) forwardBackgroundFetch(w http.ResponseWriter, r *http.Request,
 		answer.header.Set(ConversationHeader, conv)
 	}
 	answer.send(w)
+}
+
+// backgroundNotRecorded logs and counts a background response's end that
+// could not be recorded (its answer is withheld or cut).
+func (g *Gateway) backgroundNotRecorded(id string, err error) {
+	g.cfg.Logger.Error("gateway: a background response's end was not recorded", "response", id, "err", err)
+	g.cfg.Metrics.errors.WithLabelValues("unavailable").Inc()
+}
+
+// forwardBackgroundStream forwards a streamed fetch of response id (GET
+// /v1/responses/{id}?stream=true): the stream passes as it comes, and
+// when a recorded call waits for the response, the stream's final event,
+// which holds the whole response, is recorded as that call's outcome
+// before the piece holding it is passed on. If it cannot be recorded, the
+// stream is cut there, so the app never gets an end the log does not
+// hold. While NATS is away the stream passes unrecorded.
+func (g *Gateway) forwardBackgroundStream(w http.ResponseWriter, r *http.Request, proxy http.Handler, id string) {
+	g.forwardUnrecorded(r)
+	if !g.cfg.Connected() {
+		proxy.ServeHTTP(w, r)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), recordTimeout)
+	ref, _, ok, err := g.rec.threads.Response(ctx, id)
+	cancel()
+	if err != nil || !ok {
+		proxy.ServeHTTP(w, r) // not a response the gateway recorded a call of
+		return
+	}
+	proxy.ServeHTTP(&streamedFetch{ResponseWriter: w, g: g, ctx: r.Context(), id: id, conv: ref.Conversation}, r)
+}
+
+// streamedFetch is the http.ResponseWriter forwardBackgroundStream passes
+// a stream through, reading its events as they pass.
+type streamedFetch struct {
+	http.ResponseWriter
+	g      *Gateway
+	ctx    context.Context
+	id     string
+	conv   string        // the conversation of the call waiting for the response
+	stream *calls.Stream // nil: not a stream to read (an error, a JSON body), or its end is read
+}
+
+// Unwrap lets http.ResponseController flush the stream's events.
+func (f *streamedFetch) Unwrap() http.ResponseWriter { return f.ResponseWriter }
+
+func (f *streamedFetch) WriteHeader(status int) {
+	if status/100 == 2 && strings.HasPrefix(f.Header().Get("Content-Type"), "text/event-stream") {
+		f.stream = calls.NewStream(calls.Responses, int(f.g.cfg.MaxBody))
+		f.Header().Set(ConversationHeader, f.conv)
+	}
+	f.ResponseWriter.WriteHeader(status)
+}
+
+func (f *streamedFetch) Write(p []byte) (int, error) {
+	if f.stream != nil {
+		f.stream.Write(p)
+		if f.stream.Done() {
+			s := f.stream
+			f.stream = nil
+			if err := f.recordEnd(s); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return f.ResponseWriter.Write(p)
+}
+
+// recordEnd records the end s brought, when it holds the response's final
+// object (not an error event, which ends the stream but not the response).
+func (f *streamedFetch) recordEnd(s *calls.Stream) error {
+	out, err := s.Output()
+	if err != nil {
+		f.g.cfg.Logger.Warn("gateway: a background response's streamed end cannot be read; its call stays open until a fetch brings it", "response", f.id, "err", err)
+		return nil
+	}
+	if !s.Final() || out.Background || out.ResponseID != f.id {
+		return nil
+	}
+	if _, err := f.g.rec.recordBackground(f.ctx, f.id, calls.Outcome{Output: out, Duration: out.Took}); err != nil {
+		f.g.backgroundNotRecorded(f.id, err)
+		return fmt.Errorf("turnlog could not record how background response %s ended, so its stream is cut: %w", f.id, err)
+	}
+	return nil
 }
 
 // recordBackground records how background response id ended as the

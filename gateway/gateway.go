@@ -177,7 +177,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			g.forwardProviderWrite(w, r, proxy, pw)
 			return
 		}
-		if id := backgroundFetchOf(r); id != "" {
+		if id, streamed := backgroundFetchOf(r); streamed {
+			g.forwardBackgroundStream(w, r, proxy, id)
+			return
+		} else if id != "" {
 			g.forwardBackgroundFetch(w, r, proxy, id)
 			return
 		}

@@ -8,7 +8,7 @@ const sent = [], received = [], conversations = [], pending = [];
 function sha(buf) { return crypto.createHash('sha256').update(buf).digest('hex'); }
 
 async function wireFetch(url, init) {
-  sent.push(sha(Buffer.from(init.body)));
+  sent.push(sha(Buffer.from(init.body ?? '')));
   const res = await fetch(url, init);
   conversations.push(res.headers.get('turnlog-conversation'));
   const [a, b] = res.body.tee();
