@@ -107,6 +107,7 @@ type chatResponse struct {
 	HasChoice    bool            // choices holds at least one (null too)
 	Message      json.RawMessage // the first choice's
 	FinishReason string
+	Logprobs     json.RawMessage   // the first choice's, as written
 	Others       []json.RawMessage // the choices after the first, as written
 	Usage        *usage
 	Error        *apiError
@@ -152,13 +153,16 @@ func decodeFirstChoice(raw []byte, r *chatResponse) error {
 		if string(c) == "null" {
 			continue
 		}
-		var msg json.RawMessage
+		var msg, logprobs json.RawMessage
 		var finish string
-		err := eachKnown(c, []string{"message", "finish_reason"}, func(k int, v []byte) (err error) {
-			if k == 0 {
+		err := eachKnown(c, []string{"message", "finish_reason", "logprobs"}, func(k int, v []byte) (err error) {
+			switch k {
+			case 0:
 				msg = json.RawMessage(v)
-			} else {
+			case 1:
 				finish, err = stringMember("finish_reason", v)
+			case 2:
+				logprobs = json.RawMessage(v)
 			}
 			return err
 		})
@@ -166,7 +170,7 @@ func decodeFirstChoice(raw []byte, r *chatResponse) error {
 			return fmt.Errorf("choices[%d]: %w", i, err)
 		}
 		if i == 0 {
-			r.Message, r.FinishReason = msg, finish
+			r.Message, r.FinishReason, r.Logprobs = msg, finish, logprobs
 		}
 	}
 	return nil

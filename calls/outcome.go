@@ -112,6 +112,7 @@ func PlanOutcome(turn *projector.Turn, c *Call, o Outcome) ([]events.Event, erro
 			fin.ResponseID = o.Output.ResponseID
 		}
 		fin.OtherChoices = o.Output.OtherChoices
+		fin.Logprobs, fin.LogprobsOmitted = o.Output.Logprobs, o.Output.LogprobsOmitted
 	}
 	if err := emit(fin); err != nil {
 		return nil, err

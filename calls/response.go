@@ -46,6 +46,31 @@ type Output struct {
 	// the first (events.InferenceFinished.OtherChoices); Items are the
 	// first's.
 	OtherChoices string
+	// Logprobs, for a Chat Completions call that asked for them, is the
+	// first choice's logprobs object (events.InferenceFinished.Logprobs),
+	// or "" with LogprobsOmitted its size when it is larger than
+	// MaxLogprobsBytes.
+	Logprobs        string
+	LogprobsOmitted int
+}
+
+// MaxLogprobsBytes bounds the logprobs a call's record keeps: a long answer
+// with many top_logprobs has megabytes of them, which would make its
+// outcome too large to store (and the answer with it). Past it the record
+// keeps their size (events.InferenceFinished.LogprobsOmitted).
+const MaxLogprobsBytes = 1 << 20
+
+// keepLogprobs sets o's logprobs from raw, the first choice's logprobs
+// member as written (null or absent: none).
+func (o *Output) keepLogprobs(raw []byte) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return
+	}
+	if len(raw) > MaxLogprobsBytes {
+		o.LogprobsOmitted = len(raw)
+		return
+	}
+	o.Logprobs = string(raw)
 }
 
 // usage is a response's token counts, in the names of the three APIs.
@@ -141,6 +166,7 @@ func parseChatResponse(body []byte) (*Output, error) {
 		return parseChatResponseJSON(body)
 	}
 	o := &Output{ResponseID: r.ID, Model: r.Model, StopReason: r.FinishReason, Error: r.Error.String(), OtherChoices: jsonArray(r.Others)}
+	o.keepLogprobs(r.Logprobs)
 	r.Usage.fill(o)
 	if !r.HasChoice {
 		return o, nil
@@ -179,11 +205,13 @@ func parseChatResponseJSON(body []byte) (*Output, error) {
 		var c struct {
 			Message      json.RawMessage `json:"message"`
 			FinishReason string          `json:"finish_reason"`
+			Logprobs     json.RawMessage `json:"logprobs"`
 		}
 		if err := json.Unmarshal(r.Choices[0], &c); err != nil {
 			return nil, fmt.Errorf("response: choices[0]: %w", err)
 		}
 		o.StopReason = c.FinishReason
+		o.keepLogprobs(c.Logprobs)
 		bs, err := chatBlocks(c.Message)
 		if err != nil {
 			return nil, fmt.Errorf("response message: %w", err)

@@ -37,6 +37,8 @@ func chatBlocksJSON(raw []byte) ([]events.Block, error) {
 
 var chatResponseSeeds = []string{
 	string(benchChatResponse),
+	`{"id":"c4","choices":[{"index":0,"message":{"role":"assistant","content":"y"},"logprobs": {"content":[{"token":"y","logprob":-0.1,"bytes":[121],"top_logprobs":[]}],"refusal":null} ,"finish_reason":"stop"}]}`,
+	`{"id":"c5","choices":[{"index":0,"message":{"role":"assistant","content":"y"},"logprobs":{"content":[]},"Logprobs":null}]}`,
 	`{"id":"c2","choices":[ {"index":0,"message":{"role":"assistant","content":"a"}} , null , {"index":2, "message":{"role":"assistant","content":"c"},"finish_reason":"stop"} ]}`,
 	`{"id":"c3","choices":[null,{"index":1,"message":{"role":"assistant","content":"b"}}]}`,
 	`{"id":"c1","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2}}`,

@@ -36,6 +36,7 @@ type Stream struct {
 	chatRefusal strings.Builder
 	chatAudio   string
 	chatCalls   map[int]*streamCall
+	chatLogp    streamLogprobs
 	others      map[int]*otherChoice
 	// Messages.
 	blocks map[int]*streamBlock
@@ -257,6 +258,7 @@ func (s *Stream) Output() (*Output, error) {
 		it.mark(s.api)
 		o.Items = []Item{it}
 		o.OtherChoices = s.otherChoices()
+		s.chatLogp.fill(o)
 	case Messages:
 		o = &s.out
 		var parts []part

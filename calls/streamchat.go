@@ -18,6 +18,7 @@ type otherChoice struct {
 	text, refusal strings.Builder
 	calls         map[int]*streamCall
 	finish        string
+	logprobs      streamLogprobs
 }
 
 func (s *Stream) chat(data []byte) {
@@ -50,7 +51,8 @@ func (s *Stream) chat(data []byte) {
 					} `json:"function"`
 				} `json:"tool_calls"`
 			} `json:"delta"`
-			FinishReason string `json:"finish_reason"`
+			FinishReason string          `json:"finish_reason"`
+			Logprobs     json.RawMessage `json:"logprobs"`
 		} `json:"choices"`
 		Usage *usage    `json:"usage"`
 		Error *apiError `json:"error"`
@@ -73,7 +75,7 @@ func (s *Stream) chat(data []byte) {
 	}
 	c.Usage.fill(&s.out)
 	for _, ch := range c.Choices {
-		text, refusal, calls, finish := &s.chatText, &s.chatRefusal, s.chatCalls, &s.out.StopReason
+		text, refusal, calls, finish, logprobs := &s.chatText, &s.chatRefusal, s.chatCalls, &s.out.StopReason, &s.chatLogp
 		if ch.Index != 0 {
 			// Another choice (the request's "n"): kept beside the first,
 			// which the conversation goes on with.
@@ -85,8 +87,9 @@ func (s *Stream) chat(data []byte) {
 				o = &otherChoice{calls: map[int]*streamCall{}}
 				s.others[ch.Index] = o
 			}
-			text, refusal, calls, finish = &o.text, &o.refusal, o.calls, &o.finish
+			text, refusal, calls, finish, logprobs = &o.text, &o.refusal, o.calls, &o.finish, &o.logprobs
 		}
+		logprobs.add(ch.Logprobs)
 		text.WriteString(ch.Delta.Content)
 		refusal.WriteString(ch.Delta.Refusal)
 		if a := ch.Delta.Audio; a != nil && a.ID != "" && ch.Index == 0 {
@@ -146,14 +149,18 @@ func (s *Stream) otherChoices() string {
 		ToolCalls    []call        `json:"tool_calls,omitempty"`
 	}
 	type choice struct {
-		Index        int     `json:"index"`
-		Message      message `json:"message"`
-		FinishReason string  `json:"finish_reason"`
+		Index        int             `json:"index"`
+		Message      message         `json:"message"`
+		FinishReason string          `json:"finish_reason"`
+		Logprobs     json.RawMessage `json:"logprobs,omitempty"`
 	}
 	var out []choice
 	for _, i := range sortedInts(s.others) {
 		o := s.others[i]
 		c := choice{Index: i, Message: message{Role: "assistant"}, FinishReason: o.finish}
+		if lp := o.logprobs.json(); lp != "" {
+			c.Logprobs = json.RawMessage(lp)
+		}
 		if o.text.Len() > 0 || len(o.calls) == 0 && o.refusal.Len() == 0 {
 			text := o.text.String()
 			c.Message.Content = &text

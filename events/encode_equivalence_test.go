@@ -419,7 +419,8 @@ func TestEncodeMatchesReflectionOnPayloads(t *testing.T) {
 		rapid.Custom(func(t *rapid.T) events.Payload {
 			return events.InferenceFinished{InferenceID: id.Draw(t, "id"), PromptTokens: num.Draw(t, "prompt"), CompletionTokens: num.Draw(t, "completion"),
 				StopReason: str.Draw(t, "stop"), Duration: dur.Draw(t, "duration"), ResponseID: str.Draw(t, "response id"),
-				OtherChoices: str.Draw(t, "other choices"), Wire: wire.Draw(t, "wire")}
+				OtherChoices: str.Draw(t, "other choices"), Logprobs: str.Draw(t, "logprobs"), LogprobsOmitted: num.Draw(t, "logprobs omitted"),
+				Wire: wire.Draw(t, "wire")}
 		}),
 		rapid.Custom(func(t *rapid.T) events.Payload {
 			return events.InferenceFailed{InferenceID: id.Draw(t, "id"), Error: str.Draw(t, "error"), Transient: rapid.Bool().Draw(t, "transient"), Duration: dur.Draw(t, "duration"),

@@ -61,6 +61,10 @@ func decodeInferenceFinished(r *reader) (Payload, bool) {
 			ok = readString(r, &p.ResponseID)
 		case "other_choices":
 			ok = readString(r, &p.OtherChoices)
+		case "logprobs":
+			ok = readString(r, &p.Logprobs)
+		case "logprobs_omitted":
+			ok = readInt(r, &p.LogprobsOmitted)
 		case "wire_sha256":
 			ok = readString(r, &p.SHA256)
 		case "wire_version":

@@ -269,6 +269,8 @@ func appendPayload(b []byte, p Payload) ([]byte, bool) {
 			present(p.StopReason != "")+
 			present(p.ResponseID != "")+
 			present(p.OtherChoices != "")+
+			present(p.Logprobs != "")+
+			present(p.LogprobsOmitted != 0)+
 			wireFields(p.Wire))
 		b = appendField(b, "inference_id", p.InferenceID)
 		if p.PromptTokens != 0 {
@@ -286,6 +288,12 @@ func appendPayload(b []byte, p Payload) ([]byte, bool) {
 		}
 		if p.OtherChoices != "" {
 			b = appendField(b, "other_choices", p.OtherChoices)
+		}
+		if p.Logprobs != "" {
+			b = appendField(b, "logprobs", p.Logprobs)
+		}
+		if p.LogprobsOmitted != 0 {
+			b = appendInt(appendString(b, "logprobs_omitted"), int64(p.LogprobsOmitted))
 		}
 		b = appendWire(b, p.Wire)
 	case InferenceFailed:

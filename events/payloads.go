@@ -240,6 +240,17 @@ type InferenceFinished struct {
 	// outcome appends, and nothing else the model answered is missing from
 	// the record. "" when there was one choice.
 	OtherChoices string `msgpack:"other_choices,omitempty" json:"other_choices,omitempty"`
+	// Logprobs keeps the log probabilities a Chat Completions call asked
+	// for ("logprobs": true) of its first choice's tokens, as the JSON
+	// object the provider wrote beside the message ({"content": [...],
+	// "refusal": ...}; a stream's pieces joined): what the model answered
+	// is not its text alone. "" when none were asked for, or when they
+	// were larger than the record keeps (LogprobsOmitted).
+	Logprobs string `msgpack:"logprobs,omitempty" json:"logprobs,omitempty"`
+	// LogprobsOmitted is the size in bytes of a first choice's logprobs
+	// left out of the record for their size (over calls.MaxLogprobsBytes);
+	// 0 when they are kept or there were none.
+	LogprobsOmitted int `msgpack:"logprobs_omitted,omitempty" json:"logprobs_omitted,omitempty"`
 	Wire
 }
 

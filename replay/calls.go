@@ -102,6 +102,12 @@ type Call struct {
 	// first's), as inference.finished keeps them: the response's choice
 	// objects. Absent otherwise.
 	OtherChoices json.RawMessage `json:"other_choices,omitempty"`
+	// Logprobs, for a Chat Completions call that asked for them, are its
+	// first choice's log probabilities as inference.finished keeps them
+	// ({"content": [...], "refusal": ...}); LogprobsOmitted their size
+	// when they were too large to keep. Absent otherwise.
+	Logprobs        json.RawMessage `json:"logprobs,omitempty"`
+	LogprobsOmitted int             `json:"logprobs_omitted,omitempty"`
 	// Findings are the rules the call's input broke, as `replay --check`
 	// reports them (the same call numbers; a fault a later input still
 	// carries is listed at the call that first received it only); never
@@ -227,6 +233,10 @@ func Calls(ctx context.Context, src Source, conversation string, page Page, opts
 				if p.OtherChoices != "" && json.Valid([]byte(p.OtherChoices)) {
 					c.OtherChoices = json.RawMessage(p.OtherChoices)
 				}
+				if p.Logprobs != "" && json.Valid([]byte(p.Logprobs)) {
+					c.Logprobs = json.RawMessage(p.Logprobs)
+				}
+				c.LogprobsOmitted = p.LogprobsOmitted
 				delete(byID, p.InferenceID)
 			}
 		case events.InferenceFailed:

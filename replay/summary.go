@@ -134,6 +134,17 @@ func Summary(e events.Event) string {
 				s += fmt.Sprintf(", %s kept beside the first (other_choices)", plural.Count(len(others), "other choice"))
 			}
 		}
+		if p.Logprobs != "" {
+			var lp struct {
+				Content []json.RawMessage `json:"content"`
+			}
+			if json.Unmarshal([]byte(p.Logprobs), &lp) == nil {
+				s += fmt.Sprintf(", logprobs of %s kept (logprobs)", plural.Count(len(lp.Content), "token"))
+			}
+		}
+		if p.LogprobsOmitted != 0 {
+			s += fmt.Sprintf(", logprobs not kept: %d bytes, over the record's limit", p.LogprobsOmitted)
+		}
 		return s
 	case events.InferenceFailed:
 		s := fmt.Sprintf("failed%s: %s", latency(" after ", p.Duration), quote(p.Error))

@@ -1,0 +1,75 @@
+package calls
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestLogprobsAreKept: a Chat Completions call that asks for logprobs
+// ("logprobs": true, "top_logprobs": n) gets them beside its first
+// choice's message, and the record dropped them: an auditor could not say
+// how sure the model was of a classification the app acted on. They are
+// kept as written, a stream's pieces joined into the same object; past
+// MaxLogprobsBytes only their size is kept.
+func TestLogprobsAreKept(t *testing.T) {
+	tok := func(s string, lp float64) string {
+		return fmt.Sprintf(`{"token":%q,"logprob":%g,"bytes":[%d],"top_logprobs":[{"token":%q,"logprob":%g,"bytes":[%d]}]}`, s, lp, s[0], s, lp, s[0])
+	}
+	logprobs := `{"content":[` + tok("y", -0.01) + `,` + tok("e", -0.2) + `],"refusal":null}`
+	body := `{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ye"},"logprobs":` + logprobs + `,"finish_reason":"stop"}]}`
+	o, err := ParseResponse(ChatCompletions, []byte(body))
+	require.NoError(t, err)
+	assert.Equal(t, logprobs, o.Logprobs, "as the provider wrote them")
+	o, err = parseChatResponseJSON([]byte(body))
+	require.NoError(t, err)
+	assert.Equal(t, logprobs, o.Logprobs, "encoding/json's reading agrees")
+
+	none := `{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"A"},"logprobs":null,"finish_reason":"stop"}]}`
+	o, err = ParseResponse(ChatCompletions, []byte(none))
+	require.NoError(t, err)
+	assert.Empty(t, o.Logprobs)
+	assert.Zero(t, o.LogprobsOmitted)
+
+	stream := "data: {\"id\":\"x\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":{\"content\":[],\"refusal\":null}}]}\n\n" +
+		"data: {\"id\":\"x\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"y\"},\"logprobs\":{\"content\":[" + tok("y", -0.01) + "],\"refusal\":null}}]}\n\n" +
+		"data: {\"id\":\"x\",\"choices\":[{\"index\":1,\"delta\":{\"role\":\"assistant\",\"content\":\"n\"},\"logprobs\":{\"content\":[" + tok("n", -3) + "],\"refusal\":null}}]}\n\n" +
+		"data: {\"id\":\"x\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"e\"},\"logprobs\":{\"content\":[" + tok("e", -0.2) + "],\"refusal\":null}}]}\n\n" +
+		"data: {\"id\":\"x\",\"choices\":[{\"index\":0,\"delta\":{},\"logprobs\":null,\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"
+	s := NewStream(ChatCompletions, 1<<20)
+	for i := 0; i < len(stream); i += 7 {
+		s.Write([]byte(stream[i:min(i+7, len(stream))]))
+	}
+	o, err = s.Output()
+	require.NoError(t, err)
+	assert.JSONEq(t, logprobs, o.Logprobs, "the stream's pieces joined")
+	assert.JSONEq(t, `[{"index":1,"message":{"role":"assistant","content":"n"},"finish_reason":"","logprobs":{"content":[`+tok("n", -3)+`],"refusal":null}}]`,
+		o.OtherChoices, "another choice keeps its own")
+
+	big := `{"content":[` + strings.Repeat(tok("x", -1)+",", MaxLogprobsBytes/len(tok("x", -1))) + tok("x", -1) + `],"refusal":null}`
+	body = `{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"x"},"logprobs":` + big + `,"finish_reason":"stop"}]}`
+	o, err = ParseResponse(ChatCompletions, []byte(body))
+	require.NoError(t, err)
+	assert.Empty(t, o.Logprobs)
+	assert.Equal(t, len(big), o.LogprobsOmitted, "too large to keep: their size is")
+	s = NewStream(ChatCompletions, 4<<20)
+	s.Write([]byte("data: {\"id\":\"x\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"},\"logprobs\":" + big + "}]}\n\ndata: [DONE]\n\n"))
+	o, err = s.Output()
+	require.NoError(t, err)
+	assert.Empty(t, o.Logprobs)
+	assert.Greater(t, o.LogprobsOmitted, MaxLogprobsBytes)
+}
+
+// TestStreamedEmptyLogprobsStayAList: a stream whose chunks carry empty
+// logprobs lists is kept as a response that is not streamed writes them
+// (an empty list, not null).
+func TestStreamedEmptyLogprobsStayAList(t *testing.T) {
+	s := NewStream(ChatCompletions, 1<<20)
+	s.Write([]byte("data: {\"id\":\"x\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\"},\"logprobs\":{\"content\":[],\"refusal\":null}}]}\n\ndata: [DONE]\n\n"))
+	o, err := s.Output()
+	require.NoError(t, err)
+	assert.Equal(t, `{"content":[],"refusal":null}`, o.Logprobs)
+}
