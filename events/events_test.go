@@ -69,7 +69,7 @@ func samplePayloads() []events.Payload {
 		events.InferenceFinished{InferenceID: "inf-1", PromptTokens: 100, CompletionTokens: 20, StopReason: "stop", Duration: 1500 * time.Millisecond,
 			ResponseID: "resp_1", OtherChoices: `[{"index":1,"message":{"role":"assistant","content":"b"},"finish_reason":"stop"}]`,
 			Logprobs: `{"content":[{"token":"a","logprob":-0.1,"bytes":[97],"top_logprobs":[]}],"refusal":null}`,
-			Wire: events.Wire{SHA256: strings.Repeat("0f", 32), Version: "openai-chat/1", Params: `{"model":"gpt-x"}`}},
+			Wire:     events.Wire{SHA256: strings.Repeat("0f", 32), Version: "openai-chat/1", Params: `{"model":"gpt-x"}`}},
 		events.InferenceFailed{InferenceID: "inf-2", Error: "overloaded_error: Overloaded", Transient: true, Duration: time.Second,
 			Partial: []events.Block{
 				{ID: "p1", Kind: events.KindReasoning, Text: "The user greets", Encrypted: "sig"},
