@@ -63,3 +63,30 @@ func TestE2EOtherChoices(t *testing.T) {
 	assert.Equal(t, "Green.", eval[string](c, `document.querySelector('#call-other-choices li[data-choice="1"] pre').textContent`))
 	c.checkClean()
 }
+
+// TestE2ELogprobs: a call that asked for logprobs shows each token of its
+// answer with its probability and the alternatives the model weighed.
+func TestE2ELogprobs(t *testing.T) {
+	c := startConsole(t)
+	const conv = "e2e-logprobs"
+	rec, err := gateway.NewRecorder(gateway.Config{Log: c.log})
+	require.NoError(t, err)
+	p, err := rec.Begin(t.Context(), gateway.Call{API: calls.ChatCompletions, Conversation: conv,
+		Body: []byte(`{"model":"m","logprobs":true,"top_logprobs":2,"messages":[{"role":"user","content":"Spam? yes or no"}]}`)})
+	require.NoError(t, err)
+	out, err := calls.ParseResponse(calls.ChatCompletions, []byte(`{"id":"c","object":"chat.completion","model":"m","choices":[`+
+		`{"index":0,"message":{"role":"assistant","content":"no"},"logprobs":{"content":[`+
+		`{"token":"no","logprob":-0.105360516,"bytes":[110,111],"top_logprobs":[{"token":"no","logprob":-0.105360516,"bytes":[110,111]},{"token":"yes","logprob":-2.302585093,"bytes":[121,101,115]}]}`+
+		`],"refusal":null},"finish_reason":"stop"}]}`))
+	require.NoError(t, err)
+	require.NoError(t, rec.Finish(t.Context(), p, calls.Outcome{Output: out}))
+
+	c.seedToken()
+	c.open("/ui/conversations/" + conv + "/calls")
+	c.waitFor("the calls", `document.getElementById("calls").dataset.ready === "true"`)
+	c.do(chromedp.Click(chromedp.CSS(`#calls tr[data-call="1"]`)))
+	c.waitFor("the call", `document.getElementById("call-view").dataset.ready === "true"`)
+	assert.Equal(t, "Log probabilities of 1 token", eval[string](c, `document.querySelector("#call-logprobs h3").textContent`))
+	assert.Equal(t, []string{`"no"`, "90.0%", `"yes" 10.0%`}, eval[[]string](c, `[...document.querySelectorAll("#call-logprobs tbody td")].map(td => td.textContent)`))
+	c.checkClean()
+}

@@ -313,7 +313,7 @@ async function open(n) {
     c.status === 'failed' ? h('p', { class: 'error' }, `Failed: ${c.error || 'no reason recorded'}`) : null,
     c.status === 'open' ? h('p', { class: 'muted' }, 'No event closed this call yet: it is running, or what made it stopped.') : null,
     findingsList(c.findings || []),
-    h('div', { class: 'call-parts' }, wire, output(c), otherChoices(c)),
+    h('div', { class: 'call-parts' }, wire, output(c), otherChoices(c), logprobs(c)),
     diff,
   ];
   view.replaceChildren(...parts.filter(Boolean));
@@ -370,6 +370,44 @@ function otherChoices(c) {
           h('pre', { class: 'block-text' }, [typeof m.content === 'string' ? m.content : '', ...calls].filter(Boolean).join('\n')),
         );
       }),
+    ),
+  );
+}
+
+/** The first choice's token log probabilities, when the call asked for them. */
+function logprobs(c) {
+  if (c.logprobs_omitted) {
+    return h(
+      'section',
+      { id: 'call-logprobs', class: 'call-part', 'aria-label': 'Log probabilities' },
+      h('h3', null, 'Log probabilities'),
+      h('p', { class: 'muted' }, `Not kept: ${c.logprobs_omitted} bytes, over the record's limit.`),
+    );
+  }
+  const tokens = (c.logprobs && Array.isArray(c.logprobs.content) && c.logprobs.content) || [];
+  if (!tokens.length) return null;
+  const pct = (lp) => (typeof lp === 'number' ? `${(100 * Math.exp(lp)).toFixed(1)}%` : '?');
+  return h(
+    'section',
+    { id: 'call-logprobs', class: 'call-part', 'aria-label': 'Log probabilities' },
+    h('h3', null, `Log probabilities of ${count(tokens.length, 'token')}`),
+    h(
+      'table',
+      { class: 'logprobs' },
+      h('thead', null, h('tr', null, h('th', null, 'token'), h('th', null, 'probability'), h('th', null, 'alternatives'))),
+      h(
+        'tbody',
+        null,
+        tokens.map((t) =>
+          h(
+            'tr',
+            null,
+            h('td', null, h('code', null, JSON.stringify(String((t && t.token) ?? '')))),
+            h('td', { title: `logprob ${t && t.logprob}` }, pct(t && t.logprob)),
+            h('td', null, ((t && t.top_logprobs) || []).filter((a) => a && a.token !== t.token).map((a) => `${JSON.stringify(String(a.token ?? ''))} ${pct(a.logprob)}`).join(', ')),
+          ),
+        ),
+      ),
     ),
   );
 }
