@@ -35,6 +35,8 @@ type Client struct {
 	// failoverAfter is how long JetStream may stay unavailable through
 	// the connected server before the client moves to another one.
 	failoverAfter time.Duration
+	// beforeSend, set by tests, runs just before a request is sent.
+	beforeSend func(worker.Request)
 }
 
 // New returns a client on nc and l; l may be attached (eventlog.Attach):
@@ -85,7 +87,9 @@ func (e *NoAnswerError) Unwrap() error { return e.err }
 // an error matching worker.ErrFailed when it ended in request.failed, with
 // an error matching eventlog.ErrCauseReused, at once, when the request's
 // ID belongs to a request of another conversation (nothing was sent), and
-// a *NoAnswerError when ctx ended first. Transient unavailability (an
+// with an error matching ErrDeadLettered when a worker kept the request
+// as a dead letter (it says why: an app's conversation, say), and a
+// *NoAnswerError when ctx ended first. Transient unavailability (an
 // election, API error 10008, a timeout, a lost connection) is retried with
 // backoff within ctx, moving to another of the connection's servers when
 // the one in use stays unavailable. onDelta, when set, receives the
@@ -139,7 +143,7 @@ func (c *Client) Ask(ctx context.Context, req worker.Request, onDelta func(worke
 				return finished(res)
 			}
 			// Under way: wait for it from just before its first step.
-			return c.wait(ctx, r, req, found[0].Seq-1, feed, noAnswer)
+			return c.wait(ctx, r, req, found[0].Seq-1, feed, nil, noAnswer)
 		}
 	} else {
 		var last eventlog.Tail
@@ -161,13 +165,17 @@ func (c *Client) Ask(ctx context.Context, req worker.Request, onDelta func(worke
 			return worker.Result{}, err
 		}
 	}
+	dead := c.watchDeadLetters(ctx)
+	if c.beforeSend != nil {
+		c.beforeSend(req)
+	}
 	if err := c.send(ctx, r, req); err != nil {
 		if ctx.Err() != nil {
 			return worker.Result{}, noAnswer(false, r.lastErr())
 		}
 		return worker.Result{}, err
 	}
-	return c.wait(ctx, r, req, after, feed, noAnswer)
+	return c.wait(ctx, r, req, after, feed, dead, noAnswer)
 }
 
 // finished turns an ended request's Result into Ask's return values.

@@ -310,3 +310,28 @@ func TestAskRefusesAnAppsConversation(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, info.State.Msgs, "no request was queued")
 }
+
+// TestAskSaysWhenItsRequestIsDeadLettered: the app's next call can land
+// between Ask's look at the conversation and its send. The worker then
+// keeps the request as a dead letter, and Ask waited out its whole
+// deadline ("no answer"); it now says, at its next look at the log, that
+// the request was dead-lettered and why.
+func TestAskSaysWhenItsRequestIsDeadLettered(t *testing.T) {
+	srv := natstest.Start(t)
+	startWorker(t, srv)
+	c, l := client(t, srv)
+	ctx := context.Background()
+	const app = "app-race"
+	chatclient.SetBeforeSend(c, func(worker.Request) {
+		_, err := l.Append(ctx, app, 0, events.New(app, "call-1", 0, calls.Actor, events.UserAppended{BlockID: "u1", Text: "the app's call"}))
+		require.NoError(t, err)
+	})
+	start := time.Now()
+	_, err := ask(t, c, worker.Request{Conversation: app, Text: "typed by hand"}, time.Minute)
+	require.ErrorIs(t, err, chatclient.ErrDeadLettered)
+	assert.Contains(t, err.Error(), "the conversation is an app's")
+	assert.Less(t, time.Since(start), 30*time.Second, "said long before the deadline")
+	after, err := l.LastSeq(ctx, app)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), after, "nothing was written into the app's record")
+}

@@ -47,7 +47,7 @@ func (c *Client) follow(ctx context.Context, conv string, after uint64) <-chan w
 }
 
 // wait follows the conversation from after until req ends or ctx does.
-func (c *Client) wait(ctx context.Context, r *retrier, req worker.Request, after uint64, feed *eventFeed, noAnswer func(bool, error) error) (worker.Result, error) {
+func (c *Client) wait(ctx context.Context, r *retrier, req worker.Request, after uint64, feed *eventFeed, dead *deadLetters, noAnswer func(bool, error) error) (worker.Result, error) {
 	conv, id := req.Conversation, req.RequestID
 	var (
 		recs        []eventlog.Record // of the current watch
@@ -114,6 +114,11 @@ func (c *Client) wait(ctx context.Context, r *retrier, req worker.Request, after
 			res, ended := worker.Outcome(recs)
 			if ended {
 				return finished(res)
+			}
+			if dead != nil && err == nil && len(recs) == 0 {
+				if err := c.deadLettered(ctx, dead, conv, id); err != nil {
+					return worker.Result{}, err
+				}
 			}
 			if err == nil && after > 0 && len(recs) == 0 {
 				// The conversation held messages when the request was

@@ -41,8 +41,11 @@ func newChatCmd() *cobra.Command {
 With -m TEXT it sends one request, waits for it to end, prints the answer
 text to stdout and exits 0; if the request ends in request.failed it prints
 the reason to stderr and exits 1, as it does, sending nothing, when
---request-id is the ID of a request sent to another conversation, and when
-the conversation is erased while the request waits (nothing will answer). If no answer comes within --timeout it
+--request-id is the ID of a request sent to another conversation or the
+conversation is an app's (the recording gateway records it: fork it to
+chat), and when the conversation is erased while the request waits or a
+worker keeps the request as a dead letter (nothing will answer; the
+reason is printed). If no answer comes within --timeout it
 exits 3 and prints the request's ID: the request may still be answered, and
 ` + "`turnlog chat --request-id ID -m TEXT CONVERSATION`" + ` waits for it again.
 
@@ -143,7 +146,7 @@ directory of the template variables (prompt:cwd, git:, file:AGENTS.md).
 					return &exitError{code: 130, err: interrupted}
 				case errors.Is(err, worker.ErrFailed):
 					return &exitError{code: 1, err: fmt.Errorf("request failed: %s", res.Failed)}
-				case errors.Is(err, chatclient.ErrErased):
+				case errors.Is(err, chatclient.ErrErased), errors.Is(err, chatclient.ErrDeadLettered):
 					return &exitError{code: 1, err: err}
 				case errors.Is(err, eventlog.ErrCauseReused), errors.Is(err, worker.ErrAppsConversation):
 					// --request-id names another conversation's request,

@@ -128,6 +128,21 @@ func (l *Log) DeadLetterCount(ctx context.Context) (uint64, error) {
 	return info.State.Msgs, nil
 }
 
+// DeadLetterSeq is the dead-letters stream's last sequence (0: none ever
+// stored): a client that sends a request reads it first, and a dead
+// letter stored after it (DeadLetters) may be its request's.
+func (l *Log) DeadLetterSeq(ctx context.Context) (uint64, error) {
+	s, err := l.deadLetterStream(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("read dead letters: %w", err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("read dead letters: %w", err)
+	}
+	return info.State.LastSeq, nil
+}
+
 // DeadLetters returns the newest n dead letters, oldest first. A record
 // that is not a DeadLetter (another client published on the subject) is
 // returned with its raw text as Data and a Reason saying so.
