@@ -5,10 +5,7 @@ package calls
 // ({"content": [...], "refusal": [...]}), and the record keeps them joined,
 // as a response that is not streamed writes them.
 
-import (
-	"bytes"
-	"encoding/json"
-)
+import "encoding/json"
 
 // streamLogprobs are one streamed choice's logprobs so far.
 type streamLogprobs struct {
@@ -53,27 +50,18 @@ func (l *streamLogprobs) json() string {
 	if !l.seen || l.omitted {
 		return ""
 	}
-	list := func(b *bytes.Buffer, es []json.RawMessage) {
-		if es == nil {
-			b.WriteString("null")
-			return
-		}
-		b.WriteByte('[')
-		for i, e := range es {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.Write(e)
-		}
-		b.WriteByte(']')
+	return `{"content":` + listOrNull(l.content) + `,"refusal":` + listOrNull(l.refusal) + `}`
+}
+
+// listOrNull is es as a JSON array, null when no chunk sent the list.
+func listOrNull(es []json.RawMessage) string {
+	switch {
+	case es == nil:
+		return "null"
+	case len(es) == 0:
+		return "[]"
 	}
-	var b bytes.Buffer
-	b.WriteString(`{"content":`)
-	list(&b, l.content)
-	b.WriteString(`,"refusal":`)
-	list(&b, l.refusal)
-	b.WriteByte('}')
-	return b.String()
+	return jsonArray(es)
 }
 
 // fill sets o's logprobs from l.

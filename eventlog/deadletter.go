@@ -115,47 +115,47 @@ func (l *Log) deadLetterStream(ctx context.Context) (jetstream.Stream, error) {
 	return firstUse(l, &l.deadLetters, func() (jetstream.Stream, error) { return l.stream(ctx, l.names.DeadLettersStream) })
 }
 
-// DeadLetterCount is how many dead letters are stored.
-func (l *Log) DeadLetterCount(ctx context.Context) (uint64, error) {
+// deadLetterState is the dead-letters stream's state.
+func (l *Log) deadLetterState(ctx context.Context) (jetstream.StreamState, error) {
 	s, err := l.deadLetterStream(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("count dead letters: %w", err)
+		return jetstream.StreamState{}, err
 	}
 	info, err := s.Info(ctx)
 	if err != nil {
+		return jetstream.StreamState{}, err
+	}
+	return info.State, nil
+}
+
+// DeadLetterCount is how many dead letters are stored.
+func (l *Log) DeadLetterCount(ctx context.Context) (uint64, error) {
+	st, err := l.deadLetterState(ctx)
+	if err != nil {
 		return 0, fmt.Errorf("count dead letters: %w", err)
 	}
-	return info.State.Msgs, nil
+	return st.Msgs, nil
 }
 
 // DeadLetterSeq is the dead-letters stream's last sequence (0: none ever
 // stored): a client that sends a request reads it first, and a dead
 // letter stored after it (DeadLetters) may be its request's.
 func (l *Log) DeadLetterSeq(ctx context.Context) (uint64, error) {
-	s, err := l.deadLetterStream(ctx)
+	st, err := l.deadLetterState(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("read dead letters: %w", err)
 	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("read dead letters: %w", err)
-	}
-	return info.State.LastSeq, nil
+	return st.LastSeq, nil
 }
 
 // DeadLetters returns the newest n dead letters, oldest first. A record
 // that is not a DeadLetter (another client published on the subject) is
 // returned with its raw text as Data and a Reason saying so.
 func (l *Log) DeadLetters(ctx context.Context, n int) ([]DeadLetter, error) {
-	s, err := l.deadLetterStream(ctx)
+	st, err := l.deadLetterState(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read dead letters: %w", err)
 	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("read dead letters: %w", err)
-	}
-	st := info.State
 	if st.Msgs == 0 || n <= 0 {
 		return []DeadLetter{}, nil
 	}
