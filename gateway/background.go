@@ -143,7 +143,7 @@ func (f *streamedFetch) recordEnd(s *calls.Stream) error {
 	if !s.Final() || out.Background || out.ResponseID != f.id {
 		return nil
 	}
-	if _, err := f.g.rec.recordBackground(f.ctx, f.id, calls.Outcome{Output: out, Duration: out.Took}); err != nil {
+	if _, err := f.g.rec.recordBackgroundIn(f.ctx, f.conv, f.id, calls.Outcome{Output: out, Duration: out.Took}); err != nil {
 		f.g.backgroundNotRecorded(f.id, err)
 		return fmt.Errorf("turnlog could not record how background response %s ended, so its stream is cut: %w", f.id, err)
 	}
@@ -161,7 +161,14 @@ func (r *Recorder) recordBackground(ctx context.Context, id string, o calls.Outc
 	if err != nil || !ok {
 		return "", err
 	}
-	conv := ref.Conversation
+	return r.recordBackgroundIn(ctx, ref.Conversation, id, o)
+}
+
+// recordBackgroundIn is recordBackground for a response the threading
+// index says is conversation conv's.
+func (r *Recorder) recordBackgroundIn(ctx context.Context, conv, id string, o calls.Outcome) (string, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
 	call := ""
 	turn, err := r.appendPlanned(ctx, conv, func(turn *projector.Turn) ([]events.Event, error) {
 		if call = calls.BackgroundCall(turn, id); call == "" {
