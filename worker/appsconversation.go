@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/turnlog/turnlog/calls"
 	"github.com/turnlog/turnlog/eventlog"
@@ -33,6 +34,47 @@ func NotAnApps(conversation string, last eventlog.Tail) error {
 		}
 	}
 	return nil
+}
+
+// takenOverError is why a request that had stored steps stops: an app's
+// call through the gateway landed after them (the request was under way,
+// or its ack was lost after its end). own is the request's last step.
+type takenOverError struct {
+	own  eventlog.Tail
+	apps error
+}
+
+func (e *takenOverError) Error() string {
+	return "the conversation was taken over by an app while the request ran: " + e.apps.Error()
+}
+
+func (e *takenOverError) Unwrap() error { return e.apps }
+
+// notTakenOver returns nil unless the conversation's last step, tail, is
+// the gateway's (NotAnApps). Then it looks back through the steps stored
+// since the request was sent for one of the request's own: none, and the
+// request is refused (an error matching ErrAppsConversation: it is kept
+// as a dead letter); one, and a *takenOverError with it (the request
+// started before the app's call landed).
+func (w *Worker) notTakenOver(ctx context.Context, req Request, sent time.Time, tail eventlog.Tail) error {
+	apps := NotAnApps(req.Conversation, tail)
+	if apps == nil {
+		return nil
+	}
+	for t := tail; !sent.IsZero() && !t.Stored.Before(sent); {
+		if t.Cause == req.RequestID {
+			return &takenOverError{own: t, apps: apps}
+		}
+		prev, ok, err := w.cfg.Log.Before(ctx, req.Conversation, t)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		t = prev
+	}
+	return apps
 }
 
 // LastStep is l.Last(conversation) as a client reads it before it sends a

@@ -90,7 +90,7 @@ func (w *Worker) failAs(ctx context.Context, tx *engine.Tx, reason string, forei
 	step := tx.Step()
 	if tail, err := w.cfg.Log.Last(ctx, conv); err == nil && tail.Cause == tx.Cause() && tail.Step >= step {
 		step = tail.Step + 1
-	} else if err == nil && tail.Cause != tx.Cause() {
+	} else if err == nil && tail.Cause != tx.Cause() && step == 0 {
 		// A request that failed from a cached Turn before its first
 		// step may find that an app has taken the conversation over.
 		if err := NotAnApps(conv, tail); err != nil {
@@ -98,11 +98,13 @@ func (w *Worker) failAs(ctx context.Context, tx *engine.Tx, reason string, forei
 		}
 	}
 	// A request that failed before its first step landed still records
-	// what the user asked, so the failure has its context in the log.
+	// what the user asked, so the failure has its context in the log; one
+	// that resumed closes the model calls its stopped run left open.
 	var inputs []events.Event
 	if step == 0 {
 		inputs = requestInputs(tx)
 	}
+	inputs = append(inputs, interruptedCloses(tx)...)
 	fresh, err := w.recordFailure(ctx, turn.Clone(), tx.Cause(), step, inputs, reason, foreign)
 	if len(inputs) > 0 && err != nil && (refused(err) || errors.Is(err, events.ErrInvalid)) && !errors.Is(err, eventlog.ErrConflict) {
 		// The inputs themselves cannot be stored (too large, say): the
@@ -137,6 +139,19 @@ func (w *Worker) recordFailure(ctx context.Context, turn *projector.Turn, cause 
 		return nil, err
 	}
 	return fresh, fresh.Commit(ctx)
+}
+
+// interruptedCloses are the inference.failed events closeInterrupted
+// emitted on tx and did not store yet: the model calls of an earlier run of
+// the request that never answered.
+func interruptedCloses(tx *engine.Tx) []events.Event {
+	var out []events.Event
+	for _, e := range tx.Pending() {
+		if e.Actor == ActorWorker && e.Type == events.TypeInferenceFailed {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // requestInputs are the events the worker recorded from the request itself

@@ -193,7 +193,7 @@ func (w *Worker) start(ctx context.Context, req Request, sent time.Time, optimis
 		// The HTTP API and turnlog chat ask this before they send; a
 		// request published by another NATS client, or one that lost
 		// the race with the app's next call, is stopped here.
-		if err := NotAnApps(conv, tail); err != nil {
+		if err := w.notTakenOver(ctx, req, sent, tail); err != nil {
 			return nil, 0, nil, earlier, false, err
 		}
 	}
@@ -224,6 +224,23 @@ func (w *Worker) serveOnce(ctx context.Context, req Request, sent time.Time, pro
 		return ack, err
 	}
 	resume := step > 0
+	var taken *takenOverError
+	if errors.As(err, &taken) {
+		if taken.own.Closed() {
+			return ack, nil // finished before the app's call; only the ack was lost
+		}
+		// Under way when the app's call landed: its steps are in the
+		// app's record already, and it ends there, failed, saying why.
+		turn, err := w.cfg.Log.Load(ctx, conv)
+		if err != nil {
+			return retryLater, err
+		}
+		tx := engine.NewTx(turn, req.RequestID, engine.WithStep(taken.own.Step+1))
+		if err := closeInterrupted(tx, events.OpenCalls(taken.own.Events), "the request then stopped: an app took the conversation over"); err != nil {
+			return w.fail(ctx, tx, err.Error())
+		}
+		return w.fail(ctx, tx, taken.Error())
+	}
 	if errors.Is(err, ErrAppsConversation) {
 		// Nothing is written into the app's record, not even a failure:
 		// the app's next call would show it as a rewritten history.

@@ -1,0 +1,124 @@
+package worker_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/calls"
+	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/internal/natstest"
+	"github.com/turnlog/turnlog/replay"
+	"github.com/turnlog/turnlog/worker"
+)
+
+// appCallAt returns a worker fault that, at the n-th time point fires,
+// appends an app's call (the gateway's step) to conv, as the app's next
+// call landing then would, and fails with crash when it is set.
+func appCallAt(l **eventlog.Log, conv, point string, n int32, crash error) func(string) error {
+	var seen atomic.Int32
+	return func(p string) error {
+		if p != point || seen.Add(1) != n {
+			return nil
+		}
+		ctx := context.Background()
+		last, err := (*l).LastSeq(ctx, conv)
+		if err == nil {
+			_, err = (*l).Append(ctx, conv, last, events.New(conv, "call-app", 0, calls.Actor, events.UserAppended{BlockID: "u-app", Text: "from the app"}))
+		}
+		if err != nil {
+			return err
+		}
+		return crash
+	}
+}
+
+// requestsLeft waits until the requests stream holds no request (each
+// was acknowledged or terminated).
+func requestsLeft(t *testing.T, l *eventlog.Log) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		s, err := l.JetStream().Stream(t.Context(), l.Names().RequestsStream)
+		require.NoError(t, err)
+		info, err := s.Info(t.Context(), jetstream.WithSubjectFilter(">"))
+		require.NoError(t, err)
+		return info.State.Msgs == 0
+	}, 30*time.Second, 20*time.Millisecond, "the request left the requests stream")
+}
+
+// TestAnsweredRequestWhoseAckWasLostIsNotDeadLettered: a request answered
+// in full whose ack was lost, the app's call landing before the
+// redelivery, was dead-lettered on the redelivery as "the conversation is
+// an app's", though it had been answered. The redelivery now finds the
+// request's own end behind the app's step and is acknowledged.
+func TestAnsweredRequestWhoseAckWasLostIsNotDeadLettered(t *testing.T) {
+	srv := natstest.Start(t)
+	const conv = "answered"
+	var l *eventlog.Log
+	l = startWorker(t, srv, func(c *worker.Config) {
+		c.Fault = appCallAt(&l, conv, "completed", 1, errors.New("crash after the answer, before the ack"))
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := worker.Send(ctx, l, worker.Request{Conversation: conv, Text: "hello"})
+	require.NoError(t, err)
+	res, err := worker.Await(ctx, l, conv, req.RequestID, 0, 0)
+	require.NoError(t, err)
+	assert.Equal(t, "You said: hello", res.Answer)
+	before, err := l.LastSeq(ctx, conv)
+	require.NoError(t, err)
+
+	requestsLeft(t, l)
+	dead, err := l.DeadLetters(ctx, 10)
+	require.NoError(t, err)
+	assert.Empty(t, dead, "an answered request is not a dead letter")
+	after, err := l.LastSeq(ctx, conv)
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "nothing more written")
+}
+
+// TestRequestUnderWayWhenTheAppTookOverEndsFailed: the app's call lands
+// between a request's first step and its next. The request was
+// dead-lettered with its first step left open in the app's record (a user
+// block and a model call that never ended). It now ends there as
+// request.failed saying why, its model call closed, and nothing else of it
+// is written.
+func TestRequestUnderWayWhenTheAppTookOverEndsFailed(t *testing.T) {
+	srv := natstest.Start(t)
+	const conv = "under-way"
+	var l *eventlog.Log
+	l = startWorker(t, srv, func(c *worker.Config) {
+		c.Fault = appCallAt(&l, conv, "step", 2, nil)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := worker.Send(ctx, l, worker.Request{Conversation: conv, Text: "hello"})
+	require.NoError(t, err)
+	_, err = worker.Await(ctx, l, conv, req.RequestID, 0, 0)
+	require.ErrorIs(t, err, worker.ErrFailed)
+	assert.Contains(t, err.Error(), "taken over by an app")
+
+	requestsLeft(t, l)
+	dead, err := l.DeadLetters(ctx, 10)
+	require.NoError(t, err)
+	assert.Empty(t, dead)
+	view, err := replay.Calls(ctx, l, conv, replay.Page{})
+	require.NoError(t, err)
+	require.Len(t, view.Calls, 1)
+	assert.Equal(t, replay.CallStatus("failed"), view.Calls[0].Status, "the model call is closed, not open for ever")
+	var types []string
+	for rec, err := range l.EventsAfter(ctx, conv, 0, 0) {
+		require.NoError(t, err)
+		if rec.Cause == req.RequestID {
+			types = append(types, string(rec.Type))
+		}
+	}
+	assert.Equal(t, "request.failed", types[len(types)-1], "the request ends: %v", types)
+	assert.NotContains(t, types, "llm_text.appended", "nothing was answered into the app's record")
+}
