@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/turnlog/turnlog/eventlog"
 )
 
 // ErrDeadLettered matches the error of Ask when a worker kept the request
@@ -18,23 +20,36 @@ import (
 var ErrDeadLettered = errors.New("the request was kept as a dead letter; no worker will answer it")
 
 // deadLetters follows the dead letters stored after a request was sent.
+// Where the dead-letters stream ended is read beside the send, not before
+// it: a read held up (an election of that stream) must not hold up the
+// request; until it is known, the wait does not look.
 type deadLetters struct {
-	after uint64 // the dead-letters stream's last sequence already looked at
-	known bool   // after was read: without it, dead letters are not looked at
+	read  chan struct{} // closed once after and known are set
+	after uint64        // the dead-letters stream's last sequence looked at
+	known bool          // after was read
 }
 
-// watchDeadLetters notes where the dead-letters stream ends before a
-// request is sent. A failure to read it only means the wait does not look.
+// watchDeadLetters starts reading where the dead-letters stream ends.
 func (c *Client) watchDeadLetters(ctx context.Context) *deadLetters {
-	actx, cancel := context.WithTimeout(ctx, c.attempt)
-	defer cancel()
-	seq, err := c.log.DeadLetterSeq(actx)
-	return &deadLetters{after: seq, known: err == nil}
+	d := &deadLetters{read: make(chan struct{})}
+	go func() {
+		defer close(d.read)
+		actx, cancel := context.WithTimeout(ctx, c.attempt)
+		defer cancel()
+		seq, err := c.log.DeadLetterSeq(actx)
+		d.after, d.known = seq, err == nil
+	}()
+	return d
 }
 
 // deadLettered returns an error matching ErrDeadLettered when a dead
 // letter stored since d.after is request id's of conversation conv.
 func (c *Client) deadLettered(ctx context.Context, d *deadLetters, conv, id string) error {
+	select {
+	case <-d.read:
+	default:
+		return nil
+	}
 	if !d.known {
 		return nil
 	}
@@ -44,19 +59,24 @@ func (c *Client) deadLettered(ctx context.Context, d *deadLetters, conv, id stri
 	if err != nil || last <= d.after {
 		return nil
 	}
-	found, err := c.log.DeadLetters(actx, int(min(last-d.after, 100)))
-	if err != nil {
-		return nil // looked at again at the next poll
-	}
-	d.after = last
 	subject := c.log.Names().ChatSubject(conv)
-	for _, dl := range found {
+	var found *eventlog.DeadLetter
+	err = c.log.DeadLettersAfter(actx, d.after, func(dl eventlog.DeadLetter) bool {
 		var req struct {
 			RequestID string `json:"request_id"`
 		}
 		if dl.Subject == subject && json.Unmarshal(dl.Data, &req) == nil && req.RequestID == id {
-			return fmt.Errorf("%w: request %s of conversation %s: %s", ErrDeadLettered, id, conv, dl.Reason)
+			found = &dl
+			return false
 		}
+		return dl.Seq < last
+	})
+	if err != nil {
+		return nil // looked at again at the next poll
 	}
+	if found != nil {
+		return fmt.Errorf("%w: request %s of conversation %s: %s", ErrDeadLettered, id, conv, found.Reason)
+	}
+	d.after = last
 	return nil
 }

@@ -137,15 +137,19 @@ func (l *Log) DeadLetterCount(ctx context.Context) (uint64, error) {
 	return st.Msgs, nil
 }
 
-// DeadLetterSeq is the dead-letters stream's last sequence (0: none ever
-// stored): a client that sends a request reads it first, and a dead
-// letter stored after it (DeadLetters) may be its request's.
+// DeadLetterSeq is the dead-letters stream's last sequence (0: none
+// stored), by a direct get, as a client may: one that sends a request
+// reads it first, and a dead letter stored after it (DeadLettersAfter) may
+// be its request's.
 func (l *Log) DeadLetterSeq(ctx context.Context) (uint64, error) {
-	st, err := l.deadLetterState(ctx)
+	m, err := l.directLast(ctx, l.names.DeadLettersStream, l.names.DeadLetterSubject())
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
 	if err != nil {
 		return 0, fmt.Errorf("read dead letters: %w", err)
 	}
-	return st.LastSeq, nil
+	return m.Sequence, nil
 }
 
 // DeadLetters returns the newest n dead letters, oldest first. A record
@@ -164,10 +168,38 @@ func (l *Log) DeadLetters(ctx context.Context, n int) ([]DeadLetter, error) {
 		from = st.LastSeq - uint64(n) + 1
 	}
 	out := make([]DeadLetter, 0, min(uint64(n), st.Msgs))
-	for next := from; next <= st.LastSeq; {
+	err = l.eachDeadLetter(ctx, from, st.LastSeq, func(d DeadLetter) bool {
+		out = append(out, d)
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return out, nil
+}
+
+// DeadLettersAfter calls fn with each dead letter stored after sequence
+// after, oldest first, until fn returns false. It reads by direct gets
+// alone (no stream lookup), as a client waiting for its request may.
+func (l *Log) DeadLettersAfter(ctx context.Context, after uint64, fn func(DeadLetter) bool) error {
+	return l.eachDeadLetter(ctx, after+1, 0, fn)
+}
+
+// eachDeadLetter calls fn with each record of the dead-letters stream from
+// sequence from up to last (0: its end), oldest first, until fn returns
+// false. A record that is not a DeadLetter (another client published on
+// the subject) comes with its raw text as Data and a Reason saying so.
+func (l *Log) eachDeadLetter(ctx context.Context, from, last uint64, fn func(DeadLetter) bool) error {
+	for next := from; last == 0 || next <= last; {
 		batch, err := jetstreamext.GetBatch(ctx, l.js, l.names.DeadLettersStream, readBatch, jetstreamext.GetBatchSeq(next))
 		if err != nil {
-			return nil, fmt.Errorf("read dead letters: %w", err)
+			if errors.Is(err, jetstreamext.ErrNoMessages) {
+				return nil
+			}
+			return fmt.Errorf("read dead letters: %w", err)
 		}
 		got := 0
 		for raw, err := range batch {
@@ -175,39 +207,46 @@ func (l *Log) DeadLetters(ctx context.Context, n int) ([]DeadLetter, error) {
 				break
 			}
 			if err != nil {
-				return nil, fmt.Errorf("read dead letters: %w", err)
+				return fmt.Errorf("read dead letters: %w", err)
 			}
 			got++
 			// A stored direct-get copy holds the copied record's
 			// sequence first: the server's own comes last.
 			raw = fromServer(raw)
 			next = max(next, raw.Sequence+1)
-			var d DeadLetter
-			err = json.Unmarshal(raw.Data, &d)
-			if StoredCopy(raw.Header) {
-				// The server's headers stored with it: a copy of a
-				// record (a direct get's answer a client aimed here),
-				// not one AddDeadLetter wrote.
-				err = errors.New("a copy of stored message " + raw.Header.Get(jetstream.SequenceHeader) + " (a JetStream answer a client aimed here); not written by turnlog")
+			if last != 0 && raw.Sequence > last {
+				return nil
 			}
-			if err == nil && (d.Reason == "" || d.Time.IsZero()) {
-				// JSON, but not a record AddDeadLetter wrote (each has
-				// its reason and time): a JetStream API answer a client
-				// aimed here as its reply subject, say.
-				err = errors.New("JSON without a dead letter's reason and time; not written by turnlog")
+			if !fn(decodeDeadLetter(raw)) {
+				return nil
 			}
-			if err != nil {
-				d = DeadLetter{Subject: raw.Subject, Reason: "not a dead-letter record: " + err.Error(), Time: raw.Time, Data: raw.Data}
-			}
-			d.Seq = raw.Sequence
-			out = append(out, d)
 		}
 		if got == 0 {
-			break
+			return nil
 		}
 	}
-	if len(out) > n {
-		out = out[len(out)-n:]
+	return nil
+}
+
+// decodeDeadLetter reads a record of the dead-letters stream.
+func decodeDeadLetter(raw *jetstream.RawStreamMsg) DeadLetter {
+	var d DeadLetter
+	err := json.Unmarshal(raw.Data, &d)
+	if StoredCopy(raw.Header) {
+		// The server's headers stored with it: a copy of a record (a
+		// direct get's answer a client aimed here), not one AddDeadLetter
+		// wrote.
+		err = errors.New("a copy of stored message " + raw.Header.Get(jetstream.SequenceHeader) + " (a JetStream answer a client aimed here); not written by turnlog")
 	}
-	return out, nil
+	if err == nil && (d.Reason == "" || d.Time.IsZero()) {
+		// JSON, but not a record AddDeadLetter wrote (each has its reason
+		// and time): a JetStream API answer a client aimed here as its
+		// reply subject, say.
+		err = errors.New("JSON without a dead letter's reason and time; not written by turnlog")
+	}
+	if err != nil {
+		d = DeadLetter{Subject: raw.Subject, Reason: "not a dead-letter record: " + err.Error(), Time: raw.Time, Data: raw.Data}
+	}
+	d.Seq = raw.Sequence
+	return d
 }
