@@ -79,7 +79,9 @@ func (g *Gateway) backgroundNotRecorded(id string, err error) {
 // which holds the whole response, is recorded as that call's outcome
 // before the piece holding it is passed on. If it cannot be recorded, the
 // stream is cut there, so the app never gets an end the log does not
-// hold. While NATS is away the stream passes unrecorded.
+// hold; if the index cannot say whether a call waits for it, the fetch is
+// answered 503 and not forwarded. While NATS is away the stream passes
+// unrecorded.
 func (g *Gateway) forwardBackgroundStream(w http.ResponseWriter, r *http.Request, proxy http.Handler, id string) {
 	g.forwardUnrecorded(r)
 	if !g.cfg.Connected() {
@@ -89,7 +91,16 @@ func (g *Gateway) forwardBackgroundStream(w http.ResponseWriter, r *http.Request
 	ctx, cancel := context.WithTimeout(r.Context(), recordTimeout)
 	ref, _, ok, err := g.rec.threads.Response(ctx, id)
 	cancel()
-	if err != nil || !ok {
+	if err != nil {
+		// Whether a recorded call waits for it cannot be told: its end
+		// could not be recorded, so it is not forwarded (as a fetch's
+		// answer is withheld).
+		g.backgroundNotRecorded(id, err)
+		writeError(w, false, http.StatusServiceUnavailable, "turnlog could not look up background response "+id+
+			" in its threading index, so it could not record how it ends and did not forward the request: "+err.Error()+"; retry shortly")
+		return
+	}
+	if !ok {
 		proxy.ServeHTTP(w, r) // not a response the gateway recorded a call of
 		return
 	}

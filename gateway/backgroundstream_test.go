@@ -13,11 +13,13 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/gateway"
+	"github.com/turnlog/turnlog/internal/natstest"
 	"github.com/turnlog/turnlog/replay"
 )
 
@@ -211,4 +213,37 @@ func TestOpenAISDKStreamsABackgroundResponse(t *testing.T) {
 	assert.Equal(t, []string{"a long job", "the streamed answer"}, blockTexts(t, r.log, conv))
 	verify(t, r.log, conv)
 	assert.Empty(t, checkRules(t, r.log, conv))
+}
+
+// TestStreamedFetchIsRefusedWhenTheIndexCannotBeRead: gateways that share
+// the threading index look a streamed response up there; when the look-up
+// failed, the stream passed whole, its end unrecorded, so the app got an
+// end the log does not hold. It is now answered 503, nothing forwarded,
+// as a fetch whose end cannot be recorded is.
+func TestStreamedFetchIsRefusedWhenTheIndexCannotBeRead(t *testing.T) {
+	up, sent := streamedFetchUpstream(t, nil)
+	srv := natstest.Start(t)
+	l, err := eventlog.Open(t.Context(), srv.Conn)
+	require.NoError(t, err)
+	idx, err := nats.Connect(srv.ClientURL())
+	require.NoError(t, err)
+	il, err := eventlog.Open(t.Context(), idx)
+	require.NoError(t, err)
+	threads, err := il.Threads(t.Context())
+	require.NoError(t, err)
+	g, err := gateway.New(gateway.Config{Log: l, Connected: srv.Conn.IsConnected, Token: token, OpenAIUpstream: up.URL + "/v1", Threads: threads})
+	require.NoError(t, err)
+	gw := httptest.NewServer(g)
+	t.Cleanup(gw.Close)
+	resp, _ := postOK(t, gw.URL+"/v1/responses", map[string]string{"Turnlog-Token": token}, `{"model":"m","input":"a long job","background":true}`)
+	conv := resp.Header.Get("Turnlog-Conversation")
+
+	idx.Close() // the index can no longer be read; the log still can
+	resp, body := tokenRequest(t, http.MethodGet, gw.URL+"/v1/responses/resp_bs?stream=true")
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%s", body)
+	assert.Contains(t, string(body), "threading index")
+	assert.Empty(t, sent(), "nothing forwarded")
+	listed := replay.Conversation{ID: conv}
+	require.NoError(t, replay.Describe(t.Context(), l, &listed))
+	assert.True(t, listed.LastRequestOpen, "the call waits for a later fetch")
 }
