@@ -56,9 +56,10 @@ type Output struct {
 
 // MaxLogprobsBytes bounds the logprobs a call's record keeps: a long answer
 // with many top_logprobs has megabytes of them, which would make its
-// outcome too large to store (and the answer with it). Past it the record
-// keeps their size (events.InferenceFinished.LogprobsOmitted).
-const MaxLogprobsBytes = 1 << 20
+// outcome too large to store (and the answer with it) on a server of
+// NATS's default 1 MiB max_payload. Past it the record keeps their size
+// (events.InferenceFinished.LogprobsOmitted).
+const MaxLogprobsBytes = 256 << 10
 
 // keepLogprobs sets o's logprobs from raw, the first choice's logprobs
 // member as written (null or absent: none).

@@ -248,7 +248,8 @@ type InferenceFinished struct {
 	// were larger than the record keeps (LogprobsOmitted).
 	Logprobs string `msgpack:"logprobs,omitempty" json:"logprobs,omitempty"`
 	// LogprobsOmitted is the size in bytes of a first choice's logprobs
-	// left out of the record for their size (over calls.MaxLogprobsBytes);
+	// left out of the record for their size (over calls.MaxLogprobsBytes;
+	// for a stream, the size of the pieces it sent, about the object's);
 	// 0 when they are kept or there were none.
 	LogprobsOmitted int `msgpack:"logprobs_omitted,omitempty" json:"logprobs_omitted,omitempty"`
 	Wire

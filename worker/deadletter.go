@@ -82,6 +82,12 @@ func (w *Worker) endLastDelivery(ctx context.Context, m jetstream.Msg, meta *jet
 		}
 		return
 	}
+	if errors.Is(err, ErrAppsConversation) {
+		// Not a failure to store: the conversation is an app's, where
+		// the worker writes nothing.
+		w.deadLetter(ctx, m, meta, w.names.ChatSubject(req.Conversation), fmt.Sprintf("%s; %v", reason, err))
+		return
+	}
 	w.deadLetter(ctx, m, meta, w.names.ChatSubject(req.Conversation), fmt.Sprintf("%s; request.failed could not be stored either: %v", reason, err))
 }
 
