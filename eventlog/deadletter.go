@@ -138,11 +138,16 @@ func (l *Log) DeadLetterCount(ctx context.Context) (uint64, error) {
 }
 
 // DeadLetterSeq is the dead-letters stream's last sequence (0: none
-// stored), by a direct get, as a client may: one that sends a request
-// reads it first, and a dead letter stored after it (DeadLettersAfter) may
-// be its request's.
+// stored), by a direct get on the stream's own API subject, which the
+// client role may use (natsauth): one that sends a request reads it
+// first, and a dead letter stored after it (DeadLettersAfter) may be its
+// request's.
 func (l *Log) DeadLetterSeq(ctx context.Context) (uint64, error) {
-	m, err := l.directLast(ctx, l.names.DeadLettersStream, l.names.DeadLetterSubject())
+	body, err := json.Marshal(map[string]string{"last_by_subj": l.names.DeadLetterSubject()})
+	if err != nil {
+		return 0, fmt.Errorf("read dead letters: %w", err)
+	}
+	m, err := l.directGet(ctx, l.names.DeadLettersStream, "", body)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil
 	}

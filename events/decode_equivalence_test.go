@@ -402,8 +402,11 @@ func TestDecodeMatchesReflectionOnOtherForms(t *testing.T) {
 		}
 	})
 	t.Logf("%d messages decoded alike (%d by the hand-written path), %d refused alike", same, fast, refused)
-	assert.Greater(t, same-fast, 50, "messages in other forms left to reflection")
-	assert.Greater(t, fast, 50, "messages still in the usual forms")
+	// Both paths must be exercised. Of the 1,000 messages drawn, about
+	// 75 take each (57 to 95 seen over runs; CI drew 48): the bounds sit
+	// well below that, so a draw does not fail the test.
+	assert.Greater(t, same-fast, 20, "messages in other forms left to reflection")
+	assert.Greater(t, fast, 20, "messages still in the usual forms")
 }
 
 // reencode reads one msgpack value from dec and returns it in another
