@@ -35,7 +35,8 @@ holds, "not created" for one nothing has needed yet, "not visible" for
 one the credential may not read: the threading index, to the client key,
 as its keys name every gateway conversation), the pending
 requests, the dead letters and the workers
-that answer within 500ms, and JetStream's storage: when a worker of
+that answer its ping (the first within 2s, pinged again meanwhile; the
+others until 500ms pass without one), and JetStream's storage: when a worker of
 turnlog serve answers, what the server stores, its limit (--max-store),
 what it may still take and the disk's free space; else what the streams
 hold.
@@ -170,7 +171,7 @@ conversations that hold such messages, with the command that shows them.`,
 				fmt.Fprintf(w, "%s\t%s\t%d\t%v\n", ws.Name, ws.Started.Format(time.RFC3339), ws.Handled, ws.Profiles)
 			}
 			if len(st.Workers) == 0 {
-				fmt.Fprintln(w, "(no worker answered within 500ms)")
+				fmt.Fprintf(w, "(no worker answered within %s)\n", worker.FirstStatusWait)
 			}
 			if len(st.Profiles) > 0 {
 				fmt.Fprintln(w, "\nPROFILE\tPROVIDER\tMODEL\tBASE URL")

@@ -84,26 +84,41 @@ func (w *Worker) pong(*nats.Msg) {
 // answer: `turnlog status` takes that long when no worker runs.
 const FirstStatusWait = 2 * time.Second
 
+// statusRePing is how often Statuses pings again while no worker has
+// answered: a ping sent before a worker listens (status run as serve
+// starts) is lost.
+const statusRePing = 250 * time.Millisecond
+
 // Statuses asks the running workers who they are (the status ping) and
 // gathers what they say on names.WorkersStatus until quiet passes without
 // a word after an answer: what `turnlog status` shows. The first answer
 // is waited for up to FirstStatusWait (quiet, if longer): a worker on a
 // busy machine or across a slow link answers later than quiet, and status
-// would say that no worker runs.
+// would say that no worker runs. Until then the ping is sent again every
+// statusRePing, for a worker that starts listening meanwhile; a worker
+// that answers more than once is listed once.
 func Statuses(ctx context.Context, nc *nats.Conn, names eventlog.Names, quiet time.Duration) ([]Status, error) {
 	sub, err := nc.SubscribeSync(names.WorkersStatus())
 	if err != nil {
 		return nil, err
 	}
 	defer sub.Unsubscribe()
-	if err := nc.Publish(names.WorkersPing(), nil); err != nil {
-		return nil, err
-	}
-	var out []Status
+	first := time.Now().Add(max(quiet, FirstStatusWait))
+	var (
+		out   []Status
+		seen  = map[string]bool{}
+		until time.Time // quiet after the last new answer
+	)
 	for {
-		wait := quiet
+		wait := time.Until(until)
 		if len(out) == 0 {
-			wait = max(quiet, FirstStatusWait)
+			if err := nc.Publish(names.WorkersPing(), nil); err != nil {
+				return nil, err
+			}
+			wait = min(statusRePing, time.Until(first))
+		}
+		if wait <= 0 {
+			return out, nil
 		}
 		wctx, cancel := context.WithTimeout(ctx, wait)
 		m, err := sub.NextMsgWithContext(wctx)
@@ -112,11 +127,16 @@ func Statuses(ctx context.Context, nc *nats.Conn, names eventlog.Names, quiet ti
 			if ctx.Err() != nil {
 				return out, ctx.Err()
 			}
+			if len(out) == 0 {
+				continue // ping again, until first
+			}
 			return out, nil
 		}
 		var ws Status
-		if json.Unmarshal(m.Data, &ws) == nil {
+		if json.Unmarshal(m.Data, &ws) == nil && !seen[ws.Name] {
+			seen[ws.Name] = true
 			out = append(out, ws)
+			until = time.Now().Add(quiet)
 		}
 	}
 }

@@ -153,3 +153,28 @@ func TestStatusesWaitsForASlowWorker(t *testing.T) {
 	require.NotNil(t, st[0].Storage)
 	assert.Equal(t, int64(1<<30), st[0].Storage.MaxStore)
 }
+
+// TestStatusesFindsAWorkerThatStartsWhileItAsks: `turnlog status` run
+// right after serve started pinged the workers before they listened, and
+// the ping was lost: status said that no worker runs (a CI failure of
+// TestStatusShowsStorage). Until a worker answers, the ping is sent again.
+func TestStatusesFindsAWorkerThatStartsWhileItAsks(t *testing.T) {
+	srv := natstest.Start(t)
+	l, err := eventlog.Open(context.Background(), srv.Conn)
+	require.NoError(t, err)
+	type result struct {
+		st  []worker.Status
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		st, err := worker.Statuses(context.Background(), srv.Conn, l.Names(), 500*time.Millisecond)
+		done <- result{st, err}
+	}()
+	time.Sleep(700 * time.Millisecond) // the ping is out before the worker listens
+	startWorker(t, srv, func(c *worker.Config) { c.Name = "late" })
+	res := <-done
+	require.NoError(t, res.err)
+	require.Len(t, res.st, 1, "the worker that started while status asked is listed, once")
+	assert.Equal(t, "late", res.st[0].Name)
+}
