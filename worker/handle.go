@@ -193,7 +193,11 @@ func (w *Worker) start(ctx context.Context, req Request, sent time.Time, optimis
 		// The HTTP API and turnlog chat ask this before they send; a
 		// request published by another NATS client, or one that lost
 		// the race with the app's next call, is stopped here.
-		if err := w.notTakenOver(ctx, req, sent, tail); err != nil {
+		err := w.notTakenOver(ctx, req, sent, tail)
+		if taken := (*takenOverError)(nil); errors.As(err, &taken) && taken.own.Closed() {
+			return nil, 0, nil, earlier, true, nil // finished before the app's call; only the ack was lost
+		}
+		if err != nil {
 			return nil, 0, nil, earlier, false, err
 		}
 	}
@@ -226,9 +230,6 @@ func (w *Worker) serveOnce(ctx context.Context, req Request, sent time.Time, pro
 	resume := step > 0
 	var taken *takenOverError
 	if errors.As(err, &taken) {
-		if taken.own.Closed() {
-			return ack, nil // finished before the app's call; only the ack was lost
-		}
 		// Under way when the app's call landed: its steps are in the
 		// app's record already, and it ends there, failed, saying why.
 		turn, err := w.cfg.Log.Load(ctx, conv)
