@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/calls"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/httpapi"
 	"github.com/turnlog/turnlog/replay"
 )
 
@@ -40,4 +42,39 @@ func TestMessageIntoAnAppsConversationIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	res := chat(t, ts, l, forked.Conversation, "and in the fork?")
 	assert.Empty(t, res.Failed, "the fork is the worker's to answer in")
+}
+
+// TestStreamSaysARequestWasDeadLettered: a request the worker keeps as a
+// dead letter never ends as request.completed or request.failed in its
+// conversation, so a client following the stream (the console's chat page)
+// waited for ever. The stream now says so with a "dead_letter" event
+// naming the request and the reason, and only for its own conversation.
+// Here the requests are published straight onto the chat subject, past the
+// API's own refusal, as another NATS client (or one that lost the race
+// with the app's next call) would.
+func TestStreamSaysARequestWasDeadLettered(t *testing.T) {
+	ts, l := startChatAPI(t)
+	ctx := context.Background()
+	for _, app := range []string{"app-watched", "app-other"} {
+		_, err := l.Append(ctx, app, 0,
+			events.New(app, "call-"+app, 0, calls.Actor, events.ConversationStarted{}),
+			events.New(app, "call-"+app, 0, calls.Actor, events.UserAppended{BlockID: "u1", Text: "hello"}))
+		require.NoError(t, err)
+	}
+	stream, _ := openStream(t, ts, "/conversations/app-watched/stream")
+	require.Equal(t, "ready", next(t, stream).event)
+
+	const otherID, watchedID = "01JAAAAAAAAAAAAAAAAAAAAAAA", "01JBBBBBBBBBBBBBBBBBBBBBBB"
+	_, err := l.JetStream().Publish(ctx, l.Names().ChatSubject("app-other"), []byte(`{"text":"x","request_id":"`+otherID+`"}`))
+	require.NoError(t, err)
+	_, err = l.JetStream().Publish(ctx, l.Names().ChatSubject("app-watched"), []byte(`{"text":"y","request_id":"`+watchedID+`"}`))
+	require.NoError(t, err)
+
+	e := next(t, stream)
+	require.Equal(t, "dead_letter", e.event, "%s", e.data)
+	var dl httpapi.StreamDeadLetter
+	require.NoError(t, json.Unmarshal([]byte(e.data), &dl))
+	assert.Equal(t, watchedID, dl.RequestID, "the watched conversation's request, not the other's")
+	assert.Contains(t, dl.Reason, "the conversation is an app's")
+	assert.False(t, dl.Time.IsZero())
 }

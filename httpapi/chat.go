@@ -189,8 +189,10 @@ func (s *Server) checkRequestData(profileName string, data map[string]string) er
 // conversation's delta subject: the answer as the model writes it; never
 // before the first event of its request),
 // "event" (StreamEvent, every event the log stores from then on, in
-// order), "quarantined" (replay.Quarantined: a message stored on the
-// conversation's subject that is not a step) and "foreign"
+// order), "dead_letter" (StreamDeadLetter: a request of the conversation a
+// worker kept as a dead letter instead of answering), "quarantined"
+// (replay.Quarantined: a message stored on the conversation's subject that
+// is not a step) and "foreign"
 // (replay.ForeignEntry: a message turnlog did not write, the timeline's
 // entry for it) until the client goes away.
 // A failure ends the stream with an "error" event ({"error": "..."}).
@@ -214,8 +216,15 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer func() { _ = sub.Unsubscribe() }()
+	dead := make(chan *nats.Msg, deadLetterBuffer)
+	dsub, err := nc.ChanSubscribe(s.cfg.Log.Names().DeadLetterSubject(), dead)
+	if err != nil {
+		s.serverError(w, "subscribe to the dead letters", err)
+		return
+	}
+	defer func() { _ = dsub.Unsubscribe() }()
 	flushCtx, flushed := context.WithTimeout(ctx, flushTimeout)
-	err = nc.FlushWithContext(flushCtx) // the server has the subscription
+	err = nc.FlushWithContext(flushCtx) // the server has the subscriptions
 	flushed()
 	if err != nil {
 		s.serverError(w, "subscribe to the deltas of "+id, err)
@@ -227,6 +236,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	order := newDeltaOrder(deltaBuffer)
+	chatSubject := s.cfg.Log.Names().ChatSubject(id)
 	// A request already running has stored its first events before
 	// "ready": its deltas go out at once.
 	if tail, err := s.cfg.Log.Last(ctx, id); err == nil && len(tail.Events) > 0 && !tail.Closed() {
@@ -286,6 +296,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 				if writeEvent(w, rc, "delta", d) != nil {
 					return
 				}
+			}
+		case m := <-dead:
+			if d, ok := deadLetterOf(m, chatSubject); ok && !send("dead_letter", d) {
+				return
 			}
 		case wr := <-recs:
 			var alien *eventlog.ForeignMessageError

@@ -1,6 +1,7 @@
 // Chat: POST /conversations/{id}/messages sends, GET .../stream (Server-Sent
 // Events) shows the answer as the model writes it ("delta") and the log's
-// events ("event") until request.completed or request.failed, and notes a
+// events ("event") until request.completed or request.failed (or a
+// "dead_letter": no worker will answer the request), and notes a
 // message another client stored on the conversation's subject ("foreign")
 // or one that is not a step of it ("quarantined").
 
@@ -82,13 +83,23 @@ function connect() {
   });
   es.addEventListener('delta', (m) => route(JSON.parse(m.data), 'delta'));
   es.addEventListener('event', (m) => route(JSON.parse(m.data), 'event'));
+  es.addEventListener('dead_letter', (m) => {
+    const d = JSON.parse(m.data);
+    route(d, 'dead_letter');
+    // One this page did not send (another client's) is noted all the same;
+    // a POST still on its way claims its own first.
+    setTimeout(() => {
+      if (requests.has(d.request_id)) return;
+      notice('dead-letter', { request: d.request_id }, `request ${d.request_id} was not answered: a worker kept it as a dead letter (turnlog status --dead lists it): ${d.reason}`);
+    }, 1000);
+  });
   es.addEventListener('foreign', (m) => {
     const entry = JSON.parse(m.data);
-    notice('foreign muted', entry.seq, entry.summary);
+    notice('foreign muted', { seq: entry.seq }, entry.summary);
   });
   es.addEventListener('quarantined', (m) => {
     const q = JSON.parse(m.data);
-    notice('quarantined', q.seq,
+    notice('quarantined', { seq: q.seq },
       `quarantined message ${q.seq} (${q.size} bytes), not a step of this conversation: ${JSON.stringify(q.reason)}; ` +
       `requests fail until \`turnlog repair ${conv} --yes\` removes it`);
   });
@@ -104,22 +115,23 @@ function connect() {
 }
 
 /**
- * Notes in the transcript a message on the conversation's subject that is
- * not one of its steps: one another client stored (a timeline entry of
- * type foreign, ignored by every read) or one turnlog cannot read as a
- * step (quarantined: requests fail until it is repaired). Neither is ever
- * passed over without a word.
+ * Notes in the transcript what is not an answer to this page's messages:
+ * a message on the conversation's subject that is not one of its steps
+ * (one another client stored, a timeline entry of type foreign, ignored by
+ * every read; or one turnlog cannot read as a step, quarantined: requests
+ * fail until it is repaired), or another client's request a worker kept as
+ * a dead letter. None is ever passed over without a word.
  */
-function notice(kind, seq, text) {
+function notice(kind, dataset, text) {
   const tr = $('transcript');
-  const note = h('p', { class: `notice ${kind}`, role: 'status', dataset: { seq } }, text);
+  const note = h('p', { class: `notice ${kind}`, role: 'status', dataset }, text);
   tr.append(note);
   note.scrollIntoView({ block: 'end' });
 }
 
 /** Sends a delta or event to its request's bubble, or keeps it for later. */
 function route(data, what) {
-  const id = what === 'delta' ? data.request_id : data.cause;
+  const id = what === 'event' ? data.cause : data.request_id;
   const r = requests.get(id);
   if (r) {
     apply(r, what, data);
@@ -175,6 +187,14 @@ function newBubble(id, text) {
 }
 
 function apply(r, what, d) {
+  if (what === 'dead_letter') {
+    // No request.completed or request.failed will follow.
+    r.done = true;
+    r.status.textContent = 'not answered: a worker kept it as a dead letter (turnlog status --dead lists it): ' + d.reason;
+    r.status.classList.add('error');
+    r.el.classList.replace('streaming', 'failed');
+    return;
+  }
   if (what === 'delta') {
     // Deltas travel apart from the log's events and can trail behind the
     // request's end; once the stored text is shown, they change nothing.

@@ -1,0 +1,55 @@
+package httpapi
+
+// This file holds how a conversation's live stream tells of a chat request
+// that a worker kept as a dead letter instead of answering: that request
+// never ends as request.completed or request.failed in the conversation,
+// and a client waiting for one would wait for ever.
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/turnlog/turnlog/eventlog"
+)
+
+// StreamDeadLetter is the data of a stream's "dead_letter" event: a chat
+// request of the conversation that a worker kept as a dead letter (an
+// app's conversation, a request that could not end in its conversation)
+// instead of answering it. No request.completed or request.failed will
+// follow for it; `turnlog status --dead` lists it.
+type StreamDeadLetter struct {
+	// RequestID is the request's ID: the request_id of its JSON, or its
+	// Nats-Msg-Id header when the JSON has none.
+	RequestID string `json:"request_id"`
+	// Reason says why no worker will answer it.
+	Reason string `json:"reason"`
+	// Time is when the worker gave up on it.
+	Time time.Time `json:"time"`
+}
+
+// deadLetterBuffer is how many dead-letter notices may wait for a slow
+// client before NATS drops some (the dead-letters stream keeps them all).
+const deadLetterBuffer = 256
+
+// deadLetterOf returns the notice of m, a message on the dead-letters
+// subject, when it is a dead letter of a request published on subject.
+// The worker stores a dead letter by publishing it, so every subscriber
+// hears it as it is stored; a message that is not a worker's dead letter
+// is not one.
+func deadLetterOf(m *nats.Msg, subject string) (StreamDeadLetter, bool) {
+	var d eventlog.DeadLetter
+	if json.Unmarshal(m.Data, &d) != nil || d.Subject != subject || d.Reason == "" || d.Time.IsZero() {
+		return StreamDeadLetter{}, false
+	}
+	var req struct {
+		RequestID string `json:"request_id"`
+	}
+	if json.Unmarshal(d.Data, &req) != nil || req.RequestID == "" {
+		if ids := d.Headers[jetstream.MsgIDHeader]; len(ids) > 0 {
+			req.RequestID = ids[0]
+		}
+	}
+	return StreamDeadLetter{RequestID: req.RequestID, Reason: d.Reason, Time: d.Time}, true
+}
