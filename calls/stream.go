@@ -37,7 +37,9 @@ type Stream struct {
 	chatAudio   string
 	chatCalls   map[int]*streamCall
 	chatLogp    streamLogprobs
-	others      map[int]*otherChoice
+	// chatAnnotations: the first choice's (MetaStreamed).
+	chatAnnotations streamedList
+	others          map[int]*otherChoice
 	// Messages.
 	blocks map[int]*streamBlock
 	// Responses: the final response object, when the stream sent it, and
@@ -67,6 +69,10 @@ type streamBlock struct {
 	toolUseID            string
 	text, sig, data, arg strings.Builder
 	input                json.RawMessage
+	// raw is the block's content_block_start JSON, kept for a block that
+	// is not text, thinking or tool_use; citations are a text block's.
+	raw       json.RawMessage
+	citations streamedList
 }
 
 // NewStream starts reading a stream of api; limit bounds the bytes it keeps
@@ -165,14 +171,15 @@ func (s *Stream) messages(event string, data []byte) {
 			Model string `json:"model"`
 			Usage *usage `json:"usage"`
 		} `json:"message"`
-		ContentBlock *part `json:"content_block"`
+		ContentBlock json.RawMessage `json:"content_block"`
 		Delta        struct {
-			Type        string `json:"type"`
-			Text        string `json:"text"`
-			Thinking    string `json:"thinking"`
-			Signature   string `json:"signature"`
-			PartialJSON string `json:"partial_json"`
-			StopReason  string `json:"stop_reason"`
+			Type        string          `json:"type"`
+			Citation    json.RawMessage `json:"citation"`
+			Text        string          `json:"text"`
+			Thinking    string          `json:"thinking"`
+			Signature   string          `json:"signature"`
+			PartialJSON string          `json:"partial_json"`
+			StopReason  string          `json:"stop_reason"`
 		} `json:"delta"`
 		Usage *usage    `json:"usage"`
 		Error *apiError `json:"error"`
@@ -189,13 +196,23 @@ func (s *Stream) messages(event string, data []byte) {
 		s.out.ResponseID, s.out.Model = e.Message.ID, e.Message.Model
 		e.Message.Usage.fill(&s.out)
 	case "content_block_start":
-		if e.ContentBlock == nil {
+		var cb struct {
+			part
+			Citations []json.RawMessage `json:"citations"`
+		}
+		if len(e.ContentBlock) == 0 || string(e.ContentBlock) == "null" || json.Unmarshal(e.ContentBlock, &cb) != nil {
 			return
 		}
-		b := &streamBlock{typ: e.ContentBlock.Type, id: e.ContentBlock.ID, name: e.ContentBlock.Name, toolUseID: e.ContentBlock.ToolUseID, input: e.ContentBlock.Input}
-		b.text.WriteString(e.ContentBlock.Text + e.ContentBlock.Thinking)
-		b.sig.WriteString(e.ContentBlock.Signature)
-		b.data.WriteString(e.ContentBlock.Data)
+		b := &streamBlock{typ: cb.Type, id: cb.ID, name: cb.Name, toolUseID: cb.ToolUseID, input: cb.Input}
+		b.text.WriteString(cb.Text + cb.Thinking)
+		b.sig.WriteString(cb.Signature)
+		b.data.WriteString(cb.Data)
+		b.citations.add(cb.Citations...)
+		switch cb.Type {
+		case "text", "thinking", "redacted_thinking", "tool_use":
+		default:
+			b.raw = append(json.RawMessage(nil), e.ContentBlock...)
+		}
 		s.blocks[e.Index] = b
 	case "content_block_delta":
 		b := s.blocks[e.Index]
@@ -206,6 +223,7 @@ func (s *Stream) messages(event string, data []byte) {
 		b.text.WriteString(e.Delta.Text + e.Delta.Thinking)
 		b.sig.WriteString(e.Delta.Signature)
 		b.arg.WriteString(e.Delta.PartialJSON)
+		b.citations.add(e.Delta.Citation)
 	case "message_delta":
 		if e.Delta.StopReason != "" {
 			s.out.StopReason = e.Delta.StopReason
@@ -249,6 +267,7 @@ func (s *Stream) Output() (*Output, error) {
 		o = &s.out
 		var bs []events.Block
 		if b, ok := s.chatBlock(); ok {
+			setStreamed(&b, s.chatAnnotations.object("annotations"))
 			bs = append(bs, b)
 		}
 		for _, i := range sortedInts(s.chatCalls) {
@@ -262,8 +281,14 @@ func (s *Stream) Output() (*Output, error) {
 	case Messages:
 		o = &s.out
 		var parts []part
+		var streamed []string
 		for _, i := range sortedInts(s.blocks) {
 			b := s.blocks[i]
+			if b.raw != nil {
+				streamed = append(streamed, serverBlock(b))
+			} else {
+				streamed = append(streamed, b.citations.object("citations"))
+			}
 			p := part{Type: b.typ, ID: b.id, Name: b.name, ToolUseID: b.toolUseID}
 			switch b.typ {
 			case "text":
@@ -283,6 +308,9 @@ func (s *Stream) Output() (*Output, error) {
 		bs, err := s.messagesBlocks(parts)
 		if err != nil {
 			return nil, err
+		}
+		for i := range bs {
+			setStreamed(&bs[i], streamed[i])
 		}
 		if len(bs) > 0 {
 			it := Item{Blocks: bs}

@@ -19,6 +19,7 @@ type otherChoice struct {
 	calls         map[int]*streamCall
 	finish        string
 	logprobs      streamLogprobs
+	annotations   streamedList
 }
 
 func (s *Stream) chat(data []byte) {
@@ -36,7 +37,9 @@ func (s *Stream) chat(data []byte) {
 				// Refusal and Audio: a refusal is streamed in its own
 				// deltas; a spoken answer names its audio.
 				Refusal string `json:"refusal"`
-				Audio   *struct {
+				// Annotations: the sources a model that searched cites.
+				Annotations []json.RawMessage `json:"annotations"`
+				Audio       *struct {
 					ID string `json:"id"`
 				} `json:"audio"`
 				// FunctionCall is legacy function calling's (no ID,
@@ -75,7 +78,7 @@ func (s *Stream) chat(data []byte) {
 	}
 	c.Usage.fill(&s.out)
 	for _, ch := range c.Choices {
-		text, refusal, calls, finish, logprobs := &s.chatText, &s.chatRefusal, s.chatCalls, &s.out.StopReason, &s.chatLogp
+		text, refusal, calls, finish, logprobs, annotations := &s.chatText, &s.chatRefusal, s.chatCalls, &s.out.StopReason, &s.chatLogp, &s.chatAnnotations
 		if ch.Index != 0 {
 			// Another choice (the request's "n"): kept beside the first,
 			// which the conversation goes on with.
@@ -87,9 +90,10 @@ func (s *Stream) chat(data []byte) {
 				o = &otherChoice{calls: map[int]*streamCall{}}
 				s.others[ch.Index] = o
 			}
-			text, refusal, calls, finish, logprobs = &o.text, &o.refusal, o.calls, &o.finish, &o.logprobs
+			text, refusal, calls, finish, logprobs, annotations = &o.text, &o.refusal, o.calls, &o.finish, &o.logprobs, &o.annotations
 		}
 		logprobs.add(ch.Logprobs)
+		annotations.add(ch.Delta.Annotations...)
 		text.WriteString(ch.Delta.Content)
 		refusal.WriteString(ch.Delta.Refusal)
 		if a := ch.Delta.Audio; a != nil && a.ID != "" && ch.Index == 0 {
@@ -142,11 +146,12 @@ func (s *Stream) otherChoices() string {
 		} `json:"function"`
 	}
 	type message struct {
-		Role         string        `json:"role"`
-		Content      *string       `json:"content"`
-		Refusal      string        `json:"refusal,omitempty"`
-		FunctionCall *functionCall `json:"function_call,omitempty"`
-		ToolCalls    []call        `json:"tool_calls,omitempty"`
+		Role         string          `json:"role"`
+		Content      *string         `json:"content"`
+		Refusal      string          `json:"refusal,omitempty"`
+		Annotations  json.RawMessage `json:"annotations,omitempty"`
+		FunctionCall *functionCall   `json:"function_call,omitempty"`
+		ToolCalls    []call          `json:"tool_calls,omitempty"`
 	}
 	type choice struct {
 		Index        int             `json:"index"`
@@ -166,6 +171,7 @@ func (s *Stream) otherChoices() string {
 			c.Message.Content = &text
 		}
 		c.Message.Refusal = o.refusal.String()
+		c.Message.Annotations = o.annotations.array()
 		for _, j := range sortedInts(o.calls) {
 			if o.calls[j].legacy {
 				c.Message.FunctionCall = &functionCall{Name: o.calls[j].name, Arguments: o.calls[j].args.String()}

@@ -13,7 +13,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/calls"
 	"github.com/turnlog/turnlog/gateway"
+	"github.com/turnlog/turnlog/replay"
 )
 
 // screenshot is a content part holding an image of n random-looking
@@ -63,11 +65,17 @@ func TestChatsDifferingOnlyInImagesAreNotMerged(t *testing.T) {
 }
 
 // searchAnswer is the content of Claude's nth answer in the server tool
-// tests: a web search, its results, and the same words each time.
+// tests: a web search, its results, and the same words each time, citing
+// the result.
 func searchAnswer(n int64) string {
 	return fmt.Sprintf(`[{"type":"server_tool_use","id":"srvtoolu_%d","name":"web_search","input":{"query":"weather paris"}},`+
 		`{"type":"web_search_tool_result","tool_use_id":"srvtoolu_%d","content":[{"type":"web_search_result","url":"https://example.com/w","title":"Weather","encrypted_content":"Eq%d","page_age":null}]},`+
-		`{"type":"text","text":"It is sunny in Paris."}]`, n, n, n)
+		`{"type":"text","text":"It is sunny in Paris.","citations":[%s]}]`, n, n, n, searchCitation(n))
+}
+
+// searchCitation is the citation of Claude's nth answer's text.
+func searchCitation(n int64) string {
+	return fmt.Sprintf(`{"type":"web_search_result_location","cited_text":"Sunny, 24 degrees.","url":"https://example.com/w","title":"Weather","encrypted_index":"Ix%d"}`, n)
 }
 
 // searchStream is searchAnswer as Claude streams it.
@@ -80,6 +88,7 @@ func searchStream(w io.Writer, n int64) {
 	ev("content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":1,"content_block":{"type":"web_search_tool_result","tool_use_id":"srvtoolu_%d","content":[{"type":"web_search_result","url":"https://example.com/w","title":"Weather","encrypted_content":"Eq%d","page_age":null}]}}`, n, n))
 	ev("content_block_stop", `{"type":"content_block_stop","index":1}`)
 	ev("content_block_start", `{"type":"content_block_start","index":2,"content_block":{"type":"text","text":""}}`)
+	ev("content_block_delta", `{"type":"content_block_delta","index":2,"delta":{"type":"citations_delta","citation":`+searchCitation(n)+`}}`)
 	ev("content_block_delta", `{"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"It is sunny in Paris."}}`)
 	ev("content_block_stop", `{"type":"content_block_stop","index":2}`)
 	ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":4}}`)
@@ -143,7 +152,9 @@ func jsonString(s string) string { b, _ := json.Marshal(s); return string(b) }
 // TestAnthropicSDKServerToolConversation: the official SDK sends back the
 // server tool's blocks as it read them (streamed: as finalMessage()
 // accumulated them); the three calls are one conversation, proved and
-// without findings, and the bytes pass unchanged.
+// without findings, and the bytes pass unchanged. Each call's recorded
+// output holds the search and the text's citations as the SDK got them:
+// a streamed one's record kept neither before (no MetaStreamed).
 func TestAnthropicSDKServerToolConversation(t *testing.T) {
 	for _, stream := range []string{"", "1"} {
 		t.Run("stream="+stream, func(t *testing.T) {
@@ -159,6 +170,30 @@ func TestAnthropicSDKServerToolConversation(t *testing.T) {
 			}
 			verify(t, r.log, res.Conversations[0])
 			assert.Empty(t, checkRules(t, r.log, res.Conversations[0]))
+
+			view, err := replay.Calls(t.Context(), r.log, res.Conversations[0], replay.Page{})
+			require.NoError(t, err)
+			require.Len(t, view.Calls, 3)
+			require.Len(t, res.Contents, 3)
+			for i, c := range view.Calls {
+				var got []map[string]json.RawMessage
+				require.NoError(t, json.Unmarshal(res.Contents[i], &got))
+				require.Len(t, got, 3, "call %d: the SDK's content", i+1)
+				require.Len(t, c.Output, 3, "call %d: the recorded output", i+1)
+				if stream == "" {
+					var item struct {
+						Content json.RawMessage `json:"content"`
+					}
+					require.NoError(t, json.Unmarshal([]byte(c.Output[0].Meta[calls.MetaItem]), &item), "call %d", i+1)
+					assert.JSONEq(t, string(res.Contents[i]), string(item.Content), "call %d: the answer's JSON", i+1)
+					continue
+				}
+				for j := range 2 {
+					want, _ := json.Marshal(got[j])
+					assert.JSONEq(t, string(want), c.Output[j].Meta[calls.MetaStreamed], "call %d, block %d: as the SDK assembled it", i+1, j)
+				}
+				assert.JSONEq(t, `{"citations":`+string(got[2]["citations"])+`}`, c.Output[2].Meta[calls.MetaStreamed], "call %d: the text's citations", i+1)
+			}
 		})
 	}
 }

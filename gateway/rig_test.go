@@ -64,6 +64,9 @@ type sdkResult struct {
 	Received      []string `json:"received"`
 	Conversations []string `json:"conversations"`
 	Texts         []string `json:"texts"`
+	// Contents are the answers' content as the SDK read them, where a
+	// script reports them.
+	Contents []json.RawMessage `json:"contents"`
 }
 
 func runSDK(t *testing.T, script string, env ...string) sdkResult {

@@ -10,13 +10,15 @@ async function main() {
   const tools = [{ type: 'web_search_20250305', name: 'web_search', max_uses: 3 }];
   const messages = [{ role: 'user', content: 'Weather in Paris?' }];
   const texts = [];
+  const contents = [];
   for (const next of ['And tomorrow?', 'Thanks.', null]) {
     const params = { model: 'claude-test', max_tokens: 1024, messages, tools };
     const msg = process.env.STREAM ? await client.messages.stream(params).finalMessage() : await client.messages.create(params);
     messages.push({ role: 'assistant', content: msg.content });
+    contents.push(msg.content);
     texts.push(msg.content.filter((b) => b.type === 'text').map((b) => b.text).join(''));
     if (next) messages.push({ role: 'user', content: next });
   }
-  await report({ texts });
+  await report({ texts, contents });
 }
 main().catch((e) => { console.error(e); process.exit(1); });
