@@ -43,11 +43,18 @@ func TestE2EUnreadGatewayCall(t *testing.T) {
 // call's page in the console.
 func openRecordedCall(t *testing.T, c *console, conv, request, response string) {
 	t.Helper()
+	out, err := calls.ParseResponse(calls.ChatCompletions, []byte(response))
+	require.NoError(t, err)
+	openRecordedOutput(t, c, conv, calls.ChatCompletions, request, out)
+}
+
+// openRecordedOutput is openRecordedCall of a call of api whose output,
+// read already (from a stream, say), is out.
+func openRecordedOutput(t *testing.T, c *console, conv string, api calls.API, request string, out *calls.Output) {
+	t.Helper()
 	rec, err := gateway.NewRecorder(gateway.Config{Log: c.log})
 	require.NoError(t, err)
-	p, err := rec.Begin(t.Context(), gateway.Call{API: calls.ChatCompletions, Conversation: conv, Body: []byte(request)})
-	require.NoError(t, err)
-	out, err := calls.ParseResponse(calls.ChatCompletions, []byte(response))
+	p, err := rec.Begin(t.Context(), gateway.Call{API: api, Conversation: conv, Body: []byte(request)})
 	require.NoError(t, err)
 	require.NoError(t, rec.Finish(t.Context(), p, calls.Outcome{Output: out}))
 

@@ -446,6 +446,80 @@ function blockList(blocks) {
         h('div', { class: 'block-head' }, h('span', { class: 'kind' }, b.kind), h('code', { class: 'id' }, b.id), b.call_id ? h('span', { class: 'muted' }, ` call ${b.call_id}`) : null),
         h('pre', { class: 'block-text' }, blockText(b)),
         b.encrypted ? h('p', { class: 'opaque' }, `‹opaque encrypted reasoning, ${b.encrypted.length} characters›`) : null,
+        sourcesOf(b),
+      ),
+    ),
+  );
+}
+
+/**
+ * The sources a model that searched cites, where the record keeps them
+ * on block b: a streamed answer's (gateway.streamed: Chat Completions'
+ * annotations, a Messages text block's citations) or the answer's JSON
+ * kept whole (gateway.item: a Chat message's annotations, the citations
+ * of a Messages answer's text blocks, a Responses message's output_text
+ * annotations). The model wrote the links: only http and https ones are
+ * made links, the others shown as text.
+ */
+function sourcesOf(b) {
+  const meta = b.meta || {};
+  const parse = (s) => {
+    try {
+      return JSON.parse(s || 'null');
+    } catch {
+      return null;
+    }
+  };
+  const found = new Map(); // url or cited text -> source
+  const take = (list) => {
+    for (const a of Array.isArray(list) ? list : []) {
+      const c = a && typeof a.url_citation === 'object' ? a.url_citation : a;
+      if (!c || typeof c !== 'object') continue;
+      const url = typeof c.url === 'string' ? c.url : '';
+      const title = [c.title, c.document_title].find((t) => typeof t === 'string' && t) || '';
+      const cited = typeof c.cited_text === 'string' ? c.cited_text : '';
+      const key = url || cited;
+      if (key && !found.has(key)) found.set(key, { url, title, cited });
+    }
+  };
+  const streamed = parse(meta['gateway.streamed']);
+  if (streamed) {
+    take(streamed.annotations);
+    take(streamed.citations);
+  }
+  const item = parse(meta['gateway.item']);
+  if (item) {
+    take(item.annotations);
+    for (const p of Array.isArray(item.content) ? item.content : []) {
+      if (p) {
+        take(p.citations);
+        take(p.annotations);
+      }
+    }
+  }
+  if (found.size === 0) return null;
+  const web = (u) => {
+    try {
+      return ['http:', 'https:'].includes(new URL(u).protocol);
+    } catch {
+      return false;
+    }
+  };
+  return h(
+    'div',
+    { class: 'sources' },
+    h('h5', null, `Sources cited (${found.size})`),
+    h(
+      'ul',
+      null,
+      [...found.values()].map((s) =>
+        h(
+          'li',
+          null,
+          web(s.url) ? h('a', { href: s.url, rel: 'noopener noreferrer nofollow', target: '_blank' }, s.title || s.url) : h('span', null, s.title || s.url),
+          s.url && !web(s.url) ? h('code', { class: 'muted' }, ` ${s.url}`) : null,
+          s.cited ? h('q', null, s.cited) : null,
+        ),
       ),
     ),
   );
