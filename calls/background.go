@@ -9,6 +9,7 @@ package calls
 // which is then recorded as the call's outcome.
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -92,4 +93,20 @@ func PlanBackgroundOutcome(turn *projector.Turn, callID, id string, o Outcome) (
 		return nil, err
 	}
 	return append([]events.Event{unset}, evs...), nil
+}
+
+// Include is a Responses API request's include list (what the provider
+// adds to its response, such as reasoning.encrypted_content), nil when it
+// has none or it is not a list of strings: a background response fetched
+// on the app's behalf is asked for what the app asked for.
+func (r *Request) Include() []string {
+	raw, ok := r.canon["include"]
+	if !ok {
+		return nil
+	}
+	var include []string
+	if json.Unmarshal(raw, &include) != nil {
+		return nil
+	}
+	return include
 }

@@ -27,6 +27,7 @@ type gatewayFlags struct {
 	spoolDir          string
 	spoolBytes        byteSize
 	upstreamTimeout   time.Duration
+	backgroundPoll    time.Duration
 }
 
 func (f *gatewayFlags) register(fs *pflag.FlagSet) {
@@ -39,6 +40,7 @@ func (f *gatewayFlags) register(fs *pflag.FlagSet) {
 	f.maxInFlight = byteSize(gateway.DefaultMaxInFlightBytes)
 	fs.Var(&f.maxInFlight, "max-inflight-bytes", "most request-body bytes the gateway holds at once across the calls in flight (at least --max-body; the default is raised to --max-body when that is larger); a call that finds no room waits up to 10 s, then is answered 503 with nothing forwarded (e.g. 256MiB)")
 	fs.DurationVar(&f.upstreamTimeout, "upstream-timeout", gateway.DefaultUpstreamTimeout, "how long the gateway waits for the provider's answer to begin (its headers) before it answers 504 and records the call failed")
+	fs.DurationVar(&f.backgroundPoll, "background-poll", gateway.DefaultBackgroundPoll, "with a managed OpenAI key (TURNLOG_OPENAI_API_KEY), how soon the gateway asks the provider how a background response (background: true) ended when the app does not fetch it through the gateway (a webhook tells it), then twice as long each time up to 2m, for 24h; the end is recorded as the call's outcome; 0: never ask (the call stays open until a fetch through the gateway)")
 	fs.BoolVar(&f.recordOptional, "record-optional", false, "while NATS is unreachable, forward calls anyway and keep them in an on-disk spool, recorded once NATS is back (default: answer 503 and forward nothing); a full spool answers 503")
 	fs.StringVar(&f.spoolDir, "spool-dir", os.Getenv("TURNLOG_SPOOL_DIR"), "directory of --record-optional's spool, one per gateway process (env TURNLOG_SPOOL_DIR; default <data>/gateway-spool)")
 	f.spoolBytes = byteSize(gateway.DefaultSpoolBytes)
@@ -68,8 +70,18 @@ func (f *gatewayFlags) config(ctx context.Context, l *eventlog.Log, nc *nats.Con
 		MaxBody:          int64(f.maxBody),
 		MaxInFlightBytes: f.inFlightBytes(),
 		UpstreamTimeout:  f.upstreamTimeout,
+		BackgroundPoll:   f.pollOrNever(),
 		RecordOptional:   f.recordOptional, SpoolDir: spool, SpoolBytes: int64(f.spoolBytes),
 	}, nil
+}
+
+// pollOrNever is --background-poll as Config takes it: 0 (or less) is
+// never, which Config spells as negative (its zero is the default).
+func (f *gatewayFlags) pollOrNever() time.Duration {
+	if f.backgroundPoll <= 0 {
+		return -1
+	}
+	return f.backgroundPoll
 }
 
 // inFlightBytes is --max-inflight-bytes, raised to --max-body when it was

@@ -72,6 +72,17 @@ type Config struct {
 	// the client's key (managed keys): the client's API key is then
 	// Token. They are never recorded or logged.
 	OpenAIKey, AnthropicKey string
+	// BackgroundPoll is how soon after a Responses API call is answered
+	// "queued" (background: true) the gateway, holding a managed
+	// OpenAIKey, asks the provider how the response ended, for an app
+	// that does not fetch it through the gateway (a webhook tells it);
+	// each later ask waits twice as long, up to 2 minutes, for at most 24
+	// hours. The end is recorded as the call's outcome, as a fetch
+	// through the gateway records it. Default DefaultBackgroundPoll;
+	// negative: never ask (the call stays open until a fetch through the
+	// gateway). Without a managed key the gateway has no key to ask with.
+	// Asked by Run.
+	BackgroundPoll time.Duration
 	// MaxBody bounds request bodies (413 past it) and the response bytes
 	// kept to record a call (default DefaultMaxBody).
 	MaxBody int64
@@ -170,6 +181,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxInFlightBytes < c.MaxBody {
 		return fmt.Errorf("gateway: --max-inflight-bytes (%d) is below --max-body (%d): a call of the largest body allowed could never be held", c.MaxInFlightBytes, c.MaxBody)
+	}
+	if c.BackgroundPoll == 0 {
+		c.BackgroundPoll = DefaultBackgroundPoll
 	}
 	if c.Transport == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()

@@ -43,6 +43,9 @@ type Gateway struct {
 	// down, and the calls still in flight when its HTTP server closes
 	// their connections are cut by turnlog, not by their clients.
 	stopping atomic.Bool
+	// watch holds the background responses Run asks the provider about
+	// (nil without a managed OpenAI key, or with BackgroundPoll < 0).
+	watch *backgroundWatch
 }
 
 // New builds a Gateway.
@@ -65,6 +68,9 @@ func New(cfg Config) (*Gateway, error) {
 	g := &Gateway{cfg: cfg, token: bearer.NewToken(cfg.Token), rec: newRecorder(&cfg), local: calls.NewThreads(local),
 		inFlight: newInFlight(cfg.MaxInFlightBytes, cfg.InFlightWait), warned: map[string]bool{}}
 	g.rec.local, g.rec.localStore = g.local, local
+	if cfg.OpenAIKey != "" && cfg.BackgroundPoll > 0 {
+		g.watch = newBackgroundWatch()
+	}
 	if lv, ok := cfg.Log.(liveness); ok {
 		// Answered for as long as the log's connection lives: another
 		// gateway finding a call of this one unfinished leaves it open
@@ -92,8 +98,10 @@ func New(cfg Config) (*Gateway, error) {
 }
 
 // Run follows erasures (an erased conversation leaves the gateway's
-// memory: Recorder.Forget) and records the calls the spool holds
-// (--record-optional) whenever NATS is up, until ctx ends. Then it
+// memory: Recorder.Forget), asks the provider how the background
+// responses the app does not fetch through the gateway ended (with a
+// managed OpenAI key: see Config.BackgroundPoll), and records the calls
+// the spool holds (--record-optional) whenever NATS is up, until ctx ends. Then it
 // releases the spool's directory.
 func (g *Gateway) Run(ctx context.Context) {
 	// Stopping as soon as ctx ends, and at the latest when Run returns.
@@ -106,6 +114,11 @@ func (g *Gateway) Run(ctx context.Context) {
 		} else {
 			defer stop()
 		}
+	}
+	if g.watch != nil {
+		var following sync.WaitGroup
+		following.Go(func() { g.followBackground(ctx) })
+		defer following.Wait()
 	}
 	if g.spool == nil {
 		<-ctx.Done()

@@ -72,7 +72,15 @@ func (st *state) finish(ctx context.Context, g *Gateway, o calls.Outcome) error 
 	}
 	o = redactOutcome(o, st.secrets)
 	if st.pending != nil {
-		return g.rec.Finish(ctx, st.pending, o)
+		if err := g.rec.Finish(ctx, st.pending, o); err != nil {
+			return err
+		}
+		if st.api == calls.Responses && o.Failure == "" && o.Output != nil && o.Output.Background && st.pending.Parsed() {
+			// Queued: its end is asked for, should the app not fetch it
+			// through the gateway.
+			g.watchBackground(st.pending.Conversation(), o.Output.ResponseID, st.pending.call.Request.Include())
+		}
+		return nil
 	}
 	return g.spool.keep(st.spooled, o, st.tee, g.local)
 }

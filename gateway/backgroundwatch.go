@@ -1,0 +1,233 @@
+package gateway
+
+// A background response whose end the app does not fetch through the
+// gateway: a webhook tells the app, or it fetches the response from
+// elsewhere. Its call would stay open for ever. With a managed OpenAI key
+// the gateway asks the provider itself, now and then, how the response
+// ended, and records that end as the call's outcome, as a fetch through
+// the gateway would (see background.go). Without a managed key it has no
+// key to ask with, and the call waits for a fetch through the gateway.
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/turnlog/turnlog/calls"
+)
+
+// DefaultBackgroundPoll is Config.BackgroundPoll's default.
+const DefaultBackgroundPoll = 5 * time.Second
+
+const (
+	// maxBackgroundPoll is the longest wait between two asks.
+	maxBackgroundPoll = 2 * time.Minute
+	// backgroundWatchFor is how long a response is asked about: past it
+	// the gateway gives up, says so, and the call waits for a fetch.
+	backgroundWatchFor = 24 * time.Hour
+	// maxWatched bounds the responses followed at once; past it a new
+	// one is not followed (said in the log).
+	maxWatched = 10000
+	// backgroundAskTimeout bounds one ask.
+	backgroundAskTimeout = 30 * time.Second
+)
+
+// errResponseTooLarge: a fetched response larger than MaxBody.
+var errResponseTooLarge = errors.New("the response is larger than --max-body")
+
+// watchedResponse is one background response the gateway follows.
+type watchedResponse struct {
+	conv, id string
+	include  []string
+	since    time.Time // when its call was answered "queued"
+	next     time.Time // when to ask next
+	delay    time.Duration
+}
+
+// backgroundWatch holds the background responses the gateway follows;
+// Run asks about them (followBackground).
+type backgroundWatch struct {
+	mu      sync.Mutex
+	watched map[string]*watchedResponse // by response ID
+	wake    chan struct{}
+}
+
+func newBackgroundWatch() *backgroundWatch {
+	return &backgroundWatch{watched: map[string]*watchedResponse{}, wake: make(chan struct{}, 1)}
+}
+
+// add follows response id of conversation conv, first asked after
+// first; false when maxWatched are followed already.
+func (w *backgroundWatch) add(conv, id string, include []string, first time.Duration) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.watched[id]; !ok && len(w.watched) >= maxWatched {
+		return false
+	}
+	now := time.Now()
+	w.watched[id] = &watchedResponse{conv: conv, id: id, include: include, since: now, next: now.Add(first), delay: first}
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// due returns the responses to ask about now, and when the next one after
+// them is due (zero: none is followed).
+func (w *backgroundWatch) due(now time.Time) (due []watchedResponse, next time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, r := range w.watched {
+		switch {
+		case !r.next.After(now):
+			due = append(due, *r)
+		case next.IsZero() || r.next.Before(next):
+			next = r.next
+		}
+	}
+	return due, next
+}
+
+// later asks about response id again, after twice the last wait.
+func (w *backgroundWatch) later(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if r, ok := w.watched[id]; ok {
+		r.delay = min(2*r.delay, maxBackgroundPoll)
+		r.next = time.Now().Add(r.delay)
+	}
+}
+
+// drop stops following response id.
+func (w *backgroundWatch) drop(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.watched, id)
+}
+
+// watchBackground follows background response id, which a call of
+// conversation conv was answered "queued" with, when the gateway has a
+// managed OpenAI key to ask with.
+func (g *Gateway) watchBackground(conv, id string, include []string) {
+	if g.watch == nil || id == "" {
+		return
+	}
+	if !g.watch.add(conv, id, include, g.cfg.BackgroundPoll) {
+		g.cfg.Logger.Warn("gateway: too many background responses followed; this one's call stays open until the app fetches it through the gateway",
+			"conversation", conv, "response", id, "followed", maxWatched)
+	}
+}
+
+// followBackground asks about the followed background responses as they
+// fall due, until ctx ends.
+func (g *Gateway) followBackground(ctx context.Context) {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		due, next := g.watch.due(time.Now())
+		for _, r := range due {
+			if ctx.Err() != nil {
+				return
+			}
+			g.askBackground(ctx, r)
+		}
+		if len(due) > 0 {
+			continue
+		}
+		wait := time.Hour
+		if !next.IsZero() {
+			wait = time.Until(next)
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-g.watch.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// askBackground asks the provider how response r ended (GET
+// /responses/{id}, with the include list the call asked for) and, when it
+// ended, records that as its call's outcome. A response still running, an
+// answer that did not come, or an end that could not be stored is asked
+// about again later; a refusal (404: the provider no longer has it; 401:
+// the key) ends the following, said in the log.
+func (g *Gateway) askBackground(ctx context.Context, r watchedResponse) {
+	log := g.cfg.Logger.With("conversation", r.conv, "response", r.id)
+	if time.Since(r.since) > backgroundWatchFor {
+		g.watch.drop(r.id)
+		log.Warn("gateway: gave up asking how a background response ended; its call stays open until the app fetches it through the gateway", "after", backgroundWatchFor)
+		return
+	}
+	actx, cancel := context.WithTimeout(ctx, backgroundAskTimeout)
+	defer cancel()
+	status, body, err := g.fetchResponse(actx, r)
+	switch {
+	case errors.Is(err, errResponseTooLarge):
+		g.watch.drop(r.id)
+		log.Warn("gateway: a background response is larger than --max-body, too large to record; its call stays open", "max_body", g.cfg.MaxBody)
+		return
+	case err != nil || status == http.StatusTooManyRequests || status == http.StatusRequestTimeout || status/100 == 5:
+		log.Debug("gateway: background response not told; asked again later", "status", status, "err", err)
+		g.watch.later(r.id)
+		return
+	case status/100 != 2:
+		g.watch.drop(r.id)
+		log.Warn("gateway: the provider refused to say how a background response ended; its call stays open until the app fetches it through the gateway", "status", status)
+		return
+	}
+	out, err := calls.ParseResponse(calls.Responses, body)
+	if err != nil || out.ResponseID != r.id {
+		g.watch.drop(r.id)
+		log.Warn("gateway: the provider's answer about a background response is not that response; its call stays open until the app fetches it through the gateway", "err", err)
+		return
+	}
+	if out.Background {
+		g.watch.later(r.id) // still queued or running
+		return
+	}
+	o := redactOutcome(calls.Outcome{Output: out, Duration: out.Took}, []string{g.cfg.OpenAIKey})
+	conv, err := g.rec.recordBackgroundIn(ctx, r.conv, r.id, o)
+	if err != nil {
+		log.Warn("gateway: a background response's end could not be recorded; asked again later", "err", err)
+		g.watch.later(r.id)
+		return
+	}
+	g.watch.drop(r.id)
+	if conv != "" {
+		log.Info("gateway: a background response's end recorded, as the gateway fetched it (the app did not fetch it through the gateway)")
+	}
+}
+
+// fetchResponse gets response r from the OpenAI upstream with the
+// managed key: the answer's status and body (up to MaxBody).
+func (g *Gateway) fetchResponse(ctx context.Context, r watchedResponse) (int, []byte, error) {
+	u := strings.TrimRight(g.cfg.OpenAIUpstream, "/") + "/responses/" + url.PathEscape(r.id)
+	if len(r.include) > 0 {
+		q := url.Values{"include[]": r.include}
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+g.cfg.OpenAIKey)
+	res, err := g.cfg.Transport.RoundTrip(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(res.Body, g.cfg.MaxBody+1))
+	if err == nil && int64(len(body)) > g.cfg.MaxBody {
+		err = errResponseTooLarge
+	}
+	return res.StatusCode, body, err
+}

@@ -1,0 +1,154 @@
+package gateway_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/gateway"
+	"github.com/turnlog/turnlog/replay"
+)
+
+// askedUpstream is a stand-in of the Responses API's background mode
+// whose app never fetches the response through the gateway (a webhook
+// tells it): a call with background: true is answered "queued"
+// (resp_wh); GET /v1/responses/resp_wh answers "in_progress" twice, then
+// the completed response. It keeps every GET it was sent.
+type askedUpstream struct {
+	*httptest.Server
+	mu   sync.Mutex
+	gets []*http.Request
+}
+
+func newAskedUpstream(t *testing.T) *askedUpstream {
+	u := &askedUpstream{}
+	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		if r.Method == http.MethodGet {
+			u.mu.Lock()
+			u.gets = append(u.gets, r.Clone(context.Background()))
+			n := len(u.gets)
+			u.mu.Unlock()
+			if r.URL.Path != "/v1/responses/resp_wh" {
+				w.WriteHeader(http.StatusNotFound)
+				io.WriteString(w, `{"error":{"message":"not found","type":"invalid_request_error"}}`)
+				return
+			}
+			if n <= 2 {
+				io.WriteString(w, `{"id":"resp_wh","object":"response","created_at":1,"status":"in_progress","background":true,"model":"m","output":[],"usage":null}`)
+				return
+			}
+			io.WriteString(w, `{"id":"resp_wh","object":"response","created_at":1,"completed_at":61,"status":"completed","background":true,"model":"m","output":[{"type":"message","id":"msg_wh","status":"completed","role":"assistant","content":[{"type":"output_text","text":"the answer the webhook announced","annotations":[]}]}],"usage":{"input_tokens":5,"output_tokens":6,"total_tokens":11}}`)
+			return
+		}
+		io.WriteString(w, `{"id":"resp_wh","object":"response","created_at":1,"status":"queued","background":true,"model":"m","output":[],"usage":null}`)
+	}))
+	t.Cleanup(u.Close)
+	return u
+}
+
+func (u *askedUpstream) asked() []*http.Request {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]*http.Request(nil), u.gets...)
+}
+
+// runGateway runs the rig's gateway (Run: what asks about background
+// responses) until the test ends.
+func runGateway(t *testing.T, r *rig) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.g.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// TestBackgroundEndIsAskedForWithAManagedKey: an app that queues a
+// background response and learns of its end by a webhook never fetches
+// it through the gateway, and its call stayed open for ever: the record
+// never held the answer. With a managed OpenAI key the gateway asks the
+// provider itself (the key, the include list the call asked for, no
+// Turnlog header), and records the end as the call's outcome; once it is
+// recorded it stops asking.
+func TestBackgroundEndIsAskedForWithAManagedKey(t *testing.T) {
+	up := newAskedUpstream(t)
+	r := newRig(t, up.URL, "", func(c *gateway.Config) {
+		c.OpenAIKey = "sk-provider-secret"
+		c.BackgroundPoll = 20 * time.Millisecond
+	})
+	runGateway(t, r)
+	resp, _ := postOK(t, r.gw.URL+"/v1/responses", map[string]string{"Authorization": "Bearer " + token},
+		`{"model":"m","input":"a long job","background":true,"include":["reasoning.encrypted_content"]}`)
+	conv := resp.Header.Get("Turnlog-Conversation")
+
+	var finished []events.InferenceFinished
+	require.Eventually(t, func() bool {
+		finished = finished[:0]
+		for _, e := range conversationEvents(t, r.log, conv) {
+			if p, ok := e.Payload.(events.InferenceFinished); ok {
+				finished = append(finished, p)
+			}
+		}
+		return len(finished) > 0
+	}, 15*time.Second, 20*time.Millisecond, "the background response's end is recorded without a fetch by the app")
+	require.Len(t, finished, 1)
+	assert.Equal(t, "resp_wh", finished[0].ResponseID)
+	assert.Equal(t, 60*time.Second, finished[0].Duration, "the provider's own account")
+	assert.Equal(t, []string{"a long job", "the answer the webhook announced"}, blockTexts(t, r.log, conv))
+	listed := replay.Conversation{ID: conv}
+	require.NoError(t, replay.Describe(t.Context(), r.log, &listed))
+	assert.False(t, listed.LastRequestOpen, "ls no longer says it is open")
+	verify(t, r.log, conv)
+
+	asked := up.asked()
+	require.GreaterOrEqual(t, len(asked), 3, "asked while it ran, then once it ended")
+	for _, g := range asked {
+		assert.Equal(t, "/v1/responses/resp_wh", g.URL.Path)
+		assert.Equal(t, []string{"reasoning.encrypted_content"}, g.URL.Query()["include[]"], "what the call asked the provider to include")
+		assert.Equal(t, "Bearer sk-provider-secret", g.Header.Get("Authorization"), "with the managed key")
+		for h := range g.Header {
+			assert.False(t, strings.HasPrefix(strings.ToLower(h), "turnlog-"), "no Turnlog header goes upstream: %s", h)
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // some 10 asks' worth, were it still asking
+	assert.Len(t, up.asked(), len(asked), "recorded: no longer asked")
+}
+
+// TestBackgroundEndIsNotAskedForWithoutAKey: without a managed key the
+// gateway has no key of its own to ask with (the app's went with its
+// call), and with BackgroundPoll negative it is told not to: the call
+// stays open until a fetch through the gateway, and the provider is
+// asked nothing.
+func TestBackgroundEndIsNotAskedForWithoutAKey(t *testing.T) {
+	for name, tc := range map[string]struct {
+		opt func(*gateway.Config)
+		hdr map[string]string
+	}{
+		"pass-through": {func(*gateway.Config) {}, map[string]string{"Turnlog-Token": token, "Authorization": "Bearer sk-app-own"}},
+		"turned off": {func(c *gateway.Config) { c.OpenAIKey, c.BackgroundPoll = "sk-provider-secret", -1 },
+			map[string]string{"Authorization": "Bearer " + token}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			up := newAskedUpstream(t)
+			r := newRig(t, up.URL, "", func(c *gateway.Config) {
+				c.BackgroundPoll = 20 * time.Millisecond
+				tc.opt(c)
+			})
+			runGateway(t, r)
+			resp, _ := postOK(t, r.gw.URL+"/v1/responses", tc.hdr, `{"model":"m","input":"a long job","background":true}`)
+			time.Sleep(300 * time.Millisecond)
+			assert.Empty(t, up.asked(), "the provider is asked nothing")
+			listed := replay.Conversation{ID: resp.Header.Get("Turnlog-Conversation")}
+			require.NoError(t, replay.Describe(t.Context(), r.log, &listed))
+			assert.True(t, listed.LastRequestOpen, "the call waits for a fetch through the gateway")
+		})
+	}
+}
