@@ -309,7 +309,7 @@ func (s *Stream) Output() (*Output, error) {
 		if err != nil {
 			return nil, err
 		}
-		for i := range bs {
+		for i := range min(len(bs), len(streamed)) { // a block a part
 			setStreamed(&bs[i], streamed[i])
 		}
 		if len(bs) > 0 {

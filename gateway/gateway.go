@@ -101,8 +101,8 @@ func New(cfg Config) (*Gateway, error) {
 // memory: Recorder.Forget), asks the provider how the background
 // responses the app does not fetch through the gateway ended (with a
 // managed OpenAI key: see Config.BackgroundPoll), and records the calls
-// the spool holds (--record-optional) whenever NATS is up, until ctx ends. Then it
-// releases the spool's directory.
+// the spool holds (--record-optional) whenever NATS is up, until ctx
+// ends. Then it releases the spool's directory.
 func (g *Gateway) Run(ctx context.Context) {
 	// Stopping as soon as ctx ends, and at the latest when Run returns.
 	defer g.stopping.Store(true)
