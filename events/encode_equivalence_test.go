@@ -430,7 +430,7 @@ func TestEncodeMatchesReflectionOnPayloads(t *testing.T) {
 			return events.RequestCompleted{Inferences: num.Draw(t, "inferences")}
 		}),
 		rapid.Custom(func(t *rapid.T) events.Payload {
-			return events.RequestFailed{Reason: str.Draw(t, "reason")}
+			return events.RequestFailed{Reason: str.Draw(t, "reason"), TakenOver: rapid.Bool().Draw(t, "taken_over")}
 		}),
 		rapid.Custom(func(t *rapid.T) events.Payload {
 			return events.MessageRemoved{Seq: num.Draw(t, "seq"), Size: num.Draw(t, "size"),

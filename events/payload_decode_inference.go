@@ -136,6 +136,8 @@ func decodeRequestFailed(r *reader) (Payload, bool) {
 		switch r.fieldKey() {
 		case "reason":
 			ok = readString(r, &p.Reason)
+		case "taken_over":
+			ok = readBool(r, &p.TakenOver)
 		default:
 			ok = false
 		}

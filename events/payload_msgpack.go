@@ -314,8 +314,11 @@ func appendPayload(b []byte, p Payload) ([]byte, bool) {
 			b = appendInt(appendString(b, "inferences"), int64(p.Inferences))
 		}
 	case RequestFailed:
-		b = appendMapLen(b, 1)
+		b = appendMapLen(b, 1+present(p.TakenOver))
 		b = appendField(b, "reason", p.Reason)
+		if p.TakenOver {
+			b = append(appendString(b, "taken_over"), 0xc3)
+		}
 	case MessageRemoved:
 		b = appendMapLen(b, 4+present(len(p.Headers) != 0))
 		b = appendInt(appendString(b, "seq"), int64(p.Seq))

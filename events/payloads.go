@@ -307,6 +307,11 @@ type RequestCompleted struct {
 // reason a person can act on.
 type RequestFailed struct {
 	Reason string `msgpack:"reason" json:"reason"`
+	// TakenOver says the request stopped because an app's call through
+	// the recording gateway landed in its conversation while it ran: the
+	// conversation is the app's from then on, though this step, the
+	// worker's, is its last (worker.NotAnApps reads it).
+	TakenOver bool `msgpack:"taken_over,omitempty" json:"taken_over,omitempty"`
 }
 
 // MessageRemoved records that `turnlog repair` removed a message from the

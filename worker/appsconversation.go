@@ -8,6 +8,7 @@ import (
 
 	"github.com/turnlog/turnlog/calls"
 	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/events"
 )
 
 // ErrAppsConversation matches the error of a chat request refused because
@@ -22,18 +23,47 @@ var ErrAppsConversation = errors.New("the conversation is an app's, recorded by 
 
 // NotAnApps returns an error matching ErrAppsConversation when last,
 // conversation's last step (eventlog.Log.Last), was written by the
-// recording gateway, and nil otherwise (a new conversation too). Clients
-// ask it before they send a chat request (the HTTP API, turnlog chat);
-// the worker asks it again before a request's first step and keeps a
-// refused request as a dead letter, writing nothing into the app's record.
+// recording gateway, or ends a worker's request that an app's call took
+// over (request.failed's TakenOver), and nil otherwise (a new conversation
+// too). Clients ask it before they send a chat request (the HTTP API,
+// turnlog chat); the worker asks it again before a request's first step
+// and keeps a refused request as a dead letter, writing nothing into the
+// app's record.
 func NotAnApps(conversation string, last eventlog.Tail) error {
-	for _, e := range last.Events {
-		if e.Actor == calls.Actor {
-			return fmt.Errorf("%w: a message sent to %s would be answered by turnlog's worker into the app's record, and the app's next call would then show as rewriting its history; fork it and chat in the fork: turnlog fork %s",
-				ErrAppsConversation, conversation, conversation)
-		}
+	if appsStep(last) {
+		return fmt.Errorf("%w: a message sent to %s would be answered by turnlog's worker into the app's record, and the app's next call would then show as rewriting its history; fork it and chat in the fork: turnlog fork %s",
+			ErrAppsConversation, conversation, conversation)
 	}
 	return nil
+}
+
+// appsStep reports whether step t says its conversation is an app's: the
+// gateway wrote it, or it ends a request an app's call took over.
+func appsStep(t eventlog.Tail) bool {
+	for _, e := range t.Events {
+		if e.Actor == calls.Actor {
+			return true
+		}
+		if f, ok := e.Payload.(events.RequestFailed); ok && f.TakenOver {
+			return true
+		}
+	}
+	return false
+}
+
+// ownStep reports whether step t is request id's own: its cause, written
+// by a worker. An app's call ID is no request's: a request that names one
+// (anyone who reads the conversation sees them) resumes nothing.
+func ownStep(t eventlog.Tail, id string) bool {
+	if t.Cause != id {
+		return false
+	}
+	for _, e := range t.Events {
+		if e.Actor == calls.Actor {
+			return false
+		}
+	}
+	return true
 }
 
 // takenOverError is why a request that had stored steps stops: an app's
@@ -62,7 +92,7 @@ func (w *Worker) notTakenOver(ctx context.Context, req Request, sent time.Time, 
 		return nil
 	}
 	for t := tail; !sent.IsZero() && !t.Stored.Before(sent); {
-		if t.Cause == req.RequestID {
+		if ownStep(t, req.RequestID) {
 			return &takenOverError{own: t, apps: apps}
 		}
 		prev, ok, err := w.cfg.Log.Before(ctx, req.Conversation, t)

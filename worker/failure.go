@@ -41,7 +41,7 @@ func (w *Worker) afterError(ctx context.Context, tx *engine.Tx, err error, lastT
 		// the request's step ID either: the other conversation holds it.
 		// The reason does not name that conversation, which the sender
 		// of this request may have no right to know of.
-		return w.failAs(ctx, tx, fmt.Sprintf("request_id %s is already used by another conversation; send every request with a fresh request_id (or none, to have one generated)", tx.Cause()), true)
+		return w.failAs(ctx, tx, events.RequestFailed{Reason: fmt.Sprintf("request_id %s is already used by another conversation; send every request with a fresh request_id (or none, to have one generated)", tx.Cause())}, true)
 	case errors.Is(err, eventlog.ErrTooLarge):
 		// The step is refused whole, and a retry would build the same
 		// step: fail now, saying what to do. The failure keeps the
@@ -55,13 +55,16 @@ func (w *Worker) afterError(ctx context.Context, tx *engine.Tx, err error, lastT
 // fail ends the request with request.failed and a reason a person can act
 // on. The request is acknowledged: it will not be retried.
 func (w *Worker) fail(ctx context.Context, tx *engine.Tx, reason string) (outcome, error) {
-	return w.failAs(ctx, tx, reason, false)
+	return w.failAs(ctx, tx, events.RequestFailed{Reason: reason}, false)
 }
 
-// failAs is fail, storing the failure under eventlog.ForeignStepID when
-// foreign is set (the request's own step IDs belong to another
-// conversation).
-func (w *Worker) failAs(ctx context.Context, tx *engine.Tx, reason string, foreign bool) (outcome, error) {
+// failAs is fail with the request.failed event f, storing the failure
+// under eventlog.ForeignStepID when foreign is set (the request's own step
+// IDs belong to another conversation). A failure that says the request was
+// taken over by an app leaves no Turn cached: the conversation is the
+// app's, and the next request must find that out from the log.
+func (w *Worker) failAs(ctx context.Context, tx *engine.Tx, f events.RequestFailed, foreign bool) (outcome, error) {
+	reason := f.Reason
 	// Whatever was pending belongs to the failed attempt and is dropped:
 	// the failure is recorded on the Turn as the log has it.
 	conv := tx.Turn().Conversation
@@ -88,11 +91,12 @@ func (w *Worker) failAs(ctx context.Context, tx *engine.Tx, reason string, forei
 	// step whose append timed out may have been stored all the same, and
 	// request.failed under its ID would be dropped as a duplicate.
 	step := tx.Step()
-	if tail, err := w.cfg.Log.Last(ctx, conv); err == nil && tail.Cause == tx.Cause() && tail.Step >= step {
+	if tail, err := w.cfg.Log.Last(ctx, conv); err == nil && ownStep(tail, tx.Cause()) && tail.Step >= step {
 		step = tail.Step + 1
-	} else if err == nil && tail.Cause != tx.Cause() && step == 0 {
+	} else if err == nil && (step == 0 || tail.Cause == tx.Cause()) {
 		// A request that failed from a cached Turn before its first
-		// step may find that an app has taken the conversation over.
+		// step may find that an app has taken the conversation over; one
+		// that names an app's call as its own ID owns none of its steps.
 		if err := NotAnApps(conv, tail); err != nil {
 			return deadLetter, err
 		}
@@ -105,11 +109,11 @@ func (w *Worker) failAs(ctx context.Context, tx *engine.Tx, reason string, forei
 		inputs = requestInputs(tx)
 	}
 	inputs = append(inputs, interruptedCloses(tx)...)
-	fresh, err := w.recordFailure(ctx, turn.Clone(), tx.Cause(), step, inputs, reason, foreign)
+	fresh, err := w.recordFailure(ctx, turn.Clone(), tx.Cause(), step, inputs, f, foreign)
 	if len(inputs) > 0 && err != nil && (refused(err) || errors.Is(err, events.ErrInvalid)) && !errors.Is(err, eventlog.ErrConflict) {
 		// The inputs themselves cannot be stored (too large, say): the
 		// failure alone can.
-		fresh, err = w.recordFailure(ctx, turn, tx.Cause(), step, nil, reason, foreign)
+		fresh, err = w.recordFailure(ctx, turn, tx.Cause(), step, nil, f, foreign)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -119,7 +123,7 @@ func (w *Worker) failAs(ctx context.Context, tx *engine.Tx, reason string, forei
 	}
 	w.metrics.requests.WithLabelValues("failed").Inc()
 	tracing.Failed(ctx, reason)
-	if readable {
+	if readable && !f.TakenOver {
 		w.cache.put(fresh.Turn(), tx.Cause())
 	}
 	w.log.Info("request failed", "conversation", conv, "request", tx.Cause(), "reason", reason)
@@ -128,14 +132,14 @@ func (w *Worker) failAs(ctx context.Context, tx *engine.Tx, reason string, forei
 
 // recordFailure appends inputs (if any) and request.failed as one step on
 // turn.
-func (w *Worker) recordFailure(ctx context.Context, turn *projector.Turn, cause string, step int, inputs []events.Event, reason string, foreign bool) (*engine.Tx, error) {
+func (w *Worker) recordFailure(ctx context.Context, turn *projector.Turn, cause string, step int, inputs []events.Event, failed events.RequestFailed, foreign bool) (*engine.Tx, error) {
 	fresh := engine.NewTx(turn, cause, engine.WithLog(appender{w: w, foreign: foreign}), engine.WithStep(step))
 	for _, e := range inputs {
 		if err := fresh.Emit(e.Actor, e.Payload); err != nil {
 			return nil, err
 		}
 	}
-	if err := fresh.Emit(ActorWorker, events.RequestFailed{Reason: reason}); err != nil {
+	if err := fresh.Emit(ActorWorker, failed); err != nil {
 		return nil, err
 	}
 	return fresh, fresh.Commit(ctx)

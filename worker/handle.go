@@ -188,7 +188,7 @@ func (w *Worker) start(ctx context.Context, req Request, sent time.Time, optimis
 			return nil, 0, nil, earlier, false, ErrConversationErased
 		}
 	}
-	resume := tail.Seq > 0 && tail.Cause == req.RequestID
+	resume := tail.Seq > 0 && ownStep(tail, req.RequestID)
 	if !resume {
 		// The HTTP API and turnlog chat ask this before they send; a
 		// request published by another NATS client, or one that lost
@@ -240,7 +240,7 @@ func (w *Worker) serveOnce(ctx context.Context, req Request, sent time.Time, pro
 		if err := closeInterrupted(tx, events.OpenCalls(taken.own.Events), "the request then stopped: an app took the conversation over"); err != nil {
 			return w.fail(ctx, tx, err.Error())
 		}
-		return w.fail(ctx, tx, taken.Error())
+		return w.failAs(ctx, tx, events.RequestFailed{Reason: taken.Error(), TakenOver: true}, false)
 	}
 	if errors.Is(err, ErrAppsConversation) {
 		// Nothing is written into the app's record, not even a failure:

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/calls"
@@ -119,4 +120,78 @@ func TestRequestUnderWayWhenTheAppTookOverEndsFailed(t *testing.T) {
 	}
 	assert.Equal(t, "request.failed", types[len(types)-1], "the request ends: %v", types)
 	assert.NotContains(t, types, "llm_text.appended", "nothing was answered into the app's record")
+}
+
+// TestRequestAfterATakenOverFailureIsDeadLettered: once a request under
+// way when the app's call landed ends as request.failed, the
+// conversation's last step is the worker's failure, not the gateway's.
+// NotAnApps read the last step alone, so the conversation no longer
+// counted as the app's: the next request (raw, and equally one the HTTP
+// API or turnlog chat let through) was answered into the app's record,
+// from the worker's cached Turn too. The failure now says the request was
+// taken over (request.failed's taken_over), which NotAnApps reads.
+func TestRequestAfterATakenOverFailureIsDeadLettered(t *testing.T) {
+	srv := natstest.Start(t)
+	const conv = "taken-then-chat"
+	var l *eventlog.Log
+	l = startWorker(t, srv, func(c *worker.Config) {
+		c.Fault = appCallAt(&l, conv, "step", 2, nil)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := worker.Send(ctx, l, worker.Request{Conversation: conv, Text: "hello"})
+	require.NoError(t, err)
+	_, err = worker.Await(ctx, l, conv, req.RequestID, 0, 0)
+	require.ErrorIs(t, err, worker.ErrFailed)
+	requestsLeft(t, l)
+
+	last, err := l.Last(ctx, conv)
+	require.NoError(t, err)
+	assert.ErrorIs(t, worker.NotAnApps(conv, last), worker.ErrAppsConversation, "what a client asks before it sends")
+
+	before, err := l.LastSeq(ctx, conv)
+	require.NoError(t, err)
+	_, err = l.JetStream().Publish(ctx, l.Names().ChatSubject(conv), []byte(`{"text":"typed on the wire"}`))
+	require.NoError(t, err)
+	var dead []eventlog.DeadLetter
+	require.Eventually(t, func() bool {
+		dead, err = l.DeadLetters(ctx, 10)
+		require.NoError(t, err)
+		return len(dead) == 1
+	}, 20*time.Second, 20*time.Millisecond, "the later request is dead-lettered")
+	assert.Contains(t, dead[0].Reason, "the conversation is an app's")
+	after, err := l.LastSeq(ctx, conv)
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "nothing more written into the app's record")
+}
+
+// TestRequestReusingTheAppsCallIDIsDeadLettered: the gateway's call IDs
+// are ULIDs anyone who reads the conversation sees. A raw request sent
+// with the app's call ID as its request_id was taken for a resumption of
+// that call's "request" (its cause), which skipped the app's-conversation
+// check: the worker wrote its answer into the app's record under the
+// app's own cause. A step only counts as a request's own when the worker
+// wrote it.
+func TestRequestReusingTheAppsCallIDIsDeadLettered(t *testing.T) {
+	srv := natstest.Start(t)
+	l := startWorker(t, srv, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const conv = "app-conv"
+	callID := ulid.Make().String()
+	seq, err := l.Append(ctx, conv, 0, events.New(conv, callID, 0, calls.Actor, events.UserAppended{BlockID: "u-app", Text: "from the app"}))
+	require.NoError(t, err)
+
+	_, err = l.JetStream().Publish(ctx, l.Names().ChatSubject(conv), []byte(`{"text":"typed on the wire","request_id":"`+callID+`"}`))
+	require.NoError(t, err)
+	var dead []eventlog.DeadLetter
+	require.Eventually(t, func() bool {
+		dead, err = l.DeadLetters(ctx, 10)
+		require.NoError(t, err)
+		return len(dead) == 1
+	}, 20*time.Second, 20*time.Millisecond, "the request is dead-lettered")
+	assert.Contains(t, dead[0].Reason, "the conversation is an app's")
+	last, err := l.LastSeq(ctx, conv)
+	require.NoError(t, err)
+	assert.Equal(t, seq, last, "nothing written into the app's record")
 }
