@@ -5,7 +5,11 @@ package calls
 // ({"content": [...], "refusal": [...]}), and the record keeps them joined,
 // as a response that is not streamed writes them.
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+)
 
 // streamLogprobs are one streamed choice's logprobs so far.
 type streamLogprobs struct {
@@ -83,4 +87,50 @@ func joinRaw(list, more []json.RawMessage) []json.RawMessage {
 		list = append(list, append(json.RawMessage(nil), e...))
 	}
 	return list
+}
+
+// othersBudget is what the choices after the first may keep of their
+// logprobs: MaxLogprobsBytes bounds a call's together, so that its
+// outcome fits one NATS message whatever its "n", the first choice's
+// first (none left when the first's were too large to keep).
+func (o *Output) othersBudget() int {
+	if o.LogprobsOmitted > 0 {
+		return 0
+	}
+	return max(MaxLogprobsBytes-len(o.Logprobs), 0)
+}
+
+// boundOtherLogprobs returns choices, the choices after the first as a
+// response writes them, with the logprobs of each past budget (spent in
+// order) replaced by {"omitted_bytes": n}.
+func boundOtherLogprobs(choices []json.RawMessage, budget int) []json.RawMessage {
+	out, cloned := choices, false
+	for i, c := range choices {
+		if !bytes.Contains(c, []byte(`"logprobs"`)) {
+			continue
+		}
+		var m map[string]json.RawMessage
+		if json.Unmarshal(c, &m) != nil {
+			continue
+		}
+		lp := m["logprobs"]
+		if len(lp) == 0 || string(lp) == "null" {
+			continue
+		}
+		if len(lp) <= budget {
+			budget -= len(lp)
+			continue
+		}
+		budget = 0 // the later ones are left out too: kept in order
+		m["logprobs"] = json.RawMessage(omittedJSON(len(lp)))
+		b, err := json.Marshal(m)
+		if err != nil {
+			continue
+		}
+		if !cloned {
+			out, cloned = slices.Clone(choices), true
+		}
+		out[i] = b
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package calls
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -72,4 +73,65 @@ func TestStreamedEmptyLogprobsStayAList(t *testing.T) {
 	o, err := s.Output()
 	require.NoError(t, err)
 	assert.Equal(t, `{"content":[],"refusal":null}`, o.Logprobs)
+}
+
+// TestLogprobsOfAllChoicesShareOneBound: MaxLogprobsBytes was each
+// choice's bound, so a call asking for five answers with logprobs kept
+// five times as much, and its record passed NATS's default 1 MiB
+// max_payload: the answer's record was lost ("too large to store"). The
+// bound is now the call's, the first choice's logprobs first; another
+// choice's past it keep only their size ({"omitted_bytes": n}), streamed
+// or not.
+func TestLogprobsOfAllChoicesShareOneBound(t *testing.T) {
+	tok := fmt.Sprintf(`{"token":"x","logprob":-0.5,"bytes":[120],"top_logprobs":[%s]}`, strings.TrimSuffix(strings.Repeat(`{"token":"y","logprob":-1.5,"bytes":[121]},`, 20), ","))
+	perChoice := (MaxLogprobsBytes/3 - 64) / (len(tok) + 1) // three choices' fill the bound
+	list := "[" + strings.TrimSuffix(strings.Repeat(tok+",", perChoice), ",") + "]"
+	const n = 5
+	check := func(t *testing.T, o *Output) {
+		t.Helper()
+		require.NotEmpty(t, o.Logprobs, "the first choice's are kept")
+		kept := len(o.Logprobs)
+		var others []struct {
+			Logprobs json.RawMessage `json:"logprobs"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(o.OtherChoices), &others))
+		require.Len(t, others, n-1)
+		omitted := 0
+		for i, c := range others {
+			var gone struct {
+				OmittedBytes int `json:"omitted_bytes"`
+			}
+			if json.Unmarshal(c.Logprobs, &gone) == nil && gone.OmittedBytes > 0 {
+				omitted++
+				continue
+			}
+			assert.Zero(t, omitted, "choice %d: kept after one was omitted (the first ones are kept)", i+1)
+			kept += len(c.Logprobs)
+		}
+		assert.LessOrEqual(t, kept, MaxLogprobsBytes, "all choices' logprobs together within the bound")
+		assert.Equal(t, 2, omitted, "the choices past the bound keep their size alone")
+	}
+
+	var choices []string
+	for i := range n {
+		choices = append(choices, fmt.Sprintf(`{"index":%d,"message":{"role":"assistant","content":"x"},"logprobs":{"content":%s,"refusal":null},"finish_reason":"stop"}`, i, list))
+	}
+	body := `{"id":"c","object":"chat.completion","model":"m","choices":[` + strings.Join(choices, ",") + `]}`
+	o, err := ParseResponse(ChatCompletions, []byte(body))
+	require.NoError(t, err)
+	t.Run("not streamed", func(t *testing.T) { check(t, o) })
+	o, err = parseChatResponseJSON([]byte(body))
+	require.NoError(t, err)
+	t.Run("encoding/json", func(t *testing.T) { check(t, o) })
+
+	var stream strings.Builder
+	for i := range n {
+		fmt.Fprintf(&stream, "data: {\"id\":\"x\",\"choices\":[{\"index\":%d,\"delta\":{\"content\":\"x\"},\"logprobs\":{\"content\":%s,\"refusal\":null}}]}\n\n", i, list)
+	}
+	stream.WriteString("data: [DONE]\n\n")
+	s := NewStream(ChatCompletions, 4<<20)
+	s.Write([]byte(stream.String()))
+	o, err = s.Output()
+	require.NoError(t, err)
+	t.Run("streamed", func(t *testing.T) { check(t, o) })
 }

@@ -166,8 +166,9 @@ func parseChatResponse(body []byte) (*Output, error) {
 	if !json.Valid(body) || decodeChatResponse(body, &r) != nil {
 		return parseChatResponseJSON(body)
 	}
-	o := &Output{ResponseID: r.ID, Model: r.Model, StopReason: r.FinishReason, Error: r.Error.String(), OtherChoices: jsonArray(r.Others)}
+	o := &Output{ResponseID: r.ID, Model: r.Model, StopReason: r.FinishReason, Error: r.Error.String()}
 	o.keepLogprobs(r.Logprobs)
+	o.OtherChoices = jsonArray(boundOtherLogprobs(r.Others, o.othersBudget()))
 	r.Usage.fill(o)
 	if !r.HasChoice {
 		return o, nil
@@ -199,9 +200,6 @@ func parseChatResponseJSON(body []byte) (*Output, error) {
 	}
 	o := &Output{ResponseID: r.ID, Model: r.Model, Error: r.Error.String()}
 	r.Usage.fill(o)
-	if len(r.Choices) > 1 {
-		o.OtherChoices = jsonArray(r.Choices[1:])
-	}
 	if len(r.Choices) > 0 {
 		var c struct {
 			Message      json.RawMessage `json:"message"`
@@ -213,6 +211,9 @@ func parseChatResponseJSON(body []byte) (*Output, error) {
 		}
 		o.StopReason = c.FinishReason
 		o.keepLogprobs(c.Logprobs)
+		if len(r.Choices) > 1 {
+			o.OtherChoices = jsonArray(boundOtherLogprobs(r.Choices[1:], o.othersBudget()))
+		}
 		bs, err := chatBlocks(c.Message)
 		if err != nil {
 			return nil, fmt.Errorf("response message: %w", err)

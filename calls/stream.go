@@ -276,8 +276,8 @@ func (s *Stream) Output() (*Output, error) {
 		it := Item{Blocks: bs}
 		it.mark(s.api)
 		o.Items = []Item{it}
-		o.OtherChoices = s.otherChoices()
 		s.chatLogp.fill(o)
+		o.OtherChoices = s.otherChoices(o.othersBudget())
 	case Messages:
 		o = &s.out
 		var parts []part

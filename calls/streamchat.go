@@ -132,8 +132,9 @@ func (s *Stream) chat(data []byte) {
 
 // otherChoices is the JSON array of the streamed choices after the first,
 // each as a non-streamed response writes a choice: {"index", "message":
-// {"role", "content", "tool_calls"}, "finish_reason"}.
-func (s *Stream) otherChoices() string {
+// {"role", "content", "tool_calls"}, "finish_reason", "logprobs"}; the
+// logprobs past budget (spent in order) are {"omitted_bytes": n}.
+func (s *Stream) otherChoices(budget int) string {
 	if len(s.others) == 0 {
 		return ""
 	}
@@ -163,8 +164,14 @@ func (s *Stream) otherChoices() string {
 	for _, i := range sortedInts(s.others) {
 		o := s.others[i]
 		c := choice{Index: i, Message: message{Role: "assistant"}, FinishReason: o.finish}
-		if lp := o.logprobs.json(); lp != "" {
-			c.Logprobs = json.RawMessage(lp)
+		switch lp := o.logprobs.json(); {
+		case o.logprobs.omitted:
+			c.Logprobs, budget = json.RawMessage(omittedJSON(o.logprobs.size)), 0
+		case lp == "":
+		case len(lp) <= budget:
+			c.Logprobs, budget = json.RawMessage(lp), budget-len(lp)
+		default:
+			c.Logprobs, budget = json.RawMessage(omittedJSON(len(lp))), 0
 		}
 		if o.text.Len() > 0 || len(o.calls) == 0 && o.refusal.Len() == 0 {
 			text := o.text.String()

@@ -57,7 +57,7 @@ func (l *streamedList) object(member string) string {
 	case l.size == 0:
 		return ""
 	case l.size > MaxStreamedBytes:
-		return omittedStreamed(l.size)
+		return omittedJSON(l.size)
 	}
 	return `{"` + member + `":` + jsonArray(l.items) + `}`
 }
@@ -69,12 +69,13 @@ func (l *streamedList) array() json.RawMessage {
 	case l.size == 0:
 		return nil
 	case l.size > MaxStreamedBytes:
-		return json.RawMessage(omittedStreamed(l.size))
+		return json.RawMessage(omittedJSON(l.size))
 	}
 	return json.RawMessage(jsonArray(l.items))
 }
 
-func omittedStreamed(n int) string { return `{"omitted_bytes":` + strconv.Itoa(n) + `}` }
+// omittedJSON stands for n bytes the record leaves out.
+func omittedJSON(n int) string { return `{"omitted_bytes":` + strconv.Itoa(n) + `}` }
 
 // serverBlock is a Messages content block of another type than text,
 // thinking and tool_use (a server tool's call or result) whole: its
@@ -98,7 +99,7 @@ func serverBlock(b *streamBlock) string {
 		raw = c
 	}
 	if len(raw) > MaxStreamedBytes {
-		return omittedStreamed(len(raw))
+		return omittedJSON(len(raw))
 	}
 	return string(raw)
 }
