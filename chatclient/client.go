@@ -165,7 +165,7 @@ func (c *Client) Ask(ctx context.Context, req worker.Request, onDelta func(worke
 			return worker.Result{}, err
 		}
 	}
-	dead := c.watchDeadLetters(ctx)
+	dead := c.watchDeadLetters()
 	if c.beforeSend != nil {
 		c.beforeSend(req)
 	}

@@ -335,3 +335,35 @@ func TestAskSaysWhenItsRequestIsDeadLettered(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint64(1), after, "nothing was written into the app's record")
 }
+
+// TestAskFindsADeadLetterStoredBeforeItLooks: Ask read where the
+// dead-letters stream ended beside its send, and followed only what came
+// after: a dead letter stored before that read finished (a worker quicker
+// than the read; or the first send of a request re-sent within the
+// duplicate window, which JetStream drops) was never looked at, and Ask
+// waited out its deadline. Its first look now goes back the duplicate
+// window, and the request's dead letter is found by its ID. Here the
+// request is dead-lettered before Ask's own send, which JetStream drops as
+// a duplicate.
+func TestAskFindsADeadLetterStoredBeforeItLooks(t *testing.T) {
+	srv := natstest.Start(t)
+	startWorker(t, srv)
+	c, l := client(t, srv)
+	ctx := context.Background()
+	const app = "app-first"
+	chatclient.SetBeforeSend(c, func(req worker.Request) {
+		_, err := l.Append(ctx, app, 0, events.New(app, "call-1", 0, calls.Actor, events.UserAppended{BlockID: "u1", Text: "the app's call"}))
+		require.NoError(t, err)
+		_, err = worker.Send(ctx, l, req) // the same request, sent first
+		require.NoError(t, err)
+		require.Eventually(t, func() bool {
+			n, err := l.DeadLetterCount(ctx)
+			return err == nil && n == 1
+		}, 20*time.Second, 10*time.Millisecond, "dead-lettered before Ask sends")
+	})
+	start := time.Now()
+	_, err := ask(t, c, worker.Request{Conversation: app, Text: "typed by hand"}, time.Minute)
+	require.ErrorIs(t, err, chatclient.ErrDeadLettered)
+	assert.Contains(t, err.Error(), "the conversation is an app's")
+	assert.Less(t, time.Since(start), 30*time.Second, "said long before the deadline")
+}

@@ -7,9 +7,9 @@ package chatclient
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/turnlog/turnlog/eventlog"
 )
@@ -19,64 +19,48 @@ import (
 // it); the error says why. Sending it again ends the same way.
 var ErrDeadLettered = errors.New("the request was kept as a dead letter; no worker will answer it")
 
-// deadLetters follows the dead letters stored after a request was sent.
-// Where the dead-letters stream ended is read beside the send, not before
-// it: a read held up (an election of that stream) must not hold up the
-// request; until it is known, the wait does not look.
+// deadLetters follows the dead letters that may be a request's. The first
+// look reads those stored since a while before the request was sent (no
+// read of where the stream ended comes before the send, to hold it up,
+// nor after it, to miss a dead letter stored in between); each later one
+// reads on from the last seen.
 type deadLetters struct {
-	read  chan struct{} // closed once after and known are set
-	after uint64        // the dead-letters stream's last sequence looked at
-	known bool          // after was read
+	since time.Time // where the first look starts
+	after uint64    // the last dead letter looked at (0: none yet)
 }
 
-// watchDeadLetters starts reading where the dead-letters stream ends.
-func (c *Client) watchDeadLetters(ctx context.Context) *deadLetters {
-	d := &deadLetters{read: make(chan struct{})}
-	go func() {
-		defer close(d.read)
-		actx, cancel := context.WithTimeout(ctx, c.attempt)
-		defer cancel()
-		seq, err := c.log.DeadLetterSeq(actx)
-		d.after, d.known = seq, err == nil
-	}()
-	return d
+// watchDeadLetters starts following the dead letters of a request about
+// to be sent. The first look goes back the requests stream's duplicate
+// window: a re-send within it is dropped as the first send, whose dead
+// letter is then the answer; it covers the clocks' skew besides.
+func (c *Client) watchDeadLetters() *deadLetters {
+	return &deadLetters{since: time.Now().Add(-c.log.DuplicateWindow())}
 }
 
 // deadLettered returns an error matching ErrDeadLettered when a dead
-// letter stored since d.after is request id's of conversation conv.
+// letter d has not looked at yet is request id's of conversation conv.
 func (c *Client) deadLettered(ctx context.Context, d *deadLetters, conv, id string) error {
-	select {
-	case <-d.read:
-	default:
-		return nil
-	}
-	if !d.known {
-		return nil
-	}
 	actx, cancel := context.WithTimeout(ctx, c.attempt)
 	defer cancel()
-	last, err := c.log.DeadLetterSeq(actx)
-	if err != nil || last <= d.after {
-		return nil
-	}
 	subject := c.log.Names().ChatSubject(conv)
 	var found *eventlog.DeadLetter
-	err = c.log.DeadLettersAfter(actx, d.after, func(dl eventlog.DeadLetter) bool {
-		var req struct {
-			RequestID string `json:"request_id"`
-		}
-		if dl.Subject == subject && json.Unmarshal(dl.Data, &req) == nil && req.RequestID == id {
+	match := func(dl eventlog.DeadLetter) bool {
+		d.after = max(d.after, dl.Seq)
+		if dl.Subject == subject && dl.RequestID() == id {
 			found = &dl
 			return false
 		}
-		return dl.Seq < last
-	})
-	if err != nil {
-		return nil // looked at again at the next poll
+		return true
 	}
+	if d.after == 0 {
+		_ = c.log.DeadLettersSince(actx, d.since, match)
+	} else {
+		_ = c.log.DeadLettersAfter(actx, d.after, match)
+	}
+	// A read that failed is looked at again at the next poll, from where
+	// it got to.
 	if found != nil {
 		return fmt.Errorf("%w: request %s of conversation %s: %s", ErrDeadLettered, id, conv, found.Reason)
 	}
-	d.after = last
 	return nil
 }

@@ -44,6 +44,22 @@ type DeadLetter struct {
 	Data    []byte              `json:"data"`
 }
 
+// RequestID is the ID of the chat request d keeps: the request_id of its
+// JSON, or its Nats-Msg-Id header when the JSON names none ("" when
+// neither does).
+func (d DeadLetter) RequestID() string {
+	var req struct {
+		RequestID string `json:"request_id"`
+	}
+	if json.Unmarshal(d.Data, &req) == nil && req.RequestID != "" {
+		return req.RequestID
+	}
+	if ids := d.Headers[jetstream.MsgIDHeader]; len(ids) > 0 {
+		return ids[0]
+	}
+	return ""
+}
+
 // DeadLetterLimits bound the dead-letters stream. When a bound is reached
 // the oldest records go: dead letters are for an operator to look into,
 // and a flood of garbage must not stop the record of newer ones.
@@ -137,26 +153,6 @@ func (l *Log) DeadLetterCount(ctx context.Context) (uint64, error) {
 	return st.Msgs, nil
 }
 
-// DeadLetterSeq is the dead-letters stream's last sequence (0: none
-// stored), by a direct get on the stream's own API subject, which the
-// client role may use (natsauth): one that sends a request reads it
-// first, and a dead letter stored after it (DeadLettersAfter) may be its
-// request's.
-func (l *Log) DeadLetterSeq(ctx context.Context) (uint64, error) {
-	body, err := json.Marshal(map[string]string{"last_by_subj": l.names.DeadLetterSubject()})
-	if err != nil {
-		return 0, fmt.Errorf("read dead letters: %w", err)
-	}
-	m, err := l.directGet(ctx, l.names.DeadLettersStream, "", body)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("read dead letters: %w", err)
-	}
-	return m.Sequence, nil
-}
-
 // DeadLetters returns the newest n dead letters, oldest first. A record
 // that is not a DeadLetter (another client published on the subject) is
 // returned with its raw text as Data and a Reason saying so.
@@ -173,7 +169,7 @@ func (l *Log) DeadLetters(ctx context.Context, n int) ([]DeadLetter, error) {
 		from = st.LastSeq - uint64(n) + 1
 	}
 	out := make([]DeadLetter, 0, min(uint64(n), st.Msgs))
-	err = l.eachDeadLetter(ctx, from, st.LastSeq, func(d DeadLetter) bool {
+	err = l.eachDeadLetter(ctx, jetstreamext.GetBatchSeq(from), st.LastSeq, func(d DeadLetter) bool {
 		out = append(out, d)
 		return true
 	})
@@ -190,16 +186,34 @@ func (l *Log) DeadLetters(ctx context.Context, n int) ([]DeadLetter, error) {
 // after, oldest first, until fn returns false. It reads by direct gets
 // alone (no stream lookup), as a client waiting for its request may.
 func (l *Log) DeadLettersAfter(ctx context.Context, after uint64, fn func(DeadLetter) bool) error {
-	return l.eachDeadLetter(ctx, after+1, 0, fn)
+	return l.eachDeadLetter(ctx, jetstreamext.GetBatchSeq(after+1), 0, fn)
 }
 
+// DeadLettersSince calls fn with each dead letter the stream stored at or
+// after t (the server's clock), oldest first, until fn returns false. A
+// client that sent a request reads from a while before it sent it: no
+// read of where the stream ended needs to come first, and none can come
+// too late.
+func (l *Log) DeadLettersSince(ctx context.Context, t time.Time, fn func(DeadLetter) bool) error {
+	return l.eachDeadLetter(ctx, jetstreamext.GetBatchStartTime(t), 0, fn)
+}
+
+// DuplicateWindow is how long the requests stream drops a request whose
+// message ID it saw (Nats-Msg-Id: the request ID) as a duplicate, as this
+// Log was opened with: a re-send within it is the first send.
+func (l *Log) DuplicateWindow() time.Duration { return l.opts.duplicates }
+
 // eachDeadLetter calls fn with each record of the dead-letters stream from
-// sequence from up to last (0: its end), oldest first, until fn returns
-// false. A record that is not a DeadLetter (another client published on
-// the subject) comes with its raw text as Data and a Reason saying so.
-func (l *Log) eachDeadLetter(ctx context.Context, from, last uint64, fn func(DeadLetter) bool) error {
-	for next := from; last == 0 || next <= last; {
-		batch, err := jetstreamext.GetBatch(ctx, l.js, l.names.DeadLettersStream, readBatch, jetstreamext.GetBatchSeq(next))
+// start (a sequence or a time) up to sequence last (0: its end), oldest
+// first, until fn returns false. A record that is not a DeadLetter
+// (another client published on the subject) comes with its raw text as
+// Data and a Reason saying so.
+func (l *Log) eachDeadLetter(ctx context.Context, start jetstreamext.GetBatchOpt, last uint64, fn func(DeadLetter) bool) error {
+	for next := uint64(0); last == 0 || next <= last; {
+		if next > 0 {
+			start = jetstreamext.GetBatchSeq(next)
+		}
+		batch, err := jetstreamext.GetBatch(ctx, l.js, l.names.DeadLettersStream, readBatch, start)
 		if err != nil {
 			if errors.Is(err, jetstreamext.ErrNoMessages) {
 				return nil

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -90,6 +91,26 @@ func (l *Log) checkDuplicateRequest(ctx context.Context, conversation, id string
 		if rec.Cause == id {
 			return nil
 		}
+	}
+	// Kept as a dead letter (an app's conversation, say): the sender's
+	// wait finds it there. The first send was within the duplicate
+	// window, and its dead letter names its sequence.
+	var dead *DeadLetter
+	err = l.DeadLettersSince(ctx, time.Now().Add(-l.opts.duplicates-time.Minute), func(d DeadLetter) bool {
+		if d.RequestSeq == seq && d.RequestID() == id {
+			dead = &d
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("check duplicate request %s: %w", id, err)
+	}
+	if dead != nil {
+		if owner := l.names.ConversationOf(dead.Subject); owner != conversation {
+			return reused(owner)
+		}
+		return nil
 	}
 	return reused("")
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/turnlog/turnlog/eventlog"
 )
 
@@ -43,13 +42,5 @@ func deadLetterOf(m *nats.Msg, subject string) (StreamDeadLetter, bool) {
 	if json.Unmarshal(m.Data, &d) != nil || d.Subject != subject || d.Reason == "" || d.Time.IsZero() {
 		return StreamDeadLetter{}, false
 	}
-	var req struct {
-		RequestID string `json:"request_id"`
-	}
-	if json.Unmarshal(d.Data, &req) != nil || req.RequestID == "" {
-		if ids := d.Headers[jetstream.MsgIDHeader]; len(ids) > 0 {
-			req.RequestID = ids[0]
-		}
-	}
-	return StreamDeadLetter{RequestID: req.RequestID, Reason: d.Reason, Time: d.Time}, true
+	return StreamDeadLetter{RequestID: d.RequestID(), Reason: d.Reason, Time: d.Time}, true
 }
