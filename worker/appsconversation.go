@@ -91,7 +91,9 @@ func (w *Worker) notTakenOver(ctx context.Context, req Request, sent time.Time, 
 	if apps == nil {
 		return nil
 	}
-	for t := tail; !sent.IsZero() && !t.Stored.Before(sent); {
+	// The requests stream's leader stamped sent, the events stream's
+	// leader each step: on a cluster their clocks may differ a little.
+	for t := tail; !sent.IsZero() && !t.Stored.Before(sent.Add(-clockSkew)); {
 		if ownStep(t, req.RequestID) {
 			return &takenOverError{own: t, apps: apps}
 		}
@@ -106,6 +108,11 @@ func (w *Worker) notTakenOver(ctx context.Context, req Request, sent time.Time, 
 	}
 	return apps
 }
+
+// clockSkew is how far apart two servers' clocks may be when a request's
+// sending time (the requests stream's) is compared with its steps' (the
+// events stream's).
+const clockSkew = 5 * time.Second
 
 // LastStep is l.Last(conversation) as a client reads it before it sends a
 // chat request, for NotAnApps: a damaged last step is no error here (the
