@@ -40,10 +40,10 @@ func NotAnApps(conversation string, last eventlog.Tail) error {
 // appsStep reports whether step t says its conversation is an app's: the
 // gateway wrote it, or it ends a request an app's call took over.
 func appsStep(t eventlog.Tail) bool {
+	if gatewayWrote(t) {
+		return true
+	}
 	for _, e := range t.Events {
-		if e.Actor == calls.Actor {
-			return true
-		}
 		if f, ok := e.Payload.(events.RequestFailed); ok && f.TakenOver {
 			return true
 		}
@@ -51,19 +51,19 @@ func appsStep(t eventlog.Tail) bool {
 	return false
 }
 
-// ownStep reports whether step t is request id's own: its cause, written
-// by a worker. An app's call ID is no request's: a request that names one
-// (anyone who reads the conversation sees them) resumes nothing.
-func ownStep(t eventlog.Tail, id string) bool {
-	if t.Cause != id {
-		return false
-	}
+// ownStep reports whether step t is request id's own: its cause, not
+// written by the gateway. An app's call ID is no request's: a request that
+// names one (anyone who reads the conversation sees them) resumes nothing.
+func ownStep(t eventlog.Tail, id string) bool { return t.Cause == id && !gatewayWrote(t) }
+
+// gatewayWrote reports whether the recording gateway wrote step t.
+func gatewayWrote(t eventlog.Tail) bool {
 	for _, e := range t.Events {
 		if e.Actor == calls.Actor {
-			return false
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // takenOverError is why a request that had stored steps stops: an app's
