@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/turnlog/turnlog/calls"
+	"github.com/turnlog/turnlog/engine"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
 )
@@ -79,6 +80,21 @@ func (e *takenOverError) Error() string {
 }
 
 func (e *takenOverError) Unwrap() error { return e.apps }
+
+// endTakenOver ends req, under way when an app's call landed after its
+// last step (taken.own): its steps are in the app's record already, and
+// it ends there, failed, saying why, its open model calls closed.
+func (w *Worker) endTakenOver(ctx context.Context, req Request, taken *takenOverError) (outcome, error) {
+	turn, err := w.cfg.Log.Load(ctx, req.Conversation)
+	if err != nil {
+		return retryLater, err
+	}
+	tx := engine.NewTx(turn, req.RequestID, engine.WithStep(taken.own.Step+1))
+	if err := closeInterrupted(tx, events.OpenCalls(taken.own.Events), "the request then stopped: an app took the conversation over"); err != nil {
+		return w.fail(ctx, tx, err.Error())
+	}
+	return w.failAs(ctx, tx, events.RequestFailed{Reason: taken.Error(), TakenOver: true}, false)
+}
 
 // notTakenOver returns nil unless the conversation's last step, tail, is
 // the gateway's (NotAnApps). Then it looks back through the steps stored

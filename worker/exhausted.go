@@ -189,9 +189,20 @@ func (w *Worker) endExhausted(ctx context.Context, seq, deliveries uint64) error
 // request ended, or its conversation was erased after it was sent.
 func (w *Worker) failExhausted(ctx context.Context, req Request, sent time.Time, problem, reason string) (bool, error) {
 	turn, step, open, _, done, err := w.start(ctx, req, sent, false)
+	var taken *takenOverError
 	switch {
 	case done, errors.Is(err, ErrConversationErased):
 		return false, nil
+	case errors.As(err, &taken):
+		// An app's call landed after its last step: it ends there, as a
+		// request a worker finds so ends.
+		if out, err := w.endTakenOver(ctx, req, taken); out != ack {
+			if err == nil {
+				err = errors.New("the log did not take it")
+			}
+			return false, err
+		}
+		return true, nil
 	case err != nil && unreadable(err):
 		turn, step, open = projector.New(req.Conversation), 0, nil
 	case err != nil:
@@ -231,7 +242,10 @@ func closeInterrupted(tx *engine.Tx, open []events.Event, then string) error {
 // deadLetterStored stores the request m of the requests stream s as a dead
 // letter with reason, then deletes it from s.
 func (w *Worker) deadLetterStored(ctx context.Context, s jetstream.Stream, m *jetstream.RawStreamMsg, reason string) error {
-	d := eventlog.DeadLetter{Subject: m.Subject, Reason: reason, Received: m.Time.UTC(), RequestSeq: m.Sequence, Worker: w.cfg.Name,
+	// The subject the request was published on, as every other dead
+	// letter names it (and senders look for it), not the requests
+	// stream's partition subject it is stored under.
+	d := eventlog.DeadLetter{Subject: w.names.ChatSubject(w.names.ConversationOf(m.Subject)), Reason: reason, Received: m.Time.UTC(), RequestSeq: m.Sequence, Worker: w.cfg.Name,
 		Headers: m.Header, Data: m.Data}
 	if err := w.cfg.Log.AddDeadLetter(ctx, d); err != nil {
 		return err

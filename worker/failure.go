@@ -100,6 +100,11 @@ func (w *Worker) failAs(ctx context.Context, tx *engine.Tx, f events.RequestFail
 		if err := NotAnApps(conv, tail); err != nil {
 			return deadLetter, err
 		}
+	} else if err == nil && appsStep(tail) {
+		// The request had stored steps, and an app's call landed after
+		// them: whatever the request failed of, its failure follows the
+		// app's step, and the conversation stays the app's.
+		f.TakenOver = true
 	}
 	// A request that failed before its first step landed still records
 	// what the user asked, so the failure has its context in the log; one

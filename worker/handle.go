@@ -230,17 +230,7 @@ func (w *Worker) serveOnce(ctx context.Context, req Request, sent time.Time, pro
 	resume := step > 0
 	var taken *takenOverError
 	if errors.As(err, &taken) {
-		// Under way when the app's call landed: its steps are in the
-		// app's record already, and it ends there, failed, saying why.
-		turn, err := w.cfg.Log.Load(ctx, conv)
-		if err != nil {
-			return retryLater, err
-		}
-		tx := engine.NewTx(turn, req.RequestID, engine.WithStep(taken.own.Step+1))
-		if err := closeInterrupted(tx, events.OpenCalls(taken.own.Events), "the request then stopped: an app took the conversation over"); err != nil {
-			return w.fail(ctx, tx, err.Error())
-		}
-		return w.failAs(ctx, tx, events.RequestFailed{Reason: taken.Error(), TakenOver: true}, false)
+		return w.endTakenOver(ctx, req, taken)
 	}
 	if errors.Is(err, ErrAppsConversation) {
 		// Nothing is written into the app's record, not even a failure:
