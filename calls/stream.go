@@ -309,8 +309,15 @@ func (s *Stream) Output() (*Output, error) {
 		if err != nil {
 			return nil, err
 		}
+		budget := MaxStreamedBytes                   // the answer's, its blocks' in order
 		for i := range min(len(bs), len(streamed)) { // a block a part
-			setStreamed(&bs[i], streamed[i])
+			v := streamed[i]
+			if len(v) > budget {
+				v = omittedJSON(len(v)) // a smaller one after it may fit
+			} else {
+				budget -= len(v)
+			}
+			setStreamed(&bs[i], v)
 		}
 		if len(bs) > 0 {
 			it := Item{Blocks: bs}

@@ -23,13 +23,14 @@ import (
 // (server_tool_use with its input assembled, web_search_tool_result, ...).
 // Neither threading nor the rendering of the next call's input reads it:
 // the client's SDK sends the message back as it assembles it, and that is
-// recorded as the client writes it (MetaItem). Past MaxStreamedBytes it is
+// recorded as the client writes it (MetaItem). MaxStreamedBytes bounds an
+// answer's together, its blocks' in order; past it a block's is
 // {"omitted_bytes": n}.
 const MetaStreamed = "gateway.streamed"
 
-// MaxStreamedBytes bounds MetaStreamed on one block: a search's results
-// carry their pages' encrypted content, and a record too large to store
-// would cost the answer its record.
+// MaxStreamedBytes bounds MetaStreamed on one answer's blocks together: a
+// search's results carry their pages' encrypted content, and an outcome
+// too large for one NATS message would cost the answer its record.
 const MaxStreamedBytes = 256 << 10
 
 // streamedList is one block's annotations or citations as they stream.
