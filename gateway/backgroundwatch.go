@@ -224,8 +224,10 @@ func (g *Gateway) fetchResponse(ctx context.Context, r watchedResponse) (int, []
 	if err != nil {
 		return 0, nil, err
 	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(res.Body, g.cfg.MaxBody+1))
+	// As every answer the gateway records: the key, echoed, is masked.
+	masked := maskKeys(res.Body, []string{g.cfg.OpenAIKey})
+	defer masked.Close()
+	body, err := io.ReadAll(io.LimitReader(masked, g.cfg.MaxBody+1))
 	if err == nil && int64(len(body)) > g.cfg.MaxBody {
 		err = errResponseTooLarge
 	}
