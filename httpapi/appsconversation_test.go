@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -77,4 +78,34 @@ func TestStreamSaysARequestWasDeadLettered(t *testing.T) {
 	assert.Equal(t, watchedID, dl.RequestID, "the watched conversation's request, not the other's")
 	assert.Contains(t, dl.Reason, "the conversation is an app's")
 	assert.False(t, dl.Time.IsZero())
+}
+
+// TestStreamTellsOfADeadLetterStoredJustBefore: a client whose stream was
+// cut (the console's EventSource reconnects by itself) missed a dead
+// letter stored in between, and waited for its request for ever. A stream
+// now begins, after "ready", with the conversation's dead letters of the
+// last minutes.
+func TestStreamTellsOfADeadLetterStoredJustBefore(t *testing.T) {
+	ts, l := startChatAPI(t)
+	ctx := context.Background()
+	const app, id = "app-gap", "01JCCCCCCCCCCCCCCCCCCCCCCC"
+	_, err := l.Append(ctx, app, 0,
+		events.New(app, "call-1", 0, calls.Actor, events.ConversationStarted{}),
+		events.New(app, "call-1", 0, calls.Actor, events.UserAppended{BlockID: "u1", Text: "hello"}))
+	require.NoError(t, err)
+	_, err = l.JetStream().Publish(ctx, l.Names().ChatSubject(app), []byte(`{"text":"y","request_id":"`+id+`"}`))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		n, err := l.DeadLetterCount(ctx)
+		return err == nil && n == 1
+	}, 20*time.Second, 20*time.Millisecond)
+
+	stream, _ := openStream(t, ts, "/conversations/"+app+"/stream")
+	require.Equal(t, "ready", next(t, stream).event)
+	e := next(t, stream)
+	require.Equal(t, "dead_letter", e.event, "%s", e.data)
+	var dl httpapi.StreamDeadLetter
+	require.NoError(t, json.Unmarshal([]byte(e.data), &dl))
+	assert.Equal(t, id, dl.RequestID)
+	assert.Contains(t, dl.Reason, "the conversation is an app's")
 }

@@ -190,7 +190,8 @@ func (s *Server) checkRequestData(profileName string, data map[string]string) er
 // before the first event of its request),
 // "event" (StreamEvent, every event the log stores from then on, in
 // order), "dead_letter" (StreamDeadLetter: a request of the conversation a
-// worker kept as a dead letter instead of answering), "quarantined"
+// worker kept as a dead letter instead of answering; those of the last
+// minutes first, after "ready"), "quarantined"
 // (replay.Quarantined: a message stored on the conversation's subject that
 // is not a step) and "foreign"
 // (replay.ForeignEntry: a message turnlog did not write, the timeline's
@@ -276,6 +277,15 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	if !send("ready", StreamReady{Conversation: id, Seq: turn.Seq, Events: turn.Events}) {
 		return
 	}
+	// The dead letters stored just before (a client reconnecting after a
+	// cut), then those the subscription brings, each request once.
+	told := map[string]bool{}
+	for _, d := range s.recentDeadLetters(ctx, chatSubject) {
+		told[d.RequestID] = true
+		if !send("dead_letter", d) {
+			return
+		}
+	}
 	keepAlive := time.NewTicker(streamKeepAlive)
 	defer keepAlive.Stop()
 	for {
@@ -298,7 +308,12 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 		case m := <-dead:
-			if d, ok := deadLetterOf(m, chatSubject); ok && !send("dead_letter", d) {
+			d, ok := deadLetterOf(m, chatSubject)
+			if !ok || told[d.RequestID] {
+				continue
+			}
+			told[d.RequestID] = true
+			if !send("dead_letter", d) {
 				return
 			}
 		case wr := <-recs:

@@ -6,6 +6,7 @@ package httpapi
 // and a client waiting for one would wait for ever.
 
 import (
+	"context"
 	"encoding/json"
 	"time"
 
@@ -43,4 +44,21 @@ func deadLetterOf(m *nats.Msg, subject string) (StreamDeadLetter, bool) {
 		return StreamDeadLetter{}, false
 	}
 	return StreamDeadLetter{RequestID: d.RequestID(), Reason: d.Reason, Time: d.Time}, true
+}
+
+// recentDeadLetters are the dead letters of requests published on subject
+// that were stored within the requests stream's duplicate window, oldest
+// first: what a client whose stream was cut a moment ago missed. A read
+// that fails gives none (the live ones still come).
+func (s *Server) recentDeadLetters(ctx context.Context, subject string) []StreamDeadLetter {
+	ctx, cancel := context.WithTimeout(ctx, flushTimeout)
+	defer cancel()
+	var out []StreamDeadLetter
+	_ = s.cfg.Log.DeadLettersSince(ctx, time.Now().Add(-s.cfg.Log.DuplicateWindow()), func(d eventlog.DeadLetter) bool {
+		if d.Subject == subject {
+			out = append(out, StreamDeadLetter{RequestID: d.RequestID(), Reason: d.Reason, Time: d.Time})
+		}
+		return len(out) < deadLetterBuffer
+	})
+	return out
 }
