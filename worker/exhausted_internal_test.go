@@ -1,9 +1,6 @@
 package worker
 
 import (
-	"context"
-	"io"
-	"log/slog"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,10 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
-	"github.com/turnlog/turnlog/internal/natstest"
-	"github.com/turnlog/turnlog/profile"
 )
 
 // TestSweepEndsRequestsNoWorkerHeardOf: JetStream announces a request it
@@ -25,15 +19,7 @@ import (
 // user's text, and leaves the requests stream. Requests not delivered yet,
 // or in hand, are left alone.
 func TestSweepEndsRequestsNoWorkerHeardOf(t *testing.T) {
-	srv := natstest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	l, err := eventlog.Open(ctx, srv.Conn)
-	require.NoError(t, err)
-	profiles, err := profile.Load("")
-	require.NoError(t, err)
-	w, err := New(Config{Log: l, Conn: srv.Conn, Profiles: profiles, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	require.NoError(t, err)
+	w, l, ctx := idleWorker(t)
 	req, err := Send(ctx, l, Request{Conversation: "forgotten", Text: "is anyone there?"})
 	require.NoError(t, err)
 

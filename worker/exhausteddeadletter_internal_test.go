@@ -22,17 +22,9 @@ import (
 // not the chat subject it was published on, which the HTTP API's stream
 // ("dead_letter") and chatclient.Ask match: neither told its sender.
 func TestExhaustedDeadLetterNamesTheChatSubject(t *testing.T) {
-	srv := natstest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	l, err := eventlog.Open(ctx, srv.Conn)
-	require.NoError(t, err)
-	profiles, err := profile.Load("")
-	require.NoError(t, err)
-	w, err := New(Config{Log: l, Conn: srv.Conn, Profiles: profiles, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	require.NoError(t, err)
+	w, l, ctx := idleWorker(t)
 	const conv = "app-exhausted"
-	_, err = l.Append(ctx, conv, 0, events.New(conv, "call-app", 0, calls.Actor, events.UserAppended{BlockID: "u-app", Text: "from the app"}))
+	_, err := l.Append(ctx, conv, 0, events.New(conv, "call-app", 0, calls.Actor, events.UserAppended{BlockID: "u-app", Text: "from the app"}))
 	require.NoError(t, err)
 	req, err := Send(ctx, l, Request{Conversation: conv, Text: "hello"})
 	require.NoError(t, err)
@@ -50,15 +42,7 @@ func TestExhaustedDeadLetterNamesTheChatSubject(t *testing.T) {
 // left open in the app's record. It ends there as request.failed with
 // taken_over, its model call closed, as one a worker finds so ends.
 func TestExhaustedTakenOverRequestEndsFailed(t *testing.T) {
-	srv := natstest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	l, err := eventlog.Open(ctx, srv.Conn)
-	require.NoError(t, err)
-	profiles, err := profile.Load("")
-	require.NoError(t, err)
-	w, err := New(Config{Log: l, Conn: srv.Conn, Profiles: profiles, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	require.NoError(t, err)
+	w, l, ctx := idleWorker(t)
 	const conv = "taken-exhausted"
 	req, err := Send(ctx, l, Request{Conversation: conv, Text: "hello"})
 	require.NoError(t, err)
@@ -90,4 +74,20 @@ func TestExhaustedTakenOverRequestEndsFailed(t *testing.T) {
 	assert.True(t, failed.TakenOver, "taken over: the conversation stays the app's")
 	assert.True(t, closed, "its model call is closed")
 	assert.ErrorIs(t, NotAnApps(conv, last), ErrAppsConversation)
+}
+
+// idleWorker is a worker on a fresh server that runs nothing by itself (a
+// test calls its methods), its log, and a context of 30 s.
+func idleWorker(t *testing.T) (*Worker, *eventlog.Log, context.Context) {
+	t.Helper()
+	srv := natstest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	l, err := eventlog.Open(ctx, srv.Conn)
+	require.NoError(t, err)
+	profiles, err := profile.Load("")
+	require.NoError(t, err)
+	w, err := New(Config{Log: l, Conn: srv.Conn, Profiles: profiles, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	return w, l, ctx
 }

@@ -3,8 +3,6 @@ package worker
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -13,8 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
-	"github.com/turnlog/turnlog/internal/natstest"
-	"github.com/turnlog/turnlog/profile"
 )
 
 // TestEndLastDelivery: a request that would be retried but is on its last
@@ -35,15 +31,7 @@ func TestEndLastDelivery(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := natstest.Start(t)
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			l, err := eventlog.Open(ctx, srv.Conn)
-			require.NoError(t, err)
-			profiles, err := profile.Load("")
-			require.NoError(t, err)
-			w, err := New(Config{Log: l, Conn: srv.Conn, Profiles: profiles, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-			require.NoError(t, err)
+			w, l, ctx := idleWorker(t)
 			if tc.sealed {
 				s, err := l.JetStream().Stream(ctx, l.Names().EventsStreamOf("last"))
 				require.NoError(t, err)
