@@ -44,8 +44,9 @@ var errResponseTooLarge = errors.New("the response is larger than --max-body")
 type watchedResponse struct {
 	conv, id string
 	include  []string
-	since    time.Time // when its call was answered "queued"
-	next     time.Time // when to ask next
+	account  http.Header // OpenAI-Organization, OpenAI-Project as the call sent them
+	since    time.Time   // when its call was answered "queued"
+	next     time.Time   // when to ask next
 	delay    time.Duration
 }
 
@@ -63,14 +64,14 @@ func newBackgroundWatch() *backgroundWatch {
 
 // add follows response id of conversation conv, first asked after
 // first; false when maxWatched are followed already.
-func (w *backgroundWatch) add(conv, id string, include []string, first time.Duration) bool {
+func (w *backgroundWatch) add(conv, id string, include []string, account http.Header, first time.Duration) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if _, ok := w.watched[id]; !ok && len(w.watched) >= maxWatched {
 		return false
 	}
 	now := time.Now()
-	w.watched[id] = &watchedResponse{conv: conv, id: id, include: include, since: now, next: now.Add(first), delay: first}
+	w.watched[id] = &watchedResponse{conv: conv, id: id, include: include, account: account, since: now, next: now.Add(first), delay: first}
 	select {
 	case w.wake <- struct{}{}:
 	default:
@@ -113,12 +114,13 @@ func (w *backgroundWatch) drop(id string) {
 
 // watchBackground follows background response id, which a call of
 // conversation conv was answered "queued" with, when the gateway has a
-// managed OpenAI key to ask with.
-func (g *Gateway) watchBackground(conv, id string, include []string) {
+// managed OpenAI key to ask with: asked for with the call's include list
+// and in its organization and project (account).
+func (g *Gateway) watchBackground(conv, id string, include []string, account http.Header) {
 	if g.watch == nil || id == "" {
 		return
 	}
-	if !g.watch.add(conv, id, include, g.cfg.BackgroundPoll) {
+	if !g.watch.add(conv, id, include, account, g.cfg.BackgroundPoll) {
 		g.cfg.Logger.Warn("gateway: too many background responses followed; this one's call stays open until the app fetches it through the gateway",
 			"conversation", conv, "response", id, "followed", maxWatched)
 	}
@@ -219,6 +221,9 @@ func (g *Gateway) fetchResponse(ctx context.Context, r watchedResponse) (int, []
 	if err != nil {
 		return 0, nil, err
 	}
+	for k, v := range r.account {
+		req.Header[k] = v
+	}
 	req.Header.Set("Authorization", "Bearer "+g.cfg.OpenAIKey)
 	res, err := g.cfg.Transport.RoundTrip(req)
 	if err != nil {
@@ -232,4 +237,20 @@ func (g *Gateway) fetchResponse(ctx context.Context, r watchedResponse) (int, []
 		err = errResponseTooLarge
 	}
 	return res.StatusCode, body, err
+}
+
+// openAIAccount is the OpenAI-Organization and OpenAI-Project headers of
+// h, the organization and project of a key that has several; nil when it
+// names neither.
+func openAIAccount(h http.Header) http.Header {
+	var out http.Header
+	for _, k := range []string{"OpenAI-Organization", "OpenAI-Project"} {
+		if v := h.Values(k); len(v) > 0 {
+			if out == nil {
+				out = http.Header{}
+			}
+			out[http.CanonicalHeaderKey(k)] = v
+		}
+	}
+	return out
 }

@@ -75,8 +75,8 @@ func runGateway(t *testing.T, r *rig) {
 // background response and learns of its end by a webhook never fetches
 // it through the gateway, and its call stayed open for ever: the record
 // never held the answer. With a managed OpenAI key the gateway asks the
-// provider itself (the key, the include list the call asked for, no
-// Turnlog header), and records the end as the call's outcome; once it is
+// provider itself (the key, the include list and project the call named,
+// no Turnlog header), and records the end as the call's outcome; once it is
 // recorded it stops asking.
 func TestBackgroundEndIsAskedForWithAManagedKey(t *testing.T) {
 	up := newAskedUpstream(t)
@@ -85,7 +85,7 @@ func TestBackgroundEndIsAskedForWithAManagedKey(t *testing.T) {
 		c.BackgroundPoll = 20 * time.Millisecond
 	})
 	runGateway(t, r)
-	resp, _ := postOK(t, r.gw.URL+"/v1/responses", map[string]string{"Authorization": "Bearer " + token},
+	resp, _ := postOK(t, r.gw.URL+"/v1/responses", map[string]string{"Authorization": "Bearer " + token, "OpenAI-Project": "proj_research"},
 		`{"model":"m","input":"a long job","background":true,"include":["reasoning.encrypted_content"]}`)
 	conv := resp.Header.Get("Turnlog-Conversation")
 
@@ -114,6 +114,7 @@ func TestBackgroundEndIsAskedForWithAManagedKey(t *testing.T) {
 		assert.Equal(t, "/v1/responses/resp_wh", g.URL.Path)
 		assert.Equal(t, []string{"reasoning.encrypted_content"}, g.URL.Query()["include[]"], "what the call asked the provider to include")
 		assert.Equal(t, "Bearer sk-provider-secret", g.Header.Get("Authorization"), "with the managed key")
+		assert.Equal(t, "proj_research", g.Header.Get("OpenAI-Project"), "in the project the call was made in")
 		for h := range g.Header {
 			assert.False(t, strings.HasPrefix(strings.ToLower(h), "turnlog-"), "no Turnlog header goes upstream: %s", h)
 		}

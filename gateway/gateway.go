@@ -231,7 +231,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("the request body is larger than this gateway's limit of %d bytes (--max-body); nothing was forwarded", g.cfg.MaxBody))
 		return
 	}
-	st := &state{api: api, anthropic: anthropic, started: started, secrets: credentials(r.Header)}
+	st := &state{api: api, anthropic: anthropic, started: started, secrets: credentials(r.Header), account: openAIAccount(r.Header)}
 	if !g.cfg.Connected() || (g.spool != nil && g.spool.waiting()) {
 		if g.spool == nil {
 			if !g.unreachable.Swap(true) {

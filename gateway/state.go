@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"github.com/turnlog/turnlog/calls"
@@ -26,6 +27,11 @@ type state struct {
 	// its error (some OpenAI-compatible servers do) does not get it into
 	// the record.
 	secrets []string
+	// account is the request's OpenAI-Organization and OpenAI-Project
+	// headers: which of the key's organizations and projects the call
+	// was made in, where a background response it queued is to be asked
+	// for (backgroundwatch.go).
+	account http.Header
 }
 
 type stateKey struct{}
@@ -78,7 +84,7 @@ func (st *state) finish(ctx context.Context, g *Gateway, o calls.Outcome) error 
 		if st.api == calls.Responses && o.Failure == "" && o.Output != nil && o.Output.Background && st.pending.Parsed() {
 			// Queued: its end is asked for, should the app not fetch it
 			// through the gateway.
-			g.watchBackground(st.pending.Conversation(), o.Output.ResponseID, st.pending.call.Request.Include())
+			g.watchBackground(st.pending.Conversation(), o.Output.ResponseID, st.pending.call.Request.Include(), st.account)
 		}
 		return nil
 	}
