@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/calls"
-	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/internal/natstest"
 )
@@ -42,12 +41,7 @@ func TestRawRequestIntoAnAppsConversationIsDeadLettered(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	var dead []eventlog.DeadLetter
-	require.Eventually(t, func() bool {
-		dead, err = l.DeadLetters(ctx, 10)
-		require.NoError(t, err)
-		return len(dead) == 2
-	}, 20*time.Second, 20*time.Millisecond, "both requests dead-lettered")
+	dead := waitDeadLetters(t, l, 2, "both requests dead-lettered")
 	subjects := map[string]bool{}
 	for _, d := range dead {
 		subjects[d.Subject] = true

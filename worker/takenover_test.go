@@ -89,18 +89,8 @@ func TestAnsweredRequestWhoseAckWasLostIsNotDeadLettered(t *testing.T) {
 // request.failed saying why, its model call closed, and nothing else of it
 // is written.
 func TestRequestUnderWayWhenTheAppTookOverEndsFailed(t *testing.T) {
-	srv := natstest.Start(t)
 	const conv = "under-way"
-	var l *eventlog.Log
-	l = startWorker(t, srv, func(c *worker.Config) {
-		c.Fault = appCallAt(&l, conv, "step", 2, nil)
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	req, err := worker.Send(ctx, l, worker.Request{Conversation: conv, Text: "hello"})
-	require.NoError(t, err)
-	_, err = worker.Await(ctx, l, conv, req.RequestID, 0, 0)
-	require.ErrorIs(t, err, worker.ErrFailed)
+	l, ctx, req, err := takenOverRequest(t, conv)
 	assert.Contains(t, err.Error(), "taken over by an app")
 
 	requestsLeft(t, l)
@@ -131,18 +121,8 @@ func TestRequestUnderWayWhenTheAppTookOverEndsFailed(t *testing.T) {
 // from the worker's cached Turn too. The failure now says the request was
 // taken over (request.failed's taken_over), which NotAnApps reads.
 func TestRequestAfterATakenOverFailureIsDeadLettered(t *testing.T) {
-	srv := natstest.Start(t)
 	const conv = "taken-then-chat"
-	var l *eventlog.Log
-	l = startWorker(t, srv, func(c *worker.Config) {
-		c.Fault = appCallAt(&l, conv, "step", 2, nil)
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	req, err := worker.Send(ctx, l, worker.Request{Conversation: conv, Text: "hello"})
-	require.NoError(t, err)
-	_, err = worker.Await(ctx, l, conv, req.RequestID, 0, 0)
-	require.ErrorIs(t, err, worker.ErrFailed)
+	l, ctx, _, _ := takenOverRequest(t, conv)
 	requestsLeft(t, l)
 
 	last, err := l.Last(ctx, conv)
@@ -153,12 +133,7 @@ func TestRequestAfterATakenOverFailureIsDeadLettered(t *testing.T) {
 	require.NoError(t, err)
 	_, err = l.JetStream().Publish(ctx, l.Names().ChatSubject(conv), []byte(`{"text":"typed on the wire"}`))
 	require.NoError(t, err)
-	var dead []eventlog.DeadLetter
-	require.Eventually(t, func() bool {
-		dead, err = l.DeadLetters(ctx, 10)
-		require.NoError(t, err)
-		return len(dead) == 1
-	}, 20*time.Second, 20*time.Millisecond, "the later request is dead-lettered")
+	dead := waitDeadLetters(t, l, 1, "the later request is dead-lettered")
 	assert.Contains(t, dead[0].Reason, "the conversation is an app's")
 	after, err := l.LastSeq(ctx, conv)
 	require.NoError(t, err)
@@ -184,14 +159,43 @@ func TestRequestReusingTheAppsCallIDIsDeadLettered(t *testing.T) {
 
 	_, err = l.JetStream().Publish(ctx, l.Names().ChatSubject(conv), []byte(`{"text":"typed on the wire","request_id":"`+callID+`"}`))
 	require.NoError(t, err)
-	var dead []eventlog.DeadLetter
-	require.Eventually(t, func() bool {
-		dead, err = l.DeadLetters(ctx, 10)
-		require.NoError(t, err)
-		return len(dead) == 1
-	}, 20*time.Second, 20*time.Millisecond, "the request is dead-lettered")
+	dead := waitDeadLetters(t, l, 1, "the request is dead-lettered")
 	assert.Contains(t, dead[0].Reason, "the conversation is an app's")
 	last, err := l.LastSeq(ctx, conv)
 	require.NoError(t, err)
 	assert.Equal(t, seq, last, "nothing written into the app's record")
+}
+
+// takenOverRequest sends a request into conv with a worker at which an
+// app's call lands between the request's first step and its next, and
+// returns once the request ended failed, with the error Await gave; ctx
+// lasts 30 s.
+func takenOverRequest(t *testing.T, conv string) (*eventlog.Log, context.Context, worker.Request, error) {
+	t.Helper()
+	srv := natstest.Start(t)
+	var l *eventlog.Log
+	l = startWorker(t, srv, func(c *worker.Config) {
+		c.Fault = appCallAt(&l, conv, "step", 2, nil)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	req, err := worker.Send(ctx, l, worker.Request{Conversation: conv, Text: "hello"})
+	require.NoError(t, err)
+	_, err = worker.Await(ctx, l, conv, req.RequestID, 0, 0)
+	require.ErrorIs(t, err, worker.ErrFailed)
+	return l, ctx, req, err
+}
+
+// waitDeadLetters waits until n dead letters are stored, and returns the
+// newest 10, oldest first.
+func waitDeadLetters(t *testing.T, l *eventlog.Log, n int, why string) []eventlog.DeadLetter {
+	t.Helper()
+	var dead []eventlog.DeadLetter
+	require.Eventually(t, func() bool {
+		var err error
+		dead, err = l.DeadLetters(context.Background(), 10)
+		require.NoError(t, err)
+		return len(dead) == n
+	}, 20*time.Second, 20*time.Millisecond, why)
+	return dead
 }

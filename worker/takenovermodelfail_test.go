@@ -91,10 +91,7 @@ func TestTakenOverThenModelFailsStaysTheApps(t *testing.T) {
 	require.NoError(t, err)
 	req2, err := worker.Send(ctx, l, worker.Request{Conversation: conv, Text: "typed on the wire"})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		n, err := l.DeadLetterCount(ctx)
-		return err == nil && n == 1
-	}, 20*time.Second, 20*time.Millisecond, "the later request is dead-lettered")
+	waitDeadLetters(t, l, 1, "the later request is dead-lettered")
 	var written []string
 	for rec, err := range l.EventsAfter(ctx, conv, before, 0) {
 		require.NoError(t, err)
