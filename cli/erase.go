@@ -182,5 +182,8 @@ func erasedLine(c string, got eventlog.Erased) string {
 	if got.Threading > 0 {
 		threading = ", " + plural.Count(got.Threading, "gateway threading entry")
 	}
+	if got.Background > 0 {
+		threading += ", " + plural.Count(got.Background, "background response followed")
+	}
 	return fmt.Sprintf("erased %s: %s, %s, %s%s", c, plural.Count(int(got.Messages), "event message"), snap, plural.Count(int(got.Requests), "pending request"), threading)
 }

@@ -105,6 +105,8 @@ func TestErasedLine(t *testing.T) {
 			want: "erased c: 1 event message, no snapshot, its history cache, 0 pending requests"},
 		{name: "threading", got: eventlog.Erased{Messages: 1, Threading: 2},
 			want: "erased c: 1 event message, no snapshot, 0 pending requests, 2 gateway threading entries"},
+		{name: "background", got: eventlog.Erased{Messages: 1, Threading: 1, Background: 1},
+			want: "erased c: 1 event message, no snapshot, 0 pending requests, 1 gateway threading entry, 1 background response followed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, erasedLine("c", tc.got))

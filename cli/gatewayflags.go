@@ -58,6 +58,15 @@ func (f *gatewayFlags) config(ctx context.Context, l *eventlog.Log, nc *nats.Con
 	if err != nil {
 		return gateway.Config{}, err
 	}
+	// Kept beyond the process when it asks about background responses:
+	// a restart, or another gateway, goes on asking.
+	var background gateway.BackgroundStore
+	openAIKey := strings.TrimSpace(os.Getenv("TURNLOG_OPENAI_API_KEY"))
+	if openAIKey != "" && f.pollOrNever() > 0 {
+		if background, err = l.BackgroundResponses(ctx); err != nil {
+			return gateway.Config{}, err
+		}
+	}
 	spool := f.spoolDir
 	if spool == "" {
 		spool = filepath.Join(dataDir, "gateway-spool")
@@ -65,12 +74,13 @@ func (f *gatewayFlags) config(ctx context.Context, l *eventlog.Log, nc *nats.Con
 	return gateway.Config{
 		Log: l, Connected: nc.IsConnected, Token: token, Threads: threads,
 		OpenAIUpstream: f.openaiUpstream, AnthropicUpstream: f.anthropicUpstream,
-		OpenAIKey:        strings.TrimSpace(os.Getenv("TURNLOG_OPENAI_API_KEY")),
+		OpenAIKey:        openAIKey,
 		AnthropicKey:     strings.TrimSpace(os.Getenv("TURNLOG_ANTHROPIC_API_KEY")),
 		MaxBody:          int64(f.maxBody),
 		MaxInFlightBytes: f.inFlightBytes(),
 		UpstreamTimeout:  f.upstreamTimeout,
 		BackgroundPoll:   f.pollOrNever(),
+		Background:       background,
 		RecordOptional:   f.recordOptional, SpoolDir: spool, SpoolBytes: int64(f.spoolBytes),
 	}, nil
 }

@@ -26,6 +26,9 @@ type Erased struct {
 	// Threading is how many of the recording gateway's threading entries
 	// were purged (calls.IndexedKeys).
 	Threading int `json:"threading"`
+	// Background is how many of the gateways' background responses of
+	// the conversation (BackgroundResponses) were dropped from their list.
+	Background int `json:"background"`
 }
 
 // Erase removes everything stored about a conversation: its events (a
@@ -120,6 +123,9 @@ func (l *Log) Erase(ctx context.Context, conversation string) (Erased, error) {
 	if out.Threading, err = l.purgeThreading(ctx, threadKeys); err != nil {
 		return out, fmt.Errorf("erase %s: %w", conversation, err)
 	}
+	if out.Background, err = l.purgeBackground(ctx, conversation); err != nil {
+		return out, fmt.Errorf("erase %s: %w", conversation, err)
+	}
 	// Announced to the processes that keep conversations in memory, at
 	// most once: one that misses it (disconnected then) keeps the
 	// conversation until its caches let it go, and never writes it back
@@ -192,6 +198,36 @@ func (l *Log) purgeThreading(ctx context.Context, keys []string) (int, error) {
 		}
 	}
 	return len(keys), nil
+}
+
+// purgeBackground drops conv's entries from the gateways' background
+// responses (none when the bucket was never created) and returns how many
+// it dropped.
+func (l *Log) purgeBackground(ctx context.Context, conv string) (int, error) {
+	kv, err := l.js.KeyValue(ctx, l.names.BackgroundBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("the gateway's background responses: %w", err)
+	}
+	b := &BackgroundResponses{js: l.js, kv: kv, stream: "KV_" + l.names.BackgroundBucket}
+	var ids []string
+	err = b.Each(ctx, func(r BackgroundResponse, err error) bool {
+		if err == nil && r.Conversation == conv {
+			ids = append(ids, r.ResponseID)
+		}
+		return true
+	})
+	if err != nil {
+		return 0, err
+	}
+	for i, id := range ids {
+		if err := b.Delete(ctx, conv, id); err != nil {
+			return i, err
+		}
+	}
+	return len(ids), nil
 }
 
 // streamEvents yields a conversation's events read from the events stream

@@ -48,6 +48,9 @@ type Names struct {
 	// ThreadsBucket is the recording gateway's threading index (see
 	// Threads).
 	ThreadsBucket string
+	// BackgroundBucket lists the background responses the recording
+	// gateways ask the provider about (see BackgroundResponses).
+	BackgroundBucket string
 }
 
 // NamesFor derives every name from a prefix: "turnlog" gives stream
@@ -65,6 +68,7 @@ func NamesFor(prefix string) Names {
 		RequestIDsBucket:      up + "_REQUEST_IDS",
 		HistoryBucket:         up + "_HISTORY",
 		ThreadsBucket:         up + "_THREADS",
+		BackgroundBucket:      up + "_BACKGROUND",
 	}
 }
 

@@ -48,6 +48,8 @@ type watchedResponse struct {
 	since    time.Time   // when its call was answered "queued"
 	next     time.Time   // when to ask next
 	delay    time.Duration
+	// saved: kept in Config.Background under this gateway's instance.
+	saved bool
 }
 
 // backgroundWatch holds the background responses the gateway follows;
@@ -62,21 +64,51 @@ func newBackgroundWatch() *backgroundWatch {
 	return &backgroundWatch{watched: map[string]*watchedResponse{}, wake: make(chan struct{}, 1)}
 }
 
-// add follows response id of conversation conv, first asked after
-// first; false when maxWatched are followed already.
-func (w *backgroundWatch) add(conv, id string, include []string, account http.Header, first time.Duration) bool {
+// add follows response id of conversation conv, queued at since, first
+// asked after first; false when maxWatched are followed already.
+func (w *backgroundWatch) add(conv, id string, include []string, account http.Header, since time.Time, first time.Duration) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if _, ok := w.watched[id]; !ok && len(w.watched) >= maxWatched {
 		return false
 	}
 	now := time.Now()
-	w.watched[id] = &watchedResponse{conv: conv, id: id, include: include, account: account, since: now, next: now.Add(first), delay: first}
+	w.watched[id] = &watchedResponse{conv: conv, id: id, include: include, account: account, since: since, next: now.Add(first), delay: first}
 	select {
 	case w.wake <- struct{}{}:
 	default:
 	}
 	return true
+}
+
+// follows reports whether response id is followed.
+func (w *backgroundWatch) follows(id string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.watched[id]
+	return ok
+}
+
+// unsaved returns the followed responses not yet kept beyond the process.
+func (w *backgroundWatch) unsaved() []watchedResponse {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []watchedResponse
+	for _, r := range w.watched {
+		if !r.saved {
+			out = append(out, *r)
+		}
+	}
+	return out
+}
+
+// saved notes that response id is kept beyond the process.
+func (w *backgroundWatch) saved(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if r, ok := w.watched[id]; ok {
+		r.saved = true
+	}
 }
 
 // due returns the responses to ask about now, and when the next one after
@@ -115,23 +147,35 @@ func (w *backgroundWatch) drop(id string) {
 // watchBackground follows background response id, which a call of
 // conversation conv was answered "queued" with, when the gateway has a
 // managed OpenAI key to ask with: asked for with the call's include list
-// and in its organization and project (account).
+// and in its organization and project (account). Run keeps it beyond
+// the process (Config.Background), off the call's path.
 func (g *Gateway) watchBackground(conv, id string, include []string, account http.Header) {
 	if g.watch == nil || id == "" {
 		return
 	}
-	if !g.watch.add(conv, id, include, account, g.cfg.BackgroundPoll) {
+	if !g.watch.add(conv, id, include, account, time.Now(), g.cfg.BackgroundPoll) {
 		g.cfg.Logger.Warn("gateway: too many background responses followed; this one's call stays open until the app fetches it through the gateway",
 			"conversation", conv, "response", id, "followed", maxWatched)
 	}
 }
 
 // followBackground asks about the followed background responses as they
-// fall due, until ctx ends.
+// fall due, until ctx ends. With Config.Background it keeps them there,
+// and now and then takes up those a stopped gateway followed
+// (adoptBackground).
 func (g *Gateway) followBackground(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	every := g.adoptEvery()
+	var adopted time.Time
 	for {
+		if g.cfg.Background != nil {
+			if time.Since(adopted) >= every {
+				g.adoptBackground(ctx)
+				adopted = time.Now()
+			}
+			g.saveWatched(ctx)
+		}
 		due, next := g.watch.due(time.Now())
 		for _, r := range due {
 			if ctx.Err() != nil {
@@ -145,6 +189,9 @@ func (g *Gateway) followBackground(ctx context.Context) {
 		wait := time.Hour
 		if !next.IsZero() {
 			wait = time.Until(next)
+		}
+		if g.cfg.Background != nil {
+			wait = min(wait, time.Until(adopted.Add(every)))
 		}
 		timer.Reset(wait)
 		select {
@@ -165,7 +212,7 @@ func (g *Gateway) followBackground(ctx context.Context) {
 func (g *Gateway) askBackground(ctx context.Context, r watchedResponse) {
 	log := g.cfg.Logger.With("conversation", r.conv, "response", r.id)
 	if time.Since(r.since) > backgroundWatchFor {
-		g.watch.drop(r.id)
+		g.stopFollowing(ctx, r)
 		log.Warn("gateway: gave up asking how a background response ended; its call stays open until the app fetches it through the gateway", "after", backgroundWatchFor)
 		return
 	}
@@ -174,7 +221,7 @@ func (g *Gateway) askBackground(ctx context.Context, r watchedResponse) {
 	status, body, err := g.fetchResponse(actx, r)
 	switch {
 	case errors.Is(err, errResponseTooLarge):
-		g.watch.drop(r.id)
+		g.stopFollowing(ctx, r)
 		log.Warn("gateway: a background response is larger than --max-body, too large to record; its call stays open", "max_body", g.cfg.MaxBody)
 		return
 	case err != nil || status == http.StatusTooManyRequests || status == http.StatusRequestTimeout || status/100 == 5:
@@ -182,13 +229,13 @@ func (g *Gateway) askBackground(ctx context.Context, r watchedResponse) {
 		g.watch.later(r.id)
 		return
 	case status/100 != 2:
-		g.watch.drop(r.id)
+		g.stopFollowing(ctx, r)
 		log.Warn("gateway: the provider refused to say how a background response ended; its call stays open until the app fetches it through the gateway", "status", status)
 		return
 	}
 	out, err := calls.ParseResponse(calls.Responses, body)
 	if err != nil || out.ResponseID != r.id {
-		g.watch.drop(r.id)
+		g.stopFollowing(ctx, r)
 		log.Warn("gateway: the provider's answer about a background response is not that response; its call stays open until the app fetches it through the gateway", "err", err)
 		return
 	}
@@ -203,7 +250,7 @@ func (g *Gateway) askBackground(ctx context.Context, r watchedResponse) {
 		g.watch.later(r.id)
 		return
 	}
-	g.watch.drop(r.id)
+	g.stopFollowing(ctx, r)
 	if conv != "" {
 		log.Info("gateway: a background response's end recorded, as the gateway fetched it (the app did not fetch it through the gateway)")
 	}

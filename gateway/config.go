@@ -83,6 +83,13 @@ type Config struct {
 	// gateway). Without a managed key the gateway has no key to ask with.
 	// Asked by Run.
 	BackgroundPoll time.Duration
+	// Background keeps the background responses the gateway asks about
+	// beyond its process (eventlog.Log.BackgroundResponses): a gateway
+	// that restarts, or another of the installation, goes on asking about
+	// those a stopped gateway followed. Nil: this process's memory alone,
+	// which a restart forgets (the calls then wait for a fetch through
+	// the gateway).
+	Background BackgroundStore
 	// MaxBody bounds request bodies (413 past it) and the response bytes
 	// kept to record a call (default DefaultMaxBody).
 	MaxBody int64

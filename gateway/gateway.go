@@ -46,6 +46,9 @@ type Gateway struct {
 	// watch holds the background responses Run asks the provider about
 	// (nil without a managed OpenAI key, or with BackgroundPoll < 0).
 	watch *backgroundWatch
+	// badEntries are the entries of Config.Background, not written by a
+	// gateway, that the log named already.
+	badEntries sync.Map
 }
 
 // New builds a Gateway.

@@ -147,6 +147,11 @@ func SpecFor(r Role, n eventlog.Names) Spec {
 		pub(api("DIRECT.GET", thrKV), "gateway: look a call's earlier states up at once (batched direct get)")
 		pub(api("STREAM.MSG.GET", thrKV), "gateway: the same, from a bucket without direct gets")
 		pub("$KV."+n.ThreadsBucket+".>", "gateway: index recorded calls for threading")
+		bgKV := "KV_" + n.BackgroundBucket
+		pub(api("STREAM.INFO", bgKV), "gateway: open the list of background responses it asks the provider about")
+		pub(api("STREAM.CREATE", bgKV), "gateway: create that list on first use")
+		pub(api("DIRECT.GET", bgKV), "gateway: read that list (batched direct get), to ask about the responses a stopped gateway followed")
+		pub("$KV."+n.BackgroundBucket+".>", "gateway: add a background response to that list, and drop it once its end is recorded")
 		sub(n.ErasedSubject(), "gateway: let go of an erased conversation it keeps in memory (erase announces it)")
 		sub(n.GatewayInstances(), "gateway: answer, by its instance ID, that it runs (another gateway closes the calls of one that stopped)")
 		pub(n.GatewayInstances(), "gateway: ask whether the gateway that began an unfinished call still runs")

@@ -1,0 +1,119 @@
+package gateway_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/gateway"
+	"github.com/turnlog/turnlog/internal/natstest"
+	"github.com/turnlog/turnlog/natsauth"
+)
+
+// keepingGateway is one `turnlog gateway` process on s with a managed
+// OpenAI key, asking about background responses every poll and keeping
+// them in the installation's list: its URL, its log, that list, and what
+// stops it (Run ends, its connection goes: the process dies).
+func keepingGateway(t *testing.T, s *natstest.Server, upstream string, poll time.Duration) (string, *eventlog.Log, *eventlog.BackgroundResponses, func()) {
+	t.Helper()
+	nc := s.ConnectAs(t, natsauth.Worker)
+	l, err := eventlog.Open(context.Background(), nc, eventlog.WithWriterRole(string(natsauth.Worker)))
+	require.NoError(t, err)
+	threads, err := l.Threads(context.Background())
+	require.NoError(t, err)
+	kept, err := l.BackgroundResponses(context.Background())
+	require.NoError(t, err)
+	g, err := gateway.New(gateway.Config{Log: l, Connected: nc.IsConnected, Token: token, OpenAIUpstream: upstream + "/v1",
+		Threads: threads, OpenAIKey: "sk-provider-secret", BackgroundPoll: poll, Background: kept})
+	require.NoError(t, err)
+	hs := httptest.NewServer(g)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); g.Run(ctx) }()
+	var stopped bool
+	stop := func() {
+		if !stopped {
+			stopped = true
+			hs.Close()
+			cancel()
+			<-done
+			nc.Close()
+		}
+	}
+	t.Cleanup(stop)
+	return hs.URL, l, kept, stop
+}
+
+// listed returns the entries gateways wrote in the installation's background responses.
+func listed(t *testing.T, kept *eventlog.BackgroundResponses) []eventlog.BackgroundResponse {
+	t.Helper()
+	var out []eventlog.BackgroundResponse
+	require.NoError(t, kept.Each(t.Context(), func(r eventlog.BackgroundResponse, err error) bool {
+		if err == nil {
+			out = append(out, r)
+		}
+		return true
+	}))
+	return out
+}
+
+// TestBackgroundResponseOfAStoppedGatewayIsAskedAbout: the background
+// responses a gateway asked the provider about (a webhook app's) were in
+// its memory alone: a gateway restarted, or stopped behind a load
+// balancer, forgot them, and their calls stayed open for ever. They are
+// now kept in the installation's list. While the gateway that follows
+// one runs, the others leave it alone; once it stops, another takes it
+// up, asks with what the call asked for, records the end, and the entry
+// goes.
+func TestBackgroundResponseOfAStoppedGatewayIsAskedAbout(t *testing.T) {
+	s := natstest.Start(t, natstest.WithAuth())
+	up := newAskedUpstream(t)
+	a, _, kept, stopA := keepingGateway(t, s, up.URL, time.Hour) // A would ask in an hour
+	resp, _ := postOK(t, a+"/v1/responses", map[string]string{"Authorization": "Bearer " + token, "OpenAI-Project": "proj_research"},
+		`{"model":"m","input":"a long job","background":true,"include":["reasoning.encrypted_content"]}`)
+	conv := resp.Header.Get("Turnlog-Conversation")
+	require.Eventually(t, func() bool { return len(listed(t, kept)) == 1 }, 10*time.Second, 10*time.Millisecond,
+		"A keeps the response it follows in the installation's list")
+	e := listed(t, kept)[0]
+	assert.Equal(t, conv, e.Conversation)
+	assert.Equal(t, "resp_wh", e.ResponseID)
+	assert.Equal(t, []string{"reasoning.encrypted_content"}, e.Include)
+	assert.Equal(t, []string{"proj_research"}, e.Account["Openai-Project"])
+	assert.NotEmpty(t, e.Instance)
+
+	// What another NATS client wrote into the list: B reads on past it.
+	require.NoError(t, s.Conn.Publish("$KV.TURNLOG_BACKGROUND.junk", []byte("not json")))
+	require.NoError(t, s.Conn.Flush())
+
+	_, l, kept, _ := keepingGateway(t, s, up.URL, 20*time.Millisecond) // B: looks every 480 ms
+	time.Sleep(1500 * time.Millisecond)                                // three of B's looks, each asking whether A runs
+	assert.Empty(t, up.asked(), "A runs: B leaves its response to it")
+
+	stopA()
+	var finished []events.InferenceFinished
+	require.Eventually(t, func() bool {
+		finished = finished[:0]
+		for _, e := range conversationEvents(t, l, conv) {
+			if p, ok := e.Payload.(events.InferenceFinished); ok {
+				finished = append(finished, p)
+			}
+		}
+		return len(finished) > 0
+	}, 20*time.Second, 20*time.Millisecond, "B takes up the stopped gateway's response and records its end")
+	require.Len(t, finished, 1)
+	assert.Equal(t, "resp_wh", finished[0].ResponseID)
+	assert.Equal(t, []string{"a long job", "the answer the webhook announced"}, blockTexts(t, l, conv))
+	verify(t, l, conv)
+	for _, g := range up.asked() {
+		assert.Equal(t, []string{"reasoning.encrypted_content"}, g.URL.Query()["include[]"], "what the call asked to include")
+		assert.Equal(t, "proj_research", g.Header.Get("OpenAI-Project"), "in the call's project")
+		assert.Equal(t, "Bearer sk-provider-secret", g.Header.Get("Authorization"))
+	}
+	require.Eventually(t, func() bool { return len(listed(t, kept)) == 0 }, 10*time.Second, 10*time.Millisecond,
+		"its end recorded, the response leaves the list")
+}
