@@ -45,7 +45,11 @@ func (g *Gateway) saveWatched(ctx context.Context) {
 				"conversation", r.conv, "response", r.id, "err", err)
 			return
 		}
-		g.watch.saved(r.id)
+		if !g.watch.saved(r.id) {
+			// Its end came meanwhile (an ask in flight), and its entry
+			// was dropped before this put: drop it again.
+			g.stopFollowing(ctx, r)
+		}
 	}
 }
 

@@ -35,6 +35,8 @@ const (
 	maxWatched = 10000
 	// backgroundAskTimeout bounds one ask.
 	backgroundAskTimeout = 30 * time.Second
+	// backgroundAsksAtOnce bounds the asks in flight together.
+	backgroundAsksAtOnce = 8
 )
 
 // errResponseTooLarge: a fetched response larger than MaxBody.
@@ -50,6 +52,8 @@ type watchedResponse struct {
 	delay    time.Duration
 	// saved: kept in Config.Background under this gateway's instance.
 	saved bool
+	// asking: an ask about it is in flight.
+	asking bool
 }
 
 // backgroundWatch holds the background responses the gateway follows;
@@ -74,10 +78,7 @@ func (w *backgroundWatch) add(conv, id string, include []string, account http.He
 	}
 	now := time.Now()
 	w.watched[id] = &watchedResponse{conv: conv, id: id, include: include, account: account, since: since, next: now.Add(first), delay: first}
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
+	w.poke()
 	return true
 }
 
@@ -102,23 +103,29 @@ func (w *backgroundWatch) unsaved() []watchedResponse {
 	return out
 }
 
-// saved notes that response id is kept beyond the process.
-func (w *backgroundWatch) saved(id string) {
+// saved notes that response id is kept beyond the process; false when
+// it is no longer followed.
+func (w *backgroundWatch) saved(id string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if r, ok := w.watched[id]; ok {
+	r, ok := w.watched[id]
+	if ok {
 		r.saved = true
 	}
+	return ok
 }
 
-// due returns the responses to ask about now, and when the next one after
-// them is due (zero: none is followed).
+// due returns the responses to ask about now, marked as being asked
+// about until later or drop, and when the next one after them is due
+// (zero: none is followed but those being asked about).
 func (w *backgroundWatch) due(now time.Time) (due []watchedResponse, next time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, r := range w.watched {
 		switch {
+		case r.asking:
 		case !r.next.After(now):
+			r.asking = true
 			due = append(due, *r)
 		case next.IsZero() || r.next.Before(next):
 			next = r.next
@@ -134,6 +141,15 @@ func (w *backgroundWatch) later(id string) {
 	if r, ok := w.watched[id]; ok {
 		r.delay = min(2*r.delay, maxBackgroundPoll)
 		r.next = time.Now().Add(r.delay)
+		r.asking = false
+	}
+}
+
+// poke wakes followBackground to look at what is due.
+func (w *backgroundWatch) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -166,6 +182,9 @@ func (g *Gateway) watchBackground(conv, id string, include []string, account htt
 func (g *Gateway) followBackground(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	var asking sync.WaitGroup
+	defer asking.Wait()
+	slots := make(chan struct{}, backgroundAsksAtOnce)
 	every := g.adoptEvery()
 	var adopted time.Time
 	for {
@@ -178,13 +197,19 @@ func (g *Gateway) followBackground(ctx context.Context) {
 		}
 		due, next := g.watch.due(time.Now())
 		for _, r := range due {
-			if ctx.Err() != nil {
+			// backgroundAsksAtOnce at a time: an ask the provider is
+			// slow to answer (up to backgroundAskTimeout) holds up no
+			// other response's.
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
 				return
 			}
-			g.askBackground(ctx, r)
-		}
-		if len(due) > 0 {
-			continue
+			asking.Go(func() {
+				defer g.watch.poke()
+				defer func() { <-slots }()
+				g.askBackground(ctx, r)
+			})
 		}
 		wait := time.Hour
 		if !next.IsZero() {

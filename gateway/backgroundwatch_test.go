@@ -153,3 +153,50 @@ func TestBackgroundEndIsNotAskedForWithoutAKey(t *testing.T) {
 		})
 	}
 }
+
+// TestSlowBackgroundAskHoldsUpNoOther: the gateway asked about its
+// background responses one after another, each ask waiting up to 30 s
+// for the provider, so one the provider was slow to answer held up every
+// other (with thousands followed, a round took longer than the waits it
+// keeps). Asks now run several at once: a response whose end is told at
+// once is recorded while another's ask still waits.
+func TestSlowBackgroundAskHoldsUpNoOther(t *testing.T) {
+	hung := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.Method == http.MethodGet && r.URL.Path == "/v1/responses/resp_slow":
+			select { // the provider never answers this one
+			case <-hung:
+			case <-r.Context().Done():
+			}
+		case r.Method == http.MethodGet:
+			io.WriteString(w, `{"id":"resp_fast","object":"response","created_at":1,"completed_at":2,"status":"completed","background":true,"model":"m","output":[{"type":"message","id":"msg_f","status":"completed","role":"assistant","content":[{"type":"output_text","text":"fast","annotations":[]}]}],"usage":{"input_tokens":1,"output_tokens":1,"total_tokens":2}}`)
+		case strings.Contains(string(b), "slow job"):
+			io.WriteString(w, `{"id":"resp_slow","object":"response","created_at":1,"status":"queued","background":true,"model":"m","output":[],"usage":null}`)
+		default:
+			io.WriteString(w, `{"id":"resp_fast","object":"response","created_at":1,"status":"queued","background":true,"model":"m","output":[],"usage":null}`)
+		}
+	}))
+	t.Cleanup(up.Close)
+	t.Cleanup(func() { close(hung) })
+	r := newRig(t, up.URL, "", func(c *gateway.Config) {
+		c.OpenAIKey = "sk-provider-secret"
+		c.BackgroundPoll = 20 * time.Millisecond
+	})
+	runGateway(t, r)
+	hdr := map[string]string{"Authorization": "Bearer " + token}
+	postOK(t, r.gw.URL+"/v1/responses", hdr, `{"model":"m","input":"a slow job","background":true}`)
+	time.Sleep(100 * time.Millisecond) // its ask is under way, and hangs
+	resp, _ := postOK(t, r.gw.URL+"/v1/responses", hdr, `{"model":"m","input":"a fast job","background":true}`)
+	fast := resp.Header.Get("Turnlog-Conversation")
+	require.Eventually(t, func() bool {
+		for _, e := range conversationEvents(t, r.log, fast) {
+			if _, ok := e.Payload.(events.InferenceFinished); ok {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 20*time.Millisecond, "the fast response's end is recorded while the slow one's ask waits (30 s)")
+}
