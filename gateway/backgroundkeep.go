@@ -22,11 +22,19 @@ type BackgroundStore interface {
 	Each(ctx context.Context, fn func(eventlog.BackgroundResponse, error) bool) error
 }
 
-// adoptEvery is how often a gateway looks for the background responses
-// of stopped gateways: every 2 minutes, sooner with a short
-// BackgroundPoll (24 polls).
-func (g *Gateway) adoptEvery() time.Duration {
-	return min(maxBackgroundPoll, 24*g.cfg.BackgroundPoll)
+// adoptEvery takes up the responses of stopped gateways
+// (adoptBackground) when Run starts and then every 2 minutes, sooner
+// with a short BackgroundPoll (every 24 polls), until ctx ends.
+func (g *Gateway) adoptEvery(ctx context.Context) {
+	every := min(maxBackgroundPoll, 24*g.cfg.BackgroundPoll)
+	for {
+		g.adoptBackground(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(every):
+		}
+	}
 }
 
 // saveWatched keeps the followed responses not yet kept in

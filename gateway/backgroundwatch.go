@@ -177,22 +177,20 @@ func (g *Gateway) watchBackground(conv, id string, include []string, account htt
 
 // followBackground asks about the followed background responses as they
 // fall due, until ctx ends. With Config.Background it keeps them there,
-// and now and then takes up those a stopped gateway followed
-// (adoptBackground).
+// and, beside, now and then takes up those a stopped gateway followed
+// (adoptBackground: asking whether a gateway runs waits a second for
+// each that does, which holds up no ask).
 func (g *Gateway) followBackground(ctx context.Context) {
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
 	var asking sync.WaitGroup
 	defer asking.Wait()
+	if g.cfg.Background != nil {
+		asking.Go(func() { g.adoptEvery(ctx) })
+	}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
 	slots := make(chan struct{}, backgroundAsksAtOnce)
-	every := g.adoptEvery()
-	var adopted time.Time
 	for {
 		if g.cfg.Background != nil {
-			if time.Since(adopted) >= every {
-				g.adoptBackground(ctx)
-				adopted = time.Now()
-			}
 			g.saveWatched(ctx)
 		}
 		due, next := g.watch.due(time.Now())
@@ -214,9 +212,6 @@ func (g *Gateway) followBackground(ctx context.Context) {
 		wait := time.Hour
 		if !next.IsZero() {
 			wait = time.Until(next)
-		}
-		if g.cfg.Background != nil {
-			wait = min(wait, time.Until(adopted.Add(every)))
 		}
 		timer.Reset(wait)
 		select {
