@@ -42,12 +42,21 @@ type DeadLetter struct {
 	// Headers and Data are the request message as it was published.
 	Headers map[string][]string `json:"headers,omitempty"`
 	Data    []byte              `json:"data"`
+	// ServedAs is the ID the worker knew the request by: its own
+	// request_id, or the one the worker derived for a request without
+	// one (stable across redeliveries). Empty in a dead letter a worker
+	// of an earlier turnlog stored.
+	ServedAs string `json:"served_as,omitempty"`
 }
 
-// RequestID is the ID of the chat request d keeps: the request_id of its
-// JSON, or its Nats-Msg-Id header when the JSON names none ("" when
-// neither does).
+// RequestID is the ID of the chat request d keeps: the ID the worker
+// served it under (ServedAs); in a dead letter without one, the
+// request_id of its JSON, or its Nats-Msg-Id header when the JSON names
+// none ("" when neither does).
 func (d DeadLetter) RequestID() string {
+	if d.ServedAs != "" {
+		return d.ServedAs
+	}
 	var req struct {
 		RequestID string `json:"request_id"`
 	}

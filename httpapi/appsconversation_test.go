@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oklog/ulid/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/calls"
@@ -108,4 +109,44 @@ func TestStreamTellsOfADeadLetterStoredJustBefore(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(e.data), &dl))
 	assert.Equal(t, id, dl.RequestID)
 	assert.Contains(t, dl.Reason, "the conversation is an app's")
+}
+
+// TestStreamTellsEachDeadLetterWithoutARequestID: a request published
+// without a request_id (the raw publish http-api.md shows) has the ID the
+// worker derived for it, but its dead letter did not say it: the stream
+// sent request_id "" and, taking every such dead letter for the same
+// request, told only the first. Each now comes with the ID the worker
+// served it under.
+func TestStreamTellsEachDeadLetterWithoutARequestID(t *testing.T) {
+	ts, l := startChatAPI(t)
+	ctx := context.Background()
+	const app = "app-noid"
+	_, err := l.Append(ctx, app, 0,
+		events.New(app, "call-1", 0, calls.Actor, events.ConversationStarted{}),
+		events.New(app, "call-1", 0, calls.Actor, events.UserAppended{BlockID: "u1", Text: "hello"}))
+	require.NoError(t, err)
+	stream, _ := openStream(t, ts, "/conversations/"+app+"/stream")
+	require.Equal(t, "ready", next(t, stream).event)
+	for _, text := range []string{"first", "second"} {
+		_, err = l.JetStream().Publish(ctx, l.Names().ChatSubject(app), []byte(`{"text":"`+text+`"}`))
+		require.NoError(t, err)
+	}
+	var ids []string
+	for len(ids) < 2 {
+		e := next(t, stream)
+		require.Equal(t, "dead_letter", e.event, "%s", e.data)
+		var dl httpapi.StreamDeadLetter
+		require.NoError(t, json.Unmarshal([]byte(e.data), &dl))
+		_, perr := ulid.ParseStrict(dl.RequestID)
+		require.NoError(t, perr, "the ID the worker derived: %q", dl.RequestID)
+		ids = append(ids, dl.RequestID)
+	}
+	assert.NotEqual(t, ids[0], ids[1], "two requests, two IDs")
+	letters, err := l.DeadLetters(ctx, 10)
+	require.NoError(t, err)
+	var stored []string
+	for _, d := range letters {
+		stored = append(stored, d.RequestID())
+	}
+	assert.ElementsMatch(t, ids, stored, "as the dead letters say")
 }

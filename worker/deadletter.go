@@ -24,7 +24,8 @@ import (
 func (w *Worker) deadLetter(ctx context.Context, m jetstream.Msg, meta *jetstream.MsgMetadata, subject, reason string) {
 	d := eventlog.DeadLetter{Subject: subject, Reason: reason, Received: meta.Timestamp.UTC(),
 		RequestSeq: meta.Sequence.Stream, Deliveries: meta.NumDelivered, Worker: w.cfg.Name,
-		Headers: m.Headers(), Data: m.Data()}
+		Headers: m.Headers(), Data: m.Data(),
+		ServedAs: w.servedAs(m.Data(), subject, meta.Sequence.Stream, meta.Timestamp)}
 	log := w.log.With("subject", subject, "request_seq", meta.Sequence.Stream, "reason", reason)
 	err := w.cfg.Log.AddDeadLetter(context.WithoutCancel(ctx), d)
 	if errors.Is(err, eventlog.ErrStorageFull) {
@@ -45,6 +46,14 @@ func (w *Worker) deadLetter(ctx context.Context, m jetstream.Msg, meta *jetstrea
 		log.Warn("request dead-lettered")
 	}
 	_ = m.Term()
+}
+
+// servedAs is the ID the worker knows a request by (its own, or the one
+// derived from the request message, seq and at, as parseRequest gives
+// it), for its dead letter.
+func (w *Worker) servedAs(data []byte, subject string, seq uint64, at time.Time) string {
+	req, _ := parseRequest(data, w.names.ConversationOf(subject), seq, at, w.cfg.MaxTextBytes)
+	return req.RequestID
 }
 
 // holdDeadLetter keeps m, whose dead letter JetStream's storage was too

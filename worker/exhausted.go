@@ -245,8 +245,9 @@ func (w *Worker) deadLetterStored(ctx context.Context, s jetstream.Stream, m *je
 	// The subject the request was published on, as every other dead
 	// letter names it (and senders look for it), not the requests
 	// stream's partition subject it is stored under.
-	d := eventlog.DeadLetter{Subject: w.names.ChatSubject(w.names.ConversationOf(m.Subject)), Reason: reason, Received: m.Time.UTC(), RequestSeq: m.Sequence, Worker: w.cfg.Name,
-		Headers: m.Header, Data: m.Data}
+	subject := w.names.ChatSubject(w.names.ConversationOf(m.Subject))
+	d := eventlog.DeadLetter{Subject: subject, Reason: reason, Received: m.Time.UTC(), RequestSeq: m.Sequence, Worker: w.cfg.Name,
+		Headers: m.Header, Data: m.Data, ServedAs: w.servedAs(m.Data, subject, m.Sequence, m.Time)}
 	if err := w.cfg.Log.AddDeadLetter(ctx, d); err != nil {
 		return err
 	}
