@@ -22,7 +22,8 @@ import (
 // provider sent them. The spool writes more members, which a file may
 // hold too: "call_id", "threading", "status" (the upstream's HTTP status,
 // default 200), "failure" and "transient" (how the call failed),
-// "duration_ms", and "request_base64" for a body that was not JSON.
+// "duration_ms", "request_base64" for a body that was not JSON, and
+// "account" (the OpenAI-Organization and OpenAI-Project headers).
 type Logged struct {
 	API          API
 	Time         time.Time
@@ -39,6 +40,11 @@ type Logged struct {
 	// Headers are the call's recorded headers (RecordedHeaders; any other
 	// member of the line's "headers" is left out, credentials among them).
 	Headers map[string]string
+	// Account is the OpenAI-Organization and OpenAI-Project headers the
+	// call named (the spool writes them: not recorded, but the gateway
+	// asks about a background response in the call's organization and
+	// project).
+	Account map[string][]string
 	// The members the spool writes (see above).
 	CallID    string
 	Threading string
@@ -49,20 +55,21 @@ type Logged struct {
 }
 
 type loggedJSON struct {
-	API           string            `json:"api"`
-	Time          string            `json:"time"`
-	Conversation  string            `json:"conversation,omitempty"`
-	Request       json.RawMessage   `json:"request,omitempty"`
-	RequestBase64 string            `json:"request_base64,omitempty"`
-	Response      json.RawMessage   `json:"response,omitempty"`
-	Compact       bool              `json:"compact,omitempty"`
-	Headers       map[string]string `json:"headers,omitempty"`
-	CallID        string            `json:"call_id,omitempty"`
-	Threading     string            `json:"threading,omitempty"`
-	Status        int               `json:"status,omitempty"`
-	Failure       string            `json:"failure,omitempty"`
-	Transient     bool              `json:"transient,omitempty"`
-	DurationMS    float64           `json:"duration_ms,omitempty"`
+	API           string              `json:"api"`
+	Time          string              `json:"time"`
+	Conversation  string              `json:"conversation,omitempty"`
+	Request       json.RawMessage     `json:"request,omitempty"`
+	RequestBase64 string              `json:"request_base64,omitempty"`
+	Response      json.RawMessage     `json:"response,omitempty"`
+	Compact       bool                `json:"compact,omitempty"`
+	Headers       map[string]string   `json:"headers,omitempty"`
+	CallID        string              `json:"call_id,omitempty"`
+	Threading     string              `json:"threading,omitempty"`
+	Status        int                 `json:"status,omitempty"`
+	Failure       string              `json:"failure,omitempty"`
+	Transient     bool                `json:"transient,omitempty"`
+	DurationMS    float64             `json:"duration_ms,omitempty"`
+	Account       map[string][]string `json:"account,omitempty"`
 }
 
 // ParseLogged reads one logged call and checks what a recording needs:
@@ -90,7 +97,7 @@ func ParseLogged(line []byte) (*Logged, error) {
 		return nil, fmt.Errorf(`"compact" is for the %s API's compaction, not %s`, Responses, api)
 	}
 	l := &Logged{API: api, Compact: j.Compact, Headers: recordedOnly(j.Headers), Conversation: j.Conversation, CallID: j.CallID, Threading: j.Threading, Status: j.Status,
-		Failure: j.Failure, Transient: j.Transient, Duration: time.Duration(j.DurationMS * float64(time.Millisecond))}
+		Failure: j.Failure, Transient: j.Transient, Duration: time.Duration(j.DurationMS * float64(time.Millisecond)), Account: j.Account}
 	if j.Time == "" {
 		return nil, errors.New(`"time" is missing: give when the call was made, in RFC 3339 (2025-01-31T12:00:00Z)`)
 	}
@@ -181,7 +188,7 @@ func (l *Logged) Outcome() Outcome {
 func (l *Logged) Marshal() []byte {
 	j := loggedJSON{API: string(l.API), Compact: l.Compact, Headers: l.Headers, Time: l.Time.UTC().Format(time.RFC3339Nano), Conversation: l.Conversation,
 		CallID: l.CallID, Threading: l.Threading, Status: l.Status, Failure: l.Failure, Transient: l.Transient,
-		DurationMS: float64(l.Duration) / float64(time.Millisecond)}
+		DurationMS: float64(l.Duration) / float64(time.Millisecond), Account: l.Account}
 	raw := bytes.TrimSpace(l.Request)
 	if json.Valid(raw) && len(raw) > 0 && raw[0] == '{' && bytes.Equal(raw, l.Request) {
 		j.Request = l.Request

@@ -10,6 +10,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -165,14 +166,33 @@ func (w *backgroundWatch) drop(id string) {
 // managed OpenAI key to ask with: asked for with the call's include list
 // and in its organization and project (account). Run keeps it beyond
 // the process (Config.Background), off the call's path.
-func (g *Gateway) watchBackground(conv, id string, include []string, account http.Header) {
+func (g *Gateway) watchBackground(conv, id string, include []string, account http.Header, since time.Time) {
 	if g.watch == nil || id == "" {
 		return
 	}
-	if !g.watch.add(conv, id, include, account, time.Now(), g.cfg.BackgroundPoll) {
+	if !g.watch.add(conv, id, include, account, since, g.cfg.BackgroundPoll) {
 		g.cfg.Logger.Warn("gateway: too many background responses followed; this one's call stays open until the app fetches it through the gateway",
 			"conversation", conv, "response", id, "followed", maxWatched)
 	}
+}
+
+// watchSpooled follows the background response that l, a call the spool
+// kept while NATS was away and has now recorded in conversation conv, was
+// answered "queued" with, as watchBackground does for a call recorded as
+// it was made.
+func (g *Gateway) watchSpooled(l *calls.Logged, conv string) {
+	if g.watch == nil || l.API != calls.Responses || conv == "" {
+		return
+	}
+	o := l.Outcome()
+	if o.Failure != "" || o.Output == nil || !o.Output.Background {
+		return
+	}
+	var req struct {
+		Include []string `json:"include"`
+	}
+	_ = json.Unmarshal(l.Request, &req) // recorded unparsed: none
+	g.watchBackground(conv, o.Output.ResponseID, req.Include, http.Header(l.Account), l.Time)
 }
 
 // followBackground asks about the followed background responses as they

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/gateway"
 	"github.com/turnlog/turnlog/replay"
@@ -199,4 +200,38 @@ func TestSlowBackgroundAskHoldsUpNoOther(t *testing.T) {
 		}
 		return false
 	}, 10*time.Second, 20*time.Millisecond, "the fast response's end is recorded while the slow one's ask waits (30 s)")
+}
+
+// TestSpooledBackgroundCallIsAskedAbout: a call answered "queued" while
+// NATS was away (--record-optional) went to the spool, and was recorded
+// open once NATS was back, but the gateway never asked how its response
+// ended: a webhook app's call stayed open for ever. It is now followed
+// once the spool records it, asked about in the project it named.
+func TestSpooledBackgroundCallIsAskedAbout(t *testing.T) {
+	up := newAskedUpstream(t)
+	c := newCuttable(t, up.URL, 1<<20, func(cfg *gateway.Config) {
+		cfg.OpenAIKey = "sk-provider-secret"
+		cfg.BackgroundPoll = 20 * time.Millisecond
+	})
+	l, err := eventlog.Open(t.Context(), c.srv.Conn)
+	require.NoError(t, err)
+	c.cut(t)
+	postOK(t, c.gw.URL+"/v1/responses", map[string]string{"Authorization": "Bearer " + token, "Turnlog-Conversation": "bg-spooled", "OpenAI-Project": "proj_research"},
+		`{"model":"m","input":"a long job","background":true,"include":["reasoning.encrypted_content"]}`)
+	require.Equal(t, 1, spooled(t, c.spool))
+	c.restore(t)
+	require.Eventually(t, func() bool {
+		for _, e := range conversationEvents(t, l, "bg-spooled") {
+			if _, ok := e.Payload.(events.InferenceFinished); ok {
+				return true
+			}
+		}
+		return false
+	}, 15*time.Second, 20*time.Millisecond, "the spooled call's response is asked about and its end recorded")
+	assert.Equal(t, []string{"a long job", "the answer the webhook announced"}, blockTexts(t, l, "bg-spooled"))
+	verify(t, l, "bg-spooled")
+	for _, g := range up.asked() {
+		assert.Equal(t, []string{"reasoning.encrypted_content"}, g.URL.Query()["include[]"])
+		assert.Equal(t, "proj_research", g.Header.Get("OpenAI-Project"), "in the project the call named")
+	}
 }

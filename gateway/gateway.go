@@ -88,6 +88,7 @@ func New(cfg Config) (*Gateway, error) {
 		if g.spool, err = openSpool(cfg.SpoolDir, cfg.SpoolBytes, cfg.Metrics, g.rec.parse, cfg.Logger); err != nil {
 			return nil, err
 		}
+		g.spool.recorded = g.watchSpooled
 	}
 	cfg.Transport = timedTransport{next: cfg.Transport, timeout: cfg.UpstreamTimeout}
 	var err error
@@ -245,7 +246,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				"turnlog cannot record this call: its NATS server is unreachable, and calls are not forwarded unrecorded; retry shortly")
 			return
 		}
-		sc, err := g.spool.admit(api, body, compact, calls.HeadersOf(r.Header), r.Header.Get(ConversationHeader), g.local)
+		sc, err := g.spool.admit(api, body, compact, calls.HeadersOf(r.Header), openAIAccount(r.Header), r.Header.Get(ConversationHeader), g.local)
 		if err != nil {
 			g.refuse(w, anthropic, err)
 			return

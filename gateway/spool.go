@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -41,6 +42,9 @@ type spool struct {
 	m     *Metrics
 	parse *calls.ParseCache
 	log   *slog.Logger
+	// recorded is told of each spooled call once recorded, in the
+	// conversation it was recorded in (Gateway.watchSpooled).
+	recorded func(l *calls.Logged, conv string)
 
 	mu   sync.Mutex
 	used int64 // bytes of the files and of the calls admitted
@@ -60,6 +64,7 @@ type spoolCall struct {
 	finished     bool
 	compact      bool // a call to calls.CompactPath
 	headers      map[string]string
+	account      http.Header // OpenAI-Organization, OpenAI-Project
 }
 
 // openSpool opens (creating) dir, locked for this process: two gateways
@@ -124,8 +129,8 @@ const spoolOverhead = 4096
 // request (the response is kept if it fits, else the call is recorded
 // failed for want of room), and finds its conversation as far as this
 // gateway knows it (local: the calls it recorded and spooled).
-func (s *spool) admit(api calls.API, body []byte, compact bool, headers map[string]string, named string, local *calls.Threads) (*spoolCall, error) {
-	c := &spoolCall{id: ulid.Make().String(), api: api, body: body, compact: compact, headers: headers, at: time.Now(), reserved: int64(len(body))*2 + spoolOverhead}
+func (s *spool) admit(api calls.API, body []byte, compact bool, headers map[string]string, account http.Header, named string, local *calls.Threads) (*spoolCall, error) {
+	c := &spoolCall{id: ulid.Make().String(), api: api, body: body, compact: compact, headers: headers, account: account, at: time.Now(), reserved: int64(len(body))*2 + spoolOverhead}
 	if req, err := s.parse.ParseRequest(api, body); err == nil {
 		c.req = req
 	}
@@ -177,7 +182,7 @@ func (s *spool) keep(c *spoolCall, o calls.Outcome, t *tee, local *calls.Threads
 	}
 	c.finished = true
 	l := &calls.Logged{API: c.api, Compact: c.compact, Headers: c.headers, Time: c.at, Conversation: c.Conversation, Request: c.body, CallID: c.id,
-		Threading: c.threading, Failure: o.Failure, Transient: o.Transient, Duration: o.Duration}
+		Threading: c.threading, Failure: o.Failure, Transient: o.Transient, Duration: o.Duration, Account: c.account}
 	if t != nil && o.Refused {
 		l.Status = t.status // the provider took nothing of the call in
 	}
@@ -320,8 +325,12 @@ func (s *spool) drainFiles(ctx context.Context, r *Recorder, connected func() bo
 			s.remove(recording, len(data))
 			continue
 		}
-		if _, err := r.Record(ctx, l); err != nil {
+		conv, err := r.Record(ctx, l)
+		if err != nil {
 			return fmt.Errorf("gateway: record spooled call %s: %w", n, err)
+		}
+		if s.recorded != nil {
+			s.recorded(l, conv)
 		}
 		s.remove(recording, len(data))
 		*done++

@@ -37,7 +37,7 @@ type cuttable struct {
 	logs  *syncbuf.Buffer // the gateway's log
 }
 
-func newCuttable(t *testing.T, upstream string, spoolBytes int64) *cuttable {
+func newCuttable(t *testing.T, upstream string, spoolBytes int64, opts ...rigOption) *cuttable {
 	t.Helper()
 	s := natstest.Start(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -58,8 +58,12 @@ func newCuttable(t *testing.T, upstream string, spoolBytes int64) *cuttable {
 	require.NoError(t, err)
 	dir := filepath.Join(t.TempDir(), "spool")
 	logs := &syncbuf.Buffer{}
-	g, err := gateway.New(gateway.Config{Log: l, Connected: nc.IsConnected, Token: token, OpenAIUpstream: upstream + "/v1",
-		Threads: threads, RecordOptional: true, SpoolDir: dir, SpoolBytes: spoolBytes, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	cfg := gateway.Config{Log: l, Connected: nc.IsConnected, Token: token, OpenAIUpstream: upstream + "/v1",
+		Threads: threads, RecordOptional: true, SpoolDir: dir, SpoolBytes: spoolBytes, Logger: slog.New(slog.NewTextHandler(logs, nil))}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	g, err := gateway.New(cfg)
 	require.NoError(t, err)
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})

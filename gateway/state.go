@@ -84,7 +84,7 @@ func (st *state) finish(ctx context.Context, g *Gateway, o calls.Outcome) error 
 		if st.api == calls.Responses && o.Failure == "" && o.Output != nil && o.Output.Background && st.pending.Parsed() {
 			// Queued: its end is asked for, should the app not fetch it
 			// through the gateway.
-			g.watchBackground(st.pending.Conversation(), o.Output.ResponseID, st.pending.call.Request.Include(), st.account)
+			g.watchBackground(st.pending.Conversation(), o.Output.ResponseID, st.pending.call.Request.Include(), st.account, time.Now())
 		}
 		return nil
 	}
