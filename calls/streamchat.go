@@ -133,11 +133,14 @@ func (s *Stream) chat(data []byte) {
 // otherChoices is the JSON array of the streamed choices after the first,
 // each as a non-streamed response writes a choice: {"index", "message":
 // {"role", "content", "tool_calls"}, "finish_reason", "logprobs"}; the
-// logprobs past budget (spent in order) are {"omitted_bytes": n}.
+// logprobs past budget (spent in order) are {"omitted_bytes": n}, and so
+// are the annotations past what MaxStreamedBytes leaves after the first
+// choice's (one bound for the answer's cited sources, whatever its "n").
 func (s *Stream) otherChoices(budget int) string {
 	if len(s.others) == 0 {
 		return ""
 	}
+	cited := MaxStreamedBytes - min(s.chatAnnotations.size, MaxStreamedBytes)
 	type call struct {
 		ID       string `json:"id"`
 		Type     string `json:"type"`
@@ -178,7 +181,12 @@ func (s *Stream) otherChoices(budget int) string {
 			c.Message.Content = &text
 		}
 		c.Message.Refusal = o.refusal.String()
-		c.Message.Annotations = o.annotations.array()
+		switch a := o.annotations.array(); {
+		case len(a) <= cited:
+			c.Message.Annotations, cited = a, cited-len(a)
+		default:
+			c.Message.Annotations, cited = json.RawMessage(omittedJSON(o.annotations.size)), 0
+		}
 		for _, j := range sortedInts(o.calls) {
 			if o.calls[j].legacy {
 				c.Message.FunctionCall = &functionCall{Name: o.calls[j].name, Arguments: o.calls[j].args.String()}

@@ -85,3 +85,48 @@ func TestStreamedCitationsAreKept(t *testing.T) {
 	assert.JSONEq(t, `{"citations":[`+cit+`]}`, bs[2].Meta[MetaStreamed], "the text's citations")
 	assert.Empty(t, bs[3].Meta[MetaStreamed], "a text without citations keeps nothing more")
 }
+
+// TestStreamedAnnotationsOfAllChoicesShareOneBound: a streamed answer's
+// cited sources share MaxStreamedBytes, but each choice after the first
+// (a request's "n") kept up to that much of its own, so five choices
+// citing many sources made an outcome larger than one NATS message, and
+// the answer's record was lost. They now share it with the first, in
+// order; one past it keeps its size alone.
+func TestStreamedAnnotationsOfAllChoicesShareOneBound(t *testing.T) {
+	ann := `{"type":"url_citation","url_citation":{"start_index":0,"end_index":5,"title":"` + strings.Repeat("t", 900) + `","url":"https://example.com/p"}}`
+	perChoice := (MaxStreamedBytes/3 - 64) / (len(ann) + 1) // three choices' fill the bound
+	list := strings.TrimSuffix(strings.Repeat(ann+",", perChoice), ",")
+	var chat strings.Builder
+	const n = 5
+	for i := range n {
+		chat.WriteString(`data: {"id":"c","choices":[{"index":` + string(rune('0'+i)) + `,"delta":{"role":"assistant","content":"x","annotations":[` + list + `]}}]}` + "\n\n")
+	}
+	chat.WriteString("data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+	s := NewStream(ChatCompletions, 4<<20)
+	s.Write([]byte(chat.String()))
+	o, err := s.Output()
+	require.NoError(t, err)
+	kept := len(o.Items[0].Blocks[0].Meta[MetaStreamed])
+	require.Greater(t, kept, MaxStreamedBytes/4, "the first choice's are kept")
+	var others []struct {
+		Message struct {
+			Annotations json.RawMessage `json:"annotations"`
+		} `json:"message"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(o.OtherChoices), &others))
+	require.Len(t, others, n-1)
+	omitted := 0
+	for i, c := range others {
+		var gone struct {
+			OmittedBytes int `json:"omitted_bytes"`
+		}
+		if json.Unmarshal(c.Message.Annotations, &gone) == nil && gone.OmittedBytes > 0 {
+			omitted++
+			continue
+		}
+		assert.Zero(t, omitted, "choice %d: kept after one was omitted (the first ones are kept)", i+1)
+		kept += len(c.Message.Annotations)
+	}
+	assert.LessOrEqual(t, kept, MaxStreamedBytes+64, "all choices' sources together within the bound")
+	assert.Equal(t, 2, omitted, "the choices past the bound keep their size alone")
+}
