@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/eventlog"
-	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/gateway"
 	"github.com/turnlog/turnlog/internal/natstest"
 	"github.com/turnlog/turnlog/natsauth"
@@ -95,16 +94,7 @@ func TestBackgroundResponseOfAStoppedGatewayIsAskedAbout(t *testing.T) {
 	assert.Empty(t, up.asked(), "A runs: B leaves its response to it")
 
 	stopA()
-	var finished []events.InferenceFinished
-	require.Eventually(t, func() bool {
-		finished = finished[:0]
-		for _, e := range conversationEvents(t, l, conv) {
-			if p, ok := e.Payload.(events.InferenceFinished); ok {
-				finished = append(finished, p)
-			}
-		}
-		return len(finished) > 0
-	}, 20*time.Second, 20*time.Millisecond, "B takes up the stopped gateway's response and records its end")
+	finished := waitFinished(t, l, conv, "B takes up the stopped gateway's response and records its end")
 	require.Len(t, finished, 1)
 	assert.Equal(t, "resp_wh", finished[0].ResponseID)
 	assert.Equal(t, []string{"a long job", "the answer the webhook announced"}, blockTexts(t, l, conv))

@@ -72,6 +72,23 @@ func runGateway(t *testing.T, r *rig) {
 	t.Cleanup(func() { cancel(); <-done })
 }
 
+// waitFinished waits until conv holds a call's inference.finished, and
+// returns those it holds; why says what the test waits for.
+func waitFinished(t *testing.T, l *eventlog.Log, conv, why string) []events.InferenceFinished {
+	t.Helper()
+	var finished []events.InferenceFinished
+	require.Eventually(t, func() bool {
+		finished = finished[:0]
+		for _, e := range conversationEvents(t, l, conv) {
+			if p, ok := e.Payload.(events.InferenceFinished); ok {
+				finished = append(finished, p)
+			}
+		}
+		return len(finished) > 0
+	}, 15*time.Second, 20*time.Millisecond, why)
+	return finished
+}
+
 // TestBackgroundEndIsAskedForWithAManagedKey: an app that queues a
 // background response and learns of its end by a webhook never fetches
 // it through the gateway, and its call stayed open for ever: the record
@@ -90,16 +107,7 @@ func TestBackgroundEndIsAskedForWithAManagedKey(t *testing.T) {
 		`{"model":"m","input":"a long job","background":true,"include":["reasoning.encrypted_content"]}`)
 	conv := resp.Header.Get("Turnlog-Conversation")
 
-	var finished []events.InferenceFinished
-	require.Eventually(t, func() bool {
-		finished = finished[:0]
-		for _, e := range conversationEvents(t, r.log, conv) {
-			if p, ok := e.Payload.(events.InferenceFinished); ok {
-				finished = append(finished, p)
-			}
-		}
-		return len(finished) > 0
-	}, 15*time.Second, 20*time.Millisecond, "the background response's end is recorded without a fetch by the app")
+	finished := waitFinished(t, r.log, conv, "the background response's end is recorded without a fetch by the app")
 	require.Len(t, finished, 1)
 	assert.Equal(t, "resp_wh", finished[0].ResponseID)
 	assert.Equal(t, 60*time.Second, finished[0].Duration, "the provider's own account")
@@ -192,14 +200,7 @@ func TestSlowBackgroundAskHoldsUpNoOther(t *testing.T) {
 	time.Sleep(100 * time.Millisecond) // its ask is under way, and hangs
 	resp, _ := postOK(t, r.gw.URL+"/v1/responses", hdr, `{"model":"m","input":"a fast job","background":true}`)
 	fast := resp.Header.Get("Turnlog-Conversation")
-	require.Eventually(t, func() bool {
-		for _, e := range conversationEvents(t, r.log, fast) {
-			if _, ok := e.Payload.(events.InferenceFinished); ok {
-				return true
-			}
-		}
-		return false
-	}, 10*time.Second, 20*time.Millisecond, "the fast response's end is recorded while the slow one's ask waits (30 s)")
+	waitFinished(t, r.log, fast, "the fast response's end is recorded while the slow one's ask waits (30 s)")
 }
 
 // TestSpooledBackgroundCallIsAskedAbout: a call answered "queued" while
@@ -220,14 +221,7 @@ func TestSpooledBackgroundCallIsAskedAbout(t *testing.T) {
 		`{"model":"m","input":"a long job","background":true,"include":["reasoning.encrypted_content"]}`)
 	require.Equal(t, 1, spooled(t, c.spool))
 	c.restore(t)
-	require.Eventually(t, func() bool {
-		for _, e := range conversationEvents(t, l, "bg-spooled") {
-			if _, ok := e.Payload.(events.InferenceFinished); ok {
-				return true
-			}
-		}
-		return false
-	}, 15*time.Second, 20*time.Millisecond, "the spooled call's response is asked about and its end recorded")
+	waitFinished(t, l, "bg-spooled", "the spooled call's response is asked about and its end recorded")
 	assert.Equal(t, []string{"a long job", "the answer the webhook announced"}, blockTexts(t, l, "bg-spooled"))
 	verify(t, l, "bg-spooled")
 	for _, g := range up.asked() {

@@ -11,10 +11,22 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/calls"
+	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/httpapi"
 	"github.com/turnlog/turnlog/replay"
 )
+
+// appsConversation stores app as a conversation the recording gateway
+// wrote (one call's user message) and returns its last sequence.
+func appsConversation(t *testing.T, l *eventlog.Log, app string) uint64 {
+	t.Helper()
+	seq, err := l.Append(context.Background(), app, 0,
+		events.New(app, "call-"+app, 0, calls.Actor, events.ConversationStarted{}),
+		events.New(app, "call-"+app, 0, calls.Actor, events.UserAppended{BlockID: "u1", Text: "hello"}))
+	require.NoError(t, err)
+	return seq
+}
 
 // TestMessageIntoAnAppsConversationIsRefused: a conversation the recording
 // gateway records from an app's calls is the app's. A message sent to it
@@ -27,10 +39,7 @@ func TestMessageIntoAnAppsConversationIsRefused(t *testing.T) {
 	ts, l := startChatAPI(t)
 	ctx := context.Background()
 	const app = "app-chat"
-	seq, err := l.Append(ctx, app, 0,
-		events.New(app, "call-1", 0, calls.Actor, events.ConversationStarted{}),
-		events.New(app, "call-1", 0, calls.Actor, events.UserAppended{BlockID: "u1", Text: "hello"}))
-	require.NoError(t, err)
+	seq := appsConversation(t, l, app)
 
 	status, out, _ := call(t, ts, "POST", "/conversations/"+app+"/messages", "Bearer "+token, `{"text": "typed in the console"}`)
 	require.Equal(t, http.StatusConflict, status, "%v", out)
@@ -57,12 +66,8 @@ func TestMessageIntoAnAppsConversationIsRefused(t *testing.T) {
 func TestStreamSaysARequestWasDeadLettered(t *testing.T) {
 	ts, l := startChatAPI(t)
 	ctx := context.Background()
-	for _, app := range []string{"app-watched", "app-other"} {
-		_, err := l.Append(ctx, app, 0,
-			events.New(app, "call-"+app, 0, calls.Actor, events.ConversationStarted{}),
-			events.New(app, "call-"+app, 0, calls.Actor, events.UserAppended{BlockID: "u1", Text: "hello"}))
-		require.NoError(t, err)
-	}
+	appsConversation(t, l, "app-watched")
+	appsConversation(t, l, "app-other")
 	stream, _ := openStream(t, ts, "/conversations/app-watched/stream")
 	require.Equal(t, "ready", next(t, stream).event)
 
@@ -90,11 +95,8 @@ func TestStreamTellsOfADeadLetterStoredJustBefore(t *testing.T) {
 	ts, l := startChatAPI(t)
 	ctx := context.Background()
 	const app, id = "app-gap", "01JCCCCCCCCCCCCCCCCCCCCCCC"
-	_, err := l.Append(ctx, app, 0,
-		events.New(app, "call-1", 0, calls.Actor, events.ConversationStarted{}),
-		events.New(app, "call-1", 0, calls.Actor, events.UserAppended{BlockID: "u1", Text: "hello"}))
-	require.NoError(t, err)
-	_, err = l.JetStream().Publish(ctx, l.Names().ChatSubject(app), []byte(`{"text":"y","request_id":"`+id+`"}`))
+	appsConversation(t, l, app)
+	_, err := l.JetStream().Publish(ctx, l.Names().ChatSubject(app), []byte(`{"text":"y","request_id":"`+id+`"}`))
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		n, err := l.DeadLetterCount(ctx)
@@ -121,14 +123,11 @@ func TestStreamTellsEachDeadLetterWithoutARequestID(t *testing.T) {
 	ts, l := startChatAPI(t)
 	ctx := context.Background()
 	const app = "app-noid"
-	_, err := l.Append(ctx, app, 0,
-		events.New(app, "call-1", 0, calls.Actor, events.ConversationStarted{}),
-		events.New(app, "call-1", 0, calls.Actor, events.UserAppended{BlockID: "u1", Text: "hello"}))
-	require.NoError(t, err)
+	appsConversation(t, l, app)
 	stream, _ := openStream(t, ts, "/conversations/"+app+"/stream")
 	require.Equal(t, "ready", next(t, stream).event)
 	for _, text := range []string{"first", "second"} {
-		_, err = l.JetStream().Publish(ctx, l.Names().ChatSubject(app), []byte(`{"text":"`+text+`"}`))
+		_, err := l.JetStream().Publish(ctx, l.Names().ChatSubject(app), []byte(`{"text":"`+text+`"}`))
 		require.NoError(t, err)
 	}
 	var ids []string
