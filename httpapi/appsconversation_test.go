@@ -149,3 +149,48 @@ func TestStreamTellsEachDeadLetterWithoutARequestID(t *testing.T) {
 	}
 	assert.ElementsMatch(t, ids, stored, "as the dead letters say")
 }
+
+// TestStreamTellsADeadLetterAmongMany: every stream hears the dead
+// letters of all conversations, through a buffer of 256; a burst of other
+// conversations' (a misbehaving client's flood) overflowed it, NATS
+// dropped what did not fit, and this conversation's notice among them was
+// never told. A stream that finds its subscription dropped notices reads
+// the recent dead letters again and tells those it had not.
+func TestStreamTellsADeadLetterAmongMany(t *testing.T) {
+	ts, l := startChatAPI(t)
+	ctx := context.Background()
+	const app, id = "app-flooded", "01JEEEEEEEEEEEEEEEEEEEEEEE"
+	appsConversation(t, l, app)
+	stream, _ := openStream(t, ts, "/conversations/"+app+"/stream")
+	require.Equal(t, "ready", next(t, stream).event)
+
+	nc := l.JetStream().Conn()
+	other := func(i int) {
+		d, err := json.Marshal(eventlog.DeadLetter{Subject: l.Names().ChatSubject("elsewhere"), Reason: "flood", Time: time.Now().UTC(), Data: []byte(`{"text":"x"}`)})
+		require.NoError(t, err)
+		require.NoError(t, nc.Publish(l.Names().DeadLetterSubject(), d))
+	}
+	for i := range 3000 {
+		other(i)
+	}
+	require.NoError(t, l.AddDeadLetter(ctx, eventlog.DeadLetter{Subject: l.Names().ChatSubject(app), Reason: "kept", Data: []byte(`{"text":"y","request_id":"` + id + `"}`)}))
+	for i := range 3000 {
+		other(i)
+	}
+	require.NoError(t, nc.Flush())
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case e := <-stream:
+			if e.event != "dead_letter" {
+				continue
+			}
+			var dl httpapi.StreamDeadLetter
+			require.NoError(t, json.Unmarshal([]byte(e.data), &dl))
+			assert.Equal(t, id, dl.RequestID)
+			return
+		case <-deadline:
+			t.Fatal("the conversation's dead letter, stored amid a flood of others', was never told")
+		}
+	}
+}

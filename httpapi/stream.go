@@ -154,11 +154,35 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	// The dead letters stored just before (a client reconnecting after a
 	// cut), then those the subscription brings, each request once.
 	told := map[string]bool{}
-	for _, d := range s.recentDeadLetters(ctx, chatSubject) {
-		told[d.RequestID] = true
-		if !send("dead_letter", d) {
-			return
+	tellRecent := func() bool {
+		for _, d := range s.recentDeadLetters(ctx, chatSubject) {
+			if told[d.RequestID] {
+				continue
+			}
+			told[d.RequestID] = true
+			if !send("dead_letter", d) {
+				return false
+			}
 		}
+		return true
+	}
+	if !tellRecent() {
+		return
+	}
+	// The subscription hears every conversation's dead letters: a burst
+	// of others' that overflows its buffer makes NATS drop some, this
+	// conversation's among them maybe. Once it did, they are read again
+	// from the stream, at most once a second (a flood that goes on is
+	// read again on a later message, or at the next keep-alive).
+	var dropped int
+	var reread time.Time
+	tellMissed := func() bool {
+		n, err := dsub.Dropped()
+		if err != nil || n <= dropped || time.Since(reread) < time.Second {
+			return true
+		}
+		dropped, reread = n, time.Now()
+		return tellRecent()
 	}
 	keepAlive := time.NewTicker(streamKeepAlive)
 	defer keepAlive.Stop()
@@ -182,6 +206,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 		case m := <-dead:
+			if !tellMissed() {
+				return
+			}
 			d, ok := deadLetterOf(m, chatSubject)
 			if !ok || told[d.RequestID] {
 				continue
@@ -223,6 +250,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 		case <-keepAlive.C:
+			if !tellMissed() {
+				return
+			}
 			if _, err := w.Write([]byte(": keep-alive\n\n")); err != nil || rc.Flush() != nil {
 				return
 			}
