@@ -137,6 +137,11 @@ a terminal it refuses unless --yes is given.`,
 					}
 					return err
 				}
+				if c == conv && len(order) == 1 && got == (eventlog.Erased{}) {
+					// Nothing at all under the ID: a typo, most likely,
+					// which must not look like a privacy erasure done.
+					return fmt.Errorf("erase %s: no conversation %s: nothing is stored under that ID, so nothing was erased (turnlog ls lists the conversations)", conv, conv)
+				}
 				fmt.Fprintln(cmd.OutOrStdout(), erasedLine(c, got))
 			}
 			// A fork made after the search (while the confirmation

@@ -83,6 +83,17 @@ func TestEraseCommand(t *testing.T) {
 		assert.Equal(t, 2, code)
 		assert.Contains(t, errOut, "no events")
 	})
+	t.Run("an ID nothing is stored under", func(t *testing.T) {
+		// A typo said "erased nosuch: 0 event messages, ..." and exit 0,
+		// as if a privacy erasure had been done; erasing again an
+		// erased conversation is no more done.
+		for _, id := range []string{"nosuch", "keep"} {
+			out, errOut, code := e.run("", "erase", id, "--yes")
+			assert.Equal(t, 2, code, out)
+			assert.Empty(t, out)
+			assert.Contains(t, errOut, "no conversation "+id+": nothing is stored under that ID, so nothing was erased")
+		}
+	})
 	t.Run("a bad ID", func(t *testing.T) {
 		_, errOut, code := e.run("", "erase", "a.>", "--yes")
 		assert.Equal(t, 2, code)
