@@ -11,7 +11,6 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
@@ -76,7 +75,9 @@ func (r *Recorder) abandoned(ctx context.Context, conv string) []events.Payload 
 			}
 			why = fmt.Sprintf("no outcome was recorded: the gateway that made the call (instance %s) stopped before it recorded the answer", instance)
 		}
-		out = append(out, events.InferenceFailed{InferenceID: st.InferenceID, Error: why, Transient: true, Duration: time.Since(e.Time).Round(time.Millisecond)})
+		// Its duration unknown (0, latency_ms null): the time until
+		// this call closed it is the outage's, not the call's.
+		out = append(out, events.InferenceFailed{InferenceID: st.InferenceID, Error: why, Transient: true})
 	}
 	return out
 }

@@ -129,6 +129,9 @@ func TestCallOfAStoppedGatewayIsClosedAsAbandoned(t *testing.T) {
 	st, errs := callStatuses(t, l, conv)
 	assert.Equal(t, []string{"finished", "failed", "finished"}, st)
 	assert.Contains(t, errs[1], "stopped before it recorded the answer")
+	page, err := replay.Calls(t.Context(), l, conv, replay.Page{})
+	require.NoError(t, err)
+	assert.Nil(t, page.Calls[1].LatencyMS, "its latency unknown: the time until the retry closed it is the outage's")
 	assert.Contains(t, scrape(t, mb), `turnlog_gateway_calls_total{api="chat.completions",outcome="abandoned"} 1`)
 	var started, closing []string // replay's summaries
 	for _, e := range conversationEvents(t, l, conv) {

@@ -231,7 +231,9 @@ func (w *Worker) failExhausted(ctx context.Context, req Request, sent time.Time,
 func closeInterrupted(tx *engine.Tx, open []events.Event, then string) error {
 	for _, e := range open {
 		st := e.Payload.(events.InferenceStarted)
-		if err := tx.Emit(ActorWorker, events.InferenceFailed{InferenceID: st.InferenceID, Transient: true, Duration: time.Since(e.Time).Round(time.Millisecond),
+		// Its duration unknown (0): the time until now is the outage's,
+		// not the call's.
+		if err := tx.Emit(ActorWorker, events.InferenceFailed{InferenceID: st.InferenceID, Transient: true,
 			Error: "no outcome was recorded: the worker making the call stopped before the model answered; " + then}); err != nil {
 			return err
 		}

@@ -68,6 +68,7 @@ func TestExhaustedTakenOverRequestEndsFailed(t *testing.T) {
 			failed = &p
 		case events.InferenceFailed:
 			closed = p.InferenceID == "inf-1"
+			assert.Zero(t, p.Duration, "its latency unknown: the time until now is the outage's, not the call's")
 		}
 	}
 	require.NotNil(t, failed, "the request ends failed")
