@@ -2,12 +2,15 @@ package gateway_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -308,7 +311,13 @@ func TestCutStreamAndClientDisconnect(t *testing.T) {
 	srv := &http.Server{Handler: up}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
-	r := newRig(t, "http://"+ln.Addr().String(), "")
+	logs := &syncbuf.Buffer{}
+	r := newRig(t, "http://"+ln.Addr().String(), "", func(c *gateway.Config) { c.Logger = slog.New(slog.NewJSONHandler(logs, nil)) })
+	// The standard logger, where ReverseProxy wrote a line of plain
+	// text by default.
+	std := &syncbuf.Buffer{}
+	log.SetOutput(std)
+	t.Cleanup(func() { log.SetOutput(os.Stderr) })
 
 	t.Run("cut stream", func(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodPost, r.gw.URL+"/v1/chat/completions", strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
@@ -325,6 +334,11 @@ func TestCutStreamAndClientDisconnect(t *testing.T) {
 		require.Eventually(t, func() bool { _, _, f := inferences(t, r, conv); return len(f) == 1 }, 10*time.Second, 20*time.Millisecond)
 		_, _, failed := inferences(t, r, conv)
 		assert.Contains(t, failed[0], "cut")
+		assert.NotContains(t, std.String(), "httputil", "nothing outside the gateway's log")
+		assert.Contains(t, logs.String(), "ReverseProxy read error", "what the proxy says of the cut, in the gateway's log")
+		for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+			assert.True(t, json.Valid([]byte(line)), "the gateway's log is one JSON object a line: %s", line)
+		}
 	})
 	t.Run("client disconnect", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -56,12 +57,14 @@ func (g *Gateway) proxy(base string, dropV1 bool, transport http.RoundTripper) (
 		},
 		Transport:  transport,
 		BufferPool: copyBuffers,
+		// What it logs (a body copy cut) goes to the gateway's log, one
+		// JSON object a line as the rest, not to the standard logger.
+		ErrorLog: slog.NewLogLogger(g.cfg.Logger.Handler(), slog.LevelWarn),
 		// No FlushInterval: ReverseProxy flushes an event stream (and a
 		// body of unknown length) after every write whatever it says,
 		// and a JSON body needs no flush per read.
 		ModifyResponse: g.modifyResponse,
 		ErrorHandler:   g.upstreamError,
-		ErrorLog:       nil,
 	}, nil
 }
 
@@ -132,7 +135,9 @@ func (g *Gateway) upstreamError(w http.ResponseWriter, r *http.Request, err erro
 		return
 	}
 	g.cfg.Metrics.errors.WithLabelValues("upstream").Inc()
-	writeError(w, anthropic, http.StatusBadGateway, "turnlog's gateway could not reach the provider: "+err.Error())
+	// Reached or not: the connection may have failed before the request
+	// went out, or after the provider took it (it may have done the work).
+	writeError(w, anthropic, http.StatusBadGateway, "turnlog's gateway got no answer from the provider: "+err.Error())
 }
 
 // statusFailure is the reason a non-2xx answer records.
