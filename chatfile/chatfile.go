@@ -178,7 +178,7 @@ func FromTurn(t *projector.Turn, model string, created, updated time.Time) *Chat
 func uncarried(b *events.Block, typed map[string]bool) string {
 	typ := b.Meta["gateway.type"]
 	if item := b.Meta["gateway.item"]; item != "" {
-		if extra := itemExtras(item, typed); len(extra) > 0 {
+		if extra := itemExtras(item, typed, b.Kind); len(extra) > 0 {
 			return "the item as the app sent it holds " + strings.Join(extra, ", ")
 		}
 	}
@@ -206,15 +206,16 @@ var (
 // the gateway kept as it was sent (gateway.item), chat messages JSON
 // cannot carry: members such as name or refusal, and content parts other
 // than text (image_url, input_audio, file, …) that are not blocks of their
-// own (typed holds the gateway.type of the Turn's blocks), sorted.
-func itemExtras(item string, typed map[string]bool) []string {
+// own (typed holds the gateway.type of the Turn's blocks), sorted. A tool
+// call's name is carried (function.name), a message's is not.
+func itemExtras(item string, typed map[string]bool, kind events.Kind) []string {
 	var m map[string]json.RawMessage
 	if json.Unmarshal([]byte(item), &m) != nil {
 		return nil
 	}
 	var out []string
 	for k, v := range m {
-		if !carried[k] && string(v) != "null" {
+		if !carried[k] && string(v) != "null" && !(k == "name" && kind == events.KindToolCall) {
 			out = append(out, k)
 		}
 	}

@@ -55,8 +55,12 @@ metadata; data), which diff-turns reads.`,
 				return write(cmd.OutOrStdout(), true, ex.Turn, nil)
 			}
 			if left := ex.Chat.Left; len(left) > 0 {
-				fmt.Fprintf(cmd.ErrOrStderr(), "export %s: %s hold what chat messages JSON cannot carry, left out (--format turn keeps them):\n  %s\n",
-					args[0], plural.Count(len(left), "block"), strings.Join(left, "\n  "))
+				verb := "hold"
+				if len(left) == 1 {
+					verb = "holds"
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "export %s: %s %s what chat messages JSON cannot carry, left out (--format turn keeps them):\n  %s\n",
+					args[0], plural.Count(len(left), "block"), verb, strings.Join(left, "\n  "))
 			}
 			return write(cmd.OutOrStdout(), true, ex.Chat, nil)
 		},

@@ -190,3 +190,25 @@ func TestExportSaysWhatTheShapeCannotCarry(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	assert.NotContains(t, errOut, "cannot carry", "the Turn carries everything")
 }
+
+// TestExportCarriesAToolCallsName: a Responses tool loop's function_call
+// item, sent back as the app sent it, holds its tool's name, which chat
+// messages JSON carries (as function.name); export said "1 block hold
+// what chat messages JSON cannot carry ... the item as the app sent it
+// holds name" all the same.
+func TestExportCarriesAToolCallsName(t *testing.T) {
+	e := newAuditEnv(t, false)
+	call := `{"type":"function_call","id":"fc_1","call_id":"call_1","name":"get_weather","arguments":"{\"city\":\"Paris\"}","status":"completed"}`
+	req1 := `{"model":"gpt-x","input":[{"role":"user","content":"Weather in Paris?"}],"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object"}}]}`
+	resp1 := `{"id":"resp_1","object":"response","created_at":1,"status":"completed","model":"gpt-x","output":[` + call + `],"usage":{"input_tokens":5,"output_tokens":2,"total_tokens":7}}`
+	req2 := `{"model":"gpt-x","input":[{"role":"user","content":"Weather in Paris?"},` + call + `,{"type":"function_call_output","call_id":"call_1","output":"sunny"}],"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object"}}]}`
+	resp2 := `{"id":"resp_2","object":"response","created_at":2,"status":"completed","model":"gpt-x","output":[{"type":"message","id":"msg_2","status":"completed","role":"assistant","content":[{"type":"output_text","text":"Sunny.","annotations":[]}]}],"usage":{"input_tokens":9,"output_tokens":2,"total_tokens":11}}`
+	file := e.file("calls.jsonl", callLine("2025-03-01T10:00:00Z", "tools", "responses", req1, resp1)+"\n"+callLine("2025-03-01T10:00:05Z", "tools", "responses", req2, resp2)+"\n")
+	_, errOut, code := e.run("", "import", "--calls", file)
+	require.Equal(t, 0, code, errOut)
+
+	out, errOut, code := e.run("", "export", "tools")
+	require.Equal(t, 0, code, errOut)
+	assert.NotContains(t, errOut, "cannot carry", "the tool's name is carried")
+	assert.Contains(t, out, `"name": "get_weather"`)
+}
