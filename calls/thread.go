@@ -236,7 +236,53 @@ func (x *Threads) find(ctx context.Context, scope string, blocks []events.Block,
 	// turns (Anthropic strips it from what the model reads, and says so):
 	// its call continues the state recorded without it. One round trip
 	// more, for the longest such state: what such a client continues.
-	return x.findAt(ctx, scope, withoutReasoning(blocks), nil, true, reasonlessKey)
+	ref, latest, ok, err = x.findAt(ctx, scope, withoutReasoning(blocks), nil, true, reasonlessKey)
+	if ok || err != nil {
+		return ref, latest, ok, err
+	}
+	// A middleware that puts its system prompt in front of a history
+	// that holds it already (the commonest duplicated system prompt): its
+	// call continues the state its input is with each system block sent
+	// again counted once, so the duplicate is planned, and found, at the
+	// call that sent it, in its conversation. A first call has no model
+	// output to end a state with: it still starts its own.
+	if once := systemOnce(blocks); len(once) != len(blocks) {
+		return x.findAt(ctx, scope, once, nil, false, stateKey)
+	}
+	return Ref{}, false, false, nil
+}
+
+// systemOnce returns blocks without each system block whose content an
+// earlier system block holds (blocks itself when none repeats).
+func systemOnce(blocks []events.Block) []events.Block {
+	var seen map[[32]byte]bool
+	var out []events.Block
+	for i := range blocks {
+		if blocks[i].Kind != events.KindSystem {
+			if out != nil {
+				out = append(out, blocks[i])
+			}
+			continue
+		}
+		k := Key(&blocks[i])
+		if seen[k] {
+			if out == nil {
+				out = append(make([]events.Block, 0, len(blocks)-1), blocks[:i]...)
+			}
+			continue
+		}
+		if seen == nil {
+			seen = map[[32]byte]bool{}
+		}
+		seen[k] = true
+		if out != nil {
+			out = append(out, blocks[i])
+		}
+	}
+	if out == nil {
+		return blocks
+	}
+	return out
 }
 
 // withoutReasoning returns blocks without their reasoning blocks (blocks

@@ -114,3 +114,36 @@ func TestMemStoreForgetsAConversation(t *testing.T) {
 	_, _, ok, _ = x.Response(ctx, "resp_b")
 	assert.True(t, ok)
 }
+
+// TestFindCountsASystemBlockSentAgainOnce: a call whose input is a
+// recorded state with its system block sent again in front continues
+// that state; the same first call with its system block doubled finds
+// nothing (a first call starts its own conversation), and a lookup of an
+// input whose system blocks are all different costs nothing more.
+func TestFindCountsASystemBlockSentAgainOnce(t *testing.T) {
+	ctx := context.Background()
+	sys := events.Block{Kind: events.KindSystem, Text: "be brief"}
+	first := []events.Block{sys, {Kind: events.KindUser, Text: "one"}}
+	state := append(first[:2:2], events.Block{Kind: events.KindLLMText, Text: "noted"})
+	store := &countingStore{MemStore: NewMemStore(100)}
+	x := NewThreads(store)
+	require.NoError(t, x.Record(ctx, "A", 4, "", state, nil, Answer{}))
+
+	doubled := append([]events.Block{sys}, append(state[:3:3], events.Block{Kind: events.KindUser, Text: "two"})...)
+	ref, latest, ok, err := x.Find(ctx, "", doubled, nil)
+	require.NoError(t, err)
+	require.True(t, ok, "continues the state with its system block sent again")
+	assert.Equal(t, Ref{"A", 4}, ref)
+	assert.True(t, latest)
+
+	_, _, ok, err = x.Find(ctx, "", append([]events.Block{sys}, first...), nil)
+	require.NoError(t, err)
+	assert.False(t, ok, "a first call with its system block doubled is a first call")
+
+	other := append([]events.Block{{Kind: events.KindSystem, Text: "be kind"}}, append(state[:3:3], events.Block{Kind: events.KindUser, Text: "two"})...)
+	store.gets, store.batches = 0, 0
+	_, _, ok, err = x.Find(ctx, "", other, nil)
+	require.NoError(t, err)
+	assert.False(t, ok, "another system prompt in front is not the same one sent again")
+	assert.Equal(t, 2, store.gets, "the longest state, and the longest without its reasoning: no more")
+}

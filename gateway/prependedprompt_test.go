@@ -1,0 +1,59 @@
+package gateway_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/internal/natstest"
+)
+
+// TestPrependedSystemPromptStaysInItsConversation: the commonest
+// duplicated system prompt is a middleware that puts its system prompt in
+// front of a history that begins with it already. Threaded by content,
+// such a call began with no recorded state, so it started a conversation
+// of its own, linked to nothing: the finding landed on that new
+// conversation's first call, and the chat was split in two. A call whose
+// input, its system blocks sent twice counted once, continues a recorded
+// state now continues it (inferred), and the duplicate is found at the
+// call that sent it. Two chats whose first calls are equal still are not
+// merged.
+func TestPrependedSystemPromptStaysInItsConversation(t *testing.T) {
+	s := natstest.Start(t, natstest.WithAuth())
+	up := newChatUpstream(t, "")
+	gw := sharedGateway(t, s, up.URL)
+	call := chatCaller(t)
+	const sys = `{"role":"system","content":"You are a weather bot."}`
+	first := sys + `,{"role":"user","content":"Weather in Paris?"}`
+	conv := call(gw, first)
+	tool := `,` + weatherToolCall + `,{"role":"tool","tool_call_id":"call_1","content":"sunny"}`
+	again := call(gw, sys+`,`+first+tool)
+	assert.Equal(t, conv, again, "the call with its system prompt put in front again continues the chat")
+
+	l, err := eventlog.Open(context.Background(), s.Conn)
+	require.NoError(t, err)
+	calls := map[string]int{}
+	var found []string
+	for _, e := range conversationEvents(t, l, conv) {
+		switch p := e.Payload.(type) {
+		case events.InferenceStarted:
+			calls[p.InferenceID] = len(calls) + 1
+			if len(calls) == 2 {
+				assert.Equal(t, "inferred", p.Gateway["threading"], "threaded by content, and said so")
+			}
+		case events.FindingRecorded:
+			found = append(found, p.Rule+"@"+string(rune('0'+calls[p.InferenceID])))
+		}
+	}
+	assert.Contains(t, found, "duplicate_system_prompt@2", "found at the call that sent it twice")
+	verify(t, l, conv)
+	assert.Contains(t, checkRules(t, l, conv), "duplicate_system_prompt")
+
+	// The same first call with its prompt doubled is a chat of its own:
+	// a first call never joins another.
+	other := call(gw, sys+`,`+first)
+	assert.NotEqual(t, conv, other)
+}
