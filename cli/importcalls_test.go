@@ -265,3 +265,29 @@ func TestImportCallsCutStream(t *testing.T) {
 	out, errOut, _ = e.run("", "replay", "cut")
 	assert.Contains(t, out, "the stream ended before its final event", errOut)
 }
+
+// TestImportCallsRefusesAnOlderCallIntoALaterConversation: a logged call
+// dated before the last event of the conversation it names was appended
+// after it all the same, at its own time: the conversation's times ran
+// backwards, ls gave the old call's time as its last activity, and the
+// check found history rewritten. Such a line is refused, saying why and
+// what to do, and nothing of it is stored.
+func TestImportCallsRefusesAnOlderCallIntoALaterConversation(t *testing.T) {
+	e := newAuditEnv(t, false)
+	ctx := context.Background()
+	live := e.file("live.jsonl", callLine("2026-11-29T08:00:00Z", "imp-1", "chat.completions", chatReq(callSys), chatResp("Sunny."))+"\n")
+	_, errOut, code := e.run("", "import", "--calls", live)
+	require.Equal(t, 0, code, errOut)
+	before, err := e.log.LastSeq(ctx, "imp-1")
+	require.NoError(t, err)
+
+	old := e.file("old.jsonl", callLine("2024-01-01T00:00:00Z", "imp-1", "chat.completions", chatReq(`{"role":"user","content":"an old question"}`), chatResp("Old."))+"\n")
+	_, errOut, code = e.run("", "import", "--calls", old)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "line 1")
+	assert.Contains(t, errOut, "the call's time 2024-01-01T00:00:00Z is before the last event of conversation imp-1 (2026-11-29T08:00:00Z)")
+	assert.Contains(t, errOut, `leave "conversation" out`)
+	after, err := e.log.LastSeq(ctx, "imp-1")
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "nothing stored")
+}

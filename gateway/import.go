@@ -149,6 +149,11 @@ func (r *Recorder) recordLogged(ctx context.Context, lines []LoggedLine, importe
 				continue
 			}
 		}
+		if imported && l.Conversation != "" {
+			if err := r.notBefore(ctx, l); err != nil {
+				return out, &LineError{Line: ln.Line, Err: err}
+			}
+		}
 		p, err := r.Begin(ctx, Call{API: l.API, Body: l.Request, Conversation: l.Conversation, Time: l.Time, ID: l.CallID, Threading: l.Threading, Import: key, Compact: l.Compact, Headers: l.Headers})
 		if err != nil {
 			return out, &LineError{Line: ln.Line, Err: err}
@@ -167,6 +172,29 @@ func (r *Recorder) recordLogged(ctx context.Context, lines []LoggedLine, importe
 		out = append(out, Imported{Line: ln.Line, Conversation: p.Conversation(), Threading: p.Threading(), Status: StatusRecorded, Lacks: p.lacks})
 	}
 	return out, nil
+}
+
+// notBefore refuses logged call l, to be imported into the conversation
+// it names, when that conversation's last event is later than the call:
+// recorded after it, at its own time, the call would stand after calls
+// made later, the conversation's times running backwards (and its last
+// activity the old call's).
+func (r *Recorder) notBefore(ctx context.Context, l *calls.Logged) error {
+	tl, ok := r.log.(tails)
+	if !ok {
+		return nil
+	}
+	tail, err := tl.Last(ctx, l.Conversation)
+	if err != nil {
+		return err
+	}
+	for _, e := range tail.Events {
+		if e.Time.After(l.Time) {
+			return fmt.Errorf("the call's time %s is before the last event of conversation %s (%s): recorded after it, it would stand after calls made later; import a conversation's calls in time order, or this one into a conversation of its own (leave \"conversation\" out)",
+				l.Time.UTC().Format(time.RFC3339), l.Conversation, e.Time.UTC().Format(time.RFC3339))
+		}
+	}
+	return nil
 }
 
 // importKey names an imported call by what its line says of it (a hash):
