@@ -118,7 +118,7 @@ func (l *Log) appendStep(ctx context.Context, conversation string, expectedSeq u
 	}
 	sm.buf = data
 	if max := l.nc.MaxPayload(); int64(len(data)) > max-1024 {
-		return 0, fmt.Errorf("append to %s: %w: %d bytes encoded, the server accepts %d per message; shorten the text or split it over steps",
+		return 0, fmt.Errorf("append to %s: %w: %d bytes encoded, the server accepts %d per message (its max_payload, less 1 KiB for headers)",
 			conversation, ErrTooLarge, len(data), max-1024)
 	}
 	if msgID == "" {
