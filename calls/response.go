@@ -2,7 +2,9 @@ package calls
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -147,15 +149,47 @@ func ErrorMessage(body []byte) string {
 
 // ParseResponse reads a response body (not streamed) of api.
 func ParseResponse(api API, body []byte) (*Output, error) {
+	var o *Output
+	var err error
 	switch api {
 	case ChatCompletions:
-		return parseChatResponse(body)
+		o, err = parseChatResponse(body)
 	case Responses:
-		return parseResponsesObject(body)
+		o, err = parseResponsesObject(body)
 	case Messages:
-		return parseMessagesResponse(body)
+		o, err = parseMessagesResponse(body)
+	default:
+		return nil, fmt.Errorf("unknown api %q", api)
 	}
-	return nil, fmt.Errorf("unknown api %q", api)
+	return o, shapeError(err)
+}
+
+// shapeError says a JSON member of the wrong type in JSON's words (a
+// string where an array belongs), not Go's (the struct field and Go type
+// encoding/json names); any other error is returned as it is.
+func shapeError(err error) error {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) || te.Type == nil {
+		return err
+	}
+	want := "a value of another type"
+	switch te.Type.Kind() {
+	case reflect.Slice, reflect.Array:
+		want = "an array"
+	case reflect.Struct, reflect.Map:
+		want = "an object"
+	case reflect.String:
+		want = "a string"
+	case reflect.Bool:
+		want = "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		want = "a number"
+	}
+	where := "a member"
+	if f := strings.TrimPrefix(te.Field, "."); f != "" {
+		where = fmt.Sprintf("%q", f)
+	}
+	return fmt.Errorf("%s is a JSON %s where %s belongs", where, te.Value, want)
 }
 
 // parseChatResponse reads a Chat Completions response: the body is

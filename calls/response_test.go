@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/events"
 )
 
@@ -113,4 +115,15 @@ func FuzzChatBlocks(f *testing.F) {
 			t.Fatalf("message %q:\n got %+v\nwant %+v", raw, got, want)
 		}
 	})
+}
+
+// TestResponseOfTheWrongShapeIsSaidInJSONsWords: a logged response whose
+// choices is a string was refused with encoding/json's words ("cannot
+// unmarshal string into Go struct field .choices of type
+// []json.RawMessage"), which name Go's types, not the member at fault.
+func TestResponseOfTheWrongShapeIsSaidInJSONsWords(t *testing.T) {
+	_, err := ParseResponse(ChatCompletions, []byte(`{"id":"c","object":"chat.completion","model":"m","choices":"none"}`))
+	require.Error(t, err)
+	assert.Equal(t, `"choices" is a JSON string where an array belongs`, err.Error())
+	assert.NotContains(t, err.Error(), "Go struct")
 }
