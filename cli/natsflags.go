@@ -13,8 +13,10 @@ package cli
 // nf.dialFor(ctx, extra...). Long-running processes use nf.dial.
 //
 // connect resolves the server and the credential as the NATS tools do
-// (flags, TURNLOG_NATS_* then NATS_* variables, --context, then the admin
-// key in the data directory of `turnlog serve`; see natsconn), and a
+// (flags, TURNLOG_NATS_* then NATS_* variables, --context, then, for the
+// server, the address of the `turnlog serve` running on the data
+// directory, else 127.0.0.1:4222, and, for the credential, the admin key
+// in that data directory; see natsconn and servedURL), and a
 // permission the server refuses ends the command at once with the
 // server's reason instead of a timeout (see refusals.go).
 
@@ -22,10 +24,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/pflag"
+	"github.com/turnlog/turnlog/embedded"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/natsauth"
 	"github.com/turnlog/turnlog/natsconn"
@@ -61,7 +66,7 @@ func (f *natsFlags) register(fs *pflag.FlagSet) {
 	if role == "" {
 		role = natsauth.Admin
 	}
-	fs.StringVar(&s.URL, "nats-url", "", "NATS server URL(s), comma-separated (env TURNLOG_NATS_URL, then NATS_URL; default "+natsconn.DefaultURL+")")
+	fs.StringVar(&s.URL, "nats-url", "", "NATS server URL(s), comma-separated (env TURNLOG_NATS_URL, then NATS_URL; default: where the turnlog serve running on the data directory listens, as its turnlog.lock says, else "+natsconn.DefaultURL+")")
 	// The example is the least key that does the command's work: the
 	// client's for the commands that read, whose default is the admin's.
 	example := natsauth.Client
@@ -83,11 +88,43 @@ func (f *natsFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.prefix, "prefix", envOr("TURNLOG_PREFIX", eventlog.DefaultPrefix), "subject prefix and stream name stem (env TURNLOG_PREFIX)")
 }
 
+// resolve is the plan of the command's connection: its settings, and
+// the serve running on its data directory when no URL was named.
+func (f *natsFlags) resolve() (*natsconn.Plan, error) {
+	s := f.settings
+	s.Served = servedURL
+	return s.Resolve()
+}
+
+// servedURL is where the `turnlog serve` holding data directory dir
+// listens for NATS clients, as its lock file says, or "" when no process
+// holds the directory (a lock file left by a server that died is not
+// followed) or its server does not listen. A server listening on every
+// address (0.0.0.0, ::) is reached on the loopback.
+func servedURL(dir string) string {
+	h, ok := embedded.Running(dir)
+	if !ok || h.NATS == "" {
+		return ""
+	}
+	u, err := url.Parse(h.NATS)
+	if err != nil {
+		return h.NATS
+	}
+	if ip := net.ParseIP(u.Hostname()); ip != nil && ip.IsUnspecified() {
+		loopback := "127.0.0.1"
+		if ip.To4() == nil {
+			loopback = "::1"
+		}
+		u.Host = net.JoinHostPort(loopback, u.Port())
+	}
+	return u.String()
+}
+
 // dial connects with the resolved server and credential, plus extra
 // options. Long-running processes (workers) use it with their own
 // reconnect and error handling.
 func (f *natsFlags) dial(extra ...nats.Option) (*nats.Conn, error) {
-	plan, err := f.settings.Resolve()
+	plan, err := f.resolve()
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +136,7 @@ func (f *natsFlags) dial(extra ...nats.Option) (*nats.Conn, error) {
 // command ends at once, and the command's error becomes the server's
 // reason (see refusals.go).
 func (f *natsFlags) dialFor(ctx context.Context, extra ...nats.Option) (*nats.Conn, error) {
-	plan, err := f.settings.Resolve()
+	plan, err := f.resolve()
 	if err != nil {
 		return nil, err
 	}

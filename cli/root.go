@@ -20,8 +20,11 @@ Start everything on this machine with an embedded NATS server:
 Every client command takes --nats-url and a credential (--creds, --nkey,
 --context, or the NATS_URL / NATS_CREDS variables of the NATS tools) so it
 works the same against serve or an external NATS server or cluster. Without
-one, a command uses the admin key that serve keeps in its data directory
-(./.turnlog/auth/admin.nk, or under TURNLOG_DATA).
+a URL, a command goes to the serve running on its data directory
+(./.turnlog, or --data / TURNLOG_DATA), at the address serve wrote into
+turnlog.lock there, whatever its --listen, else to nats://127.0.0.1:4222;
+without a credential, it uses the admin key that serve keeps in that data
+directory (./.turnlog/auth/admin.nk).
 
 A first tour (see README.md): turnlog chat -m hello demo, turnlog ls,
 turnlog replay demo, turnlog replay --verify demo.

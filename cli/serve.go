@@ -95,7 +95,9 @@ docker-compose.yml).
 One server per data directory: serve locks --data (an OS file lock, which
 the kernel releases when the process ends, even on SIGKILL) before it opens
 anything there, and a second serve on the same directory is refused at once
-with the PID and NATS address of the one that holds it.
+with the PID and NATS address of the one that holds it. Client commands
+run with the same data directory and no --nats-url connect to that address
+(<data>/turnlog.lock), whatever --listen says.
 
 Storage: JetStream may keep --max-store bytes in --data (default: what the
 store holds plus three quarters of the free space of its file system,
@@ -316,7 +318,8 @@ func splitList(v string) []string {
 
 // chatHint is the command the banner suggests: it names the server's URL
 // whenever serve listens anywhere but the default, where a bare
-// `turnlog chat` would not find it (or would find another server).
+// `turnlog chat` finds it only when run with the same data directory (it
+// reads the address from turnlog.lock there).
 func chatHint(clientURL string, customListen bool) string {
 	if !customListen {
 		return "turnlog chat -m hello"

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // LockFileName is the file in a data directory that the server holding the
@@ -63,7 +64,9 @@ type DataDirLock struct {
 
 // LockDataDir creates dir if needed and locks it for this process, or
 // returns a *LockedError (errors.Is ErrLocked) naming the holder when
-// another process (or another lock in this one) holds it. It never waits.
+// another process (or another lock in this one) holds it. It does not wait
+// for a holder: only, for at most probeGrace, for a client command's
+// Running, which holds the lock for an instant.
 func LockDataDir(dir string) (*DataDirLock, error) {
 	if dir == "" {
 		return nil, errors.New("data directory is empty; pass --data DIR")
@@ -76,7 +79,7 @@ func LockDataDir(dir string) (*DataDirLock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open lock file: %w", err)
 	}
-	if err := lockFile(f); err != nil {
+	if err := lockFileRetrying(f); err != nil {
 		f.Close()
 		if errors.Is(err, errWouldBlock) {
 			return nil, &LockedError{Dir: displayDir(dir), Holder: readHolder(path)}
@@ -140,4 +143,56 @@ func displayDir(dir string) string {
 		return abs
 	}
 	return dir
+}
+
+// probeGrace is how long LockDataDir tries again before it calls the
+// directory held: Running takes a shared lock for the instant it reads
+// the file, and a server starting in that instant must not be refused.
+const probeGrace = 200 * time.Millisecond
+
+// lockFileRetrying is lockFile, tried again while probeGrace lasts.
+func lockFileRetrying(f *os.File) error {
+	deadline := time.Now().Add(probeGrace)
+	for {
+		err := lockFile(f)
+		if !errors.Is(err, errWouldBlock) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Running reports the server that holds data directory dir, as its lock
+// file says, and whether a process holds the directory now. A lock file
+// whose writer is gone (it stopped, or died and left its address behind)
+// says nothing: ok is false, whatever the file holds, as it is when dir
+// or its lock file does not exist. Running creates nothing and never
+// waits; it is how client commands find the server of their data
+// directory when no URL was given. NATS is "" while the holder starts.
+func Running(dir string) (h Holder, ok bool) {
+	path := filepath.Join(dir, LockFileName)
+	f, err := os.Open(path)
+	if err != nil {
+		return Holder{}, false
+	}
+	defer f.Close()
+	// A file with no holder's details (a server that stopped cleanly
+	// empties it) is not probed: no lock to try, nothing to follow.
+	if h = readHolder(path); h.PID == 0 {
+		return Holder{}, false
+	}
+	// The kernel's lock says whether the writer lives: a shared lock is
+	// granted only when no server holds the exclusive one.
+	switch err := probeFile(f); {
+	case errors.Is(err, errWouldBlock):
+		// Read again: the holder may have written since (its address
+		// once it listens, or a new server its own details).
+		if again := readHolder(path); again.PID != 0 {
+			h = again
+		}
+		return h, true
+	case err == nil:
+		_ = unlockFile(f)
+	}
+	return Holder{}, false
 }

@@ -78,3 +78,34 @@ func TestBusyPortIsNamedAtOnce(t *testing.T) {
 	assert.Contains(t, err.Error(), "cannot listen on "+busy)
 	assert.NotContains(t, err.Error(), "not ready after")
 }
+
+// TestRunningTrustsOnlyAHeldLock: Running names the server of a directory
+// while it runs, and nothing once it stopped or when only a dead
+// process's details are left in the file; it creates nothing.
+func TestRunningTrustsOnlyAHeldLock(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "none")
+	_, ok := embedded.Running(missing)
+	assert.False(t, ok, "no directory")
+	assert.NoDirExists(t, missing, "Running creates nothing")
+
+	dir := filepath.Join(t.TempDir(), "data")
+	srv, err := embedded.Start(embedded.Config{DataDir: dir, Listen: "127.0.0.1:0"})
+	require.NoError(t, err)
+	h, ok := embedded.Running(dir)
+	assert.True(t, ok, "a running server")
+	assert.Equal(t, embedded.Holder{PID: os.Getpid(), NATS: srv.ClientURL()}, h)
+	srv.Shutdown()
+	_, ok = embedded.Running(dir)
+	assert.False(t, ok, "a stopped server")
+
+	// What a killed server leaves: its details, no lock.
+	stale := `{"pid":1,"nats":"nats://127.0.0.1:4999"}` + "\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, embedded.LockFileName), []byte(stale), 0o600))
+	_, ok = embedded.Running(dir)
+	assert.False(t, ok, "a stale lock file")
+
+	// Running's probe does not keep a server out.
+	lock, err := embedded.LockDataDir(dir)
+	require.NoError(t, err, "free after Running")
+	lock.Release()
+}

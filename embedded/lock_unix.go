@@ -24,3 +24,13 @@ func lockFile(f *os.File) error {
 }
 
 func unlockFile(f *os.File) error { return unix.Flock(int(f.Fd()), unix.LOCK_UN) }
+
+// probeFile takes a shared flock on f without waiting: errWouldBlock while
+// a server holds the exclusive one.
+func probeFile(f *os.File) error {
+	err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB)
+	if errors.Is(err, unix.EAGAIN) {
+		return errWouldBlock
+	}
+	return err
+}

@@ -27,6 +27,17 @@ func lockFile(f *os.File) error {
 	return err
 }
 
+// probeFile takes a shared LockFileEx lock on f without waiting:
+// errWouldBlock while a server holds the exclusive one.
+func probeFile(f *os.File) error {
+	ol := lockRange
+	err := windows.LockFileEx(windows.Handle(f.Fd()), windows.LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, &ol)
+	if errors.Is(err, windows.ERROR_LOCK_VIOLATION) {
+		return errWouldBlock
+	}
+	return err
+}
+
 func unlockFile(f *os.File) error {
 	ol := lockRange
 	return windows.UnlockFileEx(windows.Handle(f.Fd()), 0, 1, 0, &ol)

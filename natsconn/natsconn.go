@@ -1,6 +1,7 @@
 // Package natsconn decides how a turnlog command connects to NATS, the way
 // the NATS tools do: which server (--nats-url, TURNLOG_NATS_URL, NATS_URL,
-// a nats CLI context, 127.0.0.1:4222) and which credential (--creds,
+// a nats CLI context, the address of the `turnlog serve` running on the
+// data directory, 127.0.0.1:4222) and which credential (--creds,
 // --nkey, --user, their TURNLOG_NATS_ and NATS_ variables, a context, or
 // the key of the command's role in the local data directory that
 // `turnlog serve` wrote). Every command connects through it, so the rules
@@ -59,6 +60,11 @@ type Settings struct {
 	// its role's, natsauth.InboxPrefix, the only one its role may
 	// subscribe to; a credential of no such name, Role's if set.
 	InboxPrefix string
+	// Served, when set, says where the `turnlog serve` holding a data
+	// directory listens for NATS clients ("" when none runs there): the
+	// server when the command line, the environment and the context name
+	// none, before DefaultURL. Resolve asks it about Data().
+	Served func(dataDir string) string
 	// Getenv reads the environment (default os.Getenv).
 	Getenv func(string) string
 }
@@ -100,6 +106,9 @@ func (l layer) credential() bool {
 // refusal can say which credential the server refused.
 type Plan struct {
 	URL string
+	// URLFrom says where URL came from when nothing named it but the
+	// lock file of a running serve ("" otherwise), for Explain.
+	URLFrom string
 	// Credential describes the credential in words: a file, "the nkey seed
 	// in TURNLOG_NATS_SEED", "none".
 	Credential string
@@ -129,7 +138,9 @@ func (s Settings) Data() string {
 
 // Resolve applies the rules: the command line, then TURNLOG_ variables,
 // then NATS_ variables, then the nats CLI context (--context,
-// TURNLOG_NATS_CONTEXT or NATS_CONTEXT), then the role's key in the data
+// TURNLOG_NATS_CONTEXT or NATS_CONTEXT), then, for the server, the
+// address of the serve running on the data directory (Served) and
+// DefaultURL, and, for the credential, the role's key in the data
 // directory. The credential comes whole from the first of those that
 // names one, never a user from one and a password from another.
 func (s Settings) Resolve() (*Plan, error) {
@@ -159,6 +170,11 @@ func (s Settings) Resolve() (*Plan, error) {
 		sec.ca, sec.cert, sec.key = first(sec.ca, l.ca), first(sec.cert, l.cert), first(sec.key, l.key)
 		sec.inboxPrefix = first(sec.inboxPrefix, l.inboxPrefix)
 		sec.tlsFirst = sec.tlsFirst || l.tlsFirst
+	}
+	if p.URL == "" && s.Served != nil {
+		if p.URL = s.Served(s.Data()); p.URL != "" {
+			p.URLFrom = "where the turnlog serve of data directory " + s.Data() + " listens, as its turnlog.lock says"
+		}
 	}
 	p.URL = first(p.URL, DefaultURL)
 	credFound := false
@@ -325,6 +341,9 @@ func (p *Plan) Explain(err error) error {
 		return e
 	}
 	if !isAuthError(err) {
+		if p.URLFrom != "" {
+			return fmt.Errorf("connect to NATS at %s (%s): %w; pass --nats-url", p.URL, p.URLFrom, err)
+		}
 		return fmt.Errorf("connect to NATS at %s: %w; start one with `turnlog serve` or pass --nats-url", p.URL, err)
 	}
 	if p.Credential == "none" {

@@ -138,3 +138,30 @@ func TestSeedFromTheEnvironment(t *testing.T) {
 	_, err = natsconn.Settings{Getenv: env(map[string]string{natsconn.EnvSeed: "SUnotaseed"})}.Resolve()
 	assert.Error(t, err)
 }
+
+// TestResolveServed: the address of the serve running on the data
+// directory comes after every URL the user names and before the default;
+// the credential still comes from that directory's key.
+func TestResolveServed(t *testing.T) {
+	data := keys(t)
+	var asked []string
+	served := func(dir string) string { asked = append(asked, dir); return "nats://127.0.0.1:21422" }
+	p, err := natsconn.Settings{DataDir: data, Served: served, Getenv: env(nil)}.Resolve()
+	require.NoError(t, err)
+	assert.Equal(t, "nats://127.0.0.1:21422", p.URL)
+	assert.Equal(t, []string{data}, asked)
+	assert.Contains(t, p.Credential, natsauth.KeyFile(natsauth.Dir(data), natsauth.Admin))
+	assert.Contains(t, p.Explain(os.ErrDeadlineExceeded).Error(), "turnlog.lock")
+
+	p, err = natsconn.Settings{DataDir: data, Served: served, Getenv: env(map[string]string{"NATS_URL": "nats://named:4222"})}.Resolve()
+	require.NoError(t, err)
+	assert.Equal(t, "nats://named:4222", p.URL, "a named URL wins")
+	p, err = natsconn.Settings{URL: "nats://flag:4222", DataDir: data, Served: served, Getenv: env(nil)}.Resolve()
+	require.NoError(t, err)
+	assert.Equal(t, "nats://flag:4222", p.URL, "the flag wins")
+
+	p, err = natsconn.Settings{DataDir: data, Served: func(string) string { return "" }, Getenv: env(nil)}.Resolve()
+	require.NoError(t, err)
+	assert.Equal(t, natsconn.DefaultURL, p.URL, "no serve running: the default")
+	assert.NotContains(t, p.Explain(os.ErrDeadlineExceeded).Error(), "turnlog.lock")
+}
