@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -30,7 +31,9 @@ func newImportCmd() *cobra.Command {
 records each as a conversation: conversation.started (metadata as data)
 and one event per block, by actor "import", all in one message, so a file
 lands whole or not at all. The conversation ID is the file's "id" (or
-"chat-" and a hash of the content when it has none).
+"chat-" and a hash of the content when it has none). A file "-" reads
+standard input (once; messages call it <stdin>), as in
+turnlog export demo | turnlog import -.
 
 Nothing is invented: a file without a system message gives a conversation
 without one (when it is continued, the profile's middlewares add theirs,
@@ -47,7 +50,8 @@ derived from the content); a conversation that already holds other events
 is refused.
 
 --calls FILE reads a log of model calls instead, one JSON object a line,
-what request/response logs of other gateways and SDK hooks hold:
+what request/response logs of other gateways and SDK hooks hold ("-" reads
+standard input: ... | turnlog import --calls -):
 
   {"api": "chat.completions"|"responses"|"messages", "time": RFC 3339,
    "conversation": optional, "request": {...}, "response": {...}}
@@ -82,11 +86,15 @@ answer too large, as failed), and its line says so.`,
 			if callsIn != "" {
 				return importCalls(cmd, &nf, callsIn, int(maxBody), asJSON)
 			}
+			if i := slices.Index(args, "-"); i >= 0 && slices.Contains(args[i+1:], "-") {
+				return errors.New(`import: "-" (standard input) can be read only once; name it once`)
+			}
 			now := time.Now()
 			var plans []*replay.ImportPlan
 			var bad []error
 			for _, path := range args {
-				data, err := os.ReadFile(path)
+				data, err := readImportFile(cmd, path)
+				path = importName(path)
 				if err != nil {
 					bad = append(bad, err)
 					continue
@@ -133,20 +141,46 @@ answer too large, as failed), and its line says so.`,
 	}
 	nf.register(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
-	cmd.Flags().StringVar(&callsIn, "calls", "", "import a JSON-lines `FILE` of logged model calls (api, time, conversation, request, response) as the recording gateway records them")
+	cmd.Flags().StringVar(&callsIn, "calls", "", "import a JSON-lines `FILE` of logged model calls (api, time, conversation, request, response) as the recording gateway records them; - reads standard input")
 	cmd.Flags().Var(&maxBody, "max-body", "longest line --calls reads (e.g. 32MiB)")
 	return cmd
 }
 
-// importCalls is import --calls: every line checked, then each call
-// recorded through the gateway's recorder.
-func importCalls(cmd *cobra.Command, nf *natsFlags, path string, maxLine int, asJSON bool) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("import --calls: %w", err)
+// readImportFile reads a file import was given, or standard input for "-".
+func readImportFile(cmd *cobra.Command, path string) ([]byte, error) {
+	if path != "-" {
+		return os.ReadFile(path)
 	}
-	defer f.Close()
-	lines, err := gateway.ReadCalls(f, maxLine)
+	b, err := io.ReadAll(cmd.InOrStdin())
+	if err != nil {
+		return nil, fmt.Errorf("read standard input: %w", err)
+	}
+	return b, nil
+}
+
+// importName is how import's messages name a file: its path, or <stdin>
+// for "-".
+func importName(path string) string {
+	if path == "-" {
+		return "<stdin>"
+	}
+	return path
+}
+
+// importCalls is import --calls: every line checked, then each call
+// recorded through the gateway's recorder. path "-" is standard input.
+func importCalls(cmd *cobra.Command, nf *natsFlags, path string, maxLine int, asJSON bool) error {
+	in := cmd.InOrStdin()
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return fmt.Errorf("import --calls: %w", err)
+		}
+		defer f.Close()
+		in = f
+	}
+	path = importName(path)
+	lines, err := gateway.ReadCalls(in, maxLine)
 	if err != nil {
 		return fmt.Errorf("import --calls %s: nothing imported; fix these lines and run again:\n%w", path, err)
 	}
