@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/events"
 )
 
 // TestKeySeesWhatTheModelReadsBesidesText: blocks of equal text differ by
@@ -60,4 +61,42 @@ func TestKeySeesWhatTheModelReadsBesidesText(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTextPartsAreThePartsABlockJoins: a system block written as parts
+// keeps its text as one (threading's keys are unchanged), and TextParts
+// reads the parts back from the item the block keeps: Messages' system as
+// text blocks, a system message's content as parts. A block written as
+// one text, or whose item no longer joins to its text, has none.
+func TestTextPartsAreThePartsABlockJoins(t *testing.T) {
+	systemOf := func(api API, body string) events.Block {
+		t.Helper()
+		req, err := ParseRequest(api, []byte(body))
+		require.NoError(t, err, body)
+		require.NotEmpty(t, req.Items)
+		require.NotEmpty(t, req.Items[0].Blocks)
+		b := req.Items[0].Blocks[0]
+		require.Equal(t, events.KindSystem, b.Kind, body)
+		return b
+	}
+	b := systemOf(Messages, `{"model":"c","max_tokens":9,"system":[{"type":"text","text":"Be a pirate."},{"type":"text","text":"Be a pirate.","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":"hi"}]}`)
+	assert.Equal(t, "Be a pirate.\nBe a pirate.", b.Text, "one block, its parts' text joined, as before")
+	assert.Equal(t, []string{"Be a pirate.", "Be a pirate."}, TextParts(&b))
+
+	b = systemOf(ChatCompletions, `{"model":"m","messages":[{"role":"system","content":[{"type":"text","text":"a\nb"},{"type":"text","text":"c"}]},{"role":"user","content":"hi"}]}`)
+	assert.Equal(t, []string{"a\nb", "c"}, TextParts(&b), "a part may hold lines of its own")
+
+	for _, body := range []string{
+		`{"model":"c","max_tokens":9,"system":"Be a pirate.\nBe a pirate.","messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"c","max_tokens":9,"system":[{"type":"text","text":"Be a pirate.\nBe a pirate."}],"messages":[{"role":"user","content":"hi"}]}`,
+	} {
+		b := systemOf(Messages, body)
+		assert.Nil(t, TextParts(&b), "one part: %s", body)
+	}
+	b = systemOf(ChatCompletions, `{"model":"m","messages":[{"role":"system","content":"x\ny"},{"role":"user","content":"hi"}]}`)
+	assert.Nil(t, TextParts(&b), "content as one string")
+
+	edited := systemOf(Messages, `{"model":"c","max_tokens":9,"system":[{"type":"text","text":"A"},{"type":"text","text":"A"}],"messages":[{"role":"user","content":"hi"}]}`)
+	edited.Text = "A\nB"
+	assert.Nil(t, TextParts(&edited), "an item that no longer joins to the block's text is not its parts")
 }

@@ -59,6 +59,9 @@ type Checker struct {
 	// what is new only.
 	state   inputState
 	carried map[string][]Finding
+	// parts holds, by system block, whether the parts its client wrote
+	// repeat a text (repeatedParts), read once while the block stays.
+	parts map[string]partsSeen
 	// verify, set by tests only, gets each call's findings of the rules
 	// that keep state from call to call, computed incrementally and from
 	// scratch.

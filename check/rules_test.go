@@ -1,9 +1,12 @@
 package check_test
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/turnlog/turnlog/calls"
 	"github.com/turnlog/turnlog/check"
 	"github.com/turnlog/turnlog/events"
 )
@@ -57,6 +60,29 @@ func TestRules(t *testing.T) {
 			},
 		},
 
+		{name: "duplicate_system_prompt: Messages' system of two text blocks of one text, reported at the call that first sent it",
+			conv: func() *rec {
+				r := &rec{}
+				return r.add("gateway", systemParts("s", "Be a pirate.", "Be a pirate.")).user("u1", "hi").call().
+					answer("a1", "Arr.").user("u2", "gold?").call()
+			},
+			want:  []got{{check.RuleDuplicateSystemPrompt, 1}},
+			rules: map[check.Rule][]string{check.RuleDuplicateSystemPrompt: {"s"}},
+		},
+		{name: "duplicate_system_prompt: Messages' system of two text blocks of other texts is one prompt",
+			conv: func() *rec {
+				r := &rec{}
+				return r.add("gateway", systemParts("s", "Be a pirate.", "Speak briefly.")).user("u1", "hi").call()
+			},
+		},
+		{name: "duplicate_system_prompt: a prompt edited since the client wrote its parts is read as it is",
+			conv: func() *rec {
+				r := &rec{}
+				return r.add("gateway", systemParts("s", "Be a pirate.", "Be a pirate.")).
+					add("operator:ann", events.SystemPromptReplaced{BlockID: "s", Text: "Be a pirate.\nBe brief.", Previous: "Be a pirate.\nBe a pirate."}).
+					user("u1", "hi").call()
+			},
+		},
 		{name: "duplicate_system_prompt: a history flattened into one user message, the system prompt in it",
 			conv: func() *rec {
 				r := &rec{}
@@ -266,4 +292,32 @@ func TestRules(t *testing.T) {
 			}
 		})
 	}
+}
+
+// systemParts is the system block a gateway records of Messages' system
+// written as text blocks: their texts joined, the item kept.
+func systemParts(id string, texts ...string) events.SystemPromptSet {
+	var item []map[string]string
+	for _, t := range texts {
+		item = append(item, map[string]string{"text": t, "type": "text"})
+	}
+	raw, err := json.Marshal(item)
+	if err != nil {
+		panic(err)
+	}
+	return events.SystemPromptSet{BlockID: id, Text: strings.Join(texts, "\n"), Trust: events.Trusted,
+		Meta: map[string]string{calls.MetaItem: string(raw), calls.MetaField: "system"}}
+}
+
+// TestRepeatedPartsNameTheText: the finding of a prompt whose parts repeat
+// names the block, the parts and the text, quoted (a long one cut).
+func TestRepeatedPartsNameTheText(t *testing.T) {
+	long := strings.Repeat("é", 40) // 80 bytes
+	r := &rec{}
+	fs := r.add("gateway", systemParts("s", "Be a pirate.", long, "Be a pirate.", long, "Be a pirate.")).user("u1", "hi").call().findings(t)
+	assert.Equal(t, []got{{check.RuleDuplicateSystemPrompt, 1}}, summary(fs))
+	assert.Equal(t, []string{"s"}, fs[0].Blocks)
+	assert.Equal(t, `system s at index 0 is written as 5 text parts, of which parts 0, 2 and 4 are the same text, "Be a pirate." (12 bytes); `+
+		`parts 1 and 3 are the same text, "`+strings.Repeat("é", 30)+`"… (80 bytes): the system prompt sent again within one, as a middleware that appends it to every request does`,
+		fs[0].Detail)
 }

@@ -12,17 +12,21 @@ const entryBytes = 160
 
 // Size estimates the memory a Checker holds, in bytes: the Turn it folds
 // (projector.Size) and what it keeps per block of the previous call's
-// input and per reasoning block. Fed through Observe it has no Turn, and
-// the texts it keeps are counted instead: they outlive the caller's Turn
-// when the caller lets that go first. A component that keeps a Checker
-// per conversation bounds them with it, as it bounds its Turns.
+// input, per reasoning block and per system block. Fed through Observe it
+// has no Turn, and the texts it keeps are counted instead: they outlive
+// the caller's Turn when the caller lets that go first. A component that
+// keeps a Checker per conversation bounds them with it, as it bounds its
+// Turns.
 func (c *Checker) Size() int {
-	n := entryBytes * (len(c.produced) + len(c.origin) + len(c.follower))
+	n := entryBytes * (len(c.produced) + len(c.origin) + len(c.follower) + len(c.parts))
 	if c.turn != nil {
 		n += projector.Size(c.turn)
 	} else {
 		for _, k := range c.produced {
 			n += k.bytes()
+		}
+		for _, p := range c.parts {
+			n += len(p.item) + len(p.text) + len(p.repeated)
 		}
 		if c.prev != nil {
 			for _, k := range c.prev.contents {
