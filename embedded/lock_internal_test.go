@@ -18,8 +18,10 @@ func TestServerStartsDuringAProbe(t *testing.T) {
 	require.NoError(t, err)
 	defer f.Close()
 	require.NoError(t, probeFile(f))
-	go func() { time.Sleep(50 * time.Millisecond); _ = unlockFile(f) }()
+	unlocked := make(chan struct{})
+	go func() { defer close(unlocked); time.Sleep(50 * time.Millisecond); _ = unlockFile(f) }()
 	lock, err := LockDataDir(dir)
+	<-unlocked // before f is closed
 	require.NoError(t, err)
 	lock.Release()
 }

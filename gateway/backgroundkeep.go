@@ -95,7 +95,7 @@ func (g *Gateway) adoptBackground(ctx context.Context) {
 				return true
 			}
 		}
-		if g.watch.add(e.Conversation, e.ResponseID, e.Include, http.Header(e.Account), e.Since, 0) {
+		if g.watch.add(e.Conversation, e.ResponseID, e.Include, http.Header(e.Account), e.Since, 0, g.cfg.BackgroundPoll) {
 			g.cfg.Logger.Info("gateway: asking how a background response ended, which a stopped gateway followed",
 				"conversation", e.Conversation, "response", e.ResponseID, "stopped", e.Instance)
 		}

@@ -2,7 +2,10 @@ package gateway_test
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -106,4 +109,34 @@ func TestBackgroundResponseOfAStoppedGatewayIsAskedAbout(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return len(listed(t, kept)) == 0 }, 10*time.Second, 10*time.Millisecond,
 		"its end recorded, the response leaves the list")
+}
+
+// TestTakenUpResponseIsAskedAboutAtItsPace: a response taken up from a
+// stopped gateway was asked about at once, as it should be, but with no
+// wait after: its doubling wait started at zero, and a response still
+// running was asked about again and again (34,044 asks in two seconds in
+// review), with the managed key, for up to a day. It is asked again
+// after the poll's wait, doubling, as any other.
+func TestTakenUpResponseIsAskedAboutAtItsPace(t *testing.T) {
+	s := natstest.Start(t, natstest.WithAuth())
+	var gets atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		if r.Method == http.MethodGet {
+			gets.Add(1)
+			io.WriteString(w, `{"id":"resp_wh","object":"response","created_at":1,"status":"in_progress","background":true,"model":"m","output":[],"usage":null}`)
+			return
+		}
+		io.WriteString(w, `{"id":"resp_wh","object":"response","created_at":1,"status":"queued","background":true,"model":"m","output":[],"usage":null}`)
+	}))
+	t.Cleanup(up.Close)
+	a, _, kept, stopA := keepingGateway(t, s, up.URL, time.Hour)
+	postOK(t, a+"/v1/responses", map[string]string{"Authorization": "Bearer " + token}, `{"model":"m","input":"a long job","background":true}`)
+	require.Eventually(t, func() bool { return len(listed(t, kept)) == 1 }, 10*time.Second, 10*time.Millisecond)
+	stopA()
+	keepingGateway(t, s, up.URL, 500*time.Millisecond) // B takes it up when it starts
+	require.Eventually(t, func() bool { return gets.Load() > 0 }, 10*time.Second, 10*time.Millisecond, "B asks at once")
+	time.Sleep(2 * time.Second) // asks at once, then 1 s and 2 s later
+	assert.LessOrEqual(t, gets.Load(), int64(3), "asked at the poll's pace, not again and again")
 }

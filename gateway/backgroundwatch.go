@@ -70,15 +70,18 @@ func newBackgroundWatch() *backgroundWatch {
 }
 
 // add follows response id of conversation conv, queued at since, first
-// asked after first; false when maxWatched are followed already.
-func (w *backgroundWatch) add(conv, id string, include []string, account http.Header, since time.Time, first time.Duration) bool {
+// asked after first, then after poll, doubling; false when maxWatched are
+// followed already.
+func (w *backgroundWatch) add(conv, id string, include []string, account http.Header, since time.Time, first, poll time.Duration) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if _, ok := w.watched[id]; !ok && len(w.watched) >= maxWatched {
 		return false
 	}
 	now := time.Now()
-	w.watched[id] = &watchedResponse{conv: conv, id: id, include: include, account: account, since: since, next: now.Add(first), delay: first}
+	// delay is what later doubles: never 0, or a response taken up at
+	// once (first 0) would be asked about again and again.
+	w.watched[id] = &watchedResponse{conv: conv, id: id, include: include, account: account, since: since, next: now.Add(first), delay: max(poll, time.Millisecond)}
 	w.poke()
 	return true
 }
@@ -170,7 +173,7 @@ func (g *Gateway) watchBackground(conv, id string, include []string, account htt
 	if g.watch == nil || id == "" {
 		return
 	}
-	if !g.watch.add(conv, id, include, account, since, g.cfg.BackgroundPoll) {
+	if !g.watch.add(conv, id, include, account, since, g.cfg.BackgroundPoll, g.cfg.BackgroundPoll) {
 		g.cfg.Logger.Warn("gateway: too many background responses followed; this one's call stays open until the app fetches it through the gateway",
 			"conversation", conv, "response", id, "followed", maxWatched)
 	}

@@ -316,6 +316,10 @@ func (s *spool) drainFiles(ctx context.Context, r *Recorder, connected func() bo
 		} else if done, err := r.recorded(ctx, l.Conversation, l.CallID); err != nil {
 			return err
 		} else if done {
+			// Recorded before a crash: followed as if recorded now.
+			if s.recorded != nil {
+				s.recorded(l, l.Conversation)
+			}
 			s.remove(recording, len(data))
 			continue
 		}
