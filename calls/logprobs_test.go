@@ -96,18 +96,12 @@ func TestLogprobsOfAllChoicesShareOneBound(t *testing.T) {
 		}
 		require.NoError(t, json.Unmarshal([]byte(o.OtherChoices), &others))
 		require.Len(t, others, n-1)
-		omitted := 0
-		for i, c := range others {
-			var gone struct {
-				OmittedBytes int `json:"omitted_bytes"`
-			}
-			if json.Unmarshal(c.Logprobs, &gone) == nil && gone.OmittedBytes > 0 {
-				omitted++
-				continue
-			}
-			assert.Zero(t, omitted, "choice %d: kept after one was omitted (the first ones are kept)", i+1)
-			kept += len(c.Logprobs)
+		var lists []json.RawMessage
+		for _, c := range others {
+			lists = append(lists, c.Logprobs)
 		}
+		more, omitted := keptInOrder(t, lists)
+		kept += more
 		assert.LessOrEqual(t, kept, MaxLogprobsBytes, "all choices' logprobs together within the bound")
 		assert.Equal(t, 2, omitted, "the choices past the bound keep their size alone")
 	}
@@ -134,4 +128,23 @@ func TestLogprobsOfAllChoicesShareOneBound(t *testing.T) {
 	o, err = s.Output()
 	require.NoError(t, err)
 	t.Run("streamed", func(t *testing.T) { check(t, o) })
+}
+
+// keptInOrder sums the sizes of lists, the other choices' parts a bound
+// covers, that were kept, and counts those past it ({"omitted_bytes":
+// n}), checking that none is kept after one was omitted.
+func keptInOrder(t *testing.T, lists []json.RawMessage) (kept, omitted int) {
+	t.Helper()
+	for i, l := range lists {
+		var gone struct {
+			OmittedBytes int `json:"omitted_bytes"`
+		}
+		if json.Unmarshal(l, &gone) == nil && gone.OmittedBytes > 0 {
+			omitted++
+			continue
+		}
+		assert.Zero(t, omitted, "choice %d: kept after one was omitted (the first ones are kept)", i+1)
+		kept += len(l)
+	}
+	return kept, omitted
 }
