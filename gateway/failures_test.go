@@ -496,3 +496,36 @@ func TestInFlightBytesAreBounded(t *testing.T) {
 	resp, body = post(t, r.gw.URL+"/v1/chat/completions", h, fmt.Sprintf(chatBody, strings.Repeat("y", 60<<10)))
 	assert.Equal(t, 200, resp.StatusCode, "%s", body)
 }
+
+// TestCallTooCostlyToReadIsRecordedByItsHash: --max-inflight-bytes
+// bounded the bodies the gateway held, not what reading them took: a 27
+// MB body of 800,000 tiny messages took 2.1 GB once read, and four at
+// once 7.4 GB. What reading a call takes is now held among the bytes in
+// flight; a call that would take more than the bound is forwarded and
+// recorded by the hash of its bytes alone, saying why, and a call of
+// ordinary messages is read as before.
+func TestCallTooCostlyToReadIsRecordedByItsHash(t *testing.T) {
+	up := newChatUpstream(t, "")
+	r := newRig(t, up.URL, "", func(c *gateway.Config) {
+		c.MaxBody, c.MaxInFlightBytes = 64<<10, 1<<20
+	})
+	h := map[string]string{"Turnlog-Token": token}
+	msgs := strings.TrimSuffix(strings.Repeat(`{"role":"user","content":"x"},`, 1500), ",")
+	resp, body := post(t, r.gw.URL+"/v1/chat/completions", h, `{"model":"m","messages":[`+msgs+`]}`)
+	require.Equal(t, 200, resp.StatusCode, "%s", body)
+	conv := resp.Header.Get("Turnlog-Conversation")
+	var started []events.InferenceStarted
+	for _, e := range conversationEvents(t, r.log, conv) {
+		if p, ok := e.Payload.(events.InferenceStarted); ok {
+			started = append(started, p)
+		}
+	}
+	require.Len(t, started, 1)
+	assert.Contains(t, started[0].Gateway["unparsed"], "more than --max-inflight-bytes (1 MiB); recorded by the hash of its bytes alone")
+	assert.NotEmpty(t, started[0].Gateway["wire_sha256"], "by its hash")
+	assert.Empty(t, blockTexts(t, r.log, conv), "none of its messages read into blocks")
+
+	resp, body = post(t, r.gw.URL+"/v1/chat/completions", h, `{"model":"m","messages":[{"role":"user","content":"weather?"}]}`)
+	require.Equal(t, 200, resp.StatusCode, "%s", body)
+	assert.Contains(t, blockTexts(t, r.log, resp.Header.Get("Turnlog-Conversation")), "weather?", "an ordinary call is read")
+}

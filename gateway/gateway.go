@@ -263,8 +263,29 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
+		// What reading the call into blocks holds is held among the
+		// bytes in flight too, so that the bound is on memory, not on
+		// bodies alone (a body of a great many tiny messages takes tens
+		// of times its size once read).
+		unread := ""
+		switch need := readingBytes(body); {
+		case need > g.inFlight.limit:
+			// More than the gateway may hold for all its calls: it is
+			// forwarded, and recorded by its hash.
+			unread = fmt.Sprintf("reading it would take about %d MiB of the gateway's memory (%d bytes holding many JSON objects), more than --max-inflight-bytes (%d MiB); recorded by the hash of its bytes alone",
+				need>>20, len(body), g.inFlight.limit>>20)
+			g.cfg.Logger.Warn("gateway: call too costly to read; recorded by its hash alone", "conversation", r.Header.Get(ConversationHeader), "bytes", len(body), "reading_bytes", need)
+		case !held.grow(r.Context(), need):
+			if r.Context().Err() != nil {
+				return // the client went away while it waited
+			}
+			g.cfg.Metrics.errors.WithLabelValues("busy").Inc()
+			w.Header().Set("Retry-After", "1")
+			writeError(w, anthropic, http.StatusServiceUnavailable, errBusy.Error()+"; nothing was forwarded; retry shortly")
+			return
+		}
 		p, err := g.rec.Begin(r.Context(), Call{API: api, Body: body, Conversation: r.Header.Get(ConversationHeader),
-			Trace: tracing.Extract(r.Context(), r.Header), Deferred: true, Compact: compact, Headers: calls.HeadersOf(r.Header)})
+			Trace: tracing.Extract(r.Context(), r.Header), Deferred: true, Compact: compact, Headers: calls.HeadersOf(r.Header), Unread: unread})
 		if err != nil {
 			g.refuse(w, anthropic, err)
 			return

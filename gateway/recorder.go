@@ -181,6 +181,10 @@ type Call struct {
 	// on its way upstream, so that reading and recording the call do not
 	// compete with forwarding it for the processor.
 	Deferred bool
+	// Unread, when set, is why the call is not read into blocks: it is
+	// recorded by the hash of its bytes alone, saying so (a call whose
+	// reading would take more memory than the gateway allows).
+	Unread string
 }
 
 // Begin starts recording a call: in the background, it reads the call,

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"github.com/oklog/ulid/v2"
@@ -22,7 +23,14 @@ import (
 func (r *Recorder) thread(ctx context.Context, p *Pending, in Call) (fork *calls.Ref, fresh bool) {
 	c := p.call
 	c.Wire, c.API = calls.WireSHA256(in.Body), in.API
-	req, err := r.parse.ParseRequest(in.API, in.Body)
+	var req *calls.Request
+	err := errors.New(in.Unread)
+	if in.Unread == "" {
+		req, err = r.parse.ParseRequest(in.API, in.Body)
+	} else {
+		p.lacks = "by its hash alone: " + in.Unread
+		r.metrics.unstored.WithLabelValues("input").Inc()
+	}
 	if err != nil {
 		c.Unparsed = err.Error()
 	} else {
