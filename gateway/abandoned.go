@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/turnlog/turnlog/calls"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
 )
@@ -91,4 +92,47 @@ func (r *Recorder) closedAbandoned(conv string, api string, closing []events.Eve
 			r.metrics.calls.WithLabelValues(api, "abandoned").Inc()
 		}
 	}
+}
+
+// wentOn reports whether conv went on past state c, which a call
+// continues, with another call: one that finished, or one in flight (a
+// sibling made at the same moment, recorded first), after which the call
+// forks the conversation at c. A call that failed, or one that no running
+// process will finish (the app's retry follows it), is not: the call
+// continues the conversation. What cannot be read counts as not.
+func (r *Recorder) wentOn(ctx context.Context, conv string, c *calls.Ref) bool {
+	el, ok := r.log.(eventsLog)
+	if !ok {
+		return false
+	}
+	var past []events.Event
+	for rec, err := range el.Events(ctx, conv) {
+		if err != nil {
+			return false
+		}
+		if rec.Pos > c.Events {
+			past = append(past, rec.Event)
+		}
+	}
+	for _, e := range past {
+		if _, ok := e.Payload.(events.InferenceFinished); ok {
+			return true
+		}
+	}
+	lv, _ := r.log.(liveness)
+	for _, e := range events.OpenCalls(past) {
+		st := e.Payload.(events.InferenceStarted)
+		switch instance := st.Gateway["instance"]; {
+		case instance == "":
+		case instance == r.instance:
+			if _, running := r.running.Load(st.InferenceID); running {
+				return true
+			}
+		case lv != nil:
+			if alive, err := lv.Alive(ctx, instance); err == nil && alive {
+				return true
+			}
+		}
+	}
+	return false
 }

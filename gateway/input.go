@@ -131,6 +131,17 @@ func (r *Recorder) recordInput(ctx context.Context, p *Pending, fork *calls.Ref,
 			}
 			continue
 		}
+		if c := p.continues; c != nil && p.guess == nil && turn.Events != c.Events && turn.Conversation == c.Conversation && r.wentOn(ctx, p.conv, c) {
+			// The conversation went on past the state the call continues
+			// (a call made at the same moment, recorded first): the call
+			// forks it there, as a call made after that one would.
+			r.cache.put(turn)
+			p.continues, p.conv, fresh = nil, ulid.Make().String(), true
+			if err := prepareFork(c); err != nil {
+				return inputResult{err: err, erased: errors.Is(err, errErasedBefore)}
+			}
+			continue
+		}
 		seq, n := turn.Seq, turn.Events
 		// Checked while the upstream works, as it is planned, not after
 		// it answered: the findings go into the outcome's step.

@@ -111,6 +111,11 @@ type Pending struct {
 	// copy of the index, without asking the shared one (see thread);
 	// nil once verified or when the shared index was asked.
 	guess *calls.Ref
+	// continues is the state an inferred continuation continues, as the
+	// shared index gave it: a conversation found past it when the input
+	// is recorded went on since (a sibling call, made at the same
+	// moment, recorded first), and the call forks it there instead.
+	continues *calls.Ref
 	// trace is the context the call's span is a child of (the caller's,
 	// from its traceparent); nil for a call recorded later than it was
 	// made (import --calls, the spool), which gets no span.

@@ -111,7 +111,7 @@ func (r *Recorder) infer(ctx context.Context, p *Pending, scope string, blocks [
 	}
 	p.call.Threading = calls.ThreadInferred
 	if latest {
-		p.conv = ref.Conversation
+		p.conv, p.continues = ref.Conversation, &ref
 		return nil
 	}
 	return &ref
@@ -120,7 +120,7 @@ func (r *Recorder) infer(ctx context.Context, p *Pending, scope string, blocks [
 // unguess threads a call whose guess (see thread) did not hold with the
 // shared index, as if it had been asked first.
 func (r *Recorder) unguess(ctx context.Context, p *Pending, req *calls.Request) (fork *calls.Ref, fresh bool) {
-	p.guess, p.conv, p.call.Threading = nil, "", ""
+	p.guess, p.continues, p.conv, p.call.Threading = nil, nil, "", ""
 	fork = r.infer(ctx, p, req.Scope, req.RequestBlocks(), req.RequestChain())
 	if fresh = p.conv == ""; fresh {
 		p.conv = ulid.Make().String()
