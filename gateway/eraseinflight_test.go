@@ -1,8 +1,12 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +17,7 @@ import (
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/gateway"
+	"github.com/turnlog/turnlog/internal/syncbuf"
 )
 
 // TestCallInFlightDuringEraseIsNotWrittenBack: a conversation erased while
@@ -145,4 +150,73 @@ func TestCallRacingEraseBeforeItsInputIsNotWrittenBack(t *testing.T) {
 			verify(t, r.log, again)
 		})
 	}
+}
+
+// gatedTransport holds a request whose body holds marker until gate is
+// closed, before it goes upstream: the gateway reads and records a call
+// once it is on its way, so the call is made (and timed) now and recorded
+// later.
+type gatedTransport struct {
+	next   http.RoundTripper
+	marker string
+	gate   chan struct{}
+}
+
+func (g gatedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	body, _ := io.ReadAll(req.Body)
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	if bytes.Contains(body, []byte(g.marker)) {
+		<-g.gate
+	}
+	return g.next.RoundTrip(req)
+}
+
+// TestCallMadeBeforeEraseIsNotWrittenIntoTheConversationAfter: a call
+// made before its conversation was erased, recorded only once another
+// call, made after, had started the conversation anew under its name,
+// was written into it (its history "removing" the new call's blocks). A
+// call belongs to what was erased whatever the conversation holds when
+// it is recorded: it is not recorded, and is counted as erased.
+func TestCallMadeBeforeEraseIsNotWrittenIntoTheConversationAfter(t *testing.T) {
+	up := newFixedUpstream(t, chatAnswer("noted"))
+	gate := make(chan struct{})
+	logs := &syncbuf.Buffer{}
+	m := gateway.NewMetrics()
+	r := newRig(t, up.URL, "", func(c *gateway.Config) {
+		threads, err := c.Log.(*eventlog.Log).Threads(t.Context())
+		require.NoError(t, err)
+		c.Threads, c.Metrics = threads, m
+		c.Transport = gatedTransport{next: c.Transport, marker: "made before", gate: gate}
+		c.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	runGateway(t, r)
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(gate)
+		}
+	}
+	t.Cleanup(release) // before the gateway's server closes, which waits for the held call
+	h := map[string]string{"Turnlog-Token": token, "Turnlog-Conversation": "erz"}
+	call := func(text string) int {
+		resp, _ := post(t, r.gw.URL+"/v1/chat/completions", h, `{"model":"gpt-test","messages":[{"role":"user","content":"`+text+`"}]}`)
+		return resp.StatusCode
+	}
+	require.Equal(t, 200, call("my secret"))
+	late := make(chan int, 1)
+	go func() { late <- call("made before the erasure") }()
+	time.Sleep(100 * time.Millisecond) // the call is made, held before it goes upstream
+	_, err := r.log.Erase(t.Context(), "erz")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "erased conversation") }, 10*time.Second, 10*time.Millisecond,
+		"the gateway heard of the erasure")
+	require.Equal(t, 200, call("made after the erasure"), "a call made after starts the conversation anew")
+	release()
+	require.Equal(t, 200, <-late, "the app gets its answer all the same")
+
+	assert.Equal(t, []string{"made after the erasure"}, userTexts(t, r, "erz"), "only what was made after the erasure")
+	assert.Contains(t, scrape(t, m), `turnlog_gateway_calls_total{api="chat.completions",outcome="erased"} 1`)
+	verify(t, r.log, "erz")
+	assert.Empty(t, checkRules(t, r.log, "erz"))
 }

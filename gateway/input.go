@@ -142,6 +142,10 @@ func (r *Recorder) recordInput(ctx context.Context, p *Pending, fork *calls.Ref,
 			}
 			continue
 		}
+		if r.erasedAfterMade(p) {
+			r.cache.put(turn)
+			return inputResult{erased: true}
+		}
 		seq, n := turn.Seq, turn.Events
 		// Checked while the upstream works, as it is planned, not after
 		// it answered: the findings go into the outcome's step.

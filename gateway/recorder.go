@@ -53,6 +53,11 @@ type Recorder struct {
 	// quarantined holds the conversations found damaged (see
 	// stillDamaged).
 	quarantined quarantined
+	// erasures holds, by conversation, when each conversation this
+	// process heard erased (Forget) was erased, for a while: a call made
+	// before belongs to what was erased, whatever the conversation holds
+	// when the call is recorded (see erasedAfterMade).
+	erased erasedLately
 }
 
 // NewRecorder returns a Recorder of cfg's log, threading store, checker
@@ -78,6 +83,8 @@ func newRecorder(cfg *Config) *Recorder {
 // a call of conv in progress may still put its Turn back, which the log's
 // fence then refuses to append to.
 func (r *Recorder) Forget(conv string) {
+	r.erased.note(conv, r.erasedAt(conv))
+	r.logger.Debug("gateway: let go of an erased conversation", "conversation", conv)
 	r.cache.take(conv)
 	r.checks.Take(conv)
 	if r.localStore != nil {
