@@ -62,8 +62,6 @@ func (r *Recorder) erasedAfterMade(p *Pending) bool {
 	if !ok || !p.started.Before(at) {
 		return false
 	}
-	r.metrics.calls.WithLabelValues(string(p.api), "erased").Inc()
-	r.logger.Warn("gateway: call's conversation was erased after the call was made; the call is not recorded (the app gets its answer)",
-		"conversation", p.conv, "call", p.call.ID, "erased_at", at)
+	r.erasedBeforeRecorded(p, p.conv, at)
 	return true
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/turnlog/turnlog/calls"
 	"github.com/turnlog/turnlog/eventlog"
@@ -262,8 +263,14 @@ func (r *Recorder) emptied(ctx context.Context, p *Pending, conv string) bool {
 	if !ok || !p.started.Before(at) {
 		return false
 	}
+	r.erasedBeforeRecorded(p, conv, at)
+	return true
+}
+
+// erasedBeforeRecorded counts and logs a call not recorded because its
+// conversation conv was erased at at, after the call was made.
+func (r *Recorder) erasedBeforeRecorded(p *Pending, conv string, at time.Time) {
 	r.metrics.calls.WithLabelValues(string(p.api), "erased").Inc()
 	r.logger.Warn("gateway: call's conversation was erased after the call was made; the call is not recorded (the app gets its answer)",
 		"conversation", conv, "call", p.call.ID, "erased_at", at)
-	return true
 }
