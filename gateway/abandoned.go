@@ -15,6 +15,7 @@ import (
 	"github.com/turnlog/turnlog/calls"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/projector"
 )
 
 // tails is the part of *eventlog.Log that reads a conversation's last
@@ -135,4 +136,25 @@ func (r *Recorder) wentOn(ctx context.Context, conv string, c *calls.Ref) bool {
 		}
 	}
 	return false
+}
+
+// holdsTurn reports whether req's input begins with every block of turn:
+// the call has seen what the conversation holds past the state it was
+// threaded to (an answer the shared index has not caught up with), and
+// continues it; a sibling's input lacks the blocks of the call recorded
+// before it.
+func holdsTurn(req *calls.Request, turn *projector.Turn) bool {
+	if req == nil {
+		return false
+	}
+	in := req.RequestBlocks()
+	if len(in) < len(turn.Blocks) {
+		return false
+	}
+	for i := range turn.Blocks {
+		if calls.Key(&turn.Blocks[i]) != calls.Key(&in[i]) {
+			return false
+		}
+	}
+	return true
 }

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"sync"
 	"time"
 )
@@ -12,7 +11,7 @@ import (
 const erasuresKept = 10 * time.Minute
 
 // erasedLately are the conversations this process heard erased lately, with
-// when each was erased.
+// when it heard it (its own clock).
 type erasedLately struct {
 	mu sync.Mutex
 	at map[string]time.Time
@@ -42,21 +41,12 @@ func (e *erasedLately) since(conv string) (time.Time, bool) {
 	return t, ok
 }
 
-// erasedAt is when conv was erased, as erase noted it (its note's time,
-// the erasing process's clock), or now when the note cannot be read.
-func (r *Recorder) erasedAt(conv string) time.Time {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if at, ok, err := r.threads.ErasedAt(ctx, conv); err == nil && ok {
-		return at
-	}
-	return time.Now()
-}
-
-// erasedAfterMade reports whether the call's conversation was erased after
-// the call was made, as this process heard: the call belongs to what was
-// erased, and is not recorded, even into a conversation a later call
-// started anew under that name (counted as erased, and logged).
+// erasedAfterMade reports whether this process heard the call's
+// conversation erased after the call was made: the call belongs to what
+// was erased, and is not recorded, even into a conversation a later call
+// started anew under that name (counted as erased, and logged). A call
+// made between the erasure and the moment this process heard of it
+// (milliseconds) is taken as made before.
 func (r *Recorder) erasedAfterMade(p *Pending) bool {
 	at, ok := r.erased.since(p.conv)
 	if !ok || !p.started.Before(at) {

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"time"
@@ -82,9 +81,18 @@ func (r *reservation) grow(ctx context.Context, n int64) bool {
 	if n > r.f.limit {
 		return false
 	}
+	if r.f.sem.TryAcquire(n - r.n) {
+		r.n = n
+		return true
+	}
+	// Not while holding what it has: two calls each holding their body
+	// and waiting for more would wait for each other. It waits for all
+	// of n, holding nothing (its body, read already, is not counted
+	// meanwhile).
+	r.release()
 	ctx, cancel := context.WithTimeout(ctx, r.f.wait)
 	defer cancel()
-	if r.f.sem.Acquire(ctx, n-r.n) != nil {
+	if r.f.sem.Acquire(ctx, n) != nil {
 		return false
 	}
 	r.n = n
@@ -100,7 +108,27 @@ const readingCost = 2560
 
 // readingBytes is what the call of body is taken to hold once read: the
 // body twice (its bytes and their copy in blocks) and readingCost a JSON
-// object ('{' counted anywhere: an estimate from above).
+// object.
 func readingBytes(body []byte) int64 {
-	return 2*int64(len(body)) + int64(bytes.Count(body, []byte("{")))*readingCost
+	return 2*int64(len(body)) + int64(jsonObjects(body))*readingCost
+}
+
+// jsonObjects counts the objects of body, a JSON text: its '{' outside
+// strings (a '{' in a message's text, a JSON document pasted as text, is
+// no object to read).
+func jsonObjects(body []byte) int {
+	n, inString, escaped := 0, false, false
+	for _, c := range body {
+		switch {
+		case escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case c == '{' && !inString:
+			n++
+		}
+	}
+	return n
 }

@@ -131,7 +131,8 @@ func (r *Recorder) recordInput(ctx context.Context, p *Pending, fork *calls.Ref,
 			}
 			continue
 		}
-		if c := p.continues; c != nil && p.guess == nil && turn.Events != c.Events && turn.Conversation == c.Conversation && r.wentOn(ctx, p.conv, c) {
+		if c := p.continues; c != nil && p.guess == nil && turn.Events > c.Events && turn.Conversation == c.Conversation &&
+			!holdsTurn(p.call.Request, turn) && r.wentOn(ctx, p.conv, c) {
 			// The conversation went on past the state the call continues
 			// (a call made at the same moment, recorded first): the call
 			// forks it there, as a call made after that one would.

@@ -255,6 +255,15 @@ var errErasedBefore = errors.New("the conversation was erased after the call was
 // is taken as not erased (logged): the call is recorded as after an
 // erasure.
 func (r *Recorder) emptied(ctx context.Context, p *Pending, conv string) bool {
+	if heard, ok := r.erased.since(conv); ok {
+		// Heard by this process, by its own clock (the call's start
+		// is read by it, the note's by the erasing process's).
+		if !p.started.Before(heard) {
+			return false
+		}
+		r.erasedBeforeRecorded(p, conv, heard)
+		return true
+	}
 	at, ok, err := r.threads.ErasedAt(ctx, conv)
 	if err != nil {
 		r.logger.Warn("gateway: could not read whether the call's conversation was erased; it is recorded", "conversation", conv, "err", err)

@@ -53,10 +53,10 @@ type Recorder struct {
 	// quarantined holds the conversations found damaged (see
 	// stillDamaged).
 	quarantined quarantined
-	// erasures holds, by conversation, when each conversation this
-	// process heard erased (Forget) was erased, for a while: a call made
-	// before belongs to what was erased, whatever the conversation holds
-	// when the call is recorded (see erasedAfterMade).
+	// erased holds, by conversation, when this process heard each
+	// conversation erased (Forget), for a while: a call made before
+	// belongs to what was erased, whatever the conversation holds when
+	// the call is recorded (see erasedAfterMade).
 	erased erasedLately
 }
 
@@ -83,7 +83,9 @@ func newRecorder(cfg *Config) *Recorder {
 // a call of conv in progress may still put its Turn back, which the log's
 // fence then refuses to append to.
 func (r *Recorder) Forget(conv string) {
-	r.erased.note(conv, r.erasedAt(conv))
+	// When this process heard of it, by its own clock, which is what a
+	// call's start is read by (the erasing process's may differ).
+	r.erased.note(conv, time.Now())
 	r.logger.Debug("gateway: let go of an erased conversation", "conversation", conv)
 	r.cache.take(conv)
 	r.checks.Take(conv)
