@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/eventlog"
@@ -79,16 +80,25 @@ const (
 	abandonSecond = `{"model":"m","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"one"},{"role":"assistant","content":"noted"},{"role":"user","content":"two"}]}`
 )
 
-// workerGateway is one `turnlog gateway` process on s, on its own NATS
-// connection as the worker role: its URL, its log, what kills its
-// connection (the process dying), and its metrics.
-func workerGateway(t *testing.T, s *natstest.Server, upstream string) (*httptest.Server, *eventlog.Log, func(), *gateway.Metrics) {
+// workerLog is what a `turnlog gateway` process opens on s: its own NATS
+// connection as the worker role, its log, the installation's threading
+// index.
+func workerLog(t *testing.T, s *natstest.Server) (*nats.Conn, *eventlog.Log, *eventlog.Threads) {
 	t.Helper()
 	nc := s.ConnectAs(t, natsauth.Worker)
 	l, err := eventlog.Open(context.Background(), nc, eventlog.WithWriterRole(string(natsauth.Worker)))
 	require.NoError(t, err)
 	threads, err := l.Threads(context.Background())
 	require.NoError(t, err)
+	return nc, l, threads
+}
+
+// workerGateway is one `turnlog gateway` process on s, on its own NATS
+// connection as the worker role: its URL, its log, what kills its
+// connection (the process dying), and its metrics.
+func workerGateway(t *testing.T, s *natstest.Server, upstream string) (*httptest.Server, *eventlog.Log, func(), *gateway.Metrics) {
+	t.Helper()
+	nc, l, threads := workerLog(t, s)
 	m := gateway.NewMetrics()
 	g, err := gateway.New(gateway.Config{Log: l, Connected: nc.IsConnected, Token: token, OpenAIUpstream: upstream + "/v1", Threads: threads, Metrics: m})
 	require.NoError(t, err)

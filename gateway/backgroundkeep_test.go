@@ -14,7 +14,6 @@ import (
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/gateway"
 	"github.com/turnlog/turnlog/internal/natstest"
-	"github.com/turnlog/turnlog/natsauth"
 )
 
 // keepingGateway is one `turnlog gateway` process on s with a managed
@@ -23,11 +22,7 @@ import (
 // stops it (Run ends, its connection goes: the process dies).
 func keepingGateway(t *testing.T, s *natstest.Server, upstream string, poll time.Duration) (string, *eventlog.Log, *eventlog.BackgroundResponses, func()) {
 	t.Helper()
-	nc := s.ConnectAs(t, natsauth.Worker)
-	l, err := eventlog.Open(context.Background(), nc, eventlog.WithWriterRole(string(natsauth.Worker)))
-	require.NoError(t, err)
-	threads, err := l.Threads(context.Background())
-	require.NoError(t, err)
+	nc, l, threads := workerLog(t, s)
 	kept, err := l.BackgroundResponses(context.Background())
 	require.NoError(t, err)
 	g, err := gateway.New(gateway.Config{Log: l, Connected: nc.IsConnected, Token: token, OpenAIUpstream: upstream + "/v1",

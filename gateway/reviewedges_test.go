@@ -25,7 +25,6 @@ import (
 	"github.com/turnlog/turnlog/gateway"
 	"github.com/turnlog/turnlog/internal/natstest"
 	"github.com/turnlog/turnlog/internal/syncbuf"
-	"github.com/turnlog/turnlog/natsauth"
 )
 
 // R1: readingBytes counts '{' inside JSON strings. A 1.2 MB call whose one
@@ -175,11 +174,7 @@ func TestAlternatingGatewaysDoNotReadTheWholeConversation(t *testing.T) {
 	up := newChatUpstream(t, "")
 	var nCalls, nRead atomic.Int64
 	gw := func() *httptest.Server {
-		nc := s.ConnectAs(t, natsauth.Worker)
-		l, err := eventlog.Open(context.Background(), nc, eventlog.WithWriterRole(string(natsauth.Worker)))
-		require.NoError(t, err)
-		threads, err := l.Threads(context.Background())
-		require.NoError(t, err)
+		nc, l, threads := workerLog(t, s)
 		g, err := gateway.New(gateway.Config{Log: countingLog{l, &nCalls, &nRead}, Connected: nc.IsConnected, Token: token, OpenAIUpstream: up.URL + "/v1", Threads: threads})
 		require.NoError(t, err)
 		hs := httptest.NewServer(g)
@@ -262,11 +257,7 @@ func TestContinuationPastAnUnindexedCallContinues(t *testing.T) {
 	up := newChatUpstream(t, "")
 	var failing atomic.Bool
 	gw := func() *httptest.Server {
-		nc := s.ConnectAs(t, natsauth.Worker)
-		l, err := eventlog.Open(context.Background(), nc, eventlog.WithWriterRole(string(natsauth.Worker)))
-		require.NoError(t, err)
-		threads, err := l.Threads(context.Background())
-		require.NoError(t, err)
+		nc, l, threads := workerLog(t, s)
 		g, err := gateway.New(gateway.Config{Log: l, Connected: nc.IsConnected, Token: token, OpenAIUpstream: up.URL + "/v1", Threads: failingThreads{threads, &failing}})
 		require.NoError(t, err)
 		hs := httptest.NewServer(g)
