@@ -24,12 +24,13 @@ func (r *Recorder) thread(ctx context.Context, p *Pending, in Call) (fork *calls
 	c := p.call
 	c.Wire, c.API = calls.WireSHA256(in.Body), in.API
 	var req *calls.Request
-	err := errors.New(in.Unread)
-	if in.Unread == "" {
-		req, err = r.parse.ParseRequest(in.API, in.Body)
-	} else {
+	var err error
+	if in.Unread != "" {
+		err = errors.New(in.Unread)
 		p.lacks = "by its hash alone: " + in.Unread
 		r.metrics.unstored.WithLabelValues("input").Inc()
+	} else {
+		req, err = r.parse.ParseRequest(in.API, in.Body)
 	}
 	if err != nil {
 		c.Unparsed = err.Error()
