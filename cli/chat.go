@@ -181,7 +181,7 @@ directory of the template variables (prompt:cwd, git:, file:AGENTS.md).
 // learn it without asking twice.
 func noAnswerHelp(e *chatclient.NoAnswerError, message string) error {
 	return fmt.Errorf("%w; it may still be answered: see with `turnlog replay %s`, or wait again without sending it twice: `turnlog chat --request-id %s -m %s %s`",
-		e, e.Conversation, e.RequestID, shellQuote(message), e.Conversation)
+		e, events.CommandArg(e.Conversation), e.RequestID, shellQuote(message), events.CommandArg(e.Conversation))
 }
 
 // shellQuote quotes s for a POSIX shell.

@@ -7,6 +7,7 @@ import (
 	"os/signal"
 
 	"github.com/turnlog/turnlog/chatclient"
+	"github.com/turnlog/turnlog/events"
 )
 
 // interruptKey is the context key under which tests hand chat its Ctrl-C.
@@ -41,7 +42,7 @@ type interruptedError struct {
 
 func (e *interruptedError) Error() string {
 	n := e.noAnswer
-	await := fmt.Sprintf("`turnlog chat --request-id %s -m %s %s`", n.RequestID, shellQuote(e.text), n.Conversation)
+	await := fmt.Sprintf("`turnlog chat --request-id %s -m %s %s`", n.RequestID, shellQuote(e.text), events.CommandArg(n.Conversation))
 	if !n.Sent {
 		return fmt.Sprintf("interrupted before the server acknowledged request %s of conversation %s: it may not have been stored; if it was, it is not cancelled and a worker answers it. %s waits for its answer, and sends it if it never arrived",
 			n.RequestID, n.Conversation, await)

@@ -38,9 +38,9 @@ each):
 
   - without --forks it erases the conversation alone, then lists on
     stderr the forks that still hold a copy of its blocks, and the
-    command that erases them (turnlog erase <fork> --forks, for each
+    command that erases them (turnlog erase --forks <fork>, for each
     direct fork). They still name the erased conversation, so
-    "turnlog erase <conversation> --forks" later finds them too.
+    "turnlog erase --forks <conversation>" later finds them too.
   - with --forks it erases the forks as well, each as it erases one
     conversation, the forks of forks first and the conversation last, so
     that an interrupted run leaves every remaining fork findable: run it
@@ -60,7 +60,7 @@ ID first, and an empty line after the last.
 A conversation whose first message is not a step (a message turnlog did
 not write, or a damaged one) cannot be checked: it is listed as not
 checked (turnlog replay <ID> shows it, turnlog repair <ID> removes it,
-turnlog erase <ID> --forks erases it with its own forks).
+turnlog erase --forks <ID> erases it with its own forks).
 With --forks, erase then exits 1 after erasing the forks it found, since
 one may have been left. A conversation imported from an export
 (turnlog import) names no source and is not found; nor is the

@@ -14,6 +14,7 @@ import (
 	"slices"
 
 	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/internal/plural"
 )
 
@@ -38,7 +39,7 @@ func writeKept(w io.Writer, conversation string, forks []eventlog.Fork) {
 		plural.Count(len(forks), "fork"), conversation)
 	for _, f := range forks {
 		if f.Depth == 1 {
-			fmt.Fprintf(w, "  turnlog erase %s --forks\n", f.Conversation)
+			fmt.Fprintf(w, "  turnlog erase --forks %s\n", events.CommandArg(f.Conversation))
 		}
 	}
 	writeForks(w, "forks of "+conversation+" not erased:", forks)
@@ -50,11 +51,11 @@ func writeUnchecked(w io.Writer, conversation string, unchecked []eventlog.Unche
 	if len(unchecked) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "%s could not be checked: the first message is not a step, so whether it is a fork of %s (or of one of its forks) is unknown; turnlog replay <ID> shows the message, turnlog erase <ID> --forks erases one with its own forks.\n",
+	fmt.Fprintf(w, "%s could not be checked: the first message is not a step, so whether it is a fork of %s (or of one of its forks) is unknown; turnlog replay <ID> shows the message, turnlog erase --forks <ID> erases one with its own forks.\n",
 		plural.Count(len(unchecked), "conversation"), conversation)
 	fmt.Fprintln(w, "conversations not checked:")
 	for _, u := range unchecked {
-		fmt.Fprintf(w, "%s  %s; turnlog repair %s removes it\n", u.Conversation, uncheckedReason(u.Err), u.Conversation)
+		fmt.Fprintf(w, "%s  %s; turnlog repair %s removes it\n", u.Conversation, uncheckedReason(u.Err), events.CommandArg(u.Conversation))
 	}
 	fmt.Fprintln(w)
 }

@@ -108,7 +108,7 @@ func TestEraseFindsForks(t *testing.T) {
 			}
 			assert.Contains(t, string(stored), private[0], "the forks keep their copy")
 			assert.Equal(t, tc.kept, listAfter(t, errOut, "forks of a not erased:"), "%s", errOut)
-			assert.Contains(t, errOut, "turnlog erase f1 --forks", "the command that erases them")
+			assert.Contains(t, errOut, "turnlog erase --forks f1", "the command that erases them")
 
 			t.Run("the command it gives erases what is left", func(t *testing.T) {
 				_, errOut, code := e.run("", "erase", "f1", "--forks", "--yes")

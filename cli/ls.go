@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/turnlog/turnlog/eventlog"
+	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/internal/plural"
 	"github.com/turnlog/turnlog/replay"
 )
@@ -98,7 +99,7 @@ always follow the rules of this turnlog.`,
 					last = fmt.Sprintf("%s (not written by turnlog) ignored; %s", plural.Count(c.Foreign, "foreign message"), last)
 				}
 				if c.Quarantined > 0 {
-					last = fmt.Sprintf("%s (turnlog repair %s); %s", plural.Count(c.Quarantined, "quarantined message"), c.ID, last)
+					last = fmt.Sprintf("%s (turnlog repair %s); %s", plural.Count(c.Quarantined, "quarantined message"), events.CommandArg(c.ID), last)
 				}
 				findings := "-"
 				if c.Findings > 0 {

@@ -78,7 +78,7 @@ conversation is in flight; if it changed meanwhile, run it again.`,
 				case plan.Empty() && plan.Unfoldable == "":
 					fmt.Fprintf(out, "nothing to repair\n")
 				case !plan.Empty():
-					fmt.Fprintf(out, "nothing changed; run `turnlog repair %s --yes` to do this\n", conv)
+					fmt.Fprintf(out, "nothing changed; run `turnlog repair --yes %s` to do this\n", events.CommandArg(conv))
 				}
 				return nil
 			}
@@ -94,7 +94,7 @@ conversation is in flight; if it changed meanwhile, run it again.`,
 				closed = ", closed " + plural.Count(res.ClosedCalls, "model call") + " left open"
 			}
 			fmt.Fprintf(out, "repaired %s: removed %s and %s%s (cause %s); `turnlog replay %s` shows the records\n",
-				conv, plural.Count(res.RemovedMessages, "message"), plural.Count(res.RemovedBlocks, "reasoning block"), closed, res.Cause, conv)
+				conv, plural.Count(res.RemovedMessages, "message"), plural.Count(res.RemovedBlocks, "reasoning block"), closed, res.Cause, events.CommandArg(conv))
 			return nil
 		},
 	}
@@ -137,6 +137,6 @@ func writePlan(w io.Writer, p *repair.Plan) {
 	}
 	if p.Unfoldable != "" {
 		fmt.Fprintf(w, "  the Turn does not fold even without those messages, at %s: this needs a person; `turnlog replay %s` shows the events\n",
-			printable(p.Unfoldable, 300), p.Conversation)
+			printable(p.Unfoldable, 300), events.CommandArg(p.Conversation))
 	}
 }

@@ -49,7 +49,7 @@ func TestRepairMakesACorruptConversationWorkAgain(t *testing.T) {
 	out, errOut, code := e.run("", "repair", "spoiled")
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "remove message "+seq+" (7 bytes, sha256 ")
-	assert.Contains(t, out, "nothing changed; run `turnlog repair spoiled --yes`")
+	assert.Contains(t, out, "nothing changed; run `turnlog repair --yes spoiled`")
 	_, err = e.log.Load(ctx, "spoiled")
 	require.ErrorIs(t, err, eventlog.ErrCorruptMessage, "a plan changes nothing")
 
@@ -77,7 +77,7 @@ func TestRepairRemovesAnOrphanedReasoningBlock(t *testing.T) {
 	e := newAuditEnv(t, true)
 	_, err := e.log.Append(ctx, "old", 0, events.New("old", "seed", 0, "import", events.ReasoningAppended{BlockID: "r1", Text: "thinking"}))
 	require.NoError(t, err)
-	assert.Contains(t, failingRequest(t, e, "old", "hello?"), "turnlog repair old --yes")
+	assert.Contains(t, failingRequest(t, e, "old", "hello?"), "turnlog repair --yes old")
 
 	out, errOut, code := e.run("", "repair", "old")
 	require.Equal(t, 0, code, errOut)

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -77,7 +78,12 @@ func (e *auditEnv) runIn(in io.Reader, args ...string) (string, string, int) {
 	root.SetErr(&errOut)
 	root.SetIn(in)
 	if len(args) > 0 {
-		args = append(args, "--nats-url", e.url)
+		// Before a "--", after which every word is an argument.
+		at := len(args)
+		if i := slices.Index(args, "--"); i >= 0 {
+			at = i
+		}
+		args = slices.Concat(args[:at], []string{"--nats-url", e.url}, args[at:])
 	}
 	root.SetArgs(args)
 	err := root.Execute()

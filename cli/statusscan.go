@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/internal/plural"
 	"github.com/turnlog/turnlog/replay"
 )
@@ -32,7 +33,7 @@ func printNotSteps(w io.Writer, ns notStepsStatus) {
 		fmt.Fprint(w, "\n\n")
 		return
 	}
-	fmt.Fprint(w, " (turnlog replay <conversation> shows them; turnlog repair <conversation> --yes removes them)\n\n")
+	fmt.Fprint(w, " (turnlog replay <conversation> shows them; turnlog repair --yes <conversation> removes them)\n\n")
 	fmt.Fprintln(w, "CONVERSATION\tFOREIGN\tQUARANTINED\tSHOWN BY")
 	for _, c := range ns.In {
 		if c.InvalidID != "" {
@@ -40,7 +41,7 @@ func printNotSteps(w io.Writer, ns notStepsStatus) {
 				"no turnlog command: the subject names no valid conversation ("+c.InvalidID+"); a NATS client reads it")
 			continue
 		}
-		fmt.Fprintf(w, "%s\t%d\t%d\tturnlog replay %s\n", c.Conversation, c.Foreign, c.Quarantined, c.Conversation)
+		fmt.Fprintf(w, "%s\t%d\t%d\tturnlog replay %s\n", c.Conversation, c.Foreign, c.Quarantined, events.CommandArg(c.Conversation))
 	}
 	fmt.Fprintln(w)
 }

@@ -39,7 +39,7 @@ func TestStatusScanFindsForeignAndQuarantinedMessages(t *testing.T) {
 	assert.Regexp(t, `visited +2 +0 +turnlog replay visited`, out)
 	assert.Regexp(t, `spoiled +0 +1 +turnlog replay spoiled`, out)
 	assert.NotRegexp(t, `(?m)^clean `, out)
-	assert.Contains(t, out, "turnlog repair <conversation> --yes removes them")
+	assert.Contains(t, out, "turnlog repair --yes <conversation> removes them")
 
 	out, errOut, code = e.run("", "status", "--scan", "--json")
 	require.Equal(t, 0, code, errOut)

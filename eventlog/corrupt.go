@@ -31,8 +31,8 @@ type CorruptMessageError struct {
 }
 
 func (e *CorruptMessageError) Error() string {
-	return fmt.Sprintf("conversation %s: message %d (%d bytes) is quarantined, it is not a step of this conversation: %v; remove it with `turnlog repair %s --yes`",
-		e.Conversation, e.Seq, e.Size, e.Err, e.Conversation)
+	return fmt.Sprintf("conversation %s: message %d (%d bytes) is quarantined, it is not a step of this conversation: %v; remove it with `turnlog repair --yes %s`",
+		e.Conversation, e.Seq, e.Size, e.Err, events.CommandArg(e.Conversation))
 }
 
 // Is makes errors.Is(err, ErrCorruptMessage) true.
@@ -80,7 +80,7 @@ type UnappliableError struct {
 
 func (e *UnappliableError) Error() string {
 	return fmt.Sprintf("conversation %s: message %d decodes, but its events do not apply to the conversation as the messages before it leave it: %v; "+
-		"the log needs a person: `turnlog replay %s` shows the steps up to it, and `turnlog repair %s` says what can be done", e.Conversation, e.Seq, e.Err, e.Conversation, e.Conversation)
+		"the log needs a person: `turnlog replay %s` shows the steps up to it, and `turnlog repair %s` says what can be done", e.Conversation, e.Seq, e.Err, events.CommandArg(e.Conversation), events.CommandArg(e.Conversation))
 }
 
 // Is makes errors.Is(err, ErrUnappliable) true.

@@ -38,7 +38,7 @@ func TestCorruptMessagesAreNamed(t *testing.T) {
 	assert.ErrorIs(t, err, events.ErrInvalid, "the decoding error is kept")
 	assert.Equal(t, badSeq, bad.Seq)
 	assert.Equal(t, len("garbage"), bad.Size)
-	assert.Contains(t, err.Error(), "turnlog repair c --yes", "the error says what to do")
+	assert.Contains(t, err.Error(), "turnlog repair --yes c", "the error says what to do")
 
 	var texts []string
 	var quarantined []uint64

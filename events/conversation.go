@@ -3,6 +3,7 @@ package events
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -68,3 +69,14 @@ var conversationIDByte = func() (t [256]bool) {
 	}
 	return t
 }()
+
+// CommandArg is conversation ID id as the last argument of a turnlog
+// command printed for a person to run: after "--" when it begins with
+// '-', which a command would otherwise read as a flag (an ID may begin
+// with one; an app names its conversations).
+func CommandArg(id string) string {
+	if strings.HasPrefix(id, "-") {
+		return "-- " + id
+	}
+	return id
+}

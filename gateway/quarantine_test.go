@@ -49,14 +49,14 @@ func TestAQuarantinedConversationIsNotForwarded(t *testing.T) {
 	}
 	status, body2 := call("two")
 	assert.Equal(t, http.StatusUnprocessableEntity, status, body2)
-	assert.Contains(t, body2, "turnlog repair spoiled --yes")
+	assert.Contains(t, body2, "turnlog repair --yes spoiled")
 	assert.Contains(t, body2, `"error"`, "in the API's error shape")
 	before := forwarded()
 	for range 2 {
 		status, body2 = call("three")
 		assert.Equal(t, http.StatusUnprocessableEntity, status, body2)
 		assert.Contains(t, body2, "nothing was forwarded")
-		assert.Contains(t, body2, "turnlog repair spoiled --yes")
+		assert.Contains(t, body2, "turnlog repair --yes spoiled")
 	}
 	assert.Equal(t, before, forwarded(), "a call of a conversation known to be damaged is not forwarded")
 

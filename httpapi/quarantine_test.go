@@ -40,12 +40,12 @@ func TestACorruptConversationIsReadableOverHTTP(t *testing.T) {
 	last := evs[len(evs)-1].(map[string]any)
 	assert.Equal(t, "quarantined", last["type"])
 	assert.Equal(t, float64(ack.Sequence), last["seq"])
-	assert.Contains(t, last["summary"], "turnlog repair spoiled --yes")
+	assert.Contains(t, last["summary"], "turnlog repair --yes spoiled")
 
 	status, out, _ = call(t, ts, "GET", "/conversations/spoiled/turn", "Bearer "+token, "")
 	assert.Equal(t, http.StatusUnprocessableEntity, status)
 	assert.Contains(t, out["error"], fmt.Sprintf("message %d", ack.Sequence))
-	assert.Contains(t, out["error"], "turnlog repair spoiled --yes")
+	assert.Contains(t, out["error"], "turnlog repair --yes spoiled")
 	assert.NotContains(t, out["error"], "NATS is reachable")
 
 	status, out, _ = call(t, ts, "GET", "/conversations", "Bearer "+token, "")

@@ -123,7 +123,7 @@ func orphanedReasoning(tx *engine.Tx, cfg ReasoningGuardConfig) error {
 	orphans := OrphanedReasoning(tx.Turn().Blocks)
 	if !cfg.Repair {
 		o := orphans[0]
-		remedy := fmt.Sprintf("remove it once with `turnlog repair %s --yes`", tx.Turn().Conversation)
+		remedy := fmt.Sprintf("remove it once with `turnlog repair --yes %s`", events.CommandArg(tx.Turn().Conversation))
 		if cfg.Remedy != "" {
 			remedy += ", or " + cfg.Remedy
 		}

@@ -115,7 +115,7 @@ func SetPrompt(ctx context.Context, store Store, conversation, text, actor strin
 		var out []events.Payload
 		switch {
 		case ok && sp.Meta[events.MetaSystemPromptLock] != "":
-			return nil, sp.ID, "", fmt.Errorf("%w (by %s); unlock it first (turnlog prompt unlock %s)", ErrLocked, sp.Meta[events.MetaSystemPromptLock], conversation)
+			return nil, sp.ID, "", fmt.Errorf("%w (by %s); unlock it first (turnlog prompt unlock %s)", ErrLocked, sp.Meta[events.MetaSystemPromptLock], events.CommandArg(conversation))
 		case !ok:
 			sp = events.Block{ID: ulid.Make().String()}
 			out = append(out, events.SystemPromptSet{BlockID: sp.ID, Text: text, Index: 0, Trust: events.Trusted,
@@ -144,7 +144,7 @@ func LockPrompt(ctx context.Context, store Store, conversation, actor, reason st
 	return act(ctx, store, conversation, actor, func(turn *projector.Turn) ([]events.Payload, string, string, error) {
 		sp, _, ok := middlewares.ConversationPrompt(turn)
 		if !ok {
-			return nil, "", "", fmt.Errorf("%w to lock; set one first (turnlog prompt set %s)", ErrNoPrompt, conversation)
+			return nil, "", "", fmt.Errorf("%w to lock; set one first (turnlog prompt set %s)", ErrNoPrompt, events.CommandArg(conversation))
 		}
 		if by := sp.Meta[events.MetaSystemPromptLock]; by != "" {
 			return nil, sp.ID, "already locked by " + by, nil

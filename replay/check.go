@@ -204,9 +204,9 @@ func (c *Checked) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "  blocks: %s\n", safe(strings.Join(f.Blocks, ", ")))
 		}
 		if f.Call == check.PendingCall {
-			fmt.Fprintf(&b, "  see: turnlog replay --at %d %s\n", f.N, c.Conversation)
+			fmt.Fprintf(&b, "  see: turnlog replay --at %d %s\n", f.N, events.CommandArg(c.Conversation))
 		} else {
-			fmt.Fprintf(&b, "  see: turnlog replay --inference %d %s\n", f.Call, c.Conversation)
+			fmt.Fprintf(&b, "  see: turnlog replay --inference %d %s\n", f.Call, events.CommandArg(c.Conversation))
 		}
 	}
 	for _, cw := range c.Wire {

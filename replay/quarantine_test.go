@@ -53,7 +53,7 @@ func TestTimelineShowsQuarantinedMessages(t *testing.T) {
 	assert.Equal(t, ack.Sequence, q.Quarantined.Seq)
 	assert.Equal(t, len("garbage"), q.Quarantined.Size)
 	assert.NotEmpty(t, q.Quarantined.Reason)
-	assert.Contains(t, q.Summary, "turnlog repair q --yes")
+	assert.Contains(t, q.Summary, "turnlog repair --yes q")
 	assert.Equal(t, 2, h.Inferences, "both requests' model calls are replayed")
 
 	_, err = replay.At(ctx, l, "q", 1)

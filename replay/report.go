@@ -67,7 +67,7 @@ func WriteTimeline(w io.Writer, conversation string, entries iter.Seq2[*Entry, e
 	}
 	fmt.Fprintf(bw, "%s, %s", plural.Count(n, "event"), plural.Count(calls, "model call"))
 	if quarantined > 0 {
-		fmt.Fprintf(bw, ", %s (turnlog repair %s --yes removes them)", plural.Count(quarantined, "quarantined message"), safe(conversation))
+		fmt.Fprintf(bw, ", %s (turnlog repair --yes %s removes them)", plural.Count(quarantined, "quarantined message"), events.CommandArg(safe(conversation)))
 	}
 	if foreign > 0 {
 		fmt.Fprintf(bw, ", %s (not written by turnlog) ignored", plural.Count(foreign, "foreign message"))

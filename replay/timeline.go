@@ -262,8 +262,8 @@ func Entries(ctx context.Context, src Source, conversation string, opts ...Optio
 		o.quarantine = func(bad *eventlog.CorruptMessageError) error {
 			q := &Quarantined{Seq: bad.Seq, Size: bad.Size, Reason: bad.Err.Error()}
 			e := &Entry{Seq: bad.Seq, Time: bad.Time, Type: TypeQuarantined, Quarantined: q,
-				Summary: fmt.Sprintf("quarantined message %d (%d bytes), not a step of this conversation: %s; `turnlog repair %s --yes` removes it",
-					bad.Seq, bad.Size, quote(q.Reason), conversation)}
+				Summary: fmt.Sprintf("quarantined message %d (%d bytes), not a step of this conversation: %s; `turnlog repair --yes %s` removes it",
+					bad.Seq, bad.Size, quote(q.Reason), events.CommandArg(conversation))}
 			return emit(e)
 		}
 		o.foreign = func(alien *eventlog.ForeignMessageError) error { return emit(ForeignEntry(alien)) }

@@ -69,6 +69,6 @@ func TestE2EQuarantinedMessageShowsInTheChat(t *testing.T) {
 	c.waitFor("the notice", notice+` !== null`)
 	text := eval[string](c, notice+`.textContent`)
 	assert.Contains(t, text, fmt.Sprintf("quarantined message %d (7 bytes)", ack.Sequence))
-	assert.Contains(t, text, "turnlog repair "+conv+" --yes")
+	assert.Contains(t, text, "turnlog repair --yes "+conv)
 	c.checkClean()
 }

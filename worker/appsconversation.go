@@ -33,7 +33,7 @@ var ErrAppsConversation = errors.New("the conversation is an app's, recorded by 
 func NotAnApps(conversation string, last eventlog.Tail) error {
 	if appsStep(last) {
 		return fmt.Errorf("%w: a message sent to %s would be answered by turnlog's worker into the app's record, and the app's next call would then show as rewriting its history; fork it and chat in the fork: turnlog fork %s",
-			ErrAppsConversation, conversation, conversation)
+			ErrAppsConversation, conversation, events.CommandArg(conversation))
 	}
 	return nil
 }

@@ -132,7 +132,7 @@ func TestRequestsToACorruptConversationFailNamingTheMessage(t *testing.T) {
 		res, err := worker.Await(ctx, l, "spoiled", req.RequestID, ack.Sequence, 0)
 		require.ErrorIs(t, err, worker.ErrFailed, "request %d", i)
 		assert.Contains(t, res.Failed, "message "+seq, "request %d names the bad message", i)
-		assert.Contains(t, res.Failed, "turnlog repair spoiled --yes")
+		assert.Contains(t, res.Failed, "turnlog repair --yes spoiled")
 		var types []events.Type
 		for _, rec := range res.Events {
 			types = append(types, rec.Type)
@@ -157,7 +157,7 @@ func TestOrphanedReasoningFailureNamesTheProfileSetting(t *testing.T) {
 	assert.Contains(t, reason, "reasoning block without its follower")
 	assert.Contains(t, reason, "reasoningguard_repair", "the profile setting")
 	assert.Contains(t, reason, `profile "default"`)
-	assert.Contains(t, reason, "turnlog repair old --yes")
+	assert.Contains(t, reason, "turnlog repair --yes old")
 	assert.NotContains(t, reason, "ReasoningGuardConfig")
 }
 

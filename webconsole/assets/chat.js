@@ -101,7 +101,7 @@ function connect() {
     const q = JSON.parse(m.data);
     notice('quarantined', { seq: q.seq },
       `quarantined message ${q.seq} (${q.size} bytes), not a step of this conversation: ${JSON.stringify(q.reason)}; ` +
-      `requests fail until \`turnlog repair ${conv} --yes\` removes it`);
+      `requests fail until \`turnlog repair --yes ${conv.startsWith('-') ? '-- ' + conv : conv}\` removes it`);
   });
   es.addEventListener('end', (m) => {
     state.textContent = 'stream ended: ' + JSON.parse(m.data).error;
