@@ -245,11 +245,40 @@ func (x *Threads) find(ctx context.Context, scope string, blocks []events.Block,
 	// call continues the state its input is with each system block sent
 	// again counted once, so the duplicate is planned, and found, at the
 	// call that sent it, in its conversation. A first call has no model
-	// output to end a state with: it still starts its own.
+	// output to end a state with: it still starts its own. A middleware
+	// that does so on every call sends its prompt once more each call,
+	// so the state it continues holds the prompt already repeated: that
+	// state is the input with one repeat left out, tried first, as
+	// counting every repeat once finds only the chat's first state.
 	if once := systemOnce(blocks); len(once) != len(blocks) {
+		if less := systemOneLess(blocks); len(less) != len(once) {
+			ref, latest, ok, err = x.findAt(ctx, scope, less, nil, false, stateKey)
+			if ok || err != nil {
+				return ref, latest, ok, err
+			}
+		}
 		return x.findAt(ctx, scope, once, nil, false, stateKey)
 	}
 	return Ref{}, false, false, nil
+}
+
+// systemOneLess returns blocks without the first system block whose
+// content an earlier system block holds (blocks itself when none
+// repeats).
+func systemOneLess(blocks []events.Block) []events.Block {
+	seen := map[[32]byte]bool{}
+	for i := range blocks {
+		if blocks[i].Kind != events.KindSystem {
+			continue
+		}
+		k := Key(&blocks[i])
+		if seen[k] {
+			out := make([]events.Block, 0, len(blocks)-1)
+			return append(append(out, blocks[:i]...), blocks[i+1:]...)
+		}
+		seen[k] = true
+	}
+	return blocks
 }
 
 // systemOnce returns blocks without each system block whose content an

@@ -57,3 +57,35 @@ func TestPrependedSystemPromptStaysInItsConversation(t *testing.T) {
 	other := call(gw, sys+`,`+first)
 	assert.NotEqual(t, conv, other)
 }
+
+// TestSystemPromptPrependedOnEveryCall: a middleware that puts its system
+// prompt in front of every call's history sends it once more each call,
+// so the state a call continues holds it already twice, three times...
+// Counting every repeat once matched only the state of the chat's first
+// call, and the third call forked the conversation there (its history
+// recorded again in the fork as if the app had written it) instead of
+// continuing it.
+func TestSystemPromptPrependedOnEveryCall(t *testing.T) {
+	s := natstest.Start(t, natstest.WithAuth())
+	up := newChatUpstream(t, "")
+	gw := sharedGateway(t, s, up.URL)
+	call := chatCaller(t)
+	const sys = `{"role":"system","content":"You are a weather bot."}`
+	hist := `{"role":"user","content":"Weather in Paris?"}`
+	conv := call(gw, sys+`,`+hist)
+	hist = sys + `,` + hist + `,` + weatherToolCall + `,{"role":"tool","tool_call_id":"call_1","content":"sunny"}`
+	require.Equal(t, conv, call(gw, sys+`,`+hist), "the second call, its prompt put in front again, continues the chat")
+	hist = sys + `,` + hist + `,{"role":"assistant","content":"It is sunny.","refusal":null,"annotations":[]},{"role":"user","content":"And in Rome?"}`
+	assert.Equal(t, conv, call(gw, sys+`,`+hist), "the third call, its prompt put in front a third time, continues the chat, not a fork of its first call")
+
+	l, err := eventlog.Open(context.Background(), s.Conn)
+	require.NoError(t, err)
+	calls := 0
+	for _, e := range conversationEvents(t, l, conv) {
+		if _, ok := e.Payload.(events.InferenceStarted); ok {
+			calls++
+		}
+	}
+	assert.Equal(t, 3, calls, "the three calls are one conversation")
+	verify(t, l, conv)
+}
