@@ -71,11 +71,21 @@ const minPromptInMessage = 24
 // is not trusted.
 func promptsInMessages(in []events.Block, same int) []Finding {
 	var fs []Finding
+	var looked map[string]bool
 	for i := range in {
 		s := &in[i]
 		if s.Kind != events.KindSystem || len(s.Text) < minPromptInMessage {
 			continue
 		}
+		// A message holding the text is one fault, named with the first
+		// system block of that text, however many repeat it.
+		if looked[s.Text] {
+			continue
+		}
+		if looked == nil {
+			looked = map[string]bool{}
+		}
+		looked[s.Text] = true
 		for j := max(same, i+1); j < len(in); j++ {
 			m := &in[j]
 			if (m.Kind == events.KindUser || m.Kind == events.KindToolResult) && strings.Contains(m.Text, s.Text) {

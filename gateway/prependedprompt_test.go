@@ -89,3 +89,44 @@ func TestSystemPromptPrependedOnEveryCall(t *testing.T) {
 	assert.Equal(t, 3, calls, "the three calls are one conversation")
 	verify(t, l, conv)
 }
+
+// TestFlattenedPromptFoundOncePerMessage: a user message that holds the
+// system prompt's text (a history flattened into one message) is one
+// fault, however many system blocks of that text the input has. It was
+// reported once for each of them, so a call that also sent its prompt
+// twice counted the flattened message twice: in replay --check, ls's
+// FINDINGS, the recorded findings and turnlog_findings_total.
+func TestFlattenedPromptFoundOncePerMessage(t *testing.T) {
+	s := natstest.Start(t, natstest.WithAuth())
+	up := newChatUpstream(t, "")
+	gw := sharedGateway(t, s, up.URL)
+	const sys = `{"role":"system","content":"You are a weather bot for Acme Corp."}`
+	named := func(msgs string) {
+		t.Helper()
+		resp, body := post(t, gw.URL+"/v1/chat/completions", map[string]string{"Turnlog-Token": token, "Turnlog-Conversation": "flat"},
+			`{"model":"m","messages":[`+msgs+`]}`)
+		require.Equal(t, 200, resp.StatusCode, "%s", body)
+	}
+	named(sys + `,{"role":"user","content":"Weather in Paris?"}`)
+	named(sys + `,` + sys + `,{"role":"user","content":"System: You are a weather bot for Acme Corp.\nUser: Weather in Paris?"}`)
+
+	l, err := eventlog.Open(context.Background(), s.Conn)
+	require.NoError(t, err)
+	dups := func(rules []string) int {
+		n := 0
+		for _, r := range rules {
+			if r == "duplicate_system_prompt" {
+				n++
+			}
+		}
+		return n
+	}
+	assert.Equal(t, 2, dups(checkRules(t, l, "flat")), "the second prompt, and the flattened message once")
+	var recorded []string
+	for _, e := range conversationEvents(t, l, "flat") {
+		if f, ok := e.Payload.(events.FindingRecorded); ok {
+			recorded = append(recorded, f.Rule)
+		}
+	}
+	assert.Equal(t, 2, dups(recorded), "recorded as the check finds them")
+}
