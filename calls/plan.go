@@ -240,7 +240,18 @@ func planFull(turn *projector.Turn, req *Request, c *Call, emit func(int, events
 			continue
 		}
 		ids[i] = ulid.Make().String()
-		if err := emit(0, appendPayload(ids[i], rbs[i].b, len(turn.Blocks))); err != nil {
+		at := len(turn.Blocks)
+		if rbs[i].b.Kind == events.KindSystem {
+			// A system block sent among the others is set where it was
+			// sent, after the block sent before it: set at the end, the
+			// reorder that then put it in place read as the app moving
+			// its history. (Only a system prompt's event takes an index.)
+			at = 0
+			if i > 0 {
+				at = turn.Index(ids[i-1]) + 1
+			}
+		}
+		if err := emit(0, appendPayload(ids[i], rbs[i].b, at)); err != nil {
 			return err
 		}
 	}
