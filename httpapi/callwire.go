@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/replay"
 )
 
@@ -68,6 +69,10 @@ func (s *Server) callWire(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec, err := replay.CallAt(r.Context(), s.cfg.Log, id, n)
+	if errors.Is(err, eventlog.ErrNotFound) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("%v; GET /conversations/%s/calls lists them", err, id))
+		return
+	}
 	if err != nil {
 		s.readError(w, id, "call "+v+" of "+id, err)
 		return

@@ -56,6 +56,9 @@ func TestCallWireOfAWorkersCall(t *testing.T) {
 			assert.Contains(t, body["error"], tc.says)
 		})
 	}
+	_, body, _ := call(t, ts, "GET", "/conversations/"+conv+"/calls/3/wire", "Bearer "+token, "")
+	assert.Contains(t, body["error"], "/conversations/"+conv+"/calls lists them", "a call number comes from the calls view")
+	assert.NotContains(t, body["error"], "timeline", "not an event position")
 	status, _, _ := call(t, ts, "GET", "/conversations/"+conv+"/calls/1/wire", "", "")
 	assert.Equal(t, http.StatusUnauthorized, status, "the token is needed")
 
@@ -64,7 +67,7 @@ func TestCallWireOfAWorkersCall(t *testing.T) {
 	require.NoError(t, err)
 	bare := httptest.NewServer(api)
 	t.Cleanup(bare.Close)
-	status, body, _ := call(t, bare, "GET", "/conversations/"+conv+"/calls/1/wire", "Bearer "+token, "")
+	status, body, _ = call(t, bare, "GET", "/conversations/"+conv+"/calls/1/wire", "Bearer "+token, "")
 	assert.Equal(t, http.StatusNotFound, status)
 	assert.Contains(t, body["error"], "renders no engine's requests")
 }

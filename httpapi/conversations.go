@@ -65,6 +65,24 @@ func (s *Server) conversationRoutes() {
 	s.mux.HandleFunc("GET /conversations/{id}/timeline", s.timeline)
 	s.mux.HandleFunc("GET /conversations/{id}/turn", s.turn)
 	s.mux.HandleFunc("GET /diff", s.diff)
+	s.mux.HandleFunc("/conversations/{id}", s.conversationItself)
+}
+
+// conversationItself answers a request for /conversations/{id} itself,
+// which has no representation: what there is lies under it. A DELETE
+// (someone looking for erasure) is told that erasing is the admin's
+// command, not an HTTP request: 405, and no method allowed.
+func (s *Server) conversationItself(w http.ResponseWriter, r *http.Request) {
+	id, ok := conversationID(w, r)
+	if !ok {
+		return
+	}
+	if r.Method == http.MethodDelete {
+		w.Header().Set("Allow", "")
+		writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("conversations are not erased over HTTP: run `turnlog erase %s` with the admin's key (docs/auditing.md)", events.CommandArg(id)))
+		return
+	}
+	writeError(w, http.StatusNotFound, fmt.Sprintf("/conversations/%s has no representation of its own: see /conversations/%s/timeline, /turn, /calls or /prompt (docs/http-api.md)", id, id))
 }
 
 // listConversations answers GET

@@ -210,6 +210,18 @@ func TestUnknownRoutesAndMethodsAnswerJSON(t *testing.T) {
 	status, body, _ = call(t, ts, "GET", "/nope", "Bearer "+token, "")
 	assert.Equal(t, http.StatusNotFound, status)
 	assert.Contains(t, body["error"], "no such route")
+
+	// Erasing is not done over HTTP: a DELETE of a conversation says so,
+	// and how, where it was "no such route".
+	status, body, h = call(t, ts, "DELETE", "/conversations/c1", "Bearer "+token, "")
+	assert.Equal(t, http.StatusMethodNotAllowed, status)
+	assert.Contains(t, body["error"], "turnlog erase c1")
+	assert.Contains(t, h, "Allow", "no method is allowed there")
+	status, body, _ = call(t, ts, "GET", "/conversations/c1", "Bearer "+token, "")
+	assert.Equal(t, http.StatusNotFound, status)
+	assert.Contains(t, body["error"], "/conversations/c1/timeline")
+	status, _, _ = call(t, ts, "DELETE", "/conversations/c1", "", "")
+	assert.Equal(t, http.StatusUnauthorized, status, "the token first")
 }
 
 func TestWritesWithoutTokenConfigured(t *testing.T) {
