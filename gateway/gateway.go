@@ -89,6 +89,7 @@ func New(cfg Config) (*Gateway, error) {
 			return nil, err
 		}
 		g.spool.recorded = g.watchSpooled
+		g.spool.inFlight = g.inFlight
 	}
 	cfg.Transport = timedTransport{next: cfg.Transport, timeout: cfg.UpstreamTimeout}
 	var err error
@@ -236,17 +237,23 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st := &state{api: api, anthropic: anthropic, started: started, secrets: credentials(r.Header), account: openAIAccount(r.Header)}
-	if !g.cfg.Connected() || (g.spool != nil && g.spool.waiting()) {
-		if g.spool == nil {
-			if !g.unreachable.Swap(true) {
-				g.cfg.Logger.Warn("gateway: NATS is unreachable: calls are answered 503 and not forwarded until it is back (--record-optional forwards them and records them then)")
-			}
-			g.cfg.Metrics.errors.WithLabelValues("unavailable").Inc()
-			writeError(w, anthropic, http.StatusServiceUnavailable,
-				"turnlog cannot record this call: its NATS server is unreachable, and calls are not forwarded unrecorded; retry shortly")
+	offline := !g.cfg.Connected() || (g.spool != nil && g.spool.waiting())
+	if offline && g.spool == nil {
+		if !g.unreachable.Swap(true) {
+			g.cfg.Logger.Warn("gateway: NATS is unreachable: calls are answered 503 and not forwarded until it is back (--record-optional forwards them and records them then)")
+		}
+		g.cfg.Metrics.errors.WithLabelValues("unavailable").Inc()
+		writeError(w, anthropic, http.StatusServiceUnavailable,
+			"turnlog cannot record this call: its NATS server is unreachable, and calls are not forwarded unrecorded; retry shortly")
+		return
+	}
+	if offline {
+		// Read (for threading) only if reading it fits, as when NATS is up.
+		unread, ok := g.holdReading(w, r, anthropic, body, held)
+		if !ok {
 			return
 		}
-		sc, err := g.spool.admit(api, body, compact, calls.HeadersOf(r.Header), openAIAccount(r.Header), r.Header.Get(ConversationHeader), g.local)
+		sc, err := g.spool.admit(api, body, compact, calls.HeadersOf(r.Header), openAIAccount(r.Header), r.Header.Get(ConversationHeader), g.local, unread != "")
 		if err != nil {
 			g.refuse(w, anthropic, err)
 			return
@@ -263,25 +270,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		// What reading the call into blocks holds is held among the
-		// bytes in flight too, so that the bound is on memory, not on
-		// bodies alone (a body of a great many tiny messages takes tens
-		// of times its size once read).
-		unread := ""
-		switch need := readingBytes(body); {
-		case need > g.inFlight.limit:
-			// More than the gateway may hold for all its calls: it is
-			// forwarded, and recorded by its hash.
-			unread = fmt.Sprintf("reading it would take about %d MiB of the gateway's memory (%d bytes holding many JSON objects), more than --max-inflight-bytes (%d MiB); recorded by the hash of its bytes alone",
-				need>>20, len(body), g.inFlight.limit>>20)
-			g.cfg.Logger.Warn("gateway: call too costly to read; recorded by its hash alone", "conversation", r.Header.Get(ConversationHeader), "bytes", len(body), "reading_bytes", need)
-		case !held.grow(r.Context(), need):
-			if r.Context().Err() != nil {
-				return // the client went away while it waited
-			}
-			g.cfg.Metrics.errors.WithLabelValues("busy").Inc()
-			w.Header().Set("Retry-After", "1")
-			writeError(w, anthropic, http.StatusServiceUnavailable, errBusy.Error()+"; nothing was forwarded; retry shortly")
+		unread, ok := g.holdReading(w, r, anthropic, body, held)
+		if !ok {
 			return
 		}
 		p, err := g.rec.Begin(r.Context(), Call{API: api, Body: body, Conversation: r.Header.Get(ConversationHeader),
@@ -304,6 +294,30 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if st.upstream > 0 {
 		g.cfg.Metrics.added.Observe((time.Since(started) - st.upstream).Seconds())
 	}
+}
+
+// holdReading holds among the bytes in flight what reading the call's
+// body into blocks takes, so that the bound is on memory, not on bodies
+// alone (a body of a great many tiny messages takes tens of times its
+// size once read). A call that would take more than the gateway may hold
+// for all its calls is forwarded and recorded by its hash: unread says
+// why. ok is false when the call was answered (no room in time) or its
+// client went away.
+func (g *Gateway) holdReading(w http.ResponseWriter, r *http.Request, anthropic bool, body []byte, held *reservation) (unread string, ok bool) {
+	switch need := readingBytes(body); {
+	case need > g.inFlight.limit:
+		g.cfg.Logger.Warn("gateway: call too costly to read; recorded by its hash alone", "conversation", r.Header.Get(ConversationHeader), "bytes", len(body), "reading_bytes", need)
+		return g.inFlight.unreadReason(need, len(body)), true
+	case !held.grow(r.Context(), need):
+		if r.Context().Err() != nil {
+			return "", false // the client went away while it waited
+		}
+		g.cfg.Metrics.errors.WithLabelValues("busy").Inc()
+		w.Header().Set("Retry-After", "1")
+		writeError(w, anthropic, http.StatusServiceUnavailable, errBusy.Error()+"; nothing was forwarded; retry shortly")
+		return "", false
+	}
+	return "", true
 }
 
 // refuse answers a call that cannot be recorded before it is forwarded:

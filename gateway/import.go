@@ -32,6 +32,9 @@ func (e *LineError) Unwrap() error { return e.Err }
 type LoggedLine struct {
 	Line int
 	Call *calls.Logged
+	// unread, when set, is why the call is recorded by its hash alone
+	// (the spool's: see spool.record).
+	unread string
 }
 
 // ReadCalls reads a file of logged calls (import --calls) and checks every
@@ -154,7 +157,7 @@ func (r *Recorder) recordLogged(ctx context.Context, lines []LoggedLine, importe
 				return out, &LineError{Line: ln.Line, Err: err}
 			}
 		}
-		p, err := r.Begin(ctx, Call{API: l.API, Body: l.Request, Conversation: l.Conversation, Time: l.Time, ID: l.CallID, Threading: l.Threading, Import: key, Compact: l.Compact, Headers: l.Headers})
+		p, err := r.Begin(ctx, Call{API: l.API, Body: l.Request, Conversation: l.Conversation, Time: l.Time, ID: l.CallID, Threading: l.Threading, Import: key, Compact: l.Compact, Headers: l.Headers, Unread: ln.unread})
 		if err != nil {
 			return out, &LineError{Line: ln.Line, Err: err}
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -98,6 +99,13 @@ func (r *reservation) grow(ctx context.Context, n int64) bool {
 	}
 	r.n = n
 	return true
+}
+
+// unreadReason is why a call whose reading takes need bytes (a body of
+// size bytes) is recorded by its hash alone: more than the limit.
+func (f *inFlight) unreadReason(need int64, size int) string {
+	return fmt.Sprintf("reading it would take about %d MiB of the gateway's memory (%d bytes holding many JSON objects), more than --max-inflight-bytes (%d MiB); recorded by the hash of its bytes alone",
+		need>>20, size, f.limit>>20)
 }
 
 // readingCost is what reading a request body into blocks is taken to

@@ -45,6 +45,10 @@ type spool struct {
 	// recorded is told of each spooled call once recorded, in the
 	// conversation it was recorded in (Gateway.watchSpooled).
 	recorded func(l *calls.Logged, conv string)
+	// inFlight is the gateway's bound on the bytes its calls hold: a
+	// spooled call is read into blocks only within it, when admitted as
+	// when recorded.
+	inFlight *inFlight
 
 	mu   sync.Mutex
 	used int64 // bytes of the files and of the calls admitted
@@ -128,10 +132,14 @@ const spoolOverhead = 4096
 // admit takes a call in while NATS is away: it reserves room for its
 // request (the response is kept if it fits, else the call is recorded
 // failed for want of room), and finds its conversation as far as this
-// gateway knows it (local: the calls it recorded and spooled).
-func (s *spool) admit(api calls.API, body []byte, compact bool, headers map[string]string, account http.Header, named string, local *calls.Threads) (*spoolCall, error) {
+// gateway knows it (local: the calls it recorded and spooled). A call
+// too costly to read (unread) is not read: it is threaded only when
+// named.
+func (s *spool) admit(api calls.API, body []byte, compact bool, headers map[string]string, account http.Header, named string, local *calls.Threads, unread bool) (*spoolCall, error) {
 	c := &spoolCall{id: ulid.Make().String(), api: api, body: body, compact: compact, headers: headers, account: account, at: time.Now(), reserved: int64(len(body))*2 + spoolOverhead}
-	if req, err := s.parse.ParseRequest(api, body); err == nil {
+	if unread {
+		// Not read.
+	} else if req, err := s.parse.ParseRequest(api, body); err == nil {
 		c.req = req
 	}
 	switch {
@@ -329,7 +337,12 @@ func (s *spool) drainFiles(ctx context.Context, r *Recorder, connected func() bo
 			s.remove(recording, len(data))
 			continue
 		}
-		conv, err := r.Record(ctx, l)
+		conv, err := s.record(ctx, r, l)
+		if errors.Is(err, errBusy) {
+			// The gateway's calls hold the room reading it needs: it
+			// waits for the next drain.
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("gateway: record spooled call %s: %w", n, err)
 		}
@@ -340,6 +353,30 @@ func (s *spool) drainFiles(ctx context.Context, r *Recorder, connected func() bo
 		*done++
 	}
 	return nil
+}
+
+// record records spooled call l, holding among the gateway's bytes in
+// flight what reading it takes (errBusy when there is no room in time),
+// or by its hash alone when that is more than they may ever be.
+func (s *spool) record(ctx context.Context, r *Recorder, l *calls.Logged) (string, error) {
+	line := LoggedLine{Call: l}
+	if s.inFlight != nil {
+		need := readingBytes(l.Request)
+		if need > s.inFlight.limit {
+			line.unread = s.inFlight.unreadReason(need, len(l.Request))
+		} else {
+			held, err := s.inFlight.reserve(ctx, need)
+			if err != nil {
+				return "", err
+			}
+			defer held.release()
+		}
+	}
+	res, err := r.recordLogged(ctx, []LoggedLine{line}, false)
+	if err != nil {
+		return "", errors.Unwrap(err)
+	}
+	return res[0].Conversation, nil
 }
 
 // erasedSince reports whether spooled call l's conversation was erased

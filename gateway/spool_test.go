@@ -202,3 +202,37 @@ func TestSpooledCallOfAnErasedConversationIsNotRecorded(t *testing.T) {
 	assert.Equal(t, []string{"a new start"}, texts, "only the call made after the erasure")
 	verify(t, l, "secret")
 }
+
+// TestSpooledCallTooCostlyToReadIsRecordedByItsHash: --max-inflight-bytes
+// bounds what reading calls into blocks takes, and a call that would
+// take more than all of it is recorded by its hash. A call spooled while
+// NATS was away was read whole all the same, when it was spooled and
+// again when it was recorded (a 27 MB body of tiny messages: 2 GB).
+func TestSpooledCallTooCostlyToReadIsRecordedByItsHash(t *testing.T) {
+	up := newChatUpstream(t, "")
+	c := newCuttable(t, up.URL, 4<<20, func(cfg *gateway.Config) { cfg.MaxBody, cfg.MaxInFlightBytes = 64<<10, 1<<20 })
+	c.cut(t)
+	msgs := strings.TrimSuffix(strings.Repeat(`{"role":"user","content":"x"},`, 1500), ",")
+	resp, body := post(t, c.gw.URL+"/v1/chat/completions", map[string]string{"Turnlog-Token": token, "Turnlog-Conversation": "costly"},
+		`{"model":"m","messages":[`+msgs+`]}`)
+	require.Equal(t, 200, resp.StatusCode, "forwarded while NATS is away: %s", body)
+	c.restore(t)
+	require.Eventually(t, func() bool { return spooled(t, c.spool) == 0 }, 20*time.Second, 20*time.Millisecond, "the spool drains")
+
+	l, err := eventlog.Open(context.Background(), c.srv.Conn)
+	require.NoError(t, err)
+	var started []events.InferenceStarted
+	for _, e := range conversationEvents(t, l, "costly") {
+		if p, ok := e.Payload.(events.InferenceStarted); ok {
+			started = append(started, p)
+		}
+	}
+	require.Len(t, started, 1)
+	assert.Contains(t, started[0].Gateway["unparsed"], "more than --max-inflight-bytes (1 MiB); recorded by the hash of its bytes alone")
+	assert.NotEmpty(t, started[0].Gateway["wire_sha256"], "by its hash")
+	turn, err := l.Load(t.Context(), "costly")
+	require.NoError(t, err)
+	for _, b := range turn.Blocks {
+		assert.NotEqual(t, events.KindUser, b.Kind, "none of its messages read into blocks")
+	}
+}
