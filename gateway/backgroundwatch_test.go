@@ -3,8 +3,11 @@ package gateway_test
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -228,4 +231,61 @@ func TestSpooledBackgroundCallIsAskedAbout(t *testing.T) {
 		assert.Equal(t, []string{"reasoning.encrypted_content"}, g.URL.Query()["include[]"])
 		assert.Equal(t, "proj_research", g.Header.Get("OpenAI-Project"), "in the project the call named")
 	}
+}
+
+// TestSpooledCallRecordedBeforeACrashIsAskedAbout: a gateway that stopped
+// after recording a spooled call and before removing its file (a crash)
+// leaves the file renamed *.recording; the next gateway on that spool
+// finds the call in the log and does not record it twice. A background
+// call's response must still be asked about then: it was not, and the
+// webhook app's call stayed open for ever.
+func TestSpooledCallRecordedBeforeACrashIsAskedAbout(t *testing.T) {
+	up := newAskedUpstream(t)
+	c := newCuttable(t, up.URL, 1<<20) // no managed key: it asks about nothing
+	l, err := eventlog.Open(t.Context(), c.srv.Conn)
+	require.NoError(t, err)
+	c.cut(t)
+	postOK(t, c.gw.URL+"/v1/responses", map[string]string{"Turnlog-Token": token, "Authorization": "Bearer sk-app", "Turnlog-Conversation": "bg-crashed"},
+		`{"model":"m","input":"a long job","background":true}`)
+	files, err := filepath.Glob(filepath.Join(c.spool, "*.call"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	kept, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	c.restore(t)
+	require.Eventually(t, func() bool { return spooled(t, c.spool) == 0 }, 20*time.Second, 20*time.Millisecond, "recorded")
+	require.Len(t, startedOf(t, l, "bg-crashed"), 1)
+
+	// The crash: the file was renamed for recording, the call recorded,
+	// the file not removed. Another gateway, with a managed key, opens
+	// that spool.
+	dir := filepath.Join(t.TempDir(), "spool")
+	require.NoError(t, os.MkdirAll(dir, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, filepath.Base(files[0])+".recording"), kept, 0o600))
+	threads, err := l.Threads(t.Context())
+	require.NoError(t, err)
+	g, err := gateway.New(gateway.Config{Log: l, Connected: c.srv.Conn.IsConnected, Token: token, OpenAIUpstream: up.URL + "/v1",
+		Threads: threads, RecordOptional: true, SpoolDir: dir, OpenAIKey: "sk-provider-secret", BackgroundPoll: 20 * time.Millisecond,
+		Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); g.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	waitFinished(t, l, "bg-crashed", "the response of the call found recorded is asked about, and its end recorded")
+	assert.Len(t, startedOf(t, l, "bg-crashed"), 1, "not recorded twice")
+	assert.Equal(t, []string{"a long job", "the answer the webhook announced"}, blockTexts(t, l, "bg-crashed"))
+}
+
+// startedOf returns the inference.started events of conversation conv.
+func startedOf(t *testing.T, l *eventlog.Log, conv string) []events.InferenceStarted {
+	t.Helper()
+	var out []events.InferenceStarted
+	for _, e := range conversationEvents(t, l, conv) {
+		if p, ok := e.Payload.(events.InferenceStarted); ok {
+			out = append(out, p)
+		}
+	}
+	return out
 }

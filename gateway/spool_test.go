@@ -221,12 +221,7 @@ func TestSpooledCallTooCostlyToReadIsRecordedByItsHash(t *testing.T) {
 
 	l, err := eventlog.Open(context.Background(), c.srv.Conn)
 	require.NoError(t, err)
-	var started []events.InferenceStarted
-	for _, e := range conversationEvents(t, l, "costly") {
-		if p, ok := e.Payload.(events.InferenceStarted); ok {
-			started = append(started, p)
-		}
-	}
+	started := startedOf(t, l, "costly")
 	require.Len(t, started, 1)
 	assert.Contains(t, started[0].Gateway["unparsed"], "more than --max-inflight-bytes (1 MiB); recorded by the hash of its bytes alone")
 	assert.NotEmpty(t, started[0].Gateway["wire_sha256"], "by its hash")
