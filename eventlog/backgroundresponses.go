@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/synadia-io/orbit.go/jetstreamext"
 )
 
 // BackgroundKeep is how long an entry of the background responses bucket
@@ -102,42 +101,12 @@ func (b *BackgroundResponses) Delete(ctx context.Context, conv, id string) error
 // cannot be read (another client wrote the key) comes with its error and
 // its key as its ResponseID, and the reading goes on.
 func (b *BackgroundResponses) Each(ctx context.Context, fn func(BackgroundResponse, error) bool) error {
-	latest := map[string]int{} // key to its place in found
-	var found []*jetstream.RawStreamMsg
-	start := jetstreamext.GetBatchSeq(1)
-	for {
-		batch, err := jetstreamext.GetBatch(ctx, b.js, b.stream, readBatch, start)
-		if err != nil {
-			if errors.Is(err, jetstreamext.ErrNoMessages) {
-				break
-			}
-			return fmt.Errorf("read the gateway's background responses: %w", err)
-		}
-		got, next := 0, uint64(0)
-		for raw, err := range batch {
-			if errors.Is(err, jetstreamext.ErrNoMessages) {
-				break
-			}
-			if err != nil {
-				return fmt.Errorf("read the gateway's background responses: %w", err)
-			}
-			raw = fromServer(raw)
-			got++
-			next = max(next, raw.Sequence+1)
-			if i, ok := latest[raw.Subject]; ok {
-				found[i] = raw
-				continue
-			}
-			latest[raw.Subject] = len(found)
-			found = append(found, raw)
-		}
-		if got == 0 {
-			break
-		}
-		start = jetstreamext.GetBatchSeq(next)
+	found, err := latestEntries(ctx, b.js, b.stream)
+	if err != nil {
+		return fmt.Errorf("read the gateway's background responses: %w", err)
 	}
 	for _, raw := range found {
-		if op := raw.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
+		if deleted(raw) {
 			continue
 		}
 		key := strings.TrimPrefix(raw.Subject, "$KV."+strings.TrimPrefix(b.stream, "KV_")+".")
