@@ -56,9 +56,8 @@ func sealed(h Handler) Handler {
 func Infer(e Engine) Handler {
 	return func(ctx context.Context, tx *Tx) error {
 		turn := tx.Turn()
-		if i, changed := projector.ChangedInPlace(turn); changed {
-			return fmt.Errorf("block %d (%s) was changed in place, not through an event (Tx.Emit): the log would not hold what the model is sent; "+
-				"a middleware changes the Turn only through the Tx (Tx.Emit), whose events the log records", i, turn.Blocks[i].ID)
+		if err := tx.unrecorded(); err != nil {
+			return err
 		}
 		started := events.InferenceStarted{
 			InferenceID: NewID(),

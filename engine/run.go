@@ -157,6 +157,13 @@ func (l Loop) Run(ctx context.Context, tx *Tx) error {
 			if err := l.call(ctx, tx); err != nil {
 				return err
 			}
+			// A middleware that changed the Turn behind the Tx's back
+			// after the model call left a Turn the log does not hold:
+			// the next call's events, and the caller's (a worker's cache
+			// of the conversation), would build on it.
+			if err := tx.unrecorded(); err != nil {
+				return fmt.Errorf("after the model call: %w", err)
+			}
 			if tx.ModelCalls() == made && NextStep(tx.Turn()).Action == CallModel {
 				// Run again, the chain would do the same until the limit,
 				// which would then blame model calls never made.

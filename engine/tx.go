@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -60,6 +61,13 @@ type Tx struct {
 	modelCalls int
 	// now is the clock of the events' Time (see WithClock).
 	now func() time.Time
+	// blocks and data are the Turn's number of blocks and its data as
+	// the Tx's events left them (data a copy): a block appended to or cut
+	// from Turn().Blocks, or a value written to Turn().Data, is in no
+	// event, and projector.ChangedInPlace, which compares the blocks one
+	// by one, cannot see it (see unrecorded).
+	blocks int
+	data   map[string]string
 }
 
 // TxOption configures NewTx.
@@ -104,7 +112,7 @@ func NewTx(turn *projector.Turn, cause string, opts ...TxOption) *Tx {
 	// Room for a request's usual events (its input, a model call and its
 	// answer, the worker's end): one allocation instead of a growth per
 	// doubling.
-	tx := &Tx{turn: turn, cause: cause, evs: make([]events.Event, 0, 8)}
+	tx := &Tx{turn: turn, cause: cause, evs: make([]events.Event, 0, 8), blocks: len(turn.Blocks), data: maps.Clone(turn.Data)}
 	for _, o := range opts {
 		o(tx)
 	}
@@ -175,9 +183,35 @@ func (tx *Tx) emit(actor string, e events.Event) error {
 	// What the event made is checked for changes in place before the
 	// model call, as the blocks a hash digested are (Infer).
 	projector.Note(tx.turn)
+	tx.blocks = len(tx.turn.Blocks)
+	if !maps.Equal(tx.data, tx.turn.Data) {
+		tx.data = maps.Clone(tx.turn.Data)
+	}
 	tx.evs = append(tx.evs, e)
 	if e.Type == events.TypeInferenceStarted {
 		tx.modelCalls++
+	}
+	return nil
+}
+
+// unrecorded says how the Turn was changed behind the Tx's back, if it
+// was: a block changed in place, blocks added to or cut from
+// Turn().Blocks, or its data written to. Such a change is in no event, so
+// the log would not hold what a model is sent next, and the events that
+// follow are checked against a Turn the log does not hold.
+func (tx *Tx) unrecorded() error {
+	turn := tx.turn
+	if i, changed := projector.ChangedInPlace(turn); changed {
+		return fmt.Errorf("block %d (%s) was changed in place, not through an event (Tx.Emit): the log would not hold what the model is sent; "+
+			"a middleware changes the Turn only through the Tx (Tx.Emit), whose events the log records", i, turn.Blocks[i].ID)
+	}
+	if n := len(turn.Blocks); n != tx.blocks {
+		return fmt.Errorf("the Turn has %d blocks, its events made %d: blocks were added to or cut from Turn().Blocks, not through an event (Tx.Emit): the log would not hold what the model is sent; "+
+			"a middleware changes the Turn only through the Tx (Tx.Emit), whose events the log records", n, tx.blocks)
+	}
+	if !maps.Equal(turn.Data, tx.data) {
+		return errors.New("the Turn's data was written to (Turn().Data), not through an event (data.set through Tx.Emit): the log would not hold what the model is sent; " +
+			"a middleware changes the Turn only through the Tx (Tx.Emit), whose events the log records")
 	}
 	return nil
 }
