@@ -262,21 +262,37 @@ func (x *Threads) find(ctx context.Context, scope string, blocks []events.Block,
 	return Ref{}, false, false, nil
 }
 
-// systemOneLess returns blocks without the first system block whose
-// content an earlier system block holds (blocks itself when none
-// repeats).
+// systemOneLess returns blocks without the first repeat of the prompt
+// put in front of them: the first system block whose content an earlier
+// system block holds, with the system blocks after it that repeat, in
+// order, those after that earlier one (a prompt of several messages put
+// in front again, as a system and a developer message); blocks itself
+// when none repeats.
 func systemOneLess(blocks []events.Block) []events.Block {
-	seen := map[[32]byte]bool{}
+	seen := map[[32]byte]int{}
 	for i := range blocks {
 		if blocks[i].Kind != events.KindSystem {
 			continue
 		}
 		k := Key(&blocks[i])
-		if seen[k] {
-			out := make([]events.Block, 0, len(blocks)-1)
-			return append(append(out, blocks[:i]...), blocks[i+1:]...)
+		j, ok := seen[k]
+		if !ok {
+			seen[k] = i
+			continue
 		}
-		seen[k] = true
+		// blocks[j:i] is the prompt when blocks[i:] begins with it again.
+		n := 1
+		if p := i - j; i+p <= len(blocks) {
+			n = p
+			for m := range p {
+				if blocks[j+m].Kind != events.KindSystem || Key(&blocks[j+m]) != Key(&blocks[i+m]) {
+					n = 1
+					break
+				}
+			}
+		}
+		out := make([]events.Block, 0, len(blocks)-n)
+		return append(append(out, blocks[:i]...), blocks[i+n:]...)
 	}
 	return blocks
 }
