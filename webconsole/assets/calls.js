@@ -5,7 +5,7 @@
 // in its input since the previous call, findings marked at their blocks.
 
 import { get, enc, eventStream } from './api.js';
-import { h, when, short, blockText, debounce, count } from './dom.js';
+import { h, when, short, blockText, debounce, count, commandArg } from './dom.js';
 import { renderDiff } from './diffview.js';
 import { jsonView } from './jsonview.js';
 
@@ -308,7 +308,7 @@ async function open(n) {
         : h('span', { class: `badge ${c.verified ? 'verified' : 'unverified'}` }, c.verified ? 'input verified' : 'input not verified'),
       c.wire_sha256 ? ` · wire sha256 ${short(c.wire_sha256, 16)}` : '',
       ' · ',
-      h('code', null, `turnlog replay --inference ${c.call} ${conv}`),
+      h('code', null, `turnlog replay --inference ${c.call} ${commandArg(conv)}`),
     ),
     c.status === 'failed' ? h('p', { class: 'error' }, `Failed: ${c.error || 'no reason recorded'}`) : null,
     c.status === 'open' ? h('p', { class: 'muted' }, 'No event closed this call yet: it is running, or what made it stopped.') : null,

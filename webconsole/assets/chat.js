@@ -6,7 +6,7 @@
 // or one that is not a step of it ("quarantined").
 
 import { get, write, enc, ApiError, eventStream } from './api.js';
-import { h, showError, blockText } from './dom.js';
+import { h, showError, blockText, commandArg } from './dom.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -101,7 +101,7 @@ function connect() {
     const q = JSON.parse(m.data);
     notice('quarantined', { seq: q.seq },
       `quarantined message ${q.seq} (${q.size} bytes), not a step of this conversation: ${JSON.stringify(q.reason)}; ` +
-      `requests fail until \`turnlog repair --yes ${conv.startsWith('-') ? '-- ' + conv : conv}\` removes it`);
+      `requests fail until \`turnlog repair --yes ${commandArg(conv)}\` removes it`);
   });
   es.addEventListener('end', (m) => {
     state.textContent = 'stream ended: ' + JSON.parse(m.data).error;

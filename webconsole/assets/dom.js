@@ -51,6 +51,13 @@ export function count(n, noun) {
 }
 
 /** The first n characters of a hash, enough to compare by eye. */
+// commandArg is conversation ID id as the last argument of a turnlog
+// command shown to be run: after "--" when it begins with '-', which the
+// command would otherwise read as flags (events.CommandArg).
+export function commandArg(id) {
+  return id.startsWith('-') ? '-- ' + id : id;
+}
+
 export function short(hash, n = 12) {
   return hash && hash.length > n ? hash.slice(0, n) + '…' : hash || '';
 }
