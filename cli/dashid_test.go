@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -34,4 +35,24 @@ func TestPrintedCommandsRunForAConversationBeginningWithADash(t *testing.T) {
 	out, errOut, code := e.run("", args...)
 	assert.Equal(t, 0, code, "the printed command %q: %s%s", hint[1], out, errOut)
 	assert.Contains(t, out, "-planted")
+}
+
+// The hint of a lock refused for want of a prompt names the command that
+// sets one; for a conversation beginning with '-' the ID is after "--",
+// so the text that command needs cannot be added after it: the printed
+// command, its text given where it shows it, sets the prompt.
+func TestPromptSetHintRunsForAConversationBeginningWithADash(t *testing.T) {
+	e := newAuditEnv(t, true)
+	_, errOut, code := e.run("", "prompt", "lock", "--", "-bare")
+	require.NotEqual(t, 0, code)
+	hint := regexp.MustCompile(`\((turnlog prompt set [^)]*)\)`).FindStringSubmatch(errOut)
+	require.NotNil(t, hint, errOut)
+	args := strings.Fields(hint[1])[1:]
+	if i := slices.Index(args, "TEXT"); i >= 0 {
+		args[i] = "Be brief."
+	} else {
+		args = append(args, "--text", "Be brief.") // the command as a person completes it
+	}
+	out, errOut, code := e.run("", args...)
+	assert.Equal(t, 0, code, "the printed command %q: %s%s", hint[1], out, errOut)
 }

@@ -144,7 +144,7 @@ func LockPrompt(ctx context.Context, store Store, conversation, actor, reason st
 	return act(ctx, store, conversation, actor, func(turn *projector.Turn) ([]events.Payload, string, string, error) {
 		sp, _, ok := middlewares.ConversationPrompt(turn)
 		if !ok {
-			return nil, "", "", fmt.Errorf("%w to lock; set one first (turnlog prompt set %s)", ErrNoPrompt, events.CommandArg(conversation))
+			return nil, "", "", fmt.Errorf("%w to lock; set one first (turnlog prompt set --text TEXT %s)", ErrNoPrompt, events.CommandArg(conversation))
 		}
 		if by := sp.Meta[events.MetaSystemPromptLock]; by != "" {
 			return nil, sp.ID, "already locked by " + by, nil

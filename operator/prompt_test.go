@@ -113,7 +113,7 @@ func TestLockAndUnlock(t *testing.T) {
 	ctx := context.Background()
 	_, err := operator.LockPrompt(ctx, l, "none", actor(t, "ada"), "")
 	assert.ErrorIs(t, err, operator.ErrNoPrompt)
-	assert.ErrorContains(t, err, "turnlog prompt set none")
+	assert.ErrorContains(t, err, "turnlog prompt set --text TEXT none")
 
 	_, err = operator.SetPrompt(ctx, l, "c", "Be brief.", actor(t, "ada"), operator.SetOptions{})
 	require.NoError(t, err)
