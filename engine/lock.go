@@ -3,23 +3,18 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/projector"
 )
 
 // ErrPromptLocked refuses a change to a locked system prompt, or a system
-// block added beside it, by anyone but an operator (an actor
-// "operator:<name>"): an operator's lock (systemprompt.locked) freezes the
-// prompt against every middleware, the built-in ones and a library
-// user's alike, until it is unlocked. (The actor "operator" alone is an
-// operator's too, as written before operators were named.)
+// block added beside it, in a Tx, whatever actor it names: an operator's
+// lock (systemprompt.locked) freezes the prompt against every middleware,
+// the built-in ones and a library user's alike (one that names itself
+// "operator:<name>" too), until the operator unlocks it with `turnlog
+// prompt`, whose changes (the operator package) go through no Tx.
 var ErrPromptLocked = errors.New("the system prompt is locked")
-
-// operatorActor begins the actor of an operator's change (see
-// operator.Actor), which a lock does not hold back.
-const operatorActor = "operator:"
 
 // keepsLock checks that p, by actor, leaves the Turn's locked system
 // blocks as they are and adds no system block beside them. The fold
@@ -38,9 +33,6 @@ func keepsLock(turn *projector.Turn, actor string, p events.Payload) error {
 		touched = p.Removed
 	case events.SystemPromptSet:
 	default:
-		return nil
-	}
-	if actor == "operator" || strings.HasPrefix(actor, operatorActor) {
 		return nil
 	}
 	for i := range turn.Blocks {

@@ -14,13 +14,20 @@ import (
 // middleware changes the prompt or adds a system block beside it, but only
 // the built-in middlewares looked at it: a library user's middleware could
 // replace, split or remove a locked prompt, or add a second one. The Tx,
-// the way every middleware writes, refuses them all; an operator's own
-// change (actor operator:…) is not a middleware's, and other changes go on.
+// the way every middleware writes, refuses them all, whatever actor a
+// middleware names (one that named itself operator:… passed the lock):
+// operators change a prompt outside any request. Other changes go on.
 func TestLockedPromptIsKeptByEveryMiddleware(t *testing.T) {
+	// The operator's changes are made outside any request's Tx (the
+	// operator package appends them), as operate does here.
+	operate := func(t *testing.T, turn *projector.Turn, p events.Payload) {
+		require.NoError(t, projector.Apply(turn, events.New("c", "operator-1", 0, "operator:ada", p)))
+	}
 	locked := func(t *testing.T) *engine.Tx {
-		tx := engine.NewTx(projector.New("c"), engine.NewID())
-		require.NoError(t, tx.Emit("operator:ada", events.SystemPromptSet{BlockID: "s", Text: "Legal reviewed this.", Trust: events.Trusted}))
-		require.NoError(t, tx.Emit("operator:ada", events.SystemPromptLocked{BlockID: "s", Reason: "legal review"}))
+		turn := projector.New("c")
+		operate(t, turn, events.SystemPromptSet{BlockID: "s", Text: "Legal reviewed this.", Trust: events.Trusted})
+		operate(t, turn, events.SystemPromptLocked{BlockID: "s", Reason: "legal review"})
+		tx := engine.NewTx(turn, engine.NewID())
 		require.NoError(t, tx.Emit("app", events.UserAppended{BlockID: "u", Text: "hi"}))
 		return tx
 	}
@@ -46,11 +53,21 @@ func TestLockedPromptIsKeptByEveryMiddleware(t *testing.T) {
 			assert.Len(t, tx.Turn().Blocks, 2, "nothing changed")
 		})
 	}
+	t.Run("a middleware that names itself an operator", func(t *testing.T) {
+		tx := locked(t)
+		for _, actor := range []string{"operator:alice", "operator"} {
+			err := tx.Emit(actor, events.SystemPromptReplaced{BlockID: "s", Text: "Be sneaky.", Previous: "Legal reviewed this."})
+			require.ErrorIs(t, err, engine.ErrPromptLocked, actor)
+		}
+		b, _ := tx.Turn().Block("s")
+		assert.Equal(t, "Legal reviewed this.", b.Text, "the prompt is as locked")
+	})
 	t.Run("the operator's own change, and other changes, go on", func(t *testing.T) {
 		tx := locked(t)
 		require.NoError(t, tx.Emit("acme.prompts", events.UserAppended{BlockID: "u2", Text: "more"}))
 		require.NoError(t, tx.Emit("acme.prompts", events.BlocksRemoved{BlockIDs: []string{"u2"}, Reason: "tidy"}))
-		require.NoError(t, tx.Emit("operator:ada", events.SystemPromptUnlocked{BlockID: "s"}))
+		operate(t, tx.Turn(), events.SystemPromptUnlocked{BlockID: "s"})
+		tx = engine.NewTx(tx.Turn(), engine.NewID())
 		require.NoError(t, tx.Emit("acme.prompts", events.SystemPromptReplaced{BlockID: "s", Text: "Unlocked now.", Previous: "Legal reviewed this."}))
 	})
 }

@@ -169,6 +169,23 @@ func (tx *Tx) EmitAt(actor string, at time.Time, p events.Payload) error {
 }
 
 func (tx *Tx) emit(actor string, e events.Event) error {
+	if actor == "" {
+		return fmt.Errorf("%s with no actor: every event names who made the change (a middleware's name)", e.Type)
+	}
+	// A change behind the Tx's back since its last event is refused here,
+	// not only before the model call: this event could be checked
+	// against it (a replacement whose Previous is the edited text) and
+	// the edit's trace then gone, the step stored not applying to the log.
+	if err := tx.unrecorded(); err != nil {
+		return fmt.Errorf("%s: before its %s: %w", actor, e.Type, err)
+	}
+	if p, ok := e.Payload.(events.SystemPromptReplaced); ok && p.PreviousSource == "" {
+		// The source the prompt had, which the writer left out.
+		if b, ok := tx.turn.Block(p.BlockID); ok && b.Meta[events.MetaSystemPromptSource] != "" {
+			p.PreviousSource = b.Meta[events.MetaSystemPromptSource]
+			e.Payload = p
+		}
+	}
 	if p, ok := e.Payload.(events.BlockSplit); ok {
 		if err := splitKeepsTrust(tx.turn, p); err != nil {
 			return fmt.Errorf("%s: %w", actor, err)

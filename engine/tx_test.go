@@ -71,3 +71,24 @@ func TestSplitCannotRaiseTrust(t *testing.T) {
 	require.NoError(t, tx.Emit("roles", events.BlockSplit{BlockID: "s", Into: []events.Block{
 		{ID: "s", Kind: events.KindSystem, Text: "a", Trust: events.Trusted}, {ID: "s2", Kind: events.KindSystem, Text: "b", Trust: events.Trusted}}}))
 }
+
+// TestEmitNamesItsActor: an event without an actor is refused saying so
+// (the error began ": apply event ..."), and a replacement of a system
+// prompt records the source the prompt had when its writer leaves
+// PreviousSource out (replay showed "unknown" for a source the log held).
+func TestEmitNamesItsActor(t *testing.T) {
+	tx := engine.NewTx(projector.New("c"), engine.NewID())
+	err := tx.Emit("", events.UserAppended{BlockID: "u", Text: "hi"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "no actor")
+	assert.NotContains(t, err.Error(), ": :")
+
+	require.NoError(t, tx.Emit("acme.prompt", events.SystemPromptSet{BlockID: "s", Text: "Be brief.", Trust: events.Trusted,
+		Meta: map[string]string{events.MetaSystemPromptSource: "acme.prompt"}}))
+	require.NoError(t, tx.Emit("acme.prompt", events.SystemPromptReplaced{BlockID: "s", Text: "Be terse.", Previous: "Be brief.",
+		Meta: map[string]string{events.MetaSystemPromptSource: "acme.other"}}))
+	evs := tx.Pending()
+	r, ok := evs[len(evs)-1].Payload.(events.SystemPromptReplaced)
+	require.True(t, ok)
+	assert.Equal(t, "acme.prompt", r.PreviousSource, "the source the prompt had")
+}

@@ -185,13 +185,16 @@ func shapeOf(b *Block) blockShape {
 // ChangedInPlace returns the index of the first block changed in place
 // since Hash last digested it (its kind, trust, text, call, arguments,
 // opaque part or number of metadata entries written to the Block itself,
-// not through Apply), and whether there is one. A writer that keeps its
-// changes in events (engine.Tx) asks before a model call: such a change
-// is in no event, so the log would not hold what the model is sent.
+// not through Apply; or another block put in its place, of another ID,
+// as a swap of two blocks does: Apply keeps each digest beside its block
+// through inserts, removals and reorders), and whether there is one. A
+// writer that keeps its changes in events (engine.Tx) asks before a model
+// call: such a change is in no event, so the log would not hold what the
+// model is sent.
 func ChangedInPlace(t *Turn) (int, bool) {
 	for i := range min(len(t.sums), len(t.Blocks)) {
 		b, s := &t.Blocks[i], &t.sums[i]
-		if (s.ok || s.noted) && s.id == b.ID && s.shape != shapeOf(b) {
+		if (s.ok || s.noted) && (s.id != b.ID || s.shape != shapeOf(b)) {
 			return i, true
 		}
 	}
