@@ -92,6 +92,7 @@ docs/gateway.md.`,
 			if err != nil {
 				return err
 			}
+			cfg.Listen = listen
 			if cfg.Logger, err = jsonLogger(cmd.ErrOrStderr(), logLevel); err != nil {
 				return err
 			}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,7 +34,7 @@ func TestGatewayCommand(t *testing.T) {
 	}))
 	t.Cleanup(up.Close)
 
-	base, out := startGatewayCmd(t, s, "--openai-upstream", up.URL+"/v1")
+	base, out, _ := startGatewayCmd(t, s, "--openai-upstream", up.URL+"/v1")
 
 	// The banner says where each SDK points and how it authenticates,
 	// and never shows a provider key.
@@ -99,8 +100,8 @@ func TestGatewayCommand(t *testing.T) {
 // startGatewayCmd runs `turnlog gateway` beside serve s (its data
 // directory, its NATS), on a free port with a spool, with args added, until
 // the test ends; it returns the gateway's URL, from its banner, and what
-// it printed.
-func startGatewayCmd(t *testing.T, s *served, args ...string) (string, *syncbuf.Buffer) {
+// it printed, and what stops it before then.
+func startGatewayCmd(t *testing.T, s *served, args ...string) (string, *syncbuf.Buffer, func()) {
 	t.Helper()
 	out := &syncbuf.Buffer{}
 	root := newRootCmd()
@@ -111,7 +112,8 @@ func startGatewayCmd(t *testing.T, s *served, args ...string) (string, *syncbuf.
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	stop := sync.OnceFunc(func() { cancel(); <-done })
+	t.Cleanup(stop)
 	urlRe := regexp.MustCompile(`gateway on (http://\S+)`)
 	var base string
 	require.Eventually(t, func() bool {
@@ -120,5 +122,5 @@ func startGatewayCmd(t *testing.T, s *served, args ...string) (string, *syncbuf.
 		}
 		return base != ""
 	}, 60*time.Second, 20*time.Millisecond, "no banner: %s", out)
-	return base, out
+	return base, out, stop
 }

@@ -28,7 +28,7 @@ func TestWrongBaseURLIsSaidOnEachListener(t *testing.T) {
 	t.Cleanup(up.Close)
 	s := startServe(t, "--openai-upstream", up.URL+"/v1", "--anthropic-upstream", up.URL)
 
-	gw, _ := startGatewayCmd(t, s, "--openai-upstream", up.URL+"/v1", "--anthropic-upstream", up.URL)
+	gw, _, _ := startGatewayCmd(t, s, "--openai-upstream", up.URL+"/v1", "--anthropic-upstream", up.URL)
 
 	for _, tc := range []struct {
 		name, base, path string

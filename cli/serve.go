@@ -242,7 +242,7 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 				if err != nil {
 					return err
 				}
-				gcfg.Logger = logger
+				gcfg.Logger, gcfg.Listen = logger, httpAt
 				// The API's browser checks hold for the gateway's
 				// routes on the same listener.
 				gcfg.Guard = api.CrossSite

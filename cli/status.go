@@ -28,15 +28,18 @@ func newStatusCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Show streams, buckets, pending requests, dead letters, running workers and (--scan) messages not turnlog's",
+		Short: "Show streams, buckets, pending requests, dead letters, running workers and gateways, and (--scan) messages not turnlog's",
 		Long: `Show the streams, the buckets beside them (snapshots, templates, request
 IDs, history caches, the recording gateway's threading index: what each
 holds, "not created" for one nothing has needed yet, "not visible" for
 one the credential may not read: the threading index, to the client key,
 as its keys name every gateway conversation), the pending
-requests, the dead letters and the workers
+requests, the dead letters, the workers
 that answer its ping (the first within 2s, pinged again meanwhile; the
-others until 500ms pass without one), and JetStream's storage: when a worker of
+others until 500ms pass without one), the recording gateways (serve's
+and each turnlog gateway: they say they run every 30s; one not heard
+from in 90s is listed as not seen since, for a day, as one killed or cut
+off from NATS), and JetStream's storage: when a worker of
 turnlog serve answers, what the server stores, its limit (--max-store),
 what it may still take and the disk's free space; else what the streams
 hold.
@@ -79,6 +82,10 @@ conversations that hold such messages, with the command that shows them.`,
 				Partitions  int             `json:"partitions"`
 				DeadLetters uint64          `json:"dead_letters"`
 				Workers     []worker.Status `json:"workers"`
+				// Gateways are the recording gateways that said they run
+				// lately, and those that stopped without saying so (see
+				// gatewayRows); null when the credential may not read them.
+				Gateways []gatewayRow `json:"gateways"`
 				// Profiles say who answers for each profile the workers
 				// run: provider, model, endpoint.
 				Profiles []profile.Summary `json:"profiles"`
@@ -127,6 +134,8 @@ conversations that hold such messages, with the command that shows them.`,
 				return err
 			}
 			st.Profiles = workersProfiles(st.Workers)
+			var gatewaysNote string
+			st.Gateways, gatewaysNote = gatewayRows(ctx, l, st.Buckets)
 			var streamBytes int64
 			for _, s := range st.Streams {
 				streamBytes += int64(s.Bytes)
@@ -173,6 +182,7 @@ conversations that hold such messages, with the command that shows them.`,
 			if len(st.Workers) == 0 {
 				fmt.Fprintf(w, "(no worker answered within %s)\n", worker.FirstStatusWait)
 			}
+			printGateways(w, st.Gateways, gatewaysNote)
 			if len(st.Profiles) > 0 {
 				fmt.Fprintln(w, "\nPROFILE\tPROVIDER\tMODEL\tBASE URL")
 				for _, p := range st.Profiles {

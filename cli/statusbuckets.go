@@ -59,6 +59,7 @@ func bucketStatuses(ctx context.Context, js jetstream.JetStream, names eventlog.
 		{names.RequestIDsBucket, "KV_" + names.RequestIDsBucket, "client-chosen request IDs"},
 		{names.ThreadsBucket, "KV_" + names.ThreadsBucket, "gateway threading index"},
 		{names.BackgroundBucket, "KV_" + names.BackgroundBucket, "gateway background responses asked about"},
+		{names.GatewaysBucket, "KV_" + names.GatewaysBucket, "running gateways"},
 	}
 	out := make([]bucketStatus, 0, len(buckets))
 	for _, b := range buckets {

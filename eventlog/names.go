@@ -51,6 +51,9 @@ type Names struct {
 	// BackgroundBucket lists the background responses the recording
 	// gateways ask the provider about (see BackgroundResponses).
 	BackgroundBucket string
+	// GatewaysBucket lists the recording gateways that run (see
+	// Gateways).
+	GatewaysBucket string
 }
 
 // NamesFor derives every name from a prefix: "turnlog" gives stream
@@ -69,6 +72,7 @@ func NamesFor(prefix string) Names {
 		HistoryBucket:         up + "_HISTORY",
 		ThreadsBucket:         up + "_THREADS",
 		BackgroundBucket:      up + "_BACKGROUND",
+		GatewaysBucket:        up + "_GATEWAYS",
 	}
 }
 

@@ -68,6 +68,10 @@ type Config struct {
 	// OpenAIUpstream and AnthropicUpstream are the providers' base URLs
 	// (defaults DefaultOpenAIUpstream, DefaultAnthropicUpstream).
 	OpenAIUpstream, AnthropicUpstream string
+	// Listen is the address the gateway serves on, as its command was
+	// given it: said among the running gateways (turnlog status), and
+	// nowhere else.
+	Listen string
 	// OpenAIKey and AnthropicKey, when set, are sent upstream instead of
 	// the client's key (managed keys): the client's API key is then
 	// Token. They are never recorded or logged.

@@ -107,7 +107,8 @@ func New(cfg Config) (*Gateway, error) {
 // responses the app does not fetch through the gateway ended (with a
 // managed OpenAI key: see Config.BackgroundPoll), and records the calls
 // the spool holds (--record-optional) whenever NATS is up, until ctx
-// ends. Then it releases the spool's directory.
+// ends; meanwhile it says it runs (turnlog status lists it). Then it
+// releases the spool's directory.
 func (g *Gateway) Run(ctx context.Context) {
 	// Stopping as soon as ctx ends, and at the latest when Run returns.
 	defer g.stopping.Store(true)
@@ -120,10 +121,11 @@ func (g *Gateway) Run(ctx context.Context) {
 			defer stop()
 		}
 	}
+	var running sync.WaitGroup
+	defer running.Wait()
+	running.Go(func() { g.sayRunning(ctx) })
 	if g.watch != nil {
-		var following sync.WaitGroup
-		following.Go(func() { g.followBackground(ctx) })
-		defer following.Wait()
+		running.Go(func() { g.followBackground(ctx) })
 	}
 	if g.spool == nil {
 		<-ctx.Done()

@@ -152,6 +152,10 @@ func SpecFor(r Role, n eventlog.Names) Spec {
 		pub(api("STREAM.CREATE", bgKV), "gateway: create that list on first use")
 		pub(api("DIRECT.GET", bgKV), "gateway: read that list (batched direct get), to ask about the responses a stopped gateway followed")
 		pub("$KV."+n.BackgroundBucket+".>", "gateway: add a background response to that list, and drop it once its end is recorded")
+		gwKV := "KV_" + n.GatewaysBucket
+		pub(api("STREAM.INFO", gwKV), "gateway: open the list of running gateways")
+		pub(api("STREAM.CREATE", gwKV), "gateway: create that list on first use")
+		pub("$KV."+n.GatewaysBucket+".>", "gateway: say it runs (turnlog status lists it), and that it stopped")
 		sub(n.ErasedSubject(), "gateway: let go of an erased conversation it keeps in memory (erase announces it)")
 		sub(n.GatewayInstances(), "gateway: answer, by its instance ID, that it runs (another gateway closes the calls of one that stopped)")
 		pub(n.GatewayInstances(), "gateway: ask whether the gateway that began an unfinished call still runs")
