@@ -58,36 +58,38 @@ func TestPrependedSystemPromptStaysInItsConversation(t *testing.T) {
 	assert.NotEqual(t, conv, other)
 }
 
-// TestSystemPromptPrependedOnEveryCall: a middleware that puts its system
-// prompt in front of every call's history sends it once more each call,
-// so the state a call continues holds it already twice, three times...
-// Counting every repeat once matched only the state of the chat's first
-// call, and the third call forked the conversation there (its history
-// recorded again in the fork as if the app had written it) instead of
-// continuing it.
-func TestSystemPromptPrependedOnEveryCall(t *testing.T) {
-	s := natstest.Start(t, natstest.WithAuth())
-	up := newChatUpstream(t, "")
-	gw := sharedGateway(t, s, up.URL)
-	call := chatCaller(t)
-	const sys = `{"role":"system","content":"You are a weather bot."}`
-	hist := `{"role":"user","content":"Weather in Paris?"}`
-	conv := call(gw, sys+`,`+hist)
-	hist = sys + `,` + hist + `,` + weatherToolCall + `,{"role":"tool","tool_call_id":"call_1","content":"sunny"}`
-	require.Equal(t, conv, call(gw, sys+`,`+hist), "the second call, its prompt put in front again, continues the chat")
-	hist = sys + `,` + hist + `,{"role":"assistant","content":"It is sunny.","refusal":null,"annotations":[]},{"role":"user","content":"And in Rome?"}`
-	assert.Equal(t, conv, call(gw, sys+`,`+hist), "the third call, its prompt put in front a third time, continues the chat, not a fork of its first call")
+// TestPromptPrependedOnEveryCall: a middleware that puts its prompt in
+// front of every call's history sends it once more each call, so the
+// state a call continues holds it already twice, three times... Counting
+// every repeat once matched only the state of the chat's first call, and
+// the third call forked the conversation there (its history recorded
+// again in the fork as if the app had written it) instead of continuing
+// it. So did a prompt of two messages (a system and a developer message,
+// or two middlewares each putting its own in front) with one repeated
+// block left out.
+func TestPromptPrependedOnEveryCall(t *testing.T) {
+	for name, prompt := range map[string]string{
+		"one message":  `{"role":"system","content":"You are a weather bot."}`,
+		"two messages": `{"role":"system","content":"You are a weather bot."},{"role":"developer","content":"Answer in one line."}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := natstest.Start(t, natstest.WithAuth())
+			up := newChatUpstream(t, "")
+			gw := sharedGateway(t, s, up.URL)
+			call := chatCaller(t)
+			hist := `{"role":"user","content":"Weather in Paris?"}`
+			conv := call(gw, prompt+`,`+hist)
+			hist = prompt + `,` + hist + `,` + weatherToolCall + `,{"role":"tool","tool_call_id":"call_1","content":"sunny"}`
+			require.Equal(t, conv, call(gw, prompt+`,`+hist), "the second call, its prompt put in front again, continues the chat")
+			hist = prompt + `,` + hist + `,{"role":"assistant","content":"It is sunny.","refusal":null,"annotations":[]},{"role":"user","content":"And in Rome?"}`
+			assert.Equal(t, conv, call(gw, prompt+`,`+hist), "the third call, its prompt put in front a third time, continues the chat, not a fork of its first call")
 
-	l, err := eventlog.Open(context.Background(), s.Conn)
-	require.NoError(t, err)
-	calls := 0
-	for _, e := range conversationEvents(t, l, conv) {
-		if _, ok := e.Payload.(events.InferenceStarted); ok {
-			calls++
-		}
+			l, err := eventlog.Open(context.Background(), s.Conn)
+			require.NoError(t, err)
+			assert.Len(t, startedOf(t, l, conv), 3, "the three calls are one conversation")
+			verify(t, l, conv)
+		})
 	}
-	assert.Equal(t, 3, calls, "the three calls are one conversation")
-	verify(t, l, conv)
 }
 
 // TestFlattenedPromptFoundOncePerMessage: a user message that holds the
@@ -129,36 +131,4 @@ func TestFlattenedPromptFoundOncePerMessage(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 2, dups(recorded), "recorded as the check finds them")
-}
-
-// TestTwoMessagePromptPrependedOnEveryCall: a middleware whose prompt is
-// two messages (a system and a developer message, or two middlewares
-// each putting its own in front) puts both in front of the history on
-// every call, so the state a call continues holds the pair one time
-// fewer. Leaving out one repeated block matched no state, and counting
-// every repeat once matched only the chat's first: the third call forked
-// the conversation at its first call.
-func TestTwoMessagePromptPrependedOnEveryCall(t *testing.T) {
-	s := natstest.Start(t, natstest.WithAuth())
-	up := newChatUpstream(t, "")
-	gw := sharedGateway(t, s, up.URL)
-	call := chatCaller(t)
-	const prompt = `{"role":"system","content":"You are a weather bot."},{"role":"developer","content":"Answer in one line."}`
-	hist := `{"role":"user","content":"Weather in Paris?"}`
-	conv := call(gw, prompt+`,`+hist)
-	hist = prompt + `,` + hist + `,` + weatherToolCall + `,{"role":"tool","tool_call_id":"call_1","content":"sunny"}`
-	require.Equal(t, conv, call(gw, prompt+`,`+hist), "the second call, its prompt put in front again, continues the chat")
-	hist = prompt + `,` + hist + `,{"role":"assistant","content":"It is sunny.","refusal":null,"annotations":[]},{"role":"user","content":"And in Rome?"}`
-	assert.Equal(t, conv, call(gw, prompt+`,`+hist), "the third call, its prompt put in front a third time, continues the chat, not a fork of its first call")
-
-	l, err := eventlog.Open(context.Background(), s.Conn)
-	require.NoError(t, err)
-	calls := 0
-	for _, e := range conversationEvents(t, l, conv) {
-		if _, ok := e.Payload.(events.InferenceStarted); ok {
-			calls++
-		}
-	}
-	assert.Equal(t, 3, calls, "the three calls are one conversation")
-	verify(t, l, conv)
 }

@@ -90,13 +90,7 @@ func prepare(t *testing.T, l *eventlog.Log, conv, origin string) {
 // askAs sends one request under a profile and waits for its end.
 func askAs(t *testing.T, l *eventlog.Log, conv, profileName, text string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	turn, err := l.Load(ctx, conv)
-	require.NoError(t, err)
-	req, err := worker.Send(ctx, l, worker.Request{Conversation: conv, Text: text, Profile: profileName})
-	require.NoError(t, err)
-	_, err = worker.Await(ctx, l, conv, req.RequestID, turn.Seq, turn.Events)
+	_, err := askProfile(t, l, conv, profileName, text)
 	require.NoError(t, err)
 }
 
