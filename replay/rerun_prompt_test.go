@@ -115,3 +115,35 @@ func TestRerunStillReportsAMiddlewareChange(t *testing.T) {
 	assert.Equal(t, started.Pos, res.Difference.N, "the first event that differs: the log's model call, where the re-run appended")
 	assert.Contains(t, res.Difference.Reason, "the log has inference.started, the re-run systemprompt.replaced")
 }
+
+// A systemprompt.replaced recorded before the Tx filled PreviousSource in
+// (by systemprompt_append, global prompts, a template's compaction) has
+// none; the re-run's has the prompt's source. The log is as that turnlog
+// wrote it, and --rerun reported "the systemprompt.replaced payloads
+// differ" at the first append to a prompt with a source.
+func TestRerunOfALogWithoutPreviousSource(t *testing.T) {
+	ctx := context.Background()
+	l := openTestLog(t)
+	p := templateProfile(t, l)
+	_, err := templates.New(l).SetGlobal(ctx, "Be brief.")
+	require.NoError(t, err)
+	p.Middlewares = slices.Insert(slices.Clone(p.Middlewares), slices.Index(p.Middlewares, "template")+1, "systemprompt_append")
+	p.SystemPrompt = "Answer in French."
+	c := newConvo(t, l, "appended")
+	c.request(loopOf(t, p).Loop, "hello", nil)
+	appended := firstOf(t, l, "appended", func(r eventlog.Record) bool { return r.Type == events.TypeSystemPromptReplaced })
+	require.NotEmpty(t, appended.Payload.(events.SystemPromptReplaced).PreviousSource, "the Tx filled it in")
+
+	// The same log as the turnlog before the fill wrote it.
+	copyConversation(t, l, "appended", "appended-before", func(r *eventlog.Record) {
+		if rp, ok := r.Payload.(events.SystemPromptReplaced); ok {
+			rp.PreviousSource = ""
+			r.Payload = rp
+		}
+	})
+	for _, conv := range []string{"appended", "appended-before"} {
+		res, err := replay.Rerun(ctx, l, conv, p)
+		require.NoError(t, err)
+		assert.True(t, res.OK(), "%s: %+v", conv, res.Difference)
+	}
+}
