@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
@@ -119,7 +120,10 @@ docs/gateway.md.`,
 				return err
 			}
 			defer running.Close()
-			go g.Run(ctx) // once the listener is up, as serve does
+			// Once the listener is up, as serve does; the command
+			// returns (and closes its connection) once Run has, so that
+			// the gateway removes its entry among the running ones.
+			defer runGateway(ctx, g)()
 			fmt.Fprintf(cmd.OutOrStdout(), "turnlog: gateway on %s (recording to NATS)\n", running.URL())
 			fmt.Fprint(cmd.OutOrStdout(), gatewayBanner(running.URL(), g))
 			<-ctx.Done()
@@ -137,6 +141,33 @@ docs/gateway.md.`,
 	gf.register(fs)
 	of.register(fs)
 	return cmd
+}
+
+// gatewayRunWait bounds how long a stopping command waits for
+// Gateway.Run to return.
+const gatewayRunWait = 5 * time.Second
+
+// runGateway runs g until ctx ends; the function it returns stops Run
+// and waits for it to return (at most gatewayRunWait): a command that
+// closed its NATS connection first would race Run's removal of the
+// gateway's entry among the running gateways, which status then listed
+// as not seen since.
+func runGateway(ctx context.Context, g *gateway.Gateway) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		g.Run(ctx)
+	}()
+	return func() {
+		cancel()
+		t := time.NewTimer(gatewayRunWait)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+		}
+	}
 }
 
 func trimNewline(b []byte) []byte {

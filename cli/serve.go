@@ -258,7 +258,7 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 				defer running.Close()
 				// Once the listener is up: a port in use ends serve
 				// before the gateway follows anything.
-				go gw.Run(ctx)
+				defer runGateway(ctx, gw)()
 				fmt.Fprint(out, tok.banner(running.URL(), isTerminal(out)))
 				fmt.Fprint(out, gatewayBanner(running.URL(), gw))
 			}
