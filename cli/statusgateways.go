@@ -59,7 +59,10 @@ func printGateways(w io.Writer, rows []gatewayRow, note string) {
 		if len(g.Managed) > 0 {
 			keys = "managed: " + strings.Join(g.Managed, ", ")
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%v\n", g.Instance, orDash(g.Listen), orDash(fmt.Sprintf("%s pid %d", g.Host, g.PID)),
+		// What a gateway wrote of itself is shown without control
+		// characters: another client with the bucket's grants could
+		// write an entry.
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%v\n", g.Instance, orDash(oneLine(g.Listen, 80)), orDash(oneLine(fmt.Sprintf("%s pid %d", g.Host, g.PID), 80)),
 			g.Started.Format(time.RFC3339), seen, keys, g.RecordOptional)
 	}
 	if note != "" {

@@ -65,8 +65,13 @@ type GatewayPresence struct {
 }
 
 // Running reports whether the gateway said it runs within
-// GatewaySeenWithin of now.
-func (p GatewayPresence) Running(now time.Time) bool { return now.Sub(p.Seen) <= GatewaySeenWithin }
+// GatewaySeenWithin of now: not later than that ahead of now either (a
+// clock far ahead, or an entry another client wrote to seem running
+// for a day).
+func (p GatewayPresence) Running(now time.Time) bool {
+	d := now.Sub(p.Seen)
+	return d <= GatewaySeenWithin && d >= -GatewaySeenWithin
+}
 
 // Gateways opens the installation's gateways bucket, creating it when it
 // is missing (a worker's credential, which gateways run with, may).

@@ -41,6 +41,7 @@ func TestRunningGatewaysList(t *testing.T) {
 	assert.True(t, list[0].Running(time.Now()))
 	assert.Equal(t, "0.0.0.0:8090", list[1].Listen)
 	assert.False(t, list[1].Running(time.Now()), "not seen for an hour")
+	assert.False(t, eventlog.GatewayPresence{Seen: time.Now().Add(20 * time.Hour)}.Running(time.Now()), "an entry that says it will be seen tomorrow")
 
 	require.NoError(t, g.Delete(ctx, "GWB"))
 	list, err = l.ListGateways(ctx)
