@@ -5,10 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/eventlog"
-	"github.com/turnlog/turnlog/natsauth"
 )
 
 // TestAStoppedGatewayRemovesItsEntry: `turnlog gateway` returned as soon
@@ -19,12 +17,7 @@ import (
 func TestAStoppedGatewayRemovesItsEntry(t *testing.T) {
 	s := startServe(t)
 	ctx := context.Background()
-	key, err := nats.NkeyOptionFromSeed(natsauth.KeyFile(natsauth.Dir(s.data), natsauth.Admin))
-	require.NoError(t, err)
-	nc, err := nats.Connect(s.natsURL, key)
-	require.NoError(t, err)
-	defer nc.Close()
-	l, err := eventlog.Open(ctx, nc)
+	l, err := eventlog.Open(ctx, s.adminConn(t))
 	require.NoError(t, err)
 	count := func() int {
 		ps, err := l.ListGateways(ctx)

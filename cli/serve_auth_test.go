@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/internal/syncbuf"
+	"github.com/turnlog/turnlog/natsauth"
 )
 
 // served is a `turnlog serve` running in this process.
@@ -29,6 +30,18 @@ type served struct {
 	// stop stops serve as SIGTERM does and waits for it (at most 30 s,
 	// else the test fails); the test's cleanup calls it too.
 	stop func()
+}
+
+// adminConn connects to serve s's NATS with the admin key of its data
+// directory, until the test ends.
+func (s *served) adminConn(t *testing.T) *nats.Conn {
+	t.Helper()
+	key, err := nats.NkeyOptionFromSeed(natsauth.KeyFile(natsauth.Dir(s.data), natsauth.Admin))
+	require.NoError(t, err)
+	nc, err := nats.Connect(s.natsURL, key)
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	return nc
 }
 
 // startServe runs `turnlog serve` with args on free ports and a fresh data

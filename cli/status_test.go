@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/eventlog"
@@ -95,12 +94,7 @@ func TestStatusListsTheBuckets(t *testing.T) {
 func TestStatusWithTheClientKey(t *testing.T) {
 	s := startServe(t)
 	ctx := context.Background()
-	key, err := nats.NkeyOptionFromSeed(natsauth.KeyFile(natsauth.Dir(s.data), natsauth.Admin))
-	require.NoError(t, err)
-	nc, err := nats.Connect(s.natsURL, key)
-	require.NoError(t, err)
-	defer nc.Close()
-	l, err := eventlog.Open(ctx, nc)
+	l, err := eventlog.Open(ctx, s.adminConn(t))
 	require.NoError(t, err)
 	threads, err := l.Threads(ctx)
 	require.NoError(t, err)

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/natsauth"
@@ -65,11 +64,7 @@ func TestStatusListsTheRunningGateways(t *testing.T) {
 	require.Eventually(t, func() bool { return len(gateways()) == 1 }, 10*time.Second, 100*time.Millisecond, "a stopped gateway is no longer listed")
 
 	// An entry another client wrote drives no terminal.
-	key, err := nats.NkeyOptionFromSeed(natsauth.KeyFile(natsauth.Dir(s.data), natsauth.Admin))
-	require.NoError(t, err)
-	nc, err := nats.Connect(s.natsURL, key)
-	require.NoError(t, err)
-	defer nc.Close()
+	nc := s.adminConn(t)
 	require.NoError(t, nc.Publish("$KV.TURNLOG_GATEWAYS.FORGED", []byte(`{"instance":"FORGED","listen":"\u001b]0;pwned\u0007","host":"h","started":"2026-01-01T00:00:00Z","seen":"2026-01-01T00:00:00Z"}`)))
 	require.NoError(t, nc.Flush())
 	out, code = runCmd(t, []string{"TURNLOG_DATA=" + s.data}, "", "status", "--nats-url", s.natsURL)

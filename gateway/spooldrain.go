@@ -1,0 +1,172 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/turnlog/turnlog/calls"
+)
+
+// Recording what the spool holds once NATS is back: oldest first, each
+// call read within the bytes in flight, and nothing recorded twice after
+// a crash.
+
+// drain records the spooled calls, oldest first, while connected says
+// NATS is up; it stops at the first call the log does not take (NATS went
+// away again) and leaves it for the next drain.
+func (s *spool) drain(ctx context.Context, r *Recorder, connected func() bool) error {
+	done := 0
+	defer func() {
+		if done > 0 {
+			s.log.Info("gateway: recorded the calls spooled while NATS was away", "calls", done, "waiting", s.count())
+		}
+	}()
+	for {
+		names, err := s.files()
+		if err != nil || len(names) == 0 {
+			return err
+		}
+		if err := s.drainFiles(ctx, r, connected, names, &done); err != nil || !connected() || ctx.Err() != nil {
+			return err
+		}
+	}
+}
+
+// count is how many calls wait in the spool (0 when it cannot be read).
+func (s *spool) count() int {
+	names, _ := s.files()
+	return len(names)
+}
+
+// drainFiles records the spooled calls names, counting in done those that
+// left the spool.
+func (s *spool) drainFiles(ctx context.Context, r *Recorder, connected func() bool, names []string, done *int) error {
+	for _, n := range names {
+		if !connected() || ctx.Err() != nil {
+			return nil
+		}
+		path := filepath.Join(s.dir, n)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("gateway: read spooled call %s: %w", n, err)
+		}
+		l, err := calls.ParseLogged(data)
+		if err != nil {
+			// Not lost: set aside under a name the drain skips, and said.
+			r.logger.Error("gateway: a spooled call cannot be read; it is set aside as .bad", "file", path, "err", err)
+			_ = os.Rename(path, path+".bad")
+			continue
+		}
+		recording := path
+		if !strings.HasSuffix(n, ".recording") {
+			recording = path + ".recording"
+			if err := os.Rename(path, recording); err != nil {
+				return fmt.Errorf("gateway: spooled call %s: %w", n, err)
+			}
+		} else if done, err := r.recorded(ctx, l.Conversation, l.CallID); err != nil {
+			return err
+		} else if done {
+			// Recorded before a crash: followed as if recorded now.
+			if s.recorded != nil {
+				s.recorded(l, l.Conversation)
+			}
+			s.remove(recording, len(data))
+			continue
+		}
+		if dropped, err := r.erasedSince(ctx, l); err != nil {
+			return fmt.Errorf("gateway: spooled call %s: %w", n, err)
+		} else if dropped {
+			s.remove(recording, len(data))
+			continue
+		}
+		conv, err := s.record(ctx, r, l)
+		if errors.Is(err, errBusy) {
+			// The gateway's calls hold the room reading it needs: it
+			// waits for the next drain.
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("gateway: record spooled call %s: %w", n, err)
+		}
+		if s.recorded != nil {
+			s.recorded(l, conv)
+		}
+		s.remove(recording, len(data))
+		*done++
+	}
+	return nil
+}
+
+// record records spooled call l, holding among the gateway's bytes in
+// flight what reading it takes (errBusy when there is no room in time),
+// or by its hash alone when that is more than they may ever be.
+func (s *spool) record(ctx context.Context, r *Recorder, l *calls.Logged) (string, error) {
+	line := LoggedLine{Call: l}
+	if s.inFlight != nil {
+		need := readingBytes(l.Request)
+		if need > s.inFlight.limit {
+			line.unread = s.inFlight.unreadReason(need, len(l.Request))
+		} else {
+			held, err := s.inFlight.reserve(ctx, need)
+			if err != nil {
+				return "", err
+			}
+			defer held.release()
+		}
+	}
+	res, err := r.recordLogged(ctx, []LoggedLine{line}, false)
+	if err != nil {
+		return "", errors.Unwrap(err)
+	}
+	return res[0].Conversation, nil
+}
+
+// erasedSince reports whether spooled call l's conversation was erased
+// after the call was made (while this gateway was away from NATS): the
+// call is then part of what was erased, and is not recorded (said in the
+// log, without its content, and counted).
+func (r *Recorder) erasedSince(ctx context.Context, l *calls.Logged) (bool, error) {
+	if l.Conversation == "" {
+		return false, nil
+	}
+	at, ok, err := r.threads.ErasedAt(ctx, l.Conversation)
+	if err != nil || !ok || l.Time.After(at) {
+		return false, err
+	}
+	r.logger.Warn("gateway: a spooled call of a conversation erased after it was made is not recorded",
+		"conversation", l.Conversation, "call", l.CallID, "erased_at", at)
+	r.metrics.calls.WithLabelValues(string(l.API), "erased").Inc()
+	return true, nil
+}
+
+func (s *spool) remove(path string, size int) {
+	if err := os.Remove(path); err == nil {
+		s.mu.Lock()
+		s.used -= int64(size)
+		s.m.spooled.Set(float64(s.used))
+		s.mu.Unlock()
+	}
+}
+
+// run drains the spool every interval until ctx ends.
+func (s *spool) run(ctx context.Context, r *Recorder, connected func() bool, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if connected() {
+			if err := s.drain(ctx, r, connected); err != nil && ctx.Err() == nil {
+				r.logger.Warn("gateway: spooled calls not recorded yet; retrying", "err", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
