@@ -172,11 +172,12 @@ func (tx *Tx) emit(actor string, e events.Event) error {
 	if actor == "" {
 		return fmt.Errorf("%s with no actor: every event names who made the change (a middleware's name)", e.Type)
 	}
-	// A change behind the Tx's back since its last event is refused here,
-	// not only before the model call: this event could be checked
-	// against it (a replacement whose Previous is the edited text) and
-	// the edit's trace then gone, the step stored not applying to the log.
-	if err := tx.unrecorded(); err != nil {
+	// A change behind the Tx's back to what this event builds on is
+	// refused here, not only before the model call: the event could be
+	// checked against it (a replacement whose Previous is the edited
+	// text) and the edit's trace then gone, the step stored not applying
+	// to the log.
+	if err := tx.unrecordedFor(e.Payload); err != nil {
 		return fmt.Errorf("%s: before its %s: %w", actor, e.Type, err)
 	}
 	if p, ok := e.Payload.(events.SystemPromptReplaced); ok && p.PreviousSource == "" {
@@ -217,11 +218,51 @@ func (tx *Tx) emit(actor string, e events.Event) error {
 // the log would not hold what a model is sent next, and the events that
 // follow are checked against a Turn the log does not hold.
 func (tx *Tx) unrecorded() error {
-	turn := tx.turn
-	if i, changed := projector.ChangedInPlace(turn); changed {
-		return fmt.Errorf("block %d (%s) was changed in place, not through an event (Tx.Emit): the log would not hold what the model is sent; "+
-			"a middleware changes the Turn only through the Tx (Tx.Emit), whose events the log records", i, turn.Blocks[i].ID)
+	if i, changed := projector.ChangedInPlace(tx.turn); changed {
+		return changedInPlace(tx.turn, i)
 	}
+	return tx.resized()
+}
+
+// unrecordedFor is unrecorded for what event p builds on, at the cost of
+// one block, not the whole Turn (it runs at every event): the Turn's
+// blocks and data as the Tx's events left them, and the block p changes
+// in place, whose digest the fold then forgets.
+func (tx *Tx) unrecordedFor(p events.Payload) error {
+	if err := tx.resized(); err != nil {
+		return err
+	}
+	var id string
+	switch p := p.(type) {
+	case events.SystemPromptReplaced:
+		id = p.BlockID
+	case events.BlockAnnotated:
+		id = p.BlockID
+	case events.BlockSplit:
+		id = p.BlockID
+	case events.SystemPromptLocked:
+		id = p.BlockID
+	case events.SystemPromptUnlocked:
+		id = p.BlockID
+	default:
+		return nil
+	}
+	if i, changed := projector.ChangedInPlaceID(tx.turn, id); changed {
+		return changedInPlace(tx.turn, i)
+	}
+	return nil
+}
+
+// changedInPlace is the error for block i of turn, changed in place.
+func changedInPlace(turn *projector.Turn, i int) error {
+	return fmt.Errorf("block %d (%s) was changed in place, not through an event (Tx.Emit): the log would not hold what the model is sent; "+
+		"a middleware changes the Turn only through the Tx (Tx.Emit), whose events the log records", i, turn.Blocks[i].ID)
+}
+
+// resized says how the Turn's blocks were added to or cut from, or its
+// data written to, behind the Tx's back, if they were.
+func (tx *Tx) resized() error {
+	turn := tx.turn
 	if n := len(turn.Blocks); n != tx.blocks {
 		return fmt.Errorf("the Turn has %d blocks, its events made %d: blocks were added to or cut from Turn().Blocks, not through an event (Tx.Emit): the log would not hold what the model is sent; "+
 			"a middleware changes the Turn only through the Tx (Tx.Emit), whose events the log records", n, tx.blocks)

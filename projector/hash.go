@@ -201,6 +201,19 @@ func ChangedInPlace(t *Turn) (int, bool) {
 	return -1, false
 }
 
+// ChangedInPlaceID is ChangedInPlace for the one block with ID id: its
+// index, and whether it was changed in place (or another block put where
+// it was) since Hash or Note last saw it. For a writer that checks, at
+// each event, the block the event is about to change.
+func ChangedInPlaceID(t *Turn, id string) (int, bool) {
+	i := t.Index(id)
+	if i < 0 || i >= len(t.sums) || i >= len(t.Blocks) {
+		return i, false
+	}
+	b, s := &t.Blocks[i], &t.sums[i]
+	return i, (s.ok || s.noted) && (s.id != b.ID || s.shape != shapeOf(b))
+}
+
 // Note remembers the shape of every block Hash has not digested (nor Note
 // seen) since it was last added or changed through Apply, without hashing
 // it, so that ChangedInPlace sees it changed in place after: a writer
