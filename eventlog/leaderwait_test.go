@@ -22,6 +22,7 @@ import (
 // is cut until the reader's server, a follower, finds its stream without a
 // leader; the routes heal half a second after a read began.
 func TestReadWaitsForTheStreamsLeader(t *testing.T) {
+	t.Parallel() // waits on servers and timers, not the processor: beside the other such tests
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c := natstest.StartFaultyCluster(t, 3)

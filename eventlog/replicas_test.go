@@ -25,6 +25,7 @@ import (
 // the lagging server, whose own replica is one of those that answer their
 // direct gets; the writer sits on the leader.
 func TestReadsFromALaggingReplicaMissNothing(t *testing.T) {
+	t.Parallel() // waits on servers and timers, not the processor: beside the other such tests
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c := natstest.StartFaultyCluster(t, 3)
@@ -265,6 +266,7 @@ func openReplicated(t *testing.T, ctx context.Context, name, url string) *eventl
 // seen in CI in TestSuite/r3/append_and_load) although the step was
 // stored. The writer sits on the lagging server.
 func TestRetriedAppendOnALaggingReplicaIsStoredOnce(t *testing.T) {
+	t.Parallel() // waits on servers and timers, not the processor: beside the other such tests
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c := natstest.StartFaultyCluster(t, 3)
@@ -303,6 +305,7 @@ func TestRetriedAppendOnALaggingReplicaIsStoredOnce(t *testing.T) {
 // Holds is answered by the lagging replica with a chance of 1 in 3:
 // twelve rounds leave it out with a chance under 1 in 100.
 func TestHoldsOnALaggingReplicaSeesTheErase(t *testing.T) {
+	t.Parallel() // waits on servers and timers, not the processor: beside the other such tests
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c := natstest.StartFaultyCluster(t, 3)

@@ -133,6 +133,7 @@ func TestUnshardedRefusesShards(t *testing.T) {
 // shard's conversations can still be written and read, and once it is
 // back the leaders spread again.
 func TestShardLeadersSpreadAndNodeLoss(t *testing.T) {
+	t.Parallel() // waits on servers and timers, not the processor: beside the other such tests
 	if testing.Short() {
 		t.Skip("starts a cluster")
 	}

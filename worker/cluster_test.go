@@ -107,6 +107,7 @@ func withRetry(ctx context.Context, per time.Duration, fn func(context.Context) 
 // exactly once, in one piece, and that the restarted server holds the same
 // log.
 func TestClusterSurvivesNodeLoss(t *testing.T) {
+	t.Parallel() // waits on servers and timers, not the processor: beside the other such tests
 	const conversations, perConversation = 20, 5
 	c := natstest.StartCluster(t, 3)
 	// The run gets 45s, a multiple of what it needs even with an election

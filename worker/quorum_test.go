@@ -31,6 +31,7 @@ import (
 // recovery after the heal. A server that leads nothing is the plain case:
 // it answers no account info once cut off.
 func TestWorkerOnACutOffServerLogsTheLoss(t *testing.T) {
+	t.Parallel() // waits on servers and timers, not the processor: beside the other such tests
 	if testing.Short() {
 		t.Skip("three-node clusters with a fault: about a minute and a half")
 	}
@@ -50,6 +51,7 @@ func TestWorkerOnACutOffServerLogsTheLoss(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			c := natstest.StartFaultyCluster(t, 3)
 			admin := c.Dial(t, "admin")
 			l := openClusterLog(t, admin, eventlog.WithReplicas(3))
@@ -260,6 +262,7 @@ func (h hookHandler) WithGroup(name string) slog.Handler {
 // probes are awaited: the first one's outcome is logged before the second
 // one starts.
 func TestProbeWithTheWorkerKey(t *testing.T) {
+	t.Parallel() // waits on servers and timers, not the processor: beside the other such tests
 	srv := natstest.Start(t, natstest.WithAuth())
 	_, err := eventlog.Open(context.Background(), srv.Conn)
 	require.NoError(t, err)

@@ -20,6 +20,7 @@ import (
 // starts it again on the same data and port: workers reconnect, and every
 // request completes exactly once.
 func TestNATSRestartMidRun(t *testing.T) {
+	t.Parallel() // waits on servers and timers, not the processor: beside the other such tests
 	dir := t.TempDir()
 	srv, err := embedded.Start(embedded.Config{DataDir: dir, Listen: "127.0.0.1:0"})
 	require.NoError(t, err)
@@ -44,6 +45,7 @@ func TestNATSRestartMidRun(t *testing.T) {
 // kills it with SIGKILL while it works, and lets an in-process worker take
 // over: nothing is lost or duplicated.
 func TestSIGKILLedWorkerProcess(t *testing.T) {
+	t.Parallel() // waits on servers and timers, not the processor: beside the other such tests
 	if testing.Short() {
 		t.Skip("builds the turnlog binary")
 	}
@@ -85,6 +87,7 @@ func TestSIGKILLedWorkerProcess(t *testing.T) {
 // listens at its NATS URL: it waits (the README says workers retry
 // forever), and serves requests once the server is up.
 func TestWorkerProcessStartedBeforeNATS(t *testing.T) {
+	t.Parallel() // waits on servers and timers, not the processor: beside the other such tests
 	if testing.Short() {
 		t.Skip("builds the turnlog binary")
 	}

@@ -22,6 +22,7 @@ import (
 // are refused at the door with the cause, and once space is freed (no
 // restart) the held request is answered.
 func TestStorageFullKeepsAcceptedRequest(t *testing.T) {
+	t.Parallel() // waits on servers and timers, not the processor: beside the other such tests
 	if testing.Short() {
 		t.Skip("holds a request through more than its deliveries, about 25 s")
 	}

@@ -96,6 +96,13 @@ func TestFaultMatrix(t *testing.T) {
 	sz := runSize()
 	for _, sc := range scenarios {
 		t.Run(strings.ReplaceAll(sc.name, " ", "_"), func(t *testing.T) {
+			if !sz.full {
+				// At CI size the scenarios wait on their faults and the
+				// servers' timers (a third of a processor each): they run
+				// beside each other, as many as -parallel allows. The
+				// full size's figures are each scenario's alone.
+				t.Parallel()
+			}
 			fault := sc.ci
 			if sz.full {
 				fault = sc.full
