@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/turnlog/turnlog/calls"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/rolemarker"
 )
@@ -14,7 +15,8 @@ var roleTokens = []string{"<|im_start|>", "<|start_header_id|>", "<|system|>", "
 
 // roleMarkers: a user message or tool result past the first same blocks
 // (an earlier call looked at those), not trusted, holds a role marker or
-// a role token. One finding a block, naming the first.
+// a role token, in its text or in a text file its item carries. One
+// finding a block, naming the first.
 func roleMarkers(in []events.Block, same int) []Finding {
 	var fs []Finding
 	for i := same; i < len(in); i++ {
@@ -22,13 +24,13 @@ func roleMarkers(in []events.Block, same int) []Finding {
 		if (b.Kind != events.KindUser && b.Kind != events.KindToolResult) || b.Trust == events.Trusted {
 			continue
 		}
-		what := ""
-		if m := rolemarker.Find(b.Text, false); len(m) > 0 {
-			what = "the role marker " + strconv.Quote(b.Text[m[0].Start:m[0].Body]) + " at line " + itoa(m[0].Line)
-		} else {
-			for _, tok := range roleTokens {
-				if strings.Contains(b.Text, tok) {
-					what = "the chat template's role token " + strconv.Quote(tok)
+		what := roleMarkerIn(b.Text)
+		if what == "" {
+			// A text file the item carries (calls.DocumentTexts) is read
+			// by the model as plainly as the message's text.
+			for _, doc := range calls.DocumentTexts(b) {
+				if what = roleMarkerIn(doc); what != "" {
+					what += " of a text document its message carries"
 					break
 				}
 			}
@@ -39,4 +41,18 @@ func roleMarkers(in []events.Block, same int) []Finding {
 		}
 	}
 	return fs
+}
+
+// roleMarkerIn says what role marker or role token text holds, "" for
+// none.
+func roleMarkerIn(text string) string {
+	if m := rolemarker.Find(text, false); len(m) > 0 {
+		return "the role marker " + strconv.Quote(text[m[0].Start:m[0].Body]) + " at line " + itoa(m[0].Line)
+	}
+	for _, tok := range roleTokens {
+		if strings.Contains(text, tok) {
+			return "the chat template's role token " + strconv.Quote(tok)
+		}
+	}
+	return ""
 }
