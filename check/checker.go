@@ -45,6 +45,9 @@ type Checker struct {
 	// model text, tool call or reasoning the model produced right after it.
 	produced map[string]content
 	follower map[string]string
+	// signed names, by encrypted content, the first reasoning block that
+	// carried it (signedCopy).
+	signed map[string]string
 	// lastOutput is the block the engine appended last in this interval,
 	// so the next one is known as its follower.
 	lastOutput string
@@ -115,6 +118,9 @@ type interval struct {
 	// with their content then: history from the next call on.
 	outputs []string
 	content map[string]content
+	// step holds the step of each output the gateway appended
+	// (markCallInput).
+	step map[string]string
 }
 
 // content is what a model reads of a block.
@@ -208,10 +214,10 @@ func (c *Checker) Observe(e events.Event, n int, turn *projector.Turn) []Finding
 	same := c.samePrefix(in)
 	carried := map[string][]Finding{}
 	fs := c.inputRules(in, &c.state, same, carried)
-	fs = append(fs, c.history(in, same)...)
+	fs = append(fs, c.history(in, same, e)...)
 	if c.verify != nil {
 		var fresh inputState
-		c.verify(fs, append(c.inputRules(in, &fresh, 0, nil), c.history(in, 0)...))
+		c.verify(fs, append(c.inputRules(in, &fresh, 0, nil), c.history(in, 0, e)...))
 	}
 	c.carried = carried
 	fs = append(fs, c.promptChanged(promptOf(c.calls, in))...)
@@ -333,6 +339,7 @@ func (c *Checker) note(e events.Event, turn *projector.Turn) {
 		}
 		c.lastOutput = id
 		c.since.outputs = append(c.since.outputs, id)
+		c.since.markCallInput(id, e)
 		c.since.content[id] = contentOf(&b)
 	}
 	switch p := e.Payload.(type) {
@@ -351,6 +358,7 @@ func (c *Checker) note(e events.Event, turn *projector.Turn) {
 		for i := range p.Blocks {
 			if b := &p.Blocks[i]; b.Kind == events.KindReasoning {
 				c.produced[b.ID] = contentOf(b)
+				c.noteSigned(b.ID, b.Encrypted)
 				if i+1 < len(p.Blocks) && (p.Blocks[i+1].Kind == events.KindLLMText || p.Blocks[i+1].Kind == events.KindToolCall ||
 					p.Blocks[i+1].Kind == events.KindReasoning) {
 					c.follower[b.ID] = p.Blocks[i+1].ID
@@ -368,6 +376,7 @@ func (c *Checker) note(e events.Event, turn *projector.Turn) {
 		if _, ok := c.produced[p.BlockID]; !ok {
 			c.produced[p.BlockID] = content{kind: events.KindReasoning, text: p.Text, encrypted: p.Encrypted}
 		}
+		c.noteSigned(p.BlockID, p.Encrypted)
 		output(p.BlockID)
 	case events.LLMTextAppended:
 		output(p.BlockID)

@@ -9,7 +9,8 @@ import (
 
 // reasoningAltered: the reasoning block at i has another text or
 // encrypted content than the model produced (the first reasoning.appended
-// of its ID, or the block a fork or import started with).
+// of its ID, or the block a fork or import started with), or carries
+// another block's signature with another text (signedCopy).
 func (c *Checker) reasoningAltered(in []events.Block, i int) []Finding {
 	b := &in[i]
 	p, ok := c.produced[b.ID]
@@ -25,7 +26,7 @@ func (c *Checker) reasoningAltered(in []events.Block, i int) []Finding {
 	case b.Encrypted != p.encrypted:
 		what = "its encrypted content (which holds the provider's signature) differs"
 	default:
-		return nil
+		return c.signedCopy(in, i)
 	}
 	return []Finding{{Rule: RuleReasoningAltered, Blocks: ids(in, i),
 		Detail: blockAt(in, i) + " is not what the model produced: " + what}}
@@ -45,8 +46,9 @@ func (c *Checker) reasoningAltered(in []events.Block, i int) []Finding {
 // The active system prompt is left to system_prompt_changed.
 //
 // The first same blocks of in are the previous call's, in place: only the
-// rest is looked at.
-func (c *Checker) history(in []events.Block, same int) []Finding {
+// rest is looked at. call is the call's inference.started: the blocks its
+// own request added (callInput) are its input, not history.
+func (c *Checker) history(in []events.Block, same int, call events.Event) []Finding {
 	if c.prev == nil {
 		return nil
 	}
@@ -118,7 +120,9 @@ func (c *Checker) history(in []events.Block, same int) []Finding {
 		check(c.prev.ids[k], c.prev.contents[k])
 	}
 	for _, id := range c.since.outputs {
-		check(id, c.since.content[id])
+		if !c.since.callInput(id, call) {
+			check(id, c.since.content[id])
+		}
 	}
 	if !c.since.ordered && !slices.IsSorted(at) {
 		stable := increasing(at)

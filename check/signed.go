@@ -1,0 +1,72 @@
+package check
+
+// This file holds how a reasoning block an app edited is recognised when
+// the record holds it as a block of its own, and which blocks a recorded
+// call's own input added.
+
+import (
+	"strconv"
+
+	"github.com/turnlog/turnlog/events"
+)
+
+// actorGateway is the recording gateway's actor: the blocks it appends
+// before a call's inference.started, in the same step, are what the app's
+// request added.
+const actorGateway = "gateway"
+
+// noteSigned remembers the first reasoning block that carried enc (its
+// encrypted content, which holds the provider's signature).
+func (c *Checker) noteSigned(id, enc string) {
+	if enc == "" {
+		return
+	}
+	if c.signed == nil {
+		c.signed = map[string]string{}
+	}
+	if _, ok := c.signed[enc]; !ok {
+		c.signed[enc] = id
+	}
+}
+
+// signedCopy: reasoning block i of in carries the encrypted content of an
+// earlier reasoning block the model produced, with another text. An app
+// that edits a thinking block keeps its signature (Anthropic checks the
+// text against it); a record that compares blocks by content, as the
+// gateway's does, holds the edit as a new block, whose first
+// reasoning.appended is the edit itself.
+func (c *Checker) signedCopy(in []events.Block, i int) []Finding {
+	b := &in[i]
+	first, ok := c.signed[b.Encrypted]
+	if b.Encrypted == "" || !ok || first == b.ID {
+		return nil
+	}
+	p, ok := c.produced[first]
+	if !ok || p.text == b.Text {
+		return nil
+	}
+	return []Finding{{Rule: RuleReasoningAltered, Blocks: []string{b.ID, first},
+		Detail: blockAt(in, i) + " is not what the model produced: it carries the signature (encrypted content) of reasoning " + first +
+			", whose text differs (" + strconv.Itoa(len(p.text)) + " bytes produced, " + strconv.Itoa(len(b.Text)) + " sent)"}}
+}
+
+// markCallInput notes that the gateway appended block id in e's step: if
+// that step's inference.started follows, the block is what the call's
+// request added, not history the model or a tool appended since the
+// previous call.
+func (iv *interval) markCallInput(id string, e events.Event) {
+	if e.Actor != actorGateway {
+		return
+	}
+	if iv.step == nil {
+		iv.step = map[string]string{}
+	}
+	iv.step[id] = e.Cause + ":" + strconv.Itoa(e.Step)
+}
+
+// callInput reports whether block id was added by the request of the call
+// whose inference.started is e.
+func (iv *interval) callInput(id string, e events.Event) bool {
+	s, ok := iv.step[id]
+	return ok && e.Actor == actorGateway && s == e.Cause+":"+strconv.Itoa(e.Step)
+}
