@@ -45,9 +45,11 @@ type Checker struct {
 	// model text, tool call or reasoning the model produced right after it.
 	produced map[string]content
 	follower map[string]string
-	// signed names, by encrypted content, the first reasoning block that
-	// carried it (signedCopy).
-	signed map[string]string
+	// signed and thought name, by encrypted content and by text, the
+	// first reasoning block that carried it (signedCopy); current is the
+	// inference.started being checked.
+	signed, thought map[string]string
+	current         events.Event
 	// lastOutput is the block the engine appended last in this interval,
 	// so the next one is known as its follower.
 	lastOutput string
@@ -192,6 +194,7 @@ func (c *Checker) Observe(e events.Event, n int, turn *projector.Turn) []Finding
 		return nil
 	}
 	c.calls++
+	c.current = e
 	c.continued = -1
 	if (p.Gateway["previous_response_id"] != "" || p.Gateway["provider_conversation"] != "") && p.Instructions == "" {
 		c.continued = len(turn.Blocks)
@@ -358,7 +361,7 @@ func (c *Checker) note(e events.Event, turn *projector.Turn) {
 		for i := range p.Blocks {
 			if b := &p.Blocks[i]; b.Kind == events.KindReasoning {
 				c.produced[b.ID] = contentOf(b)
-				c.noteSigned(b.ID, b.Encrypted)
+				c.noteSigned(b.ID, b.Text, b.Encrypted)
 				if i+1 < len(p.Blocks) && (p.Blocks[i+1].Kind == events.KindLLMText || p.Blocks[i+1].Kind == events.KindToolCall ||
 					p.Blocks[i+1].Kind == events.KindReasoning) {
 					c.follower[b.ID] = p.Blocks[i+1].ID
@@ -376,7 +379,7 @@ func (c *Checker) note(e events.Event, turn *projector.Turn) {
 		if _, ok := c.produced[p.BlockID]; !ok {
 			c.produced[p.BlockID] = content{kind: events.KindReasoning, text: p.Text, encrypted: p.Encrypted}
 		}
-		c.noteSigned(p.BlockID, p.Encrypted)
+		c.noteSigned(p.BlockID, p.Text, p.Encrypted)
 		output(p.BlockID)
 	case events.LLMTextAppended:
 		output(p.BlockID)

@@ -16,38 +16,45 @@ import (
 const actorGateway = "gateway"
 
 // noteSigned remembers the first reasoning block that carried enc (its
-// encrypted content, which holds the provider's signature).
-func (c *Checker) noteSigned(id, enc string) {
-	if enc == "" {
-		return
-	}
+// encrypted content, which holds the provider's signature), and the
+// first that carried text.
+func (c *Checker) noteSigned(id, text, enc string) {
 	if c.signed == nil {
-		c.signed = map[string]string{}
+		c.signed, c.thought = map[string]string{}, map[string]string{}
 	}
-	if _, ok := c.signed[enc]; !ok {
+	if _, ok := c.signed[enc]; !ok && enc != "" {
 		c.signed[enc] = id
+	}
+	if _, ok := c.thought[text]; !ok && text != "" {
+		c.thought[text] = id
 	}
 }
 
 // signedCopy: reasoning block i of in carries the encrypted content of an
-// earlier reasoning block the model produced, with another text. An app
-// that edits a thinking block keeps its signature (Anthropic checks the
-// text against it); a record that compares blocks by content, as the
-// gateway's does, holds the edit as a new block, whose first
-// reasoning.appended is the edit itself.
+// earlier reasoning block the model produced, with another text, or (a
+// block the call's own request added) its text with another encrypted
+// content. An app that edits a thinking block keeps its signature
+// (Anthropic checks the text against it), one that mangles or forges the
+// signature keeps the text; a record that compares blocks by content, as
+// the gateway's does, holds either as a new block, whose first
+// reasoning.appended is the altered block itself. The text is compared
+// only for what the request added: a model may think the same words
+// twice, each time with a signature of its own.
 func (c *Checker) signedCopy(in []events.Block, i int) []Finding {
 	b := &in[i]
-	first, ok := c.signed[b.Encrypted]
-	if b.Encrypted == "" || !ok || first == b.ID {
-		return nil
+	if first, ok := c.signed[b.Encrypted]; ok && b.Encrypted != "" && first != b.ID && c.produced[first].text != b.Text {
+		p := c.produced[first]
+		return []Finding{{Rule: RuleReasoningAltered, Blocks: []string{b.ID, first},
+			Detail: blockAt(in, i) + " is not what the model produced: it carries the signature (encrypted content) of reasoning " + first +
+				", whose text differs (" + strconv.Itoa(len(p.text)) + " bytes produced, " + strconv.Itoa(len(b.Text)) + " sent)"}}
 	}
-	p, ok := c.produced[first]
-	if !ok || p.text == b.Text {
-		return nil
+	if first, ok := c.thought[b.Text]; ok && b.Text != "" && first != b.ID && c.produced[first].encrypted != b.Encrypted &&
+		c.since.callInput(b.ID, c.current) {
+		return []Finding{{Rule: RuleReasoningAltered, Blocks: []string{b.ID, first},
+			Detail: blockAt(in, i) + " is not what the model produced: it carries the text of reasoning " + first +
+				" with another signature (encrypted content)"}}
 	}
-	return []Finding{{Rule: RuleReasoningAltered, Blocks: []string{b.ID, first},
-		Detail: blockAt(in, i) + " is not what the model produced: it carries the signature (encrypted content) of reasoning " + first +
-			", whose text differs (" + strconv.Itoa(len(p.text)) + " bytes produced, " + strconv.Itoa(len(b.Text)) + " sent)"}}
+	return nil
 }
 
 // markCallInput notes that the gateway appended block id in e's step: if

@@ -53,3 +53,53 @@ func TestEditedThinkingIsReasoningAltered(t *testing.T) {
 	assert.ElementsMatch(t, []string{"reasoning_altered", "history_rewritten"}, live, "the gateway records what replay --check finds")
 	verify(t, r.log, conv)
 }
+
+// TestForgedSignatureIsReasoningAltered: reasoning sent back with the text
+// the model produced and another signature or encrypted content (an app
+// that mangles it, or forges it) was recorded as a new block, and
+// replay --check said only that the model's reasoning "was removed". It
+// is now reasoning_altered, on Messages' thinking and Responses'
+// encrypted reasoning alike.
+func TestForgedSignatureIsReasoningAltered(t *testing.T) {
+	anthropic := newFixedUpstream(t, `{"id":"msg_1","type":"message","role":"assistant","model":"c","content":[`+
+		`{"type":"thinking","thinking":"I need the weather.","signature":"c2lnbmF0dXJl"},{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Lyon"}}],`+
+		`"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":9,"output_tokens":4}}`)
+	openai := newFixedUpstream(t, `{"id":"resp_1","object":"response","created_at":1,"status":"completed","model":"m","output":[`+
+		`{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"I need the weather."}],"encrypted_content":"ZW5jcnlwdGVk"},`+
+		`{"type":"function_call","id":"fc_1","status":"completed","call_id":"call_1","name":"get_weather","arguments":"{}"}],"usage":{"input_tokens":5,"output_tokens":3,"total_tokens":8}}`)
+	r := newRig(t, openai.URL, anthropic.URL)
+	for _, tc := range []struct {
+		name, path, first, forged string
+		header                    map[string]string
+	}{
+		{"messages thinking", "/v1/messages", `{"model":"c","max_tokens":1024,"thinking":{"type":"enabled","budget_tokens":512},"messages":[{"role":"user","content":"Weather in Lyon?"}]}`,
+			`{"model":"c","max_tokens":1024,"thinking":{"type":"enabled","budget_tokens":512},"messages":[{"role":"user","content":"Weather in Lyon?"},` +
+				`{"role":"assistant","content":[{"type":"thinking","thinking":"I need the weather.","signature":"Rk9SR0VE"},{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Lyon"}}]},` +
+				`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"18C"}]}]}`,
+			map[string]string{"Turnlog-Token": token, "anthropic-version": "2023-06-01"}},
+		{"responses encrypted reasoning", "/v1/responses", `{"model":"m","store":false,"input":[{"role":"user","content":"Weather in Lyon?"}]}`,
+			`{"model":"m","store":false,"input":[{"role":"user","content":"Weather in Lyon?"},` +
+				`{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"I need the weather."}],"encrypted_content":"Rk9SR0VE"},` +
+				`{"type":"function_call","id":"fc_1","status":"completed","call_id":"call_1","name":"get_weather","arguments":"{}"},` +
+				`{"type":"function_call_output","call_id":"call_1","output":"18C"}]}`,
+			map[string]string{"Turnlog-Token": token}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, _ := postOK(t, r.gw.URL+tc.path, tc.header, tc.first)
+			conv := resp.Header.Get("Turnlog-Conversation")
+			resp, _ = postOK(t, r.gw.URL+tc.path, tc.header, tc.forged)
+			require.Equal(t, conv, resp.Header.Get("Turnlog-Conversation"), "the tool loop is one conversation")
+			checked, err := replay.Check(t.Context(), r.log, conv)
+			require.NoError(t, err)
+			var altered string
+			for _, f := range checked.Findings {
+				if f.Rule == "reasoning_altered" {
+					assert.Equal(t, 2, f.Call)
+					altered = f.Detail
+				}
+			}
+			assert.Contains(t, altered, "another signature", "the forgery is named: %+v", checked.Findings)
+			verify(t, r.log, conv)
+		})
+	}
+}
