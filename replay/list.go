@@ -63,7 +63,9 @@ type Conversation struct {
 	// FirstMessage is the text of its first user message (a fork's, of
 	// the blocks it began with), at most firstMessageRunes runes: what
 	// tells apart conversations named by ULIDs alone (an app's through
-	// the gateway, chats begun without an ID). "" when it has none.
+	// the gateway, chats begun without an ID); a block without text (a
+	// file or image sent before the text) is passed over. "" when it has
+	// none.
 	// Always in the JSON.
 	FirstMessage string `json:"first_message"`
 	// ForkedFrom is the conversation it was forked from ("" for none).
@@ -77,7 +79,7 @@ const firstMessageRunes = 200
 // firstUserText returns the text of the first user block of blocks.
 func firstUserText(blocks []events.Block) (string, bool) {
 	for _, b := range blocks {
-		if b.Kind == events.KindUser {
+		if b.Kind == events.KindUser && b.Text != "" {
 			return b.Text, true
 		}
 	}
@@ -187,7 +189,9 @@ func Describe(ctx context.Context, src Source, c *Conversation) error {
 				}
 			}
 		case events.UserAppended:
-			if !firstFound {
+			// A message's file or image before its text is a block of
+			// its own, without text: the first text tells it apart.
+			if !firstFound && p.Text != "" {
 				c.FirstMessage, firstFound = shorten(p.Text, firstMessageRunes), true
 			}
 		case events.DataSet:
