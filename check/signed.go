@@ -7,13 +7,9 @@ package check
 import (
 	"strconv"
 
+	"github.com/turnlog/turnlog/calls"
 	"github.com/turnlog/turnlog/events"
 )
-
-// actorGateway is the recording gateway's actor: the blocks it appends
-// before a call's inference.started, in the same step, are what the app's
-// request added.
-const actorGateway = "gateway"
 
 // noteSigned remembers the first reasoning block that carried enc (its
 // encrypted content, which holds the provider's signature), and the
@@ -57,12 +53,12 @@ func (c *Checker) signedCopy(in []events.Block, i int) []Finding {
 	return nil
 }
 
-// markCallInput notes that the gateway appended block id in e's step: if
-// that step's inference.started follows, the block is what the call's
-// request added, not history the model or a tool appended since the
-// previous call.
+// markCallInput notes that the gateway (calls.Actor) appended block id in
+// e's step: if that step's inference.started follows, the block is what
+// the call's request added, not history the model or a tool appended
+// since the previous call.
 func (iv *interval) markCallInput(id string, e events.Event) {
-	if e.Actor != actorGateway {
+	if e.Actor != calls.Actor {
 		return
 	}
 	if iv.step == nil {
@@ -75,5 +71,5 @@ func (iv *interval) markCallInput(id string, e events.Event) {
 // whose inference.started is e.
 func (iv *interval) callInput(id string, e events.Event) bool {
 	s, ok := iv.step[id]
-	return ok && e.Actor == actorGateway && s == e.Cause+":"+strconv.Itoa(e.Step)
+	return ok && e.Actor == calls.Actor && s == e.Cause+":"+strconv.Itoa(e.Step)
 }
