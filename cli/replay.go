@@ -53,7 +53,11 @@ was set, last replaced and locked (by event n).
                   the request body the N-th model call sent, byte for byte,
                   rendered again from the log by the call's engine; exit 1,
                   naming the call and both hashes, when it does not hash to
-                  what the call recorded (see docs/wire.md)
+                  what the call recorded (see docs/wire.md). An app's call
+                  through the recording gateway is printed as canonical JSON
+                  (RFC 8785), checked against the call's input hash: the
+                  log keeps the SHA-256 of the app's own bytes (its layout),
+                  not the bytes, and a note on stderr says so
   --verify        re-project every recorded model input and compare its
                   hash (and the system prompt's) with what inference.started
                   recorded, render every recorded wire request again and
@@ -229,7 +233,7 @@ difference, 2 error.`,
 	nf.register(fs)
 	fs.IntVar(&at, "at", 0, "show the Turn after the conversation's n-th event (counting from 1)")
 	fs.IntVar(&inference, "inference", 0, "show the N-th model call only (counting from 1)")
-	fs.BoolVar(&wireFlag, "wire", false, "with --inference N: print the request body the call sent, rendered again from the log; exit 1 when it does not hash to what was recorded")
+	fs.BoolVar(&wireFlag, "wire", false, "with --inference N: print the request body the call sent, rendered again from the log; exit 1 when it does not hash to what was recorded (a gateway call's: as canonical JSON, against its input hash)")
 	fs.BoolVar(&verify, "verify", false, "re-project every recorded model input and check its hash, and the wire request's; exit 1 on a mismatch")
 	fs.BoolVar(&checkRules, "check", false, "check every model input against the rules of docs/auditing-check.md; exit 1 with findings")
 	fs.BoolVar(&rerun, "rerun", false, "re-run the requests through today's middleware chain with the recorded model outputs; exit 1 at a difference")
