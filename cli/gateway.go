@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/signal"
@@ -68,11 +69,17 @@ docs/gateway.md.`,
 				if nf.settings.DataDir == "" {
 					dir = natsauth.Dir(envOr("TURNLOG_DATA", "./.turnlog"))
 				}
-				raw, err := os.ReadFile(natsauth.TokenFile(dir))
-				if err != nil {
+				// Read as serve reads it: a file holding no token, or
+				// one others may read, is refused, never taken as ""
+				// (which would let every call through).
+				t, err := natsauth.ReadToken(natsauth.TokenFile(dir))
+				if errors.Is(err, fs.ErrNotExist) {
 					return fmt.Errorf("gateway: no token: set TURNLOG_TOKEN (or --token), or run where turnlog serve's data directory holds auth/http.token: %w", err)
 				}
-				tok = string(trimNewline(raw))
+				if err != nil {
+					return fmt.Errorf("gateway: %w", err)
+				}
+				tok = t
 			}
 			nc, err := nf.dial(nats.MaxReconnects(-1))
 			if err != nil {
@@ -168,11 +175,4 @@ func runGateway(ctx context.Context, g *gateway.Gateway) (stop func()) {
 		case <-t.C:
 		}
 	}
-}
-
-func trimNewline(b []byte) []byte {
-	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r' || b[len(b)-1] == ' ') {
-		b = b[:len(b)-1]
-	}
-	return b
 }
