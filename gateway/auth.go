@@ -47,7 +47,7 @@ func (g *Gateway) authorize(h http.Header, anthropic bool, managedKey string) st
 			return "the API key is turnlog's token, which is never sent to the provider: with " + TokenHeader +
 				" (pass-through) send the provider's own key as the API key; or start the gateway with TURNLOG_OPENAI_API_KEY / TURNLOG_ANTHROPIC_API_KEY to have it send its key"
 		}
-		return ""
+		return g.tokenBoundUpstream(h)
 	}
 	// Managed: the client's API key is turnlog's token.
 	if h.Get(TokenHeader) != "" && !g.tokenOK(h.Get(TokenHeader)) {
@@ -65,6 +65,29 @@ func (g *Gateway) authorize(h http.Header, anthropic bool, managedKey string) st
 		h.Set("X-Api-Key", managedKey)
 	} else {
 		h.Set("Authorization", "Bearer "+managedKey)
+	}
+	return g.tokenBoundUpstream(h)
+}
+
+// tokenBoundUpstream returns why a call is refused when one of the
+// credential headers it would send upstream (after authorize's changes)
+// still holds turnlog's token, or "". The token is checked in the one
+// header the API key is taken from; the others go upstream unchanged, so
+// a token also sent in one of them (Authorization beside Anthropic's
+// x-api-key, Azure's api-key) would reach the provider.
+func (g *Gateway) tokenBoundUpstream(h http.Header) string {
+	if g.cfg.Token == "" {
+		return ""
+	}
+	for _, k := range credentialHeaders {
+		for _, v := range h.Values(k) {
+			if b := bearerToken(v); b != "" {
+				v = b
+			}
+			if g.tokenOK(strings.TrimSpace(v)) {
+				return "the " + k + " header holds turnlog's token, which is never sent to the provider, and the gateway forwards that header as it came: send the token only as the API key (managed key) or in " + TokenHeader + " (pass-through)"
+			}
+		}
 	}
 	return ""
 }
