@@ -121,6 +121,10 @@ func (g *Gateway) misdirected(w http.ResponseWriter, r *http.Request) bool {
 	var anthropic bool
 	var msg string
 	switch {
+	case uncleanPath(r.URL.Path):
+		anthropic = strings.Contains(r.URL.Path, "messages") || r.Header.Get("X-Api-Key") != "" || r.Header.Get("Anthropic-Version") != ""
+		msg = "no such route: " + r.URL.Path + " has an empty, '.' or '..' segment, which a provider may resolve to a model call the gateway would not record; " +
+			"call the route by its plain path (a base URL has no trailing slash: " + base + "/v1 for an OpenAI SDK, " + base + " for an Anthropic SDK); nothing was forwarded"
 	case strings.HasPrefix(r.URL.Path, "/v1/v1/"):
 		anthropic = strings.HasPrefix(r.URL.Path, "/v1/v1/messages") || r.Header.Get("X-Api-Key") != "" || r.Header.Get("Anthropic-Version") != ""
 		if anthropic {
@@ -147,6 +151,23 @@ func (g *Gateway) misdirected(w http.ResponseWriter, r *http.Request) bool {
 	g.cfg.Metrics.errors.WithLabelValues("misdirected").Inc()
 	writeError(w, anthropic, http.StatusNotFound, msg)
 	return true
+}
+
+// uncleanPath reports whether path (decoded: an encoded '/' or '.' counts
+// as one) has an empty, "." or ".." segment; a trailing slash is allowed.
+// The recorded routes are matched on the path as sent, and every other
+// path is forwarded as it came: a provider behind a proxy that resolves
+// /v1/chat//completions or /v1/x/../chat/completions would answer a
+// model call the gateway forwarded unrecorded, and /v1/../x would leave
+// the upstream's /v1.
+func uncleanPath(path string) bool {
+	segments := strings.Split(strings.TrimSuffix(strings.TrimPrefix(path, "/"), "/"), "/")
+	for _, seg := range segments {
+		if seg == "" || seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return false
 }
 
 // firstWarning reports whether path is not yet among the paths the log
