@@ -74,6 +74,9 @@ func LockDataDir(dir string) (*DataDirLock, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
+	if err := checkDataDirMode(dir); err != nil {
+		return nil, err
+	}
 	path := filepath.Join(dir, LockFileName)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
