@@ -145,7 +145,7 @@ directory of the template variables (prompt:cwd, git:, file:AGENTS.md).
 				case errors.As(err, &interrupted):
 					return &exitError{code: 130, err: interrupted}
 				case errors.Is(err, worker.ErrFailed):
-					return &exitError{code: 1, err: fmt.Errorf("request failed: %s", res.Failed)}
+					return &exitError{code: 1, err: fmt.Errorf("request failed: %s", terminalText(res.Failed))}
 				case errors.Is(err, chatclient.ErrErased), errors.Is(err, chatclient.ErrDeadLettered):
 					return &exitError{code: 1, err: err}
 				case errors.Is(err, eventlog.ErrCauseReused), errors.Is(err, worker.ErrAppsConversation):
@@ -157,7 +157,7 @@ directory of the template variables (prompt:cwd, git:, file:AGENTS.md).
 				case err != nil:
 					return err
 				}
-				fmt.Fprintln(c.out, res.Answer)
+				fmt.Fprintln(c.out, terminalText(res.Answer))
 				return nil
 			}
 			return c.interactive(ctx, conv, cmd.InOrStdin())

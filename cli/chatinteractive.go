@@ -87,11 +87,11 @@ func (c *chatClient) interactive(ctx context.Context, conv string, in io.Reader)
 		case errors.As(err, &interrupted):
 			fmt.Fprintln(write, interrupted)
 		case errors.Is(err, worker.ErrFailed):
-			fmt.Fprintln(write, "request failed:", res.Failed)
+			fmt.Fprintln(write, "request failed:", terminalText(res.Failed))
 		case err != nil:
 			fmt.Fprintln(write, "error:", err)
 		case !p.streamed:
-			fmt.Fprintln(write, res.Answer)
+			fmt.Fprintln(write, terminalText(res.Answer))
 		}
 	}
 }
@@ -132,6 +132,7 @@ func (p *answerPrinter) delta(d worker.Delta) {
 // text prints streamed text; p.mu is held.
 func (p *answerPrinter) text(s string) {
 	p.streamed = true
+	s = terminalText(s)
 	fmt.Fprint(p.w, s)
 	p.midLine = !strings.HasSuffix(s, "\n")
 }
@@ -173,7 +174,7 @@ func (p *answerPrinter) event(rec eventlog.Record) {
 		if p.midLine {
 			fmt.Fprintln(p.w)
 		}
-		fmt.Fprintln(p.w, line)
+		fmt.Fprintln(p.w, terminalText(line))
 		p.midLine = false
 	}
 	p.seen = max(p.seen, rec.Step)

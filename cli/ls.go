@@ -6,7 +6,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
 
 	"github.com/spf13/cobra"
 	"github.com/turnlog/turnlog/eventlog"
@@ -134,13 +133,7 @@ always follow the rules of this turnlog.`,
 // drive the terminal of whoever lists it (an escape sequence can retitle
 // the window, hide or rewrite what is shown).
 func oneLine(s string, n int) string {
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) && !unicode.IsSpace(r) || r == 0x9b {
-			return -1
-		}
-		return r
-	}, s)
-	s = strings.Join(strings.Fields(s), " ")
+	s = strings.Join(strings.Fields(terminalText(s)), " ")
 	if r := []rune(s); len(r) > n {
 		return string(r[:n-1]) + "…"
 	}
