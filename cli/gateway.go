@@ -64,6 +64,9 @@ docs/gateway.md.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			tok := token
+			if cmd.Flags().Changed("token") && tok != "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), "turnlog: WARNING: --token on the command line is visible to every user of this machine (ps, /proc/<pid>/cmdline); set TURNLOG_TOKEN instead, or keep the token in the data directory's auth/http.token")
+			}
 			if tok == "" {
 				dir := natsauth.Dir(nf.settings.DataDir)
 				if nf.settings.DataDir == "" {
@@ -142,7 +145,7 @@ docs/gateway.md.`,
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&listen, "listen", envOr("TURNLOG_GATEWAY_LISTEN", "127.0.0.1:8090"), "HOST:PORT the gateway listens on (env TURNLOG_GATEWAY_LISTEN)")
-	fs.StringVar(&token, "token", os.Getenv("TURNLOG_TOKEN"), "turnlog's token, which clients send as their API key or in Turnlog-Token (env TURNLOG_TOKEN; default: <data>/auth/http.token)")
+	fs.StringVar(&token, "token", os.Getenv("TURNLOG_TOKEN"), "turnlog's token, which clients send as their API key or in Turnlog-Token (env TURNLOG_TOKEN; default: <data>/auth/http.token). Prefer the variable or the file: every user of the machine sees a command line (ps)")
 	fs.StringVar(&logLevel, "log-level", envOr("TURNLOG_LOG_LEVEL", "info"), "debug, info, warn or error; the log is a JSON object a line on stderr, as serve's (env TURNLOG_LOG_LEVEL)")
 	nf.register(fs)
 	gf.register(fs)

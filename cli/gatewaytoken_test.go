@@ -61,3 +61,20 @@ func TestGatewayRefusesATokenFileServeWouldRefuse(t *testing.T) {
 		})
 	}
 }
+
+// TestGatewayWarnsOfATokenOnTheCommandLine: serve warns that a --token
+// given on the command line is visible to every user of the machine (ps,
+// /proc/<pid>/cmdline); `turnlog gateway` took one without a word. It
+// now warns as serve does, and a token from TURNLOG_TOKEN gets no warning.
+func TestGatewayWarnsOfATokenOnTheCommandLine(t *testing.T) {
+	s := startServe(t)
+	_, out, stop := startGatewayCmd(t, s, "--token", "a-token-on-the-command-line")
+	stop()
+	assert.Contains(t, out.String(), "WARNING: --token on the command line is visible to every user of this machine")
+	assert.NotContains(t, out.String(), "a-token-on-the-command-line", "the warning does not repeat the token")
+
+	t.Setenv("TURNLOG_TOKEN", "a-token-from-the-environment")
+	_, out, stop = startGatewayCmd(t, s)
+	stop()
+	assert.NotContains(t, out.String(), "WARNING: --token")
+}
