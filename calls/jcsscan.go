@@ -28,6 +28,10 @@ type canonScanner struct {
 	depth int
 	text  []byte // a string's decoded bytes, reused
 	moved []byte // an object's members while they are put in order, reused
+	// strict notes, in ambiguous, the first object whose member names
+	// JSON readers disagree on (see ambiguousNames).
+	strict    bool
+	ambiguous string
 }
 
 // member is an object's member as canonScanner wrote it: its name, and
@@ -182,6 +186,9 @@ func (s *canonScanner) object(out []byte) ([]byte, error) {
 		return out, s.fail("after object key:value pair")
 	}
 	slices.SortStableFunc(members, func(a, b canonMember) int { return compareUTF16(a.name, b.name) })
+	if s.strict && s.ambiguous == "" {
+		s.ambiguous = ambiguousNames(members)
+	}
 	s.moved = append(s.moved[:0], out[start:]...)
 	values := s.moved
 	out = append(out[:start], '{')

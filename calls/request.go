@@ -247,7 +247,7 @@ func (c *ParseCache) parseInput(api API, field string, raw []byte) (items []Item
 
 // newItem canonicalises an item and marks its blocks.
 func newItem(api API, field string, raw []byte, blocks []events.Block) (Item, error) {
-	c, err := Canonical(raw)
+	c, err := canonicalItem(raw)
 	if err != nil {
 		return Item{}, err
 	}

@@ -1,0 +1,61 @@
+package gateway_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/events"
+)
+
+// TestAmbiguousMemberNamesAreNotReadOneWay: a message that gives its
+// content twice, or as "content" and "Content", was read the way Go's
+// encoding/json reads it (case ignored, the last one wins), so the log
+// held "DECOY" while a provider that reads names as written (Python,
+// JavaScript) answered "REAL", and replay --verify passed on the log's
+// reading: whoever writes into an app's requests could have the record
+// show one text and the model read another. Such a call is forwarded as
+// it came and recorded by the hash of its bytes, saying why; none of its
+// readings is stored as what the model was sent.
+func TestAmbiguousMemberNamesAreNotReadOneWay(t *testing.T) {
+	up := newChatUpstream(t, "")
+	r := newRig(t, up.URL, "")
+	h := map[string]string{"Turnlog-Token": token}
+	for _, tc := range []struct {
+		name, message, reason string
+	}{
+		{name: "names that differ in case", message: `{"role":"user","content":"REAL","Content":"DECOY"}`,
+			reason: `the members "Content" and "content", which differ only in case`},
+		{name: "a name given twice", message: `{"role":"user","content":"REAL","content":"DECOY"}`,
+			reason: `the member "content" twice`},
+		{name: "a role given in two cases", message: `{"role":"system","Role":"user","content":"DECOY"}`,
+			reason: `"Role" and "role"`},
+		{name: "in a content part", message: `{"role":"user","content":[{"type":"text","text":"REAL","Text":"DECOY"}]}`,
+			reason: `"Text" and "text"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := post(t, r.gw.URL+"/v1/chat/completions", h, `{"model":"m","messages":[`+tc.message+`]}`)
+			require.Equal(t, 200, resp.StatusCode, "forwarded as it came: %s", body)
+			conv := resp.Header.Get("Turnlog-Conversation")
+			var started []events.InferenceStarted
+			for _, e := range conversationEvents(t, r.log, conv) {
+				if p, ok := e.Payload.(events.InferenceStarted); ok {
+					started = append(started, p)
+				}
+			}
+			require.Len(t, started, 1)
+			assert.Contains(t, started[0].Gateway["unparsed"], tc.reason)
+			assert.Contains(t, started[0].Gateway["unparsed"], "recorded by the hash of its bytes alone")
+			assert.NotEmpty(t, started[0].Gateway["wire_sha256"], "by its hash")
+			for _, text := range blockTexts(t, r.log, conv) {
+				assert.NotContains(t, text, "DECOY", "no one reading of the message is stored as what the model was sent")
+			}
+		})
+	}
+
+	// Names in camelCase, as tools' arguments have them, are read.
+	resp, body := post(t, r.gw.URL+"/v1/chat/completions", h,
+		`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"weather?","cacheControl":{"maxAge":1}}]}]}`)
+	require.Equal(t, 200, resp.StatusCode, "%s", body)
+	assert.Contains(t, blockTexts(t, r.log, resp.Header.Get("Turnlog-Conversation")), "weather?")
+}
