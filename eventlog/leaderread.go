@@ -72,11 +72,13 @@ func (l *Log) committedLast(ctx context.Context, conversation string) (*jetstrea
 		// it has copied (and a filtered one never has this
 		// conversation): a message from it, or a "not found" that
 		// anyone may have sent, is checked with the stream itself.
+		// No responder to a direct get (the stream's direct gets
+		// switched off, or not answered yet) is asked of the stream too.
 		m, err := l.lastMsg(ctx, conversation)
 		switch {
 		case err == nil && serverValue(m.Header, jetstream.StreamHeader) == stream:
 			return m, nil
-		case err != nil && !errors.Is(err, jetstream.ErrMsgNotFound):
+		case err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) && !errors.Is(err, nats.ErrNoResponders):
 			return nil, err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"strconv"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/synadia-io/orbit.go/jetstreamext"
@@ -91,11 +92,15 @@ func (l *Log) messages(ctx context.Context, conversation string, from, until uin
 		// a mirror answered.
 		var read uint64
 		mirrored := 0
+		var unanswered time.Time // when direct gets first found no responder
 	batches:
 		for {
 			batch, err := jetstreamext.GetBatch(ctx, l.js, stream, readBatch,
 				jetstreamext.GetBatchSeq(next), jetstreamext.GetBatchSubject(subject))
 			if err != nil {
+				if awaitResponders(ctx, err, &unanswered) {
+					continue batches
+				}
 				yield(message{}, fmt.Errorf("read %s: %w", conversation, err))
 				return
 			}
@@ -107,6 +112,9 @@ func (l *Log) messages(ctx context.Context, conversation string, from, until uin
 						return
 					}
 					break batches
+				}
+				if err != nil && got == 0 && awaitResponders(ctx, err, &unanswered) {
+					continue batches
 				}
 				if err != nil {
 					yield(message{}, fmt.Errorf("read %s: %w", conversation, err))
