@@ -52,6 +52,13 @@ func collectDocumentTexts(v any, texts *[]string) {
 				}
 				return
 			case "content":
+				if s, ok := src["content"].(string); ok {
+					// The content source's text, given as one string.
+					if s != "" {
+						*texts = append(*texts, s)
+					}
+					return
+				}
 				parts, _ := src["content"].([]any)
 				var lines []string
 				for _, p := range parts {
@@ -69,7 +76,7 @@ func collectDocumentTexts(v any, texts *[]string) {
 				mt, _ := src["media_type"].(string)
 				data, _ := src["data"].(string)
 				if strings.HasPrefix(mt, "text/") {
-					if b, err := base64.StdEncoding.DecodeString(data); err == nil && len(b) > 0 {
+					if b, ok := decodeBase64(data); ok && len(b) > 0 {
 						*texts = append(*texts, string(b))
 					}
 				}
@@ -101,9 +108,19 @@ func textDataURL(s string) (string, bool) {
 		return "", false
 	}
 	if strings.HasSuffix(params, ";base64") {
-		b, err := base64.StdEncoding.DecodeString(data)
-		return string(b), err == nil
+		b, ok := decodeBase64(data)
+		return string(b), ok
 	}
 	t, err := url.PathUnescape(data)
 	return t, err == nil
+}
+
+// decodeBase64 decodes standard base64, padded or not, as providers
+// accept it.
+func decodeBase64(s string) ([]byte, bool) {
+	if b, err := base64.StdEncoding.DecodeString(s); err == nil {
+		return b, true
+	}
+	b, err := base64.RawStdEncoding.DecodeString(s)
+	return b, err == nil
 }

@@ -22,10 +22,14 @@ import (
 func TestNATSRestartMidRun(t *testing.T) {
 	t.Parallel() // waits on servers and timers, not the processor: beside the other such tests
 	dir := t.TempDir()
-	srv, err := embedded.Start(embedded.Config{DataDir: dir, Listen: "127.0.0.1:0"})
+	// A port reserved for the test (freeport), not one the kernel picks:
+	// the restart takes the same port, and a kernel-picked one may be
+	// taken meanwhile as the source port of a connection (the workers'
+	// reconnects, the tests beside this one).
+	addr := "127.0.0.1:" + strconv.Itoa(freeport.Port(t))
+	srv, err := embedded.Start(embedded.Config{DataDir: dir, Listen: addr})
 	require.NoError(t, err)
 	url := srv.ClientURL()
-	addr := url[len("nats://"):]
 	tcpWorker(t, url)
 	tcpWorker(t, url)
 	l := clientLog(t, url)
