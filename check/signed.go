@@ -38,7 +38,7 @@ func (c *Checker) noteSigned(id, text, enc string) {
 // twice, each time with a signature of its own.
 func (c *Checker) signedCopy(in []events.Block, i int) []Finding {
 	b := &in[i]
-	if first, ok := c.signed[b.Encrypted]; ok && b.Encrypted != "" && first != b.ID && c.produced[first].text != b.Text {
+	if first, ok := c.signed[b.Encrypted]; ok && b.Encrypted != "" && first != b.ID && c.produced[first].text != b.Text && c.textSigned() {
 		p := c.produced[first]
 		return []Finding{{Rule: RuleReasoningAltered, Blocks: []string{b.ID, first},
 			Detail: blockAt(in, i) + " is not what the model produced: it carries the signature (encrypted content) of reasoning " + first +
@@ -72,4 +72,15 @@ func (iv *interval) markCallInput(id string, e events.Event) {
 func (iv *interval) callInput(id string, e events.Event) bool {
 	s, ok := iv.step[id]
 	return ok && e.Actor == calls.Actor && s == e.Cause+":"+strconv.Itoa(e.Step)
+}
+
+// textSigned reports whether a reasoning block's text is what its
+// encrypted content signs in the call being checked: Anthropic's thinking
+// (the signature covers the thinking), not a Responses reasoning item,
+// whose text is its summary, display text that an app may leave out
+// ("summary": []) while the encrypted content it sends back is the
+// model's own.
+func (c *Checker) textSigned() bool {
+	p, ok := c.current.Payload.(events.InferenceStarted)
+	return !ok || p.Gateway["api"] != string(calls.Responses)
 }

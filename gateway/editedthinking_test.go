@@ -103,3 +103,29 @@ func TestForgedSignatureIsReasoningAltered(t *testing.T) {
 		})
 	}
 }
+
+// TestResponsesSummaryLeftOutIsNoAlteration: a Responses reasoning item's
+// summary is display text, outside what its encrypted content signs; an
+// app that sends the item back with "summary": [] and its encrypted
+// content unchanged sends the model what it produced. The review of the
+// round that added signedCopy found such a call reported as
+// reasoning_altered ("whose text differs").
+func TestResponsesSummaryLeftOutIsNoAlteration(t *testing.T) {
+	openai := newFixedUpstream(t, `{"id":"resp_1","object":"response","created_at":1,"status":"completed","model":"m","output":[`+
+		`{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"The user greets me."}],"encrypted_content":"ZW5jcnlwdGVk"},`+
+		`{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"output_text","text":"Hello!","annotations":[]}]}],"usage":{"input_tokens":5,"output_tokens":3,"total_tokens":8}}`)
+	r := newRig(t, openai.URL, openai.URL)
+	h := map[string]string{"Turnlog-Token": token}
+	resp, _ := postOK(t, r.gw.URL+"/v1/responses", h, `{"model":"m","store":false,"include":["reasoning.encrypted_content"],"input":[{"role":"user","content":"Hi"}]}`)
+	conv := resp.Header.Get("Turnlog-Conversation")
+	resp, _ = postOK(t, r.gw.URL+"/v1/responses", h, `{"model":"m","store":false,"include":["reasoning.encrypted_content"],"input":[{"role":"user","content":"Hi"},`+
+		`{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"ZW5jcnlwdGVk"},`+
+		`{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"output_text","text":"Hello!","annotations":[]}]},`+
+		`{"role":"user","content":"How are you?"}]}`)
+	require.Equal(t, conv, resp.Header.Get("Turnlog-Conversation"))
+	checked, err := replay.Check(t.Context(), r.log, conv)
+	require.NoError(t, err)
+	for _, f := range checked.Findings {
+		assert.NotEqual(t, "reasoning_altered", string(f.Rule), "the model was sent the encrypted content it produced: %+v", f)
+	}
+}
