@@ -117,15 +117,18 @@ docs/gateway.md.`,
 			}
 			defer stopTracing()
 			mux := http.NewServeMux()
-			// The gateway's routes, and its answers to calls whose
-			// path shows a wrong base URL (gateway.Gateway.Handles).
-			mux.Handle("/", withGateway(http.NotFoundHandler(), g))
 			mux.Handle("GET /metrics", g.MetricsHandler())
 			mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
 				w.Header().Set("Allow", "GET, HEAD")
 				http.Error(w, "method not allowed: /metrics is read with GET", http.StatusMethodNotAllowed)
 			})
-			running, err := httpapi.Start(ctx, listen, mux, nil)
+			// The gateway's routes, and its answers to calls whose path
+			// shows a wrong base URL (gateway.Gateway.Handles), ahead of
+			// the mux, as serve has them: the mux would redirect a path
+			// with an empty, '.' or '..' segment to its clean form (307,
+			// which a client follows) instead of letting the gateway
+			// answer it.
+			running, err := httpapi.Start(ctx, listen, withGateway(mux, g), nil)
 			if err != nil {
 				return err
 			}

@@ -39,6 +39,12 @@ func TestWrongBaseURLIsSaidOnEachListener(t *testing.T) {
 		{name: "serve, anthropic sdk with /v1", base: s.httpURL, path: "/v1/v1/messages", anthropic: true, want: "without /v1: " + s.httpURL},
 		{name: "gateway, openai sdk without /v1", base: gw, path: "/responses", want: "must end in /v1: " + gw + "/v1"},
 		{name: "gateway, anthropic sdk with /v1", base: gw, path: "/v1/v1/messages", anthropic: true, want: "without /v1: " + gw},
+		// A path a provider may resolve to a recorded route is answered,
+		// not redirected by the listener's mux to the route (a client
+		// that follows a 307 posts again) nor forwarded unrecorded.
+		{name: "serve, empty segment", base: s.httpURL, path: "/v1/chat//completions", want: "has an empty, '.' or '..' segment"},
+		{name: "gateway, empty segment", base: gw, path: "/v1/chat//completions", want: "has an empty, '.' or '..' segment"},
+		{name: "gateway, dot-dot segment", base: gw, path: "/v1/x/../chat/completions", want: "has an empty, '.' or '..' segment"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req, _ := http.NewRequest(http.MethodPost, tc.base+tc.path, strings.NewReader(`{"model":"m"}`))
@@ -48,7 +54,8 @@ func TestWrongBaseURLIsSaidOnEachListener(t *testing.T) {
 			} else {
 				req.Header.Set("Authorization", "Bearer sk-provider")
 			}
-			resp, err := http.DefaultClient.Do(req)
+			noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+			resp, err := noRedirect.Do(req)
 			require.NoError(t, err)
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
