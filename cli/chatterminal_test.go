@@ -14,13 +14,13 @@ import (
 
 // hostile is text with escape sequences that retitle the window (OSC),
 // clear the screen (CSI, also as the one-byte C1 CSI) and ring the bell.
-const hostile = "before \x1b]0;pwned\x07 \x1b[2J \u009b31m after"
+const hostile = "before \x1b]0;pwned\x07 \x1b[2J \u009b31m \rafter"
 
 // assertNoTerminalControls fails when out holds a byte that starts or
 // ends a terminal control sequence.
 func assertNoTerminalControls(t *testing.T, out string) {
 	t.Helper()
-	for _, c := range []string{"\x1b", "\x07", "\u009b"} {
+	for _, c := range []string{"\x1b", "\x07", "\u009b", "\r"} {
 		assert.NotContains(t, out, c, "a control character reached the terminal: %q", out)
 	}
 }

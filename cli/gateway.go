@@ -80,7 +80,9 @@ docs/gateway.md.`,
 					return fmt.Errorf("gateway: no token: set TURNLOG_TOKEN (or --token), or run where turnlog serve's data directory holds auth/http.token: %w", err)
 				}
 				if err != nil {
-					return fmt.Errorf("gateway: %w", err)
+					// What it says of "the next start" is serve's: the
+					// gateway reads the file, never makes it.
+					return fmt.Errorf("gateway: %w (turnlog serve makes this file at its start, the gateway only reads it; or set TURNLOG_TOKEN)", err)
 				}
 				tok = t
 			}

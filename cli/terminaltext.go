@@ -11,9 +11,13 @@ import (
 // provider wrote is printed through it: it must not drive the terminal of
 // whoever reads it (an escape sequence can retitle the window, hide or
 // rewrite what is shown). What is left of a sequence prints as plain text.
+// A carriage return is dropped too, a line's CRLF ending read as LF: alone
+// it takes the cursor back over what the line showed ("rm -rf ~ \rls"
+// shows "ls -rf ~ ").
 func terminalText(s string) string {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
 	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) && !unicode.IsSpace(r) || r == 0x9b {
+		if r == '\r' || unicode.IsControl(r) && !unicode.IsSpace(r) || r == 0x9b {
 			return -1
 		}
 		return r
