@@ -17,7 +17,7 @@ var roleTokens = []string{"<|im_start|>", "<|start_header_id|>", "<|system|>", "
 // (an earlier call looked at those), not trusted, holds a role marker or
 // a role token, in its text or in a text file its item carries. One
 // finding a block, naming the first.
-func roleMarkers(in []events.Block, same int) []Finding {
+func (c *Checker) roleMarkers(in []events.Block, same int) []Finding {
 	var fs []Finding
 	for i := same; i < len(in); i++ {
 		b := &in[i]
@@ -28,12 +28,7 @@ func roleMarkers(in []events.Block, same int) []Finding {
 		if what == "" {
 			// A text file the item carries (calls.DocumentTexts) is read
 			// by the model as plainly as the message's text.
-			for _, doc := range calls.DocumentTexts(b) {
-				if what = roleMarkerIn(doc); what != "" {
-					what += " of a text document its message carries"
-					break
-				}
-			}
+			what = c.documentMarker(b)
 		}
 		if what != "" {
 			fs = append(fs, Finding{Rule: RuleRoleMarkerInUntrustedText, Blocks: ids(in, i),
@@ -55,4 +50,28 @@ func roleMarkerIn(text string) string {
 		}
 	}
 	return ""
+}
+
+// documentMarker says what role marker or role token a text file the
+// block's item carries holds (calls.DocumentTexts), "" for none. Each
+// block is read once: a call whose input changed early (an app that
+// drops its oldest messages) would otherwise parse every document after
+// the change again at every call.
+func (c *Checker) documentMarker(b *events.Block) string {
+	key := b.ID + "\x00" + itoa(len(b.Meta[calls.MetaItem]))
+	if what, ok := c.documents[key]; ok {
+		return what
+	}
+	what := ""
+	for _, doc := range calls.DocumentTexts(b) {
+		if what = roleMarkerIn(doc); what != "" {
+			what += " of a text document its message carries"
+			break
+		}
+	}
+	if c.documents == nil {
+		c.documents = map[string]string{}
+	}
+	c.documents[key] = what
+	return what
 }
