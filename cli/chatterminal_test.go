@@ -54,3 +54,15 @@ func TestChatPrintsNoTerminalControls(t *testing.T) {
 	assertNoTerminalControls(t, printed.String())
 	assert.Equal(t, 4, strings.Count(printed.String(), "after"), printed.String())
 }
+
+// TestTableCellsHoldNoBidiOverrides: ls and status print text a user or
+// a provider wrote in table cells; a right-to-left override (U+202E) in
+// one showed it, and the cells after it on the line, reversed.
+func TestTableCellsHoldNoBidiOverrides(t *testing.T) {
+	got := oneLine("invoice \u202egpj.exe\u202c and \u2067isolated\u2069 "+hostile, 200)
+	for _, r := range []string{"\u202e", "\u202c", "\u2067", "\u2069"} {
+		assert.NotContains(t, got, r)
+	}
+	assertNoTerminalControls(t, got)
+	assert.Equal(t, "invoice gpj.exe and isolated before ]0;pwned [2J 31m after", got)
+}

@@ -140,7 +140,7 @@ docs/gateway.md.`,
 			// the gateway removes its entry among the running ones.
 			defer runGateway(ctx, g)()
 			fmt.Fprintf(cmd.OutOrStdout(), "turnlog: gateway on %s (recording to NATS)\n", running.URL())
-			fmt.Fprint(cmd.OutOrStdout(), gatewayBanner(running.URL(), g))
+			fmt.Fprint(cmd.OutOrStdout(), gatewayBanner(running.URL(), g, false))
 			<-ctx.Done()
 			if err := ctx.Err(); err != nil && !errors.Is(err, context.Canceled) {
 				return err

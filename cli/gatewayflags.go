@@ -119,11 +119,17 @@ func withGateway(api http.Handler, g *gateway.Gateway) http.Handler {
 // gatewayBanner is the start-up lines of serve and gateway that tell an
 // operator where each SDK points (base is the listener's URL) and how its
 // calls authenticate; a provider key is named by its variable, never
-// shown.
-func gatewayBanner(base string, g *gateway.Gateway) string {
+// shown. tokenless: serve runs without a token (--no-token), so calls
+// carry none.
+func gatewayBanner(base string, g *gateway.Gateway, tokenless bool) string {
 	keys := func(managed bool, env string) string {
-		if managed {
+		switch {
+		case managed && tokenless:
+			return "managed key (" + env + "): no token (--no-token), so any client that reaches this address calls with it"
+		case managed:
 			return "managed key (" + env + "): clients send turnlog's token as their API key"
+		case tokenless:
+			return "keys pass through: each call carries its own provider key (" + env + " unset); no token (--no-token)"
 		}
 		return "keys pass through: each call carries Turnlog-Token: <turnlog's token> and its own provider key (" + env + " unset)"
 	}

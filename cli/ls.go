@@ -131,9 +131,18 @@ always follow the rules of this turnlog.`,
 // oneLine shortens s to one line of at most n runes for a table cell,
 // without control characters: text a user or a provider wrote must not
 // drive the terminal of whoever lists it (an escape sequence can retitle
-// the window, hide or rewrite what is shown).
+// the window, hide or rewrite what is shown), nor the bidirectional
+// overrides and isolates that would show a cell's text, and the cells
+// after it on the line, in another order than it is (an ID that reads
+// as another's).
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(terminalText(s)), " ")
+	s = strings.Map(func(r rune) rune {
+		if r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 {
+			return -1
+		}
+		return r
+	}, terminalText(s))
+	s = strings.Join(strings.Fields(s), " ")
 	if r := []rune(s); len(r) > n {
 		return string(r[:n-1]) + "…"
 	}

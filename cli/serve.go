@@ -260,7 +260,7 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 				// before the gateway follows anything.
 				defer runGateway(ctx, gw)()
 				fmt.Fprint(out, tok.banner(running.URL(), isTerminal(out)))
-				fmt.Fprint(out, gatewayBanner(running.URL(), gw))
+				fmt.Fprint(out, gatewayBanner(running.URL(), gw, tok.value == ""))
 			}
 			if workers > 0 {
 				profiles, err := profile.Load(wf.profiles)

@@ -127,6 +127,9 @@ func TestServeNoToken(t *testing.T) {
 	s := startServe(t, "--no-token")
 	assert.Contains(t, s.out.String(), "WARNING: the HTTP API needs no token")
 	assert.Contains(t, s.out.String(), "NO token")
+	// The gateway's lines say so too, not that calls carry the token.
+	assert.Contains(t, s.out.String(), "keys pass through: each call carries its own provider key (TURNLOG_ANTHROPIC_API_KEY unset); no token (--no-token)")
+	assert.NotContains(t, s.out.String(), "Turnlog-Token: <turnlog's token>")
 	assert.Equal(t, http.StatusOK, getStatus(t, s.httpURL+"/conversations", ""))
 	_, err := os.Stat(filepath.Join(s.data, "auth", "http.token"))
 	assert.True(t, os.IsNotExist(err), "no token file is made")
