@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -64,8 +65,16 @@ func Start(ctx context.Context, addr string, h http.Handler, logger *slog.Logger
 // Addr is the address the server listens on.
 func (r *Running) Addr() net.Addr { return r.addr }
 
-// URL is the server's base URL, e.g. http://127.0.0.1:8080.
-func (r *Running) URL() string { return "http://" + r.addr.String() }
+// URL is the server's base URL, e.g. http://127.0.0.1:8080: what a
+// client on this machine calls. A server on every interface (0.0.0.0,
+// ::) is called at 127.0.0.1, not at the unspecified address its
+// listener reports ([::]), which no client can call.
+func (r *Running) URL() string {
+	if a, ok := r.addr.(*net.TCPAddr); ok && a.IP.IsUnspecified() {
+		return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(a.Port))
+	}
+	return "http://" + r.addr.String()
+}
 
 // Close stops the server: no new requests, up to 5 s for those in flight.
 // It is safe to call more than once.

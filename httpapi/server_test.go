@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -288,4 +290,20 @@ func TestStart(t *testing.T) {
 func TestConfigValidate(t *testing.T) {
 	_, err := httpapi.New(httpapi.Config{})
 	assert.ErrorContains(t, err, "Log is nil")
+}
+
+// TestURLOfEveryInterface: a server on every interface (--http
+// 0.0.0.0:PORT) said its base URL was http://[::]:PORT, the address its
+// listener reports, which no client calls; it is the loopback's, where a
+// client on this machine reaches it.
+func TestURLOfEveryInterface(t *testing.T) {
+	run, err := httpapi.Start(t.Context(), "0.0.0.0:0", http.NotFoundHandler(), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = run.Close() })
+	port := run.Addr().(*net.TCPAddr).Port
+	assert.Equal(t, "http://127.0.0.1:"+strconv.Itoa(port), run.URL())
+	res, err := http.Get(run.URL() + "/")
+	require.NoError(t, err)
+	res.Body.Close()
+	assert.Equal(t, http.StatusNotFound, res.StatusCode, "the URL reaches it")
 }
