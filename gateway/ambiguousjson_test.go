@@ -5,7 +5,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/turnlog/turnlog/events"
 )
 
 // TestAmbiguousMemberNamesAreNotReadOneWay: a message that gives its
@@ -37,12 +36,7 @@ func TestAmbiguousMemberNamesAreNotReadOneWay(t *testing.T) {
 			resp, body := post(t, r.gw.URL+"/v1/chat/completions", h, `{"model":"m","messages":[`+tc.message+`]}`)
 			require.Equal(t, 200, resp.StatusCode, "forwarded as it came: %s", body)
 			conv := resp.Header.Get("Turnlog-Conversation")
-			var started []events.InferenceStarted
-			for _, e := range conversationEvents(t, r.log, conv) {
-				if p, ok := e.Payload.(events.InferenceStarted); ok {
-					started = append(started, p)
-				}
-			}
+			started := startedOf(t, r.log, conv)
 			require.Len(t, started, 1)
 			assert.Contains(t, started[0].Gateway["unparsed"], tc.reason)
 			assert.Contains(t, started[0].Gateway["unparsed"], "recorded by the hash of its bytes alone")
