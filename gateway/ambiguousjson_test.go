@@ -1,10 +1,12 @@
 package gateway_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/replay"
 )
 
 // TestAmbiguousMemberNamesAreNotReadOneWay: a message that gives its
@@ -44,6 +46,14 @@ func TestAmbiguousMemberNamesAreNotReadOneWay(t *testing.T) {
 			for _, text := range blockTexts(t, r.log, conv) {
 				assert.NotContains(t, text, "DECOY", "no one reading of the message is stored as what the model was sent")
 			}
+			// replay --check does not count it as checked: "no findings"
+			// must not pass for a call whose input it never saw.
+			checked, err := replay.Check(t.Context(), r.log, conv)
+			require.NoError(t, err)
+			assert.Equal(t, 1, checked.Unparsed)
+			var text strings.Builder
+			require.NoError(t, checked.WriteText(&text))
+			assert.Contains(t, text.String(), conv+": 0 model calls checked, 1 model call not checked (the gateway could not read the request")
 		})
 	}
 

@@ -29,6 +29,12 @@ type Checked struct {
 	// holds (previous_response_id): checked on what they sent only, not
 	// for the rules of check.ChainedSkips. Omitted when none.
 	Chained int `json:"chained,omitempty"`
+	// Unparsed counts the calls whose request the recording gateway
+	// could not read (gateway.unparsed: not JSON, not the API's shape,
+	// ambiguous member names, too costly or too large): the log holds
+	// them by the SHA-256 of their bytes alone, so what they sent was not
+	// checked. Counted in Calls; omitted when none.
+	Unparsed int `json:"unparsed,omitempty"`
 	// Findings lists each rule a model input broke, in call order; never
 	// null. A fault that later inputs still carry is listed once, at the
 	// call that first received it. Findings on the Turn no model call has
@@ -94,6 +100,9 @@ func Check(ctx context.Context, src Source, conversation string, opts ...Option)
 			return err
 		}
 		last = r.Pos
+		if p, ok := r.Event.Payload.(events.InferenceStarted); ok && p.Gateway["unparsed"] != "" {
+			out.Unparsed++
+		}
 		out.Findings = append(out.Findings, c.Observe(r.Event, r.Pos, w.turn)...)
 		if o.wire != nil {
 			out.checkWire(ctx, o.wire, c, open, r, w.turn)
@@ -174,7 +183,13 @@ func (c *Checked) checkWire(ctx context.Context, rd WireRenderer, ch *check.Chec
 // WriteText prints the findings, one paragraph per finding, for a person.
 func (c *Checked) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %s checked", c.Conversation, plural.Count(c.Calls-c.Chained, "model call"))
+	fmt.Fprintf(&b, "%s: %s checked", c.Conversation, plural.Count(c.Calls-c.Chained-c.Unparsed, "model call"))
+	if c.Unparsed > 0 {
+		// A call the gateway could not read sent what the log holds only
+		// by its hash: "no findings" must not pass for its having none.
+		fmt.Fprintf(&b, ", %s not checked (the gateway could not read the request: the log holds its bytes' SHA-256 alone; replay --inference N says why)",
+			plural.Count(c.Unparsed, "model call"))
+	}
 	if c.Chained > 0 {
 		// Not counted as checked for rules it was not judged by.
 		skips := make([]string, len(check.ChainedSkips))
