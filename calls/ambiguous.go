@@ -27,17 +27,13 @@ var ErrAmbiguousJSON = errors.New("member names JSON readers read differently")
 // canonicalItem is Canonical for an item of a request's input, refusing
 // one with ambiguous member names (ErrAmbiguousJSON).
 func canonicalItem(raw []byte) ([]byte, error) {
-	s := canonScanner{b: raw, strict: true}
-	out, err := s.value(make([]byte, 0, len(raw)))
+	out, ambiguous, err := canonical(raw, true)
 	if err != nil {
-		return nil, fmt.Errorf("not JSON: %w", err)
+		return nil, err
 	}
-	if s.space(); s.i != len(s.b) {
-		return nil, errors.New("not JSON: more than one value, or text after the value")
-	}
-	if s.ambiguous != "" {
+	if ambiguous != "" {
 		return nil, fmt.Errorf("%w: %s; providers read such an object differently, so what the model was sent cannot be told from it, and the call is recorded by the hash of its bytes alone",
-			ErrAmbiguousJSON, s.ambiguous)
+			ErrAmbiguousJSON, ambiguous)
 	}
 	return out, nil
 }

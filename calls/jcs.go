@@ -24,15 +24,22 @@ import (
 // is, even as the value of a name given again later; a name that occurs
 // twice in one object keeps its last value; invalid UTF-8 reads as U+FFFD.
 func Canonical(raw []byte) ([]byte, error) {
-	s := canonScanner{b: raw}
-	out, err := s.value(make([]byte, 0, len(raw)))
+	out, _, err := canonical(raw, false)
+	return out, err
+}
+
+// canonical is Canonical that, when strict, also says the first object
+// whose member names readers disagree on (ambiguousNames).
+func canonical(raw []byte, strict bool) (out []byte, ambiguous string, err error) {
+	s := canonScanner{b: raw, strict: strict}
+	out, err = s.value(make([]byte, 0, len(raw)))
 	if err != nil {
-		return nil, fmt.Errorf("not JSON: %w", err)
+		return nil, "", fmt.Errorf("not JSON: %w", err)
 	}
 	if s.space(); s.i != len(s.b) {
-		return nil, errors.New("not JSON: more than one value, or text after the value")
+		return nil, "", errors.New("not JSON: more than one value, or text after the value")
 	}
-	return out, nil
+	return out, s.ambiguous, nil
 }
 
 // sortUTF16 sorts names by their UTF-16 code units, as JCS orders object
