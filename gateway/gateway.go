@@ -160,7 +160,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	recorded = recorded && r.Method == http.MethodPost
 	anthropic := api.Anthropic()
 	if !recorded {
-		anthropic = r.Header.Get("X-Api-Key") != "" || r.Header.Get("Anthropic-Version") != ""
+		anthropic = anthropicHeaders(r.Header)
 		api = calls.ChatCompletions
 		if anthropic {
 			api = calls.Messages

@@ -122,11 +122,11 @@ func (g *Gateway) misdirected(w http.ResponseWriter, r *http.Request) bool {
 	var msg string
 	switch {
 	case uncleanPath(r.URL.Path):
-		anthropic = strings.Contains(r.URL.Path, "messages") || r.Header.Get("X-Api-Key") != "" || r.Header.Get("Anthropic-Version") != ""
+		anthropic = strings.Contains(r.URL.Path, "messages") || anthropicHeaders(r.Header)
 		msg = "no such route: " + r.URL.Path + " has an empty, '.' or '..' segment, which a provider may resolve to a model call the gateway would not record; " +
 			"call the route by its plain path (a base URL has no trailing slash: " + base + "/v1 for an OpenAI SDK, " + base + " for an Anthropic SDK); nothing was forwarded"
 	case strings.HasPrefix(r.URL.Path, "/v1/v1/"):
-		anthropic = strings.HasPrefix(r.URL.Path, "/v1/v1/messages") || r.Header.Get("X-Api-Key") != "" || r.Header.Get("Anthropic-Version") != ""
+		anthropic = strings.HasPrefix(r.URL.Path, "/v1/v1/messages") || anthropicHeaders(r.Header)
 		if anthropic {
 			msg = "no such route: " + r.URL.Path + " has /v1 twice; the Anthropic SDK's base URL is turnlog's address without /v1: " + base +
 				" (its calls add /v1/messages themselves); nothing was forwarded"
@@ -161,13 +161,26 @@ func (g *Gateway) misdirected(w http.ResponseWriter, r *http.Request) bool {
 // model call the gateway forwarded unrecorded, and /v1/../x would leave
 // the upstream's /v1.
 func uncleanPath(path string) bool {
-	segments := strings.Split(strings.TrimSuffix(strings.TrimPrefix(path, "/"), "/"), "/")
-	for _, seg := range segments {
+	// Segment by segment without splitting: every call's path passes
+	// here.
+	rest := strings.TrimSuffix(strings.TrimPrefix(path, "/"), "/")
+	for {
+		seg, more, found := strings.Cut(rest, "/")
 		if seg == "" || seg == "." || seg == ".." {
 			return true
 		}
+		if !found {
+			return false
+		}
+		rest = more
 	}
-	return false
+}
+
+// anthropicHeaders reports whether a call's headers are an Anthropic
+// SDK's (its x-api-key or anthropic-version): its errors are answered in
+// Anthropic's shape.
+func anthropicHeaders(h http.Header) bool {
+	return h.Get("X-Api-Key") != "" || h.Get("Anthropic-Version") != ""
 }
 
 // firstWarning reports whether path is not yet among the paths the log
