@@ -1,11 +1,13 @@
 package gateway_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/replay"
 )
 
@@ -62,4 +64,34 @@ func TestAmbiguousMemberNamesAreNotReadOneWay(t *testing.T) {
 		`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"weather?","cacheControl":{"maxAge":1}}]}]}`)
 	require.Equal(t, 200, resp.StatusCode, "%s", body)
 	assert.Contains(t, blockTexts(t, r.log, resp.Header.Get("Turnlog-Conversation")), "weather?")
+}
+
+// TestAnUnreadRequestsAnswerIsRecorded: a call whose request the gateway
+// could not read (ambiguous, here) but which the provider answered kept
+// its answer out of the record when it was not streamed, though the same
+// call streamed recorded it: the app had the model's answer, and the log
+// said only that the call finished. Its answer is now recorded either way.
+func TestAnUnreadRequestsAnswerIsRecorded(t *testing.T) {
+	up := newChatUpstream(t, "")
+	r := newRig(t, up.URL, "")
+	h := map[string]string{"Turnlog-Token": token}
+	for _, stream := range []bool{false, true} {
+		resp, body := post(t, r.gw.URL+"/v1/chat/completions", h,
+			fmt.Sprintf(`{"model":"m","stream":%t,"messages":[{"role":"user","content":"REAL","content":"DECOY"}]}`, stream))
+		require.Equal(t, 200, resp.StatusCode, "%s", body)
+		require.Contains(t, string(body), `"weather"`, "the upstream answered with a tool call")
+		conv := resp.Header.Get("Turnlog-Conversation")
+		started := startedOf(t, r.log, conv)
+		require.Len(t, started, 1)
+		require.NotEmpty(t, started[0].Gateway["unparsed"])
+		turn, err := r.log.Load(t.Context(), conv)
+		require.NoError(t, err)
+		var calls []string
+		for _, b := range turn.Blocks {
+			if b.Kind == events.KindToolCall {
+				calls = append(calls, b.ToolName+" "+b.Arguments)
+			}
+		}
+		assert.Equal(t, []string{`weather {"city":"Paris"}`}, calls, "stream %t: the answer the app got is in the record", stream)
+	}
 }

@@ -138,6 +138,14 @@ func (t *tee) end() error {
 		} else {
 			o.Output = out
 		}
+	default:
+		// A request the gateway could not read, which the provider
+		// answered: its answer is recorded when it is the API's shape, as
+		// a stream's is. One that is not says nothing of the call's
+		// success (the app got it as it came), so the call stays finished.
+		if out, err := calls.ParseResponse(t.st.api, t.buf.Bytes()); err == nil {
+			o.Output = out
+		}
 	}
 	if err := t.finish(o); err != nil {
 		return errors.New("turnlog could not record the call, so its response is cut: " + err.Error())
