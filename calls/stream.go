@@ -267,7 +267,7 @@ func (s *Stream) Output() (*Output, error) {
 		o = &s.out
 		var bs []events.Block
 		if b, ok := s.chatBlock(); ok {
-			setStreamed(&b, s.chatAnnotations.object("annotations"))
+			setStreamed(&b, s.chatStreamed())
 			bs = append(bs, b)
 		}
 		for _, i := range sortedInts(s.chatCalls) {

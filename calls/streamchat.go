@@ -225,3 +225,23 @@ func (s *Stream) chatBlock() (b events.Block, ok bool) {
 	}
 	return withParts(events.Block{Kind: events.KindLLMText, Text: s.chatText.String()}, parts), true
 }
+
+// chatStreamed is the streamed first choice's MetaStreamed: its
+// annotations and its refusal, as a response that is not streamed writes
+// them beside its content. The refusal is what the app shows for the
+// answer, and the block's digest alone would keep nothing of it.
+func (s *Stream) chatStreamed() string {
+	if s.chatRefusal.Len() == 0 {
+		return s.chatAnnotations.object("annotations")
+	}
+	m := map[string]json.RawMessage{}
+	if a := s.chatAnnotations.array(); a != nil {
+		m["annotations"] = a
+	}
+	m["refusal"], _ = json.Marshal(s.chatRefusal.String())
+	b, err := json.Marshal(m)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}

@@ -1,0 +1,53 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/calls"
+	"github.com/turnlog/turnlog/replay"
+)
+
+// TestStreamedRefusalIsRecorded: a model that refuses writes its refusal
+// in "refusal", streamed in refusal deltas. The app shows that text; a
+// call that is not streamed keeps it in its answer's item, but a streamed
+// one kept only a digest of it, so the last answer of a conversation, which
+// no later call sends back, had nothing of what the app was told. Its
+// block now keeps the refusal as a response that is not streamed writes
+// it, in gateway.streamed, beside the annotations.
+func TestStreamedRefusalIsRecorded(t *testing.T) {
+	const refusal = "I can't help with that."
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, d := range []string{`{"role":"assistant","content":null,"refusal":""}`, `{"refusal":"I can't "}`, `{"refusal":"help with that."}`} {
+			fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":null}]}\n\n", d)
+		}
+		io.WriteString(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+	}))
+	t.Cleanup(up.Close)
+	r := newRig(t, up.URL, "")
+	resp, body := post(t, r.gw.URL+"/v1/chat/completions", map[string]string{"Turnlog-Token": token},
+		`{"model":"m","stream":true,"messages":[{"role":"user","content":"do something bad"}]}`)
+	require.Equal(t, 200, resp.StatusCode, "%s", body)
+	conv := resp.Header.Get("Turnlog-Conversation")
+	verify(t, r.log, conv)
+	page, err := replay.Calls(context.Background(), r.log, conv, replay.Page{})
+	require.NoError(t, err)
+	require.Len(t, page.Calls, 1)
+	out := page.Calls[0].Output
+	require.Len(t, out, 1)
+	var streamed struct {
+		Refusal string `json:"refusal"`
+	}
+	require.NotEmpty(t, out[0].Meta[calls.MetaStreamed], "the refusal the app got is in the record")
+	require.NoError(t, json.Unmarshal([]byte(out[0].Meta[calls.MetaStreamed]), &streamed))
+	assert.Equal(t, refusal, streamed.Refusal)
+}
