@@ -165,7 +165,7 @@ func (l *Logged) Outcome() Outcome {
 	if l.Stream {
 		s := NewStream(l.API, len(l.Response)+1)
 		_, _ = s.Write(l.Response)
-		if out, err = s.Output(); err == nil && !s.Done() {
+		if out, err = s.Output(); err == nil && !s.Complete() {
 			// Cut before its final event, as the gateway records a
 			// stream cut live: failed, with what had arrived.
 			o.Output, o.Failure = out, "the stream ended before its final event"

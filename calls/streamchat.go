@@ -245,3 +245,21 @@ func (s *Stream) chatStreamed() string {
 	}
 	return string(b)
 }
+
+// Complete reports whether the stream delivered its whole answer: its
+// final event was seen (Done) without an error, or, for a Chat Completions
+// stream that ended without "data: [DONE]" (some OpenAI-compatible servers
+// leave it out, and the SDKs end the stream at its end all the same),
+// every choice it sent has its finish_reason. Ask it once the stream has
+// ended: a choice may yet be followed by another.
+func (s *Stream) Complete() bool {
+	if s.done || s.api != ChatCompletions || s.err != "" || s.out.StopReason == "" {
+		return s.done
+	}
+	for _, o := range s.others {
+		if o.finish == "" {
+			return false
+		}
+	}
+	return true
+}

@@ -126,7 +126,7 @@ func (t *tee) end() error {
 		} else {
 			o.Output = out
 		}
-		if !t.stream.Done() {
+		if !t.stream.Complete() {
 			o.Failure = "the stream ended before its final event"
 		}
 	case t.over:
