@@ -124,6 +124,11 @@ type interval struct {
 	// step holds the step of each output the gateway appended
 	// (markCallInput).
 	step map[string]string
+	// choices are the other choices of the previous call, when it asked
+	// for several, and firstChoice its output, which another of them may
+	// stand in for (choiceTaken).
+	choices     [][]content
+	firstChoice []string
 }
 
 // content is what a model reads of a block.

@@ -41,7 +41,9 @@ func (c *Checker) reasoningAltered(in []events.Block, i int) []Finding {
 //   - blocks.reordered by the ordering middleware, which places context
 //     blocks by the sections the operator declared and moves whole units;
 //   - a system block's text changes at a compaction (the template prompt is
-//     rebuilt then) or by an operator (`turnlog prompt`, the global prompt).
+//     rebuilt then) or by an operator (`turnlog prompt`, the global prompt);
+//   - another choice of a call that asked for several stands in for its
+//     first (choiceTaken).
 //
 // The active system prompt is left to system_prompt_changed.
 //
@@ -84,6 +86,7 @@ func (c *Checker) history(in []events.Block, same int, call events.Event) []Find
 	var at []int // positions in in of the history kept, in history order
 	var was []string
 	merged := c.prefillMerged(in)
+	taken := c.choiceTaken(in, call)
 	check := func(id string, want content) {
 		if id == c.prev.prompt {
 			if next < len(in) && in[next].ID == id {
@@ -103,7 +106,7 @@ func (c *Checker) history(in []events.Block, same int, call events.Event) []Find
 					return
 				}
 			}
-			if _, allowed := c.since.removed[id]; !allowed && !merged[id] {
+			if _, allowed := c.since.removed[id]; !allowed && !merged[id] && !taken[id] {
 				fs = append(fs, Finding{Rule: RuleHistoryRewritten, Blocks: []string{id},
 					Detail: string(want.kind) + " " + id + " was removed since call " + itoa(c.prev.call) + ", by no compaction, operator or documented middleware"})
 			}

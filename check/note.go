@@ -72,6 +72,8 @@ func (c *Checker) note(e events.Event, turn *projector.Turn) {
 		output(p.BlockID)
 	case events.ToolResult:
 		output(p.BlockID)
+	case events.InferenceFinished:
+		c.since.noteChoices(p)
 	case events.UserAppended:
 		c.lastOutput = ""
 	case events.BlocksReordered:
