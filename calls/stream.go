@@ -40,8 +40,10 @@ type Stream struct {
 	// chatAnnotations: the first choice's (MetaStreamed).
 	chatAnnotations streamedList
 	others          map[int]*otherChoice
-	// Messages.
-	blocks map[int]*streamBlock
+	// Messages: the content blocks, and the usage message_start and
+	// message_delta said, the latter's counts over the former's.
+	blocks   map[int]*streamBlock
+	msgUsage usage
 	// Responses: the final response object, when the stream sent it, and
 	// the output items as their events built them (see respItem).
 	final     []byte
@@ -181,8 +183,8 @@ func (s *Stream) messages(event string, data []byte) {
 			PartialJSON string          `json:"partial_json"`
 			StopReason  string          `json:"stop_reason"`
 		} `json:"delta"`
-		Usage *usage    `json:"usage"`
-		Error *apiError `json:"error"`
+		Usage *messageDeltaUsage `json:"usage"`
+		Error *apiError          `json:"error"`
 	}
 	if err := json.Unmarshal(data, &e); err != nil {
 		s.fail("a stream event is not JSON: " + err.Error())
@@ -194,7 +196,10 @@ func (s *Stream) messages(event string, data []byte) {
 	switch e.Type {
 	case "message_start":
 		s.out.ResponseID, s.out.Model = e.Message.ID, e.Message.Model
-		e.Message.Usage.fill(&s.out)
+		if e.Message.Usage != nil {
+			s.msgUsage = *e.Message.Usage
+			s.msgUsage.fill(&s.out)
+		}
 	case "content_block_start":
 		var cb struct {
 			part
@@ -228,8 +233,9 @@ func (s *Stream) messages(event string, data []byte) {
 		if e.Delta.StopReason != "" {
 			s.out.StopReason = e.Delta.StopReason
 		}
-		if e.Usage != nil && e.Usage.OutputTokens > 0 {
-			s.out.CompletionTokens = e.Usage.OutputTokens
+		if e.Usage != nil {
+			e.Usage.apply(&s.msgUsage)
+			s.msgUsage.fill(&s.out)
 		}
 	case "message_stop":
 		s.done = true
