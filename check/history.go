@@ -102,8 +102,10 @@ func (c *Checker) history(in []events.Block, same int, call events.Event) []Find
 				// providers let a client leave it out, and strip it
 				// from what the model reads anyway. (find missed, so pos
 				// is built.)
-				if j, kept := pos[c.follower[id]]; kept && c.follower[id] != "" && j < lastUser {
-					return
+				if f := c.rowFollower(id); f != "" {
+					if j, kept := pos[f]; kept && j < lastUser {
+						return
+					}
 				}
 			}
 			if _, allowed := c.since.removed[id]; !allowed && !merged[id] && !taken[id] {
@@ -137,6 +139,23 @@ func (c *Checker) history(in []events.Block, same int, call events.Event) []Find
 		}
 	}
 	return fs
+}
+
+// rowFollower is the follower of reasoning block id's row: the block the
+// model produced after the reasoning blocks that follow one another from
+// id (Claude's thinking, then redacted_thinking, then its text), "" when
+// none is known. A client that leaves out a finished turn's reasoning
+// leaves out the whole row.
+func (c *Checker) rowFollower(id string) string {
+	f := c.follower[id]
+	for range len(c.follower) {
+		next, reasoning := c.follower[f]
+		if !reasoning || next == "" {
+			break
+		}
+		f = next
+	}
+	return f
 }
 
 // prefillMerged returns the blocks an app sends again as one: the previous
