@@ -155,6 +155,12 @@ func FromTurn(t *projector.Turn, model string, created, updated time.Time) *Chat
 			cur = &Message{Role: RoleAssistant, ReasoningContent: b.Text}
 		case events.KindLLMText:
 			assistant()
+			if b.Text == "" && b.Meta["gateway.type"] != "" {
+				// Content recorded by its type alone (a server tool's
+				// call or result, an image): Left names it, and its empty
+				// text is no part of the message's.
+				continue
+			}
 			texts = append(texts, b.Text)
 		case events.KindOther:
 			assistant()
