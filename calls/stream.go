@@ -338,14 +338,11 @@ func (s *Stream) Output() (*Output, error) {
 }
 
 // messagesBlocks is anthropicBlocks of the stream's content blocks. A
-// stream that failed (an error event, a cut) may have stopped in a tool
-// call's arguments: that call's block keeps them as they came, not JSON,
-// as the partial output they are, instead of making the whole output
-// unreadable.
+// stream may have stopped in a tool call's arguments: one that failed (an
+// error event, a cut), or one the model ended there (stop_reason
+// "max_tokens"), which the app got whole. That call's block keeps them as
+// they came, not JSON, instead of making the whole output unreadable.
 func (s *Stream) messagesBlocks(parts []part) ([]events.Block, error) {
-	if s.err == "" && s.done {
-		return anthropicBlocks(events.KindLLMText, parts, nil)
-	}
 	var bs []events.Block
 	for _, p := range parts {
 		if p.Type == "tool_use" && len(p.Input) > 0 && !json.Valid(p.Input) {

@@ -1,0 +1,63 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/replay"
+)
+
+// TestToolUseCutByMaxTokensIsFinished: Claude that reaches max_tokens
+// while it writes a tool call's input ends the stream normally
+// (stop_reason "max_tokens", message_stop) with the input's JSON cut
+// short. The app got a whole answer, and the SDK a partial input; the
+// gateway could not read the input as JSON and recorded the call failed,
+// "the response cannot be read", its answer outside the Turn. The call is
+// now finished, the tool call's arguments kept as they came.
+func TestToolUseCutByMaxTokensIsFinished(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		ev := func(typ, data string) { fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, data) }
+		ev("message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"c","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":9,"output_tokens":1}}}`)
+		ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
+		ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Writing the file."}}`)
+		ev("content_block_stop", `{"type":"content_block_stop","index":0}`)
+		ev("content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_1","name":"write","input":{}}}`)
+		ev("content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"path\": \"a.txt\", \"content\": \"hel"}}`)
+		ev("content_block_stop", `{"type":"content_block_stop","index":1}`)
+		ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"max_tokens","stop_sequence":null},"usage":{"output_tokens":100}}`)
+		ev("message_stop", `{"type":"message_stop"}`)
+	}))
+	t.Cleanup(up.Close)
+	r := newRig(t, "", up.URL)
+	resp, body := post(t, r.gw.URL+"/v1/messages", map[string]string{"Turnlog-Token": token, "anthropic-version": "2023-06-01"},
+		`{"model":"c","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"write a.txt"}]}`)
+	require.Equal(t, 200, resp.StatusCode, "%s", body)
+	conv := resp.Header.Get("Turnlog-Conversation")
+	verify(t, r.log, conv)
+	page, err := replay.Calls(context.Background(), r.log, conv, replay.Page{})
+	require.NoError(t, err)
+	require.Len(t, page.Calls, 1)
+	c := page.Calls[0]
+	require.Equal(t, replay.CallFinished, c.Status, "failure: %s", c.Error)
+	require.Len(t, c.Output, 2)
+	assert.Equal(t, "Writing the file.", c.Output[0].Text)
+	assert.Equal(t, events.KindToolCall, c.Output[1].Kind)
+	assert.Equal(t, "write", c.Output[1].ToolName)
+	assert.Equal(t, `{"path": "a.txt", "content": "hel`, c.Output[1].Arguments)
+	var stop string
+	for _, e := range conversationEvents(t, r.log, conv) {
+		if p, ok := e.Payload.(events.InferenceFinished); ok {
+			stop = p.StopReason
+		}
+	}
+	assert.Equal(t, "max_tokens", stop)
+}
