@@ -32,11 +32,12 @@ type Stream struct {
 	// above 1) by their index.
 	chatText strings.Builder
 	// chatRefusal and chatAudio: the first choice's refusal and the ID of
-	// its spoken answer.
-	chatRefusal strings.Builder
-	chatAudio   string
-	chatCalls   map[int]*streamCall
-	chatLogp    streamLogprobs
+	// its spoken answer; chatTranscript, that answer's words.
+	chatRefusal    strings.Builder
+	chatAudio      string
+	chatTranscript strings.Builder
+	chatCalls      map[int]*streamCall
+	chatLogp       streamLogprobs
 	// chatAnnotations: the first choice's (MetaStreamed).
 	chatAnnotations streamedList
 	others          map[int]*otherChoice

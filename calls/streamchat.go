@@ -40,7 +40,8 @@ func (s *Stream) chat(data []byte) {
 				// Annotations: the sources a model that searched cites.
 				Annotations []json.RawMessage `json:"annotations"`
 				Audio       *struct {
-					ID string `json:"id"`
+					ID         string `json:"id"`
+					Transcript string `json:"transcript"`
 				} `json:"audio"`
 				// FunctionCall is legacy function calling's (no ID,
 				// one call a message).
@@ -96,8 +97,11 @@ func (s *Stream) chat(data []byte) {
 		annotations.add(ch.Delta.Annotations...)
 		text.WriteString(ch.Delta.Content)
 		refusal.WriteString(ch.Delta.Refusal)
-		if a := ch.Delta.Audio; a != nil && a.ID != "" && ch.Index == 0 {
-			s.chatAudio = a.ID
+		if a := ch.Delta.Audio; a != nil && ch.Index == 0 {
+			if a.ID != "" {
+				s.chatAudio = a.ID
+			}
+			s.chatTranscript.WriteString(a.Transcript)
 		}
 		if fc := ch.Delta.FunctionCall; fc != nil {
 			call := calls[legacyCall]
@@ -227,18 +231,28 @@ func (s *Stream) chatBlock() (b events.Block, ok bool) {
 }
 
 // chatStreamed is the streamed first choice's MetaStreamed: its
-// annotations and its refusal, as a response that is not streamed writes
-// them beside its content. The refusal is what the app shows for the
-// answer, and the block's digest alone would keep nothing of it.
+// annotations, its refusal and its spoken answer's ID and transcript, as a
+// response that is not streamed writes them beside its content (the
+// audio's data left out: the provider keeps it by its ID). The refusal
+// and the transcript are what the app shows for the answer, and the
+// block's digest alone would keep nothing of them.
 func (s *Stream) chatStreamed() string {
-	if s.chatRefusal.Len() == 0 {
+	if s.chatRefusal.Len() == 0 && s.chatAudio == "" && s.chatTranscript.Len() == 0 {
 		return s.chatAnnotations.object("annotations")
 	}
 	m := map[string]json.RawMessage{}
 	if a := s.chatAnnotations.array(); a != nil {
 		m["annotations"] = a
 	}
-	m["refusal"], _ = json.Marshal(s.chatRefusal.String())
+	if s.chatRefusal.Len() > 0 {
+		m["refusal"], _ = json.Marshal(s.chatRefusal.String())
+	}
+	if s.chatAudio != "" || s.chatTranscript.Len() > 0 {
+		m["audio"], _ = json.Marshal(struct {
+			ID         string `json:"id"`
+			Transcript string `json:"transcript"`
+		}{s.chatAudio, s.chatTranscript.String()})
+	}
 	b, err := json.Marshal(m)
 	if err != nil {
 		return ""

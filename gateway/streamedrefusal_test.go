@@ -51,3 +51,36 @@ func TestStreamedRefusalIsRecorded(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out[0].Meta[calls.MetaStreamed]), &streamed))
 	assert.Equal(t, refusal, streamed.Refusal)
 }
+
+// TestStreamedSpokenAnswerKeepsItsTranscript: an audio model's streamed
+// answer names its audio and streams its transcript, the words the app
+// shows or plays, in audio deltas. A call that is not streamed keeps them
+// in its answer's item; a streamed one kept only the audio's ID (in a
+// digest), so the record held nothing of what the model said. Its block
+// now keeps the audio's ID and transcript in gateway.streamed (not the
+// audio's data, which the provider keeps by that ID).
+func TestStreamedSpokenAnswerKeepsItsTranscript(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, d := range []string{`{"role":"assistant","content":null}`, `{"audio":{"id":"audio_1","transcript":"Hello "}}`,
+			`{"audio":{"transcript":"there."}}`, `{"audio":{"data":"UklGRg=="}}`, `{"audio":{"expires_at":1}}`} {
+			fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":null}]}\n\n", d)
+		}
+		io.WriteString(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+	}))
+	t.Cleanup(up.Close)
+	r := newRig(t, up.URL, "")
+	resp, body := post(t, r.gw.URL+"/v1/chat/completions", map[string]string{"Turnlog-Token": token},
+		`{"model":"m","modalities":["text","audio"],"stream":true,"messages":[{"role":"user","content":"say hello"}]}`)
+	require.Equal(t, 200, resp.StatusCode, "%s", body)
+	conv := resp.Header.Get("Turnlog-Conversation")
+	verify(t, r.log, conv)
+	page, err := replay.Calls(context.Background(), r.log, conv, replay.Page{})
+	require.NoError(t, err)
+	require.Len(t, page.Calls, 1)
+	out := page.Calls[0].Output
+	require.Len(t, out, 1)
+	require.NotEmpty(t, out[0].Meta[calls.MetaStreamed], "the transcript the app got is in the record")
+	assert.JSONEq(t, `{"audio":{"id":"audio_1","transcript":"Hello there."}}`, out[0].Meta[calls.MetaStreamed])
+}
