@@ -32,12 +32,16 @@ type Stream struct {
 	// above 1) by their index.
 	chatText strings.Builder
 	// chatRefusal and chatAudio: the first choice's refusal and the ID of
-	// its spoken answer; chatTranscript, that answer's words.
-	chatRefusal    strings.Builder
-	chatAudio      string
-	chatTranscript strings.Builder
-	chatCalls      map[int]*streamCall
-	chatLogp       streamLogprobs
+	// its spoken answer; chatTranscript, that answer's words;
+	// chatReasoning, the reasoning an OpenAI-compatible server streamed
+	// under the name chatReasoningName (see reasoningDelta).
+	chatRefusal       strings.Builder
+	chatAudio         string
+	chatTranscript    strings.Builder
+	chatReasoning     strings.Builder
+	chatReasoningName string
+	chatCalls         map[int]*streamCall
+	chatLogp          streamLogprobs
 	// chatAnnotations: the first choice's (MetaStreamed).
 	chatAnnotations streamedList
 	others          map[int]*otherChoice

@@ -39,7 +39,13 @@ func (s *Stream) chat(data []byte) {
 				Refusal string `json:"refusal"`
 				// Annotations: the sources a model that searched cites.
 				Annotations []json.RawMessage `json:"annotations"`
-				Audio       *struct {
+				// ReasoningContent and Reasoning: the reasoning
+				// OpenAI-compatible servers of reasoning models stream
+				// (DeepSeek, vLLM: reasoning_content; Ollama,
+				// OpenRouter: reasoning), read when a string.
+				ReasoningContent json.RawMessage `json:"reasoning_content"`
+				Reasoning        json.RawMessage `json:"reasoning"`
+				Audio            *struct {
 					ID         string `json:"id"`
 					Transcript string `json:"transcript"`
 				} `json:"audio"`
@@ -97,6 +103,10 @@ func (s *Stream) chat(data []byte) {
 		annotations.add(ch.Delta.Annotations...)
 		text.WriteString(ch.Delta.Content)
 		refusal.WriteString(ch.Delta.Refusal)
+		if ch.Index == 0 {
+			s.reasoningDelta("reasoning_content", ch.Delta.ReasoningContent)
+			s.reasoningDelta("reasoning", ch.Delta.Reasoning)
+		}
 		if a := ch.Delta.Audio; a != nil && ch.Index == 0 {
 			if a.ID != "" {
 				s.chatAudio = a.ID
@@ -230,14 +240,29 @@ func (s *Stream) chatBlock() (b events.Block, ok bool) {
 	return withParts(events.Block{Kind: events.KindLLMText, Text: s.chatText.String()}, parts), true
 }
 
+// reasoningDelta adds a piece of the first choice's reasoning that a
+// delta's member name holds, when it is a string.
+func (s *Stream) reasoningDelta(name string, raw json.RawMessage) {
+	var piece string
+	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &piece) != nil {
+		return
+	}
+	if s.chatReasoningName == "" {
+		s.chatReasoningName = name
+	}
+	s.chatReasoning.WriteString(piece)
+}
+
 // chatStreamed is the streamed first choice's MetaStreamed: its
-// annotations, its refusal and its spoken answer's ID and transcript, as a
+// annotations, its refusal, the reasoning an OpenAI-compatible server
+// streamed (under the name it gave it) and its spoken answer's ID and
+// transcript, as a
 // response that is not streamed writes them beside its content (the
 // audio's data left out: the provider keeps it by its ID). The refusal
 // and the transcript are what the app shows for the answer, and the
 // block's digest alone would keep nothing of them.
 func (s *Stream) chatStreamed() string {
-	if s.chatRefusal.Len() == 0 && s.chatAudio == "" && s.chatTranscript.Len() == 0 {
+	if s.chatRefusal.Len() == 0 && s.chatAudio == "" && s.chatTranscript.Len() == 0 && s.chatReasoningName == "" {
 		return s.chatAnnotations.object("annotations")
 	}
 	m := map[string]json.RawMessage{}
@@ -246,6 +271,9 @@ func (s *Stream) chatStreamed() string {
 	}
 	if s.chatRefusal.Len() > 0 {
 		m["refusal"], _ = json.Marshal(s.chatRefusal.String())
+	}
+	if s.chatReasoningName != "" {
+		m[s.chatReasoningName], _ = json.Marshal(s.chatReasoning.String())
 	}
 	if s.chatAudio != "" || s.chatTranscript.Len() > 0 {
 		m["audio"], _ = json.Marshal(struct {

@@ -19,7 +19,8 @@ import (
 // stream said of it that the block's text, call and reasoning do not
 // hold, as a JSON object written as a response that is not streamed
 // writes it: {"annotations": [...], "refusal": "...", "audio": {"id",
-// "transcript"}} (Chat Completions, each member when the stream sent it), {"citations": [...]} (a Messages
+// "transcript"}, "reasoning_content" (or "reasoning"): "..."} (Chat
+// Completions, each member when the stream sent it), {"citations": [...]} (a Messages
 // text block), or a Messages server tool's block whole
 // (server_tool_use with its input assembled, web_search_tool_result, ...).
 // Neither threading nor the rendering of the next call's input reads it:

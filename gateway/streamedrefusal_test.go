@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -83,4 +84,46 @@ func TestStreamedSpokenAnswerKeepsItsTranscript(t *testing.T) {
 	require.Len(t, out, 1)
 	require.NotEmpty(t, out[0].Meta[calls.MetaStreamed], "the transcript the app got is in the record")
 	assert.JSONEq(t, `{"audio":{"id":"audio_1","transcript":"Hello there."}}`, out[0].Meta[calls.MetaStreamed])
+}
+
+// TestStreamedReasoningContentIsRecorded: OpenAI-compatible servers of
+// reasoning models (DeepSeek, vLLM, Qwen; Ollama and OpenRouter name it
+// "reasoning") stream the model's reasoning in reasoning_content deltas
+// before its answer, and apps show it as it comes. A call that is not
+// streamed keeps it in its answer's item; a streamed one kept nothing of
+// it. Its block now keeps it in gateway.streamed, under the name the
+// stream gave it.
+func TestStreamedReasoningContentIsRecorded(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		name := "reasoning_content"
+		if strings.Contains(string(body), `"ollama"`) {
+			name = "reasoning"
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, d := range []string{`{"role":"assistant","content":""}`, `{"` + name + `":"Two plus two "}`, `{"` + name + `":"is four."}`, `{"content":"4."}`} {
+			fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":null}]}\n\n", d)
+		}
+		io.WriteString(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+	}))
+	t.Cleanup(up.Close)
+	r := newRig(t, up.URL, "")
+	for _, model := range []string{"deepseek", "ollama"} {
+		t.Run(model, func(t *testing.T) {
+			resp, body := post(t, r.gw.URL+"/v1/chat/completions", map[string]string{"Turnlog-Token": token},
+				`{"model":"`+model+`","stream":true,"messages":[{"role":"user","content":"2+2?"}]}`)
+			require.Equal(t, 200, resp.StatusCode, "%s", body)
+			conv := resp.Header.Get("Turnlog-Conversation")
+			verify(t, r.log, conv)
+			page, err := replay.Calls(context.Background(), r.log, conv, replay.Page{})
+			require.NoError(t, err)
+			require.Len(t, page.Calls, 1)
+			out := page.Calls[0].Output
+			require.Len(t, out, 1)
+			assert.Equal(t, "4.", out[0].Text)
+			name := map[string]string{"deepseek": "reasoning_content", "ollama": "reasoning"}[model]
+			require.NotEmpty(t, out[0].Meta[calls.MetaStreamed], "the reasoning the app got is in the record")
+			assert.JSONEq(t, `{"`+name+`":"Two plus two is four."}`, out[0].Meta[calls.MetaStreamed])
+		})
+	}
 }
