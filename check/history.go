@@ -43,7 +43,9 @@ func (c *Checker) reasoningAltered(in []events.Block, i int) []Finding {
 //   - a system block's text changes at a compaction (the template prompt is
 //     rebuilt then) or by an operator (`turnlog prompt`, the global prompt);
 //   - another choice of a call that asked for several stands in for its
-//     first (choiceTaken).
+//     first (choiceTaken);
+//   - a tool call whose arguments were cut short comes back as an SDK
+//     parsed it (unfinishedCallSent).
 //
 // The active system prompt is left to system_prompt_changed.
 //
@@ -108,7 +110,7 @@ func (c *Checker) history(in []events.Block, same int, call events.Event) []Find
 					}
 				}
 			}
-			if _, allowed := c.since.removed[id]; !allowed && !merged[id] && !taken[id] {
+			if _, allowed := c.since.removed[id]; !allowed && !merged[id] && !taken[id] && !c.unfinishedCallSent(in, want, call) {
 				fs = append(fs, Finding{Rule: RuleHistoryRewritten, Blocks: []string{id},
 					Detail: string(want.kind) + " " + id + " was removed since call " + itoa(c.prev.call) + ", by no compaction, operator or documented middleware"})
 			}

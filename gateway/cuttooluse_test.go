@@ -61,3 +61,48 @@ func TestToolUseCutByMaxTokensIsFinished(t *testing.T) {
 	}
 	assert.Equal(t, "max_tokens", stop)
 }
+
+// TestToolUseCutByMaxTokensSentBack: after a tool call cut short by
+// max_tokens, the app sends the answer back as its SDK parsed it: the
+// input's JSON completed as far as it can be ({"path": "a.txt"}), which
+// is no longer the model's text. replay --check reported the model's
+// tool call removed (history_rewritten); a tool call whose arguments
+// were not JSON may come back with the same call ID and tool and the
+// arguments an SDK made of them. A call sent back with another ID is
+// still reported.
+func TestToolUseCutByMaxTokensSentBack(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		ev := func(typ, data string) { fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, data) }
+		ev("message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"c","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":9,"output_tokens":1}}}`)
+		ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"write","input":{}}}`)
+		ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"path\": \"a.txt\", \"content\": \"hel"}}`)
+		ev("content_block_stop", `{"type":"content_block_stop","index":0}`)
+		ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"max_tokens","stop_sequence":null},"usage":{"output_tokens":100}}`)
+		ev("message_stop", `{"type":"message_stop"}`)
+	}))
+	t.Cleanup(up.Close)
+	r := newRig(t, "", up.URL)
+	for _, tc := range []struct {
+		name, id string
+		rules    []string
+	}{
+		{name: "same call", id: "toolu_1"},
+		{name: "another call", id: "toolu_2", rules: []string{"history_rewritten"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conv := "cut-" + tc.id
+			headers := map[string]string{"Turnlog-Token": token, "Turnlog-Conversation": conv, "anthropic-version": "2023-06-01"}
+			msgs := `{"role":"user","content":"write a.txt"}`
+			resp, body := post(t, r.gw.URL+"/v1/messages", headers, `{"model":"c","max_tokens":100,"stream":true,"messages":[`+msgs+`]}`)
+			require.Equal(t, 200, resp.StatusCode, "%s", body)
+			msgs += `,{"role":"assistant","content":[{"type":"tool_use","id":"` + tc.id + `","name":"write","input":{"path":"a.txt"}}]}` +
+				`,{"role":"user","content":[{"type":"tool_result","tool_use_id":"` + tc.id + `","content":"cut off"},{"type":"text","text":"go on"}]}`
+			resp, body = post(t, r.gw.URL+"/v1/messages", headers, `{"model":"c","max_tokens":100,"stream":true,"messages":[`+msgs+`]}`)
+			require.Equal(t, 200, resp.StatusCode, "%s", body)
+			verify(t, r.log, conv)
+			assert.Equal(t, tc.rules, checkRules(t, r.log, conv))
+		})
+	}
+}
