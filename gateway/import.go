@@ -229,13 +229,6 @@ type eventsLog interface {
 	Events(ctx context.Context, conversation string) iter.Seq2[eventlog.Record, error]
 }
 
-// recorded reports whether conversation conv holds call id's
-// inference.started: a call the spool began to record before a crash.
-func (r *Recorder) recorded(ctx context.Context, conv, id string) (bool, error) {
-	_, ok, err := r.startedOf(ctx, conv, id)
-	return ok, err
-}
-
 // startedOf returns call id's inference.started in conversation conv,
 // read from the log; ok is false when it holds none.
 func (r *Recorder) startedOf(ctx context.Context, conv, id string) (_ events.InferenceStarted, ok bool, _ error) {

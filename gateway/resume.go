@@ -23,7 +23,7 @@ type storedCall struct {
 	id        string // its inference ID
 	threading string
 	started   int  // the position of its inference.started
-	finished  bool // its outcome is stored too
+	finished  bool // its outcome (its step 1) is stored too
 	// findings are what the call's checks find at its input, for an
 	// outcome stored now (they belong in the outcome's step).
 	findings []events.Payload
@@ -52,12 +52,19 @@ func (r *Recorder) resumeImport(ctx context.Context, conv, key string, l *calls.
 }
 
 // storedImport reads conv for the imported call named key: nil when it
-// holds none of it. The conversation is folded and checked on the way, so
-// that the call's findings are known should its outcome be stored now.
+// holds none of it.
 func (r *Recorder) storedImport(ctx context.Context, conv, key string) (*storedCall, error) {
+	return r.storedCallOf(ctx, conv, func(p events.InferenceStarted) bool { return p.Gateway["import"] == key })
+}
+
+// storedCallOf reads conv for the first call whose inference.started is
+// one of: nil when it holds none. The conversation is folded and checked
+// on the way, so that the call's findings are known should its outcome be
+// stored now.
+func (r *Recorder) storedCallOf(ctx context.Context, conv string, is func(events.InferenceStarted) bool) (*storedCall, error) {
 	el, ok := r.log.(eventsLog)
 	if !ok {
-		return nil, errors.New("resume an import: the log cannot be read")
+		return nil, errors.New("resume a call: the log cannot be read")
 	}
 	turn := projector.New(conv)
 	var fed *check.Fed
@@ -67,11 +74,11 @@ func (r *Recorder) storedImport(ctx context.Context, conv, key string) (*storedC
 	var c *storedCall
 	for rec, err := range el.Events(ctx, conv) {
 		if err != nil {
-			return nil, fmt.Errorf("resume an import in %s: %w", conv, err)
+			return nil, fmt.Errorf("resume a call in %s: %w", conv, err)
 		}
 		e := rec.Event
 		if err := projector.Apply(turn, e); err != nil {
-			return nil, fmt.Errorf("resume an import in %s: %w", conv, err)
+			return nil, fmt.Errorf("resume a call in %s: %w", conv, err)
 		}
 		var fs []check.Finding
 		if fed != nil {
@@ -79,20 +86,17 @@ func (r *Recorder) storedImport(ctx context.Context, conv, key string) (*storedC
 		}
 		switch p := e.Payload.(type) {
 		case events.InferenceStarted:
-			if c == nil && p.Gateway["import"] == key {
+			if c == nil && is(p) {
 				c = &storedCall{id: p.InferenceID, threading: p.Gateway["threading"], started: turn.Events}
 				for _, x := range fs {
 					c.findings = append(c.findings, events.FindingRecorded{InferenceID: p.InferenceID, Rule: string(x.Rule), Detail: x.Detail, Blocks: x.Blocks})
 				}
 			}
-		case events.InferenceFinished:
-			if c != nil && p.InferenceID == c.id {
-				c.finished = true
-			}
-		case events.InferenceFailed:
-			if c != nil && p.InferenceID == c.id {
-				c.finished = true
-			}
+		}
+		if c != nil && e.Cause == c.id && e.Step >= 1 {
+			// Its outcome's step: inference.finished or .failed, or a
+			// background call's note of the response it waits for.
+			c.finished = true
 		}
 	}
 	return c, nil
@@ -104,7 +108,7 @@ func (r *Recorder) storedImport(ctx context.Context, conv, key string) (*storedC
 func (r *Recorder) finishStored(ctx context.Context, conv string, c *storedCall, key string, l *calls.Logged) error {
 	turn, err := r.log.Load(ctx, conv)
 	if err != nil {
-		return fmt.Errorf("resume an import in %s: %w", conv, err)
+		return fmt.Errorf("resume a call in %s: %w", conv, err)
 	}
 	call := &calls.Call{ID: c.id, API: l.API, Time: l.Time, Import: key, Threading: c.threading}
 	if req, err := r.parse.ParseRequest(l.API, l.Request); err == nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/turnlog/turnlog/calls"
+	"github.com/turnlog/turnlog/events"
 )
 
 // Recording what the spool holds once NATS is back: oldest first, each
@@ -68,10 +69,11 @@ func (s *spool) drainFiles(ctx context.Context, r *Recorder, connected func() bo
 			if err := os.Rename(path, recording); err != nil {
 				return fmt.Errorf("gateway: spooled call %s: %w", n, err)
 			}
-		} else if done, err := r.recorded(ctx, l.Conversation, l.CallID); err != nil {
-			return err
+		} else if done, err := r.resumeSpooled(ctx, l); err != nil {
+			return fmt.Errorf("gateway: spooled call %s: %w", n, err)
 		} else if done {
-			// Recorded before a crash: followed as if recorded now.
+			// Recorded before a crash, or its outcome now: followed as
+			// if recorded now.
 			if s.recorded != nil {
 				s.recorded(l, l.Conversation)
 			}
@@ -100,6 +102,28 @@ func (s *spool) drainFiles(ctx context.Context, r *Recorder, connected func() bo
 		*done++
 	}
 	return nil
+}
+
+// resumeSpooled looks in its conversation for spooled call l, which the
+// drain began to record before it stopped (a crash, or the log refusing
+// its outcome): done when the conversation holds its input, its outcome
+// recorded now if the conversation lacks it. A call whose input alone
+// was stored is open in the log while its answer, which reached the
+// client, is in the spool: deleting the file then would lose the answer.
+func (r *Recorder) resumeSpooled(ctx context.Context, l *calls.Logged) (done bool, err error) {
+	if _, ok := r.log.(eventsLog); !ok {
+		return false, nil // a log that cannot be read back: recorded again
+	}
+	c, err := r.storedCallOf(ctx, l.Conversation, func(p events.InferenceStarted) bool { return p.InferenceID == l.CallID })
+	if err != nil || c == nil {
+		return false, err
+	}
+	if !c.finished {
+		if err := r.finishStored(ctx, l.Conversation, c, "", l); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // record records spooled call l, holding among the gateway's bytes in
