@@ -52,7 +52,11 @@ type spool struct {
 
 	mu   sync.Mutex
 	used int64 // bytes of the files and of the calls admitted
-	seq  atomic.Int64
+	// counted is what used counts for each file, by call ID: a file
+	// leaves the spool with what it was counted for, whatever its size
+	// is by then (a damaged file may have lost bytes).
+	counted map[string]int64
+	seq     atomic.Int64
 }
 
 // spoolCall is a call forwarded while NATS is away.
@@ -85,7 +89,7 @@ func openSpool(dir string, limit int64, m *Metrics, parse *calls.ParseCache, log
 		f.Close()
 		return nil, fmt.Errorf("gateway: the spool directory %s is in use by another gateway (each needs its own --spool-dir): %w", dir, err)
 	}
-	s := &spool{dir: dir, limit: limit, lock: f, m: m, parse: parse, log: log}
+	s := &spool{dir: dir, limit: limit, lock: f, m: m, parse: parse, log: log, counted: make(map[string]int64)}
 	names, err := s.files()
 	if err != nil {
 		f.Close()
@@ -94,6 +98,7 @@ func openSpool(dir string, limit int64, m *Metrics, parse *calls.ParseCache, log
 	for _, n := range names {
 		if fi, err := os.Stat(filepath.Join(dir, n)); err == nil {
 			s.used += fi.Size()
+			s.counted[spoolID(n)] = fi.Size()
 		}
 	}
 	m.spooled.Set(float64(s.used))
@@ -123,6 +128,13 @@ func (s *spool) files() ([]string, error) {
 	}
 	slices.Sort(names)
 	return names, nil
+}
+
+// spoolID is the call ID a spool file is named by (n, its name, without
+// its suffixes).
+func spoolID(n string) string {
+	id, _, _ := strings.Cut(filepath.Base(n), ".")
+	return id
 }
 
 // spoolOverhead is what a spool file holds besides the request body and
@@ -219,12 +231,15 @@ func (s *spool) keep(c *spoolCall, o calls.Outcome, t *tee, local *calls.Threads
 		data = l.Marshal()
 	}
 	s.used += int64(len(data))
+	s.counted[c.id] = int64(len(data))
 	s.m.spooled.Set(float64(s.used))
 	s.mu.Unlock()
 	name := c.id + ".call"
 	if err := writeSynced(s.dir, name, data); err != nil {
 		s.mu.Lock()
 		s.used -= int64(len(data))
+		delete(s.counted, c.id)
+		s.m.spooled.Set(float64(s.used))
 		s.mu.Unlock()
 		return fmt.Errorf("keep the call in the spool: %w", err)
 	}

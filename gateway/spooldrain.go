@@ -59,8 +59,13 @@ func (s *spool) drainFiles(ctx context.Context, r *Recorder, connected func() bo
 		l, err := calls.ParseLogged(data)
 		if err != nil {
 			// Not lost: set aside under a name the drain skips, and said.
+			// No longer waiting once set aside: counted, it would keep
+			// the spool non-empty and every later call going to it.
 			r.logger.Error("gateway: a spooled call cannot be read; it is set aside as .bad", "file", path, "err", err)
-			_ = os.Rename(path, path+".bad")
+			if err := os.Rename(path, path+".bad"); err != nil {
+				return fmt.Errorf("gateway: set aside spooled call %s: %w", n, err)
+			}
+			s.forget(n)
 			continue
 		}
 		recording := path
@@ -77,13 +82,13 @@ func (s *spool) drainFiles(ctx context.Context, r *Recorder, connected func() bo
 			if s.recorded != nil {
 				s.recorded(l, l.Conversation)
 			}
-			s.remove(recording, len(data))
+			s.remove(recording)
 			continue
 		}
 		if dropped, err := r.erasedSince(ctx, l); err != nil {
 			return fmt.Errorf("gateway: spooled call %s: %w", n, err)
 		} else if dropped {
-			s.remove(recording, len(data))
+			s.remove(recording)
 			continue
 		}
 		conv, err := s.record(ctx, r, l)
@@ -98,7 +103,7 @@ func (s *spool) drainFiles(ctx context.Context, r *Recorder, connected func() bo
 		if s.recorded != nil {
 			s.recorded(l, conv)
 		}
-		s.remove(recording, len(data))
+		s.remove(recording)
 		*done++
 	}
 	return nil
@@ -168,13 +173,21 @@ func (r *Recorder) erasedSince(ctx context.Context, l *calls.Logged) (bool, erro
 	return true, nil
 }
 
-func (s *spool) remove(path string, size int) {
+func (s *spool) remove(path string) {
 	if err := os.Remove(path); err == nil {
-		s.mu.Lock()
-		s.used -= int64(size)
-		s.m.spooled.Set(float64(s.used))
-		s.mu.Unlock()
+		s.forget(path)
 	}
+}
+
+// forget stops counting file name, which left the spool, for what it was
+// counted for.
+func (s *spool) forget(name string) {
+	id := spoolID(name)
+	s.mu.Lock()
+	s.used -= s.counted[id]
+	delete(s.counted, id)
+	s.m.spooled.Set(float64(s.used))
+	s.mu.Unlock()
 }
 
 // run drains the spool every interval until ctx ends.
