@@ -86,7 +86,12 @@ docs/gateway.md.`,
 				}
 				tok = t
 			}
-			nc, err := nf.dial(nats.MaxReconnects(-1))
+			// No reconnect buffer: an append made while NATS is away
+			// fails at once. Buffered, a call's outcome was sent when
+			// NATS came back, after the gateway had given up on it and
+			// cut the app's response (30 s later): the log then held an
+			// answer the app never got.
+			nc, err := nf.dial(nats.MaxReconnects(-1), nats.ReconnectBufSize(-1))
 			if err != nil {
 				return err
 			}

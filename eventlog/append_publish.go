@@ -54,6 +54,11 @@ func (l *Log) publish(ctx context.Context, msg *nats.Msg, stream string) (pubAck
 		if errors.Is(err, nats.ErrNoResponders) {
 			return pubAck{}, jetstream.ErrNoStreamResponse
 		}
+		if errors.Is(err, nats.ErrReconnectBufExceeded) {
+			// A connection without a reconnect buffer (the gateway's)
+			// while it is re-established: said as what it is.
+			return pubAck{}, fmt.Errorf("NATS is unreachable (the connection is being re-established): %w", err)
+		}
 		return pubAck{}, err
 	}
 	if ack, ok := parseAck(resp.Data, stream); ok {

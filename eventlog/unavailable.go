@@ -50,6 +50,7 @@ func Unavailable(err error) bool {
 		errors.Is(err, jetstream.ErrNoHeartbeat) ||
 		errors.Is(err, nats.ErrConnectionReconnecting) ||
 		errors.Is(err, nats.ErrDisconnected) ||
+		errors.Is(err, nats.ErrReconnectBufExceeded) ||
 		errors.Is(err, nats.ErrNoServers) ||
 		errors.Is(err, nats.ErrStaleConnection) ||
 		errors.Is(err, io.EOF)

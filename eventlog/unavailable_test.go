@@ -49,6 +49,7 @@ func TestUnavailable(t *testing.T) {
 		{name: "no heartbeat", err: jetstream.ErrNoHeartbeat, want: true},
 		{name: "reconnecting", err: nats.ErrConnectionReconnecting, want: true},
 		{name: "disconnected", err: nats.ErrDisconnected, want: true},
+		{name: "reconnecting without a reconnect buffer", err: nats.ErrReconnectBufExceeded, want: true},
 		{name: "connection lost mid-read", err: io.EOF, want: true},
 
 		{name: "10071 wrong last sequence", err: apiErr(400, 10071, "wrong last sequence: 7"), want: false},
