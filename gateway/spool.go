@@ -241,6 +241,10 @@ func (s *spool) keep(c *spoolCall, o calls.Outcome, t *tee, local *calls.Threads
 		delete(s.counted, c.id)
 		s.m.spooled.Set(float64(s.used))
 		s.mu.Unlock()
+		// Forwarded, and now neither in the log nor in the spool: said
+		// as a live call the log refuses is (its response is cut).
+		s.m.calls.WithLabelValues(string(c.api), "unrecorded").Inc()
+		s.log.Error("gateway: call not kept in the spool; its response is cut", "conversation", c.Conversation, "call", c.id, "spool", s.dir, "err", err)
 		return fmt.Errorf("keep the call in the spool: %w", err)
 	}
 	s.m.calls.WithLabelValues(string(c.api), "spooled").Inc()
