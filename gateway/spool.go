@@ -56,7 +56,9 @@ type spool struct {
 	// leaves the spool with what it was counted for, whatever its size
 	// is by then (a damaged file may have lost bytes).
 	counted map[string]int64
-	seq     atomic.Int64
+	// held are the damaged conversations whose calls wait (the drain's).
+	held heldConversations
+	seq  atomic.Int64
 }
 
 // spoolCall is a call forwarded while NATS is away.
@@ -89,7 +91,7 @@ func openSpool(dir string, limit int64, m *Metrics, parse *calls.ParseCache, log
 		f.Close()
 		return nil, fmt.Errorf("gateway: the spool directory %s is in use by another gateway (each needs its own --spool-dir): %w", dir, err)
 	}
-	s := &spool{dir: dir, limit: limit, lock: f, m: m, parse: parse, log: log, counted: make(map[string]int64)}
+	s := &spool{dir: dir, limit: limit, lock: f, m: m, parse: parse, log: log, counted: make(map[string]int64), held: heldConversations{}}
 	names, err := s.files()
 	if err != nil {
 		f.Close()

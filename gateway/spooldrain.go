@@ -19,9 +19,12 @@ import (
 
 // drain records the spooled calls, oldest first, while connected says
 // NATS is up; it stops at the first call the log does not take (NATS went
-// away again) and leaves it for the next drain.
+// away again) and leaves it for the next drain, as it leaves the calls of
+// a damaged conversation (spoolheld.go). It goes on while calls leave
+// the spool: a pass that moved none (a call waiting for room, or for a
+// repair) waits for the next drain rather than trying again at once.
 func (s *spool) drain(ctx context.Context, r *Recorder, connected func() bool) error {
-	done := 0
+	done, moved := 0, 0
 	defer func() {
 		if done > 0 {
 			s.log.Info("gateway: recorded the calls spooled while NATS was away", "calls", done, "waiting", s.count())
@@ -32,7 +35,8 @@ func (s *spool) drain(ctx context.Context, r *Recorder, connected func() bool) e
 		if err != nil || len(names) == 0 {
 			return err
 		}
-		if err := s.drainFiles(ctx, r, connected, names, &done); err != nil || !connected() || ctx.Err() != nil {
+		before := moved
+		if err := s.drainFiles(ctx, r, connected, names, &done, &moved); err != nil || !connected() || ctx.Err() != nil || moved == before {
 			return err
 		}
 	}
@@ -44,9 +48,12 @@ func (s *spool) count() int {
 	return len(names)
 }
 
-// drainFiles records the spooled calls names, counting in done those that
-// left the spool.
-func (s *spool) drainFiles(ctx context.Context, r *Recorder, connected func() bool, names []string, done *int) error {
+// drainFiles records the spooled calls names, counting in done those
+// recorded and in moved all that left the spool.
+func (s *spool) drainFiles(ctx context.Context, r *Recorder, connected func() bool, names []string, done, moved *int) error {
+	// The conversations whose calls wait in this pass: a later call of
+	// one waits behind the earlier.
+	waiting := map[string]bool{}
 	for _, n := range names {
 		if !connected() || ctx.Err() != nil {
 			return nil
@@ -66,6 +73,11 @@ func (s *spool) drainFiles(ctx context.Context, r *Recorder, connected func() bo
 				return fmt.Errorf("gateway: set aside spooled call %s: %w", n, err)
 			}
 			s.forget(n)
+			*moved++
+			continue
+		}
+		if waiting[l.Conversation] || s.held.waits(l.Conversation, time.Now()) {
+			waiting[l.Conversation] = true
 			continue
 		}
 		recording := path
@@ -74,7 +86,10 @@ func (s *spool) drainFiles(ctx context.Context, r *Recorder, connected func() bo
 			if err := os.Rename(path, recording); err != nil {
 				return fmt.Errorf("gateway: spooled call %s: %w", n, err)
 			}
-		} else if done, err := r.resumeSpooled(ctx, l); err != nil {
+		} else if done, err := r.resumeSpooled(ctx, l); s.hold(r, n, l.Conversation, err) {
+			waiting[l.Conversation] = true
+			continue
+		} else if err != nil {
 			return fmt.Errorf("gateway: spooled call %s: %w", n, err)
 		} else if done {
 			// Recorded before a crash, or its outcome now: followed as
@@ -83,15 +98,21 @@ func (s *spool) drainFiles(ctx context.Context, r *Recorder, connected func() bo
 				s.recorded(l, l.Conversation)
 			}
 			s.remove(recording)
+			*moved++
 			continue
 		}
 		if dropped, err := r.erasedSince(ctx, l); err != nil {
 			return fmt.Errorf("gateway: spooled call %s: %w", n, err)
 		} else if dropped {
 			s.remove(recording)
+			*moved++
 			continue
 		}
 		conv, err := s.record(ctx, r, l)
+		if s.hold(r, n, l.Conversation, err) {
+			waiting[l.Conversation] = true
+			continue
+		}
 		if errors.Is(err, errBusy) {
 			// The gateway's calls hold the room reading it needs: it
 			// waits for the next drain.
@@ -103,8 +124,10 @@ func (s *spool) drainFiles(ctx context.Context, r *Recorder, connected func() bo
 		if s.recorded != nil {
 			s.recorded(l, conv)
 		}
+		delete(s.held, l.Conversation)
 		s.remove(recording)
 		*done++
+		*moved++
 	}
 	return nil
 }
