@@ -58,7 +58,10 @@ type spool struct {
 	counted map[string]int64
 	// held are the damaged conversations whose calls wait (the drain's).
 	held heldConversations
-	seq  atomic.Int64
+	// inFlightCalls are the calls forwarded whose answer is not kept yet,
+	// by ID: their files are provisional (spoolprovisional.go).
+	inFlightCalls map[string]bool
+	seq           atomic.Int64
 }
 
 // spoolCall is a call forwarded while NATS is away.
@@ -72,7 +75,8 @@ type spoolCall struct {
 	at           time.Time
 	reserved     int64
 	finished     bool
-	compact      bool // a call to calls.CompactPath
+	compact      bool  // a call to calls.CompactPath
+	provisional  int64 // the size of its file until its answer is kept (spoolprovisional.go)
 	headers      map[string]string
 	account      http.Header // OpenAI-Organization, OpenAI-Project
 }
@@ -91,7 +95,7 @@ func openSpool(dir string, limit int64, m *Metrics, parse *calls.ParseCache, log
 		f.Close()
 		return nil, fmt.Errorf("gateway: the spool directory %s is in use by another gateway (each needs its own --spool-dir): %w", dir, err)
 	}
-	s := &spool{dir: dir, limit: limit, lock: f, m: m, parse: parse, log: log, counted: make(map[string]int64), held: heldConversations{}}
+	s := &spool{dir: dir, limit: limit, lock: f, m: m, parse: parse, log: log, counted: make(map[string]int64), held: heldConversations{}, inFlightCalls: make(map[string]bool)}
 	names, err := s.files()
 	if err != nil {
 		f.Close()
@@ -181,8 +185,8 @@ func (s *spool) admit(api calls.API, body []byte, compact bool, headers map[stri
 		c.Conversation, c.threading = ulid.Make().String(), calls.ThreadNew
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.used+c.reserved > s.limit {
+		defer s.mu.Unlock()
 		return nil, fmt.Errorf("%w (%d of --spool-bytes %d used)", ErrSpoolFull, s.used, s.limit)
 	}
 	if s.used == 0 {
@@ -192,6 +196,10 @@ func (s *spool) admit(api calls.API, body []byte, compact bool, headers map[stri
 			"spool", s.dir, "limit_bytes", s.limit)
 	}
 	s.used += c.reserved
+	s.mu.Unlock()
+	if err := s.provision(c); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -241,14 +249,24 @@ func (s *spool) keep(c *spoolCall, o calls.Outcome, t *tee, local *calls.Threads
 		s.mu.Lock()
 		s.used -= int64(len(data))
 		delete(s.counted, c.id)
+		if c.provisional > 0 {
+			// Its provisional file stays: the call is recorded failed.
+			s.used += c.provisional
+			s.counted[c.id] = c.provisional
+		}
+		delete(s.inFlightCalls, c.id)
 		s.m.spooled.Set(float64(s.used))
 		s.mu.Unlock()
-		// Forwarded, and now neither in the log nor in the spool: said
-		// as a live call the log refuses is (its response is cut).
+		// Forwarded, and its answer neither in the log nor in the spool
+		// (its provisional file records it failed): said as a live call
+		// the log refuses is (its response is cut).
 		s.m.calls.WithLabelValues(string(c.api), "unrecorded").Inc()
 		s.log.Error("gateway: call not kept in the spool; its response is cut", "conversation", c.Conversation, "call", c.id, "spool", s.dir, "err", err)
 		return fmt.Errorf("keep the call in the spool: %w", err)
 	}
+	s.mu.Lock()
+	delete(s.inFlightCalls, c.id)
+	s.mu.Unlock()
 	s.m.calls.WithLabelValues(string(c.api), "spooled").Inc()
 	if o.Failure == "" && c.req != nil && o.Output != nil && o.Output.Error == "" {
 		// Later calls of the outage continue this one: its position is

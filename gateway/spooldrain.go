@@ -76,7 +76,10 @@ func (s *spool) drainFiles(ctx context.Context, r *Recorder, connected func() bo
 			*moved++
 			continue
 		}
-		if waiting[l.Conversation] || s.held.waits(l.Conversation, time.Now()) {
+		if waiting[l.Conversation] || s.forwarding(n) || s.held.waits(l.Conversation, time.Now()) {
+			// Its call in flight (its file not whole yet), or its
+			// conversation damaged: it waits, and its conversation's
+			// later calls behind it.
 			waiting[l.Conversation] = true
 			continue
 		}
