@@ -187,7 +187,7 @@ func (s *spool) admit(api calls.API, body []byte, compact bool, headers map[stri
 	s.mu.Lock()
 	if s.used+c.reserved > s.limit {
 		defer s.mu.Unlock()
-		return nil, fmt.Errorf("%w (%d of --spool-bytes %d used)", ErrSpoolFull, s.used, s.limit)
+		return nil, fmt.Errorf("%w (%d of --spool-bytes %d used; this call needs %d)", ErrSpoolFull, s.used, s.limit, c.reserved)
 	}
 	if s.used == 0 {
 		// The first call of an outage: an operator reads that calls are

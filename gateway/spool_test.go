@@ -164,6 +164,7 @@ func TestRecordOptionalFullSpoolAnswers503(t *testing.T) {
 	resp, body = post(t, c.gw.URL+"/v1/chat/completions", h, fmt.Sprintf(chatBody, "does not fit"))
 	assert.Equal(t, 503, resp.StatusCode)
 	assert.Contains(t, string(body), "spool")
+	assert.Regexp(t, `of --spool-bytes 5000 used; this call needs \d+\)`, string(body), "says what the call needed, not only what is used")
 	assert.Equal(t, 1, up.calls(), "the refused call was not forwarded")
 }
 
