@@ -96,6 +96,7 @@ func openSpool(dir string, limit int64, m *Metrics, parse *calls.ParseCache, log
 		return nil, fmt.Errorf("gateway: the spool directory %s is in use by another gateway (each needs its own --spool-dir): %w", dir, err)
 	}
 	s := &spool{dir: dir, limit: limit, lock: f, m: m, parse: parse, log: log, counted: make(map[string]int64), held: heldConversations{}, inFlightCalls: make(map[string]bool)}
+	s.removeLeftovers()
 	names, err := s.files()
 	if err != nil {
 		f.Close()
@@ -109,6 +110,24 @@ func openSpool(dir string, limit int64, m *Metrics, parse *calls.ParseCache, log
 	}
 	m.spooled.Set(float64(s.used))
 	return s, nil
+}
+
+// removeLeftovers removes the temporary files (writeFile's .tmp-*) of a
+// gateway that stopped while it wrote one: this one holds the spool's
+// lock, so none of their writers is alive, and none is a call (its file
+// is renamed into place whole, or not at all).
+func (s *spool) removeLeftovers() {
+	ents, err := os.ReadDir(s.dir)
+	if err != nil {
+		return // said by files, next
+	}
+	for _, e := range ents {
+		if n := e.Name(); strings.HasPrefix(n, ".tmp-") {
+			if err := os.Remove(filepath.Join(s.dir, n)); err != nil {
+				s.log.Warn("gateway: a spool file left half-written by a stopped gateway cannot be removed", "file", filepath.Join(s.dir, n), "err", err)
+			}
+		}
+	}
 }
 
 // waiting reports whether calls are in the spool or on their way to it:

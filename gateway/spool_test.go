@@ -232,3 +232,19 @@ func TestSpooledCallTooCostlyToReadIsRecordedByItsHash(t *testing.T) {
 		assert.NotEqual(t, events.KindUser, b.Kind, "none of its messages read into blocks")
 	}
 }
+
+// TestSpoolRemovesWhatADeadWriterLeft: a gateway killed while it wrote a
+// spool file left its temporary file (.tmp-*) behind, never removed nor
+// counted: disk the spool's bound did not see. The gateway that opens
+// the spool next holds its lock, so no writer of those files is alive:
+// it removes them.
+func TestSpoolRemovesWhatADeadWriterLeft(t *testing.T) {
+	up := newChatUpstream(t, "")
+	dir := filepath.Join(t.TempDir(), "spool")
+	require.NoError(t, os.MkdirAll(dir, 0o700))
+	left := filepath.Join(dir, ".tmp-1234567")
+	require.NoError(t, os.WriteFile(left, []byte(`{"api":"chat.completions","request":`), 0o600))
+	newCuttable(t, up.URL, 1<<20, func(c *gateway.Config) { c.SpoolDir = dir })
+	_, err := os.Stat(left)
+	assert.True(t, os.IsNotExist(err), "the dead writer's file is removed: %v", err)
+}
