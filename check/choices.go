@@ -25,7 +25,8 @@ func (iv *interval) noteChoices(p events.InferenceFinished) {
 			ToolCalls []struct {
 				ID       string `json:"id"`
 				Function struct {
-					Name string `json:"name"`
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
 				} `json:"function"`
 			} `json:"tool_calls"`
 		} `json:"message"`
@@ -39,7 +40,7 @@ func (iv *interval) noteChoices(p events.InferenceFinished) {
 			ch = append(ch, content{kind: events.KindLLMText, text: *m.Content})
 		}
 		for _, tc := range o.Message.ToolCalls {
-			ch = append(ch, content{kind: events.KindToolCall, callID: tc.ID, tool: tc.Function.Name})
+			ch = append(ch, content{kind: events.KindToolCall, callID: tc.ID, tool: tc.Function.Name, args: tc.Function.Arguments})
 		}
 		if len(ch) > 0 {
 			iv.choices = append(iv.choices, ch)
@@ -52,7 +53,8 @@ func (iv *interval) noteChoices(p events.InferenceFinished) {
 
 // choiceTaken returns the blocks of the previous call's first choice when
 // the input goes on with another of its choices instead: every block of
-// that choice (its text, each tool call by its ID and tool) is among the
+// that choice (its text, each tool call by its ID, tool and arguments, as
+// the model wrote them: one sent back edited is a rewrite) is among the
 // blocks the request of call, whose inference.started it is, added. nil
 // otherwise.
 func (c *Checker) choiceTaken(in []events.Block, call events.Event) map[string]bool {
@@ -80,7 +82,7 @@ func (iv *interval) sentChoice(in []events.Block, ch []content, call events.Even
 				continue
 			}
 			if want.kind == events.KindLLMText && b.Text == want.text ||
-				want.kind == events.KindToolCall && b.CallID == want.callID && b.ToolName == want.tool {
+				want.kind == events.KindToolCall && b.CallID == want.callID && b.ToolName == want.tool && b.Arguments == want.args {
 				found = true
 				break
 			}

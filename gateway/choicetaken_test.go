@@ -2,6 +2,10 @@ package gateway_test
 
 import (
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -38,6 +42,58 @@ func TestAnotherChoiceTakenIsNoRewrite(t *testing.T) {
 				resp, out = post(t, r.gw.URL+"/v1/chat/completions", headers, fmt.Sprintf(`{"model":"m","n":2,"stream":%v,"messages":[%s]}`, stream, msgs))
 				require.Equal(t, 200, resp.StatusCode, "%s", out)
 
+				verify(t, r.log, conv)
+				assert.Equal(t, tc.rules, checkRules(t, r.log, conv), "replay --check")
+				var recorded []string
+				for _, e := range conversationEvents(t, r.log, conv) {
+					if p, ok := e.Payload.(events.FindingRecorded); ok {
+						recorded = append(recorded, p.Rule)
+					}
+				}
+				assert.Equal(t, tc.rules, recorded, "the gateway's findings")
+			})
+		}
+	}
+}
+
+// TestAnotherChoicesToolCallEditedIsRewrite: the other choice an app goes
+// on with is the model's only as the model wrote it. A tool call of that
+// choice sent back with other arguments than the model's (the same ID and
+// tool) is history the app rewrote, as it is for the first choice; the
+// first choice's answer, gone from the input, is reported removed.
+func TestAnotherChoicesToolCallEditedIsRewrite(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(raw), `"stream":true`) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, `data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"answer A"},"finish_reason":"stop"}]}`+"\n\n")
+			io.WriteString(w, `data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":1,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_B","type":"function","function":{"name":"write","arguments":"{\"path\":\"a.txt\"}"}}]},"finish_reason":"tool_calls"}]}`+"\n\n")
+			io.WriteString(w, "data: [DONE]\n\n")
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"c","object":"chat.completion","model":"m","choices":[`+
+			`{"index":0,"message":{"role":"assistant","content":"answer A"},"finish_reason":"stop"},`+
+			`{"index":1,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_B","type":"function","function":{"name":"write","arguments":"{\"path\":\"a.txt\"}"}}]},"finish_reason":"tool_calls"}]}`)
+	}))
+	t.Cleanup(up.Close)
+	r := newRig(t, up.URL, "")
+	for _, tc := range []struct {
+		name, args string
+		rules      []string
+	}{
+		{name: "as the model wrote it", args: `{"path":"a.txt"}`},
+		{name: "arguments edited", args: `{"path":"/etc/passwd"}`, rules: []string{"history_rewritten"}},
+	} {
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stream=%v", tc.name, stream), func(t *testing.T) {
+				conv := fmt.Sprintf("edited-%d-%v", len(tc.rules), stream)
+				headers := map[string]string{"Turnlog-Token": token, "Turnlog-Conversation": conv}
+				msgs := `{"role":"user","content":"write a.txt"}`
+				_, _ = postOK(t, r.gw.URL+"/v1/chat/completions", headers, fmt.Sprintf(`{"model":"m","n":2,"stream":%v,"messages":[%s]}`, stream, msgs))
+				msgs += fmt.Sprintf(`,{"role":"assistant","content":null,"tool_calls":[{"id":"call_B","type":"function","function":{"name":"write","arguments":%q}}]}`, tc.args) +
+					`,{"role":"tool","tool_call_id":"call_B","content":"ok"}`
+				_, _ = postOK(t, r.gw.URL+"/v1/chat/completions", headers, fmt.Sprintf(`{"model":"m","stream":%v,"messages":[%s]}`, stream, msgs))
 				verify(t, r.log, conv)
 				assert.Equal(t, tc.rules, checkRules(t, r.log, conv), "replay --check")
 				var recorded []string
