@@ -13,15 +13,16 @@ import (
 )
 
 // unfinishedCallSent reports whether want, a tool call whose arguments are
-// not JSON, is in in as a tool call with the same call ID and tool that
-// the request of call, whose inference.started it is, added.
+// not JSON, is in in as a tool call with the same call ID and tool, and
+// arguments an SDK may have made of want's (parsedFrom), that the request
+// of call, whose inference.started it is, added.
 func (c *Checker) unfinishedCallSent(in []events.Block, want content, call events.Event) bool {
 	if want.kind != events.KindToolCall || want.callID == "" || json.Valid([]byte(want.args)) {
 		return false
 	}
 	for i := range in {
 		b := &in[i]
-		if b.Kind == events.KindToolCall && b.CallID == want.callID && b.ToolName == want.tool && c.since.callInput(b.ID, call) {
+		if b.Kind == events.KindToolCall && b.CallID == want.callID && b.ToolName == want.tool && c.since.callInput(b.ID, call) && parsedFrom(b.Arguments, want.args) {
 			return true
 		}
 	}

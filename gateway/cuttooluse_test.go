@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -101,6 +102,50 @@ func TestToolUseCutByMaxTokensSentBack(t *testing.T) {
 				`,{"role":"user","content":[{"type":"tool_result","tool_use_id":"` + tc.id + `","content":"cut off"},{"type":"text","text":"go on"}]}`
 			resp, body = post(t, r.gw.URL+"/v1/messages", headers, `{"model":"c","max_tokens":100,"stream":true,"messages":[`+msgs+`]}`)
 			require.Equal(t, 200, resp.StatusCode, "%s", body)
+			verify(t, r.log, conv)
+			assert.Equal(t, tc.rules, checkRules(t, r.log, conv))
+		})
+	}
+}
+
+// TestToolUseCutByMaxTokensSentBackEdited: a tool call cut short may come
+// back as an SDK parsed it, and only so: the members the model finished
+// as it wrote them, the one it was writing left out or kept as far as it
+// got. Arguments the model did not write, under the same call ID and
+// tool, are history the app rewrote.
+func TestToolUseCutByMaxTokensSentBackEdited(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		ev := func(typ, data string) { fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, data) }
+		ev("message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"c","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":9,"output_tokens":1}}}`)
+		ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"write","input":{}}}`)
+		ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"path\": \"a.txt\", \"lines\": [1, 2], \"content\": \"hel"}}`)
+		ev("content_block_stop", `{"type":"content_block_stop","index":0}`)
+		ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"max_tokens","stop_sequence":null},"usage":{"output_tokens":100}}`)
+		ev("message_stop", `{"type":"message_stop"}`)
+	}))
+	t.Cleanup(up.Close)
+	r := newRig(t, "", up.URL)
+	for _, tc := range []struct {
+		name, input string
+		rules       []string
+	}{
+		{name: "the member cut left out", input: `{"path":"a.txt","lines":[1,2]}`},
+		{name: "the member cut kept", input: `{"path":"a.txt","lines":[1,2],"content":"hel"}`},
+		{name: "a member changed", input: `{"path":"/etc/passwd","lines":[1,2]}`, rules: []string{"history_rewritten"}},
+		{name: "a finished member left out", input: `{"path":"a.txt"}`, rules: []string{"history_rewritten"}},
+		{name: "the member cut written on", input: `{"path":"a.txt","lines":[1,2],"content":"hello, world"}`, rules: []string{"history_rewritten"}},
+		{name: "a member added", input: `{"path":"a.txt","lines":[1,2],"mode":"0777"}`, rules: []string{"history_rewritten"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conv := "cut-" + strings.ReplaceAll(tc.name, " ", "-")
+			headers := map[string]string{"Turnlog-Token": token, "Turnlog-Conversation": conv, "anthropic-version": "2023-06-01"}
+			msgs := `{"role":"user","content":"write a.txt"}`
+			_, _ = postOK(t, r.gw.URL+"/v1/messages", headers, `{"model":"c","max_tokens":100,"stream":true,"messages":[`+msgs+`]}`)
+			msgs += `,{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"write","input":` + tc.input + `}]}` +
+				`,{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"cut off"},{"type":"text","text":"go on"}]}`
+			_, _ = postOK(t, r.gw.URL+"/v1/messages", headers, `{"model":"c","max_tokens":100,"stream":true,"messages":[`+msgs+`]}`)
 			verify(t, r.log, conv)
 			assert.Equal(t, tc.rules, checkRules(t, r.log, conv))
 		})
