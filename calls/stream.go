@@ -278,11 +278,16 @@ func (s *Stream) Output() (*Output, error) {
 		o = &s.out
 		var bs []events.Block
 		if b, ok := s.chatBlock(); ok {
-			setStreamed(&b, s.chatStreamed())
 			bs = append(bs, b)
 		}
 		for _, i := range sortedInts(s.chatCalls) {
 			bs = append(bs, s.chatCalls[i].block())
+		}
+		if len(bs) > 0 {
+			// On the message's first block, its text or, an answer of
+			// tool calls alone, its first call: the reasoning streamed
+			// before them is the app's all the same.
+			setStreamed(&bs[0], s.chatStreamed())
 		}
 		it := Item{Blocks: bs}
 		it.mark(s.api)

@@ -127,3 +127,44 @@ func TestStreamedReasoningContentIsRecorded(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamedReasoningBeforeToolCallsIsRecorded: a reasoning model
+// served OpenAI-compatibly (DeepSeek, vLLM, Qwen) that answers with tool
+// calls alone streams its reasoning, then the calls, with no text. The
+// app got the reasoning; the record kept it only on a text block, so an
+// answer of tool calls lost it. It is kept on the message's first block,
+// as a response that is not streamed keeps its item.
+func TestStreamedReasoningBeforeToolCallsIsRecorded(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, d := range []string{`{"role":"assistant","content":null,"reasoning_content":"I need "}`, `{"reasoning_content":"the time."}`,
+			`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_time","arguments":"{}"}}]}`} {
+			fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":null}]}\n\n", d)
+		}
+		io.WriteString(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n")
+	}))
+	t.Cleanup(up.Close)
+	r := newRig(t, up.URL, "")
+	resp, body := post(t, r.gw.URL+"/v1/chat/completions", map[string]string{"Turnlog-Token": token},
+		`{"model":"deepseek","stream":true,"tools":[{"type":"function","function":{"name":"get_time","parameters":{"type":"object"}}}],"messages":[{"role":"user","content":"time?"}]}`)
+	require.Equal(t, 200, resp.StatusCode, "%s", body)
+	conv := resp.Header.Get("Turnlog-Conversation")
+	verify(t, r.log, conv)
+	page, err := replay.Calls(context.Background(), r.log, conv, replay.Page{})
+	require.NoError(t, err)
+	require.Len(t, page.Calls, 1)
+	out := page.Calls[0].Output
+	require.Len(t, out, 1)
+	assert.Equal(t, "call_1", out[0].CallID)
+	require.NotEmpty(t, out[0].Meta[calls.MetaStreamed], "the reasoning the app got is in the record")
+	assert.JSONEq(t, `{"reasoning_content":"I need the time."}`, out[0].Meta[calls.MetaStreamed])
+	// The app sends the call back as it got it: the same block.
+	resp, body = post(t, r.gw.URL+"/v1/chat/completions", map[string]string{"Turnlog-Token": token, "Turnlog-Conversation": conv},
+		`{"model":"deepseek","stream":true,"messages":[{"role":"user","content":"time?"},`+
+			`{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_time","arguments":"{}"}}]},`+
+			`{"role":"tool","tool_call_id":"call_1","content":"noon"}]}`)
+	require.Equal(t, 200, resp.StatusCode, "%s", body)
+	verify(t, r.log, conv)
+	assert.Empty(t, checkRules(t, r.log, conv))
+}
