@@ -31,17 +31,12 @@ type Stream struct {
 	// Chat Completions: the first choice, and the others (a request's "n"
 	// above 1) by their index.
 	chatText strings.Builder
-	// chatRefusal and chatAudio: the first choice's refusal and the ID of
-	// its spoken answer; chatTranscript, that answer's words;
-	// chatReasoning, the reasoning an OpenAI-compatible server streamed
-	// under the name chatReasoningName (see reasoningDelta).
-	chatRefusal       strings.Builder
-	chatAudio         string
-	chatTranscript    strings.Builder
-	chatReasoning     strings.Builder
-	chatReasoningName string
-	chatCalls         map[int]*streamCall
-	chatLogp          streamLogprobs
+	// chatRefusal and chatSaid: the first choice's refusal, and its
+	// reasoning and spoken answer.
+	chatRefusal strings.Builder
+	chatSaid    choiceSaid
+	chatCalls   map[int]*streamCall
+	chatLogp    streamLogprobs
 	// chatAnnotations: the first choice's (MetaStreamed).
 	chatAnnotations streamedList
 	others          map[int]*otherChoice

@@ -20,6 +20,7 @@ type otherChoice struct {
 	finish        string
 	logprobs      streamLogprobs
 	annotations   streamedList
+	said          choiceSaid
 }
 
 func (s *Stream) chat(data []byte) {
@@ -45,10 +46,7 @@ func (s *Stream) chat(data []byte) {
 				// OpenRouter: reasoning), read when a string.
 				ReasoningContent json.RawMessage `json:"reasoning_content"`
 				Reasoning        json.RawMessage `json:"reasoning"`
-				Audio            *struct {
-					ID         string `json:"id"`
-					Transcript string `json:"transcript"`
-				} `json:"audio"`
+				Audio            *streamedAudio  `json:"audio"`
 				// FunctionCall is legacy function calling's (no ID,
 				// one call a message).
 				FunctionCall *functionCall `json:"function_call"`
@@ -85,7 +83,7 @@ func (s *Stream) chat(data []byte) {
 	}
 	c.Usage.fill(&s.out)
 	for _, ch := range c.Choices {
-		text, refusal, calls, finish, logprobs, annotations := &s.chatText, &s.chatRefusal, s.chatCalls, &s.out.StopReason, &s.chatLogp, &s.chatAnnotations
+		text, refusal, calls, finish, logprobs, annotations, said := &s.chatText, &s.chatRefusal, s.chatCalls, &s.out.StopReason, &s.chatLogp, &s.chatAnnotations, &s.chatSaid
 		if ch.Index != 0 {
 			// Another choice (the request's "n"): kept beside the first,
 			// which the conversation goes on with.
@@ -97,22 +95,13 @@ func (s *Stream) chat(data []byte) {
 				o = &otherChoice{calls: map[int]*streamCall{}}
 				s.others[ch.Index] = o
 			}
-			text, refusal, calls, finish, logprobs, annotations = &o.text, &o.refusal, o.calls, &o.finish, &o.logprobs, &o.annotations
+			text, refusal, calls, finish, logprobs, annotations, said = &o.text, &o.refusal, o.calls, &o.finish, &o.logprobs, &o.annotations, &o.said
 		}
 		logprobs.add(ch.Logprobs)
 		annotations.add(ch.Delta.Annotations...)
 		text.WriteString(ch.Delta.Content)
 		refusal.WriteString(ch.Delta.Refusal)
-		if ch.Index == 0 {
-			s.reasoningDelta("reasoning_content", ch.Delta.ReasoningContent)
-			s.reasoningDelta("reasoning", ch.Delta.Reasoning)
-		}
-		if a := ch.Delta.Audio; a != nil && ch.Index == 0 {
-			if a.ID != "" {
-				s.chatAudio = a.ID
-			}
-			s.chatTranscript.WriteString(a.Transcript)
-		}
+		said.add(ch.Delta.ReasoningContent, ch.Delta.Reasoning, ch.Delta.Audio)
 		if fc := ch.Delta.FunctionCall; fc != nil {
 			call := calls[legacyCall]
 			if call == nil {
@@ -146,7 +135,9 @@ func (s *Stream) chat(data []byte) {
 
 // otherChoices is the JSON array of the streamed choices after the first,
 // each as a non-streamed response writes a choice: {"index", "message":
-// {"role", "content", "tool_calls"}, "finish_reason", "logprobs"}; the
+// {"role", "content", "tool_calls", and what it said beside them:
+// "reasoning_content" or "reasoning", "audio"}, "finish_reason",
+// "logprobs"}; the
 // logprobs past budget (spent in order) are {"omitted_bytes": n}, and so
 // are the annotations past what MaxStreamedBytes leaves after the first
 // choice's (one bound for the answer's cited sources, whatever its "n").
@@ -170,6 +161,11 @@ func (s *Stream) otherChoices(budget int) string {
 		Annotations  json.RawMessage `json:"annotations,omitempty"`
 		FunctionCall *functionCall   `json:"function_call,omitempty"`
 		ToolCalls    []call          `json:"tool_calls,omitempty"`
+		// ReasoningContent or Reasoning, and Audio: what the choice
+		// said beside its content (choiceSaid).
+		ReasoningContent *string        `json:"reasoning_content,omitempty"`
+		Reasoning        *string        `json:"reasoning,omitempty"`
+		Audio            *streamedAudio `json:"audio,omitempty"`
 	}
 	type choice struct {
 		Index        int             `json:"index"`
@@ -195,6 +191,17 @@ func (s *Stream) otherChoices(budget int) string {
 			c.Message.Content = &text
 		}
 		c.Message.Refusal = o.refusal.String()
+		if name := o.said.reasoningName; name != "" {
+			r := o.said.reasoning.String()
+			if name == "reasoning" {
+				c.Message.Reasoning = &r
+			} else {
+				c.Message.ReasoningContent = &r
+			}
+		}
+		if o.said.audio != "" || o.said.transcript.Len() > 0 {
+			c.Message.Audio = &streamedAudio{o.said.audio, o.said.transcript.String()}
+		}
 		switch a := o.annotations.array(); {
 		case len(a) <= cited:
 			c.Message.Annotations, cited = a, cited-len(a)
@@ -226,10 +233,10 @@ const legacyCall = -1
 // calls alone.
 func (s *Stream) chatBlock() (b events.Block, ok bool) {
 	m := chatMessage{Role: "assistant", Refusal: s.chatRefusal.String()}
-	if s.chatAudio != "" {
+	if s.chatSaid.audio != "" {
 		m.Audio = &struct {
 			ID string `json:"id"`
-		}{s.chatAudio}
+		}{s.chatSaid.audio}
 	}
 	var d partsDigest
 	addChatMeta(&d, &m)
@@ -238,19 +245,6 @@ func (s *Stream) chatBlock() (b events.Block, ok bool) {
 		return events.Block{}, false
 	}
 	return withParts(events.Block{Kind: events.KindLLMText, Text: s.chatText.String()}, parts), true
-}
-
-// reasoningDelta adds a piece of the first choice's reasoning that a
-// delta's member name holds, when it is a string.
-func (s *Stream) reasoningDelta(name string, raw json.RawMessage) {
-	var piece string
-	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &piece) != nil {
-		return
-	}
-	if s.chatReasoningName == "" {
-		s.chatReasoningName = name
-	}
-	s.chatReasoning.WriteString(piece)
 }
 
 // chatStreamed is the streamed first choice's MetaStreamed: its
@@ -262,7 +256,7 @@ func (s *Stream) reasoningDelta(name string, raw json.RawMessage) {
 // and the transcript are what the app shows for the answer, and the
 // block's digest alone would keep nothing of them.
 func (s *Stream) chatStreamed() string {
-	if s.chatRefusal.Len() == 0 && s.chatAudio == "" && s.chatTranscript.Len() == 0 && s.chatReasoningName == "" {
+	if s.chatRefusal.Len() == 0 && s.chatSaid.empty() {
 		return s.chatAnnotations.object("annotations")
 	}
 	m := map[string]json.RawMessage{}
@@ -272,15 +266,7 @@ func (s *Stream) chatStreamed() string {
 	if s.chatRefusal.Len() > 0 {
 		m["refusal"], _ = json.Marshal(s.chatRefusal.String())
 	}
-	if s.chatReasoningName != "" {
-		m[s.chatReasoningName], _ = json.Marshal(s.chatReasoning.String())
-	}
-	if s.chatAudio != "" || s.chatTranscript.Len() > 0 {
-		m["audio"], _ = json.Marshal(struct {
-			ID         string `json:"id"`
-			Transcript string `json:"transcript"`
-		}{s.chatAudio, s.chatTranscript.String()})
-	}
+	s.chatSaid.members(m)
 	b, err := json.Marshal(m)
 	if err != nil {
 		return ""
