@@ -26,8 +26,10 @@ import (
 // Neither threading nor the rendering of the next call's input reads it:
 // the client's SDK sends the message back as it assembles it, and that is
 // recorded as the client writes it (MetaItem). MaxStreamedBytes bounds an
-// answer's together, its blocks' in order; past it a block's is
-// {"omitted_bytes": n}.
+// answer's sources (annotations, citations, server tools' blocks)
+// together, its blocks' in order; past it a block's are
+// {"omitted_bytes": n}. What the model said (a refusal, reasoning, a
+// transcript) is kept whole, as its text is.
 const MetaStreamed = "gateway.streamed"
 
 // MaxStreamedBytes bounds MetaStreamed on one answer's blocks together: a
