@@ -9,6 +9,7 @@ package check
 import (
 	"encoding/json"
 
+	"github.com/turnlog/turnlog/calls"
 	"github.com/turnlog/turnlog/events"
 )
 
@@ -54,7 +55,8 @@ func (iv *interval) noteChoices(p events.InferenceFinished) {
 // choiceTaken returns the blocks of the previous call's first choice when
 // the input goes on with another of its choices instead: every block of
 // that choice (its text, each tool call by its ID, tool and arguments, as
-// the model wrote them: one sent back edited is a rewrite) is among the
+// the model wrote them, compared as JSON: one sent back edited is a
+// rewrite) is among the
 // blocks the request of call, whose inference.started it is, added. nil
 // otherwise.
 func (c *Checker) choiceTaken(in []events.Block, call events.Event) map[string]bool {
@@ -82,7 +84,7 @@ func (iv *interval) sentChoice(in []events.Block, ch []content, call events.Even
 				continue
 			}
 			if want.kind == events.KindLLMText && b.Text == want.text ||
-				want.kind == events.KindToolCall && b.CallID == want.callID && b.ToolName == want.tool && b.Arguments == want.args {
+				want.kind == events.KindToolCall && b.CallID == want.callID && b.ToolName == want.tool && calls.SameArguments(b.Arguments, want.args) {
 				found = true
 				break
 			}

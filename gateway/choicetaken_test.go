@@ -83,11 +83,14 @@ func TestAnotherChoicesToolCallEditedIsRewrite(t *testing.T) {
 		rules      []string
 	}{
 		{name: "as the model wrote it", args: `{"path":"a.txt"}`},
+		// An SDK or framework that parses the arguments and writes them
+		// back with its own JSON writer sends the same call.
+		{name: "written again as the same JSON", args: `{"path": "a.txt"}`},
 		{name: "arguments edited", args: `{"path":"/etc/passwd"}`, rules: []string{"history_rewritten"}},
 	} {
 		for _, stream := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/stream=%v", tc.name, stream), func(t *testing.T) {
-				conv := fmt.Sprintf("edited-%d-%v", len(tc.rules), stream)
+				conv := fmt.Sprintf("edited-%d-%d-%v", len(tc.rules), len(tc.args), stream)
 				headers := map[string]string{"Turnlog-Token": token, "Turnlog-Conversation": conv}
 				msgs := `{"role":"user","content":"write a.txt"}`
 				_, _ = postOK(t, r.gw.URL+"/v1/chat/completions", headers, fmt.Sprintf(`{"model":"m","n":2,"stream":%v,"messages":[%s]}`, stream, msgs))
