@@ -59,6 +59,10 @@ func (s *spool) drainFiles(ctx context.Context, r *Recorder, connected func() bo
 			return nil
 		}
 		path := filepath.Join(s.dir, n)
+		// Asked before the file is read: a call whose answer is kept
+		// while it is read would be taken for what it was read as, its
+		// provisional file (recorded failed, its answer deleted).
+		inFlight := s.forwarding(n)
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return fmt.Errorf("gateway: read spooled call %s: %w", n, err)
@@ -76,7 +80,7 @@ func (s *spool) drainFiles(ctx context.Context, r *Recorder, connected func() bo
 			*moved++
 			continue
 		}
-		if waiting[l.Conversation] || s.forwarding(n) || s.held.waits(l.Conversation, time.Now()) {
+		if waiting[l.Conversation] || inFlight || s.held.waits(l.Conversation, time.Now()) {
 			// Its call in flight (its file not whole yet), or its
 			// conversation damaged: it waits, and its conversation's
 			// later calls behind it.
