@@ -255,7 +255,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			return
 		}
-		sc, err := g.spool.admit(api, body, compact, calls.HeadersOf(r.Header), openAIAccount(r.Header), r.Header.Get(ConversationHeader), g.local, unread != "")
+		var shared *calls.Threads
+		if g.cfg.Connected() {
+			shared = g.rec.threads
+		}
+		sc, err := g.spool.admit(api, body, compact, calls.HeadersOf(r.Header), openAIAccount(r.Header), r.Header.Get(ConversationHeader), g.local, shared, unread != "")
 		if err != nil {
 			g.refuse(w, anthropic, err)
 			return

@@ -169,10 +169,13 @@ const spoolOverhead = 4096
 // admit takes a call in while NATS is away: it reserves room for its
 // request (the response is kept if it fits, else the call is recorded
 // failed for want of room), and finds its conversation as far as this
-// gateway knows it (local: the calls it recorded and spooled). A call
-// too costly to read (unread) is not read: it is threaded only when
-// named.
-func (s *spool) admit(api calls.API, body []byte, compact bool, headers map[string]string, account http.Header, named string, local *calls.Threads, unread bool) (*spoolCall, error) {
+// gateway knows it (local: the calls it recorded and spooled), and,
+// when NATS is up (calls wait behind spooled ones, a damaged
+// conversation's, say), as the installation's index knows it (shared,
+// nil while NATS is away): a call continuing another gateway's
+// conversation continues it. A call too costly to read (unread) is not
+// read: it is threaded only when named.
+func (s *spool) admit(api calls.API, body []byte, compact bool, headers map[string]string, account http.Header, named string, local, shared *calls.Threads, unread bool) (*spoolCall, error) {
 	c := &spoolCall{id: ulid.Make().String(), api: api, body: body, compact: compact, headers: headers, account: account, at: time.Now(), reserved: int64(len(body))*2 + spoolOverhead}
 	if unread {
 		// Not read.
@@ -190,14 +193,24 @@ func (s *spool) admit(api calls.API, body []byte, compact bool, headers map[stri
 	case c.req != nil && c.req.PreviousResponseID != "":
 		// An earlier call's response would branch the conversation: a
 		// fork, which cannot be made without the log (see below).
-		if ref, latest, ok, _ := local.Response(context.Background(), c.req.PreviousResponseID); ok && latest {
-			c.Conversation, c.threading = ref.Conversation, calls.ThreadExplicit
+		for _, x := range indexes(local, shared) {
+			if ref, latest, ok, _ := x.Response(context.Background(), c.req.PreviousResponseID); ok {
+				if latest {
+					c.Conversation, c.threading = ref.Conversation, calls.ThreadExplicit
+				}
+				break
+			}
 		}
 	case c.req != nil:
 		// A fork of a state recorded earlier cannot be made without the
 		// log: it starts a conversation.
-		if ref, latest, ok, _ := local.Find(context.Background(), c.req.Scope, c.req.RequestBlocks(), c.req.RequestChain()); ok && latest {
-			c.Conversation, c.threading = ref.Conversation, calls.ThreadInferred
+		for _, x := range indexes(local, shared) {
+			if ref, latest, ok, _ := x.Find(context.Background(), c.req.Scope, c.req.RequestBlocks(), c.req.RequestChain()); ok {
+				if latest {
+					c.Conversation, c.threading = ref.Conversation, calls.ThreadInferred
+				}
+				break
+			}
 		}
 	}
 	if c.Conversation == "" {
@@ -220,6 +233,16 @@ func (s *spool) admit(api calls.API, body []byte, compact bool, headers map[stri
 		return nil, err
 	}
 	return c, nil
+}
+
+// indexes are the threading indexes a spooled call is looked up in, in
+// order: this gateway's own first (it alone holds the calls spooled and
+// not yet recorded), then the shared one when NATS is up.
+func indexes(local, shared *calls.Threads) []*calls.Threads {
+	if shared == nil {
+		return []*calls.Threads{local}
+	}
+	return []*calls.Threads{local, shared}
 }
 
 // keep writes a call's file and syncs it; it returns once the call is
