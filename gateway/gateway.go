@@ -108,7 +108,9 @@ func New(cfg Config) (*Gateway, error) {
 // managed OpenAI key: see Config.BackgroundPoll), and records the calls
 // the spool holds (--record-optional) whenever NATS is up, until ctx
 // ends; meanwhile it says it runs (turnlog status lists it). Then it
-// releases the spool's directory.
+// releases the spool's directory, once the calls spooled in flight have
+// their answers in it (the server ends them; calls spooled from then on
+// are answered 503).
 func (g *Gateway) Run(ctx context.Context) {
 	// Stopping as soon as ctx ends, and at the latest when Run returns.
 	defer g.stopping.Store(true)
@@ -131,7 +133,9 @@ func (g *Gateway) Run(ctx context.Context) {
 		<-ctx.Done()
 		return
 	}
-	defer g.spool.lock.Close()
+	// Once the calls it took in are whole in it: the server ends them
+	// after Run.
+	defer g.spool.release()
 	g.spool.run(ctx, g.rec, g.cfg.Connected, 250*time.Millisecond)
 }
 

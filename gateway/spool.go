@@ -61,7 +61,9 @@ type spool struct {
 	// inFlightCalls are the calls forwarded whose answer is not kept yet,
 	// by ID: their files are provisional (spoolprovisional.go).
 	inFlightCalls map[string]bool
-	seq           atomic.Int64
+	// released: the lock is given up (release), no call is taken in.
+	released bool
+	seq      atomic.Int64
 }
 
 // spoolCall is a call forwarded while NATS is away.

@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/turnlog/turnlog/calls"
 )
@@ -26,6 +28,11 @@ func (s *spool) provision(c *spoolCall) error {
 		Threading: c.threading, Failure: provisionalFailure, Transient: true, Account: c.account}
 	data := l.Marshal()
 	s.mu.Lock()
+	if s.released {
+		s.used -= c.reserved
+		s.mu.Unlock()
+		return errors.New("the gateway is stopping, and its spool no longer takes calls")
+	}
 	s.inFlightCalls[c.id] = true
 	s.mu.Unlock()
 	if err := writeSynced(s.dir, c.id+".call", data); err != nil {
@@ -46,4 +53,25 @@ func (s *spool) forwarding(name string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.inFlightCalls[spoolID(name)]
+}
+
+// release gives up the spool's lock once no call it took in is in flight,
+// and refuses calls from then on. A stopping gateway's server ends its
+// calls after Run has returned: another gateway given the spool meanwhile
+// would take their provisional files for a dead gateway's, and record
+// calls whose answers reach their clients as failed.
+func (s *spool) release() {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		s.mu.Lock()
+		if len(s.inFlightCalls) == 0 {
+			s.released = true
+			s.mu.Unlock()
+			s.lock.Close()
+			return
+		}
+		s.mu.Unlock()
+		<-t.C
+	}
 }
