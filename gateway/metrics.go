@@ -59,7 +59,7 @@ func NewMetrics() *Metrics {
 		findings: findingsmetric.New(),
 		spooled: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "turnlog_gateway_spool_bytes",
-			Help: "Bytes of calls waiting in the --record-optional spool to be recorded.",
+			Help: "Bytes the --record-optional spool holds, what counts against --spool-bytes: the calls waiting to be recorded, and the room held for the calls in flight (twice the request and 4 KiB each, until the answer is kept).",
 		}),
 		forwarded: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "turnlog_gateway_unrecorded_forwards_total",

@@ -230,6 +230,7 @@ func (s *spool) admit(api calls.API, body []byte, compact bool, headers map[stri
 			"spool", s.dir, "limit_bytes", s.limit)
 	}
 	s.used += c.reserved
+	s.m.spooled.Set(float64(s.used))
 	s.mu.Unlock()
 	if err := s.provision(c); err != nil {
 		return nil, err

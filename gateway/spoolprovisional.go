@@ -30,6 +30,7 @@ func (s *spool) provision(c *spoolCall) error {
 	s.mu.Lock()
 	if s.released {
 		s.used -= c.reserved
+		s.m.spooled.Set(float64(s.used))
 		s.mu.Unlock()
 		return errors.New("the gateway is stopping, and its spool no longer takes calls")
 	}
