@@ -34,7 +34,9 @@ func (s *Stream) chat(data []byte) {
 		Choices []struct {
 			Index int `json:"index"`
 			Delta struct {
-				Content string `json:"content"`
+				// Content is a string, or a list of parts (some
+				// OpenAI-compatible servers: see deltaContent).
+				Content json.RawMessage `json:"content"`
 				// Refusal and Audio: a refusal is streamed in its own
 				// deltas; a spoken answer names its audio.
 				Refusal string `json:"refusal"`
@@ -99,7 +101,7 @@ func (s *Stream) chat(data []byte) {
 		}
 		logprobs.add(ch.Logprobs)
 		annotations.add(ch.Delta.Annotations...)
-		text.WriteString(ch.Delta.Content)
+		said.content(text, ch.Delta.Content)
 		refusal.WriteString(ch.Delta.Refusal)
 		said.add(ch.Delta.ReasoningContent, ch.Delta.Reasoning, ch.Delta.Audio)
 		if fc := ch.Delta.FunctionCall; fc != nil {
@@ -166,6 +168,9 @@ func (s *Stream) otherChoices(budget int) string {
 		ReasoningContent *string        `json:"reasoning_content,omitempty"`
 		Reasoning        *string        `json:"reasoning,omitempty"`
 		Audio            *streamedAudio `json:"audio,omitempty"`
+		// ContentParts: its content parts that are not text
+		// (choiceSaid.parts).
+		ContentParts json.RawMessage `json:"content_parts,omitempty"`
 	}
 	type choice struct {
 		Index        int             `json:"index"`
@@ -202,6 +207,7 @@ func (s *Stream) otherChoices(budget int) string {
 		if o.said.audio != "" || o.said.transcript.Len() > 0 {
 			c.Message.Audio = &streamedAudio{o.said.audio, o.said.transcript.String()}
 		}
+		c.Message.ContentParts = o.said.parts.array()
 		switch a := o.annotations.array(); {
 		case len(a) <= cited:
 			c.Message.Annotations, cited = a, cited-len(a)

@@ -17,6 +17,43 @@ type choiceSaid struct {
 	reasoningName string // "" when none streamed
 	audio         string
 	transcript    strings.Builder
+	// parts are the content parts that are not text, as they came: a
+	// server that streams content as a list of parts (Mistral's
+	// reasoning models: "thinking") says them beside the answer's text.
+	parts streamedList
+}
+
+// content adds a delta's content to text: a string, or a list of parts
+// whose text parts' texts are the answer's and whose others are kept
+// (parts), as a response that is not streamed has its message's content
+// read.
+func (c *choiceSaid) content(text *strings.Builder, raw json.RawMessage) {
+	if len(raw) == 0 {
+		return
+	}
+	switch raw[0] {
+	case '"':
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			text.WriteString(s)
+		}
+	case '[':
+		var parts []json.RawMessage
+		if json.Unmarshal(raw, &parts) != nil {
+			return
+		}
+		for _, p := range parts {
+			var tp struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			}
+			if json.Unmarshal(p, &tp) == nil && tp.Type == "text" {
+				text.WriteString(tp.Text)
+				continue
+			}
+			c.parts.add(p)
+		}
+	}
 }
 
 // streamedAudio is a delta's audio of a spoken answer.
@@ -53,7 +90,7 @@ func (c *choiceSaid) reasoningDelta(name string, raw json.RawMessage) {
 
 // empty reports whether the choice said nothing beside its content.
 func (c *choiceSaid) empty() bool {
-	return c.reasoningName == "" && c.audio == "" && c.transcript.Len() == 0
+	return c.reasoningName == "" && c.audio == "" && c.transcript.Len() == 0 && c.parts.size == 0
 }
 
 // members puts what the choice said into m, as a message that is not
@@ -66,5 +103,8 @@ func (c *choiceSaid) members(m map[string]json.RawMessage) {
 	}
 	if c.audio != "" || c.transcript.Len() > 0 {
 		m["audio"], _ = json.Marshal(streamedAudio{c.audio, c.transcript.String()})
+	}
+	if a := c.parts.array(); a != nil {
+		m["content_parts"] = a
 	}
 }
