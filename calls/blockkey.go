@@ -31,14 +31,14 @@ func sameContent(a, b *events.Block) bool {
 	return a.Kind == b.Kind && a.Text == b.Text && a.CallID == b.CallID && a.ToolName == b.ToolName &&
 		a.Encrypted == b.Encrypted && a.IsError == b.IsError &&
 		a.Meta["gateway.type"] == b.Meta["gateway.type"] && a.Meta[events.MetaParts] == b.Meta[events.MetaParts] &&
-		(a.Arguments == b.Arguments || a.Kind == events.KindToolCall && SameArguments(a.Arguments, b.Arguments))
+		(a.Arguments == b.Arguments || a.Kind == events.KindToolCall && sameArguments(a.Arguments, b.Arguments))
 }
 
-// SameArguments reports whether a and b, a tool call's arguments, are the
+// sameArguments reports whether a and b, a tool call's arguments, are the
 // same call's as content compares them (argumentsKey): an SDK that parses
 // the model's arguments and writes them back with its own JSON writer
-// sends the same call. The checks compare a call sent back this way.
-func SameArguments(a, b string) bool {
+// sends the same call.
+func sameArguments(a, b string) bool {
 	return a == b || argumentsKey(a) == argumentsKey(b)
 }
 

@@ -127,7 +127,7 @@ type interval struct {
 	// choices are the other choices of the previous call, when it asked
 	// for several, and firstChoice its output, which another of them may
 	// stand in for (choiceTaken).
-	choices     [][]content
+	choices     [][]events.Block
 	firstChoice []string
 }
 

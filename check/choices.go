@@ -7,44 +7,25 @@ package check
 // one back instead of the first.
 
 import (
-	"encoding/json"
-
 	"github.com/turnlog/turnlog/calls"
 	"github.com/turnlog/turnlog/events"
 )
 
 // noteChoices keeps, at a call's inference.finished, its other choices as
-// what a model reads of them, and its output (the first choice).
+// the blocks the app would send back of them, and its output (the first
+// choice).
 func (iv *interval) noteChoices(p events.InferenceFinished) {
 	iv.choices, iv.firstChoice = nil, nil
 	if p.OtherChoices == "" {
 		return
 	}
-	var others []struct {
-		Message struct {
-			Content   *string `json:"content"`
-			ToolCalls []struct {
-				ID       string `json:"id"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
-		} `json:"message"`
-	}
-	if json.Unmarshal([]byte(p.OtherChoices), &others) != nil {
+	others, err := calls.OtherChoiceBlocks(p.OtherChoices)
+	if err != nil {
 		return
 	}
-	for _, o := range others {
-		var ch []content
-		if m := o.Message; m.Content != nil && (*m.Content != "" || len(m.ToolCalls) == 0) {
-			ch = append(ch, content{kind: events.KindLLMText, text: *m.Content})
-		}
-		for _, tc := range o.Message.ToolCalls {
-			ch = append(ch, content{kind: events.KindToolCall, callID: tc.ID, tool: tc.Function.Name, args: tc.Function.Arguments})
-		}
-		if len(ch) > 0 {
-			iv.choices = append(iv.choices, ch)
+	for _, bs := range others {
+		if len(bs) > 0 {
+			iv.choices = append(iv.choices, bs)
 		}
 	}
 	if len(iv.choices) > 0 {
@@ -74,17 +55,16 @@ func (c *Checker) choiceTaken(in []events.Block, call events.Event) map[string]b
 }
 
 // sentChoice reports whether every block of choice ch is in in, added by
-// the request of call.
-func (iv *interval) sentChoice(in []events.Block, ch []content, call events.Event) bool {
-	for _, want := range ch {
+// the request of call, with the same content as threading compares it
+// (calls.Key: a tool call's arguments as JSON, a refusal or other part by
+// its digest).
+func (iv *interval) sentChoice(in []events.Block, ch []events.Block, call events.Event) bool {
+	for j := range ch {
+		want := calls.Key(&ch[j])
 		found := false
 		for i := range in {
 			b := &in[i]
-			if b.Kind != want.kind || !iv.callInput(b.ID, call) {
-				continue
-			}
-			if want.kind == events.KindLLMText && b.Text == want.text ||
-				want.kind == events.KindToolCall && b.CallID == want.callID && b.ToolName == want.tool && calls.SameArguments(b.Arguments, want.args) {
+			if b.Kind == ch[j].Kind && iv.callInput(b.ID, call) && calls.Key(b) == want {
 				found = true
 				break
 			}

@@ -110,3 +110,39 @@ func TestAnotherChoicesToolCallEditedIsRewrite(t *testing.T) {
 		}
 	}
 }
+
+// TestAnotherChoiceThatRefusedIsNoRewrite: an app that goes on with a
+// choice that is a refusal (its content null, its refusal said) sends
+// that message back. The checker read other choices by their text and
+// tool calls alone, so it skipped a refusal and reported the first
+// choice's answer as history rewritten. Other choices are now read as
+// the app's messages are, by the same reader.
+func TestAnotherChoiceThatRefusedIsNoRewrite(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"c","object":"chat.completion","model":"m","choices":[`+
+			`{"index":0,"message":{"role":"assistant","content":"answer A"},"finish_reason":"stop"},`+
+			`{"index":1,"message":{"role":"assistant","content":null,"refusal":"I can't help with that."},"finish_reason":"stop"}]}`)
+	}))
+	t.Cleanup(up.Close)
+	r := newRig(t, up.URL, "")
+	for _, tc := range []struct {
+		name, sent string
+		rules      []string
+	}{
+		{name: "the refusal", sent: `{"role":"assistant","content":null,"refusal":"I can't help with that."}`},
+		{name: "another refusal", sent: `{"role":"assistant","content":null,"refusal":"No."}`, rules: []string{"history_rewritten"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conv := "refused-" + strings.ReplaceAll(tc.name, " ", "-")
+			headers := map[string]string{"Turnlog-Token": token, "Turnlog-Conversation": conv}
+			msgs := `{"role":"user","content":"hi"}`
+			_, _ = postOK(t, r.gw.URL+"/v1/chat/completions", headers, `{"model":"m","n":2,"messages":[`+msgs+`]}`)
+			msgs += `,` + tc.sent + `,{"role":"user","content":"please"}`
+			_, _ = postOK(t, r.gw.URL+"/v1/chat/completions", headers, `{"model":"m","messages":[`+msgs+`]}`)
+			verify(t, r.log, conv)
+			assert.Equal(t, tc.rules, checkRules(t, r.log, conv), "replay --check")
+		})
+	}
+}
