@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -72,18 +73,7 @@ func TestToolUseCutByMaxTokensIsFinished(t *testing.T) {
 // arguments an SDK made of them. A call sent back with another ID is
 // still reported.
 func TestToolUseCutByMaxTokensSentBack(t *testing.T) {
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.ReadAll(r.Body)
-		w.Header().Set("Content-Type", "text/event-stream")
-		ev := func(typ, data string) { fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, data) }
-		ev("message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"c","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":9,"output_tokens":1}}}`)
-		ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"write","input":{}}}`)
-		ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"path\": \"a.txt\", \"content\": \"hel"}}`)
-		ev("content_block_stop", `{"type":"content_block_stop","index":0}`)
-		ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"max_tokens","stop_sequence":null},"usage":{"output_tokens":100}}`)
-		ev("message_stop", `{"type":"message_stop"}`)
-	}))
-	t.Cleanup(up.Close)
+	up := cutToolUseUpstream(t, `{"path": "a.txt", "content": "hel`)
 	r := newRig(t, "", up.URL)
 	for _, tc := range []struct {
 		name, id string
@@ -114,18 +104,7 @@ func TestToolUseCutByMaxTokensSentBack(t *testing.T) {
 // got. Arguments the model did not write, under the same call ID and
 // tool, are history the app rewrote.
 func TestToolUseCutByMaxTokensSentBackEdited(t *testing.T) {
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.ReadAll(r.Body)
-		w.Header().Set("Content-Type", "text/event-stream")
-		ev := func(typ, data string) { fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, data) }
-		ev("message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"c","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":9,"output_tokens":1}}}`)
-		ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"write","input":{}}}`)
-		ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"path\": \"a.txt\", \"lines\": [1, 2], \"content\": \"hel"}}`)
-		ev("content_block_stop", `{"type":"content_block_stop","index":0}`)
-		ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"max_tokens","stop_sequence":null},"usage":{"output_tokens":100}}`)
-		ev("message_stop", `{"type":"message_stop"}`)
-	}))
-	t.Cleanup(up.Close)
+	up := cutToolUseUpstream(t, `{"path": "a.txt", "lines": [1, 2], "content": "hel`)
 	r := newRig(t, "", up.URL)
 	for _, tc := range []struct {
 		name, input string
@@ -150,4 +129,24 @@ func TestToolUseCutByMaxTokensSentBackEdited(t *testing.T) {
 			assert.Equal(t, tc.rules, checkRules(t, r.log, conv))
 		})
 	}
+}
+
+// cutToolUseUpstream is a Messages upstream whose streamed answer is one
+// tool call ("write", toolu_1) cut by max_tokens after the model wrote
+// partial of its input.
+func cutToolUseUpstream(t *testing.T, partial string) *httptest.Server {
+	delta, _ := json.Marshal(map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "input_json_delta", "partial_json": partial}})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		ev := func(typ, data string) { fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, data) }
+		ev("message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"c","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":9,"output_tokens":1}}}`)
+		ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"write","input":{}}}`)
+		ev("content_block_delta", string(delta))
+		ev("content_block_stop", `{"type":"content_block_stop","index":0}`)
+		ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"max_tokens","stop_sequence":null},"usage":{"output_tokens":100}}`)
+		ev("message_stop", `{"type":"message_stop"}`)
+	}))
+	t.Cleanup(up.Close)
+	return up
 }

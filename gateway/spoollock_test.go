@@ -26,14 +26,7 @@ import (
 // gateway's and record it failed, while the call's answer reaches its
 // client and its file.
 func TestStoppingGatewayKeepsItsSpoolWhileACallIsInFlight(t *testing.T) {
-	release := make(chan struct{})
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		<-release
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, chatAnswer("late"))
-	}))
-	t.Cleanup(up.Close)
+	up, release := heldUpstream(t)
 	l, err := eventlog.Open(t.Context(), natstest.Start(t).Conn)
 	require.NoError(t, err)
 	threads, err := l.Threads(t.Context())

@@ -3,10 +3,8 @@ package gateway_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,14 +24,7 @@ import (
 // of such a call was written before its answer: the provider did it, the
 // app got a broken connection, and no record, file or metric held it.
 func TestSpooledCallOfAKilledGatewayIsRecordedFailed(t *testing.T) {
-	release := make(chan struct{})
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		<-release
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, chatAnswer("late"))
-	}))
-	t.Cleanup(up.Close)
+	up, release := heldUpstream(t)
 	c := newCuttable(t, up.URL, 1<<20)
 	t.Cleanup(func() { close(release) }) // before the gateway's server closes, which waits for the call
 	c.cut(t)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/calls"
+	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/replay"
 )
 
@@ -35,15 +36,7 @@ func TestStreamedRefusalIsRecorded(t *testing.T) {
 	}))
 	t.Cleanup(up.Close)
 	r := newRig(t, up.URL, "")
-	resp, body := post(t, r.gw.URL+"/v1/chat/completions", map[string]string{"Turnlog-Token": token},
-		`{"model":"m","stream":true,"messages":[{"role":"user","content":"do something bad"}]}`)
-	require.Equal(t, 200, resp.StatusCode, "%s", body)
-	conv := resp.Header.Get("Turnlog-Conversation")
-	verify(t, r.log, conv)
-	page, err := replay.Calls(context.Background(), r.log, conv, replay.Page{})
-	require.NoError(t, err)
-	require.Len(t, page.Calls, 1)
-	out := page.Calls[0].Output
+	out := onlyCallsOutput(t, r, `{"model":"m","stream":true,"messages":[{"role":"user","content":"do something bad"}]}`)
 	require.Len(t, out, 1)
 	var streamed struct {
 		Refusal string `json:"refusal"`
@@ -72,15 +65,7 @@ func TestStreamedSpokenAnswerKeepsItsTranscript(t *testing.T) {
 	}))
 	t.Cleanup(up.Close)
 	r := newRig(t, up.URL, "")
-	resp, body := post(t, r.gw.URL+"/v1/chat/completions", map[string]string{"Turnlog-Token": token},
-		`{"model":"m","modalities":["text","audio"],"stream":true,"messages":[{"role":"user","content":"say hello"}]}`)
-	require.Equal(t, 200, resp.StatusCode, "%s", body)
-	conv := resp.Header.Get("Turnlog-Conversation")
-	verify(t, r.log, conv)
-	page, err := replay.Calls(context.Background(), r.log, conv, replay.Page{})
-	require.NoError(t, err)
-	require.Len(t, page.Calls, 1)
-	out := page.Calls[0].Output
+	out := onlyCallsOutput(t, r, `{"model":"m","modalities":["text","audio"],"stream":true,"messages":[{"role":"user","content":"say hello"}]}`)
 	require.Len(t, out, 1)
 	require.NotEmpty(t, out[0].Meta[calls.MetaStreamed], "the transcript the app got is in the record")
 	assert.JSONEq(t, `{"audio":{"id":"audio_1","transcript":"Hello there."}}`, out[0].Meta[calls.MetaStreamed])
@@ -110,15 +95,7 @@ func TestStreamedReasoningContentIsRecorded(t *testing.T) {
 	r := newRig(t, up.URL, "")
 	for _, model := range []string{"deepseek", "ollama"} {
 		t.Run(model, func(t *testing.T) {
-			resp, body := post(t, r.gw.URL+"/v1/chat/completions", map[string]string{"Turnlog-Token": token},
-				`{"model":"`+model+`","stream":true,"messages":[{"role":"user","content":"2+2?"}]}`)
-			require.Equal(t, 200, resp.StatusCode, "%s", body)
-			conv := resp.Header.Get("Turnlog-Conversation")
-			verify(t, r.log, conv)
-			page, err := replay.Calls(context.Background(), r.log, conv, replay.Page{})
-			require.NoError(t, err)
-			require.Len(t, page.Calls, 1)
-			out := page.Calls[0].Output
+			out := onlyCallsOutput(t, r, `{"model":"`+model+`","stream":true,"messages":[{"role":"user","content":"2+2?"}]}`)
 			require.Len(t, out, 1)
 			assert.Equal(t, "4.", out[0].Text)
 			name := map[string]string{"deepseek": "reasoning_content", "ollama": "reasoning"}[model]
@@ -167,4 +144,19 @@ func TestStreamedReasoningBeforeToolCallsIsRecorded(t *testing.T) {
 	require.Equal(t, 200, resp.StatusCode, "%s", body)
 	verify(t, r.log, conv)
 	assert.Empty(t, checkRules(t, r.log, conv))
+}
+
+// onlyCallsOutput sends body as a call of its own conversation, checks
+// that replay --verify proves the conversation, and returns the output of
+// its only model call, as the calls view shows it.
+func onlyCallsOutput(t *testing.T, r *rig, body string) []events.Block {
+	t.Helper()
+	resp, out := post(t, r.gw.URL+"/v1/chat/completions", map[string]string{"Turnlog-Token": token}, body)
+	require.Equal(t, 200, resp.StatusCode, "%s", out)
+	conv := resp.Header.Get("Turnlog-Conversation")
+	verify(t, r.log, conv)
+	page, err := replay.Calls(context.Background(), r.log, conv, replay.Page{})
+	require.NoError(t, err)
+	require.Len(t, page.Calls, 1)
+	return page.Calls[0].Output
 }

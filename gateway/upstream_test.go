@@ -252,3 +252,17 @@ func newNumberedResponses(t *testing.T) *httptest.Server {
 	t.Cleanup(up.Close)
 	return up
 }
+
+// heldUpstream is an upstream that answers a Chat Completions call
+// ("late") only once release is closed: a call at the provider.
+func heldUpstream(t *testing.T) (*httptest.Server, chan struct{}) {
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		<-release
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, chatAnswer("late"))
+	}))
+	t.Cleanup(up.Close)
+	return up, release
+}
