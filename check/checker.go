@@ -114,6 +114,11 @@ type interval struct {
 	ordered bool
 	// removed names the blocks removed by an allowed event, and by whom.
 	removed map[string]string
+	// movedBy and removedBy name the events that moved history, or
+	// removed a block of it, and are allowed none of it (a middleware of
+	// one's own, say): what a history_rewritten finding then blames.
+	movedBy   []string
+	removedBy map[string]string
 	// changed: an event may have changed, moved or removed a block the
 	// previous call sent (anything but appending blocks at the end).
 	changed bool
@@ -167,7 +172,7 @@ func New(opts ...Option) *Checker {
 }
 
 func (iv *interval) reset() {
-	*iv = interval{removed: map[string]string{}, content: map[string]content{}}
+	*iv = interval{removed: map[string]string{}, removedBy: map[string]string{}, content: map[string]content{}}
 }
 
 // Calls counts the model calls (inference.started events) fed so far.
@@ -194,7 +199,7 @@ func (c *Checker) Feed(e events.Event) ([]Finding, error) {
 // inference.started, the Turn before it is the same), n is e's position.
 // A Checker is fed either way, never both.
 func (c *Checker) Observe(e events.Event, n int, turn *projector.Turn) []Finding {
-	c.note(e, turn)
+	c.note(e, n, turn)
 	p, ok := e.Payload.(events.InferenceStarted)
 	if !ok {
 		return nil

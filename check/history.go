@@ -3,6 +3,7 @@ package check
 import (
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/turnlog/turnlog/events"
 )
@@ -111,8 +112,12 @@ func (c *Checker) history(in []events.Block, same int, call events.Event) []Find
 				}
 			}
 			if _, allowed := c.since.removed[id]; !allowed && !merged[id] && !taken[id] && !c.unfinishedCallSent(in, want, call) {
+				by := "by no compaction, operator or documented middleware"
+				if e, ok := c.since.removedBy[id]; ok {
+					by = "by " + e + "; only a compaction, an operator or the reasoning guard may remove history"
+				}
 				fs = append(fs, Finding{Rule: RuleHistoryRewritten, Blocks: []string{id},
-					Detail: string(want.kind) + " " + id + " was removed since call " + itoa(c.prev.call) + ", by no compaction, operator or documented middleware"})
+					Detail: string(want.kind) + " " + id + " was removed since call " + itoa(c.prev.call) + ", " + by})
 			}
 			return
 		}
@@ -133,10 +138,14 @@ func (c *Checker) history(in []events.Block, same int, call events.Event) []Find
 	}
 	if !c.since.ordered && !slices.IsSorted(at) {
 		stable := increasing(at)
+		by := "by no documented middleware"
+		if len(c.since.movedBy) > 0 {
+			by = "by " + strings.Join(c.since.movedBy, ", ") + "; only the ordering middleware may move history"
+		}
 		for k, i := range at {
 			if !stable[k] {
 				fs = append(fs, Finding{Rule: RuleHistoryRewritten, Blocks: []string{was[k]},
-					Detail: blockAt(in, i) + " moved since call " + itoa(c.prev.call) + ", by no documented middleware"})
+					Detail: blockAt(in, i) + " moved since call " + itoa(c.prev.call) + ", " + by})
 			}
 		}
 	}

@@ -4,15 +4,17 @@ package check
 // call's input with the ones before it.
 
 import (
+	"strconv"
 	"strings"
 
+	"github.com/turnlog/turnlog/calls"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/projector"
 )
 
 // note records what an event (already applied) means for the rules across
 // calls.
-func (c *Checker) note(e events.Event, turn *projector.Turn) {
+func (c *Checker) note(e events.Event, n int, turn *projector.Turn) {
 	operator := strings.HasPrefix(e.Actor, operatorPrefix)
 	output := func(id string) {
 		b, ok := turn.Block(id)
@@ -77,11 +79,17 @@ func (c *Checker) note(e events.Event, turn *projector.Turn) {
 	case events.UserAppended:
 		c.lastOutput = ""
 	case events.BlocksReordered:
-		c.since.ordered = c.since.ordered || e.Actor == actorOrdering
+		if e.Actor == actorOrdering {
+			c.since.ordered = true
+		} else if e.Actor != calls.Actor {
+			c.since.movedBy = append(c.since.movedBy, culprit(e, n))
+		}
 	case events.BlocksRemoved:
-		if operator || e.Actor == actorReasoningGuard {
-			for _, id := range p.BlockIDs {
+		for _, id := range p.BlockIDs {
+			if operator || e.Actor == actorReasoningGuard {
 				c.since.removed[id] = e.Actor
+			} else if e.Actor != calls.Actor {
+				c.since.removedBy[id] = culprit(e, n)
 			}
 		}
 		c.since.operator = c.since.operator || operator
@@ -93,4 +101,13 @@ func (c *Checker) note(e events.Event, turn *projector.Turn) {
 			c.since.removed[id] = "compaction"
 		}
 	}
+}
+
+// culprit names event e, at position n, as a history_rewritten
+// finding blames it: its type, its actor and its position, e.g.
+// `blocks.reordered of "acme.compact" (event 13)`. The gateway's events
+// are never blamed: they record what an app's call sent, so the app, not
+// the gateway, left the history out.
+func culprit(e events.Event, n int) string {
+	return string(e.Type) + " of " + strconv.Quote(e.Actor) + " (event " + itoa(n) + ")"
 }
