@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/turnlog/turnlog/engine"
 	"github.com/turnlog/turnlog/events"
@@ -124,6 +127,12 @@ func orphanedReasoning(tx *engine.Tx, cfg ReasoningGuardConfig) error {
 	if !cfg.Repair {
 		o := orphans[0]
 		remedy := fmt.Sprintf("remove it once with `turnlog repair --yes %s`", events.CommandArg(tx.Turn().Conversation))
+		if movers := blockMovers(tx); movers != "" {
+			// Repair sees only the log, which holds nothing of this
+			// step once it fails: the middleware is what to fix.
+			remedy = movers + " moved or removed blocks in this step, before this guard: if that left it so, fix that middleware " +
+				"(it must keep a reasoning block with its follower: middlewares.MoveUnit, middlewares.Units); else " + remedy
+		}
 		if cfg.Remedy != "" {
 			remedy += ", or " + cfg.Remedy
 		}
@@ -140,4 +149,22 @@ func orphanedReasoning(tx *engine.Tx, cfg ReasoningGuardConfig) error {
 		}
 	}
 	return nil
+}
+
+// blockMovers names the events of the step in hand (tx's pending ones)
+// that moved or removed blocks, e.g. `blocks.reordered of "acme.compact"`,
+// each once, "" when none: what can have orphaned a reasoning block in
+// this step, which the log, and so `turnlog repair`, never sees when the
+// step fails.
+func blockMovers(tx *engine.Tx) string {
+	var names []string
+	for _, e := range tx.Pending() {
+		switch e.Payload.(type) {
+		case events.BlocksReordered, events.BlocksRemoved, events.TurnCompacted, events.BlockInserted, events.BlockSplit:
+			if name := string(e.Type) + " of " + strconv.Quote(e.Actor); !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+	}
+	return strings.Join(names, ", ")
 }
