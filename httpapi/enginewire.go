@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/turnlog/turnlog/engine"
+	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/replay"
 )
 
@@ -18,7 +19,11 @@ func (s *Server) engineWire(r *http.Request, rec *replay.CallRecord, out *WireBo
 	case rec.Closed == nil:
 		return fmt.Errorf("%w: no event closed the call yet (it is running, or what made it stopped)", errNoWire)
 	case w.IsZero():
-		return fmt.Errorf("%w: the call recorded none (it failed before sending, or was recorded by a turnlog before wire hashes)", errNoWire)
+		if _, failed := rec.Closed.(events.InferenceFailed); failed {
+			return fmt.Errorf("%w: the call recorded none (it failed before sending one, or was recorded by a turnlog before wire hashes)", errNoWire)
+		}
+		return fmt.Errorf("%w: the call recorded none: its engine records none (an engine of your own calls engine.DescribeWire "+
+			"and registers its rendering with profile.WithWire: see docs/library.md), or a turnlog before wire hashes recorded it", errNoWire)
 	case s.cfg.Wire == nil:
 		return fmt.Errorf("%w: this server renders no engine's requests (turnlog serve does; a program of its own sets httpapi.Config.Wire)", errNoWire)
 	case !s.cfg.Wire.Knows(w.Version):
