@@ -55,6 +55,10 @@ func (c *Checker) note(e events.Event, n int, turn *projector.Turn) {
 				}
 			}
 		}
+	case events.BlockInserted:
+		if p.Block.Kind == events.KindLLMText {
+			c.copied[p.Block.ID] = true
+		}
 	case events.SystemPromptSet:
 		c.origin[p.BlockID] = e.Actor
 		c.since.operator = c.since.operator || operator

@@ -48,6 +48,10 @@ type runScanner struct {
 	ids    map[content]int
 	pairs  map[[2]int][]int // pair of keys -> the places it starts at
 	steps  []runStep        // the scan's decisions, in order
+	// copied names the model texts a middleware inserted (nil: none
+	// known): a repeat whose second copy holds one is a fault, however
+	// short. A block's origin never changes, so decisions kept stay true.
+	copied map[string]bool
 }
 
 // runStep is one decision of the scan: at key position i, a run of n (0:
@@ -70,7 +74,7 @@ func (s *runScanner) update(blocks []events.Block, same int) []Run {
 	if kept == 0 || len(s.ids) > 4*len(blocks)+64 {
 		// Start over, and let the interned contents of blocks long gone
 		// go with the old map.
-		*s = runScanner{ids: make(map[content]int, len(blocks)), pairs: make(map[[2]int][]int, len(blocks))}
+		*s = runScanner{ids: make(map[content]int, len(blocks)), pairs: make(map[[2]int][]int, len(blocks)), copied: s.copied}
 		kept = 0
 	}
 	// Decisions kept: those that read kept keys only.
@@ -146,7 +150,7 @@ func (s *runScanner) scan(blocks []events.Block) {
 				n++
 			}
 			reach = max(reach, i+n)
-			if n >= 2 && n > bestN && fault(blocks, s.at[j:j+n]) {
+			if n >= 2 && n > bestN && (fault(blocks, s.at[j:j+n]) || s.copy(blocks, s.at[i:i+n])) {
 				bestJ, bestN = j, n
 			}
 		}
@@ -163,6 +167,18 @@ func (s *runScanner) scan(blocks []events.Block) {
 		}
 		i += bestN
 	}
+}
+
+// copy reports whether the second copy of a repeated run (the blocks at
+// these indexes) holds model text a middleware inserted: the model did
+// not say it again, the history was copied.
+func (s *runScanner) copy(blocks []events.Block, again []int) bool {
+	for _, i := range again {
+		if blocks[i].Kind == events.KindLLMText && s.copied[blocks[i].ID] {
+			return true
+		}
+	}
+	return false
 }
 
 // fault reports whether a repeated run (the blocks at these indexes) is a

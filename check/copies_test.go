@@ -1,0 +1,63 @@
+package check_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/check"
+	"github.com/turnlog/turnlog/events"
+)
+
+// TestInsertedCopiesOfOneExchange: a one-exchange history sent twice
+// cannot be told from a user who asked the same again, unless the log
+// says the second copy's model text was put there by a middleware
+// (block.inserted), not produced by the model: then it is a copy of the
+// history, reported at the first call that received it.
+func TestInsertedCopiesOfOneExchange(t *testing.T) {
+	tests := []struct {
+		name string
+		conv func() *rec
+		want []got
+	}{
+		{name: "a middleware inserts a copy of the one exchange before the new message",
+			conv: func() *rec {
+				r := &rec{}
+				r.prompt("s", "be brief").user("u1", "hello").call().reasoning("r1", "echo").answer("a1", "You said: hello").
+					user("u2", "weather in rome")
+				return r.add("acme.compact", events.BlockInserted{Index: 4, Block: events.Block{ID: "x1", Kind: events.KindUser, Text: "hello"}}).
+					add("acme.compact", events.BlockInserted{Index: 5, Block: events.Block{ID: "x2", Kind: events.KindLLMText, Text: "You said: hello"}}).
+					call()
+			},
+			want: []got{{check.RuleDuplicateBlocks, 2}},
+		},
+		{name: "the user asks the same again and the model answers the same: a conversation",
+			conv: func() *rec {
+				r := &rec{}
+				return r.prompt("s", "be brief").user("u1", "hello").call().answer("a1", "You said: hello").
+					user("u2", "hello").call().answer("a2", "You said: hello").user("u3", "weather in rome").call()
+			},
+			want: []got{},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, summary(tc.conv().findings(t)))
+		})
+	}
+}
+
+// TestInsertedCopiesPending: copies a middleware inserted after the last
+// call are found in the Turn no model has received yet (Pending).
+func TestInsertedCopiesPending(t *testing.T) {
+	r := &rec{}
+	r.prompt("s", "be brief").user("u1", "hello").call().answer("a1", "You said: hello").user("u2", "weather in rome").
+		add("acme.compact", events.BlockInserted{Index: 3, Block: events.Block{ID: "x1", Kind: events.KindUser, Text: "hello"}}).
+		add("acme.compact", events.BlockInserted{Index: 4, Block: events.Block{ID: "x2", Kind: events.KindLLMText, Text: "You said: hello"}})
+	c := check.New()
+	for _, e := range r.evs {
+		_, err := c.Feed(e)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, []got{{check.RuleDuplicateBlocks, check.PendingCall}}, summary(c.Pending(len(r.evs), nil)))
+}
