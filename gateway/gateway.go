@@ -109,8 +109,8 @@ func New(cfg Config) (*Gateway, error) {
 // the spool holds (--record-optional) whenever NATS is up, until ctx
 // ends; meanwhile it says it runs (turnlog status lists it). Then it
 // releases the spool's directory, once the calls spooled in flight have
-// their answers in it (the server ends them; calls spooled from then on
-// are answered 503).
+// their answers in it (the server ends them; calls that would go to the
+// spool once ctx has ended are answered 503).
 func (g *Gateway) Run(ctx context.Context) {
 	// Stopping as soon as ctx ends, and at the latest when Run returns.
 	defer g.stopping.Store(true)

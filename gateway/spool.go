@@ -61,7 +61,8 @@ type spool struct {
 	// inFlightCalls are the calls forwarded whose answer is not kept yet,
 	// by ID: their files are provisional (spoolprovisional.go).
 	inFlightCalls map[string]bool
-	// released: the lock is given up (release), no call is taken in.
+	// released: the gateway stops (release): no call is taken in, and
+	// the lock is given up once the calls in flight are whole.
 	released bool
 	seq      atomic.Int64
 }

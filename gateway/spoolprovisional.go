@@ -56,23 +56,30 @@ func (s *spool) forwarding(name string) bool {
 	return s.inFlightCalls[spoolID(name)]
 }
 
-// release gives up the spool's lock once no call it took in is in flight,
-// and refuses calls from then on. A stopping gateway's server ends its
+// release refuses calls from now on, and gives up the spool's lock once
+// no call it took in is in flight. A stopping gateway's server ends its
 // calls after Run has returned: another gateway given the spool meanwhile
 // would take their provisional files for a dead gateway's, and record
 // calls whose answers reach their clients as failed.
+//
+// It refuses calls at once, not once they are whole: each call taken in
+// meanwhile would be forwarded by a gateway that is stopping and put the
+// release off until it ended, so that under steady traffic the spool was
+// never let go.
 func (s *spool) release() {
 	t := time.NewTicker(10 * time.Millisecond)
 	defer t.Stop()
+	s.mu.Lock()
+	s.released = true
+	s.mu.Unlock()
 	for {
 		s.mu.Lock()
-		if len(s.inFlightCalls) == 0 {
-			s.released = true
-			s.mu.Unlock()
+		n := len(s.inFlightCalls)
+		s.mu.Unlock()
+		if n == 0 {
 			s.lock.Close()
 			return
 		}
-		s.mu.Unlock()
 		<-t.C
 	}
 }
