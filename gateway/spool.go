@@ -196,24 +196,18 @@ func (s *spool) admit(api calls.API, body []byte, compact bool, headers map[stri
 	case c.req != nil && c.req.PreviousResponseID != "":
 		// An earlier call's response would branch the conversation: a
 		// fork, which cannot be made without the log (see below).
-		for _, x := range indexes(local, shared) {
-			if ref, latest, ok, _ := x.Response(context.Background(), c.req.PreviousResponseID); ok {
-				if latest {
-					c.Conversation, c.threading = ref.Conversation, calls.ThreadExplicit
-				}
-				break
-			}
+		if ref, latest, ok := lookUp(local, shared, func(x *calls.Threads) (calls.Ref, bool, bool, error) {
+			return x.Response(context.Background(), c.req.PreviousResponseID)
+		}); ok && latest {
+			c.Conversation, c.threading = ref.Conversation, calls.ThreadExplicit
 		}
 	case c.req != nil:
 		// A fork of a state recorded earlier cannot be made without the
 		// log: it starts a conversation.
-		for _, x := range indexes(local, shared) {
-			if ref, latest, ok, _ := x.Find(context.Background(), c.req.Scope, c.req.RequestBlocks(), c.req.RequestChain()); ok {
-				if latest {
-					c.Conversation, c.threading = ref.Conversation, calls.ThreadInferred
-				}
-				break
-			}
+		if ref, latest, ok := lookUp(local, shared, func(x *calls.Threads) (calls.Ref, bool, bool, error) {
+			return x.Find(context.Background(), c.req.Scope, c.req.RequestBlocks(), c.req.RequestChain())
+		}); ok && latest {
+			c.Conversation, c.threading = ref.Conversation, calls.ThreadInferred
 		}
 	}
 	if c.Conversation == "" {
@@ -239,14 +233,23 @@ func (s *spool) admit(api calls.API, body []byte, compact bool, headers map[stri
 	return c, nil
 }
 
-// indexes are the threading indexes a spooled call is looked up in, in
-// order: this gateway's own first (it alone holds the calls spooled and
-// not yet recorded), then the shared one when NATS is up.
-func indexes(local, shared *calls.Threads) []*calls.Threads {
-	if shared == nil {
-		return []*calls.Threads{local}
+// lookUp finds what a spooled call goes on from with find, in this
+// gateway's own index first: it alone holds the calls spooled and not
+// yet recorded (a state of one, or one after the state found, settles
+// it). A recorded state it holds as its conversation's latest is asked of
+// the shared index too when NATS is up (shared not nil), as a live call's
+// guess is verified: another gateway may have gone on from it since, and
+// the call is then a fork, not the conversation's next call (recorded
+// there, it would rewrite the conversation's history).
+func lookUp(local, shared *calls.Threads, find func(*calls.Threads) (calls.Ref, bool, bool, error)) (ref calls.Ref, latest, ok bool) {
+	ref, latest, ok, _ = find(local)
+	if shared == nil || ok && (!latest || ref.Events < 0) {
+		return ref, latest, ok
 	}
-	return []*calls.Threads{local, shared}
+	if sref, slatest, sok, err := find(shared); err == nil && sok {
+		return sref, slatest, true
+	}
+	return ref, latest, ok
 }
 
 // keep writes a call's file and syncs it; it returns once the call is
