@@ -46,13 +46,16 @@ func sameArguments(a, b string) bool {
 // canonical JSON (Canonical), so that an SDK that parses the model's
 // arguments and writes them back with its own JSON writer ({"city":
 // "Paris"} sent back as {"city":"Paris"}) re-sends the same call; the
-// text itself when it is not JSON.
+// text itself when it is not JSON, or when its canonical form leaves out
+// something it says (canonicalExact: a name given twice, an integer past
+// 2^53): another text with that canonical form says something else to
+// the model, which reads the text, and must not pass for the model's own.
 func argumentsKey(args string) string {
 	if args == "" {
 		return ""
 	}
-	c, err := Canonical([]byte(args))
-	if err != nil {
+	c, exact, err := canonicalExact([]byte(args))
+	if err != nil || !exact {
 		return args
 	}
 	return string(c)

@@ -32,6 +32,11 @@ type canonScanner struct {
 	// JSON readers disagree on (see ambiguousNames).
 	strict    bool
 	ambiguous string
+	// exactNumbers writes a number whose double is not its value as its
+	// value (see canonicalExact); inexact notes that the canonical form
+	// leaves out something the text says.
+	exactNumbers bool
+	inexact      bool
 }
 
 // member is an object's member as canonScanner wrote it: its name, and
@@ -195,6 +200,7 @@ func (s *canonScanner) object(out []byte) ([]byte, error) {
 	first := true
 	for k, m := range members {
 		if k+1 < len(members) && members[k+1].name == m.name {
+			s.inexact = true
 			continue // a later value of the same name wins
 		}
 		if !first {
@@ -266,7 +272,12 @@ func (s *canonScanner) number(out []byte) ([]byte, error) {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
 		return out, fmt.Errorf("number %s is out of the range of a double, which canonical JSON cannot write", text)
 	}
-	return appendNumber(out, f), nil
+	n := len(out)
+	out = appendNumber(out, f)
+	if s.exactNumbers && string(out[n:]) != string(text) {
+		out = s.exactNumber(out, n, text, f)
+	}
+	return out, nil
 }
 
 // str reads the string at s.i ('"') and returns its text: escapes
@@ -333,7 +344,7 @@ func (s *canonScanner) str() (string, error) {
 						}
 						s.i = save
 					}
-					r = utf8.RuneError
+					r, s.inexact = utf8.RuneError, true
 				}
 				t = utf8.AppendRune(t, r)
 			default:
@@ -346,7 +357,7 @@ func (s *canonScanner) str() (string, error) {
 		default:
 			r, size := utf8.DecodeRune(s.b[s.i:])
 			if r == utf8.RuneError && size == 1 {
-				t = utf8.AppendRune(t, utf8.RuneError)
+				t, s.inexact = utf8.AppendRune(t, utf8.RuneError), true
 			} else {
 				t = append(t, s.b[s.i:s.i+size]...)
 			}
