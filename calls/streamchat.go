@@ -141,13 +141,18 @@ func (s *Stream) chat(data []byte) {
 // "reasoning_content" or "reasoning", "audio"}, "finish_reason",
 // "logprobs"}; the
 // logprobs past budget (spent in order) are {"omitted_bytes": n}, and so
-// are the annotations past what MaxStreamedBytes leaves after the first
-// choice's (one bound for the answer's cited sources, whatever its "n").
+// are the annotations, and the content parts, past what MaxStreamedBytes
+// leaves after the first choice's (one bound for the answer's cited
+// sources, one for its parts, whatever its "n").
 func (s *Stream) otherChoices(budget int) string {
 	if len(s.others) == 0 {
 		return ""
 	}
 	cited := MaxStreamedBytes - min(s.chatAnnotations.size, MaxStreamedBytes)
+	// The content parts too: one bound for the other choices' together
+	// (each delta's part kept as it came, a choice's reasoning fills one
+	// bound by itself).
+	parted := MaxStreamedBytes - min(s.chatSaid.parts.size, MaxStreamedBytes)
 	type call struct {
 		ID       string `json:"id"`
 		Type     string `json:"type"`
@@ -207,7 +212,12 @@ func (s *Stream) otherChoices(budget int) string {
 		if o.said.audio != "" || o.said.transcript.Len() > 0 {
 			c.Message.Audio = &streamedAudio{o.said.audio, o.said.transcript.String()}
 		}
-		c.Message.ContentParts = o.said.parts.array()
+		switch a := o.said.parts.array(); {
+		case len(a) <= parted:
+			c.Message.ContentParts, parted = a, parted-len(a)
+		default:
+			c.Message.ContentParts, parted = json.RawMessage(omittedJSON(o.said.parts.size)), 0
+		}
 		switch a := o.annotations.array(); {
 		case len(a) <= cited:
 			c.Message.Annotations, cited = a, cited-len(a)
