@@ -7,6 +7,8 @@ package check
 // one back instead of the first.
 
 import (
+	"slices"
+
 	"github.com/turnlog/turnlog/calls"
 	"github.com/turnlog/turnlog/events"
 )
@@ -37,10 +39,13 @@ func (iv *interval) noteChoices(p events.InferenceFinished) {
 // the input goes on with another of its choices instead: every block of
 // that choice (its text, each tool call by its ID, tool and arguments, as
 // the model wrote them, compared as JSON: one sent back edited is a
-// rewrite) is among the
-// blocks the request of call, whose inference.started it is, added. nil
-// otherwise.
+// rewrite) is among the blocks the request of call, whose
+// inference.started it is, added, and no block of the first choice is
+// left (firstChoiceKept). nil otherwise.
 func (c *Checker) choiceTaken(in []events.Block, call events.Event) map[string]bool {
+	if len(c.since.choices) > 0 && c.firstChoiceKept(in) {
+		return nil
+	}
 	for _, ch := range c.since.choices {
 		if !c.since.sentChoice(in, ch, call) {
 			continue
@@ -52,6 +57,20 @@ func (c *Checker) choiceTaken(in []events.Block, call events.Event) map[string]b
 		return taken
 	}
 	return nil
+}
+
+// firstChoiceKept reports whether a block of the first choice is in in:
+// another choice stands in for the first only in its place, whole. Its
+// text sent with the first's tool call (or the other way round) is a
+// turn the model never wrote, and the first's blocks left out of it are
+// history rewritten.
+func (c *Checker) firstChoiceKept(in []events.Block) bool {
+	for i := range in {
+		if slices.Contains(c.since.firstChoice, in[i].ID) {
+			return true
+		}
+	}
+	return false
 }
 
 // sentChoice reports whether every block of choice ch is in in, added by

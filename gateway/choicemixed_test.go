@@ -1,0 +1,55 @@
+package gateway_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// TestAnotherChoiceMixedWithTheFirstIsRewrite: another choice stands in
+// for the first only in its place: an app that sends back the second
+// choice's text with the first choice's tool call has the model read a
+// turn it never wrote (its text from one answer, its call from another).
+// The allowance excused the first choice's text, missing, though its
+// call was still there, and the mix passed unreported.
+func TestAnotherChoiceMixedWithTheFirstIsRewrite(t *testing.T) {
+	const call = `{"id":"call_A","type":"function","function":{"name":"write","arguments":"{\"path\":\"a.txt\"}"}}`
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		if !strings.Contains(string(b), `"n":2`) {
+			io.WriteString(w, chatAnswer("done"))
+			return
+		}
+		io.WriteString(w, `{"id":"c","object":"chat.completion","model":"m","choices":[`+
+			`{"index":0,"message":{"role":"assistant","content":"I will write a.txt.","tool_calls":[`+call+`]},"finish_reason":"tool_calls"},`+
+			`{"index":1,"message":{"role":"assistant","content":"I will not write anything."},"finish_reason":"stop"}]}`)
+	}))
+	t.Cleanup(up.Close)
+	r := newRig(t, up.URL, "")
+	for _, tc := range []struct {
+		name, sent string
+		rules      []string
+	}{
+		{name: "the first choice", sent: `{"role":"assistant","content":"I will write a.txt.","tool_calls":[` + call + `]},{"role":"tool","tool_call_id":"call_A","content":"ok"}`},
+		{name: "the second choice", sent: `{"role":"assistant","content":"I will not write anything."}`},
+		{name: "the second's text with the first's call", sent: `{"role":"assistant","content":"I will not write anything.","tool_calls":[` + call + `]},{"role":"tool","tool_call_id":"call_A","content":"ok"}`,
+			rules: []string{"history_rewritten"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conv := fmt.Sprintf("mixed-%d-%d", len(tc.rules), len(tc.sent))
+			headers := map[string]string{"Turnlog-Token": token, "Turnlog-Conversation": conv}
+			msgs := `{"role":"user","content":"write a.txt"}`
+			_, _ = postOK(t, r.gw.URL+"/v1/chat/completions", headers, `{"model":"m","n":2,"messages":[`+msgs+`]}`)
+			msgs += `,` + tc.sent + `,{"role":"user","content":"go on"}`
+			_, _ = postOK(t, r.gw.URL+"/v1/chat/completions", headers, `{"model":"m","messages":[`+msgs+`]}`)
+			verify(t, r.log, conv)
+			assert.Equal(t, tc.rules, checkRules(t, r.log, conv), "replay --check")
+		})
+	}
+}
