@@ -42,9 +42,17 @@ func (p Profile) Summary(name string) Summary {
 	if p.Model != "" {
 		s.Model = p.Model
 	}
-	// A password in the URL stays on this machine.
+	// A credential in the URL stays on this machine: a password, or a
+	// user without one, which is a token written as the user
+	// (https://TOKEN@proxy/v1, sent as basic auth). The summary goes to
+	// every client key, in the answer to the status ping.
 	if u, err := url.Parse(s.BaseURL); err == nil && u.User != nil {
-		s.BaseURL = u.Redacted()
+		if _, hasPassword := u.User.Password(); hasPassword {
+			s.BaseURL = u.Redacted()
+		} else {
+			u.User = url.User("xxxxx")
+			s.BaseURL = u.String()
+		}
 	}
 	return s
 }

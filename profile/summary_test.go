@@ -29,6 +29,11 @@ func TestSummarySaysWhoAnswers(t *testing.T) {
 			profile.Summary{Provider: "anthropic", BaseURL: "https://api.anthropic.com"}},
 		{"no password shown", profile.Profile{Provider: "openai", BaseURL: "http://me:secret@127.0.0.1:8000/v1"},
 			profile.Summary{Provider: "openai", Model: "llama3.2", BaseURL: "http://me:xxxxx@127.0.0.1:8000/v1"}},
+		// A user without a password is a token written as the user
+		// (https://TOKEN@proxy/v1, which Go's client sends as basic
+		// auth): the status ping carries summaries to every client key.
+		{"no token as the user shown", profile.Profile{Provider: "openai", BaseURL: "https://sk-live-secret@proxy.example/v1"},
+			profile.Summary{Provider: "openai", Model: "llama3.2", BaseURL: "https://xxxxx@proxy.example/v1"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
