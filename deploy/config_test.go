@@ -113,6 +113,11 @@ func TestNATSConfigs(t *testing.T) {
 			assert.Equal(t, "/data/jetstream", o.StoreDir, "store_dir must be on the node's volume (mounted at /data)")
 			assert.Equal(t, 4222, o.Port, "clients port inside the container")
 			assert.Equal(t, 8222, o.HTTPPort, "monitoring port of the compose health check")
+			// The monitoring port has no authentication: its /connz?subs=detail
+			// names every subscription (a live view's turnlog.delta.<conversation>),
+			// the users' keys and addresses. Only the health check, run inside
+			// the container, needs it.
+			assert.Equal(t, "127.0.0.1", o.HTTPHost, "the monitoring port answers anyone who reaches it: only the container itself may")
 			assert.Empty(t, o.JetStreamDomain, "one cluster, no JetStream domain")
 			assert.GreaterOrEqual(t, o.MaxPayload, int32(8<<20), "steps up to 8 MiB, as the embedded server")
 
