@@ -25,8 +25,9 @@ func newEraseCmd() *cobra.Command {
 		Short: "Remove a conversation's events, snapshot and pending requests (and its forks')",
 		Long: `erase removes everything stored about a conversation, for privacy
 requests: its events (purged from the events stream), its snapshot, its
-history cache, its pending chat requests and the recording gateway's
-threading entries of its calls (so that an app re-sending the erased
+history cache, its pending chat requests, the dead letters of requests
+sent to it (they keep each request as it was sent) and the recording
+gateway's threading entries of its calls (so that an app re-sending the erased
 history starts a new conversation). It cannot be undone.
 
 A fork of the conversation (turnlog fork, or a gateway call that branched
@@ -189,6 +190,9 @@ func erasedLine(c string, got eventlog.Erased) string {
 	}
 	if got.Background > 0 {
 		threading += ", " + plural.Count(got.Background, "background response followed")
+	}
+	if got.DeadLetters > 0 {
+		threading += ", " + plural.Count(got.DeadLetters, "dead letter")
 	}
 	return fmt.Sprintf("erased %s: %s, %s, %s%s", c, plural.Count(int(got.Messages), "event message"), snap, plural.Count(int(got.Requests), "pending request"), threading)
 }

@@ -118,6 +118,8 @@ func TestErasedLine(t *testing.T) {
 			want: "erased c: 1 event message, no snapshot, 0 pending requests, 2 gateway threading entries"},
 		{name: "background", got: eventlog.Erased{Messages: 1, Threading: 1, Background: 1},
 			want: "erased c: 1 event message, no snapshot, 0 pending requests, 1 gateway threading entry, 1 background response followed"},
+		{name: "dead letters", got: eventlog.Erased{Messages: 1, DeadLetters: 2},
+			want: "erased c: 1 event message, no snapshot, 0 pending requests, 2 dead letters"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, erasedLine("c", tc.got))

@@ -29,6 +29,9 @@ type Erased struct {
 	// Background is how many of the gateways' background responses of
 	// the conversation (BackgroundResponses) were dropped from their list.
 	Background int `json:"background"`
+	// DeadLetters is how many dead letters of requests sent to the
+	// conversation were deleted (they keep the request as it was sent).
+	DeadLetters int `json:"dead_letters"`
 }
 
 // Erase removes everything stored about a conversation: its events (a
@@ -36,7 +39,8 @@ type Erased struct {
 // by one), its snapshot (purged, so no old value stays in the bucket's
 // history, and a large snapshot's object deleted with its chunks) and its pending chat requests (the requests stream stores them
 // as <prefix>.chat.<partition>.<conversation>, so the purge filters on
-// <prefix>.chat.*.<conversation>). It exists for privacy requests; the
+// <prefix>.chat.*.<conversation>). The dead letters of requests sent
+// to it go too: they keep each request as it was sent. It exists for privacy requests; the
 // conversation ID can be used again afterwards and starts empty. The
 // recording gateway's threading entries of its calls go too (the state
 // each call left, found from the events; see calls.IndexedKeys), and the
@@ -124,6 +128,9 @@ func (l *Log) Erase(ctx context.Context, conversation string) (Erased, error) {
 		return out, fmt.Errorf("erase %s: %w", conversation, err)
 	}
 	if out.Background, err = l.purgeBackground(ctx, conversation); err != nil {
+		return out, fmt.Errorf("erase %s: %w", conversation, err)
+	}
+	if out.DeadLetters, err = l.dropDeadLetters(ctx, conversation); err != nil {
 		return out, fmt.Errorf("erase %s: %w", conversation, err)
 	}
 	// Announced to the processes that keep conversations in memory, at
