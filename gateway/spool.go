@@ -90,6 +90,9 @@ func openSpool(dir string, limit int64, m *Metrics, parse *calls.ParseCache, log
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("gateway: the spool directory: %w", err)
 	}
+	if err := checkSpoolDir(dir); err != nil {
+		return nil, err
+	}
 	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: the spool directory: %w", err)
