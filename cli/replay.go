@@ -82,8 +82,12 @@ was set, last replaced and locked (by event n).
                   model's recorded outputs and tool results replayed
                   instead of calling a model or a tool (so the profile's
                   provider need not be in this binary; a note says when
-                  it is not); exit 1 at the first difference from the
-                  log, 0 when there is none
+                  it is not); each request re-runs with the profile
+                  that served it, as its outcome records (requests
+                  recorded without one: --profile's), unless --profile
+                  is given, which re-runs every request with that one;
+                  exit 1 at the first difference from the log, 0 when
+                  there is none
 
 -o json prints one JSON document (see docs/auditing.md, "JSON output", for
 the schemas). On a terminal, long reads show progress on stderr.
@@ -102,6 +106,7 @@ difference, 2 error.`,
 			// absent (ChainOnly): the re-run replays the model's outputs,
 			// and its result notes the engine's absence.
 			var rerunProfile profile.Profile
+			var rerunSet profile.Set
 			if rerun {
 				set, err := profile.Load(profiles, profile.ChainOnly())
 				if err != nil {
@@ -112,6 +117,9 @@ difference, 2 error.`,
 					return fmt.Errorf("--profile %q: the profiles are %v; pick one (or pass --profiles FILE)", profileName, set.Names())
 				}
 				rerunProfile = p
+				if !cmd.Flags().Changed("profile") {
+					rerunSet = set
+				}
 			}
 			ctx := cmd.Context()
 			logOpts := []eventlog.Option{eventlog.ReadOnly()}
@@ -163,7 +171,20 @@ difference, 2 error.`,
 				if p.Templates == nil {
 					p.Templates = templates.New(l) // as the workers do
 				}
-				res, err := replay.Rerun(ctx, l, conv, p, opts...)
+				rerunOpts := opts
+				if rerunSet != nil {
+					// Each request re-runs with the profile that
+					// served it, from the same file.
+					served := profile.Set{}
+					for name, q := range rerunSet {
+						if q.Templates == nil {
+							q.Templates = templates.New(l)
+						}
+						served[name] = q
+					}
+					rerunOpts = append(rerunOpts[:len(rerunOpts):len(rerunOpts)], replay.WithRequestProfiles(served, profileName))
+				}
+				res, err := replay.Rerun(ctx, l, conv, p, rerunOpts...)
 				if err != nil {
 					return err
 				}
@@ -239,7 +260,7 @@ difference, 2 error.`,
 	fs.BoolVar(&rerun, "rerun", false, "re-run the requests through today's middleware chain with the recorded model outputs; exit 1 at a difference")
 	fs.StringVarP(&output, "output", "o", "text", "output format: text or json")
 	fs.StringVar(&profiles, "profiles", os.Getenv("TURNLOG_PROFILES"), "profiles YAML file for --rerun (env TURNLOG_PROFILES); default: the built-in profiles")
-	fs.StringVar(&profileName, "profile", profile.DefaultName, "the profile whose chain --rerun runs")
+	fs.StringVar(&profileName, "profile", profile.DefaultName, "re-run every request with this profile (default: each request with the profile that served it; this one for requests recorded without one)")
 	cmd.MarkFlagsMutuallyExclusive("at", "inference", "verify", "check", "rerun")
 	return cmd
 }

@@ -119,6 +119,8 @@ func decodeRequestCompleted(r *reader) (Payload, bool) {
 		switch r.fieldKey() {
 		case "inferences":
 			ok = readInt(r, &p.Inferences)
+		case "profile":
+			ok = readString(r, &p.Profile)
 		default:
 			ok = false
 		}
@@ -138,6 +140,8 @@ func decodeRequestFailed(r *reader) (Payload, bool) {
 			ok = readString(r, &p.Reason)
 		case "taken_over":
 			ok = readBool(r, &p.TakenOver)
+		case "profile":
+			ok = readString(r, &p.Profile)
 		default:
 			ok = false
 		}

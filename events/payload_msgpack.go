@@ -309,15 +309,21 @@ func appendPayload(b []byte, p Payload) ([]byte, bool) {
 		}
 		b = appendWire(b, p.Wire)
 	case RequestCompleted:
-		b = appendMapLen(b, present(p.Inferences != 0))
+		b = appendMapLen(b, present(p.Inferences != 0)+present(p.Profile != ""))
 		if p.Inferences != 0 {
 			b = appendInt(appendString(b, "inferences"), int64(p.Inferences))
 		}
+		if p.Profile != "" {
+			b = appendField(b, "profile", p.Profile)
+		}
 	case RequestFailed:
-		b = appendMapLen(b, 1+present(p.TakenOver))
+		b = appendMapLen(b, 1+present(p.TakenOver)+present(p.Profile != ""))
 		b = appendField(b, "reason", p.Reason)
 		if p.TakenOver {
 			b = append(appendString(b, "taken_over"), 0xc3)
+		}
+		if p.Profile != "" {
+			b = appendField(b, "profile", p.Profile)
 		}
 	case MessageRemoved:
 		b = appendMapLen(b, 4+present(len(p.Headers) != 0))

@@ -301,6 +301,11 @@ func (w Wire) IsZero() bool { return w == Wire{} }
 // request ID is the event's Cause.
 type RequestCompleted struct {
 	Inferences int `msgpack:"inferences,omitempty" json:"inferences,omitempty"`
+	// Profile names the profile that served the request, so that
+	// `replay --rerun` re-runs each request with the chain that ran it
+	// (empty in logs older than the field, and for requests served
+	// otherwise).
+	Profile string `msgpack:"profile,omitempty" json:"profile,omitempty"`
 }
 
 // RequestFailed marks the end of a chat request that cannot succeed, with a
@@ -312,6 +317,10 @@ type RequestFailed struct {
 	// conversation is the app's from then on, though this step, the
 	// worker's, is its last (worker.NotAnApps reads it).
 	TakenOver bool `msgpack:"taken_over,omitempty" json:"taken_over,omitempty"`
+	// Profile names the profile the request ran with, as RequestCompleted's
+	// does; empty when the request failed before one was chosen (an
+	// unknown profile, a request that could not be read).
+	Profile string `msgpack:"profile,omitempty" json:"profile,omitempty"`
 }
 
 // MessageRemoved records that `turnlog repair` removed a message from the

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
-	"slices"
 
 	"github.com/turnlog/turnlog/engine"
 	"github.com/turnlog/turnlog/eventlog"
@@ -36,6 +34,10 @@ type RerunResult struct {
 	// Difference is the first point where the re-run differs from the
 	// log, null when it never does.
 	Difference *Difference `json:"difference"`
+	// Profiles counts the requests re-run with each profile, by name,
+	// when each re-ran with the profile that served it
+	// (WithRequestProfiles); omitted otherwise.
+	Profiles map[string]int `json:"profiles,omitempty"`
 	// Notes say what the re-run did without that a reader should know,
 	// e.g. the profile's provider, which this binary does not register
 	// and the re-run does not need; omitted when none.
@@ -116,20 +118,10 @@ func Rerun(ctx context.Context, src Source, conversation string, p profile.Profi
 	if err != nil {
 		return nil, fmt.Errorf("rerun %s: %w", conversation, err)
 	}
-	prompts := newRecordedPrompts(recs, p.TemplateSource())
-	p.Templates, p.Resolve = prompts, prompts.resolve
-	built, err := p.BuildWithEngine(eng, slog.New(slog.DiscardHandler), tools)
-	if err != nil {
-		return nil, fmt.Errorf("rerun %s: build the profile: %w", conversation, err)
-	}
+	chains := &rerunChains{recs: recs, eng: eng, tools: tools, given: p, set: o.profiles, name: o.profileName,
+		built: map[string]*rerunChain{}, requests: map[string]int{}}
 	res := &RerunResult{Conversation: conversation}
 	appCalls := 0 // model calls an app made through the recording gateway
-	// The model is replayed, so the profile's engine need not be in this
-	// binary (profile.ChainOnly reads such a profile): say so, since a
-	// reader may expect the engine to have run.
-	if name := p.ProviderName(); !slices.Contains(profile.Engines(), name) {
-		res.Notes = append(res.Notes, fmt.Sprintf("provider %q is not registered in this binary; the re-run does not need it, since it replays the model's recorded outputs", name))
-	}
 	w := newWalker(conversation)
 	for start := 0; start < len(recs); {
 		end := start + 1
@@ -139,14 +131,20 @@ func Rerun(ctx context.Context, src Source, conversation string, p profile.Profi
 		seg := recs[start:end]
 		if rerunnable(seg) {
 			res.Requests++
-			prompts.arm(seg)
-			d, compared, err := rerunRequest(ctx, w.turn, seg, built, eng)
+			ch, err := chains.chain(seg)
+			if err != nil {
+				return nil, fmt.Errorf("rerun %s: %w", conversation, err)
+			}
+			ch.prompts.arm(seg)
+			d, compared, err := rerunRequest(ctx, w.turn, seg, ch.built, eng)
 			if err != nil {
 				return nil, fmt.Errorf("rerun %s: request %s: %w", conversation, seg[0].Cause, err)
 			}
 			res.Events += compared
 			if d != nil {
 				res.Difference = d
+				res.Notes = append(chains.notes, res.Notes...)
+				res.Profiles = chains.profileCounts()
 				return res, nil
 			}
 		} else {
@@ -164,6 +162,8 @@ func Rerun(ctx context.Context, src Source, conversation string, p profile.Profi
 		}
 		start = end
 	}
+	res.Notes = append(chains.notes, res.Notes...)
+	res.Profiles = chains.profileCounts()
 	if appCalls > 0 {
 		// An app's call through the gateway is not a request a worker
 		// served: say why it was not re-run.

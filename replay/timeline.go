@@ -4,14 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/turnlog/turnlog/calls"
 	"iter"
 	"time"
 
+	"github.com/turnlog/turnlog/calls"
 	"github.com/turnlog/turnlog/check"
 	"github.com/turnlog/turnlog/engine"
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/profile"
 	"github.com/turnlog/turnlog/projector"
 )
 
@@ -35,6 +36,10 @@ type options struct {
 	foreign func(*eventlog.ForeignMessageError) error
 	// wire, when set, renders recorded wire requests again (WithWire).
 	wire WireRenderer
+	// profiles and profileName: Rerun re-runs each request with the
+	// profile that served it (WithRequestProfiles).
+	profiles    profile.Set
+	profileName string
 }
 
 // WithProgress calls fn with the number of events read so far, every 256

@@ -65,6 +65,9 @@ func (w *Worker) fail(ctx context.Context, tx *engine.Tx, reason string) (outcom
 // app's, and the next request must find that out from the log.
 func (w *Worker) failAs(ctx context.Context, tx *engine.Tx, f events.RequestFailed, foreign bool) (outcome, error) {
 	reason := f.Reason
+	if f.Profile == "" {
+		f.Profile = profileOf(ctx)
+	}
 	// Whatever was pending belongs to the failed attempt and is dropped:
 	// the failure is recorded on the Turn as the log has it.
 	conv := tx.Turn().Conversation

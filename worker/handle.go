@@ -264,6 +264,11 @@ func (w *Worker) serveOnce(ctx context.Context, req Request, sent time.Time, pro
 	if p == nil {
 		p = w.profiles[profile.DefaultName]
 	}
+	if ok {
+		// The request's outcome names it, failed or not (failAs reads it
+		// here): replay --rerun re-runs the request with this profile.
+		ctx = withProfile(ctx, name)
+	}
 	if problem == "" {
 		if err := middlewares.CheckRequestData(req.Data, p.AllowRequestData); err != nil {
 			// Checked before anything is recorded: the data never reaches
@@ -333,7 +338,7 @@ func (w *Worker) serveOnce(ctx context.Context, req Request, sent time.Time, pro
 		// ("list ... in the profile's middlewares") names a setting of it.
 		return w.afterError(ctx, tx, fmt.Errorf("profile %q: %w", name, err), lastTry)
 	}
-	if err := tx.Emit(ActorWorker, events.RequestCompleted{Inferences: earlier.started + tx.ModelCalls()}); err != nil {
+	if err := tx.Emit(ActorWorker, events.RequestCompleted{Inferences: earlier.started + tx.ModelCalls(), Profile: name}); err != nil {
 		return retryLater, err
 	}
 	if err := tx.Commit(ctx); err != nil {

@@ -1,0 +1,20 @@
+package worker
+
+import "context"
+
+// profileKey is the context key of the profile a request runs with.
+type profileKey struct{}
+
+// withProfile returns ctx carrying the name of the profile the request in
+// hand runs with, from the moment the worker chose it: every way the
+// request can end (request.completed, and request.failed from any of its
+// many paths) then names it, for replay --rerun.
+func withProfile(ctx context.Context, name string) context.Context {
+	return context.WithValue(ctx, profileKey{}, name)
+}
+
+// profileOf is the profile name withProfile put in ctx, "" if none.
+func profileOf(ctx context.Context) string {
+	name, _ := ctx.Value(profileKey{}).(string)
+	return name
+}
