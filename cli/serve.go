@@ -275,7 +275,13 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 					return srv.Connect(append(withKey(workerKey), refusalLogger(logger), nats.CustomInboxPrefix(natsauth.InboxPrefix(natsauth.Worker)))...)
 				}, logOpts, logger, extraMetrics)
 			}()
-			fmt.Fprintf(out, "turnlog: %s ready; try: %s (Ctrl-C to stop)\n", plural.Count(workers, "worker"), chatHint(srv.ClientURL(), cmd.Flags().Changed("listen") || os.Getenv("TURNLOG_LISTEN") != ""))
+			customListen := cmd.Flags().Changed("listen") || os.Getenv("TURNLOG_LISTEN") != ""
+			if workers == 0 {
+				// A chat would wait for nobody: say what answers it.
+				fmt.Fprintf(out, "turnlog: ready; try: %s (no workers in this process (--workers 0): chat requests wait until a worker runs; Ctrl-C to stop)\n", workerHint(srv.ClientURL(), customListen))
+			} else {
+				fmt.Fprintf(out, "turnlog: %s ready; try: %s (Ctrl-C to stop)\n", plural.Count(workers, "worker"), chatHint(srv.ClientURL(), customListen))
+			}
 			err = <-done
 			fmt.Fprintln(out, "turnlog: stopped")
 			if err != nil && !errors.Is(err, context.Canceled) {
@@ -325,6 +331,16 @@ func chatHint(clientURL string, customListen bool) string {
 		return "turnlog chat -m hello"
 	}
 	return "turnlog chat --nats-url " + clientURL + " -m hello"
+}
+
+// workerHint is the command that starts a worker against this server,
+// as chatHint's chat: the worker signs with the data directory's worker
+// key.
+func workerHint(clientURL string, customListen bool) string {
+	if !customListen {
+		return "turnlog worker"
+	}
+	return "turnlog worker --nats-url " + clientURL
 }
 
 // defaultAnswerer says who answers a request that names no profile: the
