@@ -47,14 +47,7 @@ func TestRerunUsesTheProfileEachRequestRan(t *testing.T) {
 		ShutdownGrace: time.Second, Logger: slog.New(slog.DiscardHandler)})
 	ask := func(conv, prof, text string) {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		turn, err := l.Load(ctx, conv)
-		require.NoError(t, err)
-		req, err := worker.Send(ctx, l, worker.Request{Conversation: conv, Profile: prof, Text: text})
-		require.NoError(t, err)
-		_, err = worker.Await(ctx, l, conv, req.RequestID, turn.Seq, turn.Events)
-		require.NoError(t, err)
+		e.send(worker.Request{Conversation: conv, Profile: prof, Text: text})
 	}
 	ask("sea", "pirate", "ahoy")
 	ask("sea", "pirate", "where is the treasure")

@@ -52,13 +52,19 @@ func newAuditEnv(t *testing.T, withWorker bool) *auditEnv {
 // ask sends a chat request and waits until the worker finished it.
 func (e *auditEnv) ask(conv, text string) {
 	e.t.Helper()
+	e.send(worker.Request{Conversation: conv, Text: text, Data: map[string]string{"tz": "UTC"}})
+}
+
+// send sends chat request r and waits until the worker finished it.
+func (e *auditEnv) send(r worker.Request) {
+	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	turn, err := e.log.Load(ctx, conv)
+	turn, err := e.log.Load(ctx, r.Conversation)
 	require.NoError(e.t, err)
-	req, err := worker.Send(ctx, e.log, worker.Request{Conversation: conv, Text: text, Data: map[string]string{"tz": "UTC"}})
+	req, err := worker.Send(ctx, e.log, r)
 	require.NoError(e.t, err)
-	_, err = worker.Await(ctx, e.log, conv, req.RequestID, turn.Seq, turn.Events)
+	_, err = worker.Await(ctx, e.log, r.Conversation, req.RequestID, turn.Seq, turn.Events)
 	require.NoError(e.t, err)
 }
 
