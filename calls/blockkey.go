@@ -26,7 +26,8 @@ func metaDiff(have, want map[string]string) map[string]string {
 	return d
 }
 
-// sameContent reports whether a and b have the content Key compares.
+// sameContent reports whether b, a block sent, has the content Key
+// compares of a, a block recorded (a tool call's arguments: sameArguments).
 func sameContent(a, b *events.Block) bool {
 	return a.Kind == b.Kind && a.Text == b.Text && a.CallID == b.CallID && a.ToolName == b.ToolName &&
 		a.Encrypted == b.Encrypted && a.IsError == b.IsError &&
@@ -34,12 +35,14 @@ func sameContent(a, b *events.Block) bool {
 		(a.Arguments == b.Arguments || a.Kind == events.KindToolCall && sameArguments(a.Arguments, b.Arguments))
 }
 
-// sameArguments reports whether a and b, a tool call's arguments, are the
-// same call's as content compares them (argumentsKey): an SDK that parses
-// the model's arguments and writes them back with its own JSON writer
-// sends the same call.
+// sameArguments reports whether b, a tool call's arguments sent back, are
+// a, the arguments recorded (the model's), as content compares them
+// (argumentsKey): an SDK that parses the model's arguments and writes
+// them back with its own JSON writer sends the same call, and so does one
+// that reads their numbers as doubles (readAsDoubles: JavaScript's
+// JSON.parse and JSON.stringify).
 func sameArguments(a, b string) bool {
-	return a == b || argumentsKey(a) == argumentsKey(b)
+	return a == b || argumentsKey(a) == argumentsKey(b) || readAsDoubles(a, b)
 }
 
 // argumentsKey is a tool call's arguments as content compares them: their

@@ -92,6 +92,9 @@ func IndexedKeys(conv string, evs iter.Seq2[events.Event, error]) ([]string, err
 			if k, ok := reasonlessState(scope, turn.Blocks); ok {
 				keys = append(keys, k)
 			}
+			if k, ok := doublesState(scope, turn.Blocks, chain); ok {
+				keys = append(keys, k)
+			}
 			keys = append(keys, legacyStateKeys(scope, turn.Blocks)...)
 		}
 	}

@@ -162,14 +162,24 @@ func planFull(turn *projector.Turn, req *Request, c *Call, emit func(int, events
 	for i := same; i < len(turn.Blocks); i++ {
 		k := Key(&turn.Blocks[i])
 		queues[k] = append(queues[k], i)
+		if d, ok := DoublesKey(&turn.Blocks[i]); ok {
+			// The model's call as an app that reads its numbers as
+			// doubles sends it back (doublesKey).
+			queues[d] = append(queues[d], i)
+		}
 	}
 	for i := same; i < len(rbs); i++ {
 		assign[i] = -1
 		k := rkeys[i]
-		if q := queues[k]; len(q) > 0 {
-			assign[i], queues[k] = q[0], q[1:]
-			used[q[0]] = true
+		q := queues[k]
+		for len(q) > 0 && used[q[0]] {
+			q = q[1:] // matched by its other key
 		}
+		if len(q) > 0 {
+			assign[i], q = q[0], q[1:]
+			used[assign[i]] = true
+		}
+		queues[k] = q
 	}
 	ids := make([]string, len(rbs))
 	for i, a := range assign {

@@ -195,6 +195,9 @@ func recordPairs(conv string, n int, scope string, blocks []events.Block, chain 
 		if k, ok := reasonlessState(scope, blocks); ok {
 			pairs[k] = Ref{conv, n}.value()
 		}
+		if k, ok := doublesState(scope, blocks, chain); ok {
+			pairs[k] = Ref{conv, n}.value()
+		}
 	}
 	if answer.ResponseID != "" {
 		// Where the response left its conversation: a call that names it

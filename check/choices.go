@@ -76,14 +76,16 @@ func (c *Checker) firstChoiceKept(in []events.Block) bool {
 // sentChoice reports whether every block of choice ch is in in, added by
 // the request of call, with the same content as threading compares it
 // (calls.Key: a tool call's arguments as JSON, a refusal or other part by
-// its digest).
+// its digest; a tool call read as doubles, calls.DoublesKey, as sent back
+// by an app that parses it with JSON.parse).
 func (iv *interval) sentChoice(in []events.Block, ch []events.Block, call events.Event) bool {
 	for j := range ch {
 		want := calls.Key(&ch[j])
+		doubles, read := calls.DoublesKey(&ch[j])
 		found := false
 		for i := range in {
 			b := &in[i]
-			if b.Kind == ch[j].Kind && iv.callInput(b.ID, call) && calls.Key(b) == want {
+			if b.Kind == ch[j].Kind && iv.callInput(b.ID, call) && sameKey(calls.Key(b), want, read, doubles) {
 				found = true
 				break
 			}
@@ -93,4 +95,10 @@ func (iv *interval) sentChoice(in []events.Block, ch []events.Block, call events
 		}
 	}
 	return true
+}
+
+// sameKey reports whether k, an input block's content key, is want, the
+// key of a choice's block, or, when read, doubles (calls.DoublesKey).
+func sameKey(k, want [32]byte, read bool, doubles [32]byte) bool {
+	return k == want || read && k == doubles
 }
