@@ -39,6 +39,22 @@ func TestInsertedCopiesOfOneExchange(t *testing.T) {
 			},
 			want: []got{},
 		},
+		{name: "a middleware prefills each answer and the user says the same again: a conversation",
+			conv: func() *rec {
+				// The same model text inserted anew before each answer
+				// ("{" for JSON, as Anthropic documents a prefill): the
+				// repeat holds inserted text in both copies.
+				prefill := func(r *rec, id string, at int) *rec {
+					return r.add("acme.prefill", events.BlockInserted{Index: at, Block: events.Block{ID: id, Kind: events.KindLLMText, Text: "{"}})
+				}
+				r := &rec{}
+				r.prompt("s", "answer in JSON").user("u1", "more")
+				prefill(r, "p1", 2).call().answer("a1", `"page": 1}`).user("u2", "more")
+				prefill(r, "p2", 5).call().answer("a2", `"page": 2}`).user("u3", "more")
+				return prefill(r, "p3", 8).call()
+			},
+			want: []got{},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

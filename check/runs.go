@@ -150,7 +150,7 @@ func (s *runScanner) scan(blocks []events.Block) {
 				n++
 			}
 			reach = max(reach, i+n)
-			if n >= 2 && n > bestN && (fault(blocks, s.at[j:j+n]) || s.copy(blocks, s.at[i:i+n])) {
+			if n >= 2 && n > bestN && (fault(blocks, s.at[j:j+n]) || s.copy(blocks, s.at[j:j+n], s.at[i:i+n])) {
 				bestJ, bestN = j, n
 			}
 		}
@@ -169,12 +169,15 @@ func (s *runScanner) scan(blocks []events.Block) {
 	}
 }
 
-// copy reports whether the second copy of a repeated run (the blocks at
-// these indexes) holds model text a middleware inserted: the model did
-// not say it again, the history was copied.
-func (s *runScanner) copy(blocks []events.Block, again []int) bool {
-	for _, i := range again {
-		if blocks[i].Kind == events.KindLLMText && s.copied[blocks[i].ID] {
+// copy reports whether the second copy of a repeated run (again, the
+// blocks at these indexes; first, the first copy's) holds model text a
+// middleware inserted where the first holds the model's own: the model
+// did not say it again, its answer was copied. A text inserted in both
+// (a prefill a middleware puts before each answer, a user who says the
+// same again) is no copy: the middleware put it in anew for that call.
+func (s *runScanner) copy(blocks []events.Block, first, again []int) bool {
+	for k, i := range again {
+		if blocks[i].Kind == events.KindLLMText && s.copied[blocks[i].ID] && !s.copied[blocks[first[k]].ID] {
 			return true
 		}
 	}
