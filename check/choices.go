@@ -40,14 +40,15 @@ func (iv *interval) noteChoices(p events.InferenceFinished) {
 // that choice (its text, each tool call by its ID, tool and arguments, as
 // the model wrote them, compared as JSON: one sent back edited is a
 // rewrite) is among the blocks the request of call, whose
-// inference.started it is, added, and no block of the first choice is
-// left (firstChoiceKept). nil otherwise.
+// inference.started it is, added, or is a block of the first choice of
+// the same content (threading keeps the first's block for a text both
+// choices begin with), and no other block of the first choice is left in
+// the input (another choice stands in for the first only whole). nil
+// otherwise.
 func (c *Checker) choiceTaken(in []events.Block, call events.Event) map[string]bool {
-	if len(c.since.choices) > 0 && c.firstChoiceKept(in) {
-		return nil
-	}
 	for _, ch := range c.since.choices {
-		if !c.since.sentChoice(in, ch, call) {
+		shared, ok := c.since.sentChoice(in, ch, call)
+		if !ok || c.firstChoiceKept(in, shared) {
 			continue
 		}
 		taken := make(map[string]bool, len(c.since.firstChoice))
@@ -59,14 +60,15 @@ func (c *Checker) choiceTaken(in []events.Block, call events.Event) map[string]b
 	return nil
 }
 
-// firstChoiceKept reports whether a block of the first choice is in in:
-// another choice stands in for the first only in its place, whole. Its
+// firstChoiceKept reports whether a block of the first choice is in in
+// other than those shared, which stand for blocks of the choice taken.
+// Another choice stands in for the first only in its place, whole: its
 // text sent with the first's tool call (or the other way round) is a
 // turn the model never wrote, and the first's blocks left out of it are
 // history rewritten.
-func (c *Checker) firstChoiceKept(in []events.Block) bool {
+func (c *Checker) firstChoiceKept(in []events.Block, shared map[string]bool) bool {
 	for i := range in {
-		if slices.Contains(c.since.firstChoice, in[i].ID) {
+		if !shared[in[i].ID] && slices.Contains(c.since.firstChoice, in[i].ID) {
 			return true
 		}
 	}
@@ -74,27 +76,36 @@ func (c *Checker) firstChoiceKept(in []events.Block) bool {
 }
 
 // sentChoice reports whether every block of choice ch is in in, added by
-// the request of call, with the same content as threading compares it
-// (calls.Key: a tool call's arguments as JSON, a refusal or other part by
-// its digest; a tool call read as doubles, calls.DoublesKey, as sent back
-// by an app that parses it with JSON.parse).
-func (iv *interval) sentChoice(in []events.Block, ch []events.Block, call events.Event) bool {
+// the request of call or a block of the first choice (each once), with
+// the same content as threading compares it (calls.Key: a tool call's
+// arguments as JSON, a refusal or other part by its digest; a tool call
+// read as doubles, calls.DoublesKey, as sent back by an app that parses
+// it with JSON.parse); shared holds the first choice's blocks it took.
+func (iv *interval) sentChoice(in []events.Block, ch []events.Block, call events.Event) (shared map[string]bool, ok bool) {
+	shared = map[string]bool{}
 	for j := range ch {
 		want := calls.Key(&ch[j])
 		doubles, read := calls.DoublesKey(&ch[j])
 		found := false
 		for i := range in {
 			b := &in[i]
-			if b.Kind == ch[j].Kind && iv.callInput(b.ID, call) && sameKey(calls.Key(b), want, read, doubles) {
+			if b.Kind != ch[j].Kind || !sameKey(calls.Key(b), want, read, doubles) {
+				continue
+			}
+			if iv.callInput(b.ID, call) {
 				found = true
+				break
+			}
+			if !shared[b.ID] && slices.Contains(iv.firstChoice, b.ID) {
+				shared[b.ID], found = true, true
 				break
 			}
 		}
 		if !found {
-			return false
+			return nil, false
 		}
 	}
-	return true
+	return shared, true
 }
 
 // sameKey reports whether k, an input block's content key, is want, the

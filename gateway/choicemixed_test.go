@@ -53,3 +53,48 @@ func TestAnotherChoiceMixedWithTheFirstIsRewrite(t *testing.T) {
 		})
 	}
 }
+
+// TestAnotherChoiceThatBeginsAsTheFirstIsTaken: choices sampled from one
+// prompt often begin with the same text and call different tools ("Let
+// me look." then search(a), or search(b)). An app that goes on with the
+// second sends back that text and the second's call; threading keeps
+// the first choice's text block for it (same content), and the second's
+// call is new. That is the second choice whole, not a rewrite; the
+// second's call without its text is still one.
+func TestAnotherChoiceThatBeginsAsTheFirstIsTaken(t *testing.T) {
+	const callA = `{"id":"call_A","type":"function","function":{"name":"search","arguments":"{\"q\":\"a\"}"}}`
+	const callB = `{"id":"call_B","type":"function","function":{"name":"search","arguments":"{\"q\":\"b\"}"}}`
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		if !strings.Contains(string(b), `"n":2`) {
+			io.WriteString(w, chatAnswer("done"))
+			return
+		}
+		io.WriteString(w, `{"id":"c","object":"chat.completion","model":"m","choices":[`+
+			`{"index":0,"message":{"role":"assistant","content":"Let me look.","tool_calls":[`+callA+`]},"finish_reason":"tool_calls"},`+
+			`{"index":1,"message":{"role":"assistant","content":"Let me look.","tool_calls":[`+callB+`]},"finish_reason":"tool_calls"}]}`)
+	}))
+	t.Cleanup(up.Close)
+	r := newRig(t, up.URL, "")
+	for i, tc := range []struct {
+		name, sent string
+		rules      []string
+	}{
+		{name: "the first choice", sent: `{"role":"assistant","content":"Let me look.","tool_calls":[` + callA + `]},{"role":"tool","tool_call_id":"call_A","content":"ok"}`},
+		{name: "the second choice", sent: `{"role":"assistant","content":"Let me look.","tool_calls":[` + callB + `]},{"role":"tool","tool_call_id":"call_B","content":"ok"}`},
+		{name: "the second's call without its text", sent: `{"role":"assistant","content":null,"tool_calls":[` + callB + `]},{"role":"tool","tool_call_id":"call_B","content":"ok"}`,
+			rules: []string{"history_rewritten", "history_rewritten"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conv := fmt.Sprintf("begins-%d", i)
+			headers := map[string]string{"Turnlog-Token": token, "Turnlog-Conversation": conv}
+			msgs := `{"role":"user","content":"search"}`
+			_, _ = postOK(t, r.gw.URL+"/v1/chat/completions", headers, `{"model":"m","n":2,"messages":[`+msgs+`]}`)
+			msgs += `,` + tc.sent + `,{"role":"user","content":"go on"}`
+			_, _ = postOK(t, r.gw.URL+"/v1/chat/completions", headers, `{"model":"m","messages":[`+msgs+`]}`)
+			verify(t, r.log, conv)
+			assert.Equal(t, tc.rules, checkRules(t, r.log, conv), "replay --check")
+		})
+	}
+}
