@@ -57,10 +57,10 @@ type Checker struct {
 	// origin is the actor of the systemprompt.set that created a system
 	// block ("" for blocks that came otherwise: a fork, a split).
 	origin map[string]string
-	// copied holds the model texts a block.inserted put in: text the
-	// model did not produce, so a repeated run they are in is history
-	// copied, not a user who asked the same again (Runs).
-	copied map[string]bool
+	// inserted holds the blocks a block.inserted put in: a model text
+	// the model did not produce, a user-kind text the user did not write,
+	// so that a repeated run is told from history copied (Runs).
+	inserted map[string]bool
 	// runs scans each input for repeated runs, resuming where it differs
 	// from the previous one; carried holds the previous call's findings
 	// on reasoning blocks, by block, which hold again for a reasoning
@@ -166,7 +166,7 @@ const (
 
 // New returns a Checker for a conversation's events from its first.
 func New(opts ...Option) *Checker {
-	c := &Checker{produced: map[string]content{}, follower: map[string]string{}, origin: map[string]string{}, copied: map[string]bool{},
+	c := &Checker{produced: map[string]content{}, follower: map[string]string{}, origin: map[string]string{}, inserted: map[string]bool{},
 		reported: map[string]bool{}, reportedAside: map[string]bool{}, reportedChained: map[string]bool{}, continued: -1}
 	c.since.reset()
 	for _, o := range opts {

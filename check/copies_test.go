@@ -55,6 +55,33 @@ func TestInsertedCopiesOfOneExchange(t *testing.T) {
 			},
 			want: []got{},
 		},
+		{name: "a middleware inserts a reminder before each message and the user says the same again: a conversation",
+			conv: func() *rec {
+				// The same user-kind reminder inserted anew before each
+				// user message (block.inserted's documented use): the
+				// repeat [reminder, "ok"] holds inserted text in both
+				// copies, put there anew for each call.
+				remind := func(r *rec, id string, at int) *rec {
+					return r.add("acme.reminder", events.BlockInserted{Index: at, Block: events.Block{ID: id, Kind: events.KindUser, Text: "Remember: answer kindly."}})
+				}
+				r := &rec{}
+				r.prompt("s", "be brief")
+				remind(r, "m1", 1).user("u1", "ok").call().answer("a1", "Good.")
+				remind(r, "m2", 4).user("u2", "ok").call().answer("a2", "Fine.")
+				return remind(r, "m3", 7).user("u3", "thanks").call()
+			},
+			want: []got{},
+		},
+		{name: "a middleware inserts a copy of the user's two messages: a copy",
+			conv: func() *rec {
+				r := &rec{}
+				r.prompt("s", "be brief").user("u1", "hello").user("u2", "weather in rome").call().answer("a1", "Sunny.").user("u3", "thanks")
+				return r.add("acme.compact", events.BlockInserted{Index: 5, Block: events.Block{ID: "x1", Kind: events.KindUser, Text: "hello"}}).
+					add("acme.compact", events.BlockInserted{Index: 6, Block: events.Block{ID: "x2", Kind: events.KindUser, Text: "weather in rome"}}).
+					call()
+			},
+			want: []got{{check.RuleDuplicateBlocks, 2}},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

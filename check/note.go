@@ -56,9 +56,7 @@ func (c *Checker) note(e events.Event, n int, turn *projector.Turn) {
 			}
 		}
 	case events.BlockInserted:
-		if p.Block.Kind == events.KindLLMText {
-			c.copied[p.Block.ID] = true
-		}
+		c.inserted[p.Block.ID] = true
 	case events.SystemPromptSet:
 		c.origin[p.BlockID] = e.Actor
 		c.since.operator = c.since.operator || operator

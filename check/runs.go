@@ -48,10 +48,13 @@ type runScanner struct {
 	ids    map[content]int
 	pairs  map[[2]int][]int // pair of keys -> the places it starts at
 	steps  []runStep        // the scan's decisions, in order
-	// copied names the model texts a middleware inserted (nil: none
-	// known): a repeat whose second copy holds one is a fault, however
-	// short. A block's origin never changes, so decisions kept stay true.
-	copied map[string]bool
+	// inserted names the blocks a middleware inserted (nil: none known):
+	// a repeat whose second copy holds a model text inserted where the
+	// first holds the model's own is a fault, however short (copy), and
+	// a block inserted in both copies is the middleware's, said anew, not
+	// the user's or the model's (fault). A block's origin never changes,
+	// so decisions kept stay true.
+	inserted map[string]bool
 }
 
 // runStep is one decision of the scan: at key position i, a run of n (0:
@@ -74,7 +77,7 @@ func (s *runScanner) update(blocks []events.Block, same int) []Run {
 	if kept == 0 || len(s.ids) > 4*len(blocks)+64 {
 		// Start over, and let the interned contents of blocks long gone
 		// go with the old map.
-		*s = runScanner{ids: make(map[content]int, len(blocks)), pairs: make(map[[2]int][]int, len(blocks)), copied: s.copied}
+		*s = runScanner{ids: make(map[content]int, len(blocks)), pairs: make(map[[2]int][]int, len(blocks)), inserted: s.inserted}
 		kept = 0
 	}
 	// Decisions kept: those that read kept keys only.
@@ -150,7 +153,7 @@ func (s *runScanner) scan(blocks []events.Block) {
 				n++
 			}
 			reach = max(reach, i+n)
-			if n >= 2 && n > bestN && (fault(blocks, s.at[j:j+n]) || s.copy(blocks, s.at[j:j+n], s.at[i:i+n])) {
+			if n >= 2 && n > bestN && (s.fault(blocks, s.at[j:j+n], s.at[i:i+n]) || s.copy(blocks, s.at[j:j+n], s.at[i:i+n])) {
 				bestJ, bestN = j, n
 			}
 		}
@@ -177,20 +180,27 @@ func (s *runScanner) scan(blocks []events.Block) {
 // same again) is no copy: the middleware put it in anew for that call.
 func (s *runScanner) copy(blocks []events.Block, first, again []int) bool {
 	for k, i := range again {
-		if blocks[i].Kind == events.KindLLMText && s.copied[blocks[i].ID] && !s.copied[blocks[first[k]].ID] {
+		if blocks[i].Kind == events.KindLLMText && s.inserted[blocks[i].ID] && !s.inserted[blocks[first[k]].ID] {
 			return true
 		}
 	}
 	return false
 }
 
-// fault reports whether a repeated run (the blocks at these indexes) is a
-// fault (see Runs).
-func fault(blocks []events.Block, run []int) bool {
+// fault reports whether a repeated run (first, the blocks at these
+// indexes, said again at again) is a fault (see Runs). A text a
+// middleware inserted in both copies (a reminder it puts before each
+// message) is its own, put in anew for each call: it is no user's or
+// model's text said twice, and does not make a run of one user's words a
+// copy.
+func (s *runScanner) fault(blocks []events.Block, first, again []int) bool {
 	var user, model string
 	var users, models bool
-	for _, i := range run {
+	for k, i := range first {
 		b := &blocks[i]
+		if b.CallID == "" && s.inserted[b.ID] && s.inserted[blocks[again[k]].ID] {
+			continue
+		}
 		switch {
 		case b.CallID != "" && !events.IsLegacyFunctionCallID(b.CallID):
 			// A call ID is unique to its call: a run holding one was sent
