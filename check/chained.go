@@ -64,9 +64,23 @@ func (c *Checker) chained(in []events.Block, turn *projector.Turn, n int) []Find
 			cur.where += " (of the history the provider holds)"
 		}
 	}
-	fs = append(fs, c.promptChanged(cur)...)
+	if resent(c.prompt, cur) {
+		c.prompt, c.promptFree = cur, false
+	} else {
+		fs = append(fs, c.promptChanged(cur)...)
+	}
 	sortFindings(fs)
 	return c.stamp(fs, n, c.reportedChained)
+}
+
+// resent reports whether a chained call's prompt, cur, is the previous
+// call's, was, sent again: a system or developer message of the same text
+// among its new items (the Vercel AI SDK sends its system prompt so in
+// every call continuing a response). The model reads the same
+// instructions, and the provider's prompt cache, a prefix of the history,
+// holds: no change, although the block is another one.
+func resent(was, cur promptSeen) bool {
+	return was.seen && was.id != "" && cur.id != "" && cur.id != was.id && cur.text == was.text
 }
 
 // Chained counts the chained calls fed so far (see ChainedSkips): they are
