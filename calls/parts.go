@@ -97,8 +97,12 @@ func modelContent(raw json.RawMessage) []byte {
 // addChatMeta digests what a chat message holds besides its content: the
 // name of its participant (which the model reads: two users of a group
 // chat saying "hi" are not one), an assistant's refusal and spoken answer.
+// An assistant's name is not digested: the model never writes one, so on
+// the model's own answer sent back it is the client's label (LangChain's
+// agent names every answer "model", after its graph node), kept in the
+// block's item but no other content than the answer the model gave.
 func addChatMeta(d *partsDigest, m *chatMessage) {
-	if m.Name != "" && m.Role != "function" {
+	if m.Name != "" && m.Role != "function" && m.Role != "assistant" {
 		d.add(partIdentity{Type: "name", ID: m.Name}, nil)
 	}
 	if m.Refusal != "" {

@@ -33,6 +33,7 @@ func TestKeySeesWhatTheModelReadsBesidesText(t *testing.T) {
 			`{"role":"user","content":[{"type":"text","text":"screen:"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"},"cache_control":{"type":"ephemeral"}}]}`,
 			`{"content":[{"text":"screen:","type":"text"},{"image_url":{"url":"data:image/png;base64,AAAA"},"type":"image_url","extra":null}],"role":"user"}`, false},
 		{"participant", ChatCompletions, `{"role":"user","name":"alice","content":"hi"}`, `{"role":"user","name":"bob","content":"hi"}`, true},
+		{"assistant named by the client", ChatCompletions, `{"role":"assistant","content":"hi"}`, `{"role":"assistant","name":"model","content":"hi"}`, false},
 		{"refusal", ChatCompletions, `{"role":"assistant","content":null,"refusal":"I cannot."}`, `{"role":"assistant","content":null,"refusal":"No."}`, true},
 		{"spoken answer", ChatCompletions, `{"role":"assistant","audio":{"id":"audio_1"}}`, `{"role":"assistant","audio":{"id":"audio_2","transcript":"x"}}`, true},
 		{"spoken answer sent back", ChatCompletions, `{"role":"assistant","audio":{"id":"audio_1","data":"UklG","transcript":"hello"}}`, `{"role":"assistant","audio":{"id":"audio_1"}}`, false},
