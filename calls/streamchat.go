@@ -150,9 +150,8 @@ func (s *Stream) otherChoices(budget int) string {
 	}
 	cited := MaxStreamedBytes - min(s.chatAnnotations.size, MaxStreamedBytes)
 	// The content parts too: one bound for the other choices' together
-	// (each delta's part kept as it came, a choice's reasoning fills one
-	// bound by itself).
-	parted := MaxStreamedBytes - min(s.chatSaid.parts.size, MaxStreamedBytes)
+	// (a choice's long thinking fills one bound by itself).
+	parted := MaxStreamedBytes - min(len(s.chatSaid.parts.json()), MaxStreamedBytes)
 	type call struct {
 		ID       string `json:"id"`
 		Type     string `json:"type"`
@@ -212,11 +211,11 @@ func (s *Stream) otherChoices(budget int) string {
 		if o.said.audio != "" || o.said.transcript.Len() > 0 {
 			c.Message.Audio = &streamedAudio{o.said.audio, o.said.transcript.String()}
 		}
-		switch a := o.said.parts.array(); {
+		switch a := o.said.parts.json(); {
 		case len(a) <= parted:
 			c.Message.ContentParts, parted = a, parted-len(a)
 		default:
-			c.Message.ContentParts, parted = json.RawMessage(omittedJSON(o.said.parts.size)), 0
+			c.Message.ContentParts, parted = json.RawMessage(omittedJSON(len(a))), 0
 		}
 		switch a := o.annotations.array(); {
 		case len(a) <= cited:

@@ -2,6 +2,7 @@ package calls
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -31,4 +32,44 @@ func TestStreamedContentPartsAreRead(t *testing.T) {
 	var streamed map[string]json.RawMessage
 	require.NoError(t, json.Unmarshal([]byte(bs[0].Meta[MetaStreamed]), &streamed), bs[0].Meta)
 	assert.JSONEq(t, `[{"type":"thinking","thinking":[{"type":"text","text":"Let me see."}]}]`, string(streamed["content_parts"]), "the parts that are not text, as they came")
+}
+
+// TestStreamedThinkingPartsAreJoined: consecutive thinking parts, one a
+// delta, are one part, their texts one text, as a response that is not
+// streamed writes the thinking; a part of another kind, or a thinking
+// part written otherwise, begins another.
+func TestStreamedThinkingPartsAreJoined(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		deltas []string
+		want   string
+	}{
+		{"tokens", []string{
+			`[{"type":"thinking","thinking":[{"type":"text","text":"Let "}]}]`,
+			`[{"type":"thinking","thinking":[{"type":"text","text":"me "}]},{"type":"thinking","thinking":[{"type":"text","text":"see."}]}]`,
+		}, `[{"type":"thinking","thinking":[{"type":"text","text":"Let me see."}]}]`},
+		{"another part between", []string{
+			`[{"type":"thinking","thinking":[{"type":"text","text":"a"}]}]`,
+			`[{"type":"image_url","image_url":{"url":"https://x/y.png"}}]`,
+			`[{"type":"thinking","thinking":[{"type":"text","text":"b"}]}]`,
+		}, `[{"type":"thinking","thinking":[{"type":"text","text":"a"}]},{"type":"image_url","image_url":{"url":"https://x/y.png"}},{"type":"thinking","thinking":[{"type":"text","text":"b"}]}]`},
+		{"other members", []string{
+			`[{"type":"thinking","thinking":[{"type":"text","text":"a"}]}]`,
+			`[{"type":"thinking","closed":true,"thinking":[{"type":"text","text":"b"}]}]`,
+		}, `[{"type":"thinking","thinking":[{"type":"text","text":"a"}]},{"type":"thinking","closed":true,"thinking":[{"type":"text","text":"b"}]}]`},
+		{"a part in the thinking that is not text", []string{
+			`[{"type":"thinking","thinking":[{"type":"text","text":"a"}]}]`,
+			`[{"type":"thinking","thinking":[{"type":"reference","reference_ids":[1]}]}]`,
+			`[{"type":"thinking","thinking":[{"type":"text","text":"b"}]}]`,
+		}, `[{"type":"thinking","thinking":[{"type":"text","text":"a"},{"type":"reference","reference_ids":[1]},{"type":"text","text":"b"}]}]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var said choiceSaid
+			var text strings.Builder
+			for _, d := range tc.deltas {
+				said.content(&text, json.RawMessage(d))
+			}
+			assert.JSONEq(t, tc.want, string(said.parts.array()))
+		})
+	}
 }

@@ -17,10 +17,10 @@ type choiceSaid struct {
 	reasoningName string // "" when none streamed
 	audio         string
 	transcript    strings.Builder
-	// parts are the content parts that are not text, as they came: a
-	// server that streams content as a list of parts (Mistral's
-	// reasoning models: "thinking") says them beside the answer's text.
-	parts streamedList
+	// parts are the content parts that are not text: a server that
+	// streams content as a list of parts (Mistral's reasoning models:
+	// "thinking") says them beside the answer's text.
+	parts streamedParts
 }
 
 // content adds a delta's content to text: a string, or a list of parts
@@ -90,7 +90,7 @@ func (c *choiceSaid) reasoningDelta(name string, raw json.RawMessage) {
 
 // empty reports whether the choice said nothing beside its content.
 func (c *choiceSaid) empty() bool {
-	return c.reasoningName == "" && c.audio == "" && c.transcript.Len() == 0 && c.parts.size == 0
+	return c.reasoningName == "" && c.audio == "" && c.transcript.Len() == 0 && c.parts.empty()
 }
 
 // members puts what the choice said into m, as a message that is not
