@@ -243,9 +243,10 @@ func (s *Stream) otherChoices(budget int) string {
 const legacyCall = -1
 
 // chatBlock is the streamed first choice's message block: its text, and
-// the digest of its refusal and spoken answer, as chatMessageBlocks reads
-// the message the app sends back; ok is false when the message is tool
-// calls alone.
+// the digest of its refusal, spoken answer and content parts that are not
+// text (a thinking part joined from its deltas), as chatMessageBlocks
+// reads the same answer not streamed and the message the app sends back;
+// ok is false when the message is tool calls alone.
 func (s *Stream) chatBlock() (b events.Block, ok bool) {
 	m := chatMessage{Role: "assistant", Refusal: s.chatRefusal.String()}
 	if s.chatSaid.audio != "" {
@@ -255,6 +256,14 @@ func (s *Stream) chatBlock() (b events.Block, ok bool) {
 	}
 	var d partsDigest
 	addChatMeta(&d, &m)
+	for _, p := range s.chatSaid.parts.all() {
+		// As readContent digests the message's content parts: the
+		// answer not streamed, and the message an app sends back.
+		var id partIdentity
+		if json.Unmarshal(p, &id) == nil {
+			d.add(id, p)
+		}
+	}
 	parts := d.sum()
 	if s.chatText.Len() == 0 && parts == "" && len(s.chatCalls) > 0 {
 		return events.Block{}, false

@@ -1,0 +1,64 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/calls"
+	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/replay"
+)
+
+// TestStreamedThinkingContinuesAsNotStreamed: the streamed answer's block
+// had no digest of its thinking where the same answer not streamed has
+// one, so an app that sends the message back with its thinking (as
+// Mistral documents for multi-turn reasoning) did not match it: its next
+// call started a conversation of its own. The streamed block is now the
+// answer's not streamed, and the next call continues the chat, streamed
+// or not.
+func TestStreamedThinkingContinuesAsNotStreamed(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		thinking []string
+	}{
+		{"short", []string{"Two ", "and ", "two."}},
+		{"long", longThinking()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const answer = "The answer is 4."
+			up := mistralThinkingUpstream(t, tc.thinking, answer)
+			sentBack := fmt.Sprintf(`{"role":"assistant","content":[{"type":"thinking","thinking":[{"type":"text","text":%q}]},{"type":"text","text":%q}]}`,
+				strings.Join(tc.thinking, ""), answer)
+			blocks := map[bool]events.Block{}
+			for _, stream := range []bool{false, true} {
+				r := newRig(t, up.URL, "")
+				call := func(msgs string) string {
+					t.Helper()
+					resp, body := post(t, r.gw.URL+"/v1/chat/completions", map[string]string{"Turnlog-Token": token},
+						fmt.Sprintf(`{"model":"magistral","stream":%v,"messages":[%s]}`, stream, msgs))
+					require.Equal(t, 200, resp.StatusCode, "%s", body)
+					return resp.Header.Get("Turnlog-Conversation")
+				}
+				msgs := `{"role":"user","content":"2+2?"}`
+				conv := call(msgs)
+				page, err := replay.Calls(context.Background(), r.log, conv, replay.Page{})
+				require.NoError(t, err)
+				require.Len(t, page.Calls, 1)
+				require.Len(t, page.Calls[0].Output, 1)
+				blocks[stream] = page.Calls[0].Output[0]
+
+				msgs += "," + sentBack + `,{"role":"user","content":"and 3+3?"}`
+				assert.Equal(t, conv, call(msgs), "stream=%v: the app that sends the answer back with its thinking continues the chat", stream)
+				verify(t, r.log, conv)
+				assert.Empty(t, checkRules(t, r.log, conv), "stream=%v", stream)
+			}
+			streamed, whole := blocks[true], blocks[false]
+			assert.Equal(t, whole.Meta[events.MetaParts], streamed.Meta[events.MetaParts], "the streamed answer's block is the answer's not streamed")
+			assert.Equal(t, calls.Key(&whole), calls.Key(&streamed))
+		})
+	}
+}
