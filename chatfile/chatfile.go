@@ -188,6 +188,14 @@ func uncarried(b *events.Block, typed map[string]bool) string {
 			return "the item as the app sent it holds " + strings.Join(extra, ", ")
 		}
 	}
+	if streamed := b.Meta["gateway.streamed"]; streamed != "" && typ == "" {
+		// A streamed answer keeps there what an answer not streamed
+		// keeps in its item (a block with a type of its own, a server
+		// tool's, keeps itself there, and is said below).
+		if extra := streamedExtras(streamed); len(extra) > 0 {
+			return "the answer as streamed holds " + strings.Join(extra, ", ")
+		}
+	}
 	switch {
 	case b.Kind == events.KindReasoning && typ != "":
 		return typ + " (opaque)"
@@ -225,15 +233,59 @@ func itemExtras(item string, typed map[string]bool, kind events.Kind) []string {
 			out = append(out, k)
 		}
 	}
+	out = append(out, partExtras(m["content"], typed, out)...)
+	slices.Sort(out)
+	return out
+}
+
+// partExtras lists the content parts of content that chat messages JSON
+// cannot carry and have not been said (in said), as "<type> content". A
+// Chat Completions "thinking" part (a Mistral reasoning model's: its
+// "thinking" a list of parts) is one: unlike a Messages thinking block,
+// it is no block of its own.
+func partExtras(content json.RawMessage, typed map[string]bool, said []string) []string {
 	var parts []struct {
-		Type string `json:"type"`
+		Type     string          `json:"type"`
+		Thinking json.RawMessage `json:"thinking"`
 	}
-	if json.Unmarshal(m["content"], &parts) == nil {
-		for _, p := range parts {
-			if t := p.Type + " content"; !carriedParts[p.Type] && !typed[p.Type] && !slices.Contains(out, t) {
-				out = append(out, t)
-			}
+	if json.Unmarshal(content, &parts) != nil {
+		return nil
+	}
+	var out []string
+	for _, p := range parts {
+		carriedPart := carriedParts[p.Type] && !(p.Type == "thinking" && len(p.Thinking) > 0 && p.Thinking[0] == '[')
+		if t := p.Type + " content"; !carriedPart && !typed[p.Type] && !slices.Contains(said, t) && !slices.Contains(out, t) {
+			out = append(out, t)
 		}
+	}
+	return out
+}
+
+// streamedExtras lists what of streamed, a streamed answer's
+// gateway.streamed (what the stream said beside the block's text: a
+// refusal, reasoning, annotations, content parts that are not text),
+// chat messages JSON cannot carry, sorted: its members, its content parts
+// by type. A Messages text block's citations are not said, as they are
+// not for the answer not streamed (whose text parts hold them).
+func streamedExtras(streamed string) []string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal([]byte(streamed), &m) != nil {
+		return nil
+	}
+	var out []string
+	for k := range m {
+		if k == "citations" {
+			continue
+		}
+		if k != "content_parts" {
+			out = append(out, k)
+			continue
+		}
+		parts := partExtras(m[k], nil, nil)
+		if len(parts) == 0 {
+			parts = []string{k} // past its bound: {"omitted_bytes": n}
+		}
+		out = append(out, parts...)
 	}
 	slices.Sort(out)
 	return out
