@@ -1,0 +1,59 @@
+package gateway_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestAnotherChoicesThinkingTakenIsNoRewrite: an app that asks a Mistral
+// reasoning model for two answers ("n": 2) and goes on with the second,
+// sending it back with its thinking as Mistral documents, sends the
+// model's own answer. Not streamed, the second choice's message holds its
+// thinking part; streamed, the record kept the thinking apart from the
+// message's content (content_parts), which other choices were read
+// without, so the choice sent back matched none: replay --check and the
+// gateway's findings said history_rewritten. The streamed choice is now
+// read with its parts, as the choice not streamed is.
+func TestAnotherChoicesThinkingTakenIsNoRewrite(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(raw), `"stream":true`) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			for i, think := range []string{"First", "Second"} {
+				for _, tok := range []string{think + " ", "thought."} {
+					fmt.Fprintf(w, `data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":%d,"delta":{"content":[{"type":"thinking","thinking":[{"type":"text","text":%q}]}]},"finish_reason":null}]}`+"\n\n", i, tok)
+				}
+				fmt.Fprintf(w, `data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":%d,"delta":{"content":[{"type":"text","text":"answer %c"}]},"finish_reason":"stop"}]}`+"\n\n", i, 'A'+i)
+			}
+			io.WriteString(w, "data: [DONE]\n\n")
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"c","object":"chat.completion","model":"m","choices":[`+
+			`{"index":0,"message":{"role":"assistant","content":[{"type":"thinking","thinking":[{"type":"text","text":"First thought."}]},{"type":"text","text":"answer A"}]},"finish_reason":"stop"},`+
+			`{"index":1,"message":{"role":"assistant","content":[{"type":"thinking","thinking":[{"type":"text","text":"Second thought."}]},{"type":"text","text":"answer B"}]},"finish_reason":"stop"}]}`)
+	}))
+	t.Cleanup(up.Close)
+	r := newRig(t, up.URL, "")
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			conv := fmt.Sprintf("thinking-choice-%v", stream)
+			headers := map[string]string{"Turnlog-Token": token, "Turnlog-Conversation": conv}
+			msgs := `{"role":"user","content":"hi"}`
+			resp, out := post(t, r.gw.URL+"/v1/chat/completions", headers, fmt.Sprintf(`{"model":"m","n":2,"stream":%v,"messages":[%s]}`, stream, msgs))
+			require.Equal(t, 200, resp.StatusCode, "%s", out)
+			msgs += `,{"role":"assistant","content":[{"type":"thinking","thinking":[{"type":"text","text":"Second thought."}]},{"type":"text","text":"answer B"}]},{"role":"user","content":"go on"}`
+			resp, out = post(t, r.gw.URL+"/v1/chat/completions", headers, fmt.Sprintf(`{"model":"m","stream":%v,"messages":[%s]}`, stream, msgs))
+			require.Equal(t, 200, resp.StatusCode, "%s", out)
+			verify(t, r.log, conv)
+			assert.Empty(t, checkRules(t, r.log, conv), "replay --check")
+		})
+	}
+}
