@@ -73,3 +73,15 @@ func TestStreamedThinkingPartsAreJoined(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamedThinkingReadMidStream: the parts read before the stream
+// ends (a call that fails part-way) leave the thinking still streaming
+// to be joined with what comes after.
+func TestStreamedThinkingReadMidStream(t *testing.T) {
+	var said choiceSaid
+	var text strings.Builder
+	said.content(&text, json.RawMessage(`[{"type":"thinking","thinking":[{"type":"text","text":"a"}]}]`))
+	assert.JSONEq(t, `[{"type":"thinking","thinking":[{"type":"text","text":"a"}]}]`, string(said.parts.array()))
+	said.content(&text, json.RawMessage(`[{"type":"thinking","thinking":[{"type":"text","text":"b"}]}]`))
+	assert.JSONEq(t, `[{"type":"thinking","thinking":[{"type":"text","text":"ab"}]}]`, string(said.parts.array()))
+}

@@ -73,22 +73,21 @@ func (r *thinkingRun) closeText() {
 	if !r.texts {
 		return
 	}
-	b, _ := json.Marshal(struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}{"text", r.text.String()})
-	r.inner = append(r.inner, b)
+	r.inner = append(r.inner, textPart(r.text.String()))
 	r.text.Reset()
 	r.texts = false
 }
 
-// part is the run's part as one JSON object.
+// part is the run's part as one JSON object (the run may go on).
 func (r *thinkingRun) part() json.RawMessage {
-	r.closeText()
+	inner := r.inner[:len(r.inner):len(r.inner)]
+	if r.texts {
+		inner = append(inner, textPart(r.text.String()))
+	}
 	m := maps.Clone(r.head)
 	m["thinking"] = json.RawMessage("[]")
-	if len(r.inner) > 0 {
-		m["thinking"] = json.RawMessage(jsonArray(r.inner))
+	if len(inner) > 0 {
+		m["thinking"] = json.RawMessage(jsonArray(inner))
 	}
 	b, err := json.Marshal(m)
 	if err != nil {
@@ -108,10 +107,25 @@ func (p *streamedParts) close() {
 	p.run = nil
 }
 
-// all are the parts, in order.
+// all are the parts, in order, so far.
 func (p *streamedParts) all() []json.RawMessage {
-	p.close()
-	return p.done
+	if p.run == nil {
+		return p.done
+	}
+	out := p.done[:len(p.done):len(p.done)]
+	if b := p.run.part(); b != nil {
+		out = append(out, b)
+	}
+	return out
+}
+
+// textPart is {"type": "text", "text": text}.
+func textPart(text string) json.RawMessage {
+	b, _ := json.Marshal(struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}{"text", text})
+	return b
 }
 
 // json is the parts as a JSON array, nil when none came.
