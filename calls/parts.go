@@ -18,6 +18,15 @@ import (
 // holds: they are not digested.
 var textParts = map[string]bool{"text": true, "input_text": true, "output_text": true}
 
+// thoughtParts are the content parts that hold what the model thought on
+// its way to the answer (a Mistral reasoning model's "thinking" part):
+// kept in the record, and re-rendered where an app sends them back (the
+// block's gateway.item), but not digested, since an app may leave them
+// out of the history it sends back, as it may leave out Anthropic's
+// thinking blocks: its answer sent back with or without them is the
+// model's answer.
+var thoughtParts = map[string]bool{"thinking": true}
+
 // partIdentity is what names a part or item that has an identity of its
 // own: a built-in tool's call and its result, an item reference.
 type partIdentity struct {
@@ -46,7 +55,7 @@ type partsDigest struct{ h hash.Hash }
 // (cache_control) and without null members (which SDKs drop or add).
 // raw may be nil when only the identity is known (a streamed block).
 func (d *partsDigest) add(id partIdentity, raw json.RawMessage) {
-	if textParts[id.Type] {
+	if textParts[id.Type] || thoughtParts[id.Type] {
 		return
 	}
 	if d.h == nil {
