@@ -153,9 +153,12 @@ func (l *Log) appendStep(ctx context.Context, conversation string, expectedSeq u
 					// a duplicate: a replicated stream checks the message ID
 					// before the expected sequence (a single server answers
 					// the same retry with a sequence conflict, handled below).
-					// Stored once: go on from it. A replica that does not show
-					// the step yet shows nothing after it either.
-					last, lerr := l.lastMsg(ctx, conversation)
+					// Stored once: go on from it, if it is the conversation's
+					// last step as the stream holds it (its leader's, on a
+					// cluster: a replica that had not applied a later step
+					// yet would show this one as the last, and an old step
+					// redone would pass for done).
+					last, lerr := l.committedLast(ctx, conversation)
 					if lerr != nil && !errors.Is(lerr, jetstream.ErrMsgNotFound) {
 						return 0, fmt.Errorf("append to %s: checking duplicate step %s: %w", conversation, msgID, lerr)
 					}
