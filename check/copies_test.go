@@ -72,6 +72,28 @@ func TestInsertedCopiesOfOneExchange(t *testing.T) {
 			},
 			want: []got{},
 		},
+		{name: "a middleware inserts its two examples again at each call: a copy",
+			conv: func() *rec {
+				// A few-shot middleware that puts its examples after
+				// the prompt at every call, not seeing that the Turn
+				// holds them since the first: at the second call the
+				// model reads them twice. Inserted in both copies,
+				// they are still two exchanges said twice.
+				examples := func(r *rec, p string) *rec {
+					for i, b := range []events.Block{{Kind: events.KindUser, Text: "2+2?"}, {Kind: events.KindLLMText, Text: "4"},
+						{Kind: events.KindUser, Text: "3+3?"}, {Kind: events.KindLLMText, Text: "6"}} {
+						b.ID = p + string(rune('1'+i))
+						r.add("acme.fewshot", events.BlockInserted{Index: 1 + i, Block: b})
+					}
+					return r
+				}
+				r := &rec{}
+				r.prompt("s", "answer with a number")
+				examples(r, "e").user("u1", "4+4?").call().answer("a1", "8").user("u2", "5+5?")
+				return examples(r, "f").call()
+			},
+			want: []got{{check.RuleDuplicateBlocks, 2}},
+		},
 		{name: "a middleware inserts a copy of the user's two messages: a copy",
 			conv: func() *rec {
 				r := &rec{}

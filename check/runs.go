@@ -192,33 +192,52 @@ func (s *runScanner) copy(blocks []events.Block, first, again []int) bool {
 // middleware inserted in both copies (a reminder it puts before each
 // message) is its own, put in anew for each call: it is no user's or
 // model's text said twice, and does not make a run of one user's words a
-// copy.
+// copy. Such texts are judged among themselves: a middleware's own two
+// exchanges put in twice (a few-shot middleware inserting its examples
+// again at each call) are read twice by the model all the same.
 func (s *runScanner) fault(blocks []events.Block, first, again []int) bool {
-	var user, model string
-	var users, models bool
+	var said, anew exchanges
 	for k, i := range first {
 		b := &blocks[i]
-		if b.CallID == "" && s.inserted[b.ID] && s.inserted[blocks[again[k]].ID] {
-			continue
-		}
-		switch {
-		case b.CallID != "" && !events.IsLegacyFunctionCallID(b.CallID):
+		if b.CallID != "" && !events.IsLegacyFunctionCallID(b.CallID) {
 			// A call ID is unique to its call: a run holding one was sent
 			// twice. (A legacy function call's is the function's name,
 			// which calls of the same function share: such a run is judged
 			// by its texts.)
 			return true
-		case b.Kind == events.KindUser:
-			if users && b.Text != user {
-				return true
-			}
-			user, users = b.Text, true
-		case b.Kind == events.KindLLMText:
-			if models && b.Text != model {
-				return true
-			}
-			model, models = b.Text, true
 		}
+		e := &said
+		if s.inserted[b.ID] && s.inserted[blocks[again[k]].ID] {
+			e = &anew
+		}
+		if e.another(b) {
+			return true
+		}
+	}
+	return false
+}
+
+// exchanges follows the user and model texts of a run, to tell one
+// exchange said again from a run of several.
+type exchanges struct {
+	user, model   string
+	users, models bool
+}
+
+// another notes b and reports whether it begins another exchange: a user
+// or model text other than the run's first of its kind.
+func (e *exchanges) another(b *events.Block) bool {
+	switch b.Kind {
+	case events.KindUser:
+		if e.users && b.Text != e.user {
+			return true
+		}
+		e.user, e.users = b.Text, true
+	case events.KindLLMText:
+		if e.models && b.Text != e.model {
+			return true
+		}
+		e.model, e.models = b.Text, true
 	}
 	return false
 }
