@@ -100,12 +100,27 @@ func doublesState(scope string, blocks []events.Block, chain [][32]byte) (string
 // (doublesKey): a number of 16 digits or more, or with an exponent (a
 // double holds 15 digits of any decimal exactly), an escaped surrogate,
 // or invalid UTF-8. It keeps Canonical off the path of each recorded
-// call whose tool calls say nothing of the kind, nearly all. A name given
-// twice is not looked for: a model that writes one is read by its text.
+// call whose tool calls say nothing of the kind, nearly all: digits and
+// letters inside strings (a UUID, a hex digest) are no number. A name
+// given twice is not looked for: a model that writes one is read by its
+// text.
 func mayLoseToDoubles(args string) bool {
-	digits, ascii := 0, true
+	digits, ascii, quoted := 0, true, false
 	for i := 0; i < len(args); i++ {
 		switch c := args[i]; {
+		case c >= 0x80:
+			ascii = false
+		case quoted:
+			switch {
+			case c == '"':
+				quoted = false
+			case c == '\\' && escapedSurrogate(args[i+1:]):
+				return true
+			case c == '\\':
+				i++ // the escaped character, which may be a quote
+			}
+		case c == '"':
+			quoted, digits = true, 0
 		case c >= '0' && c <= '9':
 			if digits++; digits >= 16 {
 				return true
@@ -113,16 +128,20 @@ func mayLoseToDoubles(args string) bool {
 		case c == '.':
 		case (c == 'e' || c == 'E') && digits > 0:
 			return true
-		case c == '\\' && i+3 < len(args) && args[i+1] == 'u' && (args[i+2] == 'd' || args[i+2] == 'D'):
-			if d := args[i+3] | 0x20; d >= '8' && d <= 'f' && (d <= '9' || d >= 'a') {
-				return true
-			}
-			digits = 0
-		case c >= 0x80:
-			ascii, digits = false, 0
 		default:
 			digits = 0
 		}
 	}
 	return !ascii && !utf8.ValidString(args)
+}
+
+// escapedSurrogate reports whether s, what follows a backslash in a JSON
+// string, begins with the escape of a UTF-16 surrogate (u followed by
+// D800 to DFFF).
+func escapedSurrogate(s string) bool {
+	if len(s) < 3 || s[0] != 'u' || s[1]|0x20 != 'd' {
+		return false
+	}
+	d := s[2] | 0x20
+	return d >= '8' && d <= '9' || d >= 'a' && d <= 'f'
 }
