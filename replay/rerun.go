@@ -131,7 +131,7 @@ func Rerun(ctx context.Context, src Source, conversation string, p profile.Profi
 		seg := recs[start:end]
 		if rerunnable(seg) {
 			res.Requests++
-			ch, err := chains.chain(seg)
+			ch, err := chains.chain(seg, recs[start:])
 			if err != nil {
 				return nil, fmt.Errorf("rerun %s: %w", conversation, err)
 			}

@@ -45,10 +45,17 @@ type rerunChains struct {
 	requests map[string]int // requests re-run, by profile name
 }
 
-// servedBy is the profile a request's outcome names, "" if none.
-func servedBy(seg []eventlog.Record) string {
-	for i := len(seg) - 1; i >= 0; i-- {
-		switch p := seg[i].Payload.(type) {
+// servedBy is the profile the outcome of request cause names, "" if
+// none: the first request.completed or request.failed of it in rest, the
+// log from the request's first event on. The outcome may stand after
+// other events than the request's: a request an app took over ends after
+// the app's step, in a group of events of its own.
+func servedBy(cause string, rest []eventlog.Record) string {
+	for i := range rest {
+		if rest[i].Cause != cause || rest[i].Actor != ActorWorker {
+			continue
+		}
+		switch p := rest[i].Payload.(type) {
 		case events.RequestCompleted:
 			return p.Profile
 		case events.RequestFailed:
@@ -58,12 +65,13 @@ func servedBy(seg []eventlog.Record) string {
 	return ""
 }
 
-// chain returns the chain request seg re-runs with.
-func (c *rerunChains) chain(seg []eventlog.Record) (*rerunChain, error) {
+// chain returns the chain request seg re-runs with; rest is the log from
+// seg's first event on.
+func (c *rerunChains) chain(seg, rest []eventlog.Record) (*rerunChain, error) {
 	name, p := "", c.given
 	if c.set != nil {
 		name = c.name
-		if served := servedBy(seg); served != "" {
+		if served := servedBy(seg[0].Cause, rest); served != "" {
 			q, ok := c.set[served]
 			if !ok {
 				return nil, fmt.Errorf("request %s ran with profile %q, which the profiles given lack (they are %v): pass the profiles file the workers ran (--profiles FILE), or --profile NAME to re-run every request with one profile",

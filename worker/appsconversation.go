@@ -90,6 +90,11 @@ func (w *Worker) endTakenOver(ctx context.Context, req Request, taken *takenOver
 		return retryLater, err
 	}
 	tx := engine.NewTx(turn, req.RequestID, engine.WithStep(taken.own.Step+1))
+	if name, ok := w.servingProfile(req); ok {
+		// Its stored steps ran with this profile: replay --rerun re-runs
+		// them with it.
+		ctx = withProfile(ctx, name)
+	}
 	if err := closeInterrupted(tx, events.OpenCalls(taken.own.Events), "the request then stopped: an app took the conversation over"); err != nil {
 		return w.fail(ctx, tx, err.Error())
 	}

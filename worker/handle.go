@@ -253,11 +253,8 @@ func (w *Worker) serveOnce(ctx context.Context, req Request, sent time.Time, pro
 		}
 		return retryLater, err
 	}
-	name := req.Profile
-	if name == "" {
-		name = profile.DefaultName
-	}
-	p, ok := w.profiles[name]
+	name, ok := w.servingProfile(req)
+	p := w.profiles[name]
 	if problem == "" && !ok {
 		problem = fmt.Sprintf("unknown profile %q; this worker has %s", truncate(name, 40), strings.Join(w.cfg.Profiles.Names(), ", "))
 	}

@@ -1,6 +1,10 @@
 package worker
 
-import "context"
+import (
+	"context"
+
+	"github.com/turnlog/turnlog/profile"
+)
 
 // profileKey is the context key of the profile a request runs with.
 type profileKey struct{}
@@ -17,4 +21,15 @@ func withProfile(ctx context.Context, name string) context.Context {
 func profileOf(ctx context.Context) string {
 	name, _ := ctx.Value(profileKey{}).(string)
 	return name
+}
+
+// servingProfile is the name of the profile req runs with (the default
+// one when it names none), and whether w has it.
+func (w *Worker) servingProfile(req Request) (string, bool) {
+	name := req.Profile
+	if name == "" {
+		name = profile.DefaultName
+	}
+	_, ok := w.profiles[name]
+	return name, ok
 }
