@@ -107,7 +107,7 @@ func (r *RerunResult) WriteText(w io.Writer) error {
 		for _, name := range profileNames(r.Profiles) {
 			used = append(used, fmt.Sprintf("%s (%s)", safe(name), plural.Count(r.Profiles[name], "request")))
 		}
-		fmt.Fprintf(bw, "each request re-ran with the profile that served it: %s\n", strings.Join(used, ", "))
+		fmt.Fprintf(bw, "each request re-ran with the profile its outcome names (one that names none: --profile's): %s\n", strings.Join(used, ", "))
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(bw, "note: %s\n", safe(n))
