@@ -65,6 +65,9 @@ func (c *Checker) chained(in []events.Block, turn *projector.Turn, n int) []Find
 		}
 	}
 	if resent(c.prompt, cur) {
+		if f, ok := keptTwice(turn, in, c.prompt, cur); ok {
+			fs = append(fs, f)
+		}
 		c.prompt, c.promptFree = cur, false
 	} else {
 		fs = append(fs, c.promptChanged(cur)...)
@@ -81,6 +84,27 @@ func (c *Checker) chained(in []events.Block, turn *projector.Turn, n int) []Find
 // holds: no change, although the block is another one.
 func resent(was, cur promptSeen) bool {
 	return was.seen && was.id != "" && cur.id != "" && cur.id != was.id && cur.text == was.text
+}
+
+// keptTwice is the duplicate_system_prompt of a chained call whose
+// prompt, cur, is the previous call's, was, sent again as a message among
+// its new items, where the provider keeps was's message in the history it
+// holds (a developer or system message, not the Responses API's
+// instructions, which apply to their call alone): the model reads the
+// prompt once more at each such call, as an app that appends its prompt
+// to every request sends it.
+func keptTwice(turn *projector.Turn, in []events.Block, was, cur promptSeen) (Finding, bool) {
+	prev, ok := turn.Block(was.id)
+	if !ok || prev.Meta[calls.MetaField] != "" {
+		return Finding{}, false
+	}
+	i := slices.IndexFunc(in, func(b events.Block) bool { return b.ID == cur.id })
+	if i < 0 || in[i].Meta[calls.MetaField] != "" {
+		return Finding{}, false
+	}
+	return Finding{Rule: RuleDuplicateSystemPrompt, Blocks: []string{was.id, cur.id},
+		Detail: blockAt(in, i) + " has the same text as system " + was.id + " (" + itoa(len(cur.text)) + " bytes), which call " + itoa(was.call) +
+			" sent as a message: the provider keeps that message in the history this call continues, so the model reads the prompt twice (send it as instructions, or in the first call alone)"}, true
 }
 
 // Chained counts the chained calls fed so far (see ChainedSkips): they are
