@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -19,18 +20,9 @@ import (
 // call was still there, and the mix passed unreported.
 func TestAnotherChoiceMixedWithTheFirstIsRewrite(t *testing.T) {
 	const call = `{"id":"call_A","type":"function","function":{"name":"write","arguments":"{\"path\":\"a.txt\"}"}}`
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		if !strings.Contains(string(b), `"n":2`) {
-			io.WriteString(w, chatAnswer("done"))
-			return
-		}
-		io.WriteString(w, `{"id":"c","object":"chat.completion","model":"m","choices":[`+
-			`{"index":0,"message":{"role":"assistant","content":"I will write a.txt.","tool_calls":[`+call+`]},"finish_reason":"tool_calls"},`+
-			`{"index":1,"message":{"role":"assistant","content":"I will not write anything."},"finish_reason":"stop"}]}`)
-	}))
-	t.Cleanup(up.Close)
+	up := twoChoicesUpstream(t,
+		`{"index":0,"message":{"role":"assistant","content":"I will write a.txt.","tool_calls":[`+call+`]},"finish_reason":"tool_calls"}`,
+		`{"index":1,"message":{"role":"assistant","content":"I will not write anything."},"finish_reason":"stop"}`)
 	r := newRig(t, up.URL, "")
 	for _, tc := range []struct {
 		name, sent string
@@ -43,13 +35,7 @@ func TestAnotherChoiceMixedWithTheFirstIsRewrite(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			conv := fmt.Sprintf("mixed-%d-%d", len(tc.rules), len(tc.sent))
-			headers := map[string]string{"Turnlog-Token": token, "Turnlog-Conversation": conv}
-			msgs := `{"role":"user","content":"write a.txt"}`
-			_, _ = postOK(t, r.gw.URL+"/v1/chat/completions", headers, `{"model":"m","n":2,"messages":[`+msgs+`]}`)
-			msgs += `,` + tc.sent + `,{"role":"user","content":"go on"}`
-			_, _ = postOK(t, r.gw.URL+"/v1/chat/completions", headers, `{"model":"m","messages":[`+msgs+`]}`)
-			verify(t, r.log, conv)
-			assert.Equal(t, tc.rules, checkRules(t, r.log, conv), "replay --check")
+			assert.Equal(t, tc.rules, goOnWithAChoice(t, r, conv, "write a.txt", tc.sent), "replay --check")
 		})
 	}
 }
@@ -64,18 +50,9 @@ func TestAnotherChoiceMixedWithTheFirstIsRewrite(t *testing.T) {
 func TestAnotherChoiceThatBeginsAsTheFirstIsTaken(t *testing.T) {
 	const callA = `{"id":"call_A","type":"function","function":{"name":"search","arguments":"{\"q\":\"a\"}"}}`
 	const callB = `{"id":"call_B","type":"function","function":{"name":"search","arguments":"{\"q\":\"b\"}"}}`
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		if !strings.Contains(string(b), `"n":2`) {
-			io.WriteString(w, chatAnswer("done"))
-			return
-		}
-		io.WriteString(w, `{"id":"c","object":"chat.completion","model":"m","choices":[`+
-			`{"index":0,"message":{"role":"assistant","content":"Let me look.","tool_calls":[`+callA+`]},"finish_reason":"tool_calls"},`+
-			`{"index":1,"message":{"role":"assistant","content":"Let me look.","tool_calls":[`+callB+`]},"finish_reason":"tool_calls"}]}`)
-	}))
-	t.Cleanup(up.Close)
+	up := twoChoicesUpstream(t,
+		`{"index":0,"message":{"role":"assistant","content":"Let me look.","tool_calls":[`+callA+`]},"finish_reason":"tool_calls"}`,
+		`{"index":1,"message":{"role":"assistant","content":"Let me look.","tool_calls":[`+callB+`]},"finish_reason":"tool_calls"}`)
 	r := newRig(t, up.URL, "")
 	for i, tc := range []struct {
 		name, sent string
@@ -87,14 +64,39 @@ func TestAnotherChoiceThatBeginsAsTheFirstIsTaken(t *testing.T) {
 			rules: []string{"history_rewritten", "history_rewritten"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			conv := fmt.Sprintf("begins-%d", i)
-			headers := map[string]string{"Turnlog-Token": token, "Turnlog-Conversation": conv}
-			msgs := `{"role":"user","content":"search"}`
-			_, _ = postOK(t, r.gw.URL+"/v1/chat/completions", headers, `{"model":"m","n":2,"messages":[`+msgs+`]}`)
-			msgs += `,` + tc.sent + `,{"role":"user","content":"go on"}`
-			_, _ = postOK(t, r.gw.URL+"/v1/chat/completions", headers, `{"model":"m","messages":[`+msgs+`]}`)
-			verify(t, r.log, conv)
-			assert.Equal(t, tc.rules, checkRules(t, r.log, conv), "replay --check")
+			assert.Equal(t, tc.rules, goOnWithAChoice(t, r, fmt.Sprintf("begins-%d", i), "search", tc.sent), "replay --check")
 		})
 	}
+}
+
+// twoChoicesUpstream answers a chat call asking for two choices ("n":2)
+// with first and second (each a choice's JSON), and any other with
+// "done".
+func twoChoicesUpstream(t *testing.T, first, second string) *httptest.Server {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		if !strings.Contains(string(b), `"n":2`) {
+			io.WriteString(w, chatAnswer("done"))
+			return
+		}
+		io.WriteString(w, `{"id":"c","object":"chat.completion","model":"m","choices":[`+first+`,`+second+`]}`)
+	}))
+	t.Cleanup(up.Close)
+	return up
+}
+
+// goOnWithAChoice asks for two choices in conversation conv, then goes on
+// with the messages sent (what the app keeps of the answer) and another
+// user message; it verifies the conversation and returns the rules
+// replay --check finds in it.
+func goOnWithAChoice(t *testing.T, r *rig, conv, ask, sent string) []string {
+	t.Helper()
+	headers := map[string]string{"Turnlog-Token": token, "Turnlog-Conversation": conv}
+	msgs := `{"role":"user","content":` + strconv.Quote(ask) + `}`
+	_, _ = postOK(t, r.gw.URL+"/v1/chat/completions", headers, `{"model":"m","n":2,"messages":[`+msgs+`]}`)
+	msgs += `,` + sent + `,{"role":"user","content":"go on"}`
+	_, _ = postOK(t, r.gw.URL+"/v1/chat/completions", headers, `{"model":"m","messages":[`+msgs+`]}`)
+	verify(t, r.log, conv)
+	return checkRules(t, r.log, conv)
 }

@@ -36,29 +36,39 @@ func TestStreamedThinkingContinuesAsNotStreamed(t *testing.T) {
 			blocks := map[bool]events.Block{}
 			for _, stream := range []bool{false, true} {
 				r := newRig(t, up.URL, "")
-				call := func(msgs string) string {
-					t.Helper()
-					resp, body := post(t, r.gw.URL+"/v1/chat/completions", map[string]string{"Turnlog-Token": token},
-						fmt.Sprintf(`{"model":"magistral","stream":%v,"messages":[%s]}`, stream, msgs))
-					require.Equal(t, 200, resp.StatusCode, "%s", body)
-					return resp.Header.Get("Turnlog-Conversation")
-				}
-				msgs := `{"role":"user","content":"2+2?"}`
-				conv := call(msgs)
+				conv, next := askAndSendBack(t, r, stream, sentBack)
+				assert.Equal(t, conv, next, "stream=%v: the app that sends the answer back with its thinking continues the chat", stream)
 				page, err := replay.Calls(context.Background(), r.log, conv, replay.Page{})
 				require.NoError(t, err)
-				require.Len(t, page.Calls, 1)
+				require.Len(t, page.Calls, 2)
 				require.Len(t, page.Calls[0].Output, 1)
 				blocks[stream] = page.Calls[0].Output[0]
-
-				msgs += "," + sentBack + `,{"role":"user","content":"and 3+3?"}`
-				assert.Equal(t, conv, call(msgs), "stream=%v: the app that sends the answer back with its thinking continues the chat", stream)
-				verify(t, r.log, conv)
-				assert.Empty(t, checkRules(t, r.log, conv), "stream=%v", stream)
 			}
 			streamed, whole := blocks[true], blocks[false]
 			assert.Equal(t, whole.Meta[events.MetaParts], streamed.Meta[events.MetaParts], "the streamed answer's block is the answer's not streamed")
 			assert.Equal(t, calls.Key(&whole), calls.Key(&streamed))
 		})
 	}
+}
+
+// askAndSendBack asks a reasoning model "2+2?" through r, streamed or not,
+// then goes on with sentBack (the answer as the app keeps it) and another
+// question, with no conversation named; it returns the conversations the
+// two calls landed in, after checking that the second's is verified and
+// has no finding.
+func askAndSendBack(t *testing.T, r *rig, stream bool, sentBack string) (first, next string) {
+	t.Helper()
+	call := func(msgs string) string {
+		t.Helper()
+		resp, body := post(t, r.gw.URL+"/v1/chat/completions", map[string]string{"Turnlog-Token": token},
+			fmt.Sprintf(`{"model":"magistral","stream":%v,"messages":[%s]}`, stream, msgs))
+		require.Equal(t, 200, resp.StatusCode, "%s", body)
+		return resp.Header.Get("Turnlog-Conversation")
+	}
+	msgs := `{"role":"user","content":"2+2?"}`
+	first = call(msgs)
+	next = call(msgs + "," + sentBack + `,{"role":"user","content":"and 3+3?"}`)
+	verify(t, r.log, next)
+	assert.Empty(t, checkRules(t, r.log, next), "stream=%v", stream)
+	return first, next
 }

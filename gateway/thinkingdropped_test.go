@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // An app that sends a Mistral reasoning model's answer back without its
@@ -20,19 +19,7 @@ func TestAnswerSentBackWithoutItsThinkingContinues(t *testing.T) {
 	const answer = "The answer is 4."
 	up := mistralThinkingUpstream(t, []string{"Two ", "and ", "two."}, answer)
 	for _, stream := range []bool{false, true} {
-		r := newRig(t, up.URL, "")
-		call := func(msgs string) string {
-			t.Helper()
-			resp, body := post(t, r.gw.URL+"/v1/chat/completions", map[string]string{"Turnlog-Token": token},
-				fmt.Sprintf(`{"model":"magistral","stream":%v,"messages":[%s]}`, stream, msgs))
-			require.Equal(t, 200, resp.StatusCode, "%s", body)
-			return resp.Header.Get("Turnlog-Conversation")
-		}
-		msgs := `{"role":"user","content":"2+2?"}`
-		conv := call(msgs)
-		msgs += fmt.Sprintf(`,{"role":"assistant","content":%q},{"role":"user","content":"and 3+3?"}`, answer)
-		assert.Equal(t, conv, call(msgs), "stream=%v: the app that sends the answer back without its thinking continues the chat", stream)
-		verify(t, r.log, conv)
-		assert.Empty(t, checkRules(t, r.log, conv), "stream=%v", stream)
+		conv, next := askAndSendBack(t, newRig(t, up.URL, ""), stream, fmt.Sprintf(`{"role":"assistant","content":%q}`, answer))
+		assert.Equal(t, conv, next, "stream=%v: the app that sends the answer back without its thinking continues the chat", stream)
 	}
 }
