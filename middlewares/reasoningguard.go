@@ -130,7 +130,7 @@ func orphanedReasoning(tx *engine.Tx, cfg ReasoningGuardConfig) error {
 		if movers := blockMovers(tx); movers != "" {
 			// Repair sees only the log, which holds nothing of this
 			// step once it fails: the middleware is what to fix.
-			remedy = movers + " moved or removed blocks in this step, before this guard: if that left it so, fix that middleware " +
+			remedy = movers + " changed the order of the blocks in this step (moved, removed, inserted or split them), before this guard: if that left it so, fix that middleware " +
 				"(it must keep a reasoning block with its follower: middlewares.MoveUnit, middlewares.Units); else " + remedy
 		}
 		if cfg.Remedy != "" {

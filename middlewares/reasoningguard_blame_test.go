@@ -32,7 +32,7 @@ func TestReasoningGuardNamesWhatMovedBlocks(t *testing.T) {
 				return tx.Emit("acme.compact", events.BlocksReordered{Order: []string{"u1", "a1", "u2", "r1"}, Reason: "oops"})
 			},
 			want: []string{
-				`reasoning block without its follower; blocks.reordered of "acme.compact" moved or removed blocks in this step, before this guard: if that left it so, fix that middleware`,
+				`reasoning block without its follower; blocks.reordered of "acme.compact" changed the order of the blocks in this step (moved, removed, inserted or split them), before this guard: if that left it so, fix that middleware`,
 				"middlewares.MoveUnit",
 				"; else remove it once with `turnlog repair --yes c`",
 			},
@@ -42,7 +42,7 @@ func TestReasoningGuardNamesWhatMovedBlocks(t *testing.T) {
 			before: func(tx *engine.Tx) error {
 				return tx.Emit("acme.trim", events.BlocksRemoved{BlockIDs: []string{"a1"}, Reason: "trim"})
 			},
-			want: []string{`blocks.removed of "acme.trim" moved or removed blocks in this step`},
+			want: []string{`blocks.removed of "acme.trim" changed the order of the blocks in this step`},
 		},
 		{name: "stored so: nothing in this step moved or removed a block",
 			blocks: []events.Block{user("u1", "q"), llm("a0", "a"), reasoning("r1"), user("u2", "q")},
