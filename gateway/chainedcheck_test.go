@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/replay"
 )
@@ -41,29 +42,9 @@ func TestChainedCallsAreCheckedLive(t *testing.T) {
 		map[string]any{"type": "function_call_output", "call_id": "call_held_by_the_provider", "output": "42"},
 	}})
 
-	type found struct {
-		Call int
-		Rule string
-	}
-	var live []found
-	calls := map[string]int{}
-	for _, e := range conversationEvents(t, r.log, conv) {
-		switch p := e.Payload.(type) {
-		case events.InferenceStarted:
-			calls[p.InferenceID] = len(calls) + 1
-		case events.FindingRecorded:
-			live = append(live, found{calls[p.InferenceID], p.Rule})
-		}
-	}
-	require.Len(t, calls, 4)
-	assert.Equal(t, []found{{2, "duplicate_system_prompt"}, {2, "role_marker_in_untrusted_text"}, {3, "system_prompt_changed"}}, live,
+	live, replayed, checked := liveAndReplayedFindings(t, r.log, conv, 4)
+	assert.Equal(t, []callFinding{{2, "duplicate_system_prompt"}, {2, "role_marker_in_untrusted_text"}, {3, "system_prompt_changed"}}, live,
 		"the gateway records the chained calls' findings")
-	checked, err := replay.Check(t.Context(), r.log, conv)
-	require.NoError(t, err)
-	var replayed []found
-	for _, f := range checked.Findings {
-		replayed = append(replayed, found{f.Call, string(f.Rule)})
-	}
 	assert.Equal(t, live, replayed, "replay --check finds what the gateway recorded")
 	assert.Equal(t, 4, checked.Calls)
 	assert.Equal(t, 3, checked.Chained, "counted apart: not checked for history_rewritten")
@@ -71,4 +52,34 @@ func TestChainedCallsAreCheckedLive(t *testing.T) {
 	require.NoError(t, checked.WriteText(&text))
 	assert.Contains(t, text.String(), "ledger: 1 model call checked, 3 chained calls checked only on what they sent")
 	verify(t, r.log, conv)
+}
+
+// callFinding is a finding as these tests compare them: the model call
+// it is at (from 1), and its rule.
+type callFinding struct {
+	Call int
+	Rule string
+}
+
+// liveAndReplayedFindings returns the findings the gateway recorded in
+// conv as it recorded its calls (calls of them), and those replay.Check
+// finds in it, with Check's result.
+func liveAndReplayedFindings(t *testing.T, l *eventlog.Log, conv string, calls int) (live, replayed []callFinding, checked *replay.Checked) {
+	t.Helper()
+	at := map[string]int{}
+	for _, e := range conversationEvents(t, l, conv) {
+		switch p := e.Payload.(type) {
+		case events.InferenceStarted:
+			at[p.InferenceID] = len(at) + 1
+		case events.FindingRecorded:
+			live = append(live, callFinding{at[p.InferenceID], p.Rule})
+		}
+	}
+	require.Len(t, at, calls)
+	checked, err := replay.Check(t.Context(), l, conv)
+	require.NoError(t, err)
+	for _, f := range checked.Findings {
+		replayed = append(replayed, callFinding{f.Call, string(f.Rule)})
+	}
+	return live, replayed, checked
 }

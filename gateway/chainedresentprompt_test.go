@@ -6,8 +6,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/turnlog/turnlog/events"
-	"github.com/turnlog/turnlog/replay"
 )
 
 // TestChainedCallResendingThePromptIsNoChange: the Vercel AI SDK, given
@@ -23,17 +21,13 @@ import (
 // not kept (they apply to their call): sent again, they are no finding.
 // Another text is a change either way.
 func TestChainedCallResendingThePromptIsNoChange(t *testing.T) {
-	type found struct {
-		Call int
-		Rule string
-	}
 	for _, tc := range []struct {
 		name         string
 		instructions bool
-		want         []found
+		want         []callFinding
 	}{
-		{"as a developer message", false, []found{{2, "duplicate_system_prompt"}, {3, "duplicate_system_prompt"}, {4, "system_prompt_changed"}}},
-		{"as instructions", true, []found{{4, "system_prompt_changed"}}},
+		{"as a developer message", false, []callFinding{{2, "duplicate_system_prompt"}, {3, "duplicate_system_prompt"}, {4, "system_prompt_changed"}}},
+		{"as instructions", true, []callFinding{{4, "system_prompt_changed"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			up := newNumberedResponses(t)
@@ -67,24 +61,8 @@ func TestChainedCallResendingThePromptIsNoChange(t *testing.T) {
 			r3 := call(r2, "Be brief.", "three")
 			call(r3, "Be verbose.", "four")
 
-			var live []found
-			calls := map[string]int{}
-			for _, e := range conversationEvents(t, r.log, conv) {
-				switch p := e.Payload.(type) {
-				case events.InferenceStarted:
-					calls[p.InferenceID] = len(calls) + 1
-				case events.FindingRecorded:
-					live = append(live, found{calls[p.InferenceID], p.Rule})
-				}
-			}
-			require.Len(t, calls, 4)
+			live, replayed, _ := liveAndReplayedFindings(t, r.log, conv, 4)
 			assert.Equal(t, tc.want, live)
-			checked, err := replay.Check(t.Context(), r.log, conv)
-			require.NoError(t, err)
-			var replayed []found
-			for _, f := range checked.Findings {
-				replayed = append(replayed, found{f.Call, string(f.Rule)})
-			}
 			assert.Equal(t, live, replayed, "replay --check finds what the gateway recorded")
 			verify(t, r.log, conv)
 		})
