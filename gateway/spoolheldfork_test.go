@@ -1,22 +1,17 @@
 package gateway_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/turnlog/turnlog/eventlog"
-	"github.com/turnlog/turnlog/gateway"
 )
 
 // NATS back, a damaged conversation's spooled call waiting for its
@@ -58,29 +53,9 @@ func TestHeldSpooledCallLeavesAForkOfAnotherGatewaysTurnAFork(t *testing.T) {
 	conv := resp.Header.Get("Turnlog-Conversation")
 	require.NotEmpty(t, conv)
 
-	// A damaged conversation's spooled call waits for its repair.
-	spoiled := map[string]string{"Turnlog-Token": token, "Turnlog-Conversation": "spoiled"}
-	postOK(t, c.gw.URL+"/v1/chat/completions", spoiled, fmt.Sprintf(chatBody, "one"))
-	c.cut(t)
-	postOK(t, c.gw.URL+"/v1/chat/completions", spoiled, fmt.Sprintf(chatBody, "two"))
-	ctx := context.Background()
-	l, err := eventlog.Open(ctx, c.srv.Conn)
-	require.NoError(t, err)
-	_, err = l.JetStream().Publish(ctx, l.Names().EventsSubject("spoiled"), []byte("garbage"), jetstream.WithMsgID("damaged:1"))
-	require.NoError(t, err)
-	c.restore(t)
-	require.Eventually(t, func() bool {
-		return strings.Contains(c.logs.String(), "waits in the spool until its conversation is repaired")
-	}, 20*time.Second, 20*time.Millisecond)
-
-	// Another gateway, NATS up, records the conversation's second call.
-	threads, err := l.Threads(ctx)
-	require.NoError(t, err)
-	other, err := gateway.New(gateway.Config{Log: l, Connected: c.srv.Conn.IsConnected, Token: token, OpenAIUpstream: up.URL + "/v1",
-		Threads: threads, Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	hs := httptest.NewServer(other)
-	t.Cleanup(hs.Close)
+	// A damaged conversation's spooled call waits for its repair, and
+	// another gateway, NATS up, records the conversation's second call.
+	l, hs := holdADamagedCall(t, c, up.URL)
 	resp, _ = postOK(t, hs.URL+"/v1/chat/completions", auth, msgs("alpha", "re alpha", "beta"))
 	require.Equal(t, conv, resp.Header.Get("Turnlog-Conversation"))
 
