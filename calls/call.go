@@ -78,6 +78,16 @@ type Call struct {
 	// Headers are the call's recorded headers (HeadersOf), written into
 	// its inference.started's gateway map under MetaHeaderPrefix.
 	Headers map[string]string
+	// ResentFrom, for a call continuing a stored response (Request
+	// Continues) whose conversation went on after that response, is how
+	// many blocks the Turn held at the response, when the call's input
+	// begins with the blocks the Turn holds after them, sent again: a
+	// tool loop chained by previous_response_id (the Vercel AI SDK's)
+	// names one response in each of its steps, and sends the earlier
+	// steps' input and output again before the tool's result. PlanInput
+	// takes those items as the blocks they are, not as new ones. Zero: the
+	// call's items are all new.
+	ResentFrom int
 	// appended are the blocks PlanInput added for a call continuing a
 	// history the provider holds (Request.Continues): what PlanOutcome
 	// removes again when the provider refused the call.

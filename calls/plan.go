@@ -223,26 +223,8 @@ func planFull(turn *projector.Turn, req *Request, c *Call, emit func(int, events
 		if len(drop) > 0 {
 			at = turn.Index(ids[i])
 		}
-		b := &turn.Blocks[at]
-		// The request's block carries the gateway keys its item wants
-		// (Item.mark); Key equal, so is its gateway.type.
-		d := metaDiff(b.Meta, rbs[i].b.Meta)
-		if b.Arguments != rbs[i].b.Arguments && rbs[i].at == 0 && rbs[i].item.Canon != nil && b.Meta[MetaItem] != string(rbs[i].item.Canon) {
-			// The same arguments as JSON, written otherwise (argumentsKey):
-			// the block renders as this call wrote its item.
-			if d == nil {
-				d = map[string]string{}
-			}
-			d[MetaItem] = string(rbs[i].item.Canon)
-		}
-		if len(d) > 0 {
-			reason := "the client writes this item otherwise"
-			if rbs[i].at == 0 && rbs[i].item.sentAsReference() {
-				reason = "the client sends this item back by reference (item_reference): the provider reads its stored copy"
-			}
-			if err := emit(0, events.BlockAnnotated{BlockID: ids[i], Meta: d, Reason: reason}); err != nil {
-				return err
-			}
+		if err := annotateSent(&turn.Blocks[at], rbs[i], emit); err != nil {
+			return err
 		}
 	}
 	for i := range rbs {
@@ -274,12 +256,23 @@ func planFull(turn *projector.Turn, req *Request, c *Call, emit func(int, events
 // planAppended records a call that continues a stored response: its items
 // are new, but for instructions equal to the active system prompt (when
 // that prompt is a call's instructions, not a message of the provider's
-// history).
+// history) and the blocks its conversation holds after that response when
+// the call sends them again (Call.ResentFrom).
 func planAppended(turn *projector.Turn, req *Request, c *Call, emit func(int, events.Payload) error) (ids, added []string, err error) {
 	rbs := flatten(req)
 	ids = make([]string, 0, len(rbs))
+	resent := resentIDs(turn, rbs, c.ResentFrom)
 	for i := range rbs {
 		b := rbs[i].b
+		if at, ok := resent[i]; ok {
+			// Sent again: the provider holds it once, in the history the
+			// call continues.
+			if err := annotateSent(&turn.Blocks[at], rbs[i], emit); err != nil {
+				return nil, nil, err
+			}
+			ids = append(ids, turn.Blocks[at].ID)
+			continue
+		}
 		instructions := rbs[i].item.Field != "" && b.Kind == events.KindSystem
 		if instructions {
 			// A call's instructions take the place of the ones an

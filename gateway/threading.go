@@ -57,10 +57,22 @@ func (r *Recorder) thread(ctx context.Context, p *Pending, in Call) (fork *calls
 		case ok && latest:
 			p.conv, c.Threading = ref.Conversation, calls.ThreadExplicit
 		case ok:
+			c.Threading = calls.ThreadExplicit
+			if state, latest, from, resends := r.resending(ctx, ref, req); resends {
+				// A chained tool loop's step, sending the steps after
+				// that response again: it goes on from them.
+				c.ResentFrom = from
+				if latest {
+					p.conv = state.Conversation
+				} else {
+					fork = &state
+				}
+				break
+			}
 			// An earlier call's response (an app regenerating from an
 			// earlier answer): the conversation branches there, as a
 			// fork, so that its history stays what each model saw.
-			fork, c.Threading = &ref, calls.ThreadExplicit
+			fork = &ref
 		}
 	case req != nil:
 		blocks, chain := req.RequestBlocks(), req.RequestChain()
