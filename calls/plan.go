@@ -261,16 +261,23 @@ func planFull(turn *projector.Turn, req *Request, c *Call, emit func(int, events
 func planAppended(turn *projector.Turn, req *Request, c *Call, emit func(int, events.Payload) error) (ids, added []string, err error) {
 	rbs := flatten(req)
 	ids = make([]string, 0, len(rbs))
-	resent := resentIDs(turn, rbs, c.ResentFrom)
+	resent, leftOut := resentIDs(turn, rbs, c.ResentFrom)
+	if len(leftOut) > 0 {
+		// The items after the response are sent again without this
+		// reasoning: the history the model reads has none of it.
+		if err := emit(0, events.BlocksRemoved{BlockIDs: leftOut, Reason: "left out of the items the call sends again after the response it continues"}); err != nil {
+			return nil, nil, err
+		}
+	}
 	for i := range rbs {
 		b := rbs[i].b
-		if at, ok := resent[i]; ok {
+		if id, ok := resent[i]; ok {
 			// Sent again: the provider holds it once, in the history the
 			// call continues.
-			if err := annotateSent(&turn.Blocks[at], rbs[i], emit); err != nil {
+			if err := annotateSent(&turn.Blocks[turn.Index(id)], rbs[i], emit); err != nil {
 				return nil, nil, err
 			}
-			ids = append(ids, turn.Blocks[at].ID)
+			ids = append(ids, id)
 			continue
 		}
 		instructions := rbs[i].item.Field != "" && b.Kind == events.KindSystem

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/turnlog/turnlog/calls"
-	"github.com/turnlog/turnlog/events"
 )
 
 // resending reports whether a call continuing response at, an earlier
@@ -12,28 +11,28 @@ import (
 // its input what the conversation holds after that response: a tool loop
 // chained by previous_response_id (the Vercel AI SDK's generateText with
 // tools and providerOptions.openai.previousResponseId) names the same
-// response in every step, and sends the earlier steps' items again with
-// the tool's result. The provider's history at that response followed by
-// the call's input then begins with a later recorded state of the
-// conversation, which the call continues (latest) or forks (the
-// conversation went on since); from is how many blocks the Turn held at
-// the response (calls.Call.ResentFrom). Not ok: the call branches at the
+// response in every step, and sends the earlier steps' items again (their
+// reasoning left out) with the tool's result. The call then continues
+// the conversation, and from is how many blocks the Turn held at the
+// response (calls.Call.ResentFrom). Not ok: the call branches at the
 // response, as an app regenerating from an earlier answer does.
-func (r *Recorder) resending(ctx context.Context, at calls.Ref, req *calls.Request) (state calls.Ref, latest bool, from int, ok bool) {
-	turn, err := r.log.LoadAt(ctx, at.Conversation, at.Events)
-	if err != nil || len(turn.Blocks) == 0 {
-		return calls.Ref{}, false, 0, false
+func (r *Recorder) resending(ctx context.Context, at calls.Ref, req *calls.Request) (from int, ok bool) {
+	was, err := r.log.LoadAt(ctx, at.Conversation, at.Events)
+	if err != nil || len(was.Blocks) == 0 {
+		return 0, false
 	}
-	blocks := make([]events.Block, 0, len(turn.Blocks)+len(req.Items))
-	blocks = append(blocks, turn.Blocks...)
-	for i := range req.Items {
-		if req.Items[i].Field == "" { // a call's instructions are no item of the history
-			blocks = append(blocks, req.Items[i].Blocks...)
+	now, _, err := r.turn(ctx, at.Conversation, false)
+	if err != nil {
+		return 0, false
+	}
+	r.cache.put(now) // the call's input is planned against it
+	if len(now.Blocks) <= len(was.Blocks) {
+		return 0, false
+	}
+	for i := range was.Blocks {
+		if now.Blocks[i].ID != was.Blocks[i].ID {
+			return 0, false // the history before the response changed since
 		}
 	}
-	state, latest, ok, err = r.threads.Find(ctx, req.Scope, blocks, nil)
-	if err != nil || !ok || state.Conversation != at.Conversation || state.Events <= at.Events {
-		return calls.Ref{}, false, 0, false
-	}
-	return state, latest, len(turn.Blocks), true
+	return len(was.Blocks), calls.Resends(now, req, len(was.Blocks))
 }

@@ -120,3 +120,42 @@ func TestVercelAISDKChainedToolLoop(t *testing.T) {
 	v := verify(t, r.log, conv)
 	assert.Equal(t, 4, v.Inferences)
 }
+
+// TestChainedToolLoopOfAReasoningModel: the same tool loop with a
+// reasoning model (gpt-5-mini), whose steps the Vercel AI SDK sends back
+// without their reasoning items when it chains them by
+// previous_response_id: the loop's second step still forked the
+// conversation. It continues it; the reasoning the step left out is
+// removed from the history, since the model no longer reads it there.
+func TestChainedToolLoopOfAReasoningModel(t *testing.T) {
+	const (
+		tools   = `"tools":[{"type":"function","name":"weather","description":"weather","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"],"additionalProperties":false}}],"tool_choice":"auto"}`
+		hello   = `{"model":"gpt-5-mini","input":[{"role":"developer","content":"Be brief."},{"role":"user","content":[{"type":"input_text","text":"hello"}]}],` + tools
+		weather = `{"model":"gpt-5-mini","input":[{"role":"developer","content":"Be brief."},{"role":"user","content":[{"type":"input_text","text":"what is the weather?"}]}],"previous_response_id":"resp_1",` + tools
+		step    = `{"model":"gpt-5-mini","input":[{"role":"developer","content":"Be brief."},{"role":"user","content":[{"type":"input_text","text":"what is the weather?"}]},{"type":"function_call","call_id":"call_2","name":"weather","arguments":"{\"city\":\"Paris\"}"},{"type":"function_call_output","call_id":"call_2","output":"sunny in Paris"}],"previous_response_id":"resp_1",` + tools
+		usage   = `"usage":{"input_tokens":5,"output_tokens":3,"total_tokens":8}}`
+	)
+	up := newScriptedResponses(t,
+		`{"id":"resp_1","object":"response","created_at":1,"status":"completed","model":"gpt-5-mini","output":[{"type":"reasoning","id":"rs_1","summary":[]},{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"output_text","text":"Hi.","annotations":[]}]}],`+usage,
+		`{"id":"resp_2","object":"response","created_at":1,"status":"completed","model":"gpt-5-mini","output":[{"type":"reasoning","id":"rs_2","summary":[]},{"type":"function_call","id":"fc_2","call_id":"call_2","name":"weather","arguments":"{\"city\":\"Paris\"}","status":"completed"}],`+usage,
+		`{"id":"resp_3","object":"response","created_at":1,"status":"completed","model":"gpt-5-mini","output":[{"type":"reasoning","id":"rs_3","summary":[]},{"type":"message","id":"msg_3","status":"completed","role":"assistant","content":[{"type":"output_text","text":"Sunny.","annotations":[]}]}],`+usage,
+	)
+	r := newRig(t, up.URL, "", managed)
+	var convs []string
+	for _, body := range []string{hello, weather, step} {
+		resp, _ := postOK(t, r.gw.URL+"/v1/responses", map[string]string{"Authorization": "Bearer " + token}, body)
+		convs = append(convs, resp.Header.Get("Turnlog-Conversation"))
+	}
+	conv := convs[0]
+	require.Equal(t, []string{conv, conv, conv}, convs, "one chat, one conversation")
+	turn, err := r.log.Load(t.Context(), conv)
+	require.NoError(t, err)
+	var kinds []string
+	for _, b := range turn.Blocks {
+		kinds = append(kinds, string(b.Kind))
+	}
+	assert.Equal(t, []string{"system", "user", "reasoning", "llm_text", "system", "user", "tool_call", "tool_result", "reasoning", "llm_text"}, kinds,
+		"the step's reasoning, which the third call left out, is no longer in the history")
+	v := verify(t, r.log, conv)
+	assert.Equal(t, 3, v.Inferences)
+}

@@ -58,15 +58,10 @@ func (r *Recorder) thread(ctx context.Context, p *Pending, in Call) (fork *calls
 			p.conv, c.Threading = ref.Conversation, calls.ThreadExplicit
 		case ok:
 			c.Threading = calls.ThreadExplicit
-			if state, latest, from, resends := r.resending(ctx, ref, req); resends {
+			if from, resends := r.resending(ctx, ref, req); resends {
 				// A chained tool loop's step, sending the steps after
 				// that response again: it goes on from them.
-				c.ResentFrom = from
-				if latest {
-					p.conv = state.Conversation
-				} else {
-					fork = &state
-				}
+				p.conv, c.ResentFrom = ref.Conversation, from
 				break
 			}
 			// An earlier call's response (an app regenerating from an
