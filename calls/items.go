@@ -242,9 +242,13 @@ func messagesBlocks(raw json.RawMessage) ([]events.Block, error) {
 		return nil, fmt.Errorf("not a message: %w", err)
 	}
 	kind, err := kindOfRole(m.Role)
-	if err != nil || (kind != events.KindUser && kind != events.KindLLMText) {
-		return nil, fmt.Errorf("role %q: the Messages API takes user and assistant messages", m.Role)
+	if err != nil || (kind != events.KindUser && kind != events.KindLLMText && m.Role != "system") {
+		return nil, fmt.Errorf("role %q: the Messages API takes user, assistant and system messages", m.Role)
 	}
+	// A system message among the others is Anthropic's mid-conversation
+	// system message (the beta mid-conversation-system-2026-04-07, which
+	// the Vercel AI SDK's @ai-sdk/anthropic sends for a system message
+	// after the first): text the model reads as a system prompt, there.
 	c := bytes.TrimSpace(m.Content)
 	if len(c) > 0 && c[0] == '"' {
 		var s string
