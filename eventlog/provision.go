@@ -218,6 +218,7 @@ func (l *Log) ensureBucket(ctx context.Context, cfg jetstream.KeyValueConfig) (j
 	// Create when missing, update only to change the replicas: a worker's
 	// credential may create a bucket on a fresh cluster, never change one.
 	if err != nil {
+		cfg.Replicas = l.createReplicas()
 		kv, err = l.js.CreateKeyValue(ctx, cfg)
 	} else {
 		kv, err = l.js.UpdateKeyValue(ctx, cfg)
@@ -250,6 +251,7 @@ func (l *Log) ensureObjectStore(ctx context.Context, cfg jetstream.ObjectStoreCo
 	}
 	cfg.Replicas = max(l.opts.replicas, 1)
 	if err != nil {
+		cfg.Replicas = l.createReplicas()
 		obs, err = l.js.CreateObjectStore(ctx, cfg)
 	} else {
 		obs, err = l.js.UpdateObjectStore(ctx, cfg)
@@ -316,4 +318,23 @@ func checkBucketSubjects(cfg jetstream.StreamConfig, bucket string) error {
 	}
 	return fmt.Errorf("bucket %s: its stream %s takes the subjects %s, where a bucket takes %s alone: turnlog did not make it so, and does not use it (it would store whatever is published on the others); an admin deletes it (nats stream rm %s, with the admin's key) and opens the log again to make it anew",
 		bucket, cfg.Name, strings.Join(cfg.Subjects, ", "), want, cfg.Name)
+}
+
+// createReplicas is how many servers hold a bucket this Log creates: the
+// replicas WithReplicas asked for, else as many as hold the installation's
+// requests stream (made with the events, by the workers' --replicas). A
+// bucket made on first use by a process without the option (`turnlog
+// gateway` makes the gateways' own buckets so) would otherwise sit on one
+// server of a cluster, and while that server is down no gateway could
+// start, nor turnlog status answer.
+func (l *Log) createReplicas() int {
+	if l.opts.replicas > 0 {
+		return l.opts.replicas
+	}
+	if l.requests != nil {
+		if n := l.requests.CachedInfo().Config.Replicas; n > 0 {
+			return n
+		}
+	}
+	return 1
 }
