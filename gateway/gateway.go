@@ -126,6 +126,7 @@ func (g *Gateway) Run(ctx context.Context) {
 	var running sync.WaitGroup
 	defer running.Wait()
 	running.Go(func() { g.sayRunning(ctx) })
+	running.Go(func() { g.rec.closeUnclosed(ctx) })
 	if g.watch != nil {
 		running.Go(func() { g.followBackground(ctx) })
 	}

@@ -21,7 +21,7 @@ import (
 // the call's latency is unknown (a logged call without one), never the
 // time its recording took. It runs once per call; later calls return
 // nil.
-func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) error {
+func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) (err error) {
 	if p.finished {
 		return nil
 	}
@@ -37,6 +37,11 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) erro
 		r.logger.Error("gateway: call not recorded", "conversation", p.conv, "err", in.err)
 		return in.err
 	}
+	defer func() {
+		if err != nil && p.call.Instance != "" { // a live call, its input stored, its outcome not
+			r.noteUnclosed(p.call.ID, p.conv, string(p.api))
+		}
+	}()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	span := r.startSpan(p, in)

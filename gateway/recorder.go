@@ -58,6 +58,9 @@ type Recorder struct {
 	// belongs to what was erased, whatever the conversation holds when
 	// the call is recorded (see erasedAfterMade).
 	erased erasedLately
+	// unclosed holds the calls whose outcome this gateway could not record,
+	// by ID, until they are closed (see closeUnclosed).
+	unclosed sync.Map
 }
 
 // NewRecorder returns a Recorder of cfg's log, threading store, checker
