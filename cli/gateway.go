@@ -98,7 +98,12 @@ docs/gateway.md.`,
 			defer nc.Close()
 			// Its steps are stored on the workers' subjects, as a
 			// worker's are.
-			l, err := eventlog.Open(ctx, nc, eventlog.WithPrefix(nf.prefix), eventlog.WithWriterRole(string(natsauth.Worker)))
+			logger, err := jsonLogger(cmd.ErrOrStderr(), logLevel)
+			if err != nil {
+				return err
+			}
+			// The log's own warnings go to the same JSON lines.
+			l, err := eventlog.Open(ctx, nc, eventlog.WithPrefix(nf.prefix), eventlog.WithWriterRole(string(natsauth.Worker)), eventlog.WithLogger(logger))
 			if err != nil {
 				return err
 			}
@@ -111,9 +116,7 @@ docs/gateway.md.`,
 				return err
 			}
 			cfg.Listen = listen
-			if cfg.Logger, err = jsonLogger(cmd.ErrOrStderr(), logLevel); err != nil {
-				return err
-			}
+			cfg.Logger = logger
 			g, err := gateway.New(cfg)
 			if err != nil {
 				return err
