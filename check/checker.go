@@ -61,6 +61,10 @@ type Checker struct {
 	// the model did not produce, a user-kind text the user did not write,
 	// so that a repeated run is told from history copied (Runs).
 	inserted map[string]bool
+	// copied holds the inserted model texts that copy one the Turn
+	// already held when they were put in (history copied before itself,
+	// Runs), not a text the model may say later (a few-shot example).
+	copied map[string]bool
 	// runs scans each input for repeated runs, resuming where it differs
 	// from the previous one; carried holds the previous call's findings
 	// on reasoning blocks, by block, which hold again for a reasoning
@@ -166,7 +170,7 @@ const (
 
 // New returns a Checker for a conversation's events from its first.
 func New(opts ...Option) *Checker {
-	c := &Checker{produced: map[string]content{}, follower: map[string]string{}, origin: map[string]string{}, inserted: map[string]bool{},
+	c := &Checker{produced: map[string]content{}, follower: map[string]string{}, origin: map[string]string{}, inserted: map[string]bool{}, copied: map[string]bool{},
 		reported: map[string]bool{}, reportedAside: map[string]bool{}, reportedChained: map[string]bool{}, continued: -1}
 	c.since.reset()
 	for _, o := range opts {

@@ -31,6 +31,33 @@ func TestInsertedCopiesOfOneExchange(t *testing.T) {
 			},
 			want: []got{{check.RuleDuplicateBlocks, 2}},
 		},
+		{name: "a middleware inserts a copy of the one exchange before the history",
+			conv: func() *rec {
+				// The copy put after the prompt, the history it copies
+				// after it: the first of the two copies is the inserted
+				// one, of a model text the Turn already held.
+				r := &rec{}
+				r.prompt("s", "be brief").user("u1", "hello").call().reasoning("r1", "echo").answer("a1", "You said: hello").
+					user("u2", "weather in rome")
+				return r.add("acme.memory", events.BlockInserted{Index: 1, Block: events.Block{ID: "x1", Kind: events.KindUser, Text: "hello"}}).
+					add("acme.memory", events.BlockInserted{Index: 2, Block: events.Block{ID: "x2", Kind: events.KindLLMText, Text: "You said: hello"}}).
+					call()
+			},
+			want: []got{{check.RuleDuplicateBlocks, 2}},
+		},
+		{name: "a middleware's example the model then answers alike: a conversation",
+			conv: func() *rec {
+				// A few-shot example inserted once, before the model
+				// said anything, which the user then asks and the model
+				// answers as the example does: no copy of what it said.
+				r := &rec{}
+				r.prompt("s", "answer with a number").
+					add("acme.fewshot", events.BlockInserted{Index: 1, Block: events.Block{ID: "e1", Kind: events.KindUser, Text: "2+2?"}}).
+					add("acme.fewshot", events.BlockInserted{Index: 2, Block: events.Block{ID: "e2", Kind: events.KindLLMText, Text: "4"}})
+				return r.user("u1", "2+2?").call().answer("a1", "4").user("u2", "thanks").call()
+			},
+			want: []got{},
+		},
 		{name: "the user asks the same again and the model answers the same: a conversation",
 			conv: func() *rec {
 				r := &rec{}

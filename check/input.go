@@ -19,7 +19,7 @@ func (c *Checker) inputRules(in []events.Block, st *inputState, same int, carry 
 	fs = append(fs, c.duplicatePrompts(in)...)
 	fs = append(fs, promptsInMessages(in, same)...)
 	fs = append(fs, c.roleMarkers(in, same)...)
-	st.runs.inserted = c.inserted
+	st.runs.inserted, st.runs.copied = c.inserted, c.copied
 	fs = append(fs, duplicateRuns(in, st.runs.update(in, same))...)
 	fs = append(fs, c.reasoningRules(in, same, carry)...)
 	fs = append(fs, st.tools.update(in, same)...)

@@ -57,6 +57,9 @@ func (c *Checker) note(e events.Event, n int, turn *projector.Turn) {
 		}
 	case events.BlockInserted:
 		c.inserted[p.Block.ID] = true
+		if c.copiesModelText(turn, &p.Block) {
+			c.copied[p.Block.ID] = true
+		}
 	case events.SystemPromptSet:
 		c.origin[p.BlockID] = e.Actor
 		c.since.operator = c.since.operator || operator
@@ -112,4 +115,21 @@ func (c *Checker) note(e events.Event, n int, turn *projector.Turn) {
 // the gateway, left the history out.
 func culprit(e events.Event, n int) string {
 	return string(e.Type) + " of " + strconv.Quote(e.Actor) + " (event " + itoa(n) + ")"
+}
+
+// copiesModelText reports whether b, a block a middleware inserted into
+// turn, is a model text the Turn already held as the model's own: a copy
+// of what the model said, wherever it was put.
+func (c *Checker) copiesModelText(turn *projector.Turn, b *events.Block) bool {
+	if b.Kind != events.KindLLMText {
+		return false
+	}
+	want := contentOf(b)
+	for i := range turn.Blocks {
+		o := &turn.Blocks[i]
+		if o.ID != b.ID && o.Kind == events.KindLLMText && !c.inserted[o.ID] && contentOf(o) == want {
+			return true
+		}
+	}
+	return false
 }

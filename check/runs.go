@@ -55,6 +55,11 @@ type runScanner struct {
 	// the user's or the model's (fault). A block's origin never changes,
 	// so decisions kept stay true.
 	inserted map[string]bool
+	// copied names the inserted model texts that copy one the Turn held
+	// when they were put in: a repeat whose first copy holds one where
+	// the second holds the model's own is a copy too (history copied
+	// before itself).
+	copied map[string]bool
 }
 
 // runStep is one decision of the scan: at key position i, a run of n (0:
@@ -77,7 +82,7 @@ func (s *runScanner) update(blocks []events.Block, same int) []Run {
 	if kept == 0 || len(s.ids) > 4*len(blocks)+64 {
 		// Start over, and let the interned contents of blocks long gone
 		// go with the old map.
-		*s = runScanner{ids: make(map[content]int, len(blocks)), pairs: make(map[[2]int][]int, len(blocks)), inserted: s.inserted}
+		*s = runScanner{ids: make(map[content]int, len(blocks)), pairs: make(map[[2]int][]int, len(blocks)), inserted: s.inserted, copied: s.copied}
 		kept = 0
 	}
 	// Decisions kept: those that read kept keys only.
@@ -178,9 +183,17 @@ func (s *runScanner) scan(blocks []events.Block) {
 // did not say it again, its answer was copied. A text inserted in both
 // (a prefill a middleware puts before each answer, a user who says the
 // same again) is no copy: the middleware put it in anew for that call.
+// The copy may also come first (put after the prompt, before the history
+// it copies): the first copy's text is then inserted as a copy of one the
+// model had said (copied), where the second holds the model's own; an
+// example inserted before the model said the same is none.
 func (s *runScanner) copy(blocks []events.Block, first, again []int) bool {
 	for k, i := range again {
-		if blocks[i].Kind == events.KindLLMText && s.inserted[blocks[i].ID] && !s.inserted[blocks[first[k]].ID] {
+		if blocks[i].Kind != events.KindLLMText {
+			continue
+		}
+		j := first[k]
+		if s.inserted[blocks[i].ID] && !s.inserted[blocks[j].ID] || s.copied[blocks[j].ID] && !s.inserted[blocks[i].ID] {
 			return true
 		}
 	}

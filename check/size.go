@@ -18,7 +18,7 @@ const entryBytes = 160
 // keeps a Checker per conversation bounds them with it, as it bounds its
 // Turns.
 func (c *Checker) Size() int {
-	n := entryBytes * (len(c.produced) + len(c.origin) + len(c.inserted) + len(c.follower) + len(c.parts) + len(c.signed) + len(c.thought) + len(c.documents))
+	n := entryBytes * (len(c.produced) + len(c.origin) + len(c.inserted) + len(c.copied) + len(c.follower) + len(c.parts) + len(c.signed) + len(c.thought) + len(c.documents))
 	if c.turn != nil {
 		n += projector.Size(c.turn)
 	} else {
