@@ -159,7 +159,7 @@ func chatMessageBlocks(m chatMessage) ([]events.Block, error) {
 	case events.KindLLMText:
 		var bs []events.Block
 		if text != "" || parts != "" || len(m.ToolCalls) == 0 && m.FunctionCall == nil {
-			bs = append(bs, withParts(events.Block{Kind: kind, Text: text}, parts))
+			bs = append(bs, withThought(withParts(events.Block{Kind: kind, Text: text}, parts), d.thought()))
 		}
 		if fc := m.FunctionCall; fc != nil {
 			bs = append(bs, events.Block{Kind: events.KindToolCall, CallID: events.LegacyFunctionCallID(fc.Name), ToolName: orDash(fc.Name), Arguments: fc.Arguments})

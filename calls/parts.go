@@ -46,8 +46,9 @@ func (p partIdentity) name() string {
 	return p.CallID
 }
 
-// partsDigest accumulates the parts of one block that are not text.
-type partsDigest struct{ h hash.Hash }
+// partsDigest accumulates the parts of one block that are not text, and
+// apart from them its thought parts (thought).
+type partsDigest struct{ h, t hash.Hash }
 
 // add digests one part: by its identity when it has one (a provider's
 // item keeps it when an SDK sends it back, whatever else it re-writes),
@@ -55,7 +56,15 @@ type partsDigest struct{ h hash.Hash }
 // (cache_control) and without null members (which SDKs drop or add).
 // raw may be nil when only the identity is known (a streamed block).
 func (d *partsDigest) add(id partIdentity, raw json.RawMessage) {
-	if textParts[id.Type] || thoughtParts[id.Type] {
+	if textParts[id.Type] {
+		return
+	}
+	if thoughtParts[id.Type] {
+		if d.t == nil {
+			d.t = sha256.New()
+		}
+		d.t.Write(modelContent(raw))
+		d.t.Write([]byte{0})
 		return
 	}
 	if d.h == nil {
@@ -145,4 +154,13 @@ func withParts(b events.Block, d string) events.Block {
 	m[events.MetaParts] = d
 	b.Meta = m
 	return b
+}
+
+// thought is the digest of the block's thought parts, "" when it has none.
+func (d *partsDigest) thought() string {
+	if d.t == nil {
+		return ""
+	}
+	var s [sha256.Size]byte
+	return hex.EncodeToString(d.t.Sum(s[:0])[:16])
 }

@@ -268,7 +268,7 @@ func (s *Stream) chatBlock() (b events.Block, ok bool) {
 	if s.chatText.Len() == 0 && parts == "" && len(s.chatCalls) > 0 {
 		return events.Block{}, false
 	}
-	return withParts(events.Block{Kind: events.KindLLMText, Text: s.chatText.String()}, parts), true
+	return withThought(withParts(events.Block{Kind: events.KindLLMText, Text: s.chatText.String()}, parts), d.thought()), true
 }
 
 // chatStreamed is the streamed first choice's MetaStreamed: its

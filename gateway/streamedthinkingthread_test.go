@@ -47,6 +47,8 @@ func TestStreamedThinkingContinuesAsNotStreamed(t *testing.T) {
 			streamed, whole := blocks[true], blocks[false]
 			assert.Equal(t, whole.Meta[events.MetaParts], streamed.Meta[events.MetaParts], "the streamed answer's block is the answer's not streamed")
 			assert.Equal(t, calls.Key(&whole), calls.Key(&streamed))
+			assert.Equal(t, whole.Meta["gateway.thought"], streamed.Meta["gateway.thought"], "the streamed answer's thinking is the answer's not streamed")
+			assert.NotEmpty(t, whole.Meta["gateway.thought"])
 		})
 	}
 }
