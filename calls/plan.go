@@ -154,7 +154,7 @@ func planFull(turn *projector.Turn, req *Request, c *Call, emit func(int, events
 	// The common case first: the call re-sends the Turn's blocks in the
 	// Turn's order, compared in place without hashing the Turn.
 	same := 0
-	for same < len(rbs) && same < len(turn.Blocks) && sameContent(&turn.Blocks[same], rbs[same].b) && sameThought(&turn.Blocks[same], rbs[same].b) {
+	for same < len(rbs) && same < len(turn.Blocks) && sameContent(&turn.Blocks[same], rbs[same].b) && SameThought(&turn.Blocks[same], rbs[same].b) {
 		assign[same], used[same] = same, true
 		same++
 	}
@@ -176,8 +176,8 @@ func planFull(turn *projector.Turn, req *Request, c *Call, emit func(int, events
 			q = q[1:] // matched by its other key
 		}
 		// The model's answer sent back with other thinking is not the
-		// model's (sameThought): it stays unmatched.
-		if len(q) > 0 && sameThought(&turn.Blocks[q[0]], rbs[i].b) {
+		// model's (SameThought): it stays unmatched.
+		if len(q) > 0 && SameThought(&turn.Blocks[q[0]], rbs[i].b) {
 			assign[i], q = q[0], q[1:]
 			used[assign[i]] = true
 		}

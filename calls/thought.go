@@ -14,7 +14,7 @@ import (
 // parts (partsDigest.thought). It is not content (Key): an answer sent
 // back without its thinking is the model's answer. But where both the
 // recorded block and the one sent back have thought parts, they must be
-// the same (sameThought): the model reads the thinking sent back as its
+// the same (SameThought): the model reads the thinking sent back as its
 // own, and thinking it never had is history rewritten.
 const metaThought = "gateway.thought"
 
@@ -31,10 +31,12 @@ func withThought(b events.Block, d string) events.Block {
 	return b
 }
 
-// sameThought reports whether b, a block sent, may stand for a, a block
-// recorded, as to their thought parts: when either has none (left out,
-// or no thinking), or both have the same.
-func sameThought(a, b *events.Block) bool {
+// SameThought reports whether b, a block sent, may stand for a, a block
+// recorded (or a choice the model gave), as to their thought parts: when
+// either has none (left out, or no thinking), or both have the same. Key
+// leaves thought parts out, so that an answer sent back without its
+// thinking is the model's; one sent back with other thinking is not.
+func SameThought(a, b *events.Block) bool {
 	if a.Kind != events.KindLLMText {
 		return true
 	}

@@ -80,7 +80,9 @@ func (c *Checker) firstChoiceKept(in []events.Block, shared map[string]bool) boo
 // the same content as threading compares it (calls.Key: a tool call's
 // arguments as JSON, a refusal or other part by its digest; a tool call
 // read as doubles, calls.DoublesKey, as sent back by an app that parses
-// it with JSON.parse); shared holds the first choice's blocks it took.
+// it with JSON.parse; a text sent back with other thinking than the
+// choice's is none of it, calls.SameThought); shared holds the first
+// choice's blocks it took.
 func (iv *interval) sentChoice(in []events.Block, ch []events.Block, call events.Event) (shared map[string]bool, ok bool) {
 	shared = map[string]bool{}
 	for j := range ch {
@@ -89,7 +91,7 @@ func (iv *interval) sentChoice(in []events.Block, ch []events.Block, call events
 		found := false
 		for i := range in {
 			b := &in[i]
-			if b.Kind != ch[j].Kind || !sameKey(calls.Key(b), want, read, doubles) {
+			if b.Kind != ch[j].Kind || !sameKey(calls.Key(b), want, read, doubles) || !calls.SameThought(&ch[j], b) {
 				continue
 			}
 			if iv.callInput(b.ID, call) {
