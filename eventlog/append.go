@@ -28,7 +28,7 @@ var ErrCauseReused = errors.New("request ID already used by another conversation
 var ErrStepExists = errors.New("step already stored earlier in the conversation")
 
 // ErrTooLarge is returned when a step's encoded events exceed the server's
-// maximum message size.
+// maximum message size (as a *TooLargeError, which says by how much).
 var ErrTooLarge = errors.New("step too large")
 
 // ConflictError says which sequence the writer expected and which one the
@@ -118,8 +118,7 @@ func (l *Log) appendStep(ctx context.Context, conversation string, expectedSeq u
 	}
 	sm.buf = data
 	if max := l.nc.MaxPayload(); int64(len(data)) > max-1024 {
-		return 0, fmt.Errorf("append to %s: %w: %d bytes encoded, the server accepts %d per message (its max_payload, less 1 KiB for headers)",
-			conversation, ErrTooLarge, len(data), max-1024)
+		return 0, &TooLargeError{Conversation: conversation, Size: len(data), Max: int(max - 1024)}
 	}
 	if msgID == "" {
 		msgID = StepID(cause, step)

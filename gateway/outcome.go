@@ -113,6 +113,20 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) (err
 			}
 			continue
 		}
+		if trimmed, fits := trimOtherChoices(o, err); fits && ok && !unstored {
+			// Too large by the choices after the first: the call is
+			// recorded with its first, which the conversation goes on
+			// with, the others past the bound left out with their size.
+			// Planned again, and indexed again (its blocks are new).
+			r.logger.Warn("gateway: call's other choices too large to store; recorded with some left out", "conversation", p.conv, "err", err)
+			o = trimmed
+			r.unindex(ctx, p, indexed, turn.Events, in.atStart)
+			indexed, checker = nil, nil
+			if turn, err = r.log.Load(ctx, p.conv); err != nil {
+				return err
+			}
+			continue
+		}
 		if errors.Is(err, eventlog.ErrTooLarge) && !unstored {
 			// The answer cannot be one message; the app gets it all the
 			// same (this is not NATS away), and the log the call failed,
@@ -287,4 +301,26 @@ func (r *Recorder) erasedBeforeRecorded(p *Pending, conv string, at time.Time) {
 	r.metrics.calls.WithLabelValues(string(p.api), "erased").Inc()
 	r.logger.Warn("gateway: call's conversation was erased after the call was made; the call is not recorded (the app gets its answer)",
 		"conversation", conv, "call", p.call.ID, "erased_at", at)
+}
+
+// trimOtherChoices returns o with the other choices of its answer
+// (Output.OtherChoices) cut by as much as err, an append's
+// *eventlog.TooLargeError, says the step is too large (calls.
+// TrimOtherChoices); false when err is not that, or when leaving them
+// all out does not make the step fit.
+func trimOtherChoices(o calls.Outcome, err error) (calls.Outcome, bool) {
+	var tl *eventlog.TooLargeError
+	if !errors.As(err, &tl) || o.Output == nil || o.Output.OtherChoices == "" {
+		return o, false
+	}
+	// A few bytes more: the encoded string's length prefix may shrink
+	// by less than the string does.
+	kept, ok := calls.TrimOtherChoices(o.Output.OtherChoices, tl.Size-tl.Max+16)
+	if !ok {
+		return o, false
+	}
+	out := *o.Output
+	out.OtherChoices = kept
+	o.Output = &out
+	return o, true
 }

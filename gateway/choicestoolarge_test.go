@@ -1,0 +1,129 @@
+package gateway_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/events"
+)
+
+// TestOtherChoicesTooLargeAreTrimmed: a Chat Completions call of several
+// choices whose outcome was larger than one NATS message was recorded as
+// failed in whole ("too large to store"), though the app got the answer.
+// The first choice, which the conversation goes on with, must be kept and
+// the call recorded finished, the other choices past the bound left out
+// with their size ({"omitted_bytes": n}); only a first choice too large
+// by itself still fails the call, saying why.
+func TestOtherChoicesTooLargeAreTrimmed(t *testing.T) {
+	each := strings.Repeat("y", smallPayload/4) // 4 of them fill a message
+	for _, tc := range []struct {
+		name   string
+		first  string
+		n      int
+		failed string // "" for a finished call
+	}{
+		{name: "others past the bound", first: "first " + each, n: 6},
+		{name: "the first too large alone", first: strings.Repeat("z", 2*smallPayload), n: 3, failed: "too large to store"},
+	} {
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stream=%v", tc.name, stream), func(t *testing.T) {
+				up := newBigChoicesUpstream(t, tc.first, each)
+				r, _ := newSmallRig(t, up.URL)
+				conv := fmt.Sprintf("bigchoices-%v-%v", tc.failed != "", stream)
+				resp, got := post(t, r.gw.URL+"/v1/chat/completions", map[string]string{"Turnlog-Token": token, "Turnlog-Conversation": conv},
+					fmt.Sprintf(`{"model":"m","n":%d,"stream":%v,"messages":[{"role":"user","content":"hi"}]}`, tc.n, stream))
+				require.Equal(t, 200, resp.StatusCode, "%s", got)
+				assert.Contains(t, string(got), fmt.Sprintf("choice %d ", tc.n-1), "the app got every choice")
+
+				_, finished, failed := inferences(t, r, conv)
+				if tc.failed != "" {
+					assert.Equal(t, 0, finished)
+					require.Len(t, failed, 1)
+					assert.Contains(t, failed[0], tc.failed)
+					verify(t, r.log, conv)
+					return
+				}
+				require.Empty(t, failed, "the call is recorded completed")
+				require.Equal(t, 1, finished)
+				turn, err := r.log.Load(t.Context(), conv)
+				require.NoError(t, err)
+				require.Len(t, turn.Blocks, 2)
+				assert.Equal(t, tc.first, turn.Blocks[1].Text, "the conversation goes on with the first choice, whole")
+				var fin events.InferenceFinished
+				for _, e := range conversationEvents(t, r.log, conv) {
+					if p, ok := e.Payload.(events.InferenceFinished); ok {
+						fin = p
+					}
+				}
+				var others []struct {
+					Index        int `json:"index"`
+					OmittedBytes int `json:"omitted_bytes"`
+					Message      *struct {
+						Content string `json:"content"`
+					} `json:"message"`
+				}
+				require.NoError(t, json.Unmarshal([]byte(fin.OtherChoices), &others), "%q", fin.OtherChoices)
+				require.Len(t, others, tc.n-1, "every other choice is accounted for")
+				kept, omitted := 0, 0
+				for i, o := range others {
+					assert.Equal(t, i+1, o.Index)
+					if o.Message != nil {
+						assert.Zero(t, omitted, "kept in order: choice %d kept after one left out", o.Index)
+						assert.Equal(t, fmt.Sprintf("choice %d %s", o.Index, each), o.Message.Content)
+						kept++
+						continue
+					}
+					assert.Greater(t, o.OmittedBytes, len(each), "choice %d left out with its size", o.Index)
+					omitted++
+				}
+				assert.Positive(t, omitted, "some choices were past the bound")
+				verify(t, r.log, conv)
+			})
+		}
+	}
+}
+
+// newBigChoicesUpstream answers a Chat Completions call with as many
+// choices as its "n" asks: first, then "choice i " and each.
+func newBigChoicesUpstream(t *testing.T, first, each string) *httptest.Server {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw, _ := io.ReadAll(r.Body)
+		var body struct {
+			N      int  `json:"n"`
+			Stream bool `json:"stream"`
+		}
+		json.Unmarshal(raw, &body)
+		text := func(i int) string {
+			if i == 0 {
+				return first
+			}
+			return fmt.Sprintf("choice %d %s", i, each)
+		}
+		if !body.Stream {
+			w.Header().Set("Content-Type", "application/json")
+			var choices []string
+			for i := range body.N {
+				choices = append(choices, fmt.Sprintf(`{"index":%d,"message":{"role":"assistant","content":%q},"finish_reason":"stop"}`, i, text(i)))
+			}
+			fmt.Fprintf(w, `{"id":"c","object":"chat.completion","model":"m","choices":[%s]}`, strings.Join(choices, ","))
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := range body.N {
+			fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":%d,\"delta\":{\"role\":\"assistant\",\"content\":%q}}]}\n\n", i, text(i))
+		}
+		for i := range body.N {
+			fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":%d,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n", i)
+		}
+		io.WriteString(w, "data: [DONE]\n\n")
+	}))
+	t.Cleanup(up.Close)
+	return up
+}
