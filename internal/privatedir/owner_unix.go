@@ -1,0 +1,17 @@
+//go:build unix
+
+package privatedir
+
+import (
+	"os"
+	"syscall"
+)
+
+// owner is the user ID that owns the file info describes.
+func owner(info os.FileInfo) (int, bool) {
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return int(st.Uid), true
+}
