@@ -43,6 +43,10 @@ type Gateway struct {
 	// down, and the calls still in flight when its HTTP server closes
 	// their connections are cut by turnlog, not by their clients.
 	stopping atomic.Bool
+	// life ends with stopping: what a call waits for while the gateway
+	// runs (lookupContext) is given up once it stops.
+	life    context.Context
+	endLife context.CancelFunc
 	// watch holds the background responses Run asks the provider about
 	// (nil without a managed OpenAI key, or with BackgroundPoll < 0).
 	watch *backgroundWatch
@@ -70,6 +74,7 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g := &Gateway{cfg: cfg, token: bearer.NewToken(cfg.Token), rec: newRecorder(&cfg), local: calls.NewThreads(local),
 		inFlight: newInFlight(cfg.MaxInFlightBytes, cfg.InFlightWait), warned: map[string]bool{}}
+	g.life, g.endLife = context.WithCancel(context.Background())
 	g.rec.local, g.rec.localStore = g.local, local
 	if cfg.OpenAIKey != "" && cfg.BackgroundPoll > 0 {
 		g.watch = newBackgroundWatch()
@@ -113,8 +118,8 @@ func New(cfg Config) (*Gateway, error) {
 // spool once ctx has ended are answered 503).
 func (g *Gateway) Run(ctx context.Context) {
 	// Stopping as soon as ctx ends, and at the latest when Run returns.
-	defer g.stopping.Store(true)
-	defer context.AfterFunc(ctx, func() { g.stopping.Store(true) })()
+	defer g.stop()
+	defer context.AfterFunc(ctx, g.stop)()
 	if el, ok := g.cfg.Log.(erasures); ok {
 		// An erased conversation leaves the gateway's memory too.
 		if stop, err := el.OnErase(g.rec.Forget); err != nil {
@@ -264,7 +269,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if g.cfg.Connected() {
 			shared = g.rec.threads
 		}
-		sc, err := g.spool.admit(api, body, compact, calls.HeadersOf(r.Header), openAIAccount(r.Header), r.Header.Get(ConversationHeader), g.local, shared, unread != "")
+		lookup, cancel := g.lookupContext(r.Context())
+		sc, err := g.spool.admit(lookup, api, body, compact, calls.HeadersOf(r.Header), openAIAccount(r.Header), r.Header.Get(ConversationHeader), g.local, shared, unread != "")
+		cancel()
 		if err != nil {
 			g.refuse(w, anthropic, err)
 			return

@@ -180,8 +180,9 @@ const spoolOverhead = 4096
 // conversation's, say), as the installation's index knows it (shared,
 // nil while NATS is away): a call continuing another gateway's
 // conversation continues it. A call too costly to read (unread) is not
-// read: it is threaded only when named.
-func (s *spool) admit(api calls.API, body []byte, compact bool, headers map[string]string, account http.Header, named string, local, shared *calls.Threads, unread bool) (*spoolCall, error) {
+// read: it is threaded only when named. ctx bounds the lookup in the
+// shared index (see lookupContext).
+func (s *spool) admit(ctx context.Context, api calls.API, body []byte, compact bool, headers map[string]string, account http.Header, named string, local, shared *calls.Threads, unread bool) (*spoolCall, error) {
 	c := &spoolCall{id: ulid.Make().String(), api: api, body: body, compact: compact, headers: headers, account: account, at: time.Now(), reserved: int64(len(body))*2 + spoolOverhead}
 	if unread {
 		// Not read.
@@ -200,7 +201,7 @@ func (s *spool) admit(api calls.API, body []byte, compact bool, headers map[stri
 		// An earlier call's response would branch the conversation: a
 		// fork, which cannot be made without the log (see below).
 		if ref, latest, ok := lookUp(local, shared, func(x *calls.Threads) (calls.Ref, bool, bool, error) {
-			return x.Response(context.Background(), c.req.PreviousResponseID)
+			return x.Response(ctx, c.req.PreviousResponseID)
 		}); ok && latest {
 			c.Conversation, c.threading = ref.Conversation, calls.ThreadExplicit
 		}
@@ -208,7 +209,7 @@ func (s *spool) admit(api calls.API, body []byte, compact bool, headers map[stri
 		// A fork of a state recorded earlier cannot be made without the
 		// log: it starts a conversation.
 		if ref, latest, ok := lookUp(local, shared, func(x *calls.Threads) (calls.Ref, bool, bool, error) {
-			return x.Find(context.Background(), c.req.Scope, c.req.RequestBlocks(), c.req.RequestChain())
+			return x.Find(ctx, c.req.Scope, c.req.RequestBlocks(), c.req.RequestChain())
 		}); ok && latest {
 			c.Conversation, c.threading = ref.Conversation, calls.ThreadInferred
 		}
