@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/replay"
 )
 
 // TestOtherChoicesTooLargeAreTrimmed: a Chat Completions call of several
@@ -84,6 +85,13 @@ func TestOtherChoicesTooLargeAreTrimmed(t *testing.T) {
 					omitted++
 				}
 				assert.Positive(t, omitted, "some choices were past the bound")
+				var text strings.Builder
+				for e, err := range replay.Entries(t.Context(), r.log, conv) {
+					require.NoError(t, err)
+					fmt.Fprintln(&text, e.Summary)
+				}
+				assert.Contains(t, text.String(), fmt.Sprintf("%d other choices kept beside the first (other_choices), %d left out (too large to store)", kept, omitted),
+					"replay says which choices the record lacks")
 				verify(t, r.log, conv)
 			})
 		}

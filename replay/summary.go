@@ -129,9 +129,23 @@ func Summary(e events.Event) string {
 		if p.OtherChoices != "" {
 			// The request asked for several answers ("n"): the blocks
 			// above are the first; the others are kept in the event.
-			var others []json.RawMessage
+			// A choice the gateway left out, the outcome being too large
+			// to store with it, is {"index", "omitted_bytes"} alone.
+			var others []struct {
+				Message      json.RawMessage `json:"message"`
+				OmittedBytes *int            `json:"omitted_bytes"`
+			}
 			if json.Unmarshal([]byte(p.OtherChoices), &others) == nil {
-				s += fmt.Sprintf(", %s kept beside the first (other_choices)", plural.Count(len(others), "other choice"))
+				left := 0
+				for _, o := range others {
+					if o.OmittedBytes != nil && o.Message == nil {
+						left++
+					}
+				}
+				s += fmt.Sprintf(", %s kept beside the first (other_choices)", plural.Count(len(others)-left, "other choice"))
+				if left > 0 {
+					s += fmt.Sprintf(", %d left out (too large to store)", left)
+				}
 			}
 		}
 		if p.Logprobs != "" {
