@@ -125,8 +125,14 @@ func (c *Client) wait(ctx context.Context, r *retrier, req worker.Request, after
 				// sent; holding none now, it was erased, and the request
 				// with it: nothing will answer. Said after two polls in
 				// a row, not one read.
+				// A "none" is the stream's, not a replica's that lacks
+				// the conversation (catching up, or a mirror's): only
+				// the stream holding nothing is an erasure.
 				actx, cancel := context.WithTimeout(ctx, c.attempt)
 				last, lerr := c.log.LastSeq(actx, conv)
+				if lerr == nil && last == 0 {
+					last, lerr = c.log.CommittedLastSeq(actx, conv)
+				}
 				cancel()
 				if lerr == nil && last == 0 {
 					if emptied {
