@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/turnlog/turnlog/calls"
+	"github.com/turnlog/turnlog/projector"
 )
 
 // resending reports whether a call continuing response at, an earlier
@@ -17,15 +18,20 @@ import (
 // response (calls.Call.ResentFrom). Not ok: the call branches at the
 // response, as an app regenerating from an earlier answer does.
 func (r *Recorder) resending(ctx context.Context, at calls.Ref, req *calls.Request) (from int, ok bool) {
-	was, err := r.log.LoadAt(ctx, at.Conversation, at.Events)
-	if err != nil || len(was.Blocks) == 0 {
-		return 0, false
-	}
 	now, _, err := r.turn(ctx, at.Conversation, false)
 	if err != nil {
 		return 0, false
 	}
 	r.cache.put(now) // the call's input is planned against it
+	return r.resentSince(ctx, at, now, req)
+}
+
+// resentSince is resending against now, the conversation's Turn.
+func (r *Recorder) resentSince(ctx context.Context, at calls.Ref, now *projector.Turn, req *calls.Request) (from int, ok bool) {
+	was, err := r.log.LoadAt(ctx, at.Conversation, at.Events)
+	if err != nil || len(was.Blocks) == 0 {
+		return 0, false
+	}
 	if len(now.Blocks) <= len(was.Blocks) {
 		return 0, false
 	}
@@ -35,4 +41,23 @@ func (r *Recorder) resending(ctx context.Context, at calls.Ref, req *calls.Reque
 		}
 	}
 	return len(was.Blocks), calls.Resends(now, req, len(was.Blocks))
+}
+
+// resentAfterFailed sets the ResentFrom of a call continuing its
+// conversation's latest response (p.response) when turn, the
+// conversation as the call is recorded against it, went on past that
+// response (calls that failed after it keep their items: a call whose
+// upstream never answered) and the call sends those items again at the
+// head of its input: the app's retry of a failed call, which the
+// provider reads after the response once, not after the failed call's
+// copy. Nothing is looked up when the conversation ends at the response,
+// as it does for each call of a chat that goes well.
+func (r *Recorder) resentAfterFailed(ctx context.Context, p *Pending, turn *projector.Turn) {
+	at := p.response
+	if at == nil || p.call.ResentFrom != 0 || p.call.Request == nil || turn.Conversation != at.Conversation || turn.Events <= at.Events {
+		return
+	}
+	if from, ok := r.resentSince(ctx, *at, turn, p.call.Request); ok {
+		p.call.ResentFrom = from
+	}
 }

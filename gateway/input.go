@@ -147,6 +147,7 @@ func (r *Recorder) recordInput(ctx context.Context, p *Pending, fork *calls.Ref,
 			r.cache.put(turn)
 			return inputResult{erased: true}
 		}
+		r.resentAfterFailed(ctx, p, turn)
 		seq, n := turn.Seq, turn.Events
 		// Checked while the upstream works, as it is planned, not after
 		// it answered: the findings go into the outcome's step.

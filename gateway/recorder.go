@@ -128,6 +128,11 @@ type Pending struct {
 	// is recorded went on since (a sibling call, made at the same
 	// moment, recorded first), and the call forks it there instead.
 	continues *calls.Ref
+	// response is the latest response the call continues by its
+	// previous_response_id: a conversation found past it when the input is
+	// recorded holds the items of calls that failed after it, which the
+	// call may send again (see resentAfterFailed).
+	response *calls.Ref
 	// trace is the context the call's span is a child of (the caller's,
 	// from its traceparent); nil for a call recorded later than it was
 	// made (import --calls, the spool), which gets no span.

@@ -56,6 +56,9 @@ func (r *Recorder) thread(ctx context.Context, p *Pending, in Call) (fork *calls
 		switch {
 		case ok && latest:
 			p.conv, c.Threading = ref.Conversation, calls.ThreadExplicit
+			if ref.Events >= 0 {
+				p.response = &ref
+			}
 		case ok:
 			c.Threading = calls.ThreadExplicit
 			if from, resends := r.resending(ctx, ref, req); resends {
