@@ -2,6 +2,7 @@ package cli
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -59,19 +60,37 @@ step of the conversation: its requests fail until turnlog repair removes
 it). JetStream keeps no count of them, and status does not read every
 message by default, so that it stays fast on a large log: --scan reads
 every stored message (no fold: one read of the event streams) and lists the
-conversations that hold such messages, with the command that shows them.`,
+conversations that hold such messages, with the command that shows them.
+
+A stream or bucket that does not answer within 4s (no leader: the servers
+that hold it are down, or electing one) is listed as unavailable, with the
+reason, and the rest as usual ("unavailable" in --json, on the row and in
+a list of all). Exit status: 0 when every stream and bucket was read, 1
+when some were unavailable (what could be read is printed all the same),
+2 when status could not run (no NATS server, a credential refused).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dead && limit < 1 {
 				return fmt.Errorf("--limit %d: list at least 1 dead letter", limit)
 			}
 			ctx := cmd.Context()
-			nc, l, err := nf.connect(ctx, eventlog.ReadOnly())
+			// Attached, not opened: Open looks every stream and bucket up
+			// and fails on the first without a leader, where status
+			// should show the others and say which (see statusreach.go).
+			nc, err := nf.dialFor(ctx)
 			if err != nil {
 				return err
 			}
 			defer nc.Close()
-			js, names := l.JetStream(), l.Names()
+			l, err := eventlog.Attach(nc, eventlog.WithPrefix(nf.prefix), eventlog.ReadOnly())
+			if err != nil {
+				return err
+			}
+			js := l.JetStream()
+			shardsCtx, cancel := context.WithTimeout(ctx, lookupWait)
+			shards, shardsErr := l.EventShards(shardsCtx)
+			cancel()
+			names := l.Names().WithEventShards(max(shards, 1))
 			st := struct {
 				Streams []streamStatus `json:"streams"`
 				// Buckets are the key-value and object stores beside the
@@ -96,40 +115,67 @@ conversations that hold such messages, with the command that shows them.`,
 				// NotSteps counts the messages that are not steps (with
 				// --scan; see notStepsStatus).
 				NotSteps notStepsStatus `json:"not_steps"`
-			}{Partitions: l.Partitions(), Workers: []worker.Status{}, Profiles: []profile.Summary{}}
-			if st.DeadLetters, err = l.DeadLetterCount(ctx); err != nil {
-				return err
+				// Unavailable names the streams and buckets that could not
+				// be read, with why (status then exits 1).
+				Unavailable []string `json:"unavailable,omitempty"`
+			}{Workers: []worker.Status{}, Profiles: []profile.Summary{}}
+			streams := append(names.EventStreams(), names.RequestsStream, names.DeadLettersStream)
+			lookups := slices.Clone(streams)
+			if shardsErr != nil {
+				lookups = lookups[1:] // the first events stream did not answer already
 			}
-			if dead {
-				if st.Dead, err = l.DeadLetters(ctx, limit); err != nil {
-					return err
-				}
+			for _, b := range bucketStreams(names) {
+				lookups = append(lookups, b.stream)
 			}
-			for _, name := range append(names.EventStreams(), names.RequestsStream, names.DeadLettersStream) {
-				s, err := js.Stream(ctx, name)
-				if err != nil {
-					return fmt.Errorf("stream %s: %w", name, err)
+			found := lookUpStreams(ctx, js, lookups)
+			if shardsErr != nil {
+				found[streams[0]] = lookedUp{err: shardsErr}
+			}
+			for _, name := range streams {
+				ss := streamStatus{Name: name}
+				r := found[name]
+				if r.err != nil {
+					ss.Unavailable = unavailableReason(r.err)
+					st.Unavailable = append(st.Unavailable, name+": "+ss.Unavailable)
+					st.Streams = append(st.Streams, ss)
+					continue
 				}
-				info := s.CachedInfo()
-				ss := streamStatus{Name: name, Messages: info.State.Msgs, Bytes: info.State.Bytes, Subjects: info.State.NumSubjects, Replicas: info.Config.Replicas}
+				info := r.info
+				ss.Messages, ss.Bytes, ss.Subjects, ss.Replicas = info.State.Msgs, info.State.Bytes, info.State.NumSubjects, info.Config.Replicas
 				if info.Cluster != nil {
 					ss.Leader = info.Cluster.Leader
 				}
 				st.Streams = append(st.Streams, ss)
-				if name == names.RequestsStream {
+				switch name {
+				case names.RequestsStream:
 					st.Pending = info.State.Msgs
+					st.Partitions = eventlog.PartitionsOf(info.Config)
+				case names.DeadLettersStream:
+					st.DeadLetters = info.State.Msgs
 				}
 			}
-			if st.Buckets, err = bucketStatuses(ctx, js, names); err != nil {
-				return err
+			st.Buckets = bucketStatuses(names, found)
+			for _, b := range st.Buckets {
+				if b.Unavailable != "" {
+					st.Unavailable = append(st.Unavailable, b.Name+": "+b.Unavailable)
+				}
 			}
-			for p := 0; p < l.Partitions(); p++ {
-				c, err := js.Consumer(ctx, names.RequestsStream, worker.ConsumerName(names, p))
+			if dead && found[names.DeadLettersStream].err == nil {
+				if st.Dead, err = l.DeadLetters(ctx, limit); err != nil {
+					return err
+				}
+			}
+			// One wait for every partition's consumer: each answers at
+			// once when it has a leader.
+			consumersCtx, cancel := context.WithTimeout(ctx, lookupWait)
+			for p := 0; p < st.Partitions; p++ {
+				c, err := js.Consumer(consumersCtx, names.RequestsStream, worker.ConsumerName(names, p))
 				if err != nil {
 					continue // no worker has started on this installation yet
 				}
 				st.InProgress += c.CachedInfo().NumAckPending
 			}
+			cancel()
 			if st.Workers, err = worker.Statuses(ctx, nc, names, 500*time.Millisecond); err != nil {
 				return err
 			}
@@ -144,7 +190,7 @@ conversations that hold such messages, with the command that shows them.`,
 				streamBytes += int64(b.Bytes)
 			}
 			st.Storage = readStorage(st.Workers, streamBytes)
-			if scan {
+			if scan && len(st.Unavailable) == 0 {
 				if st.NotSteps.NotStepsScan, err = replay.ScanNotSteps(ctx, l); err != nil {
 					return fmt.Errorf("scan the event streams: %w", err)
 				}
@@ -152,17 +198,32 @@ conversations that hold such messages, with the command that shows them.`,
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				return printJSON(out, st)
+				if err := printJSON(out, st); err != nil {
+					return err
+				}
+				return unavailableError(st.Unavailable)
 			}
 			w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "STREAM\tMESSAGES\tBYTES\tSUBJECTS\tREPLICAS")
 			for _, s := range st.Streams {
+				if s.Unavailable != "" {
+					fmt.Fprintf(w, "%s\t-\t-\t-\t-\tunavailable: %s\n", s.Name, s.Unavailable)
+					continue
+				}
 				fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\n", s.Name, s.Messages, s.Bytes, s.Subjects, s.Replicas)
 			}
 			printBuckets(w, st.Buckets)
 			fmt.Fprintf(w, "\nstorage: %s\n", st.Storage)
-			fmt.Fprintf(w, "requests pending: %d (in progress: %d, partitions: %d)\n", st.Pending, st.InProgress, st.Partitions)
-			fmt.Fprintf(w, "dead letters: %d", st.DeadLetters)
+			if found[names.RequestsStream].err != nil {
+				fmt.Fprintf(w, "requests pending: unknown (%s unavailable)\n", names.RequestsStream)
+			} else {
+				fmt.Fprintf(w, "requests pending: %d (in progress: %d, partitions: %d)\n", st.Pending, st.InProgress, st.Partitions)
+			}
+			if found[names.DeadLettersStream].err != nil {
+				fmt.Fprintf(w, "dead letters: unknown (%s unavailable)", names.DeadLettersStream)
+			} else {
+				fmt.Fprintf(w, "dead letters: %d", st.DeadLetters)
+			}
 			if st.DeadLetters > 0 && !dead {
 				fmt.Fprint(w, " (turnlog status --dead lists them)")
 			}
@@ -189,7 +250,10 @@ conversations that hold such messages, with the command that shows them.`,
 					fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", p.Name, p.Provider, orDash(p.Model), orDash(p.BaseURL))
 				}
 			}
-			return w.Flush()
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			return unavailableError(st.Unavailable)
 		},
 	}
 	nf.register(cmd.Flags())

@@ -23,6 +23,10 @@ type streamStatus struct {
 	// Leader is the server the stream's writes go through (a cluster);
 	// event shards should each have their own.
 	Leader string `json:"leader,omitempty"`
+	// Unavailable says why the stream could not be read ("not created",
+	// or no leader: its servers are down or electing one); its counts are
+	// then unknown, and status exits 1.
+	Unavailable string `json:"unavailable,omitempty"`
 }
 
 // bucketStatus is one key-value or object store as status shows it: what
@@ -46,12 +50,16 @@ type bucketStatus struct {
 	// value.
 	Keys     uint64 `json:"keys"`
 	Replicas int    `json:"replicas"`
+	// Unavailable says why the bucket's stream could not be read (no
+	// leader: its servers are down or electing one); its counts are
+	// then unknown, and status exits 1.
+	Unavailable string `json:"unavailable,omitempty"`
 }
 
-// bucketStatuses reads the buckets turnlog keeps beside its streams, each
-// by its stream's info (counts only: no key or value is read).
-func bucketStatuses(ctx context.Context, js jetstream.JetStream, names eventlog.Names) ([]bucketStatus, error) {
-	buckets := []struct{ name, stream, what string }{
+// bucketStreams are the buckets turnlog keeps beside its streams: each
+// bucket's name, its stream's and what it keeps.
+func bucketStreams(names eventlog.Names) []struct{ name, stream, what string } {
+	return []struct{ name, stream, what string }{
 		{names.SnapshotsBucket, "KV_" + names.SnapshotsBucket, "snapshots (a cache)"},
 		{names.SnapshotObjectsBucket, "OBJ_" + names.SnapshotObjectsBucket, "large snapshots (a cache)"},
 		{names.HistoryBucket, "KV_" + names.HistoryBucket, "history caches (a cache)"},
@@ -61,23 +69,30 @@ func bucketStatuses(ctx context.Context, js jetstream.JetStream, names eventlog.
 		{names.BackgroundBucket, "KV_" + names.BackgroundBucket, "gateway background responses asked about"},
 		{names.GatewaysBucket, "KV_" + names.GatewaysBucket, "running gateways"},
 	}
+}
+
+// bucketStatuses are the buckets turnlog keeps beside its streams, each
+// from its stream's info as lookUpStreams found it (counts only: no key or
+// value is read).
+func bucketStatuses(names eventlog.Names, found map[string]lookedUp) []bucketStatus {
+	buckets := bucketStreams(names)
 	out := make([]bucketStatus, 0, len(buckets))
 	for _, b := range buckets {
 		bs := bucketStatus{Name: b.name, What: b.what}
-		s, err := streamUnlessRefused(ctx, js, b.stream)
-		switch {
+		r := found[b.stream]
+		switch err := r.err; {
 		case errors.Is(err, errNotVisible):
 			bs.NotVisible = true
 		case errors.Is(err, jetstream.ErrStreamNotFound):
 		case err != nil:
-			return nil, fmt.Errorf("bucket %s: %w", b.name, err)
+			bs.Unavailable = unavailableReason(err)
 		default:
-			info := s.CachedInfo()
+			info := r.info
 			bs.Created, bs.Messages, bs.Bytes, bs.Keys, bs.Replicas = true, info.State.Msgs, info.State.Bytes, info.State.NumSubjects, info.Config.Replicas
 		}
 		out = append(out, bs)
 	}
-	return out, nil
+	return out
 }
 
 // errNotVisible is streamUnlessRefused's answer when the server refused
@@ -119,6 +134,10 @@ func printBuckets(w io.Writer, buckets []bucketStatus) {
 	for _, b := range buckets {
 		if b.NotVisible {
 			fmt.Fprintf(w, "%s\t-\t-\t-\t-\t%s (not visible to this credential, such as the client key; the admin key shows it)\n", b.Name, b.What)
+			continue
+		}
+		if b.Unavailable != "" {
+			fmt.Fprintf(w, "%s\t-\t-\t-\t-\t%s (unavailable: %s)\n", b.Name, b.What, b.Unavailable)
 			continue
 		}
 		if !b.Created {

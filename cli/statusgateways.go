@@ -28,6 +28,8 @@ func gatewayRows(ctx context.Context, l *eventlog.Log, buckets []bucketStatus) (
 		switch {
 		case b.NotVisible:
 			return nil, "(the list of running gateways is not visible to this credential)"
+		case b.Unavailable != "":
+			return nil, "(the list of running gateways cannot be read: " + b.Unavailable + ")"
 		case !b.Created:
 			return []gatewayRow{}, "(no recording gateway has run)"
 		}

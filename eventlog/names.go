@@ -287,6 +287,11 @@ func (n Names) chatTransform(partitions int) *jetstream.SubjectTransformConfig {
 	}
 }
 
+// PartitionsOf is how many partitions the requests stream whose
+// configuration is cfg spreads chat requests over (its subject transform),
+// for a reader that looked the stream up without Open.
+func PartitionsOf(cfg jetstream.StreamConfig) int { return partitionsOf(cfg.SubjectTransform) }
+
 func partitionsOf(t *jetstream.SubjectTransformConfig) int {
 	if t == nil {
 		return DefaultPartitions

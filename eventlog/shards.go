@@ -186,3 +186,20 @@ func (l *Log) eventsOf(ctx context.Context, conversation string) (stream, subjec
 	names := l.names.WithEventShards(n)
 	return names.EventsStreamOf(conversation), names.EventsSubject(conversation), nil
 }
+
+// EventShards is the installation's event shard count as its streams
+// record it, 0 when it has no event stream yet. A log from Open knows it;
+// an attached log looks it up and keeps it, so that Names lists every
+// event stream afterwards (what `turnlog status` shows without Open, which
+// would fail on the first stream or bucket without a leader).
+func (l *Log) EventShards(ctx context.Context) (int, error) {
+	if n := l.eventShards.Load(); n > 0 {
+		return int(n), nil
+	}
+	n, _, err := l.recordedShards(ctx)
+	if err != nil || n == 0 {
+		return 0, err
+	}
+	l.eventShards.CompareAndSwap(0, int32(n))
+	return int(l.eventShards.Load()), nil
+}
