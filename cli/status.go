@@ -62,6 +62,11 @@ message by default, so that it stays fast on a large log: --scan reads
 every stored message (no fold: one read of the event streams) and lists the
 conversations that hold such messages, with the command that shows them.
 
+On a cluster, each stream's and bucket's REPLICAS says who leads it, how
+many replicas are current, and names those offline or lagging:
+"3 (leader n2, 2 current, offline: n1)" ("leader", "replicas_current",
+"replicas_offline", "replicas_lagging" in --json).
+
 A stream or bucket that does not answer within 4s (no leader: the servers
 that hold it are down, or electing one) is listed as unavailable, with the
 reason, and the rest as usual ("unavailable" in --json, on the row and in
@@ -142,9 +147,7 @@ when some were unavailable (what could be read is printed all the same),
 				}
 				info := r.info
 				ss.Messages, ss.Bytes, ss.Subjects, ss.Replicas = info.State.Msgs, info.State.Bytes, info.State.NumSubjects, info.Config.Replicas
-				if info.Cluster != nil {
-					ss.Leader = info.Cluster.Leader
-				}
+				ss.replicaHealth = replicaHealthOf(info)
 				st.Streams = append(st.Streams, ss)
 				switch name {
 				case names.RequestsStream:
@@ -210,7 +213,7 @@ when some were unavailable (what could be read is printed all the same),
 					fmt.Fprintf(w, "%s\t-\t-\t-\t-\tunavailable: %s\n", s.Name, s.Unavailable)
 					continue
 				}
-				fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\n", s.Name, s.Messages, s.Bytes, s.Subjects, s.Replicas)
+				fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\n", s.Name, s.Messages, s.Bytes, s.Subjects, replicasCell(s.Replicas, s.replicaHealth))
 			}
 			printBuckets(w, st.Buckets)
 			fmt.Fprintf(w, "\nstorage: %s\n", st.Storage)

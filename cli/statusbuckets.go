@@ -20,9 +20,9 @@ type streamStatus struct {
 	Bytes    uint64 `json:"bytes"`
 	Subjects uint64 `json:"subjects"`
 	Replicas int    `json:"replicas"`
-	// Leader is the server the stream's writes go through (a cluster);
-	// event shards should each have their own.
-	Leader string `json:"leader,omitempty"`
+	// replicaHealth is, on a cluster, the stream's leader (event shards
+	// should each have their own) and the state of its replicas.
+	replicaHealth
 	// Unavailable says why the stream could not be read ("not created",
 	// or no leader: its servers are down or electing one); its counts are
 	// then unknown, and status exits 1.
@@ -50,6 +50,9 @@ type bucketStatus struct {
 	// value.
 	Keys     uint64 `json:"keys"`
 	Replicas int    `json:"replicas"`
+	// replicaHealth is, on a cluster, the bucket's leader and the state
+	// of its replicas.
+	replicaHealth
 	// Unavailable says why the bucket's stream could not be read (no
 	// leader: its servers are down or electing one); its counts are
 	// then unknown, and status exits 1.
@@ -89,6 +92,7 @@ func bucketStatuses(names eventlog.Names, found map[string]lookedUp) []bucketSta
 		default:
 			info := r.info
 			bs.Created, bs.Messages, bs.Bytes, bs.Keys, bs.Replicas = true, info.State.Msgs, info.State.Bytes, info.State.NumSubjects, info.Config.Replicas
+			bs.replicaHealth = replicaHealthOf(info)
 		}
 		out = append(out, bs)
 	}
@@ -144,6 +148,6 @@ func printBuckets(w io.Writer, buckets []bucketStatus) {
 			fmt.Fprintf(w, "%s\t-\t-\t-\t-\t%s (not created)\n", b.Name, b.What)
 			continue
 		}
-		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%s\n", b.Name, b.Messages, b.Bytes, b.Keys, b.Replicas, b.What)
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\t%s\n", b.Name, b.Messages, b.Bytes, b.Keys, replicasCell(b.Replicas, b.replicaHealth), b.What)
 	}
 }

@@ -126,3 +126,52 @@ func waitLeaders(t *testing.T, c *natstest.Cluster, streams ...string) {
 		require.Eventually(t, func() bool { return c.StreamLeader(s) >= 0 }, 30*time.Second, 100*time.Millisecond, "%s has no leader", s)
 	}
 }
+
+// TestStatusShowsADeadNode: with one server of three down, every row of
+// status still read REPLICAS 3, as on a healthy cluster. Each row shows
+// its leader and how many replicas are current, and names the offline
+// ones, in the table and in --json.
+func TestStatusShowsADeadNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	c := natstest.StartCluster(t, 3)
+	e := openClusterAudit(t, c, eventlog.WithReplicas(3))
+	down := (c.MetaLeader() + 1) % c.N() // no meta election
+	downName := c.Server(down).Name()
+	c.Stop(down)
+	waitLeaders(t, c, "TURNLOG_EVENTS", "TURNLOG_REQUESTS", "KV_TURNLOG_THREADS")
+
+	var out, errOut string
+	var code int
+	require.Eventually(t, func() bool {
+		out, errOut, code = e.run("", "status")
+		return code == 0
+	}, 30*time.Second, time.Second, "%s\n%s", out, errOut)
+	t.Logf("status:\n%s", out)
+	assert.Regexp(t, `TURNLOG_EVENTS +0 +0 +0 +3 \(leader n\d, 2 current, offline: `+downName+`\)\n`, out)
+	assert.Regexp(t, `TURNLOG_THREADS +0 +0 +0 +3 \(leader n\d, 2 current, offline: `+downName+`\) +gateway threading index\n`, out)
+
+	out, errOut, code = e.run("", "status", "--json")
+	require.Equal(t, 0, code, "%s\n%s", out, errOut)
+	type replicated struct {
+		Name    string   `json:"name"`
+		Leader  string   `json:"leader"`
+		Current int      `json:"replicas_current"`
+		Offline []string `json:"replicas_offline"`
+	}
+	var st struct {
+		Streams []replicated `json:"streams"`
+		Buckets []replicated `json:"buckets"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &st), out)
+	for _, r := range append(st.Streams, st.Buckets...) {
+		if r.Name == "TURNLOG_BACKGROUND" {
+			continue // not created
+		}
+		assert.NotEmpty(t, r.Leader, "%s: %s", r.Name, out)
+		assert.NotEqual(t, downName, r.Leader, r.Name)
+		assert.Equal(t, 2, r.Current, "%s: %s", r.Name, out)
+		assert.Equal(t, []string{downName}, r.Offline, "%s: %s", r.Name, out)
+	}
+}
