@@ -91,21 +91,27 @@ docs/gateway.md.`,
 			// NATS came back, after the gateway had given up on it and
 			// cut the app's response (30 s later): the log then held an
 			// answer the app never got.
-			nc, err := nf.dial(nats.MaxReconnects(-1), nats.ReconnectBufSize(-1))
+			logger, err := jsonLogger(cmd.ErrOrStderr(), logLevel)
+			if err != nil {
+				return err
+			}
+			plan, err := nf.resolve()
+			if err != nil {
+				return err
+			}
+			var refusals startRefusals
+			nc, err := plan.Connect(nats.MaxReconnects(-1), nats.ReconnectBufSize(-1), refusals.option(logger))
 			if err != nil {
 				return err
 			}
 			defer nc.Close()
 			// Its steps are stored on the workers' subjects, as a
-			// worker's are.
-			logger, err := jsonLogger(cmd.ErrOrStderr(), logLevel)
-			if err != nil {
-				return err
-			}
-			// The log's own warnings go to the same JSON lines.
+			// worker's are. The log's own warnings go to the same JSON
+			// lines.
 			l, err := eventlog.Open(ctx, nc, eventlog.WithPrefix(nf.prefix), eventlog.WithWriterRole(string(natsauth.Worker)), eventlog.WithLogger(logger))
 			if err != nil {
-				return err
+				return refusals.explain(err, "turnlog gateway", plan.Credential, string(natsauth.Worker),
+					natsauth.KeyFile(natsauth.Dir(nf.settings.Data()), natsauth.Worker))
 			}
 			data := nf.settings.DataDir
 			if data == "" {
