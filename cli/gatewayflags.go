@@ -117,8 +117,9 @@ func withGateway(api http.Handler, g *gateway.Gateway) http.Handler {
 }
 
 // gatewayBanner is the start-up lines of serve and gateway that tell an
-// operator where each SDK points (base is the listener's URL) and how its
-// calls authenticate; a provider key is named by its variable, never
+// operator where each SDK points (base is the listener's URL), how its
+// calls authenticate, and whether calls are forwarded while NATS is
+// unreachable (--record-optional) and spooled where; a provider key is named by its variable, never
 // shown. tokenless: serve runs without a token (--no-token), so calls
 // carry none.
 func gatewayBanner(base string, g *gateway.Gateway, tokenless bool) string {
@@ -135,8 +136,12 @@ func gatewayBanner(base string, g *gateway.Gateway, tokenless bool) string {
 	}
 	openai, anthropic := g.Upstreams()
 	openaiKey, anthropicKey := g.ManagedKeys()
+	optional := "turnlog: record-optional: off: while NATS is unreachable calls are answered 503 and not forwarded (--record-optional forwards and spools them)\n"
+	if spool := g.Spool(); spool != "" {
+		optional = "turnlog: record-optional: on: while NATS is unreachable calls are forwarded and kept in the spool " + spool + ", recorded once NATS is back\n"
+	}
 	return fmt.Sprintf("turnlog: recording gateway for OpenAI SDKs: base URL %s/v1, forwarded to %s; %s\n"+
 		"turnlog: recording gateway for Anthropic SDKs: base URL %s, forwarded to %s; %s\n",
 		base, openai, keys(openaiKey, "TURNLOG_OPENAI_API_KEY"),
-		base, anthropic, keys(anthropicKey, "TURNLOG_ANTHROPIC_API_KEY"))
+		base, anthropic, keys(anthropicKey, "TURNLOG_ANTHROPIC_API_KEY")) + optional
 }

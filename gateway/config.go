@@ -278,3 +278,14 @@ func (g *Gateway) Upstreams() (openai, anthropic string) {
 func (g *Gateway) ManagedKeys() (openai, anthropic bool) {
 	return g.cfg.OpenAIKey != "", g.cfg.AnthropicKey != ""
 }
+
+// Spool is the directory where the gateway keeps the calls it forwarded
+// while NATS was unreachable, until they are recorded (RecordOptional),
+// or "" when it forwards none then (it answers 503): what a start-up
+// banner tells an operator.
+func (g *Gateway) Spool() string {
+	if !g.cfg.RecordOptional {
+		return ""
+	}
+	return g.cfg.SpoolDir
+}
