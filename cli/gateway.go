@@ -99,7 +99,8 @@ docs/gateway.md.`,
 			if err != nil {
 				return err
 			}
-			var refusals startRefusals
+			refusals := &startRefusals{process: "turnlog gateway", credential: plan.Credential, role: string(natsauth.Worker),
+				need: natsauth.KeyFile(natsauth.Dir(nf.settings.Data()), natsauth.Worker)}
 			nc, err := plan.Connect(nats.MaxReconnects(-1), nats.ReconnectBufSize(-1), refusals.option(logger))
 			if err != nil {
 				return err
@@ -108,10 +109,11 @@ docs/gateway.md.`,
 			// Its steps are stored on the workers' subjects, as a
 			// worker's are. The log's own warnings go to the same JSON
 			// lines.
-			l, err := eventlog.Open(ctx, nc, eventlog.WithPrefix(nf.prefix), eventlog.WithWriterRole(string(natsauth.Worker)), eventlog.WithLogger(logger))
+			openCtx, opened := refusals.watch(ctx)
+			l, err := eventlog.Open(openCtx, nc, eventlog.WithPrefix(nf.prefix), eventlog.WithWriterRole(string(natsauth.Worker)), eventlog.WithLogger(logger))
+			opened()
 			if err != nil {
-				return refusals.explain(err, "turnlog gateway", plan.Credential, string(natsauth.Worker),
-					natsauth.KeyFile(natsauth.Dir(nf.settings.Data()), natsauth.Worker))
+				return refusals.explain(err)
 			}
 			data := nf.settings.DataDir
 			if data == "" {

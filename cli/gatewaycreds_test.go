@@ -14,8 +14,8 @@ import (
 
 // TestGatewayWithTheClientKey: `turnlog gateway --creds client.nk`
 // printed a permissions violation, then after 5s only "open event log:
-// bucket TURNLOG_THREADS: context deadline exceeded". Its error now names
-// the server's refusal and the key the gateway needs.
+// bucket TURNLOG_THREADS: context deadline exceeded". It stops at the
+// refusal, and its error names it and the key the gateway needs.
 func TestGatewayWithTheClientKey(t *testing.T) {
 	s := startServe(t)
 	client := natsauth.KeyFile(natsauth.Dir(s.data), natsauth.Client)
@@ -28,6 +28,7 @@ func TestGatewayWithTheClientKey(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
+	start := time.Now()
 	go func() { done <- root.ExecuteContext(ctx) }()
 	select {
 	case err := <-done:
@@ -36,6 +37,7 @@ func TestGatewayWithTheClientKey(t *testing.T) {
 		assert.Contains(t, err.Error(), "worker key")
 		assert.Contains(t, err.Error(), natsauth.KeyFile(natsauth.Dir(s.data), natsauth.Worker))
 		assert.Regexp(t, `^turnlog gateway: the NATS server refused the credential .*client.nk`, err.Error())
+		assert.Less(t, time.Since(start), 4*time.Second, "it stops at the refusal, not at a timeout")
 		assert.NotContains(t, out.String(), "gateway on http")
 	case <-time.After(30 * time.Second):
 		t.Fatalf("the gateway started with the client key:\n%s", out)

@@ -273,7 +273,7 @@ Stop it with Ctrl-C or SIGTERM; it shuts down cleanly.`,
 			go func() {
 				done <- runWorkers(ctx, &wf, workers, func() (*nats.Conn, error) {
 					return srv.Connect(append(withKey(workerKey), refusalLogger(logger), nats.CustomInboxPrefix(natsauth.InboxPrefix(natsauth.Worker)))...)
-				}, logOpts, logger, extraMetrics)
+				}, nil, logOpts, logger, extraMetrics)
 			}()
 			customListen := cmd.Flags().Changed("listen") || os.Getenv("TURNLOG_LISTEN") != ""
 			if workers == 0 {

@@ -178,7 +178,10 @@ func refusalLogger(logger *slog.Logger) nats.Option {
 
 // runWorkers runs n workers on their own connections from dial, serves
 // their metrics (and extra's, by path), and stops them when ctx ends.
-func runWorkers(ctx context.Context, f *workerFlags, n int, dial func() (*nats.Conn, error), logOpts []eventlog.Option, logger *slog.Logger, extra map[string]http.Handler) error {
+//
+// refusals, when not nil, watches dial's connections while each worker
+// opens its log (see startRefusals).
+func runWorkers(ctx context.Context, f *workerFlags, n int, dial func() (*nats.Conn, error), refusals *startRefusals, logOpts []eventlog.Option, logger *slog.Logger, extra map[string]http.Handler) error {
 	if err := f.check(); err != nil {
 		return err
 	}
@@ -208,8 +211,16 @@ func runWorkers(ctx context.Context, f *workerFlags, n int, dial func() (*nats.C
 			return err
 		}
 		defer nc.Close()
-		l, err := worker.OpenLog(ctx, nc, logger, logOpts...)
+		openCtx, opened := ctx, func() {}
+		if refusals != nil {
+			openCtx, opened = refusals.watch(ctx)
+		}
+		l, err := worker.OpenLog(openCtx, nc, logger, logOpts...)
+		opened()
 		if err != nil {
+			if refusals != nil {
+				return refusals.explain(err)
+			}
 			return err
 		}
 		host, _ := os.Hostname()
@@ -324,12 +335,19 @@ and runs this command with them (cli.Main): see docs/library.md.`,
 				return err
 			}
 			defer stopTracing()
+			plan, err := nf.resolve()
+			if err != nil {
+				return err
+			}
+			refusals := &startRefusals{process: "turnlog worker", credential: plan.Credential, role: string(natsauth.Worker),
+				need: natsauth.KeyFile(natsauth.Dir(nf.settings.Data()), natsauth.Worker)}
 			dial := func() (*nats.Conn, error) {
 				// The first connection is retried like later ones: a
 				// worker started before its servers waits for them
-				// (worker.OpenLog logs the wait).
-				return nf.dial(nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond),
-					nats.RetryOnFailedConnect(true), refusalLogger(logger))
+				// (worker.OpenLog logs the wait); a refusal of its
+				// credential ends the wait (refusals).
+				return plan.Connect(nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond),
+					nats.RetryOnFailedConnect(true), refusals.option(logger))
 			}
 			// On its own as under serve, a worker never lets a request's
 			// cwd read the keys of its data directory into the log,
@@ -337,7 +355,7 @@ and runs this command with them (cli.Main): see docs/library.md.`,
 			if err := wf.denyKeysOf(nf.settings.Data()); err != nil {
 				return err
 			}
-			err = runWorkers(ctx, &wf, n, dial, append(wf.logOptions(), eventlog.WithPrefix(nf.prefix)), logger, nil)
+			err = runWorkers(ctx, &wf, n, dial, refusals, append(wf.logOptions(), eventlog.WithPrefix(nf.prefix)), logger, nil)
 			if errors.Is(err, context.Canceled) {
 				return nil
 			}
