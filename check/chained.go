@@ -55,6 +55,7 @@ func (c *Checker) chained(in []events.Block, turn *projector.Turn, n int) []Find
 	}
 	var fresh inputState
 	fs := slices.DeleteFunc(c.inputRules(in, &fresh, 0, nil), func(f Finding) bool { return slices.Contains(ChainedSkips, f.Rule) })
+	fs = append(fs, c.chainedLeftOut(in)...)
 	cur := promptSeen{call: c.calls, seen: true}
 	if sp, ok := calls.ActivePrompt(turn, in, true); ok {
 		cur.id, cur.text, cur.where = sp.ID, sp.Text, string(sp.Kind)+" "+sp.ID
@@ -74,6 +75,52 @@ func (c *Checker) chained(in []events.Block, turn *projector.Turn, n int) []Find
 	}
 	sortFindings(fs)
 	return c.stamp(fs, n, c.reportedChained)
+}
+
+// leftOut is a reasoning block the gateway removed at a chained call's
+// input (calls.Call.ResentFrom): by is the step of that call's events
+// (callStep).
+type leftOut struct{ id, by string }
+
+// chainedLeftOut is the history_rewritten of a chained call that sends
+// the items after the response it continues again without the reasoning
+// the model produced among them (the Vercel AI SDK's tool loop with a
+// reasoning model): the gateway removed that reasoning from the history
+// (blocks.removed), since the model no longer reads it, and the model
+// reads its own tool call without the reasoning that made it. Reasoning
+// of a finished turn (its follower among what the call sent, a user
+// message after it) may be left out, as in a call that sends its whole
+// history. Each is reported once: the next call that sends its whole
+// history does not find it missing again.
+func (c *Checker) chainedLeftOut(in []events.Block) []Finding {
+	if len(c.since.leftOut) == 0 {
+		return nil
+	}
+	lastUser := -1
+	for i := range in {
+		if in[i].Kind == events.KindUser {
+			lastUser = i
+		}
+	}
+	step := callStep(c.current)
+	var fs []Finding
+	for _, l := range c.since.leftOut {
+		if l.by != step {
+			continue
+		}
+		c.since.removed[l.id] = calls.Actor
+		f := c.rowFollower(l.id)
+		if i := slices.IndexFunc(in, func(b events.Block) bool { return b.ID == f }); f != "" && i >= 0 && i < lastUser {
+			continue
+		}
+		since := "before this call"
+		if k := c.producedBy[l.id]; k > 0 {
+			since = "since call " + itoa(k)
+		}
+		fs = append(fs, Finding{Rule: RuleHistoryRewritten, Blocks: []string{l.id},
+			Detail: "reasoning " + l.id + " was removed " + since + ": the call sends the items after the response it continues again without it, so the model reads what it produced without the reasoning that led to it"})
+	}
+	return fs
 }
 
 // resent reports whether a chained call's prompt, cur, is the previous

@@ -43,6 +43,8 @@ type Checker struct {
 	// model text, tool call or reasoning the model produced right after it.
 	produced map[string]content
 	follower map[string]string
+	// producedBy numbers, by reasoning block, the call whose output it was.
+	producedBy map[string]int
 	// signed and thought name, by encrypted content and by text, the
 	// first reasoning block that carried it (signedCopy); current is the
 	// inference.started being checked.
@@ -122,6 +124,10 @@ type interval struct {
 	ordered bool
 	// removed names the blocks removed by an allowed event, and by whom.
 	removed map[string]string
+	// leftOut are the reasoning blocks the model produced that the
+	// gateway removed because a chained call sent the items after the
+	// response it continues again without them (chainedLeftOut).
+	leftOut []leftOut
 	// movedBy and removedBy name the events that moved history, or
 	// removed a block of it, and are allowed none of it (a middleware of
 	// one's own, say): what a history_rewritten finding then blames.
@@ -170,7 +176,7 @@ const (
 
 // New returns a Checker for a conversation's events from its first.
 func New(opts ...Option) *Checker {
-	c := &Checker{produced: map[string]content{}, follower: map[string]string{}, origin: map[string]string{}, inserted: map[string]bool{}, copied: map[string]bool{},
+	c := &Checker{produced: map[string]content{}, follower: map[string]string{}, producedBy: map[string]int{}, origin: map[string]string{}, inserted: map[string]bool{}, copied: map[string]bool{},
 		reported: map[string]bool{}, reportedAside: map[string]bool{}, reportedChained: map[string]bool{}, continued: -1}
 	c.since.reset()
 	for _, o := range opts {

@@ -70,6 +70,7 @@ func (c *Checker) note(e events.Event, n int, turn *projector.Turn) {
 	case events.ReasoningAppended:
 		if _, ok := c.produced[p.BlockID]; !ok {
 			c.produced[p.BlockID] = content{kind: events.KindReasoning, text: p.Text, encrypted: p.Encrypted}
+			c.producedBy[p.BlockID] = c.calls
 		}
 		c.noteSigned(p.BlockID, p.Text, p.Encrypted)
 		output(p.BlockID)
@@ -95,6 +96,8 @@ func (c *Checker) note(e events.Event, n int, turn *projector.Turn) {
 				c.since.removed[id] = e.Actor
 			} else if e.Actor != calls.Actor {
 				c.since.removedBy[id] = culprit(e, n)
+			} else if _, ok := c.produced[id]; ok {
+				c.since.leftOut = append(c.since.leftOut, leftOut{id: id, by: callStep(e)})
 			}
 		}
 		c.since.operator = c.since.operator || operator

@@ -64,14 +64,18 @@ func (iv *interval) markCallInput(id string, e events.Event) {
 	if iv.step == nil {
 		iv.step = map[string]string{}
 	}
-	iv.step[id] = e.Cause + ":" + strconv.Itoa(e.Step)
+	iv.step[id] = callStep(e)
 }
+
+// callStep names the request step an event belongs to: the gateway writes
+// a call's input events and its inference.started in one step.
+func callStep(e events.Event) string { return e.Cause + ":" + strconv.Itoa(e.Step) }
 
 // callInput reports whether block id was added by the request of the call
 // whose inference.started is e.
 func (iv *interval) callInput(id string, e events.Event) bool {
 	s, ok := iv.step[id]
-	return ok && e.Actor == calls.Actor && s == e.Cause+":"+strconv.Itoa(e.Step)
+	return ok && e.Actor == calls.Actor && s == callStep(e)
 }
 
 // textSigned reports whether a reasoning block's text is what its

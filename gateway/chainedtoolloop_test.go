@@ -9,7 +9,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/turnlog/turnlog/check"
 	"github.com/turnlog/turnlog/events"
+	"github.com/turnlog/turnlog/replay"
 )
 
 // The requests of a chat written with the Vercel AI SDK (ai 6 with
@@ -158,4 +160,27 @@ func TestChainedToolLoopOfAReasoningModel(t *testing.T) {
 		"the step's reasoning, which the third call left out, is no longer in the history")
 	v := verify(t, r.log, conv)
 	assert.Equal(t, 3, v.Inferences)
+
+	// The model lost its reasoning for its own tool call, in the loop in
+	// progress: reported at the call that left it out, as it is when the
+	// same call sends its whole history.
+	checked, err := replay.Check(t.Context(), r.log, conv)
+	require.NoError(t, err)
+	var rewritten []check.Finding
+	for _, f := range checked.Findings {
+		if f.Rule == check.RuleHistoryRewritten {
+			rewritten = append(rewritten, f)
+		}
+	}
+	var left []string // what the gateway removed: the step's reasoning
+	for _, e := range conversationEvents(t, r.log, conv) {
+		if p, ok := e.Payload.(events.BlocksRemoved); ok {
+			left = append(left, p.BlockIDs...)
+		}
+	}
+	require.Len(t, left, 1)
+	require.Len(t, rewritten, 1, "%+v", checked.Findings)
+	assert.Equal(t, 3, rewritten[0].Call)
+	assert.Equal(t, left, rewritten[0].Blocks)
+	assert.Contains(t, rewritten[0].Detail, "reasoning "+left[0]+" was removed since call 2")
 }
