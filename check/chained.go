@@ -69,7 +69,7 @@ func (c *Checker) chained(in []events.Block, turn *projector.Turn, n int) []Find
 		if f, ok := keptTwice(turn, in, c.prompt, cur); ok {
 			fs = append(fs, f)
 		}
-		c.prompt, c.promptFree = cur, false
+		c.prompt, c.promptFree = cur.after(c.prompt), false
 	} else {
 		fs = append(fs, c.promptChanged(cur)...)
 	}
@@ -150,7 +150,7 @@ func keptTwice(turn *projector.Turn, in []events.Block, was, cur promptSeen) (Fi
 		return Finding{}, false
 	}
 	return Finding{Rule: RuleDuplicateSystemPrompt, Blocks: []string{was.id, cur.id},
-		Detail: blockAt(in, i) + " has the same text as system " + was.id + " (" + itoa(len(cur.text)) + " bytes), which call " + itoa(was.call) +
+		Detail: blockAt(in, i) + " has the same text as system " + was.id + " (" + itoa(len(cur.text)) + " bytes), which call " + itoa(was.from) +
 			" sent as a message: the provider keeps that message in the history this call continues, so the model reads the prompt twice (send it as instructions, or in the first call alone)"}, true
 }
 

@@ -273,6 +273,18 @@ type promptSeen struct {
 	call            int
 	id, text, where string
 	seen            bool
+	// from is the call that first sent the block (after).
+	from int
+}
+
+// after is cur, seen after was: its from is was's when it is the same
+// block (a call that sends it again did not add it), else its own call.
+func (cur promptSeen) after(was promptSeen) promptSeen {
+	cur.from = cur.call
+	if cur.id != "" && cur.id == was.id && was.from > 0 {
+		cur.from = was.from
+	}
+	return cur
 }
 
 // promptOf is the active prompt of call's input in: its first system
@@ -292,7 +304,7 @@ func promptOf(call int, in []events.Block) promptSeen {
 // call's.
 func (c *Checker) promptChanged(cur promptSeen) []Finding {
 	was, free := c.prompt, c.promptFree
-	c.prompt, c.promptFree = cur, false
+	c.prompt, c.promptFree = cur.after(was), false
 	if !was.seen || free {
 		return nil
 	}

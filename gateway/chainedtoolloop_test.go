@@ -97,12 +97,22 @@ func TestChainedToolLoopIsOneConversation(t *testing.T) {
 	}, got, "the history the provider held at each call, each item once")
 	v := verify(t, r.log, conv)
 	assert.Equal(t, 4, v.Inferences)
-	for _, rule := range checkRules(t, r.log, conv) {
+	checked, err := replay.Check(t.Context(), r.log, conv)
+	require.NoError(t, err)
+	var at []int
+	for _, f := range checked.Findings {
 		// The SDK sends its system prompt as a message on every call:
 		// the provider keeps each, and the model reads the prompt again
 		// at each turn (reported, rightly); nothing else is.
-		assert.Equal(t, "duplicate_system_prompt", rule)
+		assert.Equal(t, check.RuleDuplicateSystemPrompt, f.Rule)
+		at = append(at, f.Call)
+		if f.Call == 4 {
+			// The fourth call's message doubles the one the second call
+			// appended (the third only sent it again).
+			assert.Contains(t, f.Detail, "which call 2 sent as a message")
+		}
 	}
+	assert.Equal(t, []int{2, 4}, at)
 }
 
 // TestVercelAISDKChainedToolLoop runs that chat with the Vercel AI SDK
