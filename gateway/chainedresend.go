@@ -15,15 +15,23 @@ import (
 // response in every step, and sends the earlier steps' items again (their
 // reasoning left out) with the tool's result. The call then continues
 // the conversation, and from is how many blocks the Turn held at the
-// response (calls.Call.ResentFrom). Not ok: the call branches at the
-// response, as an app regenerating from an earlier answer does.
-func (r *Recorder) resending(ctx context.Context, at calls.Ref, req *calls.Request) (from int, ok bool) {
+// response (calls.Call.ResentFrom), and state the conversation's state
+// whose blocks the call sends again (see wentOnSinceResent). Not ok: the
+// call branches at the response, as an app regenerating from an earlier
+// answer does.
+func (r *Recorder) resending(ctx context.Context, at calls.Ref, req *calls.Request) (from int, state calls.Ref, ok bool) {
 	now, _, err := r.turn(ctx, at.Conversation, false)
 	if err != nil {
-		return 0, false
+		return 0, state, false
 	}
-	r.cache.put(now) // the call's input is planned against it
-	return r.resentSince(ctx, at, now, req)
+	// The call's input is planned against it; read before it goes back
+	// to the cache, where another call of the conversation may take it
+	// and append to it.
+	defer r.cache.put(now)
+	if from, ok = r.resentSince(ctx, at, now, req); !ok {
+		return 0, state, false
+	}
+	return from, calls.Ref{Conversation: now.Conversation, Events: now.Events}, true
 }
 
 // resentSince is resending against now, the conversation's Turn.
@@ -41,6 +49,21 @@ func (r *Recorder) resentSince(ctx context.Context, at calls.Ref, now *projector
 		}
 	}
 	return len(was.Blocks), calls.Resends(now, req, len(was.Blocks))
+}
+
+// wentOnSinceResent reports whether turn, the conversation a chained
+// step's re-sent items were matched in (Pending.resent) as it stands when
+// the step is recorded, went on since in a way the step does not send
+// again: another call of the conversation was recorded in between (a
+// sibling step, on this gateway or another one whose Turn this one had not
+// seen). Planned against it, the step's items would all be appended anew,
+// the re-sent ones a second time; the step forks the conversation at the
+// state it sends again instead, as a step threaded after that call would
+// branch.
+func wentOnSinceResent(p *Pending, turn *projector.Turn) bool {
+	rs := p.resent
+	return rs != nil && turn.Conversation == rs.Conversation && turn.Events != rs.Events &&
+		!calls.Resends(turn, p.call.Request, p.call.ResentFrom)
 }
 
 // resentAfterFailed sets the ResentFrom of a call continuing its

@@ -143,6 +143,16 @@ func (r *Recorder) recordInput(ctx context.Context, p *Pending, fork *calls.Ref,
 			}
 			continue
 		}
+		if rs := p.resent; wentOnSinceResent(p, turn) {
+			// A chained step whose conversation went on since it was
+			// threaded: it forks it at the state it sends again.
+			r.cache.put(turn)
+			p.resent, p.conv, fresh = nil, ulid.Make().String(), true
+			if err := prepareFork(rs); err != nil {
+				return inputResult{err: err, erased: errors.Is(err, errErasedBefore)}
+			}
+			continue
+		}
 		if r.erasedAfterMade(p) {
 			r.cache.put(turn)
 			return inputResult{erased: true}

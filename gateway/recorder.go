@@ -133,6 +133,11 @@ type Pending struct {
 	// recorded holds the items of calls that failed after it, which the
 	// call may send again (see resentAfterFailed).
 	response *calls.Ref
+	// resent is the state whose blocks a chained tool loop's step sends
+	// again (calls.Call.ResentFrom), as it was threaded: a conversation
+	// found gone on past it when the input is recorded is forked there
+	// (wentOnSinceResent).
+	resent *calls.Ref
 	// trace is the context the call's span is a child of (the caller's,
 	// from its traceparent); nil for a call recorded later than it was
 	// made (import --calls, the spool), which gets no span.

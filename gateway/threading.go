@@ -61,10 +61,10 @@ func (r *Recorder) thread(ctx context.Context, p *Pending, in Call) (fork *calls
 			}
 		case ok:
 			c.Threading = calls.ThreadExplicit
-			if from, resends := r.resending(ctx, ref, req); resends {
+			if from, state, resends := r.resending(ctx, ref, req); resends {
 				// A chained tool loop's step, sending the steps after
 				// that response again: it goes on from them.
-				p.conv, c.ResentFrom = ref.Conversation, from
+				p.conv, c.ResentFrom, p.resent = ref.Conversation, from, &state
 				break
 			}
 			// An earlier call's response (an app regenerating from an
