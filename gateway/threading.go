@@ -117,6 +117,13 @@ func (r *Recorder) infer(ctx context.Context, p *Pending, scope string, blocks [
 	if err != nil {
 		r.logger.Warn("gateway: threading index unreadable; the call starts a conversation", "err", err)
 	}
+	if err == nil && !(ok && latest) {
+		// No state continued as the call sends it: one whose items the
+		// call continues with other instructions, found only here.
+		if h, hl, hok := r.handedOff(ctx, scope, blocks); hok {
+			ref, latest, ok = h, hl, true
+		}
+	}
 	if !ok {
 		return nil
 	}
