@@ -3,7 +3,9 @@ package embedded
 import "github.com/turnlog/turnlog/internal/privatedir"
 
 // checkDataDirMode refuses a data directory that users other than its
-// owner and group may write, or that another user owns. Whoever may
+// owner may write (its group only when it is the owner's private group),
+// or that another user owns, or that sits in a directory others may
+// write (privatedir.Check). Whoever may
 // write it may rename its entries: move the JetStream store or auth/
 // away (every conversation gone, or new keys made at the next start) and
 // put their own in their place, all without a credential; whoever owns

@@ -15,7 +15,7 @@ import (
 // and any local user could then rename its store or its auth/ away and
 // put their own in its place: erase every conversation, or replace the
 // keys, without a credential. Such a directory is now refused, saying
-// how to fix it; one that only its owner and group may write still runs.
+// how to fix it; one that only its owner and the owner's private group may write still runs.
 // So is one that belongs to another user (who may change its mode at
 // will), as the gateway's spool directory is: it ran.
 func TestADataDirectoryOthersMayWriteIsRefused(t *testing.T) {

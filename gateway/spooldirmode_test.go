@@ -37,7 +37,7 @@ func TestSpoolInADirectoryOthersControlIsRefused(t *testing.T) {
 		owner int // -1: this process's user
 	}{
 		{name: "every user may write", mode: 0o777, owner: -1},
-		{name: "sticky, every user may write", mode: 0o1777, owner: -1},
+		{name: "sticky, every user may write", mode: 0o777 | os.ModeSticky, owner: -1},
 		{name: "another user's", mode: 0o700, owner: 4242},
 	}
 	for _, tc := range cases {

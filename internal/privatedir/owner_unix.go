@@ -15,3 +15,12 @@ func owner(info os.FileInfo) (int, bool) {
 	}
 	return int(st.Uid), true
 }
+
+// group is the group ID of the file info describes.
+func group(info os.FileInfo) (int, bool) {
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return int(st.Gid), true
+}
