@@ -114,10 +114,19 @@ func (l *Log) deadLettersConfig() jetstream.StreamConfig {
 // AddDeadLetter stores d (its Time set to now when zero). A request
 // declared dead twice (a worker that crashed between this and terminating
 // the request) is stored once while the duplicate window lasts, by its
-// RequestSeq.
+// RequestSeq. A dead letter of a request sent to a conversation that was
+// erased after the requests stream received it (d.Received) belongs to
+// what was erased: it is refused with ErrConversationErased, and deleted
+// again when the erasure came while it was being stored.
 func (l *Log) AddDeadLetter(ctx context.Context, d DeadLetter) error {
 	if d.Time.IsZero() {
 		d.Time = time.Now().UTC()
+	}
+	if erased, err := l.erasedDeadLetter(ctx, d); err != nil || erased {
+		if erased {
+			err = ErrConversationErased
+		}
+		return fmt.Errorf("dead letter for %s: %w", d.Subject, err)
 	}
 	d.Seq = 0
 	data, err := json.Marshal(d)
@@ -128,8 +137,15 @@ func (l *Log) AddDeadLetter(ctx context.Context, d DeadLetter) error {
 	if d.RequestSeq > 0 {
 		msg.Header.Set(jetstream.MsgIDHeader, l.names.RequestsStream+":"+strconv.FormatUint(d.RequestSeq, 10))
 	}
-	if _, err := l.js.PublishMsg(ctx, msg); err != nil {
+	deadLetterChecked()
+	ack, err := l.js.PublishMsg(ctx, msg)
+	if err != nil {
 		return fmt.Errorf("dead letter for %s: %w", d.Subject, storageFull(err))
+	}
+	// Erase notes the erasure before it reads the dead letters: a record
+	// its read missed came after the note, which this finds.
+	if err := l.dropIfErased(ctx, d, ack.Sequence); err != nil {
+		return fmt.Errorf("dead letter for %s: %w", d.Subject, err)
 	}
 	return nil
 }

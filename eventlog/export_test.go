@@ -17,6 +17,15 @@ func (l *Log) WantedStreams() []jetstream.StreamConfig {
 	return []jetstream.StreamConfig{l.requestsConfig(), l.deadLettersConfig()}
 }
 
+// SetDeadLetterChecked makes AddDeadLetter call fn after it checked for an
+// erasure and before it stores the dead letter, and returns the function
+// that restores it.
+func SetDeadLetterChecked(fn func()) (restore func()) {
+	old := deadLetterChecked
+	deadLetterChecked = fn
+	return func() { deadLetterChecked = old }
+}
+
 // SetMaxBatchScan sets how far apart a conversation's last message and the
 // base of a read must be for the read to follow links, and returns the
 // function that restores it.

@@ -122,6 +122,7 @@ func SpecFor(r Role, n eventlog.Names) Spec {
 			pub(api("STREAM.CREATE", st), "create "+st+" on a fresh cluster (an existing stream cannot be changed this way)")
 		}
 		pub(n.DeadLetterSubject(), "store a request that cannot end in a conversation as a dead letter")
+		pub(api("STREAM.MSG.DELETE", dead), "delete a dead letter it stored as its request's conversation was erased (the erasure may have read the dead letters before it)")
 		pub(api("STREAM.MSG.GET", rq), "find requests published on the literal "+n.Prefix+".chat.* or "+n.Prefix+".chat.> (no consumer sees them)")
 		pub(api("STREAM.MSG.DELETE", rq), "delete such a request once it is a dead letter")
 		pub("$JS.API.INFO", "account info: the probe that tells a lost cluster from a slow one (with "+rq+"'s info, granted above: does its leader hear from a majority), and creating a bucket (nats.go checks the account first)")

@@ -31,7 +31,13 @@ func (w *Worker) deadLetter(ctx context.Context, m jetstream.Msg, meta *jetstrea
 	if errors.Is(err, eventlog.ErrStorageFull) {
 		err = w.holdDeadLetter(ctx, m, d, log, err)
 	}
-	if err != nil {
+	if errors.Is(err, eventlog.ErrConversationErased) {
+		// The request belongs to what was erased: neither stored nor
+		// tried again, as one whose conversation was erased while it
+		// was served.
+		w.metrics.requests.WithLabelValues("erased").Inc()
+		log.Warn("request dropped: its conversation was erased after it was sent; no dead letter is kept")
+	} else if err != nil {
 		if meta.NumDelivered < w.lastDelivery() || errors.Is(err, eventlog.ErrStorageFull) {
 			// A request is not terminated for want of space, even on its
 			// last delivery: it stays in the requests stream.

@@ -250,12 +250,18 @@ func (w *Worker) deadLetterStored(ctx context.Context, s jetstream.Stream, m *je
 	subject := w.names.ChatSubject(w.names.ConversationOf(m.Subject))
 	d := eventlog.DeadLetter{Subject: subject, Reason: reason, Received: m.Time.UTC(), RequestSeq: m.Sequence, Worker: w.cfg.Name,
 		Headers: m.Header, Data: m.Data, ServedAs: w.servedAs(m.Data, subject, m.Sequence, m.Time)}
-	if err := w.cfg.Log.AddDeadLetter(ctx, d); err != nil {
+	switch err := w.cfg.Log.AddDeadLetter(ctx, d); {
+	case errors.Is(err, eventlog.ErrConversationErased):
+		// It belongs to what was erased: dropped, as the erasure would have.
+		w.metrics.requests.WithLabelValues("erased").Inc()
+		w.log.Warn("request dropped: its conversation was erased after it was sent; no dead letter is kept", "subject", m.Subject, "request_seq", m.Sequence)
+	case err != nil:
 		return err
+	default:
+		w.metrics.deadLetters.Inc()
+		w.metrics.requests.WithLabelValues("dead_lettered").Inc()
+		w.log.Warn("request dead-lettered", "subject", m.Subject, "request_seq", m.Sequence, "reason", reason)
 	}
-	w.metrics.deadLetters.Inc()
-	w.metrics.requests.WithLabelValues("dead_lettered").Inc()
-	w.log.Warn("request dead-lettered", "subject", m.Subject, "request_seq", m.Sequence, "reason", reason)
 	if err := s.DeleteMsg(ctx, m.Sequence); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
 		return err
 	}
