@@ -21,7 +21,9 @@ import (
 // The first choice, which the conversation goes on with, must be kept and
 // the call recorded finished, the other choices past the bound left out
 // with their size ({"omitted_bytes": n}); only a first choice too large
-// by itself still fails the call, saying why.
+// by itself still fails the call, saying why. A call recorded with
+// choices left out was known only by a WARN log and its record: it is
+// counted in turnlog_gateway_unstored_total{part="other_choices"}.
 func TestOtherChoicesTooLargeAreTrimmed(t *testing.T) {
 	each := strings.Repeat("y", smallPayload/4) // 4 of them fill a message
 	for _, tc := range []struct {
@@ -36,7 +38,7 @@ func TestOtherChoicesTooLargeAreTrimmed(t *testing.T) {
 		for _, stream := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/stream=%v", tc.name, stream), func(t *testing.T) {
 				up := newBigChoicesUpstream(t, tc.first, each)
-				r, _ := newSmallRig(t, up.URL)
+				r, m := newSmallRig(t, up.URL)
 				conv := fmt.Sprintf("bigchoices-%v-%v", tc.failed != "", stream)
 				resp, got := post(t, r.gw.URL+"/v1/chat/completions", map[string]string{"Turnlog-Token": token, "Turnlog-Conversation": conv},
 					fmt.Sprintf(`{"model":"m","n":%d,"stream":%v,"messages":[{"role":"user","content":"hi"}]}`, tc.n, stream))
@@ -44,7 +46,13 @@ func TestOtherChoicesTooLargeAreTrimmed(t *testing.T) {
 				assert.Contains(t, string(got), fmt.Sprintf("choice %d ", tc.n-1), "the app got every choice")
 
 				_, finished, failed := inferences(t, r, conv)
+				// Counted as the other unstored parts are: the record
+				// lacks content the app got, which an operator watches
+				// for in /metrics, not only in a WARN log.
+				metrics := scrape(t, m)
 				if tc.failed != "" {
+					assert.Contains(t, metrics, `turnlog_gateway_unstored_total{part="output"} 1`)
+					assert.NotContains(t, metrics, `part="other_choices"`, "no choice was left out: the call failed")
 					assert.Equal(t, 0, finished)
 					require.Len(t, failed, 1)
 					assert.Contains(t, failed[0], tc.failed)
@@ -85,6 +93,8 @@ func TestOtherChoicesTooLargeAreTrimmed(t *testing.T) {
 					omitted++
 				}
 				assert.Positive(t, omitted, "some choices were past the bound")
+				assert.Contains(t, metrics, `turnlog_gateway_unstored_total{part="other_choices"} 1`, "the call counted once, however many choices it lacks")
+				assert.NotContains(t, metrics, `part="output"}`, "its answer is recorded")
 				var text strings.Builder
 				for e, err := range replay.Entries(t.Context(), r.log, conv) {
 					require.NoError(t, err)

@@ -67,7 +67,7 @@ func NewMetrics() *Metrics {
 		}, []string{"kind"}),
 		unstored: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "turnlog_gateway_unstored_total",
-			Help: "Calls a part of which was too large for one NATS message (the server's max_payload), by part: input (the call's new content; recorded by its hash alone, as an unparsed call saying why) or output (its answer; recorded as failed, saying so). The app got the upstream's answer all the same.",
+			Help: "Calls a part of which was too large for one NATS message (the server's max_payload), by part: input (the call's new content; recorded by its hash alone, as an unparsed call saying why), output (its answer; recorded as failed, saying so) or other_choices (the choices after the first of a Chat Completions answer of several; recorded finished with its first choice whole and the last others left out with their size). The app got the upstream's answer all the same.",
 		}, []string{"part"}),
 		threading: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "turnlog_gateway_threading_total",

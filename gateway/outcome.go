@@ -59,6 +59,7 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) (err
 	var indexed func(context.Context) error
 	inputSeq := turn.Seq // the input's step, or the log's end it was finished against
 	unstored := false    // the answer was too large to store: recorded as failed
+	choicesCut := false  // some of its other choices were left out, too large to store
 	for attempt := 0; ; attempt++ {
 		var none []events.Payload // an outcome's events find nothing
 		if checker != nil {
@@ -119,6 +120,10 @@ func (r *Recorder) Finish(ctx context.Context, p *Pending, o calls.Outcome) (err
 			// with, the others past the bound left out with their size.
 			// Planned again, and indexed again (its blocks are new).
 			r.logger.Warn("gateway: call's other choices too large to store; recorded with some left out", "conversation", p.conv, "err", err)
+			if !choicesCut { // once a call, cut again or not
+				choicesCut = true
+				r.metrics.unstored.WithLabelValues("other_choices").Inc()
+			}
 			o = trimmed
 			r.unindex(ctx, p, indexed, turn.Events, in.atStart)
 			indexed, checker = nil, nil
