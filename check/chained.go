@@ -134,23 +134,37 @@ func resent(was, cur promptSeen) bool {
 }
 
 // keptTwice is the duplicate_system_prompt of a chained call whose
-// prompt, cur, is the previous call's, was, sent again as a message among
-// its new items, where the provider keeps was's message in the history it
-// holds (a developer or system message, not the Responses API's
-// instructions, which apply to their call alone): the model reads the
-// prompt once more at each such call, as an app that appends its prompt
-// to every request sends it.
+// prompt, cur, is the previous call's text, was, sent again, where the
+// provider keeps a message of that text in the history it holds (a
+// developer or system message, not the Responses API's instructions,
+// which apply to their call alone): the model reads the prompt once more
+// at each such call, as an app that appends its prompt to every request
+// sends it. The held message is was's when it was one; else the first of
+// that text the Turn still holds outside the call's input (a call between
+// may have sent the prompt as instructions, which leaves the earlier
+// message where it was).
 func keptTwice(turn *projector.Turn, in []events.Block, was, cur promptSeen) (Finding, bool) {
-	prev, ok := turn.Block(was.id)
-	if !ok || prev.Meta[calls.MetaField] != "" {
-		return Finding{}, false
-	}
 	i := slices.IndexFunc(in, func(b events.Block) bool { return b.ID == cur.id })
-	if i < 0 || in[i].Meta[calls.MetaField] != "" {
+	if i < 0 {
 		return Finding{}, false
 	}
-	return Finding{Rule: RuleDuplicateSystemPrompt, Blocks: []string{was.id, cur.id},
-		Detail: blockAt(in, i) + " has the same text as system " + was.id + " (" + itoa(len(cur.text)) + " bytes), which call " + itoa(was.from) +
+	heldID, by := "", ""
+	if prev, ok := turn.Block(was.id); ok && prev.Meta[calls.MetaField] == "" {
+		heldID, by = was.id, "call "+itoa(was.from)
+	} else {
+		for _, b := range turn.Blocks {
+			if b.Kind == events.KindSystem && b.ID != cur.id && b.Text == cur.text && b.Meta[calls.MetaField] == "" &&
+				!slices.ContainsFunc(in, func(x events.Block) bool { return x.ID == b.ID }) {
+				heldID, by = b.ID, "an earlier call"
+				break
+			}
+		}
+	}
+	if heldID == "" {
+		return Finding{}, false
+	}
+	return Finding{Rule: RuleDuplicateSystemPrompt, Blocks: []string{heldID, cur.id},
+		Detail: blockAt(in, i) + " has the same text as system " + heldID + " (" + itoa(len(cur.text)) + " bytes), which " + by +
 			" sent as a message: the provider keeps that message in the history this call continues, so the model reads the prompt twice (send it as instructions, or in the first call alone)"}, true
 }
 

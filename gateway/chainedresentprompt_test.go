@@ -22,22 +22,31 @@ import (
 // Another text is a change either way.
 func TestChainedCallResendingThePromptIsNoChange(t *testing.T) {
 	for _, tc := range []struct {
-		name         string
-		instructions bool
-		want         []callFinding
+		name string
+		// modes says how each of the four calls sends its prompt: m as
+		// a developer message, i as instructions.
+		modes string
+		want  []callFinding
 	}{
-		{"as a developer message", false, []callFinding{{2, "duplicate_system_prompt"}, {3, "duplicate_system_prompt"}, {4, "system_prompt_changed"}}},
-		{"as instructions", true, []callFinding{{4, "system_prompt_changed"}}},
+		{"as a developer message", "mmmm", []callFinding{{2, "duplicate_system_prompt"}, {3, "duplicate_system_prompt"}, {4, "system_prompt_changed"}}},
+		{"as instructions", "iiii", []callFinding{{4, "system_prompt_changed"}}},
+		// The first call's developer message stays in the history the
+		// provider holds, whatever the calls between sent: the model
+		// reads the prompt twice at calls 2 (instructions and that
+		// message) and 3 (two messages).
+		{"as a message, then instructions, then a message again", "mimm", []callFinding{{2, "duplicate_system_prompt"}, {3, "duplicate_system_prompt"}, {4, "system_prompt_changed"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			up := newNumberedResponses(t)
 			r := newRig(t, up.URL, "")
 			conv := ""
+			n := 0
 			call := func(prev, prompt, text string) string {
 				t.Helper()
+				n++
 				input := []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "input_text", "text": text}}}}
 				body := map[string]any{"model": "m"}
-				if tc.instructions {
+				if tc.modes[n-1] == 'i' {
 					body["instructions"] = prompt
 				} else {
 					input = append([]any{map[string]any{"role": "developer", "content": prompt}}, input...)
