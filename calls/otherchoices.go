@@ -12,7 +12,8 @@ import (
 // asked for several answers) into blocks, each choice's message as the
 // gateway reads an app's message, so that a choice the app goes on with
 // compares with what it sends back as any history does (Key). A choice
-// whose message cannot be read has no blocks.
+// whose message cannot be read, or left out of the record for its size
+// (TrimOtherChoices), has no blocks: OtherChoiceKeys reads that one too.
 func OtherChoiceBlocks(otherChoices string) ([][]events.Block, error) {
 	var choices []struct {
 		Message json.RawMessage `json:"message"`

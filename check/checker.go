@@ -1,6 +1,7 @@
 package check
 
 import (
+	"github.com/turnlog/turnlog/calls"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/projector"
 )
@@ -146,7 +147,7 @@ type interval struct {
 	// choices are the other choices of the previous call, when it asked
 	// for several, and firstChoice its output, which another of them may
 	// stand in for (choiceTaken).
-	choices     [][]events.Block
+	choices     [][]calls.ChoiceKey
 	firstChoice []string
 }
 

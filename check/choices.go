@@ -14,20 +14,21 @@ import (
 )
 
 // noteChoices keeps, at a call's inference.finished, its other choices as
-// the blocks the app would send back of them, and its output (the first
-// choice).
+// the keys of the blocks the app would send back of them (a choice left
+// out of the record for its size by those it kept), and its output (the
+// first choice).
 func (iv *interval) noteChoices(p events.InferenceFinished) {
 	iv.choices, iv.firstChoice = nil, nil
 	if p.OtherChoices == "" {
 		return
 	}
-	others, err := calls.OtherChoiceBlocks(p.OtherChoices)
+	others, err := calls.OtherChoiceKeys(p.OtherChoices)
 	if err != nil {
 		return
 	}
-	for _, bs := range others {
-		if len(bs) > 0 {
-			iv.choices = append(iv.choices, bs)
+	for _, ks := range others {
+		if len(ks) > 0 {
+			iv.choices = append(iv.choices, ks)
 		}
 	}
 	if len(iv.choices) > 0 {
@@ -77,21 +78,20 @@ func (c *Checker) firstChoiceKept(in []events.Block, shared map[string]bool) boo
 
 // sentChoice reports whether every block of choice ch is in in, added by
 // the request of call or a block of the first choice (each once), with
-// the same content as threading compares it (calls.Key: a tool call's
+// the same content as threading compares it (calls.ChoiceKey.Matches,
+// for a choice kept whole or left out by its keys; calls.Key: a tool call's
 // arguments as JSON, a refusal or other part by its digest; a tool call
 // read as doubles, calls.DoublesKey, as sent back by an app that parses
 // it with JSON.parse; a text sent back with other thinking than the
 // choice's is none of it, calls.SameThought); shared holds the first
 // choice's blocks it took.
-func (iv *interval) sentChoice(in []events.Block, ch []events.Block, call events.Event) (shared map[string]bool, ok bool) {
+func (iv *interval) sentChoice(in []events.Block, ch []calls.ChoiceKey, call events.Event) (shared map[string]bool, ok bool) {
 	shared = map[string]bool{}
 	for j := range ch {
-		want := calls.Key(&ch[j])
-		doubles, read := calls.DoublesKey(&ch[j])
 		found := false
 		for i := range in {
 			b := &in[i]
-			if b.Kind != ch[j].Kind || !sameKey(calls.Key(b), want, read, doubles) || !calls.SameThought(&ch[j], b) {
+			if !ch[j].Matches(b) {
 				continue
 			}
 			if iv.callInput(b.ID, call) {
@@ -108,10 +108,4 @@ func (iv *interval) sentChoice(in []events.Block, ch []events.Block, call events
 		}
 	}
 	return shared, true
-}
-
-// sameKey reports whether k, an input block's content key, is want, the
-// key of a choice's block, or, when read, doubles (calls.DoublesKey).
-func sameKey(k, want [32]byte, read bool, doubles [32]byte) bool {
-	return k == want || read && k == doubles
 }
