@@ -360,6 +360,16 @@ function otherChoices(c) {
       'ol',
       { class: 'turn-blocks' },
       others.map((o) => {
+        // A choice the gateway left out, the outcome being too large to
+        // store with it, keeps its index and size alone
+        // ({"index", "omitted_bytes", "keys"}: calls.TrimOtherChoices).
+        if (o && !o.message && typeof o.omitted_bytes === 'number') {
+          return h(
+            'li',
+            { class: 'block kind-llm_text', dataset: { choice: String(o.index), omitted: 'true' } },
+            h('div', { class: 'block-head' }, h('span', { class: 'kind' }, `choice ${o.index}`), h('span', { class: 'muted' }, `: left out of the record (too large to store: ${o.omitted_bytes.toLocaleString('en-US')} bytes)`)),
+          );
+        }
         const m = (o && o.message) || {};
         const calls = (m.tool_calls || []).map((t) => `${(t.function || {}).name || '?'}(${(t.function || {}).arguments || ''})`);
         if (m.function_call) calls.push(`${m.function_call.name || '?'}(${m.function_call.arguments || ''})`);
