@@ -32,10 +32,11 @@ type Use struct {
 // so each directory above dir, up to /, must be root's or this user's
 // and writable by neither group nor others, or sticky (as /tmp is) with
 // its entry on the path this user's or root's, which only they may then
-// rename; a path through a symbolic link is checked along the link and
-// along where it leads. A directory turnlog makes is 0700 and passes;
-// only one made beforehand, or in a shared place, can be open. Windows
-// reports no such bits, and is not checked.
+// rename; a path through a symbolic link is checked along the link,
+// along each link it leads through and along where it ends. A directory
+// turnlog makes is 0700 and passes; only one made beforehand, or in a
+// shared place, can be open. Windows reports no such bits, and is not
+// checked.
 func Check(dir string, use Use) error {
 	if runtime.GOOS == "windows" {
 		return nil

@@ -130,3 +130,25 @@ func mkdir(t *testing.T, parent, name string, mode os.FileMode) string {
 	require.NoError(t, os.Chmod(dir, mode))
 	return dir
 }
+
+// TestCheckThroughALinkOthersMayRepoint: a path whose symbolic link
+// leads through another link, one that another user may replace (in a
+// directory every user may write), is refused, though both the path as
+// given and where it finally leads are this user's: whoever replaces
+// the middle link sends every later write to a directory of theirs.
+// Before, only the path as given and its final target were checked,
+// and such a path passed.
+func TestCheckThroughALinkOthersMayRepoint(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("only root can give directories to other users")
+	}
+	base := t.TempDir()
+	shared := mkdir(t, base, "shared", 0o777)
+	mine := mkdir(t, base, "mine", 0o700)
+	real := mkdir(t, mine, "real", 0o700)
+	require.NoError(t, os.Symlink(real, filepath.Join(shared, "hop")))
+	require.NoError(t, os.Symlink(filepath.Join(shared, "hop"), filepath.Join(mine, "link")))
+	err := privatedir.Check(filepath.Join(mine, "link"), use)
+	require.Error(t, err, "a path through a link others may replace passed")
+	assert.ErrorContains(t, err, shared)
+}
