@@ -11,7 +11,8 @@ import (
 // directory is fine only when its group is its owner's user private
 // group: the group named as the owner's user, as adduser makes on
 // Debian and Ubuntu, where the umask is 002 and a plain mkdir is
-// group-writable. Any other group may have members besides the owner.
+// group-writable, as long as the owner is its only member
+// (groupHasOthers). Any other group may have members besides the owner.
 func groupMayWrite(info os.FileInfo) bool {
 	if info.Mode().Perm()&0o020 == 0 {
 		return false
@@ -29,7 +30,7 @@ func groupMayWrite(info os.FileInfo) bool {
 	if err != nil {
 		return true
 	}
-	return g.Name != u.Username
+	return g.Name != u.Username || groupHasOthers(gid, u.Username)
 }
 
 // ownedByUs reports whether info describes a file of this process's
