@@ -103,12 +103,20 @@ func TestGatewayCommand(t *testing.T) {
 // it printed, and what stops it before then.
 func startGatewayCmd(t *testing.T, s *served, args ...string) (string, *syncbuf.Buffer, func()) {
 	t.Helper()
+	return runGatewayCmd(t, append([]string{"--data", s.data, "--nats-url", s.natsURL,
+		"--record-optional", "--spool-dir", filepath.Join(t.TempDir(), "spool")}, args...)...)
+}
+
+// runGatewayCmd runs `turnlog gateway --listen 127.0.0.1:0` with args
+// until the test ends, and waits for its banner; it returns the gateway's
+// URL, what it printed, and what stops it before then.
+func runGatewayCmd(t *testing.T, args ...string) (string, *syncbuf.Buffer, func()) {
+	t.Helper()
 	out := &syncbuf.Buffer{}
 	root := newRootCmd()
 	root.SetOut(out)
 	root.SetErr(out)
-	root.SetArgs(append([]string{"gateway", "--listen", "127.0.0.1:0", "--data", s.data, "--nats-url", s.natsURL,
-		"--record-optional", "--spool-dir", filepath.Join(t.TempDir(), "spool")}, args...))
+	root.SetArgs(append([]string{"gateway", "--listen", "127.0.0.1:0"}, args...))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()

@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
@@ -17,7 +16,6 @@ import (
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/internal/natstest"
-	"github.com/turnlog/turnlog/internal/syncbuf"
 )
 
 // TestGatewayLogsTheLogsWarningsAsJSON: `turnlog gateway` logs JSON lines,
@@ -48,23 +46,7 @@ func TestGatewayLogsTheLogsWarningsAsJSON(t *testing.T) {
 	t.Cleanup(up.Close)
 	const tok = "tl-logformat-token-0123456789"
 	t.Setenv("TURNLOG_TOKEN", tok)
-	out := &syncbuf.Buffer{}
-	root := newRootCmd()
-	root.SetOut(out)
-	root.SetErr(out)
-	root.SetArgs([]string{"gateway", "--listen", "127.0.0.1:0", "--data", t.TempDir(), "--nats-url", s.ClientURL(),
-		"--openai-upstream", up.URL + "/v1"})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	var base string
-	require.Eventually(t, func() bool {
-		if _, rest, ok := strings.Cut(out.String(), "gateway on "); ok {
-			base, _, _ = strings.Cut(rest, " ")
-		}
-		return base != ""
-	}, 60*time.Second, 20*time.Millisecond, "no banner: %s", out)
+	base, out, _ := runGatewayCmd(t, "--data", t.TempDir(), "--nats-url", s.ClientURL(), "--openai-upstream", up.URL+"/v1")
 
 	req, _ := http.NewRequest(http.MethodPost, base+"/v1/chat/completions", strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"user","content":"again"}]}`))
 	req.Header.Set("Turnlog-Token", tok)

@@ -18,7 +18,6 @@ import (
 	"github.com/turnlog/turnlog/eventlog"
 	"github.com/turnlog/turnlog/events"
 	"github.com/turnlog/turnlog/internal/natstest"
-	"github.com/turnlog/turnlog/internal/syncbuf"
 )
 
 // TestGatewayOutcomeNotStoredAfterItsResponseWasCut: NATS lost while the
@@ -58,23 +57,7 @@ func TestGatewayOutcomeNotStoredAfterItsResponseWasCut(t *testing.T) {
 
 	const tok = "tl-outage-token-0123456789"
 	t.Setenv("TURNLOG_TOKEN", tok) // read as --token's default
-	out := &syncbuf.Buffer{}
-	root := newRootCmd()
-	root.SetOut(out)
-	root.SetErr(out)
-	root.SetArgs([]string{"gateway", "--listen", "127.0.0.1:0", "--data", t.TempDir(), "--nats-url", "nats://" + addr,
-		"--openai-upstream", up.URL + "/v1"})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	var base string
-	require.Eventually(t, func() bool {
-		if _, rest, ok := strings.Cut(out.String(), "gateway on "); ok {
-			base, _, _ = strings.Cut(rest, " ")
-		}
-		return base != ""
-	}, 60*time.Second, 20*time.Millisecond, "no banner: %s", out)
+	base, out, _ := runGatewayCmd(t, "--data", t.TempDir(), "--nats-url", "nats://"+addr, "--openai-upstream", up.URL+"/v1")
 
 	l, err := eventlog.Open(context.Background(), s.Conn)
 	require.NoError(t, err)
